@@ -1,0 +1,36 @@
+"""simsql: SimHash near-duplicate detection and "most similar" queries inside PostgreSQL."""
+
+from __future__ import annotations
+
+from .bits import blocks, cosine_estimate, hamming, similarity, to_signed, to_unsigned
+from .errors import (
+    ConfigMismatch,
+    EmptyDocument,
+    NotAttached,
+    SchemaError,
+    SimsqlError,
+    UnsupportedDatabase,
+)
+from .fingerprint import Fingerprinter, simhash, simhash_features
+from .weighting import IdfTable
+
+__all__ = [
+    "ConfigMismatch",
+    "EmptyDocument",
+    "Fingerprinter",
+    "IdfTable",
+    "NotAttached",
+    "SchemaError",
+    "SimsqlError",
+    "UnsupportedDatabase",
+    "blocks",
+    "cosine_estimate",
+    "hamming",
+    "similarity",
+    "simhash",
+    "simhash_features",
+    "to_signed",
+    "to_unsigned",
+]
+
+__version__ = "0.1.0"

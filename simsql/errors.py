@@ -1,0 +1,41 @@
+"""Exceptions raised by simsql.
+
+Every error a caller can reasonably handle has its own class, so application code can tell
+"this text has nothing to fingerprint" apart from "this database cannot run simsql" without
+parsing messages. All of them derive from :class:`SimsqlError`.
+"""
+
+from __future__ import annotations
+
+
+class SimsqlError(Exception):
+    """Base class of every error simsql raises on purpose."""
+
+
+class EmptyDocument(SimsqlError, ValueError):
+    """The text yields no features (empty, whitespace, punctuation or emoji only).
+
+    simsql never invents a fingerprint for such text: a constant fingerprint would sit at
+    distance 0 from every other empty document and make them all "duplicates". The database
+    layer stores NULL instead, and NULL never matches anything.
+    """
+
+
+class UnsupportedDatabase(SimsqlError):
+    """The connected database cannot run simsql (wrong backend or PostgreSQL older than 14)."""
+
+
+class ConfigMismatch(SimsqlError):
+    """Fingerprints stored with one :class:`~simsql.Fingerprinter` config queried with another.
+
+    Fingerprints from different configurations are not comparable; mixing them gives silently
+    wrong neighbours, so simsql refuses instead.
+    """
+
+
+class NotAttached(SimsqlError, LookupError):
+    """A model or table was used with simsql before simsql was attached to it."""
+
+
+class SchemaError(SimsqlError, LookupError):
+    """A table or column named by the caller does not exist, or is not usable as text."""

@@ -1,0 +1,183 @@
+"""Text to features: normalisation, word shingles, character n-grams, Chinese segmentation.
+
+Features are returned as UTF-8 ``bytes`` because that is what the hash function consumes;
+encoding once here keeps the hot loop free of per-feature conversions. Lone surrogates are
+encoded with ``surrogatepass`` so that no ``str`` can make tokenizing fail.
+
+Long documents are processed in chunks cut at non-word characters, so memory stays bounded by
+the chunk size plus the number of distinct features, whatever the document size. Shingles and
+n-grams that straddle a cut are carried over, so chunking never changes the output.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import unicodedata
+from collections.abc import Iterator
+from typing import Literal
+
+TokenizerName = Literal["words", "chars"]
+ChineseMode = Literal["jieba", "bigrams"]
+
+CHUNK_CHARS = 1 << 20
+"""Documents longer than this are tokenized piecewise (bounded memory)."""
+
+# CJK Unified Ideographs, Extension A, compatibility ideographs and the supplementary planes.
+# Han text has no spaces between words, so it goes to a segmenter instead of the word regex.
+_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
+_HAN_RUN = re.compile(f"[{_HAN}]+")
+_WORD_OR_HAN = re.compile(f"([{_HAN}]+)|([^\\W{_HAN}]+)")
+_WORD_STR = re.compile(r"\w+")
+_WORD_BYTES = re.compile(rb"\w+")
+_NON_WORD = re.compile(r"\W")
+_SPACES = re.compile(r"\s+")
+
+_JIEBA_LOCK = threading.Lock()
+_jieba_tokenizer = None
+
+
+def normalize(text: str) -> str:
+    """NFKC then case folding, so full-width, ligature and case variants give one feature.
+
+    ASCII text is already NFKC, and ``lower`` equals ``casefold`` on ASCII, so the common case
+    skips the expensive Unicode passes.
+    """
+    if text.isascii():
+        return text.lower()
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def jieba_version() -> str:
+    """Version of the jieba distribution, recorded in ``Fingerprinter.config_id``."""
+    import jieba
+
+    return str(jieba.__version__)
+
+
+def _jieba():
+    """A private jieba tokenizer, built once.
+
+    Private so that a user's ``jieba.load_userdict`` or ``add_word`` on the global tokenizer
+    cannot silently change simsql's fingerprints. jieba logs its dictionary loading at DEBUG
+    through a handler it installs itself; the level is raised only while loading and restored.
+    """
+    global _jieba_tokenizer
+    if _jieba_tokenizer is None:
+        with _JIEBA_LOCK:
+            if _jieba_tokenizer is None:
+                import jieba
+
+                jieba_logger = logging.getLogger("jieba")
+                previous = jieba_logger.level
+                jieba_logger.setLevel(logging.WARNING)
+                try:
+                    tokenizer = jieba.Tokenizer()
+                    tokenizer.initialize()
+                finally:
+                    jieba_logger.setLevel(previous)
+                _jieba_tokenizer = tokenizer
+    return _jieba_tokenizer
+
+
+def _encode(tokens: list[str]) -> list[bytes]:
+    return [token.encode("utf-8", "surrogatepass") for token in tokens]
+
+
+def _chunks(text: str) -> Iterator[str]:
+    """Cut ``text`` into pieces of about ``size`` chars at non-word characters.
+
+    A word or Han run is never split, so tokens are the same as for the whole text.
+    """
+    size = CHUNK_CHARS
+    start = 0
+    length = len(text)
+    while length - start > size:
+        match = _NON_WORD.search(text, start + size)
+        if match is None:
+            break
+        cut = match.end()
+        yield text[start:cut]
+        start = cut
+    yield text[start:]
+
+
+def _han_tokens(run: str, chinese: ChineseMode) -> list[str]:
+    if chinese == "bigrams":
+        if len(run) < 2:
+            return [run]
+        return [run[i : i + 2] for i in range(len(run) - 1)]
+    return [word for word in _jieba().cut(run, HMM=True) if word.strip()]
+
+
+def word_tokens(text: str, chinese: ChineseMode = "jieba") -> Iterator[list[bytes]]:
+    """Yield lists of word tokens, one list per chunk, of already normalised text.
+
+    Han runs are segmented (jieba, or character bigrams); every other run of letters and
+    digits is one word. Punctuation, symbols and emoji are separators.
+    """
+    for chunk in _chunks(text):
+        if chunk.isascii():
+            yield _WORD_BYTES.findall(chunk.encode("ascii"))
+        elif _HAN_RUN.search(chunk) is None:
+            yield _encode(_WORD_STR.findall(chunk))
+        else:
+            tokens: list[str] = []
+            for han, word in _WORD_OR_HAN.findall(chunk):
+                if han:
+                    tokens.extend(_han_tokens(han, chinese))
+                else:
+                    tokens.append(word)
+            yield _encode(tokens)
+
+
+def shingles(token_chunks: Iterator[list[bytes]], k: int) -> Iterator[list[bytes]]:
+    """Word k-shingles over a chunked token stream, joining across chunk boundaries.
+
+    A document with fewer than ``k`` tokens yields one shingle of all its tokens, so that short
+    texts still have a fingerprint.
+    """
+    if k == 1:
+        yield from token_chunks
+        return
+    carry: list[bytes] = []
+    emitted = False
+    for chunk in token_chunks:
+        tokens = carry + chunk
+        if len(tokens) >= k:
+            emitted = True
+            yield [b" ".join(gram) for gram in zip(*(tokens[i:] for i in range(k)))]
+        carry = tokens[-(k - 1) :] if len(tokens) >= k - 1 else tokens
+    if not emitted and carry:
+        yield [b" ".join(carry)]
+
+
+def char_ngrams(text: str, n: int) -> Iterator[list[bytes]]:
+    """Character n-grams over normalised text with whitespace runs collapsed to one space."""
+    carry = ""
+    emitted = False
+    for chunk in _chunks(_SPACES.sub(" ", text).strip()):
+        piece = carry + chunk
+        if len(piece) >= n:
+            emitted = True
+            yield _encode([piece[i : i + n] for i in range(len(piece) - n + 1)])
+        carry = piece[-(n - 1) :] if n > 1 else ""
+    if not emitted:
+        rest = carry.strip()
+        if rest:
+            yield _encode([rest])
+
+
+def features(
+    text: str,
+    tokenizer: TokenizerName,
+    shingle_size: int,
+    char_ngram_size: int,
+    chinese: ChineseMode,
+) -> Iterator[list[bytes]]:
+    """Features of raw ``text`` in chunks; the single entry point used by the fingerprinter."""
+    normalized = normalize(text)
+    if tokenizer == "chars":
+        return char_ngrams(normalized, char_ngram_size)
+    return shingles(word_tokens(normalized, chinese), shingle_size)

@@ -1,0 +1,298 @@
+"""The fingerprint engine: golden vectors, a slow reference, determinism, seeds, bad input."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import simsql
+from simsql import EmptyDocument, Fingerprinter, IdfTable, tokenize
+
+TEXTS = {
+    "en_short": "Shakespeare produced most of his known work between 1589 and 1613",
+    "en_para": "PostgreSQL is a powerful, open source object-relational database system with over 35 "
+    "years of active development that has earned it a strong reputation for reliability, feature "
+    "robustness, and performance.",
+    "zh": "你妈妈喊你回家吃饭哦，回家罗回家罗",
+    "zh_long": "美国“51区”雇员称内部有9架飞碟，曾看见灰色外星人",
+    "mixed": "SimHash 是 Google 用来处理海量网页去重的算法, it maps documents to 64-bit fingerprints.",
+    "fullwidth": "ＡＢＣ Ｄｅｆ ﬁle",
+    "accents": "Ça coûte très cher à Paris, naïve café",
+}
+
+CONFIGS = {
+    "default": Fingerprinter(),
+    "shingle3": Fingerprinter(shingle_size=3),
+    "chars4": Fingerprinter(tokenizer="chars"),
+    "log": Fingerprinter(weighting="log"),
+    "bigrams": Fingerprinter(chinese="bigrams"),
+    "seed7": Fingerprinter(seed=7),
+}
+
+# Pinned outputs. A change here breaks every fingerprint stored by users: if a test below fails,
+# the change is a compatibility break, not a test to update.
+GOLDEN = {
+    ("default", "en_short"): 0x77E885AF50F81792,
+    ("default", "en_para"): 0x1226B2020390809E,
+    ("default", "zh"): 0x9471B4FA97FAAF5C,
+    ("default", "zh_long"): 0x9A947E2C0A72A3B0,
+    ("default", "mixed"): 0x9F7396A8270E9CA8,
+    ("default", "fullwidth"): 0x38AE579EE9BEF180,
+    ("default", "accents"): 0xCE03EC9084813868,
+    ("shingle3", "en_short"): 0xD0750EE3F3EA273F,
+    ("shingle3", "en_para"): 0xC1AAB55862DB5588,
+    ("shingle3", "zh"): 0xF7A6FBF419EA9C02,
+    ("shingle3", "mixed"): 0x8C235D11AFCD30E4,
+    ("chars4", "en_short"): 0x26008249749E60E2,
+    ("chars4", "en_para"): 0x9658D61050C946D1,
+    ("chars4", "zh"): 0x30050CE6B24C4AAD,
+    ("chars4", "mixed"): 0x0323114928196AC0,
+    ("log", "en_para"): 0x1227B3022390809E,
+    ("bigrams", "zh"): 0x90374EDA27F00F6C,
+    ("bigrams", "mixed"): 0x97D184A86F629CB8,
+    ("seed7", "en_short"): 0x117A7F830BA998DE,
+    ("seed7", "zh"): 0x2DF5BBE9F5057423,
+}
+
+GOLDEN_CONFIG_IDS = {
+    "default": "sh1-bd5c20d1de22",
+    "shingle3": "sh1-8fea3001df9a",
+    "chars4": "sh1-abe1964e055c",
+    "log": "sh1-7b6629fcb08f",
+    "bigrams": "sh1-94919c14004f",
+    "seed7": "sh1-a966e392ff3d",
+}
+
+
+@pytest.mark.parametrize(("config", "text"), sorted(GOLDEN))
+def test_golden_vectors(config: str, text: str) -> None:
+    assert CONFIGS[config].fingerprint(TEXTS[text]) == GOLDEN[(config, text)]
+
+
+@pytest.mark.parametrize("config", sorted(GOLDEN_CONFIG_IDS))
+def test_golden_config_ids(config: str) -> None:
+    assert CONFIGS[config].config_id == GOLDEN_CONFIG_IDS[config]
+
+
+def test_config_id_tracks_every_setting() -> None:
+    ids = {c.config_id for c in CONFIGS.values()}
+    assert len(ids) == len(CONFIGS)
+    assert Fingerprinter().config_id == Fingerprinter().config_id
+    assert hash(Fingerprinter()) == hash(Fingerprinter())
+
+
+def test_config_id_tracks_idf_content() -> None:
+    a = IdfTable({"x": 1.0}, default=2.0)
+    b = IdfTable({"x": 1.5}, default=2.0)
+    assert Fingerprinter(weighting=a).config_id != Fingerprinter(weighting=b).config_id
+    assert Fingerprinter(weighting=a).config_id == Fingerprinter(weighting=IdfTable({"x": 1.0}, 2.0)).config_id
+
+
+def test_config_id_tracks_jieba_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = Fingerprinter(shingle_size=2).config_id
+    monkeypatch.setattr(tokenize, "jieba_version", lambda: "9.9.9")
+    assert Fingerprinter(shingle_size=2).config_id != before
+
+
+def reference_simhash(fingerprinter: Fingerprinter, text: str) -> int:
+    """The textbook loop over 64 bits, with the same features and quantized weights."""
+    counts: Counter[bytes] = fingerprinter._feature_counts(text)
+    weights = fingerprinter._weights(counts)
+    sums = [0.0] * 64
+    for feature, weight in zip(counts, weights):
+        h = xxhash.xxh3_64_intdigest(feature, fingerprinter.seed)
+        for bit in range(64):
+            sums[bit] += weight if (h >> bit) & 1 else -weight
+    return sum(1 << bit for bit in range(64) if sums[bit] > 0)
+
+
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+def test_vectorised_sum_equals_textbook_loop(config: str) -> None:
+    fp = CONFIGS[config]
+    for text in TEXTS.values():
+        assert fp.fingerprint(text) == reference_simhash(fp, text)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=200), min_size=1, max_size=20))
+def test_fingerprint_many_equals_one_by_one(texts: list[str]) -> None:
+    fp = Fingerprinter()
+    many = fp.fingerprint_many(texts, empty="none")
+    for text, value in zip(texts, many):
+        if value is None:
+            with pytest.raises(EmptyDocument):
+                fp.fingerprint(text)
+        else:
+            assert value == fp.fingerprint(text) == reference_simhash(fp, text)
+
+
+@pytest.mark.parametrize("config", ["default", "shingle3", "chars4"])
+def test_chunking_does_not_change_output(config: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = " ".join(TEXTS.values()) * 5
+    whole = CONFIGS[config].fingerprint(text)
+    monkeypatch.setattr(tokenize, "CHUNK_CHARS", 37)
+    assert CONFIGS[config].fingerprint(text) == whole
+
+
+def test_deterministic_across_processes_and_hash_seeds() -> None:
+    code = (
+        "import simsql,sys;"
+        "print(simsql.simhash(sys.argv[1]), simsql.simhash(sys.argv[2]), simsql.simhash(sys.argv[3], shingle_size=3))"
+    )
+    args = [TEXTS["en_para"], TEXTS["mixed"], TEXTS["zh"]]
+    outputs = set()
+    for seed in ("0", "1", "12345"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        result = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, check=True)
+        outputs.add(result.stdout)
+    assert len(outputs) == 1
+    assert outputs.pop().split()[0] == str(GOLDEN[("default", "en_para")])
+
+
+# -- the seeds' worked examples -------------------------------------------------------------
+
+
+def test_seed_six_bit_example() -> None:
+    """Seed 001: 美国 hashes to 100101 with weight 4, 51区 to 101011 with weight 5: sums
+    9 -9 1 -1 1 9, signature 101011."""
+    six_bit = {"美国": 0b100101, "51区": 0b101011}
+    assert simsql.simhash_features({"美国": 4, "51区": 5}, hash_function=six_bit.__getitem__) == 0b101011
+    assert simsql.simhash_features([("美国", 4), ("51区", 5)], hash_function=six_bit.__getitem__) == 0b101011
+    # With 51区 lighter than 美国 the middle bits follow 美国 instead.
+    assert simsql.simhash_features({"美国": 5, "51区": 4}, hash_function=six_bit.__getitem__) == 0b100101
+
+
+def test_seed_chinese_pair_is_closer_than_unrelated() -> None:
+    a = simsql.simhash("你妈妈喊你回家吃饭哦，回家罗回家罗")
+    b = simsql.simhash("你妈妈叫你回家吃饭啦，回家罗回家罗")
+    unrelated = simsql.simhash("美国“51区”雇员称内部有9架飞碟，曾看见灰色外星人")
+    assert simsql.hamming(a, b) < simsql.hamming(a, unrelated)
+    assert simsql.hamming(a, b) < simsql.hamming(b, unrelated)
+
+
+def test_seed_shakespeare_pair_is_closer_than_unrelated() -> None:
+    a = simsql.simhash("Shakespeare produced most of his known work between 1589 and 1613")
+    b = simsql.simhash("Shakespeare produced most of his work after 1589")
+    unrelated = simsql.simhash("The committee approved the new budget for public transport on Tuesday")
+    assert simsql.hamming(a, b) < simsql.hamming(a, unrelated)
+    assert simsql.hamming(a, b) < simsql.hamming(b, unrelated)
+
+
+def test_short_chinese_text_is_segmented() -> None:
+    features = Fingerprinter().features("我是中国人")
+    assert len(features) >= 3
+    assert "中国" in features
+    assert len(Fingerprinter(chinese="bigrams").features("我是中国人")) == 4
+
+
+def test_mixed_script_dispatch() -> None:
+    features = Fingerprinter().features("SimHash 是 Google 的算法 Café")
+    assert {"simhash", "google", "café", "算法"} <= set(features)
+
+
+def test_normalisation_nfkc_and_casefold() -> None:
+    assert simsql.simhash("ＳＴＲＡＳＳＥ ﬁle") == simsql.simhash("strasse file")
+    assert simsql.simhash("Straße FILE") == simsql.simhash("strasse file")
+
+
+def test_weighting_changes_output_but_is_deterministic() -> None:
+    text = TEXTS["en_para"] + " performance performance performance"
+    counted = Fingerprinter().fingerprint(text)
+    logged = Fingerprinter(weighting="log").fingerprint(text)
+    assert counted != logged
+    assert Fingerprinter(weighting="log").fingerprint(text) == logged
+
+
+def test_jieba_idf_weighting() -> None:
+    fp = Fingerprinter(weighting="jieba_idf")
+    value = fp.fingerprint(TEXTS["zh_long"])
+    assert value == fp.fingerprint(TEXTS["zh_long"])
+    assert value != Fingerprinter().fingerprint(TEXTS["zh_long"])
+
+
+def test_private_jieba_ignores_global_user_words() -> None:
+    import jieba
+
+    before = Fingerprinter().fingerprint(TEXTS["zh_long"])
+    jieba.add_word("灰色外星人")
+    try:
+        assert Fingerprinter().fingerprint(TEXTS["zh_long"]) == before
+    finally:
+        jieba.del_word("灰色外星人")
+
+
+# -- bad input ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t ", "!!! ... ---", "🎉🎉🎉", "\x00\x01\x02"])
+def test_text_without_features_is_refused(text: str) -> None:
+    with pytest.raises(EmptyDocument):
+        simsql.simhash(text)
+    assert Fingerprinter().fingerprint_many([text, "real words"], empty="none")[0] is None
+
+
+@pytest.mark.parametrize("bad", [None, b"bytes", bytearray(b"x"), 42, ["list"]])
+def test_non_str_is_a_type_error(bad: object) -> None:
+    with pytest.raises(TypeError, match="str"):
+        simsql.simhash(bad)  # type: ignore[arg-type]
+
+
+def test_hostile_characters_do_not_crash() -> None:
+    for text in ["\ud800 lone surrogate \udfff", "emoji 😀 inside words", "ctrl\x07chars\x1b[0m", "\ufeffbom"]:
+        assert 0 <= simsql.simhash(text) < 2**64
+
+
+def test_huge_document() -> None:
+    text = (TEXTS["en_para"] + " ") * 50_000  # about 11 MB
+    assert len(text) > 10_000_000
+    assert simsql.simhash(text) == simsql.simhash(TEXTS["en_para"])  # same proportions of words
+
+
+def test_invalid_configuration() -> None:
+    with pytest.raises(ValueError):
+        Fingerprinter(bits=32)
+    with pytest.raises(ValueError):
+        Fingerprinter(tokenizer="sentences")  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        Fingerprinter(shingle_size="3")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        Fingerprinter(weighting="tfidf")  # type: ignore[arg-type]
+
+
+def test_simhash_features_bad_input() -> None:
+    with pytest.raises(EmptyDocument):
+        simsql.simhash_features({})
+    with pytest.raises(EmptyDocument):
+        simsql.simhash_features({"a": 0})
+    with pytest.raises(ValueError):
+        simsql.simhash_features({"a": -1})
+    with pytest.raises(ValueError):
+        simsql.simhash_features({"a": float("nan")})
+    with pytest.raises(TypeError):
+        simsql.simhash_features({1: 1.0})  # type: ignore[dict-item]
+    with pytest.raises(ValueError):
+        simsql.simhash_features({"a": 1}, hash_function=lambda f: -1)
+
+
+def test_idf_table_fit_save_load(tmp_path) -> None:
+    corpus = ["the cat sat on the mat", "the dog sat on the log", "a bird flew over the house"]
+    table = IdfTable.fit(corpus)
+    assert table.documents == 3
+    assert table.get("the") < table.get("cat") < table.get("never-seen-word") + 1e-9
+    path = tmp_path / "idf.json"
+    table.save(path)
+    loaded = IdfTable.load(path)
+    assert loaded == table
+    fp = Fingerprinter(weighting=loaded)
+    assert fp.fingerprint("the cat and the dog") == Fingerprinter(weighting=table).fingerprint("the cat and the dog")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"something": "else"}')
+    with pytest.raises(ValueError, match="not a simsql IDF table"):
+        IdfTable.load(bad)
