@@ -12,9 +12,34 @@ from .errors import (
     UnsupportedDatabase,
 )
 from .fingerprint import Fingerprinter, simhash, simhash_features
+from .queries import (
+    DuplicatePair,
+    Match,
+    duplicate_groups,
+    find_original,
+    most_similar,
+    most_similar_many,
+    near_duplicates,
+    similar_to,
+)
+from .storage import Binding, SimHashMixin, attach, binding_for
+from .types import SimHash
 from .weighting import IdfTable
 
 __all__ = [
+    "Binding",
+    "DuplicatePair",
+    "Match",
+    "SimHash",
+    "SimHashMixin",
+    "attach",
+    "binding_for",
+    "duplicate_groups",
+    "find_original",
+    "most_similar",
+    "most_similar_many",
+    "near_duplicates",
+    "similar_to",
     "ConfigMismatch",
     "EmptyDocument",
     "Fingerprinter",

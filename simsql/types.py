@@ -1,0 +1,49 @@
+"""``SimHash``: a SQLAlchemy column type for 64-bit fingerprints.
+
+Python sees unsigned ints in ``[0, 2**64)``; the database stores the same bits as a signed
+``bigint`` (two's complement, see :func:`simsql.to_signed`), which preserves XOR and so every
+distance. The comparator adds the vocabulary of the math, as pgvector-python does::
+
+    select(Article).order_by(Article.simhash.hamming_distance(fp))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import BigInteger, Float, literal
+from sqlalchemy.sql import ColumnElement
+from sqlalchemy.types import TypeDecorator
+
+from .bits import check_fingerprint, to_signed, to_unsigned
+from .dialects import hamming_expression
+
+
+class SimHash(TypeDecorator[int]):
+    """A 64-bit SimHash fingerprint stored in a ``bigint``."""
+
+    impl = BigInteger
+    cache_ok = True
+
+    class comparator_factory(BigInteger.Comparator[int]):  # noqa: N801 - SQLAlchemy's name
+        def hamming_distance(self, other: int | ColumnElement[Any]) -> ColumnElement[int]:
+            """Number of differing bits (0..64); NULL when either side is NULL."""
+            return hamming_expression(self.expr, _as_fingerprint(other))
+
+        def similarity(self, other: int | ColumnElement[Any]) -> ColumnElement[float]:
+            """``1 - hamming_distance / 64``."""
+            return 1.0 - hamming_expression(self.expr, _as_fingerprint(other)) / literal(64.0, Float())
+
+    def process_bind_param(self, value: int | None, dialect: Any) -> int | None:
+        if value is None:
+            return None
+        return to_signed(check_fingerprint(value))
+
+    def process_result_value(self, value: int | None, dialect: Any) -> int | None:
+        return None if value is None else to_unsigned(value)
+
+
+def _as_fingerprint(other: int | ColumnElement[Any]) -> ColumnElement[Any]:
+    if isinstance(other, ColumnElement):
+        return other
+    return literal(check_fingerprint(other), SimHash())
