@@ -47,6 +47,12 @@ def _hamming_default(element: HammingDistance, compiler: Any, **kw: Any) -> str:
 
 @compiles(HammingDistance, "postgresql")
 def _hamming_postgresql(element: HammingDistance, compiler: Any, **kw: Any) -> str:
+    version = getattr(compiler.dialect, "server_version_info", None)
+    if version is not None and version < (14,):
+        found = ".".join(str(part) for part in version)
+        raise UnsupportedDatabase(
+            f"simsql needs PostgreSQL >= 14 (for bit_count), but the server is PostgreSQL {found}"
+        )
     a, b = list(element.clauses)
     return f"bit_count(CAST(({compiler.process(a, **kw)} # {compiler.process(b, **kw)}) AS BIT(64)))"
 

@@ -1,0 +1,241 @@
+"""Similarity queries against a real PostgreSQL: exactness against brute force, both modes."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, insert, select, text
+from sqlalchemy.orm import Session
+
+import simsql
+from simsql import EmptyDocument, NotAttached, hamming
+
+from .models import MODELS, Article, Base, Comment, Post
+
+MODES = sorted(MODELS)
+
+
+@pytest.fixture
+def tables(engine: Engine) -> Engine:
+    Base.metadata.create_all(engine)
+    return engine
+
+
+def _load_fingerprints(engine: Engine, model: type, fingerprints: list[int | None]) -> None:
+    """Rows with given fingerprints, written with Core (no ORM events), as bulk loads would."""
+    binding = simsql.binding_for(model)
+    rows = [{"id": i + 1, "title": f"row {i + 1}", "body": None, "category": "even" if i % 2 else "odd"} for i in range(len(fingerprints))]
+    signed = [None if fp is None else simsql.to_signed(fp) for fp in fingerprints]
+    with engine.begin() as connection:
+        connection.execute(insert(model.__table__), rows)
+        if binding.mode == "columns":
+            connection.execute(
+                text("UPDATE articles SET simhash = v.fp FROM unnest(CAST(:ids AS int[]), CAST(:fps AS bigint[])) AS v(id, fp) WHERE articles.id = v.id"),
+                {"ids": [r["id"] for r in rows], "fps": signed},
+            )
+        else:
+            connection.execute(insert(binding.table), [{"id": r["id"], "simhash": fp} for r, fp in zip(rows, fingerprints)])
+        connection.execute(text(f"ANALYZE {binding.table.name}"))
+
+
+def _planted_corpus(seed: int, size: int = 3000) -> tuple[list[int | None], list[int]]:
+    """Random fingerprints, sign bit included, plus neighbours planted at 0..12 bits of queries."""
+    rng = random.Random(seed)
+    fingerprints: list[int | None] = [rng.getrandbits(64) for _ in range(size)]
+    queries = [rng.getrandbits(64) | (1 << 63) for _ in range(6)] + [rng.getrandbits(64) for _ in range(4)]
+    for query in queries:
+        for distance in range(0, 13):
+            for _ in range(rng.randint(0, 2)):
+                flipped = query
+                for bit in rng.sample(range(64), distance):
+                    flipped ^= 1 << bit
+                fingerprints.append(flipped)
+    fingerprints.extend([None] * 20)
+    rng.shuffle(fingerprints)
+    return fingerprints, queries
+
+
+def _brute_force(fingerprints: list[int | None], query: int, limit: int, max_distance: int | None, keep: Any = None) -> list[tuple[int, int]]:
+    ranked = sorted(
+        (hamming(fp, query), i + 1)
+        for i, fp in enumerate(fingerprints)
+        if fp is not None and (keep is None or keep(i + 1))
+    )
+    if max_distance is not None:
+        ranked = [r for r in ranked if r[0] <= max_distance]
+    return [(key, d) for d, key in ranked[:limit]]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_similar_to_is_exact(tables: Engine, mode: str) -> None:
+    model = MODELS[mode]
+    fingerprints, queries = _planted_corpus(seed=1)
+    _load_fingerprints(tables, model, fingerprints)
+    with Session(tables) as session:
+        for query in queries:
+            for max_distance in (0, 1, 3, 5, 8):
+                found = set(session.scalars(select(model.id).where(simsql.similar_to(model, query, max_distance))))
+                expected = {key for key, _ in _brute_force(fingerprints, query, 10**9, max_distance)}
+                assert found == expected, (query, max_distance)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("probe_radius", [0, 2])
+def test_most_similar_is_exact(tables: Engine, mode: str, probe_radius: int) -> None:
+    model = MODELS[mode]
+    fingerprints, queries = _planted_corpus(seed=2)
+    _load_fingerprints(tables, model, fingerprints)
+    with Session(tables) as session:
+        for query in queries:
+            for limit, max_distance in ((10, None), (3, None), (25, None), (10, 3), (50, 9)):
+                statement = simsql.most_similar(select(model), query, limit=limit, max_distance=max_distance, probe_radius=probe_radius)
+                got = [(row[0].id, row.distance) for row in session.execute(statement)]
+                assert got == _brute_force(fingerprints, query, limit, max_distance)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_most_similar_composes_with_filters(tables: Engine, mode: str) -> None:
+    model = MODELS[mode]
+    fingerprints, queries = _planted_corpus(seed=3)
+    _load_fingerprints(tables, model, fingerprints)
+    with Session(tables) as session:
+        for query in queries[:4]:
+            statement = simsql.most_similar(select(model).where(model.category == "even"), query, limit=7)
+            got = [(row[0].id, row.distance) for row in session.execute(statement)]
+            assert got == _brute_force(fingerprints, query, 7, None, keep=lambda key: key % 2 == 0)
+            similarities = [row.similarity for row in session.execute(statement)]
+            assert similarities == [1 - d / 64 for _, d in got]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_orm_rows_fingerprinted_and_blocks_follow(tables: Engine, mode: str) -> None:
+    model = MODELS[mode]
+    binding = simsql.binding_for(model)
+    with Session(tables) as session:
+        row = model(title="Shakespeare", body="Shakespeare produced most of his known work between 1589 and 1613")
+        empty = model(title="  ", body=None)
+        session.add_all([row, empty])
+        session.commit()
+        stored = session.execute(select(binding.fingerprint, *binding.blocks).where(binding.table_keys[0] == row.id)).one()
+        assert stored[0] == binding.fingerprinter.fingerprint("Shakespeare\nShakespeare produced most of his known work between 1589 and 1613")
+        assert tuple(stored[1:]) == simsql.blocks(stored[0])
+        assert session.execute(select(binding.fingerprint).where(binding.table_keys[0] == empty.id)).scalar() is None
+
+        row.body = "A completely different text about databases and indexes"
+        session.commit()
+        updated = session.execute(select(binding.fingerprint, *binding.blocks).where(binding.table_keys[0] == row.id)).one()
+        assert updated[0] == binding.fingerprinter.fingerprint("Shakespeare\nA completely different text about databases and indexes")
+        assert tuple(updated[1:]) == simsql.blocks(updated[0])
+
+        # NULL fingerprints never match, even a fingerprint of all zeros or all ones.
+        for probe in (0, 2**64 - 1):
+            ids = session.scalars(select(model.id).where(simsql.similar_to(model, probe, 64))).all()
+            assert empty.id not in ids
+
+        session.delete(row)
+        session.commit()
+        assert session.execute(select(binding.table_keys[0]).where(binding.table_keys[0] == row.id)).first() is None
+
+
+def test_raw_sql_update_keeps_blocks_in_sync(tables: Engine) -> None:
+    with tables.begin() as connection:
+        connection.execute(text("INSERT INTO articles (id, title, category, simhash) VALUES (1, 'x', 'a', -1)"))
+        connection.execute(text("UPDATE articles SET simhash = 81985529216486895 WHERE id = 1"))
+        row = connection.execute(text("SELECT simhash_b0, simhash_b1, simhash_b2, simhash_b3 FROM articles")).one()
+    assert tuple(row) == simsql.blocks(81985529216486895)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_instance_target_excludes_itself_and_text_targets(tables: Engine, mode: str) -> None:
+    model = MODELS[mode]
+    with Session(tables) as session:
+        base = "The quick brown fox jumps over the lazy dog while the farmer watches from the old barn door"
+        a = model(title="fox", body=base)
+        b = model(title="fox", body=base + " again")
+        c = model(title="tax", body="Parliament debated the new tax law for small businesses until late at night")
+        session.add_all([a, b, c])
+        session.commit()
+        rows = session.execute(simsql.most_similar(select(model), a, limit=5)).all()
+        assert [r[0].id for r in rows] == [b.id, c.id]
+        rows = session.execute(simsql.most_similar(select(model), a, limit=5, exclude=[b])).all()
+        assert [r[0].id for r in rows] == [c.id]
+        original = simsql.find_original(session, model, "fox\n" + base)
+        assert original is not None and original.row.id == a.id and original.distance == 0
+        assert simsql.find_original(session, model, "Completely unrelated words about cooking pasta with garlic") is None
+        with pytest.raises(EmptyDocument):
+            simsql.find_original(session, model, "   ")
+        with pytest.raises(TypeError):
+            simsql.most_similar(select(model), None)
+        with pytest.raises(ValueError):
+            simsql.most_similar(select(model), 2**64)
+        with pytest.raises(ValueError):
+            simsql.most_similar(select(model).order_by(model.id), 1)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_near_duplicates_and_groups(tables: Engine, mode: str) -> None:
+    model = MODELS[mode]
+    fingerprints, _ = _planted_corpus(seed=4, size=2000)
+    _load_fingerprints(tables, model, fingerprints)
+    expected = sorted(
+        (i + 1, j + 1, hamming(a, b))
+        for i, a in enumerate(fingerprints)
+        for j, b in enumerate(fingerprints)
+        if i < j and a is not None and b is not None and hamming(a, b) <= 3
+    )
+    with Session(tables) as session:
+        pairs = simsql.near_duplicates(session, model, max_distance=3)
+        assert [tuple(p) for p in pairs] == expected
+        assert expected, "the planted corpus must contain near-duplicates"
+        groups = simsql.duplicate_groups(session, model, max_distance=3)
+        linked = {key for pair in expected for key in pair[:2]}
+        assert sorted(k for g in groups for k in g) == sorted(linked)
+        for a, b, _ in expected:
+            assert any(a in g and b in g for g in groups)
+        with pytest.raises(ValueError, match="exact up to"):
+            simsql.near_duplicates(session, model, max_distance=4)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_most_similar_many_matches_single_queries(tables: Engine, mode: str) -> None:
+    model = MODELS[mode]
+    fingerprints, queries = _planted_corpus(seed=5)
+    _load_fingerprints(tables, model, fingerprints)
+    with Session(tables) as session:
+        many = simsql.most_similar_many(session, model, [*queries, "", "some words"], limit=4, max_distance=3)
+        assert len(many) == len(queries) + 2
+        for query, found in zip(queries, many):
+            assert found == _brute_force(fingerprints, query, 4, 3)
+        assert many[len(queries)] == []
+
+
+def test_modes_give_identical_answers(tables: Engine) -> None:
+    fingerprints, queries = _planted_corpus(seed=6, size=1500)
+    for model in MODELS.values():
+        _load_fingerprints(tables, model, fingerprints)
+    with Session(tables) as session:
+        for query in queries:
+            answers = [
+                [(r[0].id, r.distance) for r in session.execute(simsql.most_similar(select(m), query, limit=12))]
+                for m in MODELS.values()
+            ]
+            assert answers[0] == answers[1]
+
+
+def test_side_table_rows_cascade_with_their_model(tables: Engine) -> None:
+    with Session(tables) as session:
+        post = Post(title="t", body="some words to fingerprint")
+        session.add(post)
+        session.commit()
+        session.add(Comment(post_id=post.id))
+        session.commit()
+        session.delete(post)
+        session.commit()
+        assert session.execute(text("SELECT count(*) FROM posts_simhash")).scalar() == 0
+
+
+def test_unattached_model_is_refused() -> None:
+    with pytest.raises(NotAttached, match="attach"):
+        simsql.most_similar(select(Comment), "text")
