@@ -190,6 +190,38 @@ def _band_candidates(binding: Binding, fingerprint: int, radius: int) -> Any:
     return select(*(merged.c[k.name] for k in binding.table_keys), distance.label("distance")).subquery()
 
 
+def _scan_branch(
+    binding: Binding, base: Select[Any], fingerprint: int, low: int, high: int | None, limit: int
+) -> Select[Any]:
+    """The last resort: the plain top-``limit`` scan, minus the rows the bands already gave.
+
+    This branch runs only when the bands produced fewer than ``limit`` rows, i.e. the bands
+    returned *every* row closer than ``low`` bits. The inner query is the plain
+    ``ORDER BY distance LIMIT limit`` scan over the caller's filters, projecting only keys and
+    distance (parallel, ``bit_count`` once per row, narrow sort tuples); keeping its rows at
+    ``low`` bits or more completes the answer without duplicates, and only those rows are
+    joined back to fetch whole entities.
+    """
+    if binding.mode == "columns":
+        scan = base
+    else:
+        scan = base.join(binding.table, _keys_equal(binding.keys, binding.table_keys))
+    distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint))
+    top = (
+        scan.with_only_columns(*binding.keys, distance.label("distance"), maintain_column_froms=True)
+        .where(binding.fingerprint.is_not(None))
+        .order_by(distance, *binding.keys)
+        .limit(limit)
+        .subquery()
+    )
+    top_keys = [top.c[key.name] for key in binding.keys]
+    branch = base.join(top, _keys_equal(binding.keys, top_keys)).add_columns(top.c.distance)
+    branch = branch.where(top.c.distance >= low)
+    if high is not None:
+        branch = branch.where(top.c.distance <= high)
+    return branch.order_by(top.c.distance, *binding.keys)
+
+
 def most_similar(
     stmt: Select[Any],
     target: object,
@@ -245,15 +277,7 @@ def most_similar(
 
     scan_from = 4 * (probe_radius + 1)
     if max_distance is None or max_distance >= scan_from:
-        if binding.mode == "columns":
-            scan = base
-        else:
-            scan = base.join(binding.table, _keys_equal(binding.keys, binding.table_keys))
-        distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint))
-        scan = scan.add_columns(distance.label("distance")).where(distance >= scan_from)
-        if max_distance is not None:
-            scan = scan.where(distance <= max_distance)
-        branches.append(scan.order_by(distance, *binding.keys).limit(limit))
+        branches.append(_scan_branch(binding, base, fingerprint, scan_from, max_distance, limit))
 
     ranked = (union_all(*branches) if len(branches) > 1 else branches[0]).subquery("simsql_ranked")
     entity = aliased(model, ranked)
