@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .backfill import BackfillResult, backfill
 from .bits import blocks, cosine_estimate, hamming, similarity, to_signed, to_unsigned
 from .errors import (
     ConfigMismatch,
@@ -22,11 +23,13 @@ from .queries import (
     near_duplicates,
     similar_to,
 )
-from .storage import Binding, SimHashMixin, attach, binding_for
+from .storage import Binding, SimHashMixin, attach, binding_for, reflect
 from .types import SimHash
 from .weighting import IdfTable
 
 __all__ = [
+    "BackfillResult",
+    "backfill",
     "Binding",
     "DuplicatePair",
     "Match",
@@ -39,6 +42,7 @@ __all__ = [
     "most_similar",
     "most_similar_many",
     "near_duplicates",
+    "reflect",
     "similar_to",
     "ConfigMismatch",
     "EmptyDocument",

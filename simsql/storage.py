@@ -300,3 +300,45 @@ def attach(
             upsert(connection, target)
 
     return binding
+
+
+def reflect(connection: Any, table: str, schema: str | None = None) -> type:
+    """A mapped class for a table attached by a migration or the CLI, for tools without an ORM
+    model of their own (the command line, scripts). Queries accept it like any model."""
+    from sqlalchemy import MetaData
+    from sqlalchemy.orm import registry as orm_registry
+
+    from . import registry
+    from .weighting import IdfTable  # noqa: F401  (documented failure mode below)
+
+    schema_name = schema or registry.current_schema(connection)
+    entry = registry.read(connection, table, schema_name)
+    if entry is None:
+        raise NotAttached(f"{schema_name}.{table} is not attached to simsql; run `simsql attach --table {table}`")
+    from .backfill import fingerprinter_from_settings
+
+    fingerprinter = fingerprinter_from_settings(entry.settings)
+    metadata = MetaData()
+    base = Table(table, metadata, autoload_with=connection, schema=schema_name)
+    holder = (
+        Table(entry.side_table, metadata, autoload_with=connection, schema=schema_name)
+        if entry.side_table
+        else base
+    )
+    mapper_registry = orm_registry(metadata=metadata)
+    model = type(f"Reflected_{table}", (), {"__repr__": lambda self: f"<{table} {inspect(self).identity}>"})
+    mapper_registry.map_imperatively(model, base)
+    keys = tuple(inspect(model).primary_key)
+    binding = Binding(
+        model=model,
+        mode="side_table" if entry.side_table else "columns",
+        table=holder,
+        fingerprint=holder.c[FINGERPRINT_COLUMN],
+        blocks=tuple(holder.c[name] for name in BLOCK_COLUMNS),
+        keys=keys,
+        table_keys=tuple(holder.c[k.name] for k in keys),
+        source=tuple(entry.source),
+        fingerprinter=fingerprinter,
+    )
+    _SIDE_BINDINGS[model] = binding
+    return model

@@ -25,6 +25,16 @@ class SimHash(TypeDecorator[int]):
     impl = BigInteger
     cache_ok = True
 
+    def __init__(self) -> None:
+        super().__init__()
+        # Alembic autogenerate renders a type as ``<instance.__module__>.<repr>``. A migration
+        # only needs the database type, so render the bigint this is (``sa.BigInteger()``):
+        # generated files then need no import of simsql and cannot fail with a NameError.
+        self.__dict__["__module__"] = "sa"
+
+    def __repr__(self) -> str:
+        return "BigInteger()"
+
     class comparator_factory(BigInteger.Comparator[int]):  # noqa: N801 - SQLAlchemy's name
         def hamming_distance(self, other: int | ColumnElement[Any]) -> ColumnElement[int]:
             """Number of differing bits (0..64); NULL when either side is NULL."""

@@ -1,0 +1,1 @@
+"""simsql's own Alembic environment (shipped in the wheel as ``simsql.migrations``)."""
