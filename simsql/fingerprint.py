@@ -156,12 +156,13 @@ class Fingerprinter:
     # -- features ---------------------------------------------------------------------------
 
     def _feature_counts(self, text: object) -> Counter[bytes]:
-        counts: Counter[bytes] = Counter()
+        counts: Counter[bytes | str] = Counter()
         for chunk in tokenize.features(
             _require_str(text), self.tokenizer, self.shingle_size, self.char_ngram_size, self.chinese
         ):
             counts.update(chunk)
-        return counts
+        encoded = tokenize.encode_features(counts)
+        return encoded if isinstance(encoded, Counter) else Counter(encoded)
 
     def features(self, text: str) -> dict[str, int]:
         """The features of ``text`` with their counts, as this configuration sees them.

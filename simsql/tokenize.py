@@ -1,8 +1,9 @@
 """Text to features: normalisation, word shingles, character n-grams, Chinese segmentation.
 
-Features are returned as UTF-8 ``bytes`` because that is what the hash function consumes;
-encoding once here keeps the hot loop free of per-feature conversions. Lone surrogates are
-encoded with ``surrogatepass`` so that no ``str`` can make tokenizing fail.
+Features come out as ``bytes`` for ASCII text (the bytes regex is the fastest path, and the
+hash consumes bytes) and as ``str`` otherwise; :func:`encode_features` encodes only the
+*distinct* features to UTF-8 afterwards. Lone surrogates are encoded with ``surrogatepass`` so
+that no ``str`` can make fingerprinting fail.
 
 Long documents are processed in chunks cut at non-word characters, so memory stays bounded by
 the chunk size plus the number of distinct features, whatever the document size. Shingles and
@@ -16,7 +17,7 @@ import re
 import threading
 import unicodedata
 from collections.abc import Iterator
-from typing import Literal
+from typing import Any, Literal
 
 TokenizerName = Literal["words", "chars"]
 ChineseMode = Literal["jieba", "bigrams"]
@@ -81,8 +82,18 @@ def _jieba():
     return _jieba_tokenizer
 
 
-def _encode(tokens: list[str]) -> list[bytes]:
-    return [token.encode("utf-8", "surrogatepass") for token in tokens]
+Token = bytes | str
+
+
+def encode_features(counts: dict[Token, int]) -> dict[bytes, int]:
+    """Counts keyed by UTF-8 bytes, merging a feature seen both as bytes and as str."""
+    if all(type(key) is bytes for key in counts):
+        return counts  # type: ignore[return-value]
+    encoded: dict[bytes, int] = {}
+    for key, count in counts.items():
+        raw = key if type(key) is bytes else key.encode("utf-8", "surrogatepass")  # type: ignore[union-attr]
+        encoded[raw] = encoded.get(raw, 0) + count
+    return encoded
 
 
 def _chunks(text: str) -> Iterator[str]:
@@ -111,7 +122,7 @@ def _han_tokens(run: str, chinese: ChineseMode) -> list[str]:
     return [word for word in _jieba().cut(run, HMM=True) if word.strip()]
 
 
-def word_tokens(text: str, chinese: ChineseMode = "jieba") -> Iterator[list[bytes]]:
+def word_tokens(text: str, chinese: ChineseMode = "jieba") -> Iterator[list[bytes] | list[str]]:
     """Yield lists of word tokens, one list per chunk, of already normalised text.
 
     Han runs are segmented (jieba, or character bigrams); every other run of letters and
@@ -121,7 +132,7 @@ def word_tokens(text: str, chinese: ChineseMode = "jieba") -> Iterator[list[byte
         if chunk.isascii():
             yield _WORD_BYTES.findall(chunk.encode("ascii"))
         elif _HAN_RUN.search(chunk) is None:
-            yield _encode(_WORD_STR.findall(chunk))
+            yield _WORD_STR.findall(chunk)
         else:
             tokens: list[str] = []
             for han, word in _WORD_OR_HAN.findall(chunk):
@@ -129,10 +140,16 @@ def word_tokens(text: str, chinese: ChineseMode = "jieba") -> Iterator[list[byte
                     tokens.extend(_han_tokens(han, chinese))
                 else:
                     tokens.append(word)
-            yield _encode(tokens)
+            yield tokens
 
 
-def shingles(token_chunks: Iterator[list[bytes]], k: int) -> Iterator[list[bytes]]:
+def _same_type(tokens: list[Any], like: Token) -> list[Any]:
+    if type(like) is bytes:
+        return [t if type(t) is bytes else t.encode("utf-8", "surrogatepass") for t in tokens]
+    return [t.decode("ascii") if type(t) is bytes else t for t in tokens]
+
+
+def shingles(token_chunks: Iterator[list[Any]], k: int) -> Iterator[list[Any]]:
     """Word k-shingles over a chunked token stream, joining across chunk boundaries.
 
     A document with fewer than ``k`` tokens yields one shingle of all its tokens, so that short
@@ -141,19 +158,22 @@ def shingles(token_chunks: Iterator[list[bytes]], k: int) -> Iterator[list[bytes
     if k == 1:
         yield from token_chunks
         return
-    carry: list[bytes] = []
+    carry: list[Any] = []
     emitted = False
     for chunk in token_chunks:
-        tokens = carry + chunk
+        if not chunk:
+            continue
+        tokens = _same_type(carry, chunk[0]) + chunk
+        join = (b" " if type(chunk[0]) is bytes else " ").join
         if len(tokens) >= k:
             emitted = True
-            yield [b" ".join(gram) for gram in zip(*(tokens[i:] for i in range(k)))]
+            yield [join(gram) for gram in zip(*(tokens[i:] for i in range(k)))]
         carry = tokens[-(k - 1) :] if len(tokens) >= k - 1 else tokens
     if not emitted and carry:
-        yield [b" ".join(carry)]
+        yield [(b" " if type(carry[0]) is bytes else " ").join(carry)]
 
 
-def char_ngrams(text: str, n: int) -> Iterator[list[bytes]]:
+def char_ngrams(text: str, n: int) -> Iterator[list[str]]:
     """Character n-grams over normalised text with whitespace runs collapsed to one space."""
     carry = ""
     emitted = False
@@ -161,12 +181,12 @@ def char_ngrams(text: str, n: int) -> Iterator[list[bytes]]:
         piece = carry + chunk
         if len(piece) >= n:
             emitted = True
-            yield _encode([piece[i : i + n] for i in range(len(piece) - n + 1)])
+            yield [piece[i : i + n] for i in range(len(piece) - n + 1)]
         carry = piece[-(n - 1) :] if n > 1 else ""
     if not emitted:
         rest = carry.strip()
         if rest:
-            yield _encode([rest])
+            yield [rest]
 
 
 def features(
@@ -175,7 +195,7 @@ def features(
     shingle_size: int,
     char_ngram_size: int,
     chinese: ChineseMode,
-) -> Iterator[list[bytes]]:
+) -> Iterator[list[Any]]:
     """Features of raw ``text`` in chunks; the single entry point used by the fingerprinter."""
     normalized = normalize(text)
     if tokenizer == "chars":
