@@ -76,9 +76,13 @@ def _require_str(text: object) -> str:
 class Fingerprinter:
     """A SimHash configuration: immutable, hashable, and identified by :attr:`config_id`.
 
-    The defaults were chosen by measured recall on real text (see ``BENCHMARKS.md``): single
-    words weighted by count keep light edits within 3 bits far more often than word
-    3-shingles, at the same false-positive rate.
+    The defaults were chosen by measurement on real text (see ``BENCHMARKS.md``): single words
+    keep light edits within 3 bits far more often than word 3-shingles (93% against 22% of
+    documents after a 2% word edit). Log-scaled counts cost a little of that recall against raw
+    counts (93% against 96%) but raw counts let stopwords dominate: bits become nearly constant
+    across documents, unrelated articles land 19 bits apart instead of 24, 0.03% of unrelated
+    pairs fall within 3 bits (none with log counts), and the block index degenerates into a few
+    huge buckets. An :class:`IdfTable` fitted on your own corpus separates best of all.
 
     Parameters:
         tokenizer: ``"words"`` (words, or word shingles when ``shingle_size > 1``; Han text is
@@ -86,7 +90,7 @@ class Fingerprinter:
         shingle_size: words per shingle for ``"words"``.
         char_ngram_size: characters per n-gram for ``"chars"``.
         chinese: how Han runs become words: ``"jieba"`` segmentation or character ``"bigrams"``.
-        weighting: ``"count"``, ``"log"`` (1 + ln count), ``"jieba_idf"`` (jieba's shipped IDF
+        weighting: ``"log"`` (1 + ln count), ``"count"``, ``"jieba_idf"`` (jieba's shipped IDF
             table, for Chinese) or an :class:`IdfTable` fitted on your corpus.
         seed: XXH3 seed; different seeds give unrelated fingerprints.
         bits: fingerprint width; only 64 is supported (a ``bigint``).
@@ -96,7 +100,7 @@ class Fingerprinter:
     shingle_size: int = 1
     char_ngram_size: int = 4
     chinese: tokenize.ChineseMode = "jieba"
-    weighting: Weighting = "count"
+    weighting: Weighting = "log"
     seed: int = 0
     bits: int = 64
 

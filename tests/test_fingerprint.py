@@ -31,7 +31,7 @@ CONFIGS = {
     "default": Fingerprinter(),
     "shingle3": Fingerprinter(shingle_size=3),
     "chars4": Fingerprinter(tokenizer="chars"),
-    "log": Fingerprinter(weighting="log"),
+    "count": Fingerprinter(weighting="count"),
     "bigrams": Fingerprinter(chinese="bigrams"),
     "seed7": Fingerprinter(seed=7),
 }
@@ -40,7 +40,7 @@ CONFIGS = {
 # the change is a compatibility break, not a test to update.
 GOLDEN = {
     ("default", "en_short"): 0x77E885AF50F81792,
-    ("default", "en_para"): 0x1226B2020390809E,
+    ("default", "en_para"): 0x1227B3022390809E,
     ("default", "zh"): 0x9471B4FA97FAAF5C,
     ("default", "zh_long"): 0x9A947E2C0A72A3B0,
     ("default", "mixed"): 0x9F7396A8270E9CA8,
@@ -54,20 +54,20 @@ GOLDEN = {
     ("chars4", "en_para"): 0x9658D61050C946D1,
     ("chars4", "zh"): 0x30050CE6B24C4AAD,
     ("chars4", "mixed"): 0x0323114928196AC0,
-    ("log", "en_para"): 0x1227B3022390809E,
-    ("bigrams", "zh"): 0x90374EDA27F00F6C,
+    ("bigrams", "zh"): 0x90374EDA27F48F7D,
     ("bigrams", "mixed"): 0x97D184A86F629CB8,
     ("seed7", "en_short"): 0x117A7F830BA998DE,
     ("seed7", "zh"): 0x2DF5BBE9F5057423,
+    ("count", "en_para"): 0x1226B2020390809E,
 }
 
 GOLDEN_CONFIG_IDS = {
-    "default": "sh1-bd5c20d1de22",
-    "shingle3": "sh1-8fea3001df9a",
-    "chars4": "sh1-abe1964e055c",
-    "log": "sh1-7b6629fcb08f",
-    "bigrams": "sh1-94919c14004f",
-    "seed7": "sh1-a966e392ff3d",
+    "default": "sh1-7b6629fcb08f",
+    "shingle3": "sh1-7fb62246438d",
+    "chars4": "sh1-a56193856739",
+    "count": "sh1-bd5c20d1de22",
+    "bigrams": "sh1-e58d15de88a0",
+    "seed7": "sh1-03402e0eceab",
 }
 
 
@@ -204,7 +204,7 @@ def test_normalisation_nfkc_and_casefold() -> None:
 
 def test_weighting_changes_output_but_is_deterministic() -> None:
     text = TEXTS["en_para"] + " performance performance performance"
-    counted = Fingerprinter().fingerprint(text)
+    counted = Fingerprinter(weighting="count").fingerprint(text)
     logged = Fingerprinter(weighting="log").fingerprint(text)
     assert counted != logged
     assert Fingerprinter(weighting="log").fingerprint(text) == logged
