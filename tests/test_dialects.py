@@ -47,3 +47,17 @@ def test_live_server_is_new_enough(engine) -> None:  # type: ignore[no-untyped-d
 
     with engine.connect() as connection:
         check_server(connection)
+
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@given(st.integers(0, 2**64 - 1), st.sets(st.integers(0, 63), max_size=3))
+def test_pair_masks_catch_every_pair_within_three_bits(a: int, flips: set[int]) -> None:
+    from simsql.queries import _pair_masks
+
+    b = a
+    for bit in flips:
+        b ^= 1 << bit
+    assert any((a & mask) == (b & mask) for mask in _pair_masks())

@@ -1,0 +1,812 @@
+"""The ``simsql`` command line: attach, backfill and query tables without writing Python.
+
+This is the only module of simsql that talks to a terminal: the library raises and logs,
+the command line turns that into messages, progress bars and exit codes.
+
+Exit codes: 0 success, 1 a runtime error (``simsql: error: ...`` on stderr, no traceback),
+2 a usage error (bad arguments, no database URL), 130 interrupted by Ctrl-C.
+
+The database URL comes from ``--url``, else ``SIMSQL_DATABASE_URL``, else ``DATABASE_URL``;
+plain ``postgresql://`` URLs are accepted and run on psycopg 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import logging
+import os
+import shlex
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+from sqlalchemy import Engine, and_, cast, create_engine, func, inspect, literal, or_, select
+from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError
+from sqlalchemy.orm import Session
+from sqlalchemy.types import Text
+
+import simsql
+import simsql.alembic
+from simsql import operations, registry
+from simsql.errors import SimsqlError
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+URL_VARIABLES = ("SIMSQL_DATABASE_URL", "DATABASE_URL")
+PREVIEW_CHARS = 60
+
+log = logging.getLogger("simsql.cli")
+
+
+class CommandError(Exception):
+    """A runtime failure the user can act on: printed without a traceback, exit 1."""
+
+
+class UsageError(Exception):
+    """The command line itself is wrong: printed like argparse errors, exit 2."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C, carrying what the user should know about the state left behind."""
+
+
+# -- database access ----------------------------------------------------------------------
+
+
+def normalise_url(raw: str) -> URL:
+    """Run plain ``postgresql://`` (and Heroku-style ``postgres://``) URLs on psycopg 3, the
+    driver simsql installs, instead of SQLAlchemy's default psycopg2."""
+    try:
+        url = make_url(raw)
+    except ArgumentError as error:
+        raise UsageError(f"invalid database URL: {error}") from None
+    if url.drivername in ("postgresql", "postgres"):
+        url = url.set(drivername="postgresql+psycopg")
+    return url
+
+
+def resolve_url(explicit: str | None, environ: Mapping[str, str] = os.environ) -> URL:
+    for candidate in (explicit, *(environ.get(name) for name in URL_VARIABLES)):
+        if candidate:
+            return normalise_url(candidate)
+    raise UsageError(f"no database URL: pass --url or set {' or '.join(URL_VARIABLES)}")
+
+
+@contextmanager
+def open_engine(args: argparse.Namespace) -> Iterator[Engine]:
+    url = resolve_url(getattr(args, "url", None))
+    log.info("database: %s", url.render_as_string(hide_password=True))
+    try:
+        engine = create_engine(url)
+    except ArgumentError as error:  # unknown dialect or driver
+        raise UsageError(f"invalid database URL: {error}") from None
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def _database_message(error: DBAPIError) -> str:
+    """The driver's own words (e.g. "connection refused"), without SQLAlchemy's SQL dump and
+    documentation link, which say nothing to someone at a terminal."""
+    message = str(error.orig).strip() if error.orig is not None else str(error).strip()
+    return message or type(error).__name__
+
+
+def _command_line(*words: str | None) -> str:
+    """A shell-quoted command to print as advice; ``None`` words are dropped."""
+    return " ".join(shlex.quote(word) for word in words if word is not None)
+
+
+def _schema_words(schema: str | None) -> list[str | None]:
+    return ["--schema", schema] if schema else [None]
+
+
+# -- output -------------------------------------------------------------------------------
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    return str(value)  # datetimes, decimals, UUIDs: their canonical text
+
+
+def _flat(value: object) -> str:
+    """One cell of table or CSV output: composite keys as ``a,b``, NULL as empty."""
+    if value is None:
+        return ""
+    if isinstance(value, (tuple, list)):
+        return ",".join(_flat(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:.4f}"
+    return str(value)
+
+
+def _preview(value: object, width: int = PREVIEW_CHARS) -> str:
+    text = " ".join(str(value).split()) if value is not None else ""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _key(values: Sequence[Any]) -> Any:
+    return values[0] if len(values) == 1 else list(values)
+
+
+def write_json(document: object, out: TextIO) -> None:
+    json.dump(document, out, indent=2, ensure_ascii=False, default=_json_default)
+    out.write("\n")
+
+
+def write_csv(headers: Sequence[str], records: Sequence[dict[str, Any]], out: TextIO) -> None:
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(headers)
+    for record in records:
+        # Full precision in CSV: it is read by programs, not people.
+        writer.writerow([repr(v) if isinstance(v := record.get(h), float) else _flat(v) for h in headers])
+
+
+def write_table(headers: Sequence[str], records: Sequence[dict[str, Any]], out: TextIO) -> None:
+    """Aligned columns for people; numbers right-aligned, long text previewed."""
+    cells = [[_preview(_flat(r.get(h))) if isinstance(r.get(h), str) else _flat(r.get(h)) for h in headers] for r in records]
+    widths = [max([len(h), *(len(row[i]) for row in cells)]) for i, h in enumerate(headers)]
+    numeric = [bool(records) and all(isinstance(r.get(h), (int, float)) for r in records) for h in headers]
+
+    def line(values: Sequence[str]) -> str:
+        parts = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(values, widths, numeric)]
+        return "  ".join(parts).rstrip()
+
+    out.write(line(headers) + "\n")
+    for row in cells:
+        out.write(line(row) + "\n")
+
+
+def write_records(fmt: str, headers: Sequence[str], records: Sequence[dict[str, Any]], out: TextIO) -> None:
+    if fmt == "json":
+        write_json([{h: r.get(h) for h in headers} for r in records], out)
+    elif fmt == "csv":
+        write_csv(headers, records, out)
+    else:
+        write_table(headers, records, out)
+
+
+def read_text(path: str) -> str:
+    """``--file`` contents; ``-`` is stdin, so texts can be piped in."""
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except OSError as error:
+        raise CommandError(f"cannot read {path}: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise CommandError(f"cannot read {path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+
+
+# -- db -----------------------------------------------------------------------------------
+
+
+def cmd_db_upgrade(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        simsql.alembic.upgrade(engine, args.revision)
+        _print_revisions(simsql.alembic.current(engine))
+    return EXIT_OK
+
+
+def cmd_db_downgrade(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        with engine.connect() as connection:
+            attached = [f"{e.table_schema}.{e.table_name}" for e in registry.entries(connection)]
+        simsql.alembic.downgrade(engine, args.revision)
+        remaining = simsql.alembic.current(engine)
+        _print_revisions(remaining)
+        if attached and not remaining:
+            print(
+                "simsql: warning: the registry is gone but these tables keep their fingerprint "
+                f"columns and triggers: {', '.join(attached)}",
+                file=sys.stderr,
+            )
+    return EXIT_OK
+
+
+def cmd_db_current(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        _print_revisions(simsql.alembic.current(engine))
+    return EXIT_OK
+
+
+def _print_revisions(revisions: Sequence[str]) -> None:
+    """Revisions on stdout, one per line (scriptable); an explanation on stderr when none."""
+    for revision in revisions:
+        print(revision)
+    if not revisions:
+        print("no simsql revision applied (run `simsql db upgrade`)", file=sys.stderr)
+
+
+def cmd_db_history(args: argparse.Namespace) -> int:
+    history = simsql.alembic.history()
+    heads = {revision for revision, _, _ in history} - {down for _, down, _ in history if down}
+    for revision, down, message in history:
+        head = " (head)" if revision in heads else ""
+        summary = message.splitlines()[0] if message else ""
+        print(f"{down or '<base>'} -> {revision}{head}, {summary}")
+    return EXIT_OK
+
+
+# -- attach -------------------------------------------------------------------------------
+
+
+def _ensure_registry(engine: Engine) -> bool:
+    """Install simsql's own objects if missing; returns whether it had to."""
+    with engine.connect() as connection:
+        if registry.registry_exists(connection):
+            return False
+    simsql.alembic.upgrade(engine)
+    return True
+
+
+def rows_to_fingerprint(connection: Connection, table: str, schema: str | None) -> int:
+    """Rows a backfill would fingerprint: no fingerprint yet and some text (rows whose source
+    columns are all NULL never get one, so offering to backfill them would nag forever)."""
+    model = simsql.reflect(connection, table, schema)
+    binding = simsql.binding_for(model)
+    base = inspect(model).local_table
+    has_text = or_(*(base.c[name].is_not(None) for name in binding.source))
+    if binding.mode == "columns":
+        statement = select(func.count()).select_from(base).where(binding.fingerprint.is_(None), has_text)
+    else:
+        joined = base.outerjoin(binding.table, and_(*(k == t for k, t in zip(binding.keys, binding.table_keys))))
+        statement = select(func.count()).select_from(joined).where(binding.table_keys[0].is_(None), has_text)
+    return int(connection.execute(statement).scalar_one())
+
+
+def _confirm(question: str) -> bool:
+    """``[Y/n]`` on stderr (stdout stays for results); end of input means no."""
+    sys.stderr.write(f"{question} [Y/n] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline()
+    if not answer:
+        sys.stderr.write("\n")
+        return False
+    return answer.strip().lower() in ("", "y", "yes")
+
+
+def _should_backfill(args: argparse.Namespace, pending: int) -> bool:
+    if pending == 0 or args.backfill is False:
+        return False
+    if args.backfill or args.yes:
+        return True
+    if sys.stdin.isatty():
+        return _confirm(f"Backfill {pending} rows now?")
+    return False
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    table, schema = args.table, args.schema
+    with open_engine(args) as engine:
+        # Validate before installing anything, so a typo leaves the database untouched.
+        with engine.connect() as connection:
+            operations.describe(connection, table, args.text_columns, schema)
+        if _ensure_registry(engine):
+            print(f"installed simsql's registry (revision {', '.join(simsql.alembic.current(engine))})")
+        with engine.begin() as connection:
+            info = operations.add_simhash(connection, table, args.text_columns, schema=schema, side_table=args.side_table)
+        where = (
+            f"side table {info.schema}.{operations.side_table_name(info.name)}"
+            if args.side_table
+            else "columns simhash, simhash_b0..simhash_b3"
+        )
+        print(f"attached {info.schema}.{info.name} ({where}; text from {', '.join(info.source)})")
+        if args.indexes:
+            _create_indexes(engine, table, schema, args.concurrently)
+            print(f"block indexes ready{' (built concurrently)' if args.concurrently else ''}")
+        else:
+            print("no block indexes built (--no-indexes): queries will scan; rerun attach without it to build them")
+        with engine.connect() as connection:
+            pending = rows_to_fingerprint(connection, table, schema)
+        if _should_backfill(args, pending):
+            result = run_backfill(engine, table, schema, batch_size=args.batch_size, workers=args.workers, show_progress=True)
+            print_backfill_summary(result, "text", sys.stdout)
+        elif pending:
+            command = _command_line("simsql", "backfill", "--table", table, *_schema_words(schema))
+            print(f"{pending} rows have no fingerprint yet; fingerprint them with: {command}")
+    return EXIT_OK
+
+
+def _create_indexes(engine: Engine, table: str, schema: str | None, concurrently: bool) -> None:
+    """``CREATE INDEX CONCURRENTLY`` cannot run in a transaction block, hence autocommit."""
+    with engine.connect() as connection:
+        if concurrently:
+            connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+        operations.create_simhash_indexes(connection, table, schema=schema, concurrently=concurrently)
+        if not concurrently:
+            connection.commit()
+
+
+# -- backfill -----------------------------------------------------------------------------
+
+
+@contextmanager
+def _progress_bar(table: str, enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    if not enabled:
+        yield None
+        return
+    from tqdm import tqdm
+
+    bar = tqdm(desc=table, unit=" rows", unit_scale=True, file=sys.stderr, dynamic_ncols=True)
+
+    def update(done: int, total: int) -> None:
+        if bar.total != total:
+            bar.total = total
+        bar.update(done - bar.n)
+
+    try:
+        yield update
+    finally:
+        bar.close()
+
+
+@contextmanager
+def _interrupt_main_process_only() -> Iterator[None]:
+    """Ctrl-C reaches the whole process group: let it interrupt this process only. Forked
+    fingerprinting workers inherit this handler and ignore the signal, so they do not print a
+    traceback each; the library shuts them down after the interrupted batch."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    owner = os.getpid()
+
+    def handler(signum: int, frame: object) -> None:
+        if os.getpid() == owner:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def run_backfill(
+    engine: Engine,
+    table: str,
+    schema: str | None,
+    *,
+    batch_size: int,
+    workers: int | None,
+    show_progress: bool,
+) -> simsql.BackfillResult:
+    try:
+        with _interrupt_main_process_only(), _progress_bar(table, show_progress) as progress:
+            return simsql.backfill(
+                engine, table, schema=schema, batch_size=batch_size, workers=workers, progress=progress
+            )
+    except KeyboardInterrupt:
+        command = _command_line("simsql", "backfill", "--table", table, *_schema_words(schema))
+        raise Interrupted(
+            f"interrupted; every finished batch is saved. Run `{command}` again to resume where it stopped"
+        ) from None
+
+
+def print_backfill_summary(result: simsql.BackfillResult, fmt: str, out: TextIO) -> None:
+    if fmt == "json":
+        write_json(
+            {
+                "rows_read": result.rows_read,
+                "rows_fingerprinted": result.rows_fingerprinted,
+                "rows_empty": result.rows_empty,
+                "rows_skipped_changed": result.rows_skipped_changed,
+                "batches": result.batches,
+                "seconds": round(result.seconds, 3),
+                "rows_per_second": round(result.rows_per_second, 1),
+                "resumed": result.resumed,
+            },
+            out,
+        )
+        return
+    resumed = " (resumed an interrupted run)" if result.resumed else ""
+    out.write(
+        f"fingerprinted {result.rows_fingerprinted} rows, {result.rows_empty} without words (left NULL), "
+        f"in {result.seconds:.1f} s ({result.rows_per_second:,.0f} rows/s){resumed}\n"
+    )
+    if result.rows_skipped_changed:
+        out.write(
+            f"{result.rows_skipped_changed} rows changed while being read and were left for their writer "
+            "or the next run\n"
+        )
+
+
+def cmd_backfill(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        result = run_backfill(
+            engine,
+            args.table,
+            args.schema,
+            batch_size=args.batch_size,
+            workers=args.workers,
+            show_progress=args.progress,
+        )
+    print_backfill_summary(result, args.format, sys.stdout)
+    return EXIT_OK
+
+
+# -- similar / dupes ----------------------------------------------------------------------
+
+
+def _fetch_row(session: Session, model: type, raw: str) -> object:
+    """The row named by ``--id``. Values are cast by PostgreSQL to the key's own type, so
+    integer, text and UUID keys all work; composite keys take comma-separated values."""
+    keys = list(inspect(model).primary_key)
+    values = raw.split(",") if len(keys) > 1 else [raw]
+    if len(values) != len(keys):
+        names = ", ".join(k.name for k in keys)
+        raise CommandError(f"the key is ({names}): pass --id as {len(keys)} comma-separated values")
+    condition = and_(*(key == cast(literal(value, Text()), key.type) for key, value in zip(keys, values)))
+    row = session.execute(select(model).where(condition)).scalars().first()
+    if row is None:
+        raise CommandError(f"no row with {', '.join(k.name for k in keys)} = {raw} in {inspect(model).local_table.name}")
+    return row
+
+
+def _target(args: argparse.Namespace, session: Session, model: type) -> object:
+    if args.id is not None:
+        return _fetch_row(session, model, args.id)
+    if args.file is not None:
+        return read_text(args.file)
+    return args.text
+
+
+def _column_getter(model: type, names: Sequence[str]) -> Callable[[object, str], Any]:
+    mapper = inspect(model)
+    table = mapper.local_table
+    unknown = [n for n in names if n not in table.c]
+    if unknown:
+        raise CommandError(
+            f"{table.name} has no column {', '.join(map(repr, unknown))} (columns: {', '.join(table.c.keys())})"
+        )
+    properties = {n: mapper.get_property_by_column(table.c[n]).key for n in names}
+    return lambda instance, name: getattr(instance, properties[name])
+
+
+def _parse_columns(raw: str | None) -> list[str]:
+    if raw is None:
+        return []
+    names = [n.strip() for n in raw.split(",") if n.strip()]
+    if not names:
+        raise UsageError("--columns needs at least one column name")
+    clashes = {"distance", "similarity"} & set(names)
+    if clashes:
+        raise UsageError(f"--columns cannot include {', '.join(sorted(clashes))}: those are computed and always shown")
+    return names
+
+
+def cmd_similar(args: argparse.Namespace) -> int:
+    columns = _parse_columns(args.columns)
+    with open_engine(args) as engine, Session(engine) as session:
+        model = simsql.reflect(session.connection(), args.table, args.schema)
+        binding = simsql.binding_for(model)
+        value_of = _column_getter(model, columns)
+        target = _target(args, session, model)
+        statement = simsql.most_similar(select(model), target, limit=args.limit, max_distance=args.max_distance)
+        records = []
+        for instance, distance, similarity in session.execute(statement):
+            record: dict[str, Any] = {"distance": int(distance), "similarity": float(similarity)}
+            if columns:
+                record.update({name: value_of(instance, name) for name in columns})
+            else:
+                record["key"] = _key(binding.key_of(instance))
+                record["preview"] = _preview(binding.text_of(instance))
+            records.append(record)
+    headers = [*columns, "distance", "similarity"] if columns else ["key", "distance", "similarity", "preview"]
+    write_records(args.format, headers, records, sys.stdout)
+    return EXIT_OK
+
+
+def cmd_dupes(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine, Session(engine) as session:
+        model = simsql.reflect(session.connection(), args.table, args.schema)
+        groups = simsql.duplicate_groups(session, model, max_distance=args.max_distance)
+    out = sys.stdout
+    if args.format == "json":
+        write_json([{"size": len(g), "keys": [_key(k) if isinstance(k, tuple) else k for k in g]} for g in groups], out)
+    elif args.format == "csv":
+        members = [{"group": i, "size": len(g), "key": k} for i, g in enumerate(groups, 1) for k in g]
+        write_csv(["group", "size", "key"], members, out)
+    else:
+        write_table(["size", "keys"], [{"size": len(g), "keys": ", ".join(_flat(k) for k in g)} for g in groups], out)
+        rows = sum(len(g) for g in groups)
+        print(f"{len(groups)} groups of near-duplicates ({rows} rows) within {args.max_distance} bits", file=sys.stderr)
+    return EXIT_OK
+
+
+# -- fingerprint / demo -------------------------------------------------------------------
+
+
+def cmd_fingerprint(args: argparse.Namespace) -> int:
+    if (args.text is None) == (args.file is None):
+        raise UsageError("give the text as an argument or with --file (one of them)")
+    text = args.text if args.text is not None else read_text(args.file)
+    try:
+        fingerprinter = simsql.Fingerprinter(
+            tokenizer=args.tokenizer,
+            shingle_size=args.shingle_size,
+            char_ngram_size=args.char_ngram_size,
+            chinese=args.chinese,
+            weighting=args.weighting,
+            seed=args.seed,
+        )
+    except (TypeError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    fingerprint = fingerprinter.fingerprint(text)
+    blocks = simsql.blocks(fingerprint)
+    if args.format == "json":
+        write_json(
+            {
+                "hex": f"0x{fingerprint:016x}",
+                "unsigned": fingerprint,
+                "signed": simsql.to_signed(fingerprint),
+                "blocks": list(blocks),
+                "config_id": fingerprinter.config_id,
+                "settings": fingerprinter.settings,
+            },
+            sys.stdout,
+        )
+        return EXIT_OK
+    print(f"hex       0x{fingerprint:016x}")
+    print(f"unsigned  {fingerprint}")
+    print(f"signed    {simsql.to_signed(fingerprint)}  (as stored in a bigint)")
+    print(f"blocks    {' '.join(str(b) for b in blocks)}  (simhash_b0..simhash_b3)")
+    print(f"config    {fingerprinter.config_id}")
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Only an explicit ``--url`` is used: the demo creates tables, and must not do so in
+    whatever database ``DATABASE_URL`` happens to point at."""
+    try:
+        from simsql.demo import run_demo  # type: ignore[import-not-found, unused-ignore]
+    except ImportError as error:
+        raise CommandError(f"the demo is not available in this installation ({error})") from None
+    explicit = getattr(args, "url", None)
+    url = normalise_url(explicit).render_as_string(hide_password=False) if explicit else None
+    run_demo(url, out=sys.stdout)
+    return EXIT_OK
+
+
+# -- parser -------------------------------------------------------------------------------
+
+
+def _positive_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {raw!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {raw!r}")
+    return value
+
+
+def _non_negative_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {raw!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {raw!r}")
+    return value
+
+
+def _distance(limit: int) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        value = _non_negative_int(raw)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"expected at most {limit}, got {value}")
+        return value
+
+    return parse
+
+
+def _common_options(suppress: bool) -> argparse.ArgumentParser:
+    """``--url`` and ``-v`` work before or after the subcommand. Subparsers leave them unset
+    when not given (SUPPRESS), so they don't overwrite a value given before the subcommand."""
+    default: Any = argparse.SUPPRESS if suppress else None
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--url",
+        default=default,
+        help=f"database URL (default: ${URL_VARIABLES[0]}, then ${URL_VARIABLES[1]})",
+    )
+    common.add_argument(
+        "-v", "--verbose", action="count", default=argparse.SUPPRESS if suppress else 0,
+        help="log what is done (-vv: debug)",
+    )
+    return common
+
+
+def _table_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--table", required=True, help="table name (never interpreted as SQL)")
+    parser.add_argument("--schema", help="schema of the table (default: the connection's current schema)")
+
+
+def _format_option(parser: argparse.ArgumentParser, choices: Sequence[str]) -> None:
+    parser.add_argument("--format", choices=choices, default=choices[0], help=f"output format (default: {choices[0]})")
+
+
+def _backfill_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--batch-size", type=_positive_int, default=2000, help="rows per transaction (default: 2000)")
+    parser.add_argument(
+        "--workers", type=_non_negative_int, default=None,
+        help="fingerprinting processes (default: CPU count, at most 4; 0: in this process)",
+    )
+
+
+def _add_db_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+    db = commands.add_parser("db", parents=[common], help="install, update or remove simsql's own database objects")
+    actions = db.add_subparsers(dest="db_command", metavar="ACTION", required=True)
+    upgrade = actions.add_parser("upgrade", parents=[common], help="create or update the registry and helpers")
+    upgrade.add_argument("revision", nargs="?", default="heads", help="target revision (default: heads)")
+    upgrade.set_defaults(handler=cmd_db_upgrade, parser=upgrade)
+    downgrade = actions.add_parser("downgrade", parents=[common], help="remove simsql's objects (default: all)")
+    downgrade.add_argument("revision", nargs="?", default="base", help="target revision (default: base)")
+    downgrade.set_defaults(handler=cmd_db_downgrade, parser=downgrade)
+    current = actions.add_parser("current", parents=[common], help="print the applied simsql revision")
+    current.set_defaults(handler=cmd_db_current, parser=current)
+    history = actions.add_parser("history", parents=[common], help="list simsql's revisions (no database needed)")
+    history.set_defaults(handler=cmd_db_history, parser=history)
+
+
+def _add_attach(commands: Any, common: argparse.ArgumentParser) -> None:
+    attach = commands.add_parser(
+        "attach", parents=[common], help="add fingerprints to an existing table",
+        description="Add fingerprint columns (or a side table), their trigger and indexes to a table, "
+        "installing simsql's registry first if needed; then offer to backfill existing rows.",
+    )
+    _table_options(attach)
+    attach.add_argument(
+        "--text-column", dest="text_columns", action="append", required=True, metavar="COLUMN",
+        help="a text column to fingerprint; repeat for several (joined by newlines, in this order)",
+    )
+    attach.add_argument("--side-table", action="store_true", help="keep fingerprints in <table>_simhash; the table is not altered")
+    attach.add_argument("--no-indexes", dest="indexes", action="store_false", help="skip the block indexes")
+    attach.add_argument(
+        "--concurrently", action=argparse.BooleanOptionalAction, default=True,
+        help="build indexes without blocking writes (default: yes)",
+    )
+    attach.add_argument(
+        "--backfill", action=argparse.BooleanOptionalAction, default=None,
+        help="fingerprint existing rows now (default: ask on a terminal, else no)",
+    )
+    attach.add_argument("-y", "--yes", action="store_true", help="answer yes to questions (backfills)")
+    _backfill_options(attach)
+    attach.set_defaults(handler=cmd_attach, parser=attach)
+
+
+def _add_backfill(commands: Any, common: argparse.ArgumentParser) -> None:
+    backfill = commands.add_parser(
+        "backfill", parents=[common], help="fingerprint rows that have none yet (resumable)",
+        description="Fingerprint every row lacking a fingerprint, in batches committed one by one. "
+        "Interrupt it at any time: running it again resumes after the last finished batch.",
+    )
+    _table_options(backfill)
+    _backfill_options(backfill)
+    backfill.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar on stderr")
+    _format_option(backfill, ("text", "json"))
+    backfill.set_defaults(handler=cmd_backfill, parser=backfill)
+
+
+def _add_similar(commands: Any, common: argparse.ArgumentParser) -> None:
+    similar = commands.add_parser(
+        "similar", parents=[common], help="rows most similar to a row, a text or a file",
+        description="The nearest rows by Hamming distance, exact. --id takes the primary key; for a "
+        "composite key, comma-separated values in key order (values containing commas cannot be given).",
+    )
+    _table_options(similar)
+    target = similar.add_mutually_exclusive_group(required=True)
+    target.add_argument("--id", help="primary key of a row (the row itself is left out)")
+    target.add_argument("--text", help="text to compare with")
+    target.add_argument("--file", help="file holding the text to compare with ('-' for stdin)")
+    similar.add_argument("--limit", type=_positive_int, default=10, help="rows to return (default: 10)")
+    similar.add_argument("--max-distance", type=_distance(64), default=None, help="farthest distance in bits (0..64)")
+    similar.add_argument("--columns", help="comma-separated columns to show instead of key and preview")
+    _format_option(similar, ("table", "json", "csv"))
+    similar.set_defaults(handler=cmd_similar, parser=similar)
+
+
+def _add_dupes(commands: Any, common: argparse.ArgumentParser) -> None:
+    dupes = commands.add_parser("dupes", parents=[common], help="groups of near-duplicate rows")
+    _table_options(dupes)
+    dupes.add_argument("--max-distance", type=_distance(3), default=3, help="bits (0..3, default 3)")
+    _format_option(dupes, ("table", "json", "csv"))
+    dupes.set_defaults(handler=cmd_dupes, parser=dupes)
+
+
+def _add_fingerprint(commands: Any, common: argparse.ArgumentParser) -> None:
+    fingerprint = commands.add_parser(
+        "fingerprint", parents=[common], help="print the fingerprint of a text (no database)"
+    )
+    fingerprint.add_argument("text", nargs="?", help="the text")
+    fingerprint.add_argument("--file", help="read the text from a file ('-' for stdin)")
+    fingerprint.add_argument("--tokenizer", choices=("words", "chars"), default="words")
+    fingerprint.add_argument("--shingle-size", type=_positive_int, default=1, help="words per shingle (default: 1)")
+    fingerprint.add_argument("--char-ngram-size", type=_positive_int, default=4, help="characters per n-gram (default: 4)")
+    fingerprint.add_argument("--chinese", choices=("jieba", "bigrams"), default="jieba")
+    fingerprint.add_argument("--weighting", choices=("log", "count", "jieba_idf"), default="log")
+    fingerprint.add_argument("--seed", type=_non_negative_int, default=0)
+    _format_option(fingerprint, ("text", "json"))
+    fingerprint.set_defaults(handler=cmd_fingerprint, parser=fingerprint)
+
+
+def _add_demo(commands: Any, common: argparse.ArgumentParser) -> None:
+    demo = commands.add_parser(
+        "demo", parents=[common], help="a guided tour on demo data",
+        description="Runs on --url if given, else on an embedded PostgreSQL. The environment "
+        "variables are ignored here so the demo never writes into your application's database.",
+    )
+    demo.set_defaults(handler=cmd_demo, parser=demo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="simsql",
+        parents=[_common_options(suppress=False)],
+        description="SimHash near-duplicate detection inside PostgreSQL.",
+        epilog="Exit codes: 0 ok, 1 error, 2 usage error, 130 interrupted.",
+    )
+    parser.add_argument("--version", action="version", version=f"simsql {simsql.__version__}")
+    common = _common_options(suppress=True)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in (_add_db_commands, _add_attach, _add_backfill, _add_similar, _add_dupes, _add_fingerprint, _add_demo):
+        add(commands, common)
+    return parser
+
+
+# -- entry point --------------------------------------------------------------------------
+
+
+def _configure_logging(verbosity: int) -> None:
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+
+
+def _error(message: str) -> None:
+    print(f"simsql: error: {message}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _configure_logging(args.verbose)
+    try:
+        return int(args.handler(args))
+    except UsageError as error:
+        getattr(args, "parser", parser).print_usage(sys.stderr)
+        _error(str(error))
+        return EXIT_USAGE
+    except (SimsqlError, CommandError) as error:
+        _error(str(error))
+        return EXIT_ERROR
+    except DBAPIError as error:
+        _error(_database_message(error))
+        return EXIT_ERROR
+    except Interrupted as interruption:
+        print(f"simsql: {interruption}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        print("simsql: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (`simsql similar ... | head`): not an error worth a traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
