@@ -146,20 +146,25 @@ def similar_to(model: type, target: object, max_distance: int = 3) -> ColumnElem
     Exact for every ``max_distance`` (no false negatives): up to 3 bits the candidates are rows
     sharing a block; beyond, blocks are probed within the matching radius. A row target does
     not exclude itself here (use :func:`most_similar` for that). NULL fingerprints never match.
+
+    It compiles to ``key IN (<one index-only scan per block, distance filtered inside it>)``:
+    the block indexes cover the fingerprint, so candidates are checked without touching the
+    table, and only matches are joined back. (An ``OR`` of the four blocks would read every
+    candidate's heap row through a bitmap.)
     """
     _check_distance(max_distance)
     binding = binding_for(model)
     fingerprint, _ = _resolve(binding, target)
-    condition = and_(
-        _probe(binding, fingerprint, radius_for(max_distance)),
-        hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)) <= max_distance,
-    )
-    if binding.mode == "columns":
-        return condition
-    inner = select(*binding.table_keys).where(condition)
+    radius = radius_for(max_distance)
+    distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint))
+    per_block = [
+        select(*binding.table_keys).where(equals_any(column, probe_values(value, radius)), distance <= max_distance)
+        for column, value in zip(binding.blocks, blocks(fingerprint))
+    ]
+    matches = union_all(*per_block)
     if len(binding.keys) == 1:
-        return binding.keys[0].in_(inner)
-    return tuple_(*binding.keys).in_(inner)
+        return binding.keys[0].in_(matches)
+    return tuple_(*binding.keys).in_(matches)
 
 
 # -- most_similar -------------------------------------------------------------------------
@@ -173,22 +178,21 @@ def _selected_model(stmt: Select[Any]) -> type:
     return entity
 
 
-def _band_candidates(binding: Binding, fingerprint: int, radius: int) -> Any:
-    """Rows sharing a block within ``radius`` bits, as (key..., distance).
+def _band_candidates(binding: Binding, fingerprint: int, radius: int, low: int, high: int) -> Any:
+    """Rows at ``low..high`` bits sharing a block within ``radius`` bits, as (key..., distance).
 
-    One index-only scan per block (the block indexes cover key and fingerprint), merged with
-    UNION so a row matched through several blocks is counted once.
+    One index-only scan per block (the block indexes cover key and fingerprint) with the
+    distance filter evaluated inside the scan, merged with UNION so a row matched through
+    several blocks is counted once.
     """
-    query_blocks = blocks(fingerprint)
+    distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)).label("distance")
     per_block = [
-        select(*binding.table_keys, binding.fingerprint).where(
-            equals_any(column, probe_values(value, radius))
+        select(*binding.table_keys, distance).where(
+            equals_any(column, probe_values(value, radius)), distance.between(low, high)
         )
-        for column, value in zip(binding.blocks, query_blocks)
+        for column, value in zip(binding.blocks, blocks(fingerprint))
     ]
-    merged = union(*per_block).subquery()
-    distance = hamming_expression(merged.c[binding.fingerprint.name], _fingerprint_literal(fingerprint))
-    return select(*(merged.c[k.name] for k in binding.table_keys), distance.label("distance")).subquery()
+    return union(*per_block).subquery()
 
 
 def _scan_branch(
@@ -266,11 +270,10 @@ def most_similar(
             if low > max_distance:
                 break
             high = min(high, max_distance)
-        candidates = _band_candidates(binding, fingerprint, band)
+        candidates = _band_candidates(binding, fingerprint, band, low, high)
         branch = (
             base.join(candidates, _keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
             .add_columns(candidates.c.distance)
-            .where(candidates.c.distance.between(low, high))
             .order_by(candidates.c.distance, *binding.keys)
             .limit(limit)
         )
@@ -434,19 +437,18 @@ def most_similar_many(
         for name, values in columns.items()
     ]
     queries = func.unnest(*arrays).table_valued(*columns.keys()).render_derived().alias("q")
+    distance = hamming_expression(binding.fingerprint, queries.c.fp).label("distance")
     per_block = [
-        select(*binding.table_keys, binding.fingerprint)
-        .where(column == queries.c[f"b{j}"])
+        select(*binding.table_keys, distance)
+        .where(column == queries.c[f"b{j}"], distance <= max_distance)
         .correlate(queries)
         for j, column in enumerate(binding.blocks)
     ]
     merged = union(*per_block).subquery().lateral("c")
-    distance = hamming_expression(merged.c[binding.fingerprint.name], queries.c.fp)
     key_columns = [merged.c[k.name] for k in binding.table_keys]
     nearest = (
-        select(*key_columns, distance.label("distance"))
-        .where(distance <= max_distance)
-        .order_by(distance, *key_columns)
+        select(*key_columns, merged.c.distance)
+        .order_by(merged.c.distance, *key_columns)
         .limit(limit)
         .lateral("n")
     )
