@@ -102,22 +102,17 @@ def _database_message(error: DBAPIError) -> str:
     return message or type(error).__name__
 
 
-def _command_line(*words: str | None) -> str:
-    """A shell-quoted command to print as advice; ``None`` words are dropped."""
-    return " ".join(shlex.quote(word) for word in words if word is not None)
-
-
-def _schema_words(schema: str | None) -> list[str | None]:
-    return ["--schema", schema] if schema else [None]
+def _backfill_command(table: str, schema: str | None) -> str:
+    """The command to print as advice, quoted so it can be pasted into a shell as is."""
+    words = ["simsql", "backfill", "--table", table, *(["--schema", schema] if schema else [])]
+    return " ".join(shlex.quote(word) for word in words)
 
 
 # -- output -------------------------------------------------------------------------------
 
 
-def _json_default(value: object) -> object:
-    if isinstance(value, (set, frozenset)):
-        return sorted(value)
-    return str(value)  # datetimes, decimals, UUIDs: their canonical text
+def _json_default(value: object) -> str:
+    return str(value)  # column values JSON lacks (dates, decimals, UUIDs): their canonical text
 
 
 def _flat(value: object) -> str:
@@ -155,7 +150,7 @@ def write_csv(headers: Sequence[str], records: Sequence[dict[str, Any]], out: Te
 
 def write_table(headers: Sequence[str], records: Sequence[dict[str, Any]], out: TextIO) -> None:
     """Aligned columns for people; numbers right-aligned, long text previewed."""
-    cells = [[_preview(_flat(r.get(h))) if isinstance(r.get(h), str) else _flat(r.get(h)) for h in headers] for r in records]
+    cells = [[_preview(v) if isinstance(v := r.get(h), str) else _flat(v) for h in headers] for r in records]
     widths = [max([len(h), *(len(row[i]) for row in cells)]) for i, h in enumerate(headers)]
     numeric = [bool(records) and all(isinstance(r.get(h), (int, float)) for r in records) for h in headers]
 
@@ -323,8 +318,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
             result = run_backfill(engine, table, schema, batch_size=args.batch_size, workers=args.workers, show_progress=True)
             print_backfill_summary(result, "text", sys.stdout)
         elif pending:
-            command = _command_line("simsql", "backfill", "--table", table, *_schema_words(schema))
-            print(f"{pending} rows have no fingerprint yet; fingerprint them with: {command}")
+            print(f"{pending} rows have no fingerprint yet; fingerprint them with: {_backfill_command(table, schema)}")
     return EXIT_OK
 
 
@@ -348,7 +342,7 @@ def _progress_bar(table: str, enabled: bool) -> Iterator[Callable[[int, int], No
         return
     from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
 
-    bar = tqdm(desc=table, unit=" rows", unit_scale=True, file=sys.stderr, dynamic_ncols=True)
+    bar = tqdm(desc=table, unit=" rows", file=sys.stderr, dynamic_ncols=True)
 
     def update(done: int, total: int) -> None:
         if bar.total != total:
@@ -397,9 +391,9 @@ def run_backfill(
                 engine, table, schema=schema, batch_size=batch_size, workers=workers, progress=progress
             )
     except KeyboardInterrupt:
-        command = _command_line("simsql", "backfill", "--table", table, *_schema_words(schema))
         raise Interrupted(
-            f"interrupted; every finished batch is saved. Run `{command}` again to resume where it stopped"
+            "interrupted; every finished batch is saved. "
+            f"Run `{_backfill_command(table, schema)}` again to resume where it stopped"
         ) from None
 
 
@@ -795,6 +789,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _configure_logging(verbosity: int) -> None:
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    if verbosity < 2:
+        logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)  # one line per plugin
 
 
 def _error(message: str) -> None:

@@ -40,6 +40,7 @@ from sqlalchemy.orm import Session, aliased
 from sqlalchemy.sql import ColumnElement
 
 from .bits import blocks, check_fingerprint, to_signed
+from . import registry
 from .dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_values, radius_for
 from .errors import EmptyDocument
 from .storage import Binding, binding_for
@@ -285,11 +286,16 @@ def most_similar(
 
     ranked = (union_all(*branches) if len(branches) > 1 else branches[0]).subquery("simsql_ranked")
     entity = aliased(model, ranked)
-    return select(
-        entity,
-        ranked.c.distance,
-        (literal(1.0, Float()) - ranked.c.distance / literal(64.0, Float())).label("similarity"),
-    ).limit(limit)
+    schema, table = binding.registry_key
+    return (
+        select(
+            entity,
+            ranked.c.distance,
+            (literal(1.0, Float()) - ranked.c.distance / literal(64.0, Float())).label("similarity"),
+        )
+        .limit(limit)
+        .execution_options(**{registry.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)})
+    )
 
 
 def find_original(session: Session, model: type, text: str, max_distance: int = 3) -> Match | None:
@@ -368,7 +374,9 @@ def near_duplicates_query(model: type, max_distance: int = 3) -> Any:
 def near_duplicates(session: Session, model: type, max_distance: int = 3) -> list[DuplicatePair]:
     """Every pair of rows within ``max_distance`` bits (<= 3), ordered by keys: the crawler
     deduplication job, done by the database with block self-joins."""
-    width = len(binding_for(model).table_keys)
+    binding = binding_for(model)
+    binding.check_config(session.connection())
+    width = len(binding.table_keys)
     # Each self-join hashes the whole table; give it room so it does not spill to disk.
     session.execute(text("SET LOCAL work_mem = '256MB'"))
     rows = session.execute(near_duplicates_query(model, max_distance)).all()
@@ -417,6 +425,7 @@ def most_similar_many(
     if max_distance > MAX_EXACT_BLOCK_DISTANCE:
         raise ValueError(f"most_similar_many() supports max_distance <= 3, got {max_distance}")
     binding = binding_for(model)
+    binding.check_config(session.connection())
     fingerprints: list[int | None] = []
     texts = [t for t in targets if isinstance(t, str)]
     text_fps = iter(binding.fingerprinter.fingerprint_many(texts, empty="none"))

@@ -71,6 +71,19 @@ class Binding:
     def key_of(self, instance: object) -> tuple[Any, ...]:
         return tuple(getattr(instance, column.key) for column in self.keys)
 
+    @property
+    def registry_key(self) -> tuple[str | None, str]:
+        """(schema, table) under which the registry records this model's configuration."""
+        table = inspect(self.model).local_table
+        return table.schema, table.name
+
+    def check_config(self, connection: Any) -> None:
+        """Refuse to read or write fingerprints of another configuration (cached per engine)."""
+        from . import registry
+
+        schema, name = self.registry_key
+        registry.check(connection, name, schema, self.fingerprinter.config_id)
+
     def source_changed(self, instance: object) -> bool:
         return any(get_history(instance, name).has_changes() for name in self.source)
 
@@ -208,13 +221,16 @@ def _add_block_indexes(mapper: Mapper[Any], cls: type) -> None:
 
 @event.listens_for(SimHashMixin, "before_insert", propagate=True)
 def _fingerprint_on_insert(mapper: Mapper[Any], connection: Any, target: Any) -> None:
-    target.simhash = binding_for(type(target)).fingerprint_of(target)
+    binding = binding_for(type(target))
+    binding.check_config(connection)
+    target.simhash = binding.fingerprint_of(target)
 
 
 @event.listens_for(SimHashMixin, "before_update", propagate=True)
 def _fingerprint_on_update(mapper: Mapper[Any], connection: Any, target: Any) -> None:
     binding = binding_for(type(target))
     if binding.source_changed(target):
+        binding.check_config(connection)
         target.simhash = binding.fingerprint_of(target)
 
 
@@ -281,6 +297,7 @@ def attach(
     _SIDE_BINDINGS[model] = binding
 
     def upsert(connection: Any, target: Any) -> None:
+        binding.check_config(connection)
         values = {c.name: v for c, v in zip(binding.table_keys, binding.key_of(target))}
         values[FINGERPRINT_COLUMN] = binding.fingerprint_of(target)
         statement = postgresql.insert(side).values(values)

@@ -235,3 +235,21 @@ def test_registry_refuses_a_different_config(engine: Engine) -> None:
     with engine.begin() as connection:
         with pytest.raises(ConfigMismatch):
             registry.record(connection, "articles", None, other, ("title", "body"), "columns")
+
+
+def test_queries_with_another_config_are_refused(engine: Engine) -> None:
+    build_legacy(engine, rows=30)
+    simsql.alembic.upgrade(engine)
+    with engine.begin() as connection:
+        operations.add_simhash(connection, "articles", ["title", "body"], fingerprinter=simsql.Fingerprinter(shingle_size=2))
+    simsql.backfill(engine, "articles", workers=0, fingerprinter=simsql.Fingerprinter(shingle_size=2))
+    with Session(engine) as session:
+        # LegacyArticle uses the default configuration: reading or writing must be refused.
+        with pytest.raises(ConfigMismatch, match="sh1-"):
+            session.execute(simsql.most_similar(select(LegacyArticle), "some text")).all()
+        with pytest.raises(ConfigMismatch):
+            simsql.near_duplicates(session, LegacyArticle)
+        session.rollback()
+        session.add(LegacyArticle(title="t", body="new words here"))
+        with pytest.raises(ConfigMismatch):
+            session.commit()
