@@ -19,7 +19,6 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import (
     BigInteger,
-    case,
     Float,
     Integer,
     Select,
@@ -180,66 +179,25 @@ def _selected_model(stmt: Select[Any]) -> type:
     return entity
 
 
-BAND_CAP_FRACTION = 0.10
-"""A band that would read more index entries than this fraction of the table gives up and
-leaves its distances to the scan: bounds what the bands can add to a query the scan answers."""
-BAND_CAP_FLOOR = 2000
-
-
-def _band_cap(binding: Binding) -> ColumnElement[int]:
-    """``max(floor, fraction * reltuples)`` of the fingerprint table, evaluated once per query."""
-    table = binding.table
-    name = '"' + table.name.replace('"', '""') + '"'
-    if table.schema:
-        name = '"' + table.schema.replace('"', '""') + '".' + name
-    reltuples = (
-        select(func.greatest(BAND_CAP_FLOOR, literal_column("reltuples") * BAND_CAP_FRACTION))
-        .select_from(text("pg_class"))
-        .where(literal_column("oid") == func.to_regclass(literal(name)))
-        .scalar_subquery()
-    )
-    return func.coalesce(func.cast(reltuples, BigInteger()), BAND_CAP_FLOOR)
-
-
-def _band_candidates(
-    binding: Binding, fingerprint: int, radius: int, low: int, high: int, cap: ColumnElement[int] | None
-) -> tuple[Any, ColumnElement[bool] | None]:
+def _band_candidates(binding: Binding, fingerprint: int, radius: int, low: int, high: int) -> Any:
     """Rows at ``low..high`` bits sharing a block within ``radius`` bits, as (key..., distance).
 
-    One index-only scan per block (the block indexes cover key and fingerprint). Without a cap
-    (no scan follows the bands) the distance filter runs inside each scan. With one, the raw
-    candidates are read into a CTE of at most ``cap + 1`` rows; the returned condition is false
-    when the cap was hit, and the band then yields nothing and leaves its rows to the scan.
+    One index-only scan per block (the block indexes cover key and fingerprint) with the
+    distance filter evaluated inside the scan, merged with UNION so a row matched through
+    several blocks is counted once.
     """
-    query = _fingerprint_literal(fingerprint)
-    query_blocks = blocks(fingerprint)
-    if cap is None:
-        distance = hamming_expression(binding.fingerprint, query).label("distance")
-        per_block = [
-            select(*binding.table_keys, distance).where(
-                equals_any(column, probe_values(value, radius)), distance.between(low, high)
-            )
-            for column, value in zip(binding.blocks, query_blocks)
-        ]
-        return union(*per_block).subquery(), None
+    distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)).label("distance")
     per_block = [
-        select(*binding.table_keys, binding.fingerprint).where(equals_any(column, probe_values(value, radius)))
-        for column, value in zip(binding.blocks, query_blocks)
+        select(*binding.table_keys, distance).where(
+            equals_any(column, probe_values(value, radius)), distance.between(low, high)
+        )
+        for column, value in zip(binding.blocks, blocks(fingerprint))
     ]
-    raw = union_all(*per_block).limit(cap + 1).cte(f"simsql_band_{radius}")
-    within = select(func.count()).select_from(raw).scalar_subquery() <= cap
-    distance = hamming_expression(raw.c[binding.fingerprint.name], query).label("distance")
-    candidates = (
-        select(*(raw.c[k.name] for k in binding.table_keys), distance)
-        .where(distance.between(low, high))
-        .distinct()
-        .subquery()
-    )
-    return candidates, within
+    return union(*per_block).subquery()
 
 
 def _scan_branch(
-    binding: Binding, base: Select[Any], fingerprint: int, low: Any, high: int | None, limit: int
+    binding: Binding, base: Select[Any], fingerprint: int, low: int, high: int | None, limit: int
 ) -> Select[Any]:
     """The last resort: the plain top-``limit`` scan, minus the rows the bands already gave.
 
@@ -288,9 +246,7 @@ def most_similar(
 
     Without ``max_distance`` the answer is still exact: bands of radius ``0..probe_radius``
     come from the block indexes, anything farther from a scan that runs only if the bands did
-    not fill ``limit`` rows. A band that would read more than 10% of the table's index entries
-    (skewed buckets) gives up and leaves its distances to the scan, so the bands can add only
-    a bounded fraction to a query the scan must answer anyway.
+    not fill ``limit`` rows.
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"limit must be a positive int, got {limit!r}")
@@ -308,30 +264,25 @@ def most_similar(
     exclusion = _exclusion(binding, excluded)
     base = stmt.where(exclusion) if exclusion is not None else stmt
 
-    scan_from = 4 * (probe_radius + 1)
-    needs_scan = max_distance is None or max_distance >= scan_from
-    cap = _band_cap(binding) if needs_scan else None
     branches = []
-    completed: list[ColumnElement[bool]] = []  # "band k did not hit its cap", per band so far
     for band in range(probe_radius + 1):
         low, high = 4 * band, 4 * band + 3
         if max_distance is not None:
             if low > max_distance:
                 break
             high = min(high, max_distance)
-        candidates, within = _band_candidates(binding, fingerprint, band, low, high, cap)
-        branch = base.join(candidates, _keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
-        if within is not None:
-            completed.append(within)
-            branch = branch.where(and_(*completed))
-        branches.append(branch.add_columns(candidates.c.distance).order_by(candidates.c.distance, *binding.keys).limit(limit))
+        candidates = _band_candidates(binding, fingerprint, band, low, high)
+        branch = (
+            base.join(candidates, _keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
+            .add_columns(candidates.c.distance)
+            .order_by(candidates.c.distance, *binding.keys)
+            .limit(limit)
+        )
+        branches.append(branch)
 
-    if needs_scan:
-        # The scan covers every distance from the first band that gave up (or none did).
-        start: Any = literal(scan_from)
-        if completed:
-            start = case(*((not_(ok), 4 * band) for band, ok in enumerate(completed)), else_=scan_from)
-        branches.append(_scan_branch(binding, base, fingerprint, start, max_distance, limit))
+    scan_from = 4 * (probe_radius + 1)
+    if max_distance is None or max_distance >= scan_from:
+        branches.append(_scan_branch(binding, base, fingerprint, scan_from, max_distance, limit))
 
     ranked = (union_all(*branches) if len(branches) > 1 else branches[0]).subquery("simsql_ranked")
     entity = aliased(model, ranked)

@@ -239,19 +239,3 @@ def test_side_table_rows_cascade_with_their_model(tables: Engine) -> None:
 def test_unattached_model_is_refused() -> None:
     with pytest.raises(NotAttached, match="attach"):
         simsql.most_similar(select(Comment), "text")
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_most_similar_stays_exact_when_bands_give_up(tables: Engine, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With a tiny cap every band abandons its candidates to the scan: answers must not change."""
-    from simsql import queries
-
-    model = MODELS[mode]
-    fingerprints, query_list = _planted_corpus(seed=8, size=1500)
-    _load_fingerprints(tables, model, fingerprints)
-    monkeypatch.setattr(queries, "BAND_CAP_FLOOR", 3)
-    monkeypatch.setattr(queries, "BAND_CAP_FRACTION", 0.0)
-    with Session(tables) as session:
-        for query in query_list:
-            got = [(r[0].id, r.distance) for r in session.execute(simsql.most_similar(select(model), query, limit=10))]
-            assert got == _brute_force(fingerprints, query, 10, None)
