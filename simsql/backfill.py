@@ -16,6 +16,7 @@ Guarantees, and how they are kept:
 from __future__ import annotations
 
 import json
+import signal
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -243,7 +244,12 @@ def backfill(
         import os
 
         workers = min(4, os.cpu_count() or 1)
-    pool = ProcessPoolExecutor(max_workers=workers) if workers > 0 and total > batch_size else None
+    # Workers ignore Ctrl-C: the main process decides, and a worker traceback helps nobody.
+    pool = (
+        ProcessPoolExecutor(max_workers=workers, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
+        if workers > 0 and total > batch_size
+        else None
+    )
     seen_empty: set[tuple[Any, ...]] = set()
     counters = {"read": 0, "done": 0, "fingerprinted": 0, "empty": 0, "skipped": 0, "batches": 0}
 

@@ -291,34 +291,49 @@ def _should_backfill(args: argparse.Namespace, pending: int) -> bool:
     return False
 
 
-def cmd_attach(args: argparse.Namespace) -> int:
-    table, schema = args.table, args.schema
-    with open_engine(args) as engine:
-        # Validate before installing anything, so a typo leaves the database untouched.
-        with engine.connect() as connection:
-            operations.describe(connection, table, args.text_columns, schema)
-        if _ensure_registry(engine):
-            print(f"installed simsql's registry (revision {', '.join(_migrations().current(engine))})")
-        with engine.begin() as connection:
-            info = operations.add_simhash(connection, table, args.text_columns, schema=schema, side_table=args.side_table)
-        where = (
-            f"side table {info.schema}.{operations.side_table_name(info.name)}"
-            if args.side_table
-            else "columns simhash, simhash_b0..simhash_b3"
+def _add_fingerprints(engine: Engine, args: argparse.Namespace) -> operations.TableInfo:
+    """Validate before installing anything, so a typo leaves the database untouched; then the
+    registry if missing, then columns (or side table), trigger and registry entry in one
+    transaction."""
+    with engine.connect() as connection:
+        operations.describe(connection, args.table, args.text_columns, args.schema)
+    if _ensure_registry(engine):
+        print(f"installed simsql's registry (revision {', '.join(_migrations().current(engine))})")
+    with engine.begin() as connection:
+        info = operations.add_simhash(
+            connection, args.table, args.text_columns, schema=args.schema, side_table=args.side_table
         )
-        print(f"attached {info.schema}.{info.name} ({where}; text from {', '.join(info.source)})")
+    where = (
+        f"side table {info.schema}.{operations.side_table_name(info.name)}"
+        if args.side_table
+        else "columns simhash, simhash_b0..simhash_b3"
+    )
+    print(f"attached {info.schema}.{info.name} ({where}; text from {', '.join(info.source)})")
+    return info
+
+
+def _offer_backfill(engine: Engine, args: argparse.Namespace) -> None:
+    with engine.connect() as connection:
+        pending = rows_to_fingerprint(connection, args.table, args.schema)
+    if _should_backfill(args, pending):
+        result = run_backfill(
+            engine, args.table, args.schema, batch_size=args.batch_size, workers=args.workers, show_progress=True
+        )
+        print_backfill_summary(result, "text", sys.stdout)
+    elif pending:
+        command = _backfill_command(args.table, args.schema)
+        print(f"{pending} rows have no fingerprint yet; fingerprint them with: {command}")
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        _add_fingerprints(engine, args)
         if args.indexes:
-            _create_indexes(engine, table, schema, args.concurrently)
+            _create_indexes(engine, args.table, args.schema, args.concurrently)
             print(f"block indexes ready{' (built concurrently)' if args.concurrently else ''}")
         else:
             print("no block indexes built (--no-indexes): queries will scan; rerun attach without it to build them")
-        with engine.connect() as connection:
-            pending = rows_to_fingerprint(connection, table, schema)
-        if _should_backfill(args, pending):
-            result = run_backfill(engine, table, schema, batch_size=args.batch_size, workers=args.workers, show_progress=True)
-            print_backfill_summary(result, "text", sys.stdout)
-        elif pending:
-            print(f"{pending} rows have no fingerprint yet; fingerprint them with: {_backfill_command(table, schema)}")
+        _offer_backfill(engine, args)
     return EXIT_OK
 
 
@@ -531,7 +546,7 @@ def cmd_dupes(args: argparse.Namespace) -> int:
         groups = simsql.duplicate_groups(session, model, max_distance=args.max_distance)
     out = sys.stdout
     if args.format == "json":
-        write_json([{"size": len(g), "keys": [_key(k) if isinstance(k, tuple) else k for k in g]} for g in groups], out)
+        write_json([{"size": len(g), "keys": [list(k) if isinstance(k, tuple) else k for k in g]} for g in groups], out)
     elif args.format == "csv":
         members = [{"group": i, "size": len(g), "key": k} for i, g in enumerate(groups, 1) for k in g]
         write_csv(["group", "size", "key"], members, out)

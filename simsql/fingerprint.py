@@ -194,8 +194,9 @@ class Fingerprinter:
         Raises :class:`~simsql.errors.EmptyDocument` when the text has no features (empty,
         whitespace, punctuation only) and ``TypeError`` for anything but ``str``.
         """
-        result = self.fingerprint_many([text], empty="raise")[0]
-        assert result is not None
+        result = self.fingerprint_many([text], empty="none")[0]
+        if result is None:
+            raise EmptyDocument(f"text has no features to fingerprint ({_describe(text)}); store NULL or reject it")
         return result
 
     def fingerprint_many(

@@ -82,7 +82,7 @@ def _resolve(binding: Binding, target: object) -> tuple[int, tuple[Any, ...] | N
     if isinstance(target, binding.model):
         fingerprint = binding.fingerprint_of(target)
         if fingerprint is None:
-            raise EmptyDocument(f"{binding.model.__name__} row {binding.key_of(target)!r} has no text to compare")
+            raise EmptyDocument(f"row {binding.key_of(target)!r} of {binding.table.name} has no text to compare")
         return fingerprint, binding.key_of(target)
     raise TypeError(
         f"target must be text (str), a fingerprint (int) or a {binding.model.__name__} instance, "

@@ -1,0 +1,358 @@
+"""The ``simsql`` command line, run as a real subprocess against a real PostgreSQL.
+
+Every call goes through ``python -m simsql.cli`` with ``--url`` pointing at the test's own
+schema (``options=-csearch_path=...``), so what is tested is what a user types.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+
+import pytest
+from sqlalchemy import Engine, text
+
+import simsql
+from tests.test_migrations import _check_attached, build_legacy, snapshot
+
+URL_VARIABLES = ("SIMSQL_DATABASE_URL", "DATABASE_URL")
+ATTACH = ("attach", "--table", "articles", "--text-column", "title", "--text-column", "body")
+
+
+def cli(
+    *args: str,
+    url: str | None = None,
+    input: str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
+    """Run the real entry point; without ``input`` stdin is not a terminal (and is empty)."""
+    environment = {k: v for k, v in os.environ.items() if k not in URL_VARIABLES}
+    environment.update(env or {})
+    command = [sys.executable, "-m", "simsql.cli", *(("--url", url) if url else ()), *args]
+    return subprocess.run(
+        command,
+        input=input,
+        stdin=subprocess.DEVNULL if input is None else None,
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=timeout,
+    )
+
+
+def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert result.returncode == 0, f"exit {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}"
+    return result
+
+
+def failed(result: subprocess.CompletedProcess[str], code: int, message: str) -> None:
+    """A clean failure: the exit code, one ``simsql: error:`` line, no traceback."""
+    assert result.returncode == code, f"exit {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}"
+    assert "simsql: error:" in result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.fixture
+def url(database_url: str, schema: str) -> str:
+    """The test database with this test's schema as search_path, as a user would pass it."""
+    separator = "&" if "?" in database_url else "?"
+    return f"{database_url}{separator}options=-csearch_path%3D{schema}"
+
+
+def _registry_exists(engine: Engine) -> bool:
+    with engine.connect() as connection:
+        return bool(connection.execute(text("SELECT to_regclass('simsql_registry') IS NOT NULL")).scalar_one())
+
+
+# -- attach, backfill, query -------------------------------------------------------------
+
+
+def test_attach_backfill_similar_dupes(engine: Engine, url: str) -> None:
+    bodies = build_legacy(engine, rows=120)
+
+    attached = ok(cli(*ATTACH, url=url))
+    # Not a terminal and no --backfill: nothing fingerprinted, the command to run is printed.
+    assert "118 rows have no fingerprint yet" in attached.stdout
+    assert "simsql backfill --table articles" in attached.stdout
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT count(simhash) FROM articles")).scalar() == 0
+        valid = connection.execute(
+            text(
+                "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                "WHERE c.relnamespace = CAST(current_schema() AS regnamespace) "
+                "AND c.relname LIKE 'ix_articles_simhash_b%' AND i.indisvalid"
+            )
+        ).scalar()
+        assert valid == 4
+
+    filled = ok(cli("backfill", "--table", "articles", "--batch-size", "50", "--workers", "0", "--format", "json", url=url))
+    summary = json.loads(filled.stdout)
+    assert (summary["rows_read"], summary["rows_fingerprinted"], summary["rows_empty"]) == (120, 118, 2)
+    assert "120/120" in filled.stderr  # the progress bar
+    _check_attached(engine, bodies)
+
+    by_id = json.loads(ok(cli("similar", "--table", "articles", "--id", "19", "--format", "json", url=url)).stdout)
+    assert by_id[0]["key"] == 20 and by_id[0]["distance"] <= 3
+    assert 19 not in [m["key"] for m in by_id]  # the row itself is left out
+    assert len(by_id) == 10
+    assert [m["distance"] for m in by_id] == sorted(m["distance"] for m in by_id)
+    assert all(m["similarity"] == 1 - m["distance"] / 64 for m in by_id)
+    assert by_id[0]["preview"].startswith("title 20 ")
+
+    as_csv = ok(
+        cli(
+            "similar", "--table", "articles", "--text", f"title 33\n{bodies[33]}",
+            "--limit", "3", "--columns", "id,title", "--format", "csv", url=url,
+        )
+    ).stdout
+    rows = list(csv.DictReader(io.StringIO(as_csv)))
+    assert len(rows) == 3
+    assert rows[0] == {"id": "33", "title": "title 33", "distance": "0", "similarity": "1.0"}
+
+    piped = ok(
+        cli("similar", "--table", "articles", "--file", "-", "--max-distance", "3", "--format", "json",
+            input=f"title 41\n{bodies[41]}", url=url)
+    ).stdout
+    near = json.loads(piped)
+    assert near[0]["key"] == 41 and all(m["distance"] <= 3 for m in near)
+
+    table = ok(cli("similar", "--table", "articles", "--id", "19", "--limit", "2", url=url)).stdout.splitlines()
+    assert table[0].split() == ["key", "distance", "similarity", "preview"]
+    assert table[1].split()[0] == "20" and "title 20" in table[1]
+    assert len(table) == 3
+
+    groups = json.loads(ok(cli("dupes", "--table", "articles", "--format", "json", url=url)).stdout)
+    assert {"size": 2, "keys": [19, 20]} in groups
+    assert all(g["size"] == len(g["keys"]) >= 2 for g in groups)
+    listed = ok(cli("dupes", "--table", "articles", url=url)).stdout
+    assert any(line.split(None, 1) == ["2", "19, 20"] for line in listed.splitlines())
+
+
+def test_attach_side_table_asks_on_a_terminal(engine: Engine, url: str) -> None:
+    bodies = build_legacy(engine, rows=60)
+    before = snapshot(engine)
+    master, slave = os.openpty()
+    environment = {k: v for k, v in os.environ.items() if k not in URL_VARIABLES}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "simsql.cli", "--url", url, *ATTACH, "--side-table", "--no-concurrently", "--workers", "0"],
+        stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment,
+    )
+    os.close(slave)
+    try:
+        os.write(master, b"y\n")  # typed ahead; the terminal holds it until the prompt reads
+        out, err = process.communicate(timeout=60)
+    finally:
+        os.close(master)
+    assert process.returncode == 0, err
+    assert "Backfill 59 rows now? [Y/n]" in err  # row 50 has no text at all
+    assert "fingerprinted 59 rows" in out
+
+    with engine.connect() as connection:
+        stored: dict[int, int] = dict(connection.execute(text("SELECT id, simhash FROM articles_simhash WHERE simhash IS NOT NULL")).all())
+    assert len(stored) == 59
+    for key, fingerprint in stored.items():
+        assert simsql.to_unsigned(fingerprint) == simsql.simhash(f"title {key}\n{bodies[key]}")
+    after = snapshot(engine)
+    assert after["columns"] == before["columns"] and after["checksum"] == before["checksum"]
+
+    # Attaching again is harmless, and with nothing left to fingerprint there is no question.
+    again = ok(cli(*ATTACH, "--side-table", url=url))
+    assert "no fingerprint yet" not in again.stdout
+    best = json.loads(ok(cli("similar", "--table", "articles", "--id", "19", "--limit", "1", "--format", "json", url=url)).stdout)
+    assert best[0]["key"] == 20
+
+
+def test_query_errors_are_clean(engine: Engine, url: str) -> None:
+    build_legacy(engine, rows=20)
+    ok(cli(*ATTACH, "--backfill", "--workers", "0", url=url))
+    failed(cli("similar", "--table", "articles", "--id", "999", url=url), 1, "no row with id = 999")
+    failed(cli("similar", "--table", "articles", "--id", "1; DROP TABLE comments", url=url), 1, "invalid input syntax")
+    failed(cli("similar", "--table", "articles", "--text", "  ... !!! ", url=url), 1, "no features")
+    failed(cli("similar", "--table", "articles", "--id", "1", "--columns", "id,nope", url=url), 1, "no column 'nope'")
+    failed(cli("similar", "--table", "articles", "--file", "/nonexistent/file", url=url), 1, "cannot read")
+    failed(cli("dupes", "--table", "comments", url=url), 1, "not attached")
+    assert cli("similar", "--table", "articles", "--id", "1", "--text", "x", url=url).returncode == 2
+    assert cli("dupes", "--table", "articles", "--max-distance", "4", url=url).returncode == 2
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM comments")).scalar() == 20
+
+
+# -- fingerprint, db ----------------------------------------------------------------------
+
+
+def test_fingerprint_needs_no_database() -> None:
+    sample = "The quick brown fox jumps over the lazy dog, again and again"
+    document = json.loads(ok(cli("fingerprint", sample, "--format", "json")).stdout)
+    expected = simsql.simhash(sample)
+    assert document["unsigned"] == expected
+    assert document["hex"] == f"0x{expected:016x}"
+    assert document["signed"] == simsql.to_signed(expected)
+    assert document["blocks"] == list(simsql.blocks(expected))
+    assert document["config_id"] == simsql.Fingerprinter().config_id
+
+    shingled = ok(cli("fingerprint", "--file", "-", "--shingle-size", "2", input=sample)).stdout
+    assert f"0x{simsql.simhash(sample, shingle_size=2):016x}" in shingled
+    assert str(simsql.to_signed(simsql.simhash(sample, shingle_size=2))) in shingled
+    assert simsql.Fingerprinter(shingle_size=2).config_id in shingled
+    chars = json.loads(ok(cli("fingerprint", sample, "--tokenizer", "chars", "--format", "json")).stdout)
+    assert chars["unsigned"] == simsql.simhash(sample, tokenizer="chars")
+
+    failed(cli("fingerprint", " ... "), 1, "no features")
+    assert cli("fingerprint").returncode == 2
+    assert cli("fingerprint", "x", "--file", "-", input="y").returncode == 2
+
+
+def test_db_commands(engine: Engine, url: str) -> None:
+    plain = url.replace("postgresql+psycopg://", "postgresql://", 1)  # normalised by the CLI
+    current = ok(cli("db", "current", url=plain))
+    assert current.stdout == "" and "no simsql revision" in current.stderr
+    assert ok(cli("db", "upgrade", url=plain)).stdout.split() == ["simsql_0001"]
+    assert _registry_exists(engine)
+    from_environment = ok(cli("db", "current", env={"SIMSQL_DATABASE_URL": url, "DATABASE_URL": "postgresql://nowhere:1/x"}))
+    assert from_environment.stdout.split() == ["simsql_0001"]
+    assert ok(cli("db", "current", env={"DATABASE_URL": url})).stdout.split() == ["simsql_0001"]
+    history = ok(cli("db", "history")).stdout  # no database needed
+    assert "-> simsql_0001 (head)" in history
+    ok(cli("db", "downgrade", url=url))
+    assert ok(cli("db", "current", url=url)).stdout == ""
+    assert not _registry_exists(engine)
+
+
+# -- failures that must change nothing ----------------------------------------------------
+
+
+def test_bad_names_and_settings_fail_cleanly_and_change_nothing(engine: Engine, url: str) -> None:
+    build_legacy(engine, rows=5)
+    before = {table: snapshot(engine, table) for table in ("articles", "comments")}
+    cases = [
+        (("attach", "--table", "missing", "--text-column", "body"), "does not exist"),
+        (("attach", "--table", "articles", "--text-column", "body", "--text-column", "nope"), "no column 'nope'"),
+        (("attach", "--table", "articles; DROP TABLE comments", "--text-column", "body"), "does not exist"),
+        (("attach", "--table", "articles", "--text-column", 'body" text); DROP TABLE comments; --'), "no column"),
+        (("attach", "--table", "articles", "--text-column", "created_at"), "not text"),
+        (("backfill", "--table", "articles"), "not attached"),
+        (("similar", "--table", "articles; DROP TABLE comments", "--text", "hello"), "not attached"),
+    ]
+    for args, message in cases:
+        failed(cli(*args, url=url), 1, message)
+    assert {table: snapshot(engine, table) for table in ("articles", "comments")} == before
+    assert not _registry_exists(engine)  # not even simsql's registry was installed
+
+    failed(cli("backfill", "--table", "articles"), 2, "no database URL")
+    failed(cli("db", "current", url="postgresql://postgres@127.0.0.1:1/postgres"), 1, "127.0.0.1")
+    assert cli("backfill", "--table", "articles", "--batch-size", "0", url=url).returncode == 2
+
+
+# -- a backfill interrupted by Ctrl-C, then killed with SIGKILL ---------------------------
+
+KILL_ROWS = 30_000
+
+
+def _build_big_legacy(engine: Engine) -> None:
+    """30,000 articles generated by the server (fast); every 97th has no text at all."""
+    with engine.begin() as connection:
+        connection.execute(text("CREATE TABLE articles (id serial PRIMARY KEY, title varchar(200), body text)"))
+        connection.execute(
+            text(
+                "INSERT INTO articles (title, body) SELECT "
+                "CASE WHEN g % 97 = 0 THEN NULL ELSE 'title ' || g END, "
+                "CASE WHEN g % 97 = 0 THEN NULL ELSE (SELECT string_agg('w' || floor(random() * 50000)::int, ' ') "
+                "FROM generate_series(1, 100 + g % 2 - g % 2)) END "
+                "FROM generate_series(1, :n) AS g"
+            ),
+            {"n": KILL_ROWS},
+        )
+
+
+def _progress(engine: Engine) -> tuple[int, list[int] | None, str] | None:
+    with engine.connect() as connection:
+        row = connection.execute(
+            text("SELECT rows_done, last_key, phase FROM simsql_backfill WHERE table_name = 'articles'")
+        ).first()
+    return None if row is None else (row.rows_done, row.last_key, row.phase)
+
+
+def _backfill(url: str, *options: str) -> list[str]:
+    return [sys.executable, "-m", "simsql.cli", "--url", url, "backfill", "--table", "articles", *options]
+
+
+def _wait_for_rows(engine: Engine, process: subprocess.Popen[bytes], rows: int) -> None:
+    """Until at least ``rows`` rows are committed, failing if the backfill ends first."""
+    deadline = time.monotonic() + 30
+    while (state := _progress(engine)) is None or state[0] < rows:
+        assert process.poll() is None, f"backfill ended before it could be stopped: {process.communicate()}"
+        assert time.monotonic() < deadline, "backfill made no progress"
+        time.sleep(0.01)
+
+
+def test_backfill_interrupted_then_killed_resumes(engine: Engine, url: str) -> None:
+    _build_big_legacy(engine)
+    ok(cli(*ATTACH, "--no-backfill", url=url))
+    environment = {k: v for k, v in os.environ.items() if k not in URL_VARIABLES}
+
+    # Ctrl-C at a terminal signals the whole process group, fingerprinting workers included.
+    interrupted = subprocess.Popen(
+        _backfill(url, "--batch-size", "500", "--workers", "2"),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment,
+        start_new_session=True,
+    )
+    try:
+        _wait_for_rows(engine, interrupted, 1000)
+        os.killpg(interrupted.pid, signal.SIGINT)
+        _, err = interrupted.communicate(timeout=30)  # returns only once the workers are gone too
+    finally:
+        if interrupted.poll() is None:
+            os.killpg(interrupted.pid, signal.SIGKILL)
+            interrupted.wait()
+    message = err.decode()
+    assert interrupted.returncode == 130, message
+    assert "Run `simsql backfill --table articles` again to resume" in message
+    assert "Traceback" not in message
+    after_interrupt = _progress(engine)[0]  # type: ignore[index]
+
+    killed = subprocess.Popen(
+        _backfill(url, "--batch-size", "500", "--workers", "0", "--no-progress"),
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment,
+    )
+    try:
+        _wait_for_rows(engine, killed, after_interrupt + 1000)  # a few more batches committed
+        os.kill(killed.pid, signal.SIGKILL)
+    finally:
+        if killed.poll() is None:
+            killed.kill()
+        killed.communicate(timeout=30)
+    assert killed.returncode == -signal.SIGKILL
+
+    rows_done, last_key, phase = _progress(engine)  # type: ignore[misc]
+    assert phase == "scan" and last_key is not None and rows_done == last_key[0] < KILL_ROWS
+    with engine.connect() as connection:
+        # Each batch committed its fingerprints and the cursor together: exactly the rows up to
+        # the cursor have fingerprints, none of the batch in flight survived.
+        missing_before, written_after, empty_before = connection.execute(
+            text(
+                "SELECT count(*) FILTER (WHERE id <= :last AND simhash IS NULL AND body IS NOT NULL), "
+                "count(*) FILTER (WHERE id > :last AND simhash IS NOT NULL), "
+                "count(*) FILTER (WHERE id <= :last AND body IS NULL) FROM articles"
+            ),
+            {"last": last_key[0]},
+        ).one()
+    assert (missing_before, written_after) == (0, 0)
+
+    rerun = ok(cli("backfill", "--table", "articles", "--batch-size", "2000", "--workers", "0", "--format", "json", url=url))
+    summary = json.loads(rerun.stdout)
+    assert summary["resumed"] is True
+    # Finished batches were not read again: only the rest, plus the textless rows rechecked.
+    assert summary["rows_read"] == KILL_ROWS - rows_done + empty_before < KILL_ROWS
+    empty = KILL_ROWS // 97
+    assert summary["rows_fingerprinted"] == KILL_ROWS - empty - (rows_done - empty_before)
+    assert _progress(engine)[2] == "done"  # type: ignore[index]
+    _check_attached(engine, {})
