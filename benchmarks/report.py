@@ -151,9 +151,10 @@ def _fingerprint_section(results: dict[str, Any]) -> list[str]:
     out = ["| language | documents | MB | simsql MB/s | simsql docs/s | simhash package MB/s | simsql / package (same documents) | jieba.lcut MB/s |", "|---|---|---|---|---|---|---|---|"]
     for lang in ("english", "chinese"):
         row = data[lang]
+        jieba = f"{row['jieba_lcut_mb_s']:.2f}" if row.get("jieba_lcut_mb_s") else "-"
         out.append(
             f"| {lang} | {row['documents']:,} | {row['mb']:.1f} | {row['simsql_mb_s']:.2f} | {row['simsql_docs_s']:,.0f} | "
-            f"{row.get('simhash_package_mb_s') or 0:.2f} | {row.get('ratio', 0):.2f}x | {row.get('jieba_lcut_mb_s', 0) or '-'} |"
+            f"{row.get('simhash_package_mb_s') or 0:.2f} | {row.get('ratio', 0):.2f}x | {jieba} |"
         )
     out.append("")
     out += [f"- {lang}: {data[lang]['note']}" for lang in ("english", "chinese")]
