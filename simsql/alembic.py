@@ -43,14 +43,13 @@ BRANCH = "simsql"
 # -- operations ---------------------------------------------------------------------------
 
 
-@Operations.register_operation("add_simhash")
-class AddSimHashOp(MigrateOperation):
-    """Add fingerprint columns (or a side table), the block trigger and the registry entry."""
+class _AttachmentOp(MigrateOperation):
+    """What add_simhash and drop_simhash both carry, so each can rebuild the other."""
 
     def __init__(
         self,
         table_name: str,
-        source: Sequence[str],
+        source: Sequence[str] = (),
         schema: str | None = None,
         side_table: bool = False,
         fingerprinter: Fingerprinter | None = None,
@@ -60,6 +59,18 @@ class AddSimHashOp(MigrateOperation):
         self.schema = schema
         self.side_table = side_table
         self.fingerprinter = fingerprinter
+
+
+class _IndexesOp(MigrateOperation):
+    def __init__(self, table_name: str, schema: str | None = None, concurrently: bool = False) -> None:
+        self.table_name = table_name
+        self.schema = schema
+        self.concurrently = concurrently
+
+
+@Operations.register_operation("add_simhash")
+class AddSimHashOp(_AttachmentOp):
+    """Add fingerprint columns (or a side table), the block trigger and the registry entry."""
 
     @classmethod
     def add_simhash(
@@ -79,22 +90,8 @@ class AddSimHashOp(MigrateOperation):
 
 
 @Operations.register_operation("drop_simhash")
-class DropSimHashOp(MigrateOperation):
+class DropSimHashOp(_AttachmentOp):
     """Remove what :class:`AddSimHashOp` added; the table's own data and indexes are untouched."""
-
-    def __init__(
-        self,
-        table_name: str,
-        source: Sequence[str] = (),
-        schema: str | None = None,
-        side_table: bool = False,
-        fingerprinter: Fingerprinter | None = None,
-    ) -> None:
-        self.table_name = table_name
-        self.source = tuple([source] if isinstance(source, str) else source)
-        self.schema = schema
-        self.side_table = side_table
-        self.fingerprinter = fingerprinter
 
     @classmethod
     def drop_simhash(
@@ -116,13 +113,8 @@ class DropSimHashOp(MigrateOperation):
 
 
 @Operations.register_operation("create_simhash_indexes")
-class CreateSimHashIndexesOp(MigrateOperation):
+class CreateSimHashIndexesOp(_IndexesOp):
     """Covering block indexes; ``concurrently=True`` builds them without blocking writes."""
-
-    def __init__(self, table_name: str, schema: str | None = None, concurrently: bool = False) -> None:
-        self.table_name = table_name
-        self.schema = schema
-        self.concurrently = concurrently
 
     @classmethod
     def create_simhash_indexes(
@@ -135,11 +127,8 @@ class CreateSimHashIndexesOp(MigrateOperation):
 
 
 @Operations.register_operation("drop_simhash_indexes")
-class DropSimHashIndexesOp(MigrateOperation):
-    def __init__(self, table_name: str, schema: str | None = None, concurrently: bool = False) -> None:
-        self.table_name = table_name
-        self.schema = schema
-        self.concurrently = concurrently
+class DropSimHashIndexesOp(_IndexesOp):
+    """Drop the block indexes (``concurrently=True`` without blocking writes)."""
 
     @classmethod
     def drop_simhash_indexes(

@@ -142,7 +142,6 @@ def _add_columns(connection: Connection, info: TableInfo) -> None:
         f"  NEW.{q(name)} := {block_expression_sql(fingerprint, i)};" for i, name in enumerate(BLOCK_COLUMNS)
     )
     changed = " OR ".join(f"NEW.{q(c)} IS DISTINCT FROM OLD.{q(c)}" for c in info.source)
-    function = _qualified(connection, info.schema, _object_name("simsql", info.name, "_blocks"))
     body = f"""
 BEGIN
   IF TG_OP = 'UPDATE' AND NEW.{q(FINGERPRINT_COLUMN)} IS NOT DISTINCT FROM OLD.{q(FINGERPRINT_COLUMN)}
@@ -154,14 +153,7 @@ BEGIN
   RETURN NEW;
 END
 """
-    connection.execute(
-        text(f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS {_DOLLAR_TAG}{body}{_DOLLAR_TAG}")
-    )
-    trigger = q(_object_name("simsql", info.name, "_blocks"))
-    connection.execute(text(f"DROP TRIGGER IF EXISTS {trigger} ON {target}"))
-    connection.execute(
-        text(f"CREATE TRIGGER {trigger} BEFORE INSERT OR UPDATE ON {target} FOR EACH ROW EXECUTE FUNCTION {function}()")
-    )
+    _install_trigger(connection, info, "_blocks", "BEFORE INSERT OR UPDATE", target, body)
 
 
 def _create_side_table(connection: Connection, info: TableInfo) -> None:
@@ -184,7 +176,6 @@ def _create_side_table(connection: Connection, info: TableInfo) -> None:
     # bypass simsql; backfill recreates missing rows.
     condition = " AND ".join(f"{q(k)} = OLD.{q(k)}" for k in info.keys)
     changed = " OR ".join(f"NEW.{q(c)} IS DISTINCT FROM OLD.{q(c)}" for c in info.source)
-    function = _qualified(connection, info.schema, _object_name("simsql", info.name, "_stale"))
     body = f"""
 BEGIN
   IF {changed} THEN
@@ -193,14 +184,19 @@ BEGIN
   RETURN NEW;
 END
 """
+    _install_trigger(connection, info, "_stale", "AFTER UPDATE", base, body)
+
+
+def _install_trigger(connection: Connection, info: TableInfo, suffix: str, timing: str, target: str, body: str) -> None:
+    """(Re)create the plpgsql function ``simsql_<table><suffix>`` and its row trigger on ``target``."""
+    name = _object_name("simsql", info.name, suffix)
+    function = _qualified(connection, info.schema, name)
     connection.execute(
         text(f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql AS {_DOLLAR_TAG}{body}{_DOLLAR_TAG}")
     )
-    trigger = q(_object_name("simsql", info.name, "_stale"))
-    connection.execute(text(f"DROP TRIGGER IF EXISTS {trigger} ON {base}"))
-    connection.execute(
-        text(f"CREATE TRIGGER {trigger} AFTER UPDATE ON {base} FOR EACH ROW EXECUTE FUNCTION {function}()")
-    )
+    trigger = _q(connection, name)
+    connection.execute(text(f"DROP TRIGGER IF EXISTS {trigger} ON {target}"))
+    connection.execute(text(f"CREATE TRIGGER {trigger} {timing} ON {target} FOR EACH ROW EXECUTE FUNCTION {function}()"))
 
 
 def _index_target(connection: Connection, table: str, schema: str | None) -> tuple[str, str, tuple[str, ...]]:
