@@ -33,6 +33,10 @@ def _ratio(value: float | None, reference: float | None) -> str:
     return f"{value / reference:.1f}x"
 
 
+def _num(value: float | None, spec: str) -> str:
+    return "not run" if value is None else format(value, spec)
+
+
 def _sizes(results: dict[str, Any]) -> list[str]:
     return sorted(results.get("queries", {}), key=int)
 
@@ -124,8 +128,8 @@ def _build_table(results: dict[str, Any]) -> list[str]:
         vector_build = f"{vector['index_build_seconds']:.1f}" if "index_build_seconds" in vector else entry.get("pgvector_note", "-")
         out.append(
             f"| {int(size):,} | {ours.get('index_build_seconds', 0):.2f} | {ours.get('bytes_per_row', 0):.0f} | {vector_build} | "
-            f"{vector.get('bytes_per_row', 0):.0f} | {package.get('index_build_seconds', float('nan')):.1f} | "
-            f"{package.get('bytes_per_row', float('nan')):.0f} | {ours.get('load_rows_per_second', 0):,.0f} |"
+            f"{vector.get('bytes_per_row', 0):.0f} | {_num(package.get('index_build_seconds'), '.1f')} | "
+            f"{_num(package.get('bytes_per_row'), '.0f')} | {ours.get('load_rows_per_second', 0):,.0f} |"
         )
     out.append("")
     out.append("| N | simsql `near_duplicates` s | pairs | simhash package all-pairs s |")
@@ -136,11 +140,8 @@ def _build_table(results: dict[str, Any]) -> list[str]:
             continue
         ours = dedup.get("simsql near_duplicates", {})
         package = dedup.get("simhash package all-pairs")
-        out.append(
-            f"| {int(size):,} | {ours.get('seconds', 0):.1f} | {ours.get('pairs', 0):,} | "
-            f"{package['seconds']:.1f} ({package['pairs']:,} pairs)" if package else
-            f"| {int(size):,} | {ours.get('seconds', 0):.1f} | {ours.get('pairs', 0):,} | not run |"
-        )
+        package_text = f"{package['seconds']:.1f} ({package['pairs']:,} pairs)" if package else "not run"
+        out.append(f"| {int(size):,} | {ours.get('seconds', 0):.1f} | {ours.get('pairs', 0):,} | {package_text} |")
     return out
 
 
