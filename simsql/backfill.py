@@ -121,7 +121,7 @@ def fingerprinter_from_settings(settings: dict[str, Any]) -> Fingerprinter:
         tokenizer=settings.get("tokenizer", "words"),
         shingle_size=settings.get("shingle_size") or 1,
         char_ngram_size=settings.get("char_ngram_size") or 4,
-        chinese="jieba" if str(chinese).startswith("jieba") else chinese,
+        chinese="jieba" if str(chinese).startswith("jieba") else "bigrams",
         weighting=weighting,
         seed=settings.get("seed", 0),
     )

@@ -141,7 +141,7 @@ def _plant(articles: list[tuple[str, str]], rng: random.Random) -> list[tuple[st
 def planted_rows(session: Session) -> list[tuple[int, int, str]]:
     """(copy id, source id, kind) of every planted copy."""
     query = select(DemoArticle.id, DemoArticle.planted_from, DemoArticle.kind).where(DemoArticle.planted_from.is_not(None))
-    return [(int(a), int(b), str(c)) for a, b, c in session.execute(query.order_by(DemoArticle.id))]
+    return [(int(a), int(b or 0), str(c)) for a, b, c in session.execute(query.order_by(DemoArticle.id))]
 
 
 def run_demo(url: str | None, out: TextIO = sys.stdout, *, limit: int | None = None) -> int:
@@ -211,10 +211,10 @@ def run_demo(url: str | None, out: TextIO = sys.stdout, *, limit: int | None = N
             print(f"    {', '.join(titles[:6])}{more}", file=out)
 
         print("\nOriginality check before accepting a new article", file=out)
-        source = session.get(DemoArticle, len(articles) // 2)
-        assert source is not None
+        original = session.get(DemoArticle, len(articles) // 2)
+        assert original is not None
         submissions = {
-            "a lightly edited copy": source.title + "\n" + _edit_words(source.body, 0.01, random.Random(1)),
+            "a lightly edited copy": original.title + "\n" + _edit_words(original.body, 0.01, random.Random(1)),
             "a new text": "Tomorrow the city council votes on the new cycling lanes along the river, after a year "
             "of public hearings where residents, shop owners and commuters argued about parking, safety and noise.",
         }

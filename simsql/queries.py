@@ -285,7 +285,7 @@ def most_similar(
         branches.append(_scan_branch(binding, base, fingerprint, scan_from, max_distance, limit))
 
     ranked = (union_all(*branches) if len(branches) > 1 else branches[0]).subquery("simsql_ranked")
-    entity = aliased(model, ranked)
+    entity: Any = aliased(model, ranked)
     schema, table = binding.registry_key
     return (
         select(

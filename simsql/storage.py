@@ -74,7 +74,7 @@ class Binding:
     @property
     def registry_key(self) -> tuple[str | None, str]:
         """(schema, table) under which the registry records this model's configuration."""
-        table = inspect(self.model).local_table
+        table: Any = inspect(self.model).local_table
         return table.schema, table.name
 
     def check_config(self, connection: Any) -> None:
@@ -97,7 +97,7 @@ def _index_name(table: str, suffix: str) -> str:
         return name
     import xxhash
 
-    return f"ix_{table[:40]}_{xxhash.xxh32_hexdigest(table)}_{suffix}"[:63]
+    return f"ix_{table[:40]}_{xxhash.xxh32_hexdigest(table.encode())}_{suffix}"[:63]
 
 
 def _block_columns(fingerprint_name: str) -> list[Column[Any]]:
@@ -158,7 +158,7 @@ for _index, _name in enumerate(BLOCK_COLUMNS):
 
 
 def _mixin_binding(model: type) -> Binding:
-    mapper = inspect(model)
+    mapper: Any = inspect(model)
     source = tuple(getattr(model, "__simhash_source__", ()) or ())
     if not source:
         raise NotAttached(f"{model.__name__} uses SimHashMixin but declares no __simhash_source__")
@@ -245,7 +245,7 @@ def attach(
     their model row (``ON DELETE CASCADE``). Fingerprints follow ORM inserts and source changes;
     calling ``attach`` twice with the same settings returns the same binding.
     """
-    mapper = inspect(model, raiseerr=False)
+    mapper: Any = inspect(model, raiseerr=False)
     if mapper is None or not isinstance(mapper, Mapper):
         raise TypeError(f"attach() needs a mapped class, got {model!r}")
     if isinstance(source, str):
@@ -342,7 +342,7 @@ def reflect(connection: Any, table: str, schema: str | None = None) -> type:
     mapper_registry = orm_registry(metadata=metadata)
     model = type(f"Reflected_{table}", (), {"__repr__": lambda self: f"<{table} {inspect(self).identity}>"})
     mapper_registry.map_imperatively(model, base)
-    keys = tuple(inspect(model).primary_key)
+    keys: tuple[Any, ...] = tuple(inspect(model).primary_key)
     binding = Binding(
         model=model,
         mode="side_table" if entry.side_table else "columns",

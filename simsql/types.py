@@ -42,7 +42,8 @@ class SimHash(TypeDecorator[int]):
 
         def similarity(self, other: int | ColumnElement[Any]) -> ColumnElement[float]:
             """``1 - hamming_distance / 64``."""
-            return 1.0 - hamming_expression(self.expr, _as_fingerprint(other)) / literal(64.0, Float())
+            distance = hamming_expression(self.expr, _as_fingerprint(other))
+            return (literal(1.0, Float()) - distance / literal(64.0, Float())).label(None)  # type: ignore[return-value]
 
     def process_bind_param(self, value: int | None, dialect: Any) -> int | None:
         if value is None:

@@ -239,3 +239,27 @@ def test_side_table_rows_cascade_with_their_model(tables: Engine) -> None:
 def test_unattached_model_is_refused() -> None:
     with pytest.raises(NotAttached, match="attach"):
         simsql.most_similar(select(Comment), "text")
+
+
+def test_long_table_names_get_valid_index_names() -> None:
+    from simsql.storage import _index_name
+
+    name = _index_name("a_very_long_table_name_that_goes_on_and_on_beyond_the_limit", "simhash_b0")
+    assert len(name) <= 63 and name.endswith("simhash_b0")
+
+
+def test_column_comparators_match_python(tables: Engine) -> None:
+    fingerprints, queries_ = _planted_corpus(seed=9, size=50)
+    _load_fingerprints(tables, Article, fingerprints)
+    query = queries_[0]
+    with Session(tables) as session:
+        rows = session.execute(
+            select(Article.id, Article.simhash, Article.simhash.hamming_distance(query), Article.simhash.similarity(query))
+            .where(Article.simhash.is_not(None))
+            .order_by(Article.simhash.hamming_distance(query), Article.id)
+        ).all()
+    assert len(rows) == sum(1 for f in fingerprints if f is not None)
+    for _, fp, distance, sim in rows:
+        assert distance == hamming(fp, query)
+        assert sim == pytest.approx(simsql.similarity(fp, query))
+    assert [r[2] for r in rows] == sorted(r[2] for r in rows)
