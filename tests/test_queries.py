@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 import simsql
 from simsql import EmptyDocument, NotAttached, hamming
 
-from .models import MODELS, Base, Comment, Post
+from .models import MODELS, Article, Base, Comment, Post
 
 MODES = sorted(MODELS)
 
