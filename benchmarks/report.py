@@ -1,342 +1,783 @@
-"""Render ``BENCHMARKS.md`` and its plots from a results dict (what ``python -m benchmarks`` saves).
+"""Render ``BENCHMARKS.md`` and its plots from a benchmark results dict.
 
-Every figure in BENCHMARKS.md and in the README's performance table comes from here, so
-``python -m benchmarks.report benchmarks/results/full.json`` re-renders them from a saved run.
+The dict is the one ``python -m benchmarks`` saves as JSON (sections ``machine``, ``command``,
+``fingerprint``, ``quality``, ``queries``, ``ingest``; any of them may be missing, and a missing
+one renders as "not measured in this run"). Everything in the markdown comes from the dict, so
+re-rendering a saved run reproduces the document::
+
+    python -m benchmarks.report benchmarks/results/full.json [--markdown BENCHMARKS.md] [--plots DIR]
+
+:func:`headline` gives the compact table for the README.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-import sys
+import math
+import os
+import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-SYSTEM_ORDER = [
+ROOT = Path(__file__).resolve().parent
+NOT_MEASURED = "_Not measured in this run._"
+WORKLOADS: tuple[tuple[str, str], ...] = (
+    ("near-dup", "Near-duplicate lookup (distance <= 3): `similar_to` / `WHERE distance <= 3`"),
+    ("top-10 clustered", "Top-10 most similar, query near a cluster (10th neighbour close)"),
+    ("top-10 spread", "Top-10 most similar, unrelated query (10th neighbour far)"),
+)
+SYSTEM_ORDER: tuple[str, ...] = (
     "simsql",
+    "simsql most_similar_many",
     "plain scan",
     "pgvector HNSW ef_search=40",
     "pgvector HNSW ef_search=200",
     "simhash package",
-]
-WORKLOADS = ["near-dup", "top-10 clustered", "top-10 spread"]
+)
+CONFIG_ORDER: tuple[str, ...] = (
+    "default", "count", "shingle3", "chars", "idf", "jieba_idf", "bigrams", "simhash package",
+)  # fmt: skip
+QUALITY_THRESHOLDS: tuple[int, ...] = (3, 7)
 
 
-def _ms(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.2f}" if value < 10 else f"{value:.1f}" if value < 100 else f"{value:.0f}"
+# --------------------------------------------------------------------------------------------
+# Formatting
+# --------------------------------------------------------------------------------------------
 
 
-def _ratio(value: float | None, reference: float | None) -> str:
-    if not value or not reference:
-        return "-"
-    return f"{value / reference:.1f}x"
+def _is_num(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _num(value: float | None, spec: str) -> str:
-    return "not run" if value is None else format(value, spec)
+def num(x: object, unit: str = "") -> str:
+    """A number with about three significant digits, thousands separators; '–' when missing."""
+    if not _is_num(x):
+        return "–"
+    v = float(x)  # type: ignore[arg-type]
+    a = abs(v)
+    if isinstance(x, int) or (a < 1e15 and v == int(v) and a >= 1):
+        return f"{int(v):,}" + unit
+    if a >= 100:
+        s = f"{v:,.0f}"
+    elif a >= 10:
+        s = f"{v:.1f}"
+    elif a >= 1:
+        s = f"{v:.2f}"
+    elif a == 0:
+        s = "0"
+    elif a >= 0.001:
+        s = f"{v:.3g}"
+    else:
+        s = f"{v:.1e}"
+    return s + unit
+
+
+def ratio(x: object) -> str:
+    """A ratio like ``12×`` or ``0.42×``."""
+    if not _is_num(x):
+        return "–"
+    v = float(x)  # type: ignore[arg-type]
+    if v >= 100:
+        return f"{v:,.0f}×"
+    if v >= 10:
+        return f"{v:.0f}×"
+    if v >= 1:
+        return f"{v:.1f}×"
+    return f"{v:.2g}×"
+
+
+def pct(x: object) -> str:
+    if not _is_num(x):
+        return "–"
+    v = 100 * float(x)  # type: ignore[arg-type]
+    if v == 0:
+        return "0%"
+    if v >= 10 or v == round(v):
+        return f"{v:.0f}%"
+    if v >= 1:
+        return f"{v:.1f}%"
+    return f"{v:.2g}%"
+
+
+def rate(x: object) -> str:
+    """A small rate (false-positive rate): percent when visible, else scientific."""
+    if not _is_num(x):
+        return "–"
+    v = float(x)  # type: ignore[arg-type]
+    if v == 0:
+        return "0"
+    if v >= 0.001:
+        return pct(v)
+    return f"{v:.1e}"
+
+
+def _div(a: object, b: object) -> float | None:
+    if _is_num(a) and _is_num(b) and float(b) != 0:  # type: ignore[arg-type]
+        return float(a) / float(b)  # type: ignore[arg-type]
+    return None
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]], align: str | None = None) -> str:
+    """A GitHub markdown table; ``align`` is one letter per column (l/r), default l then r."""
+    header = list(header)
+    align = align or "l" + "r" * (len(header) - 1)
+    marks = [":--" if a == "l" else "--:" for a in align]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(marks) + " |"]
+    for row in rows:
+        lines.append("| " + " | ".join(str(c) for c in row) + " |")
+    return "\n".join(lines)
+
+
+def n_label(n: int | str) -> str:
+    n = int(n)
+    for div, suffix in ((1_000_000, "M"), (1_000, "k")):
+        if n >= div and n % (div // 10) == 0:
+            v = n / div
+            return f"{v:g}{suffix}"
+    return f"{n:,}"
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def _get(d: Any, *keys: Any) -> Any:
+    for k in keys:
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    return d
+
+
+# --------------------------------------------------------------------------------------------
+# Sections
+# --------------------------------------------------------------------------------------------
 
 
 def _sizes(results: dict[str, Any]) -> list[str]:
-    return sorted(results.get("queries", {}), key=int)
+    queries = results.get("queries") or {}
+    return sorted(queries, key=int)
+
+
+def _systems(results: dict[str, Any], workload: str) -> list[str]:
+    seen: list[str] = []
+    for n in _sizes(results):
+        for s in _get(results, "queries", n, "workloads", workload, "systems") or {}:
+            if s not in seen:
+                seen.append(s)
+    known = [s for s in SYSTEM_ORDER if s in seen]
+    return known + [s for s in seen if s not in known]
+
+
+def _machine_section(results: dict[str, Any]) -> str:
+    m = results.get("machine") or {}
+    lines = ["## Machine and versions", ""]
+    if not m:
+        lines.append(NOT_MEASURED)
+    else:
+        labels = [
+            ("date", "Date"), ("cpu", "CPU"), ("cores", "Cores"), ("python", "Python"),
+            ("postgres", "PostgreSQL"), ("pgvector", "pgvector"), ("simsql", "simsql"),
+            ("sqlalchemy", "SQLAlchemy"), ("numpy", "numpy"), ("simhash_package", "simhash (PyPI)"),
+        ]  # fmt: skip
+        rows = [(label, str(m[key]) if m.get(key) is not None else "–") for key, label in labels if key in m]
+        rows += [(k, str(v)) for k, v in m.items() if k not in dict(labels)]
+        lines.append(table(["", ""], rows, "ll"))
+    command = results.get("command")
+    lines += ["", "Command:", "", "```", command or "(not recorded)", "```"]
+    if results.get("quick"):
+        lines += ["", "**This is a quick (smoke-test) run: sizes are tiny and figures are not representative.**"]
+    return "\n".join(lines)
+
+
+def _query_section(results: dict[str, Any], plots: dict[str, str]) -> str:
+    lines = ["## Query latency", ""]
+    sizes = _sizes(results)
+    if not sizes:
+        return "\n".join([*lines, NOT_MEASURED])
+    lines += [
+        "All systems answer the same queries on the same fingerprints in one PostgreSQL server, "
+        "measured as the application sees them (Python, SQLAlchemy, psycopg, local socket). "
+        "`vs simsql` is the system's p50 over simsql's (above 1× = slower than simsql); "
+        "`faster than scan` is the plain scan's p50 over the system's. Recall is against exact "
+        "Hamming distances (top-10 with ties: an answer counts when it is within the true 10th distance).",
+        "",
+    ]
+    for workload, title in WORKLOADS:
+        lines += [f"### {workload}: {title}", ""]
+        systems = _systems(results, workload)
+        if not systems:
+            lines += [NOT_MEASURED, ""]
+            continue
+        rows = []
+        notes = []
+        for n in sizes:
+            entry = _get(results, "queries", n, "workloads", workload)
+            if not entry:
+                continue
+            sys_rows = entry.get("systems") or {}
+            base = _get(sys_rows, "simsql", "p50_ms")
+            scan = _get(sys_rows, "plain scan", "p50_ms")
+            for s in systems:
+                r = sys_rows.get(s)
+                if r is None:
+                    continue
+                p50 = r.get("p50_ms")
+                queries = f" ({r['queries']} queries)" if s == "plain scan" and r.get("queries") else ""
+                rows.append(
+                    [
+                        n_label(n),
+                        s + queries,
+                        num(p50),
+                        num(r.get("p99_ms")),
+                        num(r.get("qps")),
+                        pct(r.get("recall")),
+                        ratio(_div(p50, base)) if s != "simsql" else "1×",
+                        ratio(_div(scan, p50)) if s != "plain scan" else "1×",
+                    ]
+                )
+            kth = entry.get("kth_within_11_bits")
+            med = entry.get("median_kth_distance")
+            if _is_num(kth) or _is_num(med):
+                notes.append(f"N={n_label(n)}: median 10th-neighbour distance {num(med)}, within 11 bits for {pct(kth)} of queries")
+        lines.append(
+            table(["N", "system", "p50 ms", "p99 ms", "qps", "recall", "vs simsql (p50)", "faster than scan"], rows, "llrrrrrr")
+        )
+        if workload == "near-dup":
+            lines += [
+                "",
+                "`simsql most_similar_many` answers all the queries in one round trip (batched, for ingest "
+                "pipelines): its qps is for the batch, it has no per-query latency.",
+            ]
+        if notes:
+            lines += ["", "; ".join(notes) + "."]
+        for n in sizes:
+            note = _get(results, "queries", n, "pgvector_note")
+            if note:
+                lines += ["", f"N={n_label(n)}: pgvector {note}."]
+        if workload in plots:
+            lines += ["", f"![{workload} p50 latency vs N]({plots[workload]})"]
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def _index_section(results: dict[str, Any]) -> str:
+    lines = ["## Index build and size", ""]
+    sizes = _sizes(results)
+    if not sizes:
+        return "\n".join([*lines, NOT_MEASURED])
+    lines += [
+        "Bytes per row are the table, its primary key and its indexes (`pg_total_relation_size`) for "
+        "the PostgreSQL systems, and Python heap (tracemalloc) for the in-memory `simhash` package index. "
+        "Ratios are to simsql's block indexes.",
+        "",
+    ]
+    rows = []
+    for n in sizes:
+        e = results["queries"][n]
+        s = e.get("simsql_load") or {}
+        rows.append(
+            [n_label(n), "simsql (4 block indexes)", num(s.get("load_rows_per_second")), num(s.get("index_build_seconds")), "1×",
+             num(s.get("bytes_per_row")), "1×"]
+        )  # fmt: skip
+        v = e.get("pgvector_load")
+        if v:
+            built = "index_build_seconds" in v
+            rows.append(
+                [n_label(n), "pgvector HNSW" if built else "pgvector (no HNSW index)", "–", num(v.get("index_build_seconds")) if built else "not built",
+                 ratio(_div(v.get("index_build_seconds"), s.get("index_build_seconds"))) if built else "–",
+                 num(v.get("bytes_per_row")), ratio(_div(v.get("bytes_per_row"), s.get("bytes_per_row")))]
+            )  # fmt: skip
+        pkg = _get(e, "workloads", "near-dup", "systems", "simhash package")
+        if pkg:
+            rows.append(
+                [n_label(n), "simhash package SimhashIndex(k=3), in memory", "–", num(pkg.get("index_build_seconds")),
+                 ratio(_div(pkg.get("index_build_seconds"), s.get("index_build_seconds"))),
+                 num(pkg.get("bytes_per_row")), ratio(_div(pkg.get("bytes_per_row"), s.get("bytes_per_row")))]
+            )  # fmt: skip
+    lines.append(
+        table(["N", "system", "load rows/s (COPY)", "index build s", "build vs simsql", "bytes/row", "size vs simsql"], rows, "llrrrrr")
+    )
+    return "\n".join(lines)
+
+
+def _dedup_section(results: dict[str, Any]) -> str:
+    lines = ["## Whole-table deduplication (all pairs within 3 bits)", ""]
+    rows = []
+    for n in _sizes(results):
+        d = _get(results, "queries", n, "dedup")
+        if not d:
+            continue
+        base = _get(d, "simsql near_duplicates", "seconds")
+        for name, r in d.items():
+            rows.append([n_label(n), name, num(r.get("seconds")), f"{r.get('pairs', '–'):,}" if _is_num(r.get("pairs")) else "–",
+                         ratio(_div(r.get("seconds"), base)) if name != "simsql near_duplicates" else "1×"])  # fmt: skip
+    if not rows:
+        return "\n".join([*lines, NOT_MEASURED])
+    lines.append(table(["N", "system", "seconds", "pairs", "time vs simsql"], rows, "llrrr"))
+    return "\n".join(lines)
+
+
+def _fingerprint_section(results: dict[str, Any]) -> str:
+    lines = ["## Fingerprint throughput", ""]
+    f = results.get("fingerprint")
+    if not f or not (f.get("en") or f.get("zh")):
+        return "\n".join([*lines, NOT_MEASURED])
+    lines += [
+        f"Man-page corpus, {f.get('timing', 'best of several passes, one core')}. simsql: "
+        f"{f.get('simsql_config', 'Fingerprinter()')}; simhash package: {f.get('simhash_package_config', 'defaults')}. "
+        "MB are MB of UTF-8 input. `vs simsql` is the row's MB/s over simsql's on the same documents.",
+        "",
+    ]
+    rows = []
+    names = {"en": "English", "zh": "Chinese"}
+    for lang in ("en", "zh"):
+        e = f.get(lang)
+        if not e:
+            continue
+        simsql_all = e.get("simsql") or {}
+        simsql_sub = e.get("simsql_same_subset") or {}
+        pkg = e.get("simhash_package") or {}
+
+        def row(label: str, r: dict[str, Any], base: dict[str, Any] | None) -> list[str]:
+            return [names[lang], label, num(r.get('documents')), num(r.get("mb")), num(r.get("mb_per_second")),
+                    num(r.get("docs_per_second")), ratio(_div(r.get("mb_per_second"), (base or {}).get("mb_per_second"))) if base is not None else "1×"]  # fmt: skip
+
+        rows.append(row("simsql, all documents", simsql_all, None))
+        if pkg:
+            failed = pkg.get("failed_documents")
+            rows.append(row("simsql, documents the package handles", simsql_sub, None))
+            label = "simhash package" + (f" ({failed} documents failed)" if failed else "")
+            rows.append(row(label, pkg, simsql_sub))
+        if e.get("jieba_lcut"):
+            rows.append(row("jieba.lcut alone, whole text", e["jieba_lcut"], simsql_all))
+        if e.get("jieba_lcut_han_runs"):
+            rows.append(row("jieba.lcut alone, Han runs only (simsql's share)", e["jieba_lcut_han_runs"], simsql_all))
+    lines.append(table(["text", "fingerprinter", "docs", "MB", "MB/s", "docs/s", "vs simsql"], rows, "llrrrrr"))
+    summary = []
+    for lang in ("en", "zh"):
+        r = _get(f, lang, "ratio_simsql_to_simhash")
+        if _is_num(r):
+            summary.append(f"{names[lang]}: simsql is {ratio(r)} the simhash package's throughput")
+    r = _get(f, "zh", "ratio_simsql_to_jieba_lcut")
+    if _is_num(r):
+        summary.append(f"simsql on Chinese runs at {ratio(r)} the speed of `jieba.lcut` alone on the same text")
+    if summary:
+        lines += ["", "; ".join(summary) + "."]
+    if f.get("note"):
+        lines += ["", f"Note: {f['note']}"]
+    if f.get("load_average_before"):
+        lines += ["", f"Load average (1, 5, 15 min) before timing: {', '.join(num(x) for x in f['load_average_before'])}."]
+    return "\n".join(lines)
+
+
+def _kind_order(keys: Iterable[str]) -> list[str]:
+    def key(k: str) -> tuple[int, str, float]:
+        kind, _, r = k.partition("@")
+        order = ["insert", "delete", "substitute", "edit", "reorder", "boilerplate"]
+        return (order.index(kind) if kind in order else len(order), kind, float(r) if r else 0.0)
+
+    return sorted(keys, key=key)
+
+
+def _configs(lang_entry: dict[str, Any]) -> list[str]:
+    cfgs = list((lang_entry.get("configs") or {}).keys())
+    known = [c for c in CONFIG_ORDER if c in cfgs]
+    return known + [c for c in cfgs if c not in known]
+
+
+def _at(curve: Any, t: int) -> Any:
+    return curve[t] if isinstance(curve, list) and len(curve) > t else None
+
+
+def _quality_section(results: dict[str, Any], plots: dict[str, str]) -> str:
+    lines = ["## Duplicate-detection quality", ""]
+    q = results.get("quality")
+    if not q or not q.get("languages"):
+        return "\n".join([*lines, NOT_MEASURED])
+    lines += [
+        "Planted pairs on real man pages (`benchmarks/edits.py`): each document of a random half of the corpus "
+        "against an edited copy (word insertions, deletions, substitutions, mixed edits at 1-20% of its words; "
+        "two paragraphs swapped; wrapped in site boilerplate), and negatives: same-family pages (`hard`: "
+        "`pthread_*`, `git-*`...) and unrelated pages, plus random pairs of distinct documents. "
+        "A pair is called a duplicate when its Hamming distance is at most the threshold. "
+        "The `idf` table is fitted on the other half of the corpus. Configurations:",
+        "",
+    ]
+    described: dict[str, str] = {}
+    for lang_entry in q["languages"].values():
+        for name, c in (lang_entry.get("configs") or {}).items():
+            described.setdefault(name, c.get("config", ""))
+    for name in [c for c in CONFIG_ORDER if c in described] + [c for c in described if c not in CONFIG_ORDER]:
+        lines.append(f"- `{name}`: {described[name]}")
+    lines.append("")
+    names = {"en": "English", "zh": "Chinese"}
+    for lang, entry in q["languages"].items():
+        cfgs = _configs(entry)
+        if not cfgs:
+            continue
+        title = names.get(lang, lang)
+        lines += [
+            f"### {title}",
+            "",
+            f"{entry.get('documents', '–')} documents; {entry.get('pair_documents', '–')} give the pairs "
+            f"({entry.get('per_kind', '–')} positives per kind and rate), {entry.get('idf_documents', '–')} fit the IDF table; "
+            f"{num(entry.get('random_pairs'))} random pairs.",
+            "",
+            "**Recall within 3 bits** (share of planted near-duplicates found at `max_distance=3`):",
+            "",
+        ]
+        groups = _kind_order({g for c in cfgs for g in (entry["configs"][c].get("recall") or {})})
+        rows = []
+        for g in groups:
+            counts = (entry.get("positives") or {}).get(g)
+            rows.append([g.replace("@", " @ "), str(counts) if counts is not None else "–",
+                         *(pct(_at(_get(entry, "configs", c, "recall", g), 3)) for c in cfgs)])  # fmt: skip
+        rows.append(["**all positives**", str(sum((entry.get("positives") or {}).values()) or "–"),
+                     *(pct(_at(_get(entry, "configs", c, "recall_all"), 3)) for c in cfgs)])  # fmt: skip
+        lines.append(table(["edit", "pairs", *(f"`{c}`" for c in cfgs)], rows))
+        lines += ["", "**Recall by edit rate** (insert, delete, substitute and mixed edits pooled), within 3 and within 7 bits:", ""]
+        rows = []
+        for r in q.get("rates") or []:
+            key = f"{r:g}"
+            rows.append([pct(r), *(f"{pct(_at(_get(entry, 'configs', c, 'recall_by_rate', key), 3))} / "
+                                    f"{pct(_at(_get(entry, 'configs', c, 'recall_by_rate', key), 7))}" for c in cfgs)])  # fmt: skip
+        if rows:
+            lines.append(table(["edit rate", *(f"`{c}` ≤3 / ≤7" for c in cfgs)], rows))
+        lines += [
+            "",
+            "**False positives and bit balance.** FP rate = share of negative pairs within the threshold "
+            "(`random` counts in parentheses). Bit entropy is summed over the 64 bits across the documents "
+            "(64 is ideal; low values mean near-constant bits); block collisions is how often two random "
+            "documents share a 16-bit block, over the uniform 2^-16 (the block index's bucket skew).",
+            "",
+        ]
+        rows = []
+        for c in cfgs:
+            ce = entry["configs"][c]
+            fp = ce.get("fp_rate") or {}
+            counts = ce.get("fp_count_random_pairs") or []
+            cells = [f"`{c}`"]
+            for t in QUALITY_THRESHOLDS:
+                cells += [rate(_at(fp.get("hard_negative"), t)), rate(_at(fp.get("unrelated"), t)),
+                          f"{rate(_at(fp.get('random_pairs'), t))} ({_at(counts, t) if _at(counts, t) is not None else '–'})"]  # fmt: skip
+            cells += [
+                num(_get(ce, "random_distance", "mean")),
+                num(_get(ce, "random_distance", "min")),
+                num(ce.get("bit_entropy")),
+                ratio(ce.get("block_collision_vs_uniform")),
+            ]
+            rows.append(cells)
+        lines.append(
+            table(
+                ["config", "hard ≤3", "unrelated ≤3", "random ≤3", "hard ≤7", "unrelated ≤7", "random ≤7",
+                 "random mean dist.", "random min", "bit entropy", "block collisions"],
+                rows,
+            )  # fmt: skip
+        )
+        skipped = [f"`{c}`: {entry['configs'][c]['note']}" for c in cfgs if entry["configs"][c].get("note")]
+        if skipped:
+            lines += ["", *skipped]
+        if lang in plots:
+            lines += ["", f"![{title}: recall, false positives and precision vs threshold]({plots[lang]})"]
+        lines.append("")
+    if q.get("note"):
+        lines += [f"Note: {q['note']}"]
+    return "\n".join(lines).rstrip()
+
+
+def _ingest_section(results: dict[str, Any]) -> str:
+    lines = ["## Ingest: backfill, load and lock stalls", ""]
+    i = results.get("ingest")
+    if not i:
+        return "\n".join([*lines, NOT_MEASURED])
+    rows = []
+    if _is_num(i.get("load_rows_per_second")):
+        rows.append(["COPY of article-length rows (text, no fingerprint)", num(i.get("load_rows")), num(i["load_rows_per_second"])])
+    for key, label in (("backfill", "simsql backfill, parallel workers"), ("backfill_single_process", "simsql backfill, one process")):
+        b = i.get(key)
+        if b:
+            workers = b.get("workers")
+            label += f" (workers={workers})" if workers is not None else " (default workers)"
+            rows.append([label, num(b.get("rows")), num(b.get("rows_per_second"))])
+    if rows:
+        lines.append(table(["step", "rows", "rows/s"], rows, "lrr"))
+    s = i.get("lock_stalls")
+    lines += ["", "### Lock stalls", ""]
+    if not s:
+        lines.append(NOT_MEASURED)
+    else:
+        lines += [
+            f"A reader (`SELECT` by primary key) and a writer (`UPDATE` by primary key) loop on a "
+            f"{num(s.get('rows'))}-row table while it changes; the worst single statement is the stall the "
+            "application would feel. The naive migration adds a `GENERATED ALWAYS ... STORED` column, "
+            "which rewrites the table under an exclusive lock.",
+            "",
+        ]
+        base = s.get("baseline") or {}
+        sim = s.get("simsql") or {}
+        naive = s.get("naive_generated_column") or {}
+        rows = [
+            ["baseline (nothing running)", num(base.get("reader_worst_ms")), num(base.get("writer_worst_ms")), "–"],
+            ["simsql attach + index + backfill", num(sim.get("reader_worst_ms")), num(sim.get("writer_worst_ms")),
+             num(sim.get("total_seconds"))],
+            ["naive GENERATED STORED column", num(naive.get("reader_worst_ms")), num(naive.get("writer_worst_ms")),
+             num(naive.get("seconds"))],
+        ]  # fmt: skip
+        lines.append(table(["phase", "reader worst ms", "writer worst ms", "phase seconds"], rows, "lrrr"))
+        if _is_num(sim.get("rows_per_second")):
+            lines += ["", f"Backfill rate during the stall test: {num(sim['rows_per_second'])} rows/s "
+                      f"({num(sim.get('reader_statements'))} reads and {num(sim.get('writer_statements'))} writes "
+                      f"completed meanwhile, {sim.get('errors', 0)} errors)."]  # fmt: skip
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------
+# Headline
+# --------------------------------------------------------------------------------------------
+
+
+def _largest_with(results: dict[str, Any], workload: str, system: str) -> str | None:
+    for n in reversed(_sizes(results)):
+        if _is_num(_get(results, "queries", n, "workloads", workload, "systems", system, "p50_ms")):
+            return n
+    return None
 
 
 def headline(results: dict[str, Any]) -> str:
-    """The README's performance table: the largest N with every peer, plus the largest N."""
+    """The README's performance table: p50 latencies at the largest N measured, with ratios."""
     sizes = _sizes(results)
-    if not sizes:
-        return "_Query benchmarks not measured in this run._"
-    lines = [
-        "| N | workload | simsql p50 | plain scan p50 | pgvector HNSW p50 (recall) | simhash package p50 | simsql vs scan |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for size in sizes:
-        for workload in WORKLOADS:
-            systems = results["queries"][size].get("workloads", {}).get(workload, {}).get("systems", {})
-            if not systems:
-                continue
-            ours = systems.get("simsql", {}).get("p50_ms")
-            scan = systems.get("plain scan", {}).get("p50_ms")
-            vector = systems.get("pgvector HNSW ef_search=40")
-            vector_text = f"{_ms(vector['p50_ms'])} ms ({vector['recall']:.2f})" if vector else "not built"
-            package = systems.get("simhash package")
-            package_text = f"{_ms(package['p50_ms'])} ms" if package else "-"
-            lines.append(
-                f"| {int(size):,} | {workload} | **{_ms(ours)} ms** (recall 1.00) | {_ms(scan)} ms | {vector_text} | "
-                f"{package_text} | {_ratio(scan, ours)} faster |"
-            )
-    extra = []
-    fingerprint = results.get("fingerprint")
-    if fingerprint:
-        en = fingerprint["english"]
-        extra.append(
-            f"Fingerprinting: {en['simsql_mb_s']:.1f} MB/s of English on one core "
-            f"({en.get('ratio', 0):.1f}x the `simhash` package on the same documents); "
-            f"Chinese {fingerprint['chinese']['simsql_mb_s']:.2f} MB/s "
-            f"({fingerprint['chinese'].get('simsql_vs_jieba', 0):.2f}x `jieba.lcut` alone)."
-        )
-    ingest = results.get("ingest")
-    if ingest and "backfill" in ingest:
-        extra.append(
-            f"Backfill of article-length rows: {ingest['backfill']['rows_per_second']:,.0f} rows/s end to end."
-        )
-    return "\n".join(lines) + ("\n\n" + " ".join(extra) if extra else "")
-
-
-def _query_tables(results: dict[str, Any]) -> list[str]:
-    out: list[str] = []
-    for size in _sizes(results):
-        entry = results["queries"][size]
-        out.append(f"### N = {int(size):,}\n")
-        out.append(
-            f"Fingerprints generated from real paragraphs in {entry.get('generate_seconds', 0):.0f} s; "
-            f"sampled fingerprints equal to `simsql.simhash` of the assembled text: {entry.get('verified', '-')}.\n"
-        )
-        for workload in WORKLOADS:
-            data = entry.get("workloads", {}).get(workload)
-            if not data:
-                continue
-            systems = data["systems"]
-            ours = systems.get("simsql", {}).get("p50_ms")
-            out.append(
-                f"**{workload}** (10th neighbour within 11 bits for {data['kth_within_11_bits']:.0%} of queries; "
-                f"median 10th-neighbour distance {data['median_kth_distance']} bits)\n"
-            )
-            out.append("| system | p50 ms | p99 ms | queries/s | recall | p50 vs simsql |")
-            out.append("|---|---|---|---|---|---|")
-            names = [n for n in SYSTEM_ORDER if n in systems] + [n for n in systems if n not in SYSTEM_ORDER]
-            for name in names:
-                row = systems[name]
-                if "p50_ms" not in row:
-                    out.append(f"| {name} (batched, one round trip) | - | - | {row['qps']:,.0f} | {row['recall']:.3f} | - |")
-                    continue
-                out.append(
-                    f"| {name} | {_ms(row['p50_ms'])} | {_ms(row['p99_ms'])} | {row['qps']:,.0f} | {row['recall']:.3f} | "
-                    f"{_ratio(row['p50_ms'], ours)} |"
-                )
-            out.append("")
-    return out
-
-
-def _build_table(results: dict[str, Any]) -> list[str]:
-    out = ["| N | simsql index build s | simsql bytes/row | pgvector HNSW build s | pgvector bytes/row | simhash package build s | simhash package bytes/row (Python heap) | simsql load rows/s |", "|---|---|---|---|---|---|---|---|"]
-    for size in _sizes(results):
-        entry = results["queries"][size]
-        ours = entry.get("simsql_load", {})
-        vector = entry.get("pgvector_load") or {}
-        package = entry.get("workloads", {}).get("near-dup", {}).get("systems", {}).get("simhash package", {})
-        vector_build = f"{vector['index_build_seconds']:.1f}" if "index_build_seconds" in vector else entry.get("pgvector_note", "-")
-        out.append(
-            f"| {int(size):,} | {ours.get('index_build_seconds', 0):.2f} | {ours.get('bytes_per_row', 0):.0f} | {vector_build} | "
-            f"{vector.get('bytes_per_row', 0):.0f} | {_num(package.get('index_build_seconds'), '.1f')} | "
-            f"{_num(package.get('bytes_per_row'), '.0f')} | {ours.get('load_rows_per_second', 0):,.0f} |"
-        )
-    out.append("")
-    out.append("| N | simsql `near_duplicates` s | pairs | simhash package all-pairs s |")
-    out.append("|---|---|---|---|")
-    for size in _sizes(results):
-        dedup = results["queries"][size].get("dedup")
-        if not dedup:
-            continue
-        ours = dedup.get("simsql near_duplicates", {})
-        package = dedup.get("simhash package all-pairs")
-        package_text = f"{package['seconds']:.1f} ({package['pairs']:,} pairs)" if package else "not run"
-        out.append(f"| {int(size):,} | {ours.get('seconds', 0):.1f} | {ours.get('pairs', 0):,} | {package_text} |")
-    return out
-
-
-def _fingerprint_section(results: dict[str, Any]) -> list[str]:
-    data = results.get("fingerprint")
-    if not data:
-        return ["_Not measured in this run._"]
-    out = ["| language | documents | MB | simsql MB/s | simsql docs/s | simhash package MB/s | simsql / package (same documents) | jieba.lcut MB/s |", "|---|---|---|---|---|---|---|---|"]
-    for lang in ("english", "chinese"):
-        row = data[lang]
-        jieba = f"{row['jieba_lcut_mb_s']:.2f}" if row.get("jieba_lcut_mb_s") else "-"
-        out.append(
-            f"| {lang} | {row['documents']:,} | {row['mb']:.1f} | {row['simsql_mb_s']:.2f} | {row['simsql_docs_s']:,.0f} | "
-            f"{row.get('simhash_package_mb_s') or 0:.2f} | {row.get('ratio', 0):.2f}x | {jieba} |"
-        )
-    out.append("")
-    out += [f"- {lang}: {data[lang]['note']}" for lang in ("english", "chinese")]
-    return out
-
-
-def _quality_section(results: dict[str, Any]) -> list[str]:
-    data = results.get("quality")
-    if not data:
-        return ["_Not measured in this run._"]
-    out: list[str] = []
-    for lang in ("english", "chinese"):
-        configs = data[lang]["configs"]
-        kinds = list(next(iter(configs.values()))["recall"])
-        shown = [k for k in kinds if k.startswith("edit") or k in ("reorder", "boilerplate")]
-        out.append(f"**{lang.title()}**: {data[lang]['documents']} documents, {data[lang]['pairs_per_kind']} pairs per kind; recall within 3 bits:\n")
-        out.append("| configuration | " + " | ".join(shown) + " | FP ≤3 random | FP ≤7 random | FP ≤3 hard | mean distance unrelated | bit entropy (of 64) |")
-        out.append("|---|" + "---|" * (len(shown) + 5))
-        for name, entry in configs.items():
-            recall = [f"{entry['recall'][k]['3']:.2f}" if isinstance(entry["recall"][k], dict) and "3" in entry["recall"][k] else f"{entry['recall'][k][3]:.2f}" for k in shown]
-            fp = entry["false_positive"]
-
-            def at(rates: dict[Any, float], t: int) -> float:
-                return rates.get(t, rates.get(str(t), 0.0))
-
-            out.append(
-                f"| {name} | " + " | ".join(recall) + f" | {at(fp['random pairs'], 3):.5f} | {at(fp['random pairs'], 7):.4f} | "
-                f"{at(fp.get('hard_negative', {}), 3):.3f} | {entry['unrelated_mean_distance']:.1f} | {entry['bit_entropy']:.1f} |"
-            )
-        out.append("")
-    return out
-
-
-def _ingest_section(results: dict[str, Any]) -> list[str]:
-    data = results.get("ingest")
-    if not data:
-        return ["_Not measured in this run._"]
-    out = [
-        f"- Legacy table load (COPY, article-length rows): {data['load_rows_per_second']:,.0f} rows/s.",
-        f"- Attach + backfill of {data['backfill']['rows']:,} article-length rows: **{data['backfill']['rows_per_second']:,.0f} rows/s** "
-        f"with worker processes (backfill {data['backfill']['backfill_seconds']:.1f} s); "
-        f"{data['backfill_single_process']['rows_per_second']:,.0f} rows/s in a single process.",
-    ]
-    stalls = data.get("lock_stalls")
-    if stalls:
-        s = stalls["simsql"]
-        n = stalls["naive_generated_column"]
-        out += [
-            "",
-            f"Lock stalls on a {stalls['rows']:,}-row table under a concurrent reader (point selects) and writer (point updates):",
-            "",
-            "| phase | duration s | reader worst ms | writer worst ms |",
-            "|---|---|---|---|",
-            f"| baseline (nothing running) | - | {stalls['baseline']['reader_worst_ms']:.1f} | {stalls['baseline']['writer_worst_ms']:.1f} |",
-            f"| simsql attach ({s['attach_seconds']:.2f} s) + concurrent indexes ({s['index_seconds']:.1f} s) + backfill ({s['backfill_seconds']:.1f} s, {s['rows_per_second']:,.0f} rows/s) | {s['total_seconds']:.1f} | {s['reader_worst_ms']:.0f} | {s['writer_worst_ms']:.0f} |",
-            f"| naive `ADD COLUMN ... GENERATED ALWAYS AS (...) STORED` (table rewrite) | {n['seconds']:.1f} | {n['reader_worst_ms']:.0f} | {n['writer_worst_ms']:.0f} |",
-            "",
-            f"{s['reader_statements']:,} reads and {s['writer_statements']:,} writes completed during the simsql phase, {s['errors']} failed.",
+    lines: list[str] = []
+    if sizes:
+        largest = sizes[-1]
+        systems = [
+            ("simsql", "simsql"),
+            ("plain scan", "plain scan (`ORDER BY bit_count(fp # q)`)"),
+            ("pgvector HNSW ef_search=40", "pgvector HNSW (ef_search=40)"),
+            ("simhash package", "simhash package (in memory)"),
         ]
-    return out
+        header = ["system"]
+        workloads = [w for w, _ in WORKLOADS]
+        header += [f"{w} p50" for w in workloads]
+        rows = []
+        for key, label in systems:
+            cells = [label]
+            any_value = False
+            for w in workloads:
+                n = largest if _is_num(_get(results, "queries", largest, "workloads", w, "systems", key, "p50_ms")) else _largest_with(results, w, key)
+                if n is None:
+                    cells.append("–")
+                    continue
+                r = results["queries"][n]["workloads"][w]["systems"][key]
+                base = _get(results, "queries", n, "workloads", w, "systems", "simsql", "p50_ms")
+                cell = f"{num(r['p50_ms'])} ms"
+                if key != "simsql":
+                    rel = _div(r["p50_ms"], base)
+                    if rel is not None:
+                        cell += f" ({ratio(rel)})"
+                if _is_num(r.get("recall")) and r["recall"] < 0.995:
+                    cell += f", recall {pct(r['recall'])}"
+                if n != largest:
+                    cell += f" at N={n_label(n)}"
+                cells.append(cell)
+                any_value = True
+            if any_value:
+                rows.append(cells)
+        lines.append(f"Latency p50 at N={n_label(largest)} rows (in parentheses: times simsql's p50 at the same N):")
+        lines.append("")
+        lines.append(table(header, rows))
+    else:
+        lines.append("Query latency: not measured in this run.")
+    extras = []
+    en = _get(results, "fingerprint", "en")
+    if en:
+        extras.append(
+            f"fingerprinting {num(_get(en, 'simsql', 'mb_per_second'))} MB/s of English text on one core "
+            f"({ratio(en.get('ratio_simsql_to_simhash'))} the simhash package)"
+        )
+    zh = _get(results, "fingerprint", "zh")
+    if zh:
+        extras.append(f"{num(_get(zh, 'simsql', 'mb_per_second'))} MB/s of Chinese (jieba)")
+    backfill = _get(results, "ingest", "backfill")
+    if backfill:
+        extras.append(f"backfill {num(backfill.get('rows_per_second'))} article-length rows/s")
+    if extras:
+        lines += ["", "Throughput: " + "; ".join(extras) + "."]
+    return "\n".join(lines)
 
 
-def _plots(results: dict[str, Any], plots_dir: Path) -> list[str]:
+# --------------------------------------------------------------------------------------------
+# Plots
+# --------------------------------------------------------------------------------------------
+
+
+def _pyplot() -> Any:
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        return ["_matplotlib is not installed (pip install -e '.[bench]'): no plots._"]
-    plots_dir.mkdir(parents=True, exist_ok=True)
-    links: list[str] = []
+        return None
+    return plt
+
+
+def _latency_plots(results: dict[str, Any], plots_dir: Path, plt: Any) -> dict[str, Path]:
+    out: dict[str, Path] = {}
     sizes = _sizes(results)
-    for workload in WORKLOADS:
+    for workload, title in WORKLOADS:
         series: dict[str, tuple[list[int], list[float]]] = {}
-        for size in sizes:
-            systems = results["queries"][size].get("workloads", {}).get(workload, {}).get("systems", {})
-            for name, row in systems.items():
-                if "p50_ms" in row:
-                    series.setdefault(name, ([], []))
-                    series[name][0].append(int(size))
-                    series[name][1].append(row["p50_ms"])
+        for n in sizes:
+            for s, r in (_get(results, "queries", n, "workloads", workload, "systems") or {}).items():
+                y = r.get("p50_ms")
+                label = s
+                if not _is_num(y) and _is_num(r.get("qps")):
+                    y, label = 1000.0 / r["qps"], f"{s} (batched, ms per query)"
+                if _is_num(y) and y > 0:
+                    series.setdefault(label, ([], []))
+                    series[label][0].append(int(n))
+                    series[label][1].append(float(y))
         if not series:
             continue
-        fig, ax = plt.subplots(figsize=(6, 4))
-        for name, (xs, ys) in series.items():
-            ax.plot(xs, ys, marker="o", label=name)
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for label in sorted(series, key=lambda s: (SYSTEM_ORDER.index(s) if s in SYSTEM_ORDER else 99, s)):
+            xs, ys = series[label]
+            ax.plot(xs, ys, marker="o", label=label, linewidth=2.2 if label == "simsql" else 1.3)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("rows (N)")
-        ax.set_ylabel("p50 latency, ms (caller side)")
-        ax.set_title(f"{workload}")
-        ax.legend(fontsize=7)
+        ax.set_ylabel("p50 latency (ms)")
+        ax.set_title(f"{workload}: p50 latency vs table size")
         ax.grid(True, which="both", alpha=0.3)
-        name = f"latency-{workload.replace(' ', '-')}.png"
+        ax.legend(fontsize=8)
         fig.tight_layout()
-        fig.savefig(plots_dir / name, dpi=110)
+        path = plots_dir / f"latency_{_slug(workload)}.png"
+        fig.savefig(path, dpi=110)
         plt.close(fig)
-        links.append(f"![{workload} latency vs N](benchmarks/plots/{name})")
-    quality = results.get("quality")
-    if quality:
-        for lang in ("english", "chinese"):
-            fig, ax = plt.subplots(figsize=(6, 4))
-            for name, entry in quality[lang]["configs"].items():
-                recall = entry["recall"].get("edit 2%") or next(iter(entry["recall"].values()))
-                fp = entry["false_positive"]["random pairs"]
-                ts = sorted(int(t) for t in recall)
-                ax.plot(ts, [recall.get(t, recall.get(str(t))) for t in ts], marker=".", label=f"{name}: recall (2% edits)")
-                ax.plot(ts, [fp.get(t, fp.get(str(t))) for t in ts], linestyle="--", label=f"{name}: FP (random pairs)")
-            ax.set_xlabel("threshold (bits)")
-            ax.set_ylabel("rate")
-            ax.set_title(f"{lang}: recall and false positives vs threshold")
-            ax.legend(fontsize=5)
+        out[workload] = path
+    return out
+
+
+def _quality_plots(results: dict[str, Any], plots_dir: Path, plt: Any) -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    q = results.get("quality") or {}
+    thresholds = q.get("thresholds") or list(range(13))
+    names = {"en": "English", "zh": "Chinese"}
+    for lang, entry in (q.get("languages") or {}).items():
+        cfgs = _configs(entry)
+        if not cfgs:
+            continue
+        fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+        for c in cfgs:
+            ce = entry["configs"][c]
+            width = 2.2 if c == "default" else 1.2
+            recall = ce.get("recall_all")
+            if recall:
+                axes[0].plot(thresholds[: len(recall)], recall, marker=".", label=c, linewidth=width)
+            fp = _get(ce, "fp_rate", "random_pairs")
+            if fp:
+                axes[1].plot(thresholds[: len(fp)], fp, marker=".", label=c, linewidth=width)
+            prec = ce.get("precision_at_prior")
+            if prec:
+                xs = [t for t, p in zip(thresholds, prec) if p is not None]
+                ys = [p for p in prec if p is not None]
+                axes[2].plot(xs, ys, marker=".", label=c, linewidth=width)
+        axes[0].set_title("recall (all planted positives)")
+        axes[1].set_title("false-positive rate (random pairs)")
+        axes[1].set_yscale("symlog", linthresh=1e-5)
+        prior = q.get("prior", 1e-3)
+        axes[2].set_title(f"precision with 1 duplicate per {1 / prior:,.0f} pairs")
+        for ax in axes:
+            ax.set_xlabel("threshold (max Hamming distance)")
             ax.grid(True, alpha=0.3)
-            name = f"quality-{lang}.png"
-            fig.tight_layout()
-            fig.savefig(plots_dir / name, dpi=110)
-            plt.close(fig)
-            links.append(f"![{lang} quality](benchmarks/plots/{name})")
-    return links
+        axes[0].set_ylim(0, 1.02)
+        axes[2].set_ylim(0, 1.02)
+        axes[0].legend(fontsize=8)
+        fig.suptitle(f"{names.get(lang, lang)}: duplicate detection vs threshold")
+        fig.tight_layout()
+        path = plots_dir / f"quality_{_slug(lang)}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        out[lang] = path
+    return out
 
 
-def render(results: dict[str, Any], plots_dir: Path) -> str:
-    machine = results.get("machine", {})
-    lines = [
-        "# simsql benchmarks",
+# --------------------------------------------------------------------------------------------
+# Entry points
+# --------------------------------------------------------------------------------------------
+
+
+def render(results: dict[str, Any], plot_links: dict[str, str] | None = None) -> str:
+    """The whole markdown document (plots linked when ``plot_links`` names them)."""
+    plots = plot_links or {}
+    parts = [
+        "# Benchmarks",
         "",
-        "Generated by `benchmarks/report.py` from one run of the benchmark suite; do not edit by hand.",
+        "Generated by `python -m benchmarks.report` from the results JSON of one run of "
+        "`python -m benchmarks`; do not edit by hand, re-run instead.",
         "",
-        f"Command: `{results.get('command', 'python -m benchmarks')}`",
-        "",
-        "Machine: " + ", ".join(f"{k}: {v}" for k, v in machine.items()),
-        "",
-        "## Headline",
+        "## Summary",
         "",
         headline(results),
         "",
-        "## Query latency (caller side: Python, SQLAlchemy, psycopg, local socket)",
+        _machine_section(results),
         "",
-        "Systems answer the same queries on the same fingerprints in the same PostgreSQL. Queries are new articles "
-        "(a variant of a stored article for near-dup; a variant of a 12-article series for clustered top-10; a new "
-        "random article for spread top-10). pgvector HNSW and the simhash package are approximate or k=3 only; simsql "
-        "and the scan are exact. Recall is against a brute-force numpy scan.",
+        _query_section(results, plots),
         "",
-        *_query_tables(results),
-        "## Index build, size and whole-table deduplication",
+        _index_section(results),
         "",
-        *_build_table(results),
+        _dedup_section(results),
         "",
-        "## Fingerprint throughput (one core)",
+        _fingerprint_section(results),
         "",
-        *_fingerprint_section(results),
+        _quality_section(results, plots),
         "",
-        "## Quality: which configuration finds duplicates",
-        "",
-        *_quality_section(results),
-        "## Ingest",
-        "",
-        *_ingest_section(results),
-        "",
-        "## Plots",
-        "",
-        *_plots(results, plots_dir),
+        _ingest_section(results),
         "",
     ]
-    return "\n".join(lines)
+    return "\n".join(parts)
 
 
 def write(results: dict[str, Any], markdown_path: Path, plots_dir: Path) -> None:
-    markdown_path.write_text(render(results, plots_dir), encoding="utf-8")
+    """Write ``markdown_path`` and the PNG plots in ``plots_dir`` from ``results``."""
+    markdown_path = Path(markdown_path)
+    plots_dir = Path(plots_dir)
+    links: dict[str, str] = {}
+    plt = _pyplot()
+    if plt is not None:
+        plots_dir.mkdir(parents=True, exist_ok=True)
+        paths = {**_latency_plots(results, plots_dir, plt), **_quality_plots(results, plots_dir, plt)}
+        base = markdown_path.resolve().parent
+        links = {k: Path(os.path.relpath(p.resolve(), base)).as_posix() for k, p in paths.items()}
+    text = render(results, links)
+    if plt is None:
+        text += "\n_Plots not drawn: matplotlib is not installed (`pip install -e .[bench]`)._\n"
+    markdown_path.parent.mkdir(parents=True, exist_ok=True)
+    markdown_path.write_text(text, encoding="utf-8")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = argv if argv is not None else sys.argv[1:]
-    if not args:
-        print("usage: python -m benchmarks.report RESULTS.json [EXTRA.json ...]", file=sys.stderr)
-        return 2
-    results: dict[str, Any] = json.loads(Path(args[0]).read_text())
-    root = Path(__file__).resolve().parent
-    write(results, root.parent / "BENCHMARKS.md", root / "plots")
-    print(headline(results))
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.report", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("results", nargs="+", help="results JSON file(s); later files add or replace sections")
+    parser.add_argument("--markdown", default=str(ROOT.parent / "BENCHMARKS.md"))
+    parser.add_argument("--plots", default=str(ROOT / "plots"))
+    parser.add_argument("--headline", action="store_true", help="only print the README table")
+    args = parser.parse_args(argv)
+    results: dict[str, Any] = {}
+    for name in args.results:
+        path = Path(name)
+        if not path.exists() and (ROOT / name).exists():
+            path = ROOT / name
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+        results.update(loaded)
+    if args.headline:
+        print(headline(results))
+        return 0
+    write(results, Path(args.markdown), Path(args.plots))
+    print(f"wrote {args.markdown} and plots in {args.plots}")
     return 0
 
 
