@@ -1,241 +1,558 @@
 """``simsql demo``: the whole job on real text, with no server to set up.
 
-The corpus is the documentation of Python's own standard library (module, class and function
-docstrings), so it is real prose present on every machine that can install simsql. Some
-articles get planted copies (a few words changed, a "Recommended for you" block added,
-paragraphs swapped) so the duplicate search has a known answer to find.
+The corpus is documentation that exists wherever simsql is installed: the docstrings of
+Python's standard library, the language reference that ``help()`` shows (``pydoc_data``), and
+the docstrings of SQLAlchemy (a dependency). Sources are read with :mod:`ast`, never imported,
+so no module runs any code. Some articles get planted copies with a known answer (a few words
+changed, a "Recommended for you" box added, paragraphs reordered), and the demo reports how
+many of them simsql finds.
 
-This module is a front end: it prints. Everything it does goes through simsql's public API.
+There is no Chinese in the corpus: no installed package ships Chinese prose (jieba ships only
+dictionaries), and the demo downloads nothing.
+
+This module is a front end: it prints to ``out`` (progress bars to stderr) and uses only
+simsql's public API. It configures no logging.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import importlib
-import importlib.util
-import inspect
-import io
-import pkgutil
+import ast
 import random
+import re
+import statistics
 import sys
+import sysconfig
 import time
 import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TextIO
 
-from sqlalchemy import String, Text, create_engine, func, select, text
+from sqlalchemy import MetaData, String, Text, create_engine, make_url, select, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 
+__all__ = ["SCHEMA", "DemoArticle", "PlantedCopy", "load_corpus", "main", "plant_copies", "run_demo"]
+
 SCHEMA = "simsql_demo"
-_SKIP = {"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo", "pydoc", "webbrowser", "lib2to3", "ensurepip", "venv", "__phello__", "xxsubtype"}
+"""The demo's own schema: created if missing; only the demo's table in it is dropped and recreated."""
+
+MAX_ARTICLES = 3000
+ARTICLE_CHARS = 3000
+"""An article is cut at the first paragraph break after this many characters."""
+MIN_ARTICLE_CHARS = 1200
+MIN_DOCSTRING_CHARS = 120
+"""Shorter docstrings ("Return self.") are skipped: they are not prose."""
+
+EDITED_SHARE = 0.05
+BOILERPLATE_SHARE = 0.01
+REORDERED_SHARE = 0.01
+MAX_DISTANCE = 3
+SEED = 7
+
+_SKIP_DIRS = frozenset({"site-packages", "dist-packages", "test", "tests", "idle_test", "testing"})
+_WORD = re.compile(r"[A-Za-z]{4,}")
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+
+NEW_TEXT = (
+    "The city council will vote on Thursday on a plan to close the riverside road to cars on "
+    "weekends. Shop owners along the embankment fear losing customers who arrive by car, while "
+    "residents' associations collected four thousand signatures in favour of the closure. A trial "
+    "last summer brought more cyclists and families to the river, the council's report says, but "
+    "also longer queues at the two bridges. The mayor has promised extra buses on Saturdays if the "
+    "plan passes, and a second review after six months."
+)
+"""The originality check's genuinely new text: news prose, nothing like programming docs."""
 
 
 class _Base(DeclarativeBase):
-    pass
+    metadata = MetaData(schema=SCHEMA)
 
 
 class DemoArticle(simsql.SimHashMixin, _Base):
+    """An article of the demo corpus; planted copies say what they were copied from."""
+
     __tablename__ = "demo_articles"
     __simhash_source__ = ("title", "body")
 
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
     title: Mapped[str] = mapped_column(String(200))
     body: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(String(20))
     planted_from: Mapped[int | None]
-    kind: Mapped[str] = mapped_column(String(20), default="original")
 
 
-def _module_text(name: str) -> str | None:
-    """A module's docstring and the docstrings of its public classes and functions."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return _read_module_text(name)
+# -- the corpus ------------------------------------------------------------------------------
 
 
-def _read_module_text(name: str) -> str | None:
+def _docstrings(tree: ast.Module) -> list[str]:
+    """Module, public class, function and method docstrings of one file, in source order."""
+    found: list[str] = []
+    doc = ast.get_docstring(tree)
+    if doc and len(doc) >= MIN_DOCSTRING_CHARS:
+        found.append(doc)
+
+    def visit(node: ast.Module | ast.ClassDef, prefix: str) -> None:
+        for child in node.body:
+            if not isinstance(child, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if child.name.startswith("_") and not child.name.startswith("__"):
+                continue
+            name = prefix + child.name
+            doc = ast.get_docstring(child)
+            if doc and len(doc) >= MIN_DOCSTRING_CHARS:
+                found.append(f"{name}{'' if isinstance(child, ast.ClassDef) else '()'}: {doc}")
+            if isinstance(child, ast.ClassDef):
+                visit(child, name + ".")
+
+    visit(tree, "")
+    return found
+
+
+def _cut(name: str, texts: Sequence[str]) -> list[tuple[str, str]]:
+    """Cut a module's documentation into articles at paragraph breaks; skip tiny ones."""
+    paragraphs = [p.strip() for t in texts for p in _PARAGRAPH_BREAK.split(t) if p.strip()]
+    chunks: list[list[str]] = []
+    chunk: list[str] = []
+    size = 0
+    for paragraph in paragraphs:
+        chunk.append(paragraph)
+        size += len(paragraph) + 2
+        if size >= ARTICLE_CHARS:
+            chunks.append(chunk)
+            chunk, size = [], 0
+    if chunk:
+        if size >= MIN_ARTICLE_CHARS or not chunks:
+            chunks.append(chunk)
+        else:
+            chunks[-1].extend(chunk)  # a short tail joins the previous article
+    bodies = [b for b in ("\n\n".join(c) for c in chunks) if len(b) >= MIN_ARTICLE_CHARS]
+    if len(bodies) == 1:
+        return [(name, bodies[0])]
+    return [(f"{name} ({i})", body) for i, body in enumerate(bodies, 1)]
+
+
+def _python_files(root: Path, package: str) -> Iterator[tuple[str, Path]]:
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root)
+        if _SKIP_DIRS.intersection(relative.parts[:-1]) or relative.parts[0].startswith("config-"):
+            continue
+        parts = list(relative.with_suffix("").parts)
+        if parts[-1] == "__main__":
+            continue
+        if parts[-1] == "__init__":
+            parts.pop()
+        yield ".".join([package, *parts] if package else parts), path
+
+
+def _module_articles(name: str, path: Path) -> list[tuple[str, str]]:
     try:
-        with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            warnings.simplefilter("ignore")
-            module = importlib.import_module(name)
-    except BaseException:  # noqa: BLE001 - some modules exit or need a display on import
-        return None
-    parts = [inspect.getdoc(module) or ""]
-    for attribute, value in sorted(vars(module).items()):
-        if attribute.startswith("_") or getattr(value, "__module__", None) != name:
-            continue
-        if inspect.isclass(value) or inspect.isfunction(value):
-            doc = inspect.getdoc(value)
-            if doc and len(doc) > 80:
-                parts.append(f"{attribute}: {doc}")
-    joined = "\n\n".join(p for p in parts if p)
-    return joined if len(joined) > 400 else None
+        source = path.read_bytes()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. SyntaxWarning for old escape sequences
+            tree = ast.parse(source, filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return []
+    return _cut(name, _docstrings(tree))
 
 
-def _stdlib_modules() -> list[str]:
-    """Standard-library modules and their public submodules (``email.message``, ``http.client``...)."""
-    names = []
-    for name in sorted(sys.stdlib_module_names):
-        if name in _SKIP or name.startswith("_"):
-            continue
-        names.append(name)
-        spec = importlib.util.find_spec(name) if name not in sys.builtin_module_names else None
-        # The codecs under encodings share one boilerplate docstring: duplicates, not articles.
-        if spec is not None and spec.submodule_search_locations and name != "encodings":
-            for info in pkgutil.iter_modules(spec.submodule_search_locations):
-                if not info.name.startswith("_") and info.name not in ("test", "tests", "idle_test"):
-                    names.append(f"{name}.{info.name}")
-    return names
-
-
-def corpus(limit: int) -> list[tuple[str, str]]:
-    """Article-length (title, body) pairs cut from the standard library's documentation."""
+def _language_reference() -> list[tuple[str, str]]:
+    try:
+        from pydoc_data.topics import topics  # plain data: the text help() shows
+    except ImportError:
+        return []
     articles: list[tuple[str, str]] = []
-    for name in _stdlib_modules():
-        body = _module_text(name)
-        if body is None:
-            continue
-        chunk: list[str] = []
-        size = 0
-        part = 1
-        for paragraph in body.split("\n\n"):
-            chunk.append(paragraph)
-            size += len(paragraph)
-            if size > 3000:
-                articles.append((f"{name} ({part})", "\n\n".join(chunk)))
-                chunk, size, part = [], 0, part + 1
-        if size > 600:
-            articles.append((f"{name} ({part})", "\n\n".join(chunk)))
-        if len(articles) >= limit:
-            break
-    return articles[:limit]
+    for topic in sorted(topics):
+        articles.extend(_cut(f"language reference: {topic}", [topics[topic]]))
+    return articles
 
 
-def _edit_words(body: str, rate: float, rng: random.Random) -> str:
-    words = body.split(" ")
-    for _ in range(max(1, int(len(words) * rate))):
-        words[rng.randrange(len(words))] = rng.choice(words)
-    return " ".join(words)
+@dataclass(frozen=True)
+class _Source:
+    label: str
+    files: list[tuple[str, Path]]
+    extra: Callable[[], list[tuple[str, str]]] | None = None
 
 
-def _plant(articles: list[tuple[str, str]], rng: random.Random) -> list[tuple[str, str, int, str]]:
-    rows = [(title, body, 0, "original") for title, body in articles]
-    sources = rng.sample(range(len(articles)), max(3, len(articles) // 20))
-    for i, source in enumerate(sources):
-        title, body = articles[source]
-        if i % 3 == 0:
-            copy, kind = _edit_words(body, 0.01, rng), "edited"
-        elif i % 3 == 1:
-            copy = "Recommended for you: Python tips, weekly digest, more articles\n\n" + body + "\n\nShare this article"
-            kind = "boilerplate"
+def _sources() -> list[_Source]:
+    import sqlalchemy
+
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    return [
+        _Source("Python standard library docstrings", list(_python_files(stdlib, "")) if stdlib.is_dir() else []),
+        _Source("the Python language reference", [], _language_reference),
+        _Source("SQLAlchemy docstrings", list(_python_files(Path(sqlalchemy.__file__).parent, "sqlalchemy"))),
+    ]
+
+
+def load_corpus(limit: int | None = None, progress: bool | None = None) -> tuple[list[tuple[str, str]], list[str]]:
+    """The demo's articles as ``(title, body)``, and the names of the sources that gave any.
+
+    Deterministic for a given installation. ``limit`` keeps that many articles spread evenly
+    over the whole corpus (every source stays represented). ``progress`` shows a bar on stderr
+    (None: only on a terminal).
+    """
+    from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
+
+    sources = _sources()
+    articles: list[tuple[str, str]] = []
+    used: list[str] = []
+    total = sum(len(s.files) for s in sources)
+    disable = None if progress is None else not progress
+    with tqdm(total=total, desc="reading docs", unit="file", file=sys.stderr, disable=disable, leave=False) as bar:
+        for source in sources:
+            found = source.extra() if source.extra is not None else []
+            for name, path in source.files:
+                found.extend(_module_articles(name, path))
+                bar.update()
+            if found:
+                used.append(source.label)
+            articles.extend(found)
+    cap = MAX_ARTICLES if limit is None else min(limit, MAX_ARTICLES)
+    if len(articles) > cap:
+        articles = [articles[i * len(articles) // cap] for i in range(cap)]
+    return articles, used
+
+
+# -- planted copies --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlantedCopy:
+    """A copy planted in the corpus: its row id, the row it copies, and how it differs."""
+
+    id: int
+    source: int
+    kind: str  # "edited", "boilerplate" or "reordered"
+    change: str
+
+
+def _vocabulary(articles: Sequence[tuple[str, str]]) -> list[str]:
+    return sorted({word for _, body in articles for word in _WORD.findall(body)})
+
+
+def _change_words(body: str, count: int, vocabulary: Sequence[str], rng: random.Random) -> str:
+    spans = [match.span() for match in _WORD.finditer(body)]
+    for index in sorted(rng.sample(range(len(spans)), min(count, len(spans))), reverse=True):
+        start, end = spans[index]
+        original = body[start:end]
+        replacement = original
+        while replacement == original:
+            replacement = rng.choice(vocabulary)
+        body = body[:start] + replacement + body[end:]
+    return body
+
+
+def plant_copies(
+    articles: Sequence[tuple[str, str]], rng: random.Random
+) -> tuple[list[tuple[str, str, str, int | None]], list[PlantedCopy]]:
+    """All rows to insert as ``(title, body, kind, planted_from)`` (ids are 1-based positions:
+    the originals first, then the copies), and the planted copies' ground truth.
+
+    About 5% of the articles get a copy with 1-3 words changed, 1% a copy with a "Recommended
+    for you" box appended, 1% a copy with its paragraphs in another order. No article is copied
+    twice.
+    """
+    rows: list[tuple[str, str, str, int | None]] = [(title, body, "original", None) for title, body in articles]
+    vocabulary = _vocabulary(articles)
+    n = len(articles)
+    counts = {
+        "edited": max(2, round(n * EDITED_SHARE)),
+        "boilerplate": max(1, round(n * BOILERPLATE_SHARE)),
+        "reordered": max(1, round(n * REORDERED_SHARE)),
+    }
+    multi_paragraph = [i for i, (_, body) in enumerate(articles) if body.count("\n\n") >= 2]
+    reordered_sources = rng.sample(multi_paragraph, min(counts["reordered"], len(multi_paragraph)))
+    taken = set(reordered_sources)
+    others = [i for i in range(n) if i not in taken]
+    rest = rng.sample(others, min(counts["edited"] + counts["boilerplate"], len(others)))
+    plan = (
+        [("edited", i) for i in rest[: counts["edited"]]]
+        + [("boilerplate", i) for i in rest[counts["edited"] :]]
+        + [("reordered", i) for i in reordered_sources]
+    )
+    planted: list[PlantedCopy] = []
+    for kind, index in plan:
+        title, body = articles[index]
+        if kind == "edited":
+            words = rng.randint(1, 3)
+            copy = _change_words(body, words, vocabulary, rng)
+            change = f"{words} word{'s' if words > 1 else ''} changed"
+        elif kind == "boilerplate":
+            related = "\n".join(f"  • {articles[i][0]}" for i in rng.sample(range(n), 3))
+            copy = f"{body}\n\nRecommended for you\n{related}\n\nShare this article · Subscribe to our weekly newsletter"
+            change = '"Recommended for you" box added'
         else:
             paragraphs = body.split("\n\n")
-            if len(paragraphs) > 2:
-                paragraphs[0], paragraphs[1] = paragraphs[1], paragraphs[0]
-            copy, kind = "\n\n".join(paragraphs), "reordered"
-        rows.append((title, copy, source + 1, kind))
-    return rows
+            shuffled = paragraphs[:]
+            while shuffled == paragraphs:
+                rng.shuffle(shuffled)
+            copy, change = "\n\n".join(shuffled), f"{len(paragraphs)} paragraphs reordered"
+        rows.append((title, copy, kind, index + 1))
+        planted.append(PlantedCopy(len(rows), index + 1, kind, change))
+    return rows, planted
 
 
-def planted_rows(session: Session) -> list[tuple[int, int, str]]:
-    """(copy id, source id, kind) of every planted copy."""
-    query = select(DemoArticle.id, DemoArticle.planted_from, DemoArticle.kind).where(DemoArticle.planted_from.is_not(None))
-    return [(int(a), int(b or 0), str(c)) for a, b, c in session.execute(query.order_by(DemoArticle.id))]
+# -- output helpers --------------------------------------------------------------------------
+
+
+def _shorten(value: str, width: int) -> str:
+    return value if len(value) <= width else value[: width - 1] + "…"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def _normalise(url: str) -> str:
+    """``postgresql://`` means psycopg2 to SQLAlchemy; simsql ships psycopg (3)."""
+    parsed = make_url(url)
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed.render_as_string(hide_password=False)
+
+
+def _kind_label(row: DemoArticle, planted: dict[int, PlantedCopy]) -> str:
+    copy = planted.get(row.id)
+    return f"planted: {copy.change}, copy of #{copy.source}" if copy else ""
+
+
+Say = Callable[[str], None]
+Timings = list[tuple[str, float]]
+
+
+# -- the demo --------------------------------------------------------------------------------
 
 
 def run_demo(url: str | None, out: TextIO = sys.stdout, *, limit: int | None = None) -> int:
-    """Load the corpus into ``url`` (the embedded PostgreSQL when None) and show what simsql finds."""
-    from tqdm import tqdm
+    """Load the corpus into ``url`` (the embedded PostgreSQL when None), in the schema
+    ``simsql_demo``, and show what simsql finds. ``limit`` caps the number of articles.
+    Returns 0."""
+    from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
 
+    def say(line: str = "") -> None:
+        print(line.rstrip(), file=out, flush=True)
+
+    started = time.perf_counter()
+    timings: Timings = []
+    say("simsql demo: near-duplicates and most similar articles inside PostgreSQL")
+    say()
+
+    t0 = time.perf_counter()
     if url is None:
-        from .embedded import embedded_url
+        from .embedded import default_data_dir, embedded_url
 
         url = embedded_url()
-        print("database: embedded PostgreSQL (no server to set up)", file=out)
+        where = f"embedded PostgreSQL in {default_data_dir()} (nothing to set up)"
+    else:
+        url = _normalise(url)
+        where = make_url(url).render_as_string(hide_password=True)
     engine = create_engine(url)
-    with engine.begin() as connection:
-        connection.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{SCHEMA}"'))
-    engine = create_engine(url, connect_args={"options": f"-csearch_path={SCHEMA}"})
-    _Base.metadata.drop_all(engine)
-    _Base.metadata.create_all(engine)
-
-    started = time.perf_counter()
-    articles = corpus(limit or 2000)
-    rng = random.Random(7)
-    rows = _plant(articles, rng)
-    print(f"corpus: {len(articles)} articles from the Python standard library's documentation "
-          f"({sum(len(b) for _, b in articles) / 1e6:.1f} MB), {len(rows) - len(articles)} planted copies "
-          f"({time.perf_counter() - started:.1f} s)", file=out)
-
-    started = time.perf_counter()
-    with Session(engine) as session:
-        for start in tqdm(range(0, len(rows), 250), desc="loading", unit="batch", file=sys.stderr, disable=out is not sys.stdout):
-            for offset, (title, body, source, kind) in enumerate(rows[start : start + 250]):
-                session.add(DemoArticle(id=start + offset + 1, title=title, body=body, planted_from=source or None, kind=kind))
-            session.commit()
-        elapsed = time.perf_counter() - started
-        print(f"loaded {len(rows)} rows through the ORM, fingerprinted on insert: {len(rows) / elapsed:.0f} rows/s", file=out)
-
-        print("\nMost similar articles", file=out)
-        showcase = [source for _, source, _ in planted_rows(session)[:2]] + [len(articles) // 3]
-        for article_id in showcase:
-            article = session.get(DemoArticle, article_id)
-            assert article is not None
-            t0 = time.perf_counter()
-            similar = session.execute(simsql.most_similar(select(DemoArticle), article, limit=5)).all()
-            print(f"  #{article.id} {article.title}  ({1000 * (time.perf_counter() - t0):.1f} ms)", file=out)
-            for row, distance, similarity in similar:
-                print(f"      {distance:2d} bits  {similarity:6.1%}  #{row.id} {row.title} [{row.kind}]", file=out)
+    try:
+        with engine.begin() as connection:
+            version = str(connection.execute(text("SHOW server_version")).scalar_one())
+            connection.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{SCHEMA}"'))
+            _Base.metadata.drop_all(connection)
+            _Base.metadata.create_all(connection)
+        timings.append(("database ready", time.perf_counter() - t0))
+        say(f"  database   {where}")
+        say(f"             PostgreSQL {version.split()[0]}, table {SCHEMA}.{DemoArticle.__tablename__} (recreated each run)")
 
         t0 = time.perf_counter()
-        groups = simsql.duplicate_groups(session, DemoArticle, max_distance=3)
-        elapsed = 1000 * (time.perf_counter() - t0)
-        planted = planted_rows(session)
-        together = {frozenset(g) for g in groups}
-        found = {kind: 0 for kind in ("edited", "boilerplate", "reordered")}
-        totals = dict.fromkeys(found, 0)
-        for copy_id, source_id, kind in planted:
-            totals[kind] += 1
-            if any(copy_id in g and source_id in g for g in together):
-                found[kind] += 1
-        print(f"\nDuplicate groups within 3 bits: {len(groups)} groups ({elapsed:.0f} ms for the whole table)", file=out)
-        for kind in found:
-            print(f"  planted {kind:<12} copies found: {found[kind]}/{totals[kind]}", file=out)
-        planted_ids = {c for c, _, _ in planted} | {s for _, s, _ in planted}
-        natural = [g for g in groups if not set(g) <= planted_ids]
-        print(f"  groups the standard library itself contains (not planted): {len(natural)}", file=out)
-        for group in natural[:3]:
-            titles = session.scalars(select(DemoArticle.title).where(DemoArticle.id.in_(group)).order_by(DemoArticle.id)).all()
-            more = f", ... ({len(titles)} articles)" if len(titles) > 6 else ""
-            print(f"    {', '.join(titles[:6])}{more}", file=out)
+        articles, used = load_corpus(limit)
+        if len(articles) < 20:
+            raise simsql.SimsqlError(
+                f"found only {len(articles)} articles of documentation in this Python installation; "
+                "the demo needs the standard library's .py sources"
+            )
+        rows, planted = plant_copies(articles, random.Random(SEED))
+        timings.append(("read documentation", time.perf_counter() - t0))
+        kinds = {kind: [p for p in planted if p.kind == kind] for kind in ("edited", "boilerplate", "reordered")}
+        size = sum(len(body) for _, body in articles) / 1e6
+        say(f"  corpus     {len(articles)} articles ({size:.1f} MB of real prose): {', '.join(used)}")
+        say(f"  planted    {len(kinds['edited'])} copies with 1-3 words changed, {len(kinds['boilerplate'])} with a "
+            '"Recommended for you" box,')
+        say(f"             {len(kinds['reordered'])} with paragraphs reordered ({len(rows)} rows in all; copies have ids "
+            f"above {len(articles)})")
+        say("             (no Chinese articles: no installed package ships Chinese prose)")
 
-        print("\nOriginality check before accepting a new article", file=out)
-        original = session.get(DemoArticle, len(articles) // 2)
-        assert original is not None
-        submissions = {
-            "a lightly edited copy": original.title + "\n" + _edit_words(original.body, 0.01, random.Random(1)),
-            "a new text": "Tomorrow the city council votes on the new cycling lanes along the river, after a year "
-            "of public hearings where residents, shop owners and commuters argued about parking, safety and noise.",
-        }
-        for label, submission in submissions.items():
-            t0 = time.perf_counter()
-            match = simsql.find_original(session, DemoArticle, submission)
-            ms = 1000 * (time.perf_counter() - t0)
-            if match is None:
-                print(f"  {label}: original ({ms:.1f} ms)", file=out)
-            else:
-                print(f"  {label}: not original, matches #{match.row.id} {match.row.title} at {match.distance} bits ({ms:.1f} ms)", file=out)
-        total = session.scalar(select(func.count()).select_from(DemoArticle))
-        print(f"\n{total} rows in {SCHEMA}.demo_articles; rerun with --url to use your own PostgreSQL.", file=out)
-    engine.dispose()
+        say()
+        say("1. Load through the ORM (SimHashMixin fingerprints title + body on insert)")
+        t0 = time.perf_counter()
+        batch = 500
+        with Session(engine) as session, tqdm(
+            total=len(rows), desc="loading", unit="row", file=sys.stderr, leave=False, disable=None
+        ) as bar:
+            for start in range(0, len(rows), batch):
+                session.add_all(
+                    DemoArticle(id=start + i + 1, title=title, body=body, kind=kind, planted_from=source)
+                    for i, (title, body, kind, source) in enumerate(rows[start : start + batch])
+                )
+                session.commit()
+                bar.update(min(batch, len(rows) - start))
+        with engine.begin() as connection:
+            connection.execute(text(f'ANALYZE "{SCHEMA}"."{DemoArticle.__tablename__}"'))
+        load_s = time.perf_counter() - t0
+        timings.append(("load", load_s))
+        say(f"   {len(rows)} rows in {load_s:.2f} s: {len(rows) / load_s:,.0f} rows/s, in batches of {batch}")
+
+        with Session(engine) as session:
+            by_id = {p.id: p for p in planted}
+            _most_similar_section(session, say, articles, kinds, by_id, timings)
+            _duplicates_section(session, say, planted, by_id, timings)
+            _originality_section(session, say, articles, planted, timings)
+    finally:
+        engine.dispose()
+
+    say()
+    say("Timings")
+    for step, seconds in timings:
+        say(f"   {step:<28} {seconds * 1000:9.1f} ms")
+    say(f"   {'total':<28} {(time.perf_counter() - started) * 1000:9.1f} ms")
+    say()
+    say(f"The rows stay in {SCHEMA}.{DemoArticle.__tablename__}; `simsql demo --url URL` runs this on your own PostgreSQL.")
     return 0
 
 
+def _most_similar_section(
+    session: Session,
+    say: Say,
+    articles: Sequence[tuple[str, str]],
+    kinds: dict[str, list[PlantedCopy]],
+    by_id: dict[int, PlantedCopy],
+    timings: Timings,
+) -> None:
+    say("")
+    say("2. Most similar articles: most_similar(select(DemoArticle), article, limit=5)")
+    # The originals of one copy of each kind, and one article nobody copied.
+    chosen = [min(p.source for p in kinds[kind]) for kind in ("edited", "boilerplate", "reordered") if kinds[kind]]
+    planted_sources = {p.source for p in by_id.values()}
+    titles = {title: i + 1 for i, (title, _) in enumerate(articles)}
+    preferred = ["json", "json (1)", "sqlite3 (1)", "language reference: for", "sqlalchemy.orm.session (1)"]
+    unplanted = [titles[t] for t in preferred if t in titles and titles[t] not in planted_sources]
+    fallback = [i for i in range(len(articles) // 2, len(articles) + 1) if i not in planted_sources]
+    chosen.extend((unplanted or fallback)[:1])
+    for article_id in chosen:
+        article = session.get(DemoArticle, article_id)
+        assert article is not None
+        t0 = time.perf_counter()
+        similar = session.execute(simsql.most_similar(select(DemoArticle), article, limit=5)).all()
+        elapsed = time.perf_counter() - t0
+        timings.append((f"most_similar #{article_id}", elapsed))
+        say("")
+        say(f"   #{article.id} {_shorten(article.title, 60)}   ({_ms(elapsed)})")
+        say(f"     {'bits':>4}  {'similar':>7}  {'id':>6}  {'title':<40}  note")
+        for row, distance, similarity in similar:
+            say(f"     {distance:>4}  {similarity:>7.1%}  {'#' + str(row.id):>6}  {_shorten(row.title, 40):<40}  "
+                f"{_kind_label(row, by_id)}")
+
+
+def _duplicates_section(
+    session: Session,
+    say: Say,
+    planted: Sequence[PlantedCopy],
+    by_id: dict[int, PlantedCopy],
+    timings: Timings,
+) -> None:
+    say("")
+    say(f"3. Duplicate groups: duplicate_groups(session, DemoArticle, max_distance={MAX_DISTANCE})")
+    t0 = time.perf_counter()
+    groups = simsql.duplicate_groups(session, DemoArticle, max_distance=MAX_DISTANCE)
+    elapsed = time.perf_counter() - t0
+    timings.append(("duplicate_groups", elapsed))
+    group_of = {key: index for index, group in enumerate(groups) for key in group}
+    say(f"   {len(groups)} groups, {sum(len(g) for g in groups)} rows, found in {_ms(elapsed)} "
+        "(whole table, block self-joins)")
+
+    fingerprints: dict[int, int] = {
+        row.id: row.simhash for row in session.execute(select(DemoArticle.id, DemoArticle.simhash)) if row.simhash is not None
+    }
+
+    def distance(a: int, b: int) -> int:
+        return simsql.hamming(fingerprints[a], fingerprints[b])
+
+    say("")
+    say("   planted copies found (copy and original in one group)")
+    say(f"     {'kind':<12} {'found':>9}  {'recall':>6}   missed (bits between copy and original)")
+    for kind in ("edited", "boilerplate", "reordered", "all"):
+        copies = [p for p in planted if kind in ("all", p.kind)]
+        if not copies:
+            continue
+        found = [p for p in copies if p.id in group_of and group_of[p.id] == group_of.get(p.source)]
+        missed = sorted(distance(p.id, p.source) for p in copies if p not in found)
+        shown = ", ".join(str(d) for d in missed[:12]) + (", …" if len(missed) > 12 else "")
+        say(f"     {kind:<12} {len(found):>4}/{len(copies):<4}  {len(found) / len(copies):>6.0%}   "
+            f"{shown if kind != 'all' else ''}")
+
+    # The same copies searched the way "more like this" would: nearest neighbour, any distance.
+    t0 = time.perf_counter()
+    latencies: list[float] = []
+    nearest_is_source = 0
+    for copy in planted:
+        q0 = time.perf_counter()
+        top = session.execute(
+            simsql.most_similar(select(DemoArticle), fingerprints[copy.id], limit=1, exclude=copy.id)
+        ).first()
+        latencies.append(time.perf_counter() - q0)
+        if top is not None and top[0].id == copy.source:
+            nearest_is_source += 1
+    timings.append((f"most_similar x{len(planted)}", time.perf_counter() - t0))
+    say(f"   copies farther than {MAX_DISTANCE} bits are in no group; the same copies by nearest neighbour:")
+    say(f"   nearest neighbour of the copy is its original: {nearest_is_source}/{len(planted)} "
+        f"(most_similar(..., limit=1) per copy, median {_ms(statistics.median(latencies))})")
+
+    planted_pairs = {frozenset((p.id, p.source)) for p in planted}
+    unplanted = [g for g in groups if not (len(g) == 2 and frozenset(g) in planted_pairs)]
+    say("")
+    say(f"   groups that are not a planted pair: {len(unplanted)}")
+    for group in unplanted[:5]:
+        members = session.scalars(select(DemoArticle).where(DemoArticle.id.in_(group)).order_by(DemoArticle.id)).all()
+        say(f"     group of {len(members)}:")
+        for row in members[:6]:
+            bits, closest = min((distance(row.id, other.id), other.id) for other in members if other is not row)
+            say(f"       {'#' + str(row.id):>6}  {_shorten(row.title, 44):<44}  {bits:>2} {'bit ' if bits == 1 else 'bits'} from #{closest:<6}  "
+                f"{_kind_label(row, by_id)}")
+        if len(members) > 6:
+            say(f"       … {len(members) - 6} more")
+
+
+def _originality_section(
+    session: Session,
+    say: Say,
+    articles: Sequence[tuple[str, str]],
+    planted: Sequence[PlantedCopy],
+    timings: Timings,
+) -> None:
+    say("")
+    say(f"4. Originality check before publishing: find_original(session, DemoArticle, text)  (within {MAX_DISTANCE} bits)")
+    rng = random.Random(SEED + 1)
+    copied = {p.source for p in planted}
+    target = rng.choice([i + 1 for i in range(len(articles)) if i + 1 not in copied])
+    title, body = articles[target - 1]
+    edited = f"{title}\n{_change_words(body, 2, _vocabulary(articles), rng)}"
+    submissions = [
+        ("edited copy", f"#{target} with 2 words changed", edited),
+        ("new text", "a new text (local news)", NEW_TEXT),
+    ]
+    for step, label, submission in submissions:
+        t0 = time.perf_counter()
+        match = simsql.find_original(session, DemoArticle, submission)
+        elapsed = time.perf_counter() - t0
+        timings.append((f"find_original ({step})", elapsed))
+        if match is None:
+            verdict = "original"
+        else:
+            verdict = f"not original: matches #{match.row.id} at {match.distance} bits ({_shorten(match.row.title, 40)})"
+        say(f"   {label:<28} {verdict}   ({_ms(elapsed)})")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m simsql.demo")
-    parser.add_argument("--url", default=None)
-    parser.add_argument("--limit", type=int, default=None)
+    parser = argparse.ArgumentParser(prog="python -m simsql.demo", description="simsql's demo on real text")
+    parser.add_argument("--url", default=None, help="a PostgreSQL URL (default: the embedded PostgreSQL)")
+    parser.add_argument("--limit", type=int, default=None, help=f"articles to load (default: all, at most {MAX_ARTICLES})")
     args = parser.parse_args(argv)
     return run_demo(args.url, limit=args.limit)
 
