@@ -177,8 +177,6 @@ class _Statements:
 
 
 def _read_progress(connection: Connection, plan: _Plan) -> tuple[str, list[Any] | None, bool]:
-    if not inspect(connection).has_table(registry.PROGRESS_TABLE):
-        return "scan", None, False
     row = connection.execute(
         text(
             f"SELECT config_id, phase, last_key FROM {registry.PROGRESS_TABLE} "
@@ -235,10 +233,10 @@ def backfill(
         check_server(connection)
         plan = _plan(connection, target, schema, fingerprinter)
         statements = _Statements(connection, plan)
-        phase, last_key, resumed = _read_progress(connection, plan)
+        has_progress_table = inspect(connection).has_table(registry.PROGRESS_TABLE)
+        phase, last_key, resumed = _read_progress(connection, plan) if has_progress_table else ("scan", None, False)
         total = int(connection.execute(statements.count).scalar_one())
         connection.rollback()
-    has_progress_table = _has_progress_table(engine)
 
     if workers is None:
         import os
@@ -315,11 +313,6 @@ def backfill(
         seconds=time.perf_counter() - started,
         resumed=resumed,
     )
-
-
-def _has_progress_table(engine: Engine) -> bool:
-    with engine.connect() as connection:
-        return inspect(connection).has_table(registry.PROGRESS_TABLE)
 
 
 def _join_text(values: Sequence[Any]) -> str | None:

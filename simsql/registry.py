@@ -101,8 +101,10 @@ def read(connection: Connection, table_name: str, schema: str | None = None) -> 
             registry_table.c.table_schema == schema, registry_table.c.table_name == table_name
         )
     ).first()
-    if row is None:
-        return None
+    return None if row is None else _entry(row)
+
+
+def _entry(row: Any) -> Entry:
     return Entry(
         table_schema=row.table_schema,
         table_name=row.table_name,
@@ -118,8 +120,7 @@ def read(connection: Connection, table_name: str, schema: str | None = None) -> 
 def entries(connection: Connection) -> list[Entry]:
     if not registry_exists(connection):
         return []
-    rows = connection.execute(select(registry_table.c.table_schema, registry_table.c.table_name)).all()
-    return [entry for schema, name in rows if (entry := read(connection, name, schema)) is not None]
+    return [_entry(row) for row in connection.execute(select(registry_table))]
 
 
 def record(

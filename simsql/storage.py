@@ -323,7 +323,6 @@ def reflect(connection: Any, table: str, schema: str | None = None) -> type:
     from sqlalchemy.orm import registry as orm_registry
 
     from . import registry
-    from .weighting import IdfTable  # noqa: F401  (documented failure mode below)
 
     schema_name = schema or registry.current_schema(connection)
     entry = registry.read(connection, table, schema_name)
