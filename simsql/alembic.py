@@ -34,6 +34,7 @@ from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import Connection
 
 from .lifecycle import attach as ddl
+from .schema import metadata as _state_metadata
 from .fingerprint import Fingerprinter
 
 VERSION_TABLE = "simsql_alembic_version"
@@ -262,8 +263,22 @@ def _with_connection(bind: str | Engine | Connection, action: Any) -> Any:
 
 
 def upgrade(bind: str | Engine | Connection, revision: str = "heads") -> None:
-    """Create or update simsql's own objects (registry, helper functions)."""
-    _with_connection(bind, lambda cfg: command.upgrade(cfg, revision))
+    """Create or update simsql's own objects (registry, helper functions); recreates the
+    registry tables if they were dropped by hand while the revision stayed recorded."""
+
+    def run(cfg: Config) -> None:
+        command.upgrade(cfg, revision)
+        connection = cfg.attributes.get("connection")
+        if connection is not None:
+            _repair(connection)
+
+    _with_connection(bind, run)
+
+
+def _repair(connection: Connection) -> None:
+    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+    if context.get_current_heads():
+        _state_metadata.create_all(connection, checkfirst=True)
 
 
 def downgrade(bind: str | Engine | Connection, revision: str = "base") -> None:

@@ -164,8 +164,8 @@ def similar_to(model: type, target: object, max_distance: int = 3) -> ColumnElem
     ]
     matches = union_all(*per_block)
     if len(binding.keys) == 1:
-        return binding.keys[0].in_(matches)
-    return tuple_(*binding.keys).in_(matches)
+        return binding.guard(binding.keys[0].in_(matches))  # type: ignore[no-any-return]
+    return binding.guard(tuple_(*binding.keys).in_(matches))  # type: ignore[no-any-return]
 
 
 # -- most_similar -------------------------------------------------------------------------

@@ -143,7 +143,12 @@ class Names:
         return (self.row_function, self.stale_function)
 
     def index(self, block: str) -> str:
-        return identifier(f"ix_{self.holder}", f"_{block}")
+        return self.index_on(self.holder, block)
+
+    @staticmethod
+    def index_on(relation: str, block: str) -> str:
+        """Block index on ``relation`` (the holder, or one partition of a partitioned holder)."""
+        return identifier(f"ix_{relation}", f"_{block}")
 
     @property
     def indexes(self) -> tuple[str, ...]:

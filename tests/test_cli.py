@@ -356,3 +356,28 @@ def test_backfill_interrupted_then_killed_resumes(engine: Engine, url: str) -> N
     assert summary["rows_fingerprinted"] == KILL_ROWS - empty - (rows_done - empty_before)
     assert _progress(engine)[2] == "done"  # type: ignore[index]
     _check_attached(engine, {})
+
+
+# -- detach, status -----------------------------------------------------------------------
+
+
+def test_prefix_status_detach_leave_the_table_as_before(engine: Engine, url: str) -> None:
+    build_legacy(engine, rows=40)
+    with engine.begin() as connection:
+        connection.execute(text("ALTER TABLE articles ADD COLUMN simhash bigint"))  # the user's own
+    before = snapshot(engine)
+    failed(cli(*ATTACH, url=url), 1, "another column prefix")
+    assert snapshot(engine) == before
+
+    ok(cli(*ATTACH, "--prefix", "fp", "--backfill", "--workers", "0", url=url))
+    status = json.loads(ok(cli("status", "--format", "json", url=url)).stdout)
+    assert [(s["table"].split(".")[-1], s["mode"], s["prefix"]) for s in status] == [("articles", "columns", "fp")]
+    assert (status[0]["rows"], status[0]["fingerprinted"], status[0]["missing"], status[0]["stale"]) == (40, 40, 0, 0)
+    best = json.loads(ok(cli("similar", "--table", "articles", "--id", "19", "--limit", "1", "--format", "json", url=url)).stdout)
+    assert best[0]["key"] == 20
+
+    detached = ok(cli("detach", "--table", "articles", url=url))
+    assert "as before attach" in detached.stdout
+    assert snapshot(engine) == before
+    assert json.loads(ok(cli("status", "--format", "json", url=url)).stdout) == []
+    failed(cli("detach", "--table", "articles", url=url), 1, "not attached")

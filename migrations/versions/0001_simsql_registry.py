@@ -56,5 +56,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute("DROP FUNCTION IF EXISTS simsql_hamming(bigint, bigint)")
-    op.drop_table("simsql_backfill")
-    op.drop_table("simsql_registry")
+    # IF EXISTS: a table dropped by hand must not make the downgrade impossible.
+    op.execute("DROP TABLE IF EXISTS simsql_backfill")
+    op.execute("DROP TABLE IF EXISTS simsql_registry")

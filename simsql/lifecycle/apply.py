@@ -76,7 +76,8 @@ def blockers(connection: Connection, relations: Sequence[str]) -> str:
             "date_trunc('second', now() - a.xact_start) AS age FROM pg_stat_activity a "
             "LEFT JOIN pg_locks l ON l.pid = a.pid AND l.granted "
             "WHERE a.pid <> pg_backend_pid() AND a.datname = current_database() AND a.xact_start IS NOT NULL "
-            "AND (l.relation = ANY(CAST(:relations AS regclass[])) OR a.state LIKE 'idle in transaction%') "
+            "AND (l.relation = ANY(CAST(:relations AS regclass[])) OR a.state LIKE 'idle in transaction%' "
+            "OR a.wait_event_type IS NULL AND a.state = 'active') "
             "ORDER BY a.pid"
         ),
         {"relations": list(relations)},
@@ -114,7 +115,10 @@ def _run_steps(connection: Connection, steps: Sequence[Step], autocommit: bool) 
         if step.concurrently and not autocommit:
             raise RuntimeError(f"{step.what} must run outside a transaction block (autocommit)")
         try:
-            connection.execute(text(step.sql), dict(step.params))
+            if step.params:
+                connection.execute(text(step.sql), dict(step.params))
+            else:  # no bind parsing: a quoted identifier may contain ":name"
+                connection.exec_driver_sql(step.sql)
         except DBAPIError as error:
             kind = timeout_kind(error)
             if kind is None:

@@ -149,7 +149,7 @@ def drop_simhash_indexes(
 def plan_detach(connection: Connection, table: str, *, schema: str | None = None) -> tuple[Attachment, Plan]:
     schema, entry = attached_names(connection, table, schema)
     facts = catalog.require_table(connection, table, schema)
-    return entry, ddl.detach(schema, entry.names, triggers=facts.triggers)
+    return entry, ddl.detach(schema, entry.names, triggers=facts.triggers, columns=list(facts.columns))
 
 
 def drop_simhash(
