@@ -128,3 +128,58 @@ def test_lock_holder_during_detach_gives_up_and_keeps_the_attachment(engine: Eng
     assert [s.table for s in simsql.status(engine)] == ["docs"]
     simsql.detach(engine, "docs")
 
+
+
+def test_server_restart_mid_backfill_then_resume(tmp_path: Any) -> None:
+    """The embedded server (never the shared service) is stopped while a backfill runs in
+    another process: the command fails cleanly, and a rerun after the restart resumes and
+    finishes with every fingerprint right."""
+    import os
+    import subprocess
+    import sys
+
+    from sqlalchemy import create_engine
+
+    from simsql.embedded import EmbeddedPostgresUnavailable, embedded_url, stop_embedded
+
+    from .test_cli import _build_big_legacy, _progress, _wait_for_rows
+
+    data_dir = tmp_path / "pg"
+    try:
+        try:
+            url = embedded_url(data_dir)
+        except EmbeddedPostgresUnavailable as error:
+            pytest.skip(f"no embedded PostgreSQL here: {error}")
+        engine = create_engine(url)
+        _build_big_legacy(engine)
+        simsql.alembic.upgrade(engine)
+        simsql.attach_table(engine, "articles", source=["title", "body"], indexes=False)
+        environment = {k: v for k, v in os.environ.items() if k not in ("SIMSQL_DATABASE_URL", "DATABASE_URL")}
+        command = [sys.executable, "-m", "simsql.cli", "--url", url, "backfill", "--table", "articles",
+                   "--batch-size", "300", "--workers", "0", "--no-progress"]
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   env=environment, text=True)
+        try:
+            _wait_for_rows(engine, process, 1500)  # type: ignore[arg-type]
+            engine.dispose()
+            stop_embedded(data_dir)
+            _, err = process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        assert process.returncode == 1 and "simsql: error:" in err and "Traceback" not in err, err
+
+        url = embedded_url(data_dir)  # restart
+        engine = create_engine(url)
+        done_before = _progress(engine)[0]  # type: ignore[index]
+        result = simsql.backfill(engine, "articles", workers=0)
+        assert result.resumed and result.rows_read < 30_000 - done_before + 400
+        with engine.connect() as connection:
+            rows = connection.execute(text("SELECT id, title, body, simhash FROM articles")).all()
+        for key, title, body, stored in rows:
+            expected = simsql.simhash(f"{title}\n{body}") if body is not None else None
+            assert (None if stored is None else simsql.to_unsigned(stored)) == expected, key
+        engine.dispose()
+    finally:
+        stop_embedded(data_dir)
