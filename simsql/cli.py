@@ -209,7 +209,9 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 def cmd_db_downgrade(args: argparse.Namespace) -> int:
     with open_engine(args) as engine:
         with engine.connect() as connection:
-            attached = [f"{e.table_schema}.{e.table_name}" for e in registry.entries(connection)]
+            # A registry dropped by hand must not block the downgrade that removes it anyway.
+            present = registry.registry_exists(connection)
+            attached = [f"{e.table_schema}.{e.table_name}" for e in registry.entries(connection)] if present else []
         _migrations().downgrade(engine, args.revision)
         remaining = _migrations().current(engine)
         _print_revisions(remaining)

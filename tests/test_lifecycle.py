@@ -365,7 +365,12 @@ def test_detach_restores_the_table_exactly(engine: Engine, side_table: bool) -> 
                 "AND relname LIKE '%simhash%'"
             )
         ).scalar()
-        functions = connection.execute(text("SELECT count(*) FROM pg_proc WHERE proname LIKE 'simsql_articles%'")).scalar()
+        functions = connection.execute(
+            text(
+                "SELECT count(*) FROM pg_proc WHERE proname LIKE 'simsql_articles%' "
+                "AND pronamespace = CAST(current_schema() AS regnamespace)"
+            )
+        ).scalar()
     assert (leftovers, functions) == (0, 0)
 
 

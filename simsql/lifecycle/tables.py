@@ -16,12 +16,11 @@ from sqlalchemy.engine import Connection
 
 from .. import registry
 from ..dialects import check_server
-from ..errors import SchemaError
 from ..fingerprint import Fingerprinter
 from ..schema import DEFAULT_PREFIX, Attachment, Names
 from ..storage import digest_sql, quote
 from . import apply, catalog, ddl
-from .attach import attached_names, plan_attach
+from .attach import attached_names, plan_attach, plan_detach
 from .ddl import Plan, qualified
 
 
@@ -97,29 +96,10 @@ def detach(bind: Engine | str, table: str, *, schema: str | None = None, lock_ti
     timeouts = apply.Timeouts(lock_timeout, "10min")
     with engine.connect() as connection, apply.bounded(connection, timeouts):
         check_server(connection)
-        schema, entry = attached_names(connection, table, schema)
-        names = entry.names
-        facts = catalog.require_table(connection, table, schema)
-        harmed = _dependents(connection, schema, names, facts)
-        if harmed:
-            raise SchemaError(
-                f"detaching {schema}.{table} would drop objects simsql did not create: {'; '.join(harmed)}. "
-                "Drop or change them first, then run detach again"
-            )
-        plan = ddl.detach(schema, names, triggers=facts.triggers, columns=list(facts.columns))
-    apply.run_on_engine(engine, plan, timeouts, relations=[qualified(schema, table)])
+        entry, plan = plan_detach(connection, table, schema=schema)
+    apply.run_on_engine(engine, plan, timeouts, relations=[qualified(entry.table_schema, table)])
     registry.forget(engine)
     return entry
-
-
-def _dependents(connection: Connection, schema: str, names: Names, facts: catalog.TableFacts) -> list[str]:
-    if names.side is None:
-        ours = [c for c in names.added_columns if c in facts.columns]
-        return catalog.dependents(connection, schema, names.table, ours, own=names.indexes)
-    if catalog.table_facts(connection, names.side, schema) is None:
-        return []
-    found = catalog.dependents(connection, schema, names.side, [], own=names.indexes)
-    return [d for d in found if not (d.startswith("constraint ") and d.endswith(f" on table {names.side}"))]
 
 
 @dataclass(frozen=True)
