@@ -316,6 +316,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
         entry = simsql.attach_table(
             engine, args.table, args.text_columns, schema=args.schema, side_table=args.side_table,
             prefix=args.prefix, indexes=args.indexes, concurrently=args.concurrently, lock_timeout=args.lock_timeout,
+            index_lock_timeout=args.index_lock_timeout,
         )
         print(f"attached {entry.table_schema}.{entry.table_name} ({_describe_attachment(entry)}; "
               f"text from {', '.join(entry.source)})")
@@ -739,6 +740,10 @@ def _add_attach(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     attach.add_argument("-y", "--yes", action="store_true", help="answer yes to questions (backfills)")
     _lock_timeout_option(attach)
+    attach.add_argument(
+        "--index-lock-timeout", default="10min",
+        help="longest wait of a concurrent index build for older transactions to end (default: 10min)",
+    )
     _backfill_options(attach)
     attach.set_defaults(handler=cmd_attach, parser=attach)
 

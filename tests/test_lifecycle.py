@@ -452,7 +452,8 @@ def test_concurrent_index_build_behind_an_idle_transaction_gives_up_and_says_so(
     holder.execute(text("SELECT count(*) FROM comments"))  # an old snapshot, idle in transaction
     try:
         error = _within(
-            30, lambda: simsql.attach_table(engine, "articles", source=["body"], lock_timeout="1s")
+            30,
+            lambda: simsql.attach_table(engine, "articles", source=["body"], lock_timeout="1s", index_lock_timeout="2s"),
         )
         assert isinstance(error, simsql.LockTimeout), error
         message = str(error)

@@ -37,8 +37,10 @@ class Timeouts:
 
 
 DDL = Timeouts()
-INDEX_BUILD = Timeouts(lock="5s", statement=None)
-"""A concurrent build may run for hours on a big table; only its lock waits are bounded."""
+INDEX_BUILD = Timeouts(lock="10min", statement=None)
+"""A concurrent build may run for hours on a big table, and before it starts it waits for every
+transaction in the database that is older than it: harmless to others (it blocks no reader or
+writer), so that wait is bounded generously; the build itself is not bounded."""
 
 
 def is_autocommit(connection: Connection) -> bool:

@@ -146,7 +146,8 @@ class _Statements:
             source_from = f"{self.base} AS b LEFT JOIN {side} AS s ON {join}"
             missing = f"s.{side_keys[0]} IS NULL"
         size = " + ".join(f"coalesce(octet_length(b.{quote(c)}), 0)" for c in job.source)
-        texts = ", ".join(f"b.{quote(c)}" for c in job.source)
+        # As text, the way the digest reads them (char(n) loses its padding in both).
+        texts = ", ".join(f"CAST(b.{quote(c)} AS text)" for c in job.source)
         tail = f"ORDER BY {key_list} LIMIT :limit"
         self.sizes = {
             False: text(f"SELECT {size} FROM {source_from} WHERE {missing} {tail}"),

@@ -49,6 +49,7 @@ def attach_table(
     indexes: bool = True,
     concurrently: bool = True,
     lock_timeout: str | None = "5s",
+    index_lock_timeout: str | None = "10min",
 ) -> Attachment:
     """Attach simsql to an existing table: columns (or a side table), trigger and registry
     entry in one transaction, then the block indexes (built concurrently by default; on a
@@ -56,8 +57,10 @@ def attach_table(
     are skipped, an index a failed concurrent build left invalid is rebuilt.
 
     Nothing changes when it refuses (an object simsql did not create holds one of its names,
-    other settings than an existing attachment). Every statement waits at most
-    ``lock_timeout`` for a lock: :class:`~simsql.errors.LockTimeout` names who held it."""
+    other settings than an existing attachment). DDL waits at most ``lock_timeout`` for its
+    lock (others queue behind a waiting ``ALTER TABLE``); a concurrent index build waits at most
+    ``index_lock_timeout`` for older transactions to end (it blocks nobody meanwhile).
+    :class:`~simsql.errors.LockTimeout` names who held them."""
     engine = _engine(bind)
     timeouts = apply.Timeouts(lock_timeout, "10min")
     with engine.connect() as connection, apply.bounded(connection, timeouts):
@@ -75,7 +78,7 @@ def attach_table(
         plan,
         timeouts,
         relations=[qualified(target.schema, target.table)],
-        concurrent_timeouts=apply.Timeouts(lock_timeout, None),
+        concurrent_timeouts=apply.Timeouts(index_lock_timeout, None),
     )
     registry.forget(engine)
     with engine.connect() as connection:
