@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from .backfill import BackfillResult, backfill
 from .bits import blocks, cosine_estimate, hamming, similarity, to_signed, to_unsigned
 from .errors import (
     ConfigMismatch,
@@ -23,7 +22,9 @@ from .queries import (
     near_duplicates,
     similar_to,
 )
-from .storage import Binding, SimHashMixin, attach, binding_for, reflect
+from .storage import Binding, SimHashMixin, attach, binding_for
+from .lifecycle.backfill import BackfillResult, backfill
+from .lifecycle.catalog import reflect
 from .types import SimHash
 from .weighting import IdfTable
 

@@ -33,7 +33,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import Connection
 
-from . import operations as ddl
+from .lifecycle import attach as ddl
 from .fingerprint import Fingerprinter
 
 VERSION_TABLE = "simsql_alembic_version"

@@ -39,3 +39,12 @@ class NotAttached(SimsqlError, LookupError):
 
 class SchemaError(SimsqlError, LookupError):
     """A table or column named by the caller does not exist, or is not usable as text."""
+
+
+class LockTimeout(SimsqlError, TimeoutError):
+    """A statement on a user's table waited longer than its bound (lock or statement timeout).
+
+    The message names what it waited for (the blocking sessions, when PostgreSQL can tell) and
+    what state it left: simsql bounds every statement it runs on a user's table so that a long
+    transaction elsewhere makes it fail fast instead of queueing every other query behind it.
+    """

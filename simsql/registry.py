@@ -1,99 +1,82 @@
-"""The registry: which fingerprint configuration filled which table and column.
+"""The registry: which fingerprint configuration filled which table, read and written.
 
 Fingerprints of two configurations are not comparable, and nothing in a ``bigint`` says which
-configuration produced it. The registry (created by simsql's own migration) records it per
-table, so writes and queries with another configuration are refused with
-:class:`~simsql.errors.ConfigMismatch` instead of returning quietly wrong neighbours.
+configuration produced it. The registry (created by simsql's own migration, its tables are
+declared in :mod:`simsql.schema`) records it per table, so writes and queries with another
+configuration are refused with :class:`~simsql.errors.ConfigMismatch` instead of returning
+quietly wrong neighbours.
 
 Checks are cached per engine and table: after the first statement they cost a dict lookup.
-A database without the registry (an application that only used ``create_all``) is not
-checked; run ``simsql db upgrade`` to get the protection.
+A database where simsql's revision was never applied is not checked (``create_all`` only
+applications); a registry dropped by hand while its revision is recorded is an error, never a
+silent loss of the checks.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import event
-from sqlalchemy import (
-    BigInteger,
-    Column,
-    DateTime,
-    Engine,
-    MetaData,
-    Table,
-    Text,
-    func,
-    inspect,
-    select,
-    text,
-)
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, insert
+from sqlalchemy import Engine, event, func, select, text
+from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import Connection
 
-from .errors import ConfigMismatch
+from .errors import ConfigMismatch, SchemaError
 from .fingerprint import Fingerprinter
-
-REGISTRY_TABLE = "simsql_registry"
-PROGRESS_TABLE = "simsql_backfill"
-
-metadata = MetaData()
-
-registry_table = Table(
-    REGISTRY_TABLE,
-    metadata,
-    Column("table_schema", Text, primary_key=True),
-    Column("table_name", Text, primary_key=True),
-    Column("column_name", Text, primary_key=True),
-    Column("config_id", Text, nullable=False),
-    Column("settings", JSONB, nullable=False),
-    Column("source", ARRAY(Text), nullable=False),
-    Column("mode", Text, nullable=False),
-    Column("side_table", Text, nullable=True),
-    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
-)
-
-progress_table = Table(
+from .schema import (
+    DEFAULT_PREFIX,
     PROGRESS_TABLE,
-    metadata,
-    Column("table_schema", Text, primary_key=True),
-    Column("table_name", Text, primary_key=True),
-    Column("config_id", Text, nullable=False),
-    Column("phase", Text, nullable=False),
-    Column("last_key", JSONB, nullable=True),
-    Column("rows_done", BigInteger, nullable=False, server_default="0"),
-    Column("started_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
-    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    REGISTRY_TABLE,
+    Attachment,
+    progress_table,
+    registry_table,
 )
 
+Entry = Attachment
+"""Former name of :class:`simsql.schema.Attachment`."""
 
-@dataclass(frozen=True)
-class Entry:
-    """One registry row: a fingerprinted table and how it was attached."""
-
-    table_schema: str
-    table_name: str
-    column_name: str
-    config_id: str
-    settings: dict[str, Any]
-    source: tuple[str, ...]
-    mode: str
-    side_table: str | None
+VERSION_TABLE = "simsql_alembic_version"
 
 
 def current_schema(connection: Connection) -> str:
     return str(connection.execute(text("SELECT current_schema()")).scalar_one())
 
 
+def _relation_exists(connection: Connection, name: str) -> bool:
+    """Resolved through ``search_path`` as every unqualified simsql statement is."""
+    return bool(connection.execute(text("SELECT to_regclass(:n) IS NOT NULL"), {"n": name}).scalar_one())
+
+
 def registry_exists(connection: Connection, schema: str | None = None) -> bool:
-    return inspect(connection).has_table(REGISTRY_TABLE, schema=schema)
+    return _relation_exists(connection, REGISTRY_TABLE)
 
 
-def read(connection: Connection, table_name: str, schema: str | None = None) -> Entry | None:
-    """The registry entry of a table, or None (no entry, or no registry at all)."""
-    if not registry_exists(connection):
+def progress_exists(connection: Connection) -> bool:
+    return _relation_exists(connection, PROGRESS_TABLE)
+
+
+def require_registry(connection: Connection) -> bool:
+    """Whether the registry can be used; :class:`SchemaError` when it was dropped by hand.
+
+    A missing registry with simsql's revision still recorded means every configuration check
+    would silently stop: say so, and how to repair it (``simsql db upgrade`` recreates it).
+    """
+    if registry_exists(connection):
+        return True
+    if _relation_exists(connection, VERSION_TABLE):
+        applied = connection.execute(text(f"SELECT count(*) FROM {VERSION_TABLE}")).scalar_one()
+        if applied:
+            raise SchemaError(
+                f"{REGISTRY_TABLE} is missing although simsql's revision is applied (dropped by hand?); "
+                "configuration checks cannot run. Run `simsql db upgrade` to recreate it, then re-attach "
+                "tables with `simsql attach`"
+            )
+    return False
+
+
+def read(connection: Connection, table_name: str, schema: str | None = None) -> Attachment | None:
+    """The registry entry of a table, or None (no entry, or simsql never installed)."""
+    if not require_registry(connection):
         return None
     schema = schema or current_schema(connection)
     row = connection.execute(
@@ -104,8 +87,8 @@ def read(connection: Connection, table_name: str, schema: str | None = None) -> 
     return None if row is None else _entry(row)
 
 
-def _entry(row: Any) -> Entry:
-    return Entry(
+def _entry(row: Any) -> Attachment:
+    return Attachment(
         table_schema=row.table_schema,
         table_name=row.table_name,
         column_name=row.column_name,
@@ -117,30 +100,30 @@ def _entry(row: Any) -> Entry:
     )
 
 
-def entries(connection: Connection) -> list[Entry]:
-    if not registry_exists(connection):
+def entries(connection: Connection) -> list[Attachment]:
+    if not require_registry(connection):
         return []
-    return [_entry(row) for row in connection.execute(select(registry_table))]
+    return [_entry(row) for row in connection.execute(select(registry_table).order_by(*registry_table.primary_key))]
 
 
-def record(
-    connection: Connection,
+def mismatch(schema: str, table_name: str, found: Attachment, config_id: str) -> ConfigMismatch:
+    return ConfigMismatch(
+        f"{schema}.{table_name} holds fingerprints of config {found.config_id} ({found.settings}), "
+        f"but this uses {config_id}; use the same Fingerprinter settings as the data, or detach "
+        "and re-attach the table to change configuration"
+    )
+
+
+def record_statement(
+    schema: str,
     table_name: str,
-    schema: str | None,
     fingerprinter: Fingerprinter,
     source: tuple[str, ...],
     mode: str,
     side_table: str | None = None,
-    column_name: str = "simhash",
-) -> None:
-    """Record (or confirm) the configuration of a table; refuse a different one."""
-    schema = schema or current_schema(connection)
-    existing = read(connection, table_name, schema)
-    if existing is not None and existing.config_id != fingerprinter.config_id:
-        raise ConfigMismatch(
-            f"{schema}.{table_name} holds fingerprints of config {existing.config_id}, "
-            f"not {fingerprinter.config_id}; drop and re-attach it to change configuration"
-        )
+    column_name: str = DEFAULT_PREFIX,
+) -> Any:
+    """The INSERT that records an attachment (only if none exists: never overwrites one)."""
     statement = insert(registry_table).values(
         table_schema=schema,
         table_name=table_name,
@@ -151,13 +134,26 @@ def record(
         mode=mode,
         side_table=side_table,
     )
-    connection.execute(
-        statement.on_conflict_do_update(
-            index_elements=["table_schema", "table_name", "column_name"],
-            set_={"source": statement.excluded.source, "mode": statement.excluded.mode,
-                  "side_table": statement.excluded.side_table, "updated_at": func.now()},
-        )
-    )
+    return statement.on_conflict_do_nothing()
+
+
+def record(
+    connection: Connection,
+    table_name: str,
+    schema: str | None,
+    fingerprinter: Fingerprinter,
+    source: tuple[str, ...],
+    mode: str,
+    side_table: str | None = None,
+    column_name: str = DEFAULT_PREFIX,
+) -> None:
+    """Record (or confirm) the configuration of a table; refuse a different one."""
+    schema = schema or current_schema(connection)
+    existing = read(connection, table_name, schema)
+    if existing is not None and existing.config_id != fingerprinter.config_id:
+        raise mismatch(schema, table_name, existing, fingerprinter.config_id)
+    if existing is None:
+        connection.execute(record_statement(schema, table_name, fingerprinter, source, mode, side_table, column_name))
     forget(connection.engine)
 
 
@@ -170,13 +166,34 @@ def remove(connection: Connection, table_name: str, schema: str | None = None) -
             registry_table.c.table_schema == schema, registry_table.c.table_name == table_name
         )
     )
-    if inspect(connection).has_table(PROGRESS_TABLE):
+    if progress_exists(connection):
         connection.execute(
             progress_table.delete().where(
                 progress_table.c.table_schema == schema, progress_table.c.table_name == table_name
             )
         )
     forget(connection.engine)
+
+
+def fingerprinter_from_settings(settings: dict[str, Any]) -> Fingerprinter:
+    """Rebuild the :class:`Fingerprinter` recorded in the registry.
+
+    IDF tables are recorded by digest only; pass the table's Fingerprinter explicitly then.
+    """
+    weighting = settings.get("weighting", "count")
+    if isinstance(weighting, str) and weighting.startswith("idf:"):
+        raise ConfigMismatch(
+            "this table was fingerprinted with an IdfTable; pass fingerprinter=Fingerprinter(weighting=IdfTable.load(...))"
+        )
+    chinese = settings.get("chinese") or "jieba"
+    return Fingerprinter(
+        tokenizer=settings.get("tokenizer", "words"),
+        shingle_size=settings.get("shingle_size") or 1,
+        char_ngram_size=settings.get("char_ngram_size") or 4,
+        chinese="jieba" if str(chinese).startswith("jieba") else "bigrams",
+        weighting=weighting,
+        seed=settings.get("seed", 0),
+    )
 
 
 _checked: dict[tuple[int, str | None, str, str], bool] = {}
@@ -197,11 +214,7 @@ def check(connection: Connection, table_name: str, schema: str | None, config_id
         return
     entry = read(connection, table_name, schema)
     if entry is not None and entry.config_id != config_id:
-        raise ConfigMismatch(
-            f"{entry.table_schema}.{table_name} holds fingerprints of config {entry.config_id} "
-            f"({entry.settings}), but this query uses {config_id}; use the same Fingerprinter "
-            "settings as the data, or re-fingerprint the table"
-        )
+        raise mismatch(entry.table_schema, table_name, entry, config_id)
     with _lock:
         _checked[key] = True
 
@@ -219,3 +232,23 @@ def _check_before_execute(
     if target is not None:
         schema, table_name, config_id = target
         check(connection, table_name, schema, config_id)
+
+
+__all__ = [
+    "CHECK_OPTION",
+    "Entry",
+    "PROGRESS_TABLE",
+    "REGISTRY_TABLE",
+    "check",
+    "current_schema",
+    "entries",
+    "fingerprinter_from_settings",
+    "forget",
+    "progress_table",
+    "read",
+    "record",
+    "registry_exists",
+    "registry_table",
+    "remove",
+    "require_registry",
+]

@@ -19,13 +19,18 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Mapped, Mapper, declared_attr, mapped_column
 from sqlalchemy.orm.attributes import get_history
 
+from . import registry
 from .dialects import BLOCK_COUNT, block_expression_sql
 from .errors import NotAttached, SchemaError
 from .fingerprint import DEFAULT, Fingerprinter
+from .schema import DEFAULT_PREFIX, Names, default_side_table
 from .types import SimHash
 
-FINGERPRINT_COLUMN = "simhash"
-BLOCK_COLUMNS = tuple(f"{FINGERPRINT_COLUMN}_b{i}" for i in range(BLOCK_COUNT))
+_MIXIN_NAMES = Names("mixin", DEFAULT_PREFIX)
+FINGERPRINT_COLUMN = _MIXIN_NAMES.fingerprint
+"""The mixin's fingerprint column (a table attached with another prefix names its own)."""
+BLOCK_COLUMNS = _MIXIN_NAMES.blocks
+assert BLOCK_COUNT == len(BLOCK_COLUMNS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,6 +50,7 @@ class Binding:
     table_keys: tuple[Column[Any], ...]
     source: tuple[str, ...]
     fingerprinter: Fingerprinter
+    names: Names
 
     def text_of(self, instance: object) -> str | None:
         """The text a row is fingerprinted from: its non-NULL source columns, one per line."""
@@ -79,8 +85,6 @@ class Binding:
 
     def check_config(self, connection: Any) -> None:
         """Refuse to read or write fingerprints of another configuration (cached per engine)."""
-        from . import registry
-
         schema, name = self.registry_key
         registry.check(connection, name, schema, self.fingerprinter.config_id)
 
@@ -91,33 +95,23 @@ class Binding:
 _SIDE_BINDINGS: dict[type, Binding] = {}
 
 
-def _index_name(table: str, suffix: str) -> str:
-    name = f"ix_{table}_{suffix}"
-    if len(name) <= 63:
-        return name
-    import xxhash
-
-    return f"ix_{table[:40]}_{xxhash.xxh32_hexdigest(table.encode())}_{suffix}"[:63]
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
-def _block_columns(fingerprint_name: str) -> list[Column[Any]]:
-    quoted = '"' + fingerprint_name.replace('"', '""') + '"'
+def _block_columns(names: Names) -> list[Column[Any]]:
     return [
-        Column(name, Integer, Computed(block_expression_sql(quoted, i), persisted=True), nullable=True)
-        for i, name in enumerate(BLOCK_COLUMNS)
+        Column(name, Integer, Computed(block_expression_sql(_quoted(names.fingerprint), i), persisted=True), nullable=True)
+        for i, name in enumerate(names.blocks)
     ]
 
 
-def _block_indexes(table: Table, key_names: Sequence[str]) -> list[Index]:
+def _block_indexes(table: Table, names: Names, key_names: Sequence[str]) -> list[Index]:
     """One btree per block, covering the fingerprint and the key, so candidate lookups are
     index-only scans and touch the heap only for the final rows."""
     return [
-        Index(
-            _index_name(table.name, name),
-            table.c[name],
-            postgresql_include=[FINGERPRINT_COLUMN, *key_names],
-        )
-        for name in BLOCK_COLUMNS
+        Index(names.index(block), table.c[block], postgresql_include=[names.fingerprint, *key_names])
+        for block in names.blocks
     ]
 
 
@@ -147,7 +141,7 @@ class SimHashMixin:
 
 def _block_attr(index: int) -> declared_attr[int | None]:
     def column(cls: type) -> Mapped[int | None]:
-        return mapped_column(Integer, Computed(block_expression_sql(f'"{FINGERPRINT_COLUMN}"', index), persisted=True))
+        return mapped_column(Integer, Computed(block_expression_sql(_quoted(FINGERPRINT_COLUMN), index), persisted=True))
 
     return declared_attr(column)
 
@@ -181,6 +175,7 @@ def _mixin_binding(model: type) -> Binding:
         table_keys=keys,
         source=source,
         fingerprinter=fingerprinter,
+        names=Names(table.name),
     )
 
 
@@ -210,10 +205,10 @@ def _add_block_indexes(mapper: Mapper[Any], cls: type) -> None:
     table = mapper.local_table
     if not isinstance(table, Table) or FINGERPRINT_COLUMN not in table.c:
         return
-    first = _index_name(table.name, BLOCK_COLUMNS[0])
-    if any(index.name == first for index in table.indexes):
+    names = Names(table.name)
+    if any(index.name == names.indexes[0] for index in table.indexes):
         return
-    _block_indexes(table, [column.name for column in table.primary_key.columns])
+    _block_indexes(table, names, [column.name for column in table.primary_key.columns])
 
 
 @event.listens_for(SimHashMixin, "before_insert", propagate=True)
@@ -237,6 +232,7 @@ def attach(
     *,
     fingerprinter: Fingerprinter | None = None,
     table_name: str | None = None,
+    prefix: str = DEFAULT_PREFIX,
 ) -> Binding:
     """Fingerprint ``model`` without altering its table: a side table keyed by its primary key.
 
@@ -248,6 +244,36 @@ def attach(
     mapper: Any = inspect(model, raiseerr=False)
     if mapper is None or not isinstance(mapper, Mapper):
         raise TypeError(f"attach() needs a mapped class, got {model!r}")
+    source = _check_source(model, mapper, source)
+    fingerprinter = fingerprinter or DEFAULT
+    existing = _SIDE_BINDINGS.get(model)
+    if existing is not None:
+        if existing.source == source and existing.fingerprinter == fingerprinter:
+            return existing
+        raise ValueError(f"{model.__name__} is already attached with different settings")
+    base = mapper.local_table
+    assert isinstance(base, Table)
+    names = Names(base.name, prefix, table_name or default_side_table(base.name, prefix))
+    keys = tuple(mapper.primary_key)
+    side = _side_table(base, names, keys)
+    binding = Binding(
+        model=model,
+        mode="side_table",
+        table=side,
+        fingerprint=side.c[names.fingerprint],
+        blocks=tuple(side.c[b] for b in names.blocks),
+        keys=keys,
+        table_keys=tuple(side.c[k] for k in names.side_keys([k.name for k in keys])),
+        source=source,
+        fingerprinter=fingerprinter,
+        names=names,
+    )
+    register(model, binding)
+    _follow_orm_writes(model, binding)
+    return binding
+
+
+def _check_source(model: type, mapper: Any, source: Sequence[str]) -> tuple[str, ...]:
     if isinstance(source, str):
         source = (source,)
     source = tuple(source)
@@ -256,51 +282,39 @@ def attach(
     for name in source:
         if name not in mapper.attrs:
             raise SchemaError(f"{model.__name__} has no mapped attribute {name!r}")
-    fingerprinter = fingerprinter or DEFAULT
-    existing = _SIDE_BINDINGS.get(model)
-    if existing is not None:
-        if existing.source == source and existing.fingerprinter == fingerprinter:
-            return existing
-        raise ValueError(f"{model.__name__} is already attached with different settings")
+    return source
 
-    base = mapper.local_table
-    assert isinstance(base, Table)
-    keys = tuple(mapper.primary_key)
-    name = table_name or f"{base.name}_{FINGERPRINT_COLUMN}"
-    key_columns = [Column(f"key_{k.name}" if len(keys) > 1 else k.name, k.type, primary_key=True) for k in keys]
+
+def _side_table(base: Table, names: Names, keys: Sequence[Any]) -> Table:
+    assert names.side is not None
+    key_names = names.side_keys([k.name for k in keys])
+    key_columns = [Column(name, k.type, primary_key=True) for name, k in zip(key_names, keys)]
     side = Table(
-        name,
+        names.side,
         base.metadata,
         *key_columns,
-        Column(FINGERPRINT_COLUMN, SimHash(), nullable=True),
-        *_block_columns(FINGERPRINT_COLUMN),
-        ForeignKeyConstraint(
-            [c.name for c in key_columns], [k for k in keys], ondelete="CASCADE"
-        ),
+        Column(names.fingerprint, SimHash(), nullable=True),
+        *_block_columns(names),
+        ForeignKeyConstraint(list(key_names), list(keys), ondelete="CASCADE"),
         schema=base.schema,
     )
-    _block_indexes(side, [c.name for c in key_columns])
-    binding = Binding(
-        model=model,
-        mode="side_table",
-        table=side,
-        fingerprint=side.c[FINGERPRINT_COLUMN],
-        blocks=tuple(side.c[b] for b in BLOCK_COLUMNS),
-        keys=keys,
-        table_keys=tuple(side.c[c.name] for c in key_columns),
-        source=source,
-        fingerprinter=fingerprinter,
-    )
-    _SIDE_BINDINGS[model] = binding
+    _block_indexes(side, names, key_names)
+    return side
+
+
+def _follow_orm_writes(model: type, binding: Binding) -> None:
+    """Side rows follow ORM inserts and source changes, in the writer's own transaction."""
+    side = binding.table
+    fingerprint = binding.fingerprint.name
 
     def upsert(connection: Any, target: Any) -> None:
         binding.check_config(connection)
         values = {c.name: v for c, v in zip(binding.table_keys, binding.key_of(target))}
-        values[FINGERPRINT_COLUMN] = binding.fingerprint_of(target)
+        values[fingerprint] = binding.fingerprint_of(target)
         statement = postgresql.insert(side).values(values)
         statement = statement.on_conflict_do_update(
             index_elements=[c.name for c in binding.table_keys],
-            set_={FINGERPRINT_COLUMN: statement.excluded[FINGERPRINT_COLUMN]},
+            set_={fingerprint: statement.excluded[fingerprint]},
         )
         connection.execute(statement)
 
@@ -313,45 +327,7 @@ def attach(
         if binding.source_changed(target):
             upsert(connection, target)
 
-    return binding
 
-
-def reflect(connection: Any, table: str, schema: str | None = None) -> type:
-    """A mapped class for a table attached by a migration or the CLI, for tools without an ORM
-    model of their own (the command line, scripts). Queries accept it like any model."""
-    from sqlalchemy import MetaData
-    from sqlalchemy.orm import registry as orm_registry
-
-    from . import registry
-
-    schema_name = schema or registry.current_schema(connection)
-    entry = registry.read(connection, table, schema_name)
-    if entry is None:
-        raise NotAttached(f"{schema_name}.{table} is not attached to simsql; run `simsql attach --table {table}`")
-    from .backfill import fingerprinter_from_settings
-
-    fingerprinter = fingerprinter_from_settings(entry.settings)
-    metadata = MetaData()
-    base = Table(table, metadata, autoload_with=connection, schema=schema_name)
-    holder = (
-        Table(entry.side_table, metadata, autoload_with=connection, schema=schema_name)
-        if entry.side_table
-        else base
-    )
-    mapper_registry = orm_registry(metadata=metadata)
-    model = type(f"Reflected_{table}", (), {"__repr__": lambda self: f"<{table} {inspect(self).identity}>"})
-    mapper_registry.map_imperatively(model, base)
-    keys: tuple[Any, ...] = tuple(inspect(model).primary_key)
-    binding = Binding(
-        model=model,
-        mode="side_table" if entry.side_table else "columns",
-        table=holder,
-        fingerprint=holder.c[FINGERPRINT_COLUMN],
-        blocks=tuple(holder.c[name] for name in BLOCK_COLUMNS),
-        keys=keys,
-        table_keys=tuple(holder.c[k.name] for k in keys),
-        source=tuple(entry.source),
-        fingerprinter=fingerprinter,
-    )
+def register(model: type, binding: Binding) -> None:
+    """Make ``binding_for(model)`` return ``binding`` (used by :func:`attach` and reflection)."""
     _SIDE_BINDINGS[model] = binding
-    return model

@@ -242,10 +242,10 @@ def test_unattached_model_is_refused() -> None:
 
 
 def test_long_table_names_get_valid_index_names() -> None:
-    from simsql.storage import _index_name
+    from simsql.schema import Names
 
-    name = _index_name("a_very_long_table_name_that_goes_on_and_on_beyond_the_limit", "simhash_b0")
-    assert len(name) <= 63 and name.endswith("simhash_b0")
+    name = Names("a_very_long_table_name_that_goes_on_and_on_beyond_the_limit").index("simhash_b0")
+    assert len(name.encode()) <= 63 and name.endswith("simhash_b0")
 
 
 def test_column_comparators_match_python(tables: Engine) -> None:

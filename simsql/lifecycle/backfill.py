@@ -24,14 +24,16 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, inspect, text
+from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import Connection
 
-from . import operations, registry
-from .dialects import check_server
-from .errors import ConfigMismatch, NotAttached, SchemaError
-from .fingerprint import Fingerprinter
-from .storage import FINGERPRINT_COLUMN, binding_for
+from .. import registry
+from ..dialects import check_server
+from ..errors import ConfigMismatch, NotAttached, SchemaError
+from ..fingerprint import Fingerprinter
+from ..schema import Names
+from ..storage import binding_for
+from . import catalog
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -60,8 +62,12 @@ class _Plan:
     keys: tuple[str, ...]
     key_types: tuple[str, ...]
     source: tuple[str, ...]
-    side_table: str | None
+    names: Names
     fingerprinter: Fingerprinter
+
+    @property
+    def side_table(self) -> str | None:
+        return self.names.side
 
 
 def _fingerprint_batch(fingerprinter: Fingerprinter, texts: list[str | None]) -> list[int | None]:
@@ -84,7 +90,7 @@ def _plan(connection: Connection, target: type | str, schema: str | None, finger
                 f"{target.__name__} is configured with {binding.fingerprinter.config_id}, "
                 f"not {fingerprinter.config_id}"
             )
-        side = binding.table.name if binding.mode == "side_table" else None
+        names = binding.names
     else:
         schema = schema or registry.current_schema(connection)
         entry = registry.read(connection, target, schema)
@@ -95,37 +101,14 @@ def _plan(connection: Connection, target: type | str, schema: str | None, finger
             )
         table = target
         source = entry.source
-        side = entry.side_table
-        chosen = fingerprinter or fingerprinter_from_settings(entry.settings)
+        names = entry.names
+        chosen = fingerprinter or registry.fingerprinter_from_settings(entry.settings)
     registry.check(connection, table, schema, chosen.config_id)
-    info = operations.describe(connection, table, source, schema)
-    holder = side or table
-    holder_columns = {c["name"] for c in inspect(connection).get_columns(holder, schema=schema)}
-    if FINGERPRINT_COLUMN not in holder_columns:
-        raise SchemaError(f"{schema}.{holder} has no {FINGERPRINT_COLUMN!r} column; attach simsql first")
-    return _Plan(schema, table, info.keys, info.key_types, source, side, chosen)
-
-
-def fingerprinter_from_settings(settings: dict[str, Any]) -> Fingerprinter:
-    """Rebuild the :class:`Fingerprinter` recorded in the registry.
-
-    IDF tables are recorded by digest only; pass the table's Fingerprinter explicitly then.
-    """
-    weighting = settings.get("weighting", "count")
-    if isinstance(weighting, str) and weighting.startswith("idf:"):
-        raise ConfigMismatch(
-            "this table was fingerprinted with an IdfTable; pass fingerprinter=Fingerprinter(weighting=IdfTable.load(...))"
-        )
-    chinese = settings.get("chinese") or "jieba"
-    fingerprinter = Fingerprinter(
-        tokenizer=settings.get("tokenizer", "words"),
-        shingle_size=settings.get("shingle_size") or 1,
-        char_ngram_size=settings.get("char_ngram_size") or 4,
-        chinese="jieba" if str(chinese).startswith("jieba") else "bigrams",
-        weighting=weighting,
-        seed=settings.get("seed", 0),
-    )
-    return fingerprinter
+    info = catalog.describe(connection, table, source, schema)
+    holder = catalog.table_facts(connection, names.holder, schema)
+    if holder is None or names.fingerprint not in holder.columns:
+        raise SchemaError(f"{schema}.{names.holder} has no {names.fingerprint!r} column; attach simsql first")
+    return _Plan(schema, table, info.keys, info.key_types, source, names, chosen)
 
 
 class _Statements:
@@ -145,7 +128,7 @@ class _Statements:
         texts = ", ".join(f"b.{q(c)}" for c in plan.source)
         order = ", ".join(f"b.{k}" for k in keys)
         if plan.side_table is None:
-            missing = f"b.{q(FINGERPRINT_COLUMN)} IS NULL"
+            missing = f"b.{q(plan.names.fingerprint)} IS NULL"
             source_from = f"{self.base} AS b"
         else:
             side = f"{q(plan.schema)}.{q(plan.side_table)}"
@@ -164,13 +147,13 @@ class _Statements:
         match = " AND ".join(f"b.{k} = v.k_{i}" for i, k in enumerate(keys))
         if plan.side_table is None:
             self.write = text(
-                f"UPDATE {self.base} AS b SET {q(FINGERPRINT_COLUMN)} = v.fp FROM unnest({arrays}) AS v({names}) "
-                f"WHERE {match} AND b.xmin::text = v.xmin AND b.{q(FINGERPRINT_COLUMN)} IS NULL"
+                f"UPDATE {self.base} AS b SET {q(plan.names.fingerprint)} = v.fp FROM unnest({arrays}) AS v({names}) "
+                f"WHERE {match} AND b.xmin::text = v.xmin AND b.{q(plan.names.fingerprint)} IS NULL"
             )
         else:
             side = f"{q(plan.schema)}.{q(plan.side_table)}"
             self.write = text(
-                f"INSERT INTO {side} ({', '.join(keys)}, {q(FINGERPRINT_COLUMN)}) "
+                f"INSERT INTO {side} ({', '.join(keys)}, {q(plan.names.fingerprint)}) "
                 f"SELECT {', '.join(f'v.k_{i}' for i in range(len(keys)))}, v.fp FROM unnest({arrays}) AS v({names}) "
                 f"JOIN {self.base} AS b ON {match} AND b.xmin::text = v.xmin ON CONFLICT DO NOTHING"
             )
@@ -233,7 +216,7 @@ def backfill(
         check_server(connection)
         plan = _plan(connection, target, schema, fingerprinter)
         statements = _Statements(connection, plan)
-        has_progress_table = inspect(connection).has_table(registry.PROGRESS_TABLE)
+        has_progress_table = registry.progress_exists(connection)
         phase, last_key, resumed = _read_progress(connection, plan) if has_progress_table else ("scan", None, False)
         total = int(connection.execute(statements.count).scalar_one())
         connection.rollback()
@@ -341,7 +324,7 @@ def _write_batch(
     fingerprints: list[int | None],
     xmins: list[str],
 ) -> int:
-    from .bits import to_signed
+    from ..bits import to_signed
 
     chosen = [
         (k, None if f is None else to_signed(f), x)

@@ -1,0 +1,194 @@
+"""Attach simsql to an existing table and remove it again, on a live connection.
+
+Each operation is three steps: read the catalog (:mod:`.catalog`), describe the DDL
+(:mod:`.ddl`), run it bounded in time (:mod:`.apply`). The checks sit between the first two,
+so a refusal leaves the database exactly as it was:
+
+* simsql never adopts an object it did not create: a column, side table or trigger that
+  already holds one of simsql's names is a conflict, named in the error (choose another
+  ``prefix``);
+* attaching again with the same settings changes nothing; with other settings it is refused
+  (detach first), so no fingerprint of one configuration or text survives under another.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Connection
+
+from .. import registry
+from ..errors import ConfigMismatch, NotAttached, SchemaError
+from ..fingerprint import DEFAULT, Fingerprinter
+from ..schema import DEFAULT_PREFIX, Attachment, Names
+from . import apply, catalog, ddl
+from .ddl import Plan, Target
+
+
+@dataclass(frozen=True)
+class AttachPlan:
+    """What attaching a table will do; ``plan`` is empty when it is attached already."""
+
+    target: Target
+    names: Names
+    plan: Plan
+    fingerprinter: Fingerprinter
+
+
+def _conflicts(facts: catalog.TableFacts, names: Names, connection: Connection) -> list[str]:
+    found = []
+    if names.side is None:
+        found += [f"column {facts.name}.{c}" for c in names.added_columns if c in facts.columns]
+    elif catalog.table_facts(connection, names.side, facts.schema) is not None:
+        found.append(f"table {facts.schema}.{names.side}")
+    found += [f"trigger {t} on {facts.name}" for t in names.functions if t in facts.triggers]
+    return found
+
+
+def _same_attachment(entry: Attachment, target: Target, names: Names, fingerprinter: Fingerprinter) -> bool:
+    if entry.config_id != fingerprinter.config_id:
+        raise registry.mismatch(target.schema, target.table, entry, fingerprinter.config_id)
+    return entry.source == target.source and entry.mode == names.mode and entry.prefix == names.prefix
+
+
+def plan_attach(
+    connection: Connection,
+    table: str,
+    source: Sequence[str],
+    *,
+    schema: str | None = None,
+    fingerprinter: Fingerprinter | None = None,
+    side_table: bool = False,
+    prefix: str = DEFAULT_PREFIX,
+) -> AttachPlan:
+    """Read the catalog, check, and describe the attach DDL without running it."""
+    fingerprinter = fingerprinter or DEFAULT
+    target = catalog.describe(connection, table, source, schema)
+    names = Names.for_table(table, prefix, "side_table" if side_table else "columns")
+    entry = registry.read(connection, table, target.schema)
+    if entry is not None:
+        if _same_attachment(entry, target, names, fingerprinter):
+            return AttachPlan(target, entry.names, Plan(), fingerprinter)
+        raise SchemaError(
+            f"{target.schema}.{table} is already attached ({entry.mode}, text from {', '.join(entry.source)}, "
+            f"prefix {entry.prefix!r}); its fingerprints describe that text. Run `simsql detach --table {table}` "
+            "first, then attach it with the new settings"
+        )
+    facts = catalog.require_table(connection, table, target.schema)
+    conflicts = _conflicts(facts, names, connection)
+    if conflicts:
+        raise SchemaError(
+            f"{', '.join(conflicts)} already exist(s) and simsql did not create them; simsql never adopts "
+            "or drops objects it did not create. Attach with another column prefix (--prefix / prefix=)"
+        )
+    if not registry.require_registry(connection):
+        raise NotAttached("simsql's registry is not installed; run `simsql db upgrade` (or simsql.alembic.upgrade) first")
+    return AttachPlan(target, names, ddl.attach(target, names, fingerprinter), fingerprinter)
+
+
+def add_simhash(
+    connection: Connection,
+    table: str,
+    source: Sequence[str],
+    *,
+    schema: str | None = None,
+    fingerprinter: Fingerprinter | None = None,
+    side_table: bool = False,
+    prefix: str = DEFAULT_PREFIX,
+    lock_timeout: str | None = "5s",
+    statement_timeout: str | None = "10min",
+) -> Target:
+    """Attach simsql to ``table`` in the connection's transaction: fingerprint columns (or a
+    side table), the trigger that derives blocks and drops stale fingerprints, and a registry
+    entry. Indexes are separate (:func:`create_simhash_indexes`) so they can be built
+    concurrently. Every statement, catalog reads included, is bounded by the timeouts."""
+    timeouts = apply.Timeouts(lock_timeout, statement_timeout)
+    with apply.bounded(connection, timeouts):
+        planned = plan_attach(
+            connection, table, source, schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix
+        )
+        apply.run(connection, planned.plan, timeouts)
+    registry.forget(connection.engine)
+    return planned.target
+
+
+def attached_names(connection: Connection, table: str, schema: str | None) -> tuple[str, Attachment]:
+    schema = schema or registry.current_schema(connection)
+    entry = registry.read(connection, table, schema)
+    if entry is None:
+        raise NotAttached(f"{schema}.{table} is not attached to simsql; run `simsql attach --table {table}` first")
+    return schema, entry
+
+
+def plan_indexes(connection: Connection, table: str, *, schema: str | None = None, concurrently: bool = False) -> Plan:
+    schema, entry = attached_names(connection, table, schema)
+    state = catalog.index_state(connection, schema, entry.names)
+    return ddl.create_indexes(schema, entry.names, state.holder_keys, concurrently=concurrently, invalid=state.invalid)
+
+
+def create_simhash_indexes(
+    connection: Connection, table: str, *, schema: str | None = None, concurrently: bool = False
+) -> None:
+    """Covering btree indexes on the four blocks. With ``concurrently=True`` the connection
+    must be in autocommit mode; writes to the table continue while the indexes build."""
+    timeouts = apply.INDEX_BUILD if concurrently else apply.DDL
+    with apply.bounded(connection, apply.DDL):
+        plan = plan_indexes(connection, table, schema=schema, concurrently=concurrently)
+    apply.run(connection, plan, timeouts)
+
+
+def drop_simhash_indexes(
+    connection: Connection, table: str, *, schema: str | None = None, concurrently: bool = False
+) -> None:
+    with apply.bounded(connection, apply.DDL):
+        schema, entry = attached_names(connection, table, schema)
+    apply.run(connection, ddl.drop_indexes(schema, entry.names, concurrently=concurrently))
+
+
+def plan_detach(connection: Connection, table: str, *, schema: str | None = None) -> tuple[Attachment, Plan]:
+    schema, entry = attached_names(connection, table, schema)
+    facts = catalog.require_table(connection, table, schema)
+    return entry, ddl.detach(schema, entry.names, triggers=facts.triggers)
+
+
+def drop_simhash(
+    connection: Connection,
+    table: str,
+    *,
+    schema: str | None = None,
+    lock_timeout: str | None = "5s",
+    statement_timeout: str | None = "10min",
+) -> Attachment:
+    """Undo :func:`add_simhash` in the connection's transaction: triggers, functions, the
+    columns or side table (their indexes with them) and the registry entry. Returns the removed
+    entry (what a re-attach would need)."""
+    timeouts = apply.Timeouts(lock_timeout, statement_timeout)
+    with apply.bounded(connection, timeouts):
+        entry, plan = plan_detach(connection, table, schema=schema)
+        apply.run(connection, plan, timeouts)
+    registry.forget(connection.engine)
+    return entry
+
+
+def check_fingerprinter(entry: Attachment, fingerprinter: Fingerprinter | None) -> Fingerprinter:
+    """The Fingerprinter to use on an attached table: the given one if it matches, else the
+    recorded one."""
+    if fingerprinter is None:
+        return registry.fingerprinter_from_settings(entry.settings)
+    if fingerprinter.config_id != entry.config_id:
+        raise registry.mismatch(entry.table_schema, entry.table_name, entry, fingerprinter.config_id)
+    return fingerprinter
+
+
+__all__ = [
+    "AttachPlan",
+    "ConfigMismatch",
+    "add_simhash",
+    "create_simhash_indexes",
+    "drop_simhash",
+    "drop_simhash_indexes",
+    "plan_attach",
+    "plan_detach",
+    "plan_indexes",
+]

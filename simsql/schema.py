@@ -1,0 +1,228 @@
+"""Every name simsql gives a database object, and the tables that hold the lifecycle state.
+
+One function builds each name, so the ORM, the migrations, the command line, backfill and
+detach cannot drift apart (they used to: index names were cut at 40 characters in one module
+and 30 bytes in another, side-table key columns were named differently by two modules).
+
+PostgreSQL silently truncates identifiers to 63 *bytes*; two long names that share their first
+63 bytes would then collide. :func:`identifier` applies the one rule: a name that fits is used
+as is; a longer one keeps a prefix cut on a UTF-8 character boundary, a digest of the whole
+name (so truncated names stay unique) and its full suffix (so ``..._b0`` stays readable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import xxhash
+from sqlalchemy import BigInteger, Column, DateTime, MetaData, Table, Text, func
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+
+from .errors import SchemaError
+
+MAX_IDENTIFIER_BYTES = 63
+"""PostgreSQL's NAMEDATALEN - 1."""
+
+DEFAULT_PREFIX = "simhash"
+BLOCK_COUNT = 4
+
+REGISTRY_TABLE = "simsql_registry"
+PROGRESS_TABLE = "simsql_backfill"
+
+Mode = Literal["columns", "side_table"]
+
+
+def check_name(name: str, what: str = "identifier") -> str:
+    """Refuse names PostgreSQL cannot hold (empty, NUL, longer than 63 bytes) before any SQL."""
+    if not isinstance(name, str) or not name:
+        raise SchemaError(f"{what} must be a non-empty string, got {name!r}")
+    if "\x00" in name:
+        raise SchemaError(f"{what} {name!r} contains a NUL character, which PostgreSQL names cannot hold")
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size > MAX_IDENTIFIER_BYTES:
+        raise SchemaError(
+            f"{what} {name!r} is {size} bytes long; PostgreSQL names hold at most {MAX_IDENTIFIER_BYTES}"
+        )
+    return name
+
+
+def _cut(text: str, limit: int) -> str:
+    """The longest prefix of ``text`` whose UTF-8 encoding fits in ``limit`` bytes."""
+    encoded = text.encode("utf-8", "surrogatepass")[:limit]
+    return encoded.decode("utf-8", "ignore")
+
+
+def identifier(stem: str, suffix: str = "") -> str:
+    """``stem + suffix`` if it fits in 63 bytes, else ``<stem cut>_<digest><suffix>``.
+
+    The digest covers the whole untruncated name, so two tables whose long names share a
+    prefix still get distinct objects. The result always fits and is deterministic.
+    """
+    name = stem + suffix
+    if len(name.encode("utf-8", "surrogatepass")) <= MAX_IDENTIFIER_BYTES:
+        return name
+    digest = xxhash.xxh32_hexdigest(name.encode("utf-8", "surrogatepass"))
+    room = MAX_IDENTIFIER_BYTES - len(suffix.encode("utf-8", "surrogatepass")) - len(digest) - 1
+    if room < 1:
+        raise SchemaError(f"suffix {suffix!r} leaves no room for a name")
+    return f"{_cut(stem, room)}_{digest}{suffix}"
+
+
+@dataclass(frozen=True)
+class Names:
+    """The names of everything simsql creates for one table.
+
+    ``prefix`` names the fingerprint column (``simhash`` by default; choose another when the
+    table already has a column of that name). Side-table key columns carry the base table's
+    key names, whatever the number of key columns, so every module finds rows the same way.
+    """
+
+    table: str
+    prefix: str = DEFAULT_PREFIX
+    side: str | None = None
+
+    def __post_init__(self) -> None:
+        check_name(self.table, "table name")
+        check_name(self.prefix, "column prefix")
+        # the longest derived column is <prefix>_src / <prefix>_b0
+        if len(self.prefix.encode("utf-8", "surrogatepass")) > MAX_IDENTIFIER_BYTES - 4:
+            raise SchemaError(f"column prefix {self.prefix!r} is too long (at most 59 bytes)")
+        if self.side is not None:
+            check_name(self.side, "side table name")
+
+    @classmethod
+    def for_table(cls, table: str, prefix: str = DEFAULT_PREFIX, mode: Mode = "columns") -> Names:
+        """The names a new attachment of ``table`` gets in ``mode``."""
+        side = default_side_table(table, prefix) if mode == "side_table" else None
+        return cls(table, prefix, side)
+
+    @property
+    def mode(self) -> Mode:
+        return "side_table" if self.side else "columns"
+
+    @property
+    def holder(self) -> str:
+        """The table holding fingerprint and blocks."""
+        return self.side or self.table
+
+    @property
+    def fingerprint(self) -> str:
+        return self.prefix
+
+    @property
+    def digest(self) -> str:
+        """md5 of the text the fingerprint was computed from (``uuid``), compared by the database."""
+        return f"{self.prefix}_src"
+
+    @property
+    def blocks(self) -> tuple[str, ...]:
+        return tuple(f"{self.prefix}_b{i}" for i in range(BLOCK_COUNT))
+
+    @property
+    def added_columns(self) -> tuple[str, ...]:
+        """Columns simsql adds to the holder table (in columns mode: to the user's table)."""
+        return (self.fingerprint, self.digest, *self.blocks)
+
+    def side_keys(self, keys: Sequence[str]) -> tuple[str, ...]:
+        return tuple(keys)
+
+    @property
+    def row_function(self) -> str:
+        """Trigger function (and trigger) that derives blocks and drops stale fingerprints."""
+        return identifier(f"simsql_{self.table}", "_blocks")
+
+    @property
+    def stale_function(self) -> str:
+        """Side-table mode: trigger on the user's table that deletes side rows gone stale."""
+        return identifier(f"simsql_{self.table}", "_stale")
+
+    @property
+    def functions(self) -> tuple[str, ...]:
+        return (self.row_function, self.stale_function)
+
+    def index(self, block: str) -> str:
+        return identifier(f"ix_{self.holder}", f"_{block}")
+
+    @property
+    def indexes(self) -> tuple[str, ...]:
+        return tuple(self.index(block) for block in self.blocks)
+
+
+def default_side_table(table: str, prefix: str = DEFAULT_PREFIX) -> str:
+    return identifier(f"{table}_{prefix}")
+
+
+# -- lifecycle state ----------------------------------------------------------------------
+
+metadata = MetaData()
+
+registry_table = Table(
+    REGISTRY_TABLE,
+    metadata,
+    Column("table_schema", Text, primary_key=True),
+    Column("table_name", Text, primary_key=True),
+    Column("column_name", Text, primary_key=True),
+    Column("config_id", Text, nullable=False),
+    Column("settings", JSONB, nullable=False),
+    Column("source", ARRAY(Text), nullable=False),
+    Column("mode", Text, nullable=False),
+    Column("side_table", Text, nullable=True),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+"""One row per attached table: configuration, text columns, storage mode. ``column_name``
+holds the column prefix."""
+
+progress_table = Table(
+    PROGRESS_TABLE,
+    metadata,
+    Column("table_schema", Text, primary_key=True),
+    Column("table_name", Text, primary_key=True),
+    Column("config_id", Text, nullable=False),
+    Column("phase", Text, nullable=False),
+    Column("last_key", JSONB, nullable=True),
+    Column("rows_done", BigInteger, nullable=False, server_default="0"),
+    Column("started_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+"""Backfill cursors, so an interrupted backfill resumes after its last committed batch."""
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """One registry row: a fingerprinted table, how and with which configuration."""
+
+    table_schema: str
+    table_name: str
+    column_name: str
+    config_id: str
+    settings: dict[str, Any]
+    source: tuple[str, ...]
+    mode: str
+    side_table: str | None
+
+    @property
+    def names(self) -> Names:
+        return Names(self.table_name, self.column_name, self.side_table)
+
+    @property
+    def prefix(self) -> str:
+        return self.column_name
+
+
+__all__ = [
+    "Attachment",
+    "BLOCK_COUNT",
+    "DEFAULT_PREFIX",
+    "MAX_IDENTIFIER_BYTES",
+    "Names",
+    "PROGRESS_TABLE",
+    "REGISTRY_TABLE",
+    "check_name",
+    "default_side_table",
+    "identifier",
+    "metadata",
+    "progress_table",
+    "registry_table",
+]
