@@ -30,10 +30,11 @@ from alembic.config import Config
 from alembic.operations import MigrateOperation, Operations
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Engine
 from sqlalchemy.engine import Connection
 
 from .lifecycle import attach as ddl
+from .urls import engine_for, normalise_url
 from .fingerprint import Fingerprinter
 
 VERSION_TABLE = "simsql_alembic_version"
@@ -241,7 +242,8 @@ def config(bind: str | Engine | Connection) -> Config:
     cfg.set_main_option("script_location", script_location())
     cfg.set_main_option("version_table", VERSION_TABLE)
     if isinstance(bind, str):
-        cfg.set_main_option("sqlalchemy.url", bind.replace("%", "%%"))
+        url = normalise_url(bind).render_as_string(hide_password=False)
+        cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     elif isinstance(bind, Engine):
         cfg.set_main_option("sqlalchemy.url", bind.url.render_as_string(hide_password=False).replace("%", "%%"))
     else:
@@ -252,7 +254,7 @@ def config(bind: str | Engine | Connection) -> Config:
 def _with_connection(bind: str | Engine | Connection, action: Any) -> Any:
     if isinstance(bind, Connection):
         return action(config(bind))
-    engine = create_engine(bind) if isinstance(bind, str) else bind
+    engine = engine_for(bind) if isinstance(bind, str) else bind
     try:
         with engine.begin() as connection:
             return action(config(connection))

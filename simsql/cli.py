@@ -27,13 +27,13 @@ from types import ModuleType
 from typing import Any, TextIO
 
 from sqlalchemy import Engine, and_, cast, create_engine, func, inspect, literal, or_, select
-from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.orm import Mapper, Session
 from sqlalchemy.types import Text
 
 import simsql
-from simsql import operations, registry
+from simsql import operations, registry, urls
 from simsql.errors import EmptyDocument, SimsqlError
 
 EXIT_OK = 0
@@ -63,15 +63,11 @@ class Interrupted(Exception):
 
 
 def normalise_url(raw: str) -> URL:
-    """Run plain ``postgresql://`` (and Heroku-style ``postgres://``) URLs on psycopg 3, the
-    driver simsql installs, instead of SQLAlchemy's default psycopg2."""
+    """The library's :func:`simsql.urls.normalise_url`, with a bad URL as a usage error."""
     try:
-        url = make_url(raw)
+        return urls.normalise_url(raw)
     except ArgumentError as error:
         raise UsageError(f"invalid database URL: {error}") from None
-    if url.drivername in ("postgresql", "postgres"):
-        url = url.set(drivername="postgresql+psycopg")
-    return url
 
 
 def resolve_url(explicit: str | None, environ: Mapping[str, str] = os.environ) -> URL:

@@ -31,10 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from sqlalchemy import Engine, MetaData, String, Text, create_engine, make_url, select, text
+from sqlalchemy import Engine, MetaData, String, Text, select, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
+from simsql.urls import engine_for, normalise_url
 
 __all__ = ["SCHEMA", "DemoArticle", "PlantedCopy", "load_corpus", "main", "plant_copies", "run_demo"]
 
@@ -309,14 +310,6 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
 
 
-def _normalise(url: str) -> str:
-    """``postgresql://`` means psycopg2 to SQLAlchemy; simsql ships psycopg (3)."""
-    parsed = make_url(url)
-    if parsed.drivername in ("postgresql", "postgres"):
-        parsed = parsed.set(drivername="postgresql+psycopg")
-    return parsed.render_as_string(hide_password=False)
-
-
 def _kind_label(row: DemoArticle, planted: dict[int, PlantedCopy]) -> str:
     copy = planted.get(row.id)
     return f"planted: {copy.change}, copy of #{copy.source}" if copy else ""
@@ -358,16 +351,16 @@ def run_demo(url: str | None, out: TextIO = sys.stdout, *, limit: int | None = N
     say("simsql demo: near-duplicates and most similar articles inside PostgreSQL")
     say()
 
-    t0 = time.perf_counter()
     if url is None:
         from .embedded import default_data_dir, embedded_url
 
+        t0 = time.perf_counter()
         url = embedded_url()
+        timings.append(("embedded PostgreSQL up", time.perf_counter() - t0))
         where = f"embedded PostgreSQL in {default_data_dir()} (nothing to set up)"
     else:
-        url = _normalise(url)
-        where = make_url(url).render_as_string(hide_password=True)
-    engine = create_engine(url)
+        where = normalise_url(url).render_as_string(hide_password=True)
+    engine = engine_for(url)
     try:
         with _one_demo_at_a_time(engine, say):
             _run_steps(engine, say, where, timings, limit)

@@ -650,7 +650,7 @@ def _release(pgdata: Path) -> None:
             postmaster = _read_postmaster(pgdata)
             if not others and postmaster is not None and _identify(pgdata, postmaster) == "ours":
                 _stop_server(pgdata, postmaster)
-    except Exception as exc:  # at exit there is nobody left to raise to
+    except Exception as exc:  # noqa: BLE001 - at exit there is nobody left to raise to
         _log.warning("could not stop the embedded PostgreSQL of %s: %s", pgdata, exc)
 
 

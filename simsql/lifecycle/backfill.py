@@ -24,7 +24,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, text
 from sqlalchemy.engine import Connection
 
 from .. import registry
@@ -33,6 +33,7 @@ from ..errors import ConfigMismatch, NotAttached, SchemaError
 from ..fingerprint import Fingerprinter
 from ..schema import Names
 from ..storage import binding_for
+from ..urls import engine_for
 from . import catalog
 
 ProgressCallback = Callable[[int, int], None]
@@ -210,7 +211,7 @@ def backfill(
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    engine = create_engine(bind) if isinstance(bind, str) else bind
+    engine = engine_for(bind) if isinstance(bind, str) else bind
     started = time.perf_counter()
     with engine.connect() as connection:
         check_server(connection)
