@@ -6,6 +6,7 @@ import re
 
 import pytest
 from sqlalchemy import select
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 import simsql
 from tests.models import Article
@@ -50,3 +51,21 @@ def test_messages_use_an_before_a_vowel() -> None:
         simsql.most_similar(select(Article), ["not", "a", "target"])  # type: ignore[arg-type]
     assert "Article" in str(raised.value)
     assert not re.search(r"\ba [AEIOUaeiou]", str(raised.value))
+
+
+def test_not_attached_advice_names_what_works_after_a_migration() -> None:
+    # After op.add_simhash, a plain model of the table raises NotAttached; simsql.attach (a side
+    # table) is the wrong advice there: the columns are on the table already.
+    class Base(DeclarativeBase):
+        pass
+
+    class Migrated(Base):
+        __tablename__ = "migrated_articles"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        body: Mapped[str]
+
+    with pytest.raises(simsql.NotAttached) as raised:
+        simsql.most_similar(select(Migrated), "some text")
+    message = str(raised.value)
+    assert "simsql.SimHashMixin" in message
+    assert "simsql.reflect(connection, 'migrated_articles')" in message
