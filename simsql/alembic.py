@@ -271,7 +271,12 @@ def _emit(operations: Operations, plan: describe.Plan) -> None:
         run = []
         while steps and steps[0].concurrently == concurrently:
             run.append(steps.pop(0))
-        _autocommit(operations, concurrently, lambda run=run: [operations.execute(_statement(s)) for s in run])
+        _autocommit(operations, concurrently, lambda run=run: _execute_all(operations, run))
+
+
+def _execute_all(operations: Operations, steps: Sequence[describe.Step]) -> None:
+    for step in steps:
+        operations.execute(_statement(step))
 
 
 def _offline_state(operations: Operations) -> dict[tuple[str, str], tuple[Names, tuple[str, ...]]]:
@@ -291,8 +296,8 @@ def _offline_names(
     known = _offline_state(operations).get((schema, operation.table_name))
     if known is not None:
         return schema, known[0], known[1]
-    mode = "side_table" if operation.side_table else "columns"
-    return schema, Names.for_table(operation.table_name, DEFAULT_PREFIX, mode), _key_names(operation.primary_key)
+    names = Names.for_table(operation.table_name, DEFAULT_PREFIX, "side_table" if operation.side_table else "columns")
+    return schema, names, _key_names(operation.primary_key)
 
 
 def _offline_keys(operation: _AttachmentOp | _IndexesOp) -> tuple[tuple[str, ...], tuple[str, ...]]:

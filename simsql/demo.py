@@ -417,7 +417,7 @@ def _run_steps(engine: Engine, say: Say, where: str, timings: Timings, limit: in
 def _load(engine: Engine, say: Say, rows: Sequence[tuple[str, str, str, int | None]], timings: Timings) -> None:
     from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
 
-    say()
+    say("")
     say("1. Load through the ORM (SimHashMixin fingerprints title + body on insert)")
     t0 = time.perf_counter()
     batch = 500

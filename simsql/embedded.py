@@ -221,7 +221,12 @@ def _wheel_install() -> Path:
 def _server_install() -> Path:
     """The ``pginstall`` directory the server's account can run: the wheel's own, or under root
     a copy when the wheel lies where the account cannot read (never a permission change)."""
-    install = _wheel_install()
+    return _runnable_install(_wheel_install())
+
+
+@cache
+def _runnable_install(install: Path) -> Path:
+    """Decided once per process and wheel: the answer costs a subprocess."""
     if not _is_root():
         return install
     uid, gid = _ensure_account()
@@ -393,8 +398,8 @@ def _check_location(pgdata: Path) -> None:
 def _socket_dir(pgdata: Path) -> Path:
     """The data directory when the socket's path fits in the kernel's limit; otherwise a private
     directory of the user's own (never under root: a shared directory would let others in)."""
-    if len(os.fsencode(pgdata / f".s.PGSQL.{_SOCKET_PORT}.lock")) <= _MAX_SOCKET_PATH:
-        return pgdata
+    if sys.platform == "win32" or len(os.fsencode(pgdata / f".s.PGSQL.{_SOCKET_PORT}.lock")) <= _MAX_SOCKET_PATH:
+        return pgdata  # (Windows listens on TCP: no socket)
     if _is_root():
         raise EmbeddedPostgresUnavailable(
             f"Running as root with a data directory path too long for a Unix socket ({pgdata}). "
@@ -525,7 +530,7 @@ def _identify(pgdata: Path, postmaster: _Postmaster) -> str:
     A pid alone proves nothing: after a reboot it often belongs to another program, even
     another PostgreSQL, and signalling it would shut down someone else's server.
     """
-    import psutil
+    import psutil  # type: ignore[import-untyped, unused-ignore]
 
     if postmaster.pid <= 0 or postmaster.pid == os.getpid():
         return "gone"
@@ -550,7 +555,7 @@ def _identify(pgdata: Path, postmaster: _Postmaster) -> str:
 
 
 def _looks_like_postgres(pid: int) -> bool:
-    import psutil
+    import psutil  # type: ignore[import-untyped, unused-ignore]
 
     try:
         return psutil.Process(pid).name().lower().startswith("postgres")
@@ -624,7 +629,7 @@ def _write_users(pgdata: Path, pids: list[int]) -> None:
 
 
 def _live_users(pgdata: Path) -> list[int]:
-    import psutil
+    import psutil  # type: ignore[import-untyped, unused-ignore]
 
     return [pid for pid in _read_users(pgdata) if pid != os.getpid() and psutil.pid_exists(pid)]
 
@@ -755,7 +760,7 @@ def _stop_server(pgdata: Path, postmaster: _Postmaster) -> None:
     """Fast shutdown (roll back open transactions, then checkpoint), then immediate shutdown if
     that hangs. Only called for a server :func:`_identify` proved is this cluster's; psutil
     checks again that the pid still is that process before each signal."""
-    import psutil
+    import psutil  # type: ignore[import-untyped, unused-ignore]
 
     try:
         process = psutil.Process(postmaster.pid)
