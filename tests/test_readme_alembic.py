@@ -173,7 +173,7 @@ def test_offline_sql_runs_as_written(tmp_path: Path, fresh_database: str) -> Non
         before = snapshot(engine)
         run("alembic init alembic", tmp_path, fresh_database)
         ini = tmp_path / "alembic.ini"
-        ini.write_text(re.sub(r"(?m)^sqlalchemy\.url = .*$", lambda _: f"sqlalchemy.url = {fresh_database}", ini.read_text()))
+        ini.write_text(re.sub(r"(?m)^sqlalchemy\.url = .*$", lambda _: f"sqlalchemy.url = {fresh_database.replace('%', '%%')}", ini.read_text()))
         _write_revision(tmp_path, fresh_database)
         _psql(fresh_database, run("alembic upgrade head --sql", tmp_path, fresh_database).stdout, tmp_path)
         assert {"simhash", "simhash_b0"} <= _columns(engine)
