@@ -27,7 +27,7 @@ from types import ModuleType
 from typing import Any, TextIO
 
 from sqlalchemy import Engine, and_, cast, create_engine, inspect, literal, select
-from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.orm import Mapper, Session
 from sqlalchemy.types import Text
@@ -36,7 +36,7 @@ import simsql
 import simsql.lifecycle.apply
 import simsql.lifecycle.catalog
 import simsql.lifecycle.tables
-from simsql import registry
+from simsql import registry, urls
 from simsql.errors import EmptyDocument, SimsqlError
 
 EXIT_OK = 0
@@ -66,15 +66,11 @@ class Interrupted(Exception):
 
 
 def normalise_url(raw: str) -> URL:
-    """Run plain ``postgresql://`` (and Heroku-style ``postgres://``) URLs on psycopg 3, the
-    driver simsql installs, instead of SQLAlchemy's default psycopg2."""
+    """The library's :func:`simsql.urls.normalise_url`, with a bad URL as a usage error."""
     try:
-        url = make_url(raw)
+        return urls.normalise_url(raw)
     except ArgumentError as error:
         raise UsageError(f"invalid database URL: {error}") from None
-    if url.drivername in ("postgresql", "postgres"):
-        url = url.set(drivername="postgresql+psycopg")
-    return url
 
 
 def resolve_url(explicit: str | None, environ: Mapping[str, str] = os.environ) -> URL:
@@ -663,16 +659,19 @@ def _distance(limit: int) -> Callable[[str], int]:
     return parse
 
 
-def _common_options(suppress: bool) -> argparse.ArgumentParser:
+def _common_options(suppress: bool, url: bool = True) -> argparse.ArgumentParser:
     """``--url`` and ``-v`` work before or after the subcommand. Subparsers leave them unset
-    when not given (SUPPRESS), so they don't overwrite a value given before the subcommand."""
+    when not given (SUPPRESS), so they don't overwrite a value given before the subcommand.
+    Commands that need no database (or, like the demo, read no environment) get no shared
+    ``--url``, so their help never offers one."""
     default: Any = argparse.SUPPRESS if suppress else None
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--url",
-        default=default,
-        help=f"database URL (default: ${URL_VARIABLES[0]}, then ${URL_VARIABLES[1]})",
-    )
+    if url:
+        common.add_argument(
+            "--url",
+            default=default,
+            help=f"database URL (default: ${URL_VARIABLES[0]}, then ${URL_VARIABLES[1]})",
+        )
     common.add_argument(
         "-v", "--verbose", action="count", default=argparse.SUPPRESS if suppress else 0,
         help="log what is done (-vv: debug)",
@@ -697,7 +696,7 @@ def _backfill_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_db_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+def _add_db_commands(commands: Any, common: argparse.ArgumentParser, local: argparse.ArgumentParser) -> None:
     db = commands.add_parser("db", parents=[common], help="install, update or remove simsql's own database objects")
     actions = db.add_subparsers(dest="db_command", metavar="ACTION", required=True)
     upgrade = actions.add_parser("upgrade", parents=[common], help="create or update the registry and helpers")
@@ -708,7 +707,7 @@ def _add_db_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     downgrade.set_defaults(handler=cmd_db_downgrade, parser=downgrade)
     current = actions.add_parser("current", parents=[common], help="print the applied simsql revision")
     current.set_defaults(handler=cmd_db_current, parser=current)
-    history = actions.add_parser("history", parents=[common], help="list simsql's revisions (no database needed)")
+    history = actions.add_parser("history", parents=[local], help="list simsql's revisions (no database needed)")
     history.set_defaults(handler=cmd_db_history, parser=history)
 
 
@@ -815,9 +814,9 @@ def _add_dupes(commands: Any, common: argparse.ArgumentParser) -> None:
     dupes.set_defaults(handler=cmd_dupes, parser=dupes)
 
 
-def _add_fingerprint(commands: Any, common: argparse.ArgumentParser) -> None:
+def _add_fingerprint(commands: Any, common: argparse.ArgumentParser, local: argparse.ArgumentParser) -> None:
     fingerprint = commands.add_parser(
-        "fingerprint", parents=[common], help="print the fingerprint of a text (no database)"
+        "fingerprint", parents=[local], help="print the fingerprint of a text (no database)"
     )
     fingerprint.add_argument("text", nargs="?", help="the text")
     fingerprint.add_argument("--file", help="read the text from a file ('-' for stdin)")
@@ -831,11 +830,16 @@ def _add_fingerprint(commands: Any, common: argparse.ArgumentParser) -> None:
     fingerprint.set_defaults(handler=cmd_fingerprint, parser=fingerprint)
 
 
-def _add_demo(commands: Any, common: argparse.ArgumentParser) -> None:
+def _add_demo(commands: Any, common: argparse.ArgumentParser, local: argparse.ArgumentParser) -> None:
     demo = commands.add_parser(
-        "demo", parents=[common], help="a guided tour on demo data",
-        description="Runs on --url if given, else on an embedded PostgreSQL. The environment "
-        "variables are ignored here so the demo never writes into your application's database.",
+        "demo", parents=[local], help="a guided tour on demo data",
+        description="Runs on --url if given, else on an embedded PostgreSQL that simsql starts itself. "
+        f"{' and '.join(URL_VARIABLES)} are not read, so the demo never writes into your application's "
+        "database by accident.",
+    )
+    demo.add_argument(
+        "--url", default=argparse.SUPPRESS,
+        help="PostgreSQL URL to run the demo on, in a schema of its own (default: the embedded PostgreSQL)",
     )
     demo.set_defaults(handler=cmd_demo, parser=demo)
 
@@ -849,12 +853,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"simsql {simsql.__version__}")
     common = _common_options(suppress=True)
+    local = _common_options(suppress=True, url=False)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for add in (
-        _add_db_commands, _add_attach, _add_detach, _add_status, _add_backfill, _add_similar, _add_dupes,
-        _add_fingerprint, _add_demo,
-    ):
+    _add_db_commands(commands, common, local)
+    for add in (_add_attach, _add_detach, _add_status, _add_backfill, _add_similar, _add_dupes):
         add(commands, common)
+    _add_fingerprint(commands, common, local)  # no database: no --url
+    _add_demo(commands, common, local)  # a --url of its own, no environment
     return parser
 
 

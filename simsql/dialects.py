@@ -102,7 +102,7 @@ def server_version(connection: Connection) -> int:
     """``server_version_num`` of the connected PostgreSQL, after checking the backend."""
     name = connection.dialect.name
     if name != "postgresql":
-        raise UnsupportedDatabase(f"simsql needs PostgreSQL >= 14, but this is a {name!r} database")
+        raise UnsupportedDatabase(f"simsql needs PostgreSQL >= 14, but the database is {name!r}")
     return int(connection.execute(text("SHOW server_version_num")).scalar_one())
 
 

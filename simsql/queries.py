@@ -85,7 +85,7 @@ def _resolve(binding: Binding, target: object) -> tuple[int, tuple[Any, ...] | N
             raise EmptyDocument(f"row {binding.key_of(target)!r} of {binding.table.name} has no text to compare")
         return fingerprint, binding.key_of(target)
     raise TypeError(
-        f"target must be text (str), a fingerprint (int) or a {binding.model.__name__} instance, "
+        f"target must be text (str), a fingerprint (int) or an instance of {binding.model.__name__}, "
         f"got {type(target).__name__}"
     )
 

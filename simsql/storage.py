@@ -322,9 +322,12 @@ def binding_for(model: type) -> Binding:
             cached = _mixin_binding(model)
             model.__simsql_binding__ = cached  # type: ignore[attr-defined]
         return cached
+    table = getattr(getattr(model, "__table__", None), "name", model.__name__)
     raise NotAttached(
-        f"{model.__name__} has no fingerprints: inherit simsql.SimHashMixin or call "
-        f"simsql.attach({model.__name__}, source=[...]) first"
+        f"{model.__name__} has no fingerprints. If a migration or `simsql attach` added them to "
+        f"{table}, inherit simsql.SimHashMixin (its columns are the ones they add) or query "
+        f"simsql.reflect(connection, {table!r}); to keep them in a side table instead, call "
+        f"simsql.attach({model.__name__}, source=[...]) before creating the tables"
     )
 
 

@@ -21,9 +21,10 @@ depends_on = None
 
 
 def upgrade() -> None:
-    version = op.get_bind().execute(sa.text("SHOW server_version_num")).scalar_one()
-    if int(version) < 140000:
-        raise RuntimeError(f"simsql needs PostgreSQL >= 14 (bit_count); server_version_num is {version}")
+    if not op.get_context().as_sql:  # offline (--sql) there is no server to ask
+        version = op.get_bind().execute(sa.text("SHOW server_version_num")).scalar_one()
+        if int(version) < 140000:
+            raise RuntimeError(f"simsql needs PostgreSQL >= 14 (bit_count); server_version_num is {version}")
     op.create_table(
         "simsql_registry",
         sa.Column("table_schema", sa.Text(), primary_key=True),

@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
@@ -43,6 +43,7 @@ from ..errors import ConfigMismatch, LockTimeout, NotAttached, SchemaError
 from ..fingerprint import Fingerprinter
 from ..schema import PROGRESS_TABLE, Names
 from ..storage import binding_for, digest_sql, join_text, quote, text_digest
+from ..urls import engine_for
 from . import apply, catalog
 
 ProgressCallback = Callable[[int, int], None]
@@ -415,7 +416,7 @@ def backfill(
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
     timeouts = apply.Timeouts(lock_timeout, statement_timeout)
-    engine = create_engine(bind) if isinstance(bind, str) else bind
+    engine = engine_for(bind) if isinstance(bind, str) else bind
     started = time.perf_counter()
     label = target if isinstance(target, str) else getattr(target, "__tablename__", target.__name__)
     label = f"{schema}.{label}" if schema else label
