@@ -99,6 +99,26 @@ def _check_distance(max_distance: int | None) -> None:
         raise ValueError(f"max_distance must be in 0..64, got {max_distance}")
 
 
+def _check_limit(limit: object) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"limit must be a positive int, got {type(limit).__name__} {limit!r}")
+    if limit < 1:
+        raise ValueError(f"limit must be a positive int, got {limit}")
+    return limit
+
+
+def _check_targets(targets: object) -> list[object]:
+    """The targets of a batch as a list; a lone str or bytes is refused, not split into characters."""
+    if isinstance(targets, (str, bytes, bytearray)):
+        raise TypeError(
+            f"targets must be a sequence of targets (texts, fingerprints or rows), got a single "
+            f"{type(targets).__name__}; wrap it in a list: [text]"
+        )
+    if not isinstance(targets, Iterable):
+        raise TypeError(f"targets must be a sequence of targets, got {type(targets).__name__}")
+    return list(targets)
+
+
 def _fingerprint_literal(fingerprint: int) -> ColumnElement[Any]:
     return literal(fingerprint, SimHash())
 
@@ -248,8 +268,7 @@ def most_similar(
     come from the block indexes, anything farther from a scan that runs only if the bands did
     not fill ``limit`` rows.
     """
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ValueError(f"limit must be a positive int, got {limit!r}")
+    _check_limit(limit)
     _check_distance(max_distance)
     if not isinstance(stmt, Select):
         raise TypeError(f"most_similar() takes a select(), got {type(stmt).__name__}")
@@ -421,6 +440,8 @@ def most_similar_many(
     Returns, per target and in order, up to ``limit`` ``(primary key, distance)`` pairs within
     ``max_distance`` (<= 3, exact), nearest first. A text without features gets ``[]``.
     """
+    _check_limit(limit)
+    targets = _check_targets(targets)
     _check_distance(max_distance)
     if max_distance > MAX_EXACT_BLOCK_DISTANCE:
         raise ValueError(f"most_similar_many() supports max_distance <= 3, got {max_distance}")

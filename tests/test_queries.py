@@ -263,3 +263,19 @@ def test_column_comparators_match_python(tables: Engine) -> None:
         assert distance == hamming(fp, query)
         assert sim == pytest.approx(simsql.similarity(fp, query))
     assert [r[2] for r in rows] == sorted(r[2] for r in rows)
+
+
+@pytest.mark.parametrize("limit", [0, -1, None, True, 2.5, "3"])
+def test_most_similar_many_refuses_bad_limits(tables: Engine, limit: Any) -> None:
+    """A limit that is not a positive int is a caller's mistake: a clear error, not a database one."""
+    with Session(tables) as session:
+        with pytest.raises((TypeError, ValueError), match="limit"):
+            simsql.most_similar_many(session, Article, ["some words to look up"], limit=limit)
+
+
+@pytest.mark.parametrize("targets", ["some words to look up", b"some bytes", 12345])
+def test_most_similar_many_refuses_a_single_target(tables: Engine, targets: Any) -> None:
+    """A str is a Sequence: iterating it would look up each character as its own text."""
+    with Session(tables) as session:
+        with pytest.raises(TypeError, match="targets"):
+            simsql.most_similar_many(session, Article, targets)
