@@ -66,6 +66,9 @@ class Workload:
 
 
 def make_workloads(data: scale.ScaleSet, features: scale.ParagraphFeatures, count: int, seed: int) -> list[Workload]:
+    """Queries are new articles: variants of stored ones (their copy is their only close
+    neighbour), variants of a series member (ten near neighbours), and fresh articles of random
+    paragraphs (related articles share a paragraph or two: the far-neighbour case)."""
     rng = np.random.default_rng(seed)
     n = len(data.fingerprints)
     paragraphs = len(features.ptr) - 1
@@ -73,18 +76,17 @@ def make_workloads(data: scale.ScaleSet, features: scale.ParagraphFeatures, coun
     def variants(rows: np.ndarray) -> np.ndarray:
         members = data.members[rows].copy()
         for row in members:
-            scale._mutate(row, rng, paragraphs)
-        return scale.fingerprints_of(members, features, "log")
+            scale._mutate(row, rng, paragraphs, data.pools)
+        return scale.fingerprints_of(members, features, data.weighting)
 
     near_rows = rng.integers(0, n, size=count)
     heads = data.series_heads if len(data.series_heads) else np.array([1])
     cluster_rows = rng.choice(heads, size=count) - 1
-    spread = rng.integers(0, paragraphs, size=(count, scale.MAX_PARAGRAPHS), dtype=np.int32)
-    spread[:, 8:] = -1
+    spread = scale.random_articles(rng, count, paragraphs, data.pools)
     sets = {
         "near-dup": variants(near_rows),
         "top-10 clustered": variants(cluster_rows),
-        "top-10 spread": scale.fingerprints_of(spread, features, "log"),
+        "top-10 spread": scale.fingerprints_of(spread, features, data.weighting),
     }
     workloads = []
     for name, fps in sets.items():

@@ -24,6 +24,8 @@ from sqlalchemy import (
     Select,
     and_,
     bindparam,
+    case,
+    cast,
     func,
     literal,
     literal_column,
@@ -41,7 +43,7 @@ from sqlalchemy.sql import ColumnElement
 
 from .bits import blocks, check_fingerprint, to_signed
 from . import registry
-from .dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_values, radius_for
+from .dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_values, radius_for, row_estimate
 from .errors import EmptyDocument
 from .storage import Binding, binding_for
 from .types import SimHash
@@ -49,6 +51,13 @@ from .types import SimHash
 DEFAULT_PROBE_RADIUS = 2
 """Bands probed through the index before falling back to a scan: radius 2 covers distance
 <= 11 with 137 values per block, about 0.8% of a uniformly filled table."""
+
+BAND_BUDGET = 0.01
+"""A band past the first runs only if its probes meet fewer index entries than this share of
+the table's rows (see :func:`_band_budget`)."""
+
+MIN_BAND_BUDGET = 5000
+"""Budget floor: below this many entries a band is cheap whatever the table's size."""
 
 MAX_EXACT_BLOCK_DISTANCE = BLOCK_COUNT - 1
 
@@ -199,7 +208,19 @@ def _selected_model(stmt: Select[Any]) -> type:
     return entity
 
 
-def _band_candidates(binding: Binding, fingerprint: int, radius: int, low: int, high: int) -> Any:
+def _band_filter(distance: ColumnElement[Any], radius: int, low: int, high: int | None) -> ColumnElement[bool] | None:
+    """``low <= distance <= high`` with the distance computed once per candidate: a whole band
+    (``4k .. 4k+3``) is ``distance / 4 = k``."""
+    if low == 0:
+        return distance <= high if high is not None else None
+    if high is not None and high - low == BLOCK_COUNT - 1 and low % BLOCK_COUNT == 0:
+        whole_band = distance.op("/", return_type=Integer())(literal(BLOCK_COUNT, Integer()))
+        return whole_band == low // BLOCK_COUNT
+    condition = distance >= low
+    return and_(condition, distance <= high) if high is not None else condition
+
+
+def _band_candidates(binding: Binding, fingerprint: int, radius: int, low: int, high: int | None) -> Any:
     """Rows at ``low..high`` bits sharing a block within ``radius`` bits, as (key..., distance).
 
     One index-only scan per block (the block indexes cover key and fingerprint) with the
@@ -207,17 +228,47 @@ def _band_candidates(binding: Binding, fingerprint: int, radius: int, low: int, 
     several blocks is counted once.
     """
     distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)).label("distance")
-    per_block = [
-        select(*binding.table_keys, distance).where(
-            equals_any(column, probe_values(value, radius)), distance.between(low, high)
-        )
-        for column, value in zip(binding.blocks, blocks(fingerprint))
-    ]
+    condition = _band_filter(distance, radius, low, high)
+    per_block = []
+    for column, value in zip(binding.blocks, blocks(fingerprint)):
+        part = select(*binding.table_keys, distance).where(equals_any(column, probe_values(value, radius)))
+        per_block.append(part.where(condition) if condition is not None else part)
     return union(*per_block).subquery()
 
 
+def _band_budget(binding: Binding) -> ColumnElement[Any]:
+    """Most index entries a band may read before the scan is the cheaper way to its rows.
+
+    A band reads its candidates through the block indexes at about the cost per entry at which
+    the scan reads rows, so a band that would read more than :data:`BAND_BUDGET` of the table
+    is not worth running when the scan must follow anyway. The table size is the planner's
+    estimate, read when the statement runs (a floor keeps small or unanalysed tables on bands).
+    """
+    estimate = row_estimate(binding.table) * literal(BAND_BUDGET, Float())
+    return cast(func.greatest(estimate, literal(MIN_BAND_BUDGET, Float())), BigInteger)
+
+
+def _band_affordable(binding: Binding, fingerprint: int, radius: int) -> ColumnElement[bool]:
+    """True when the radius-``radius`` probes meet fewer index entries than the budget.
+
+    Counted with ``LIMIT budget`` over the covering block indexes (index-only, no distance
+    computed), so the check costs at most one budget of entries; PostgreSQL evaluates it once,
+    when the band's branch is first pulled, and never for a query whose nearer bands already
+    filled ``limit``.
+    """
+    budget = _band_budget(binding)
+    entries = union_all(
+        *(
+            select(literal_column("1").label("hit")).select_from(binding.table).where(equals_any(column, probe_values(value, radius)))
+            for column, value in zip(binding.blocks, blocks(fingerprint))
+        )
+    ).limit(budget)
+    counted = select(func.count()).select_from(entries.subquery()).scalar_subquery()
+    return select((counted < budget).label("ok")).cte(f"simsql_band_{radius}")
+
+
 def _scan_branch(
-    binding: Binding, base: Select[Any], fingerprint: int, low: int, high: int | None, limit: int
+    binding: Binding, base: Select[Any], fingerprint: int, low: ColumnElement[Any] | int, high: int | None, limit: int
 ) -> Select[Any]:
     """The last resort: the plain top-``limit`` scan, minus the rows the bands already gave.
 
@@ -248,6 +299,52 @@ def _scan_branch(
     return branch.order_by(top.c.distance, *binding.keys)
 
 
+def _check_most_similar(stmt: object, limit: object, max_distance: int | None, probe_radius: int) -> None:
+    _check_limit(limit)
+    _check_distance(max_distance)
+    if not isinstance(stmt, Select):
+        raise TypeError(f"most_similar() takes a select(), got {type(stmt).__name__}")
+    if stmt._order_by_clauses or stmt._limit_clause is not None or stmt._offset_clause is not None:
+        raise ValueError("pass a select() without order_by/limit/offset: most_similar() orders and limits it")
+    if isinstance(probe_radius, bool) or not isinstance(probe_radius, int) or not 0 <= probe_radius <= 4:
+        raise ValueError(f"probe_radius must be an int in 0..4, got {probe_radius!r}")
+
+
+def _band_branch(binding: Binding, base: Select[Any], fingerprint: int, radius: int, low: int, high: int | None, limit: int) -> Select[Any]:
+    candidates = _band_candidates(binding, fingerprint, radius, low, high)
+    return (
+        base.join(candidates, _keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
+        .add_columns(candidates.c.distance)
+        .order_by(candidates.c.distance, *binding.keys)
+        .limit(limit)
+    )
+
+
+def _exact_branches(binding: Binding, base: Select[Any], fingerprint: int, limit: int, max_distance: int | None, probe_radius: int) -> list[Select[Any]]:
+    """Bands ``0..probe_radius`` then the scan; each band past the first runs only when its
+    probes are affordable (:func:`_band_affordable`), and the scan starts where the last band
+    that ran stopped, so skipping a band never loses a row."""
+    branches = []
+    guards: list[Any] = []
+    scan_from: ColumnElement[Any] | int = 0
+    for band in range(probe_radius + 1):
+        low, high = 4 * band, 4 * band + 3
+        if max_distance is not None:
+            if low > max_distance:
+                break
+            high = min(high, max_distance)
+        branch = _band_branch(binding, base, fingerprint, band, low, high, limit)
+        if band > 0 and (max_distance is None or max_distance >= 4 * (probe_radius + 1)):
+            guards.append(_band_affordable(binding, fingerprint, band))
+            branch = branch.where(*(select(g.c.ok).scalar_subquery() for g in guards))
+        branches.append(branch)
+    if max_distance is None or max_distance >= 4 * (probe_radius + 1):
+        whens = [(not_(select(g.c.ok).scalar_subquery()), literal(4 * (i + 1))) for i, g in enumerate(guards)]
+        scan_from = case(*whens, else_=literal(4 * (probe_radius + 1))) if whens else 4 * (probe_radius + 1)
+        branches.append(_scan_branch(binding, base, fingerprint, scan_from, max_distance, limit))
+    return branches
+
+
 def most_similar(
     stmt: Select[Any],
     target: object,
@@ -256,26 +353,27 @@ def most_similar(
     exclude: object = None,
     *,
     probe_radius: int = DEFAULT_PROBE_RADIUS,
+    exact: bool = True,
 ) -> Select[Any]:
-    """The exact top-``limit`` rows of ``stmt`` by Hamming distance to ``target``.
+    """The top-``limit`` rows of ``stmt`` by Hamming distance to ``target``: exact by default.
 
     ``stmt`` is your ``select(Model)`` with any ``where``/``join`` you like (no ``order_by`` or
     ``limit``); the result selects ``(Model, distance, similarity)`` ordered by distance, then
     primary key. ``target`` is text, a fingerprint, or a model instance (which is excluded).
     ``exclude`` adds rows or primary keys to leave out. Rows with a NULL fingerprint never appear.
 
-    Without ``max_distance`` the answer is still exact: bands of radius ``0..probe_radius``
-    come from the block indexes, anything farther from a scan that runs only if the bands did
-    not fill ``limit`` rows.
+    Exact (the default): bands of radius ``0..probe_radius`` come from the block indexes,
+    anything farther from a scan that runs only if the bands did not fill ``limit`` rows. A band
+    that would read more index entries than the scan would save is skipped and left to the scan,
+    so a query whose neighbours are far costs little more than the scan itself.
+
+    ``exact=False`` never scans: it ranks the rows that share a block within ``probe_radius``
+    bits with the target. What it gives up: rows farther than ``4 * probe_radius + 3`` bits are
+    found only when one of their blocks is that close, so beyond that distance the answer is the
+    best of the candidates, not necessarily the true nearest (BENCHMARKS.md gives its recall).
+    Every row within ``4 * probe_radius + 3`` bits is still found and ranked first.
     """
-    _check_limit(limit)
-    _check_distance(max_distance)
-    if not isinstance(stmt, Select):
-        raise TypeError(f"most_similar() takes a select(), got {type(stmt).__name__}")
-    if stmt._order_by_clauses or stmt._limit_clause is not None or stmt._offset_clause is not None:
-        raise ValueError("pass a select() without order_by/limit/offset: most_similar() orders and limits it")
-    if not 0 <= probe_radius <= 4:
-        raise ValueError(f"probe_radius must be in 0..4, got {probe_radius}")
+    _check_most_similar(stmt, limit, max_distance, probe_radius)
     model = _selected_model(stmt)
     binding = binding_for(model)
     fingerprint, own_key = _resolve(binding, target)
@@ -283,26 +381,10 @@ def most_similar(
     exclusion = _exclusion(binding, excluded)
     base = stmt.where(exclusion) if exclusion is not None else stmt
 
-    branches = []
-    for band in range(probe_radius + 1):
-        low, high = 4 * band, 4 * band + 3
-        if max_distance is not None:
-            if low > max_distance:
-                break
-            high = min(high, max_distance)
-        candidates = _band_candidates(binding, fingerprint, band, low, high)
-        branch = (
-            base.join(candidates, _keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
-            .add_columns(candidates.c.distance)
-            .order_by(candidates.c.distance, *binding.keys)
-            .limit(limit)
-        )
-        branches.append(branch)
-
-    scan_from = 4 * (probe_radius + 1)
-    if max_distance is None or max_distance >= scan_from:
-        branches.append(_scan_branch(binding, base, fingerprint, scan_from, max_distance, limit))
-
+    if exact:
+        branches = _exact_branches(binding, base, fingerprint, limit, max_distance, probe_radius)
+    else:
+        branches = [_band_branch(binding, base, fingerprint, probe_radius, 0, max_distance, limit)]
     ranked = (union_all(*branches) if len(branches) > 1 else branches[0]).subquery("simsql_ranked")
     entity: Any = aliased(model, ranked)
     schema, table = binding.registry_key

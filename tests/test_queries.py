@@ -279,3 +279,50 @@ def test_most_similar_many_refuses_a_single_target(tables: Engine, targets: Any)
     with Session(tables) as session:
         with pytest.raises(TypeError, match="targets"):
             simsql.most_similar_many(session, Article, targets)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("budget", [1, 40, 10**6])
+def test_most_similar_stays_exact_when_bands_are_skipped(tables: Engine, mode: str, budget: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bands over budget are left to the scan, which then starts where the last band stopped.
+
+    A budget of 1 skips every band past the first, 40 skips some (depending on the query), and
+    10**6 none; the answer must not depend on it.
+    """
+    monkeypatch.setattr(simsql.queries, "BAND_BUDGET", 0.0)
+    monkeypatch.setattr(simsql.queries, "MIN_BAND_BUDGET", budget)
+    model = MODELS[mode]
+    fingerprints, queries = _planted_corpus(seed=11)
+    _load_fingerprints(tables, model, fingerprints)
+    with Session(tables) as session:
+        for query in queries:
+            for limit, max_distance in ((10, None), (1, None), (40, None), (25, 20), (10, 9)):
+                statement = simsql.most_similar(select(model), query, limit=limit, max_distance=max_distance)
+                got = [(row[0].id, row.distance) for row in session.execute(statement)]
+                assert got == _brute_force(fingerprints, query, limit, max_distance), (query, limit, max_distance)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("probe_radius", [0, 1, 2, 3])
+def test_approximate_most_similar_is_exact_within_its_radius(tables: Engine, mode: str, probe_radius: int) -> None:
+    """``exact=False`` ranks the rows sharing a block within ``probe_radius`` bits: every row
+    within ``4 * probe_radius + 3`` bits is found, in order, and whatever else is returned is a
+    real row at its true distance, never closer than what was missed."""
+    model = MODELS[mode]
+    fingerprints, queries = _planted_corpus(seed=12)
+    _load_fingerprints(tables, model, fingerprints)
+    guaranteed = 4 * probe_radius + 3
+    with Session(tables) as session:
+        for query in queries:
+            statement = simsql.most_similar(select(model), query, limit=30, exact=False, probe_radius=probe_radius)
+            got = [(row[0].id, row.distance) for row in session.execute(statement)]
+            truth = _brute_force(fingerprints, query, 10**9, None)
+            within = [pair for pair in truth if pair[1] <= guaranteed][:30]
+            assert got[: len(within)] == within
+            assert all(hamming(fingerprints[key - 1], query) == d for key, d in got)  # type: ignore[arg-type]
+            assert [d for _, d in got] == sorted(d for _, d in got)
+            assert len({key for key, _ in got}) == len(got)
+            # Rows beyond the radius are returned only if a block matches within probe_radius.
+            for key, d in got[len(within):]:
+                fp = fingerprints[key - 1]
+                assert fp is not None and min(hamming(a, b) for a, b in zip(simsql.blocks(fp), simsql.blocks(query))) <= probe_radius
