@@ -91,12 +91,15 @@ def hamming_expression(a: ColumnElement[Any], b: ColumnElement[Any]) -> HammingD
     return HammingDistance(a, b)
 
 
+_INTEGER_ARRAY = postgresql.ARRAY(Integer)
+
+
 def equals_any(column: ColumnElement[Any], values: Sequence[int]) -> ColumnElement[bool]:
     """``column = ANY(:array)``: one bind parameter however many values, so the statement
     text, and therefore its plan cache entry, does not depend on the probe radius."""
     if len(values) == 1:
         return column == values[0]
-    return column == any_(bindparam(None, list(values), type_=postgresql.ARRAY(Integer)))
+    return column == any_(bindparam(None, list(values), type_=_INTEGER_ARRAY))
 
 
 def block_expression_sql(fingerprint_sql: str, index: int) -> str:
@@ -121,6 +124,11 @@ def probe_values(block: int, radius: int) -> list[int]:
     least one block within ``radius`` bits of the query's block (pigeonhole over 4 blocks).
     """
     return [block ^ mask for mask in _masks(radius)]
+
+
+def ring_values(block: int, radius: int) -> list[int]:
+    """The 16-bit values exactly ``radius`` bits from ``block`` (1, 16, 120, 560, ... values)."""
+    return [block ^ sum(1 << b for b in bits) for bits in combinations(range(BLOCK_BITS), radius)]
 
 
 def radius_for(max_distance: int) -> int:

@@ -43,7 +43,7 @@ from sqlalchemy.sql import ColumnElement
 
 from .bits import blocks, check_fingerprint, to_signed
 from . import registry
-from .dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_values, radius_for, row_estimate
+from .dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_values, radius_for, ring_values, row_estimate
 from .errors import EmptyDocument
 from .storage import Binding, binding_for
 from .types import SimHash
@@ -220,7 +220,7 @@ def _band_filter(distance: ColumnElement[Any], radius: int, low: int, high: int 
     return and_(condition, distance <= high) if high is not None else condition
 
 
-def _band_candidates(binding: Binding, fingerprint: int, radius: int, low: int, high: int | None) -> Any:
+def _band_candidates(binding: Binding, fingerprint: int, radius: int, low: int, high: int | None, exclusion: ColumnElement[bool] | None = None) -> Any:
     """Rows at ``low..high`` bits sharing a block within ``radius`` bits, as (key..., distance).
 
     One index-only scan per block (the block indexes cover key and fingerprint) with the
@@ -232,7 +232,10 @@ def _band_candidates(binding: Binding, fingerprint: int, radius: int, low: int, 
     per_block = []
     for column, value in zip(binding.blocks, blocks(fingerprint)):
         part = select(*binding.table_keys, distance).where(equals_any(column, probe_values(value, radius)))
-        per_block.append(part.where(condition) if condition is not None else part)
+        for extra in (condition, exclusion):
+            if extra is not None:
+                part = part.where(extra)
+        per_block.append(part)
     return union(*per_block).subquery()
 
 
@@ -299,6 +302,37 @@ def _scan_branch(
     return branch.order_by(top.c.distance, *binding.keys)
 
 
+def _approximate_branch(binding: Binding, base: Select[Any], fingerprint: int, radius: int, max_distance: int | None, limit: int) -> Select[Any]:
+    """The nearest of a bounded set of candidates: every row sharing a block with the target,
+    then rows whose block is 1, 2, ... ``radius`` bits from the target's, nearest rings first,
+    until the budget of index entries (:func:`_band_budget`) is spent."""
+    distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)).label("distance")
+    query_blocks = blocks(fingerprint)
+
+    def ring(r: int) -> list[Select[Any]]:
+        parts = []
+        for column, value in zip(binding.blocks, query_blocks):
+            part = select(*binding.table_keys, distance).where(equals_any(column, ring_values(value, r)))
+            parts.append(part.where(distance <= max_distance) if max_distance is not None else part)
+        return parts
+
+    parts: list[Any] = ring(0)
+    # Each (ring, block) probe gets an equal share of the budget, so one crowded bucket of
+    # skewed fingerprints cannot starve the other blocks.
+    share = cast(_band_budget(binding) / literal(BLOCK_COUNT * max(radius, 1)), BigInteger)
+    for r in range(1, radius + 1):
+        parts.extend(select(part.limit(share).subquery()) for part in ring(r))
+    merged = union(*parts).subquery()
+    merged_keys = [merged.c[k.name] for k in binding.table_keys]
+    # Rank keys and distances first: only the top rows are joined back to the caller's select.
+    nearest = select(merged).order_by(merged.c.distance, *merged_keys).limit(limit).subquery()
+    return (
+        base.join(nearest, _keys_equal(binding.keys, [nearest.c[k.name] for k in binding.table_keys]))
+        .add_columns(nearest.c.distance)
+        .order_by(nearest.c.distance, *binding.keys)
+    )
+
+
 def _check_most_similar(stmt: object, limit: object, max_distance: int | None, probe_radius: int) -> None:
     _check_limit(limit)
     _check_distance(max_distance)
@@ -320,29 +354,74 @@ def _band_branch(binding: Binding, base: Select[Any], fingerprint: int, radius: 
     )
 
 
-def _exact_branches(binding: Binding, base: Select[Any], fingerprint: int, limit: int, max_distance: int | None, probe_radius: int) -> list[Select[Any]]:
-    """Bands ``0..probe_radius`` then the scan; each band past the first runs only when its
-    probes are affordable (:func:`_band_affordable`), and the scan starts where the last band
-    that ran stopped, so skipping a band never loses a row."""
+def _guarded_bands(binding: Binding, fingerprint: int, probe_radius: int, branch_for: Any) -> tuple[list[Select[Any]], ColumnElement[Any] | int]:
+    """Bands ``0..probe_radius``, each past the first guarded by :func:`_band_affordable`, and
+    the distance the scan must start from: where the last band that ran stopped."""
     branches = []
     guards: list[Any] = []
-    scan_from: ColumnElement[Any] | int = 0
     for band in range(probe_radius + 1):
-        low, high = 4 * band, 4 * band + 3
-        if max_distance is not None:
-            if low > max_distance:
-                break
-            high = min(high, max_distance)
-        branch = _band_branch(binding, base, fingerprint, band, low, high, limit)
-        if band > 0 and (max_distance is None or max_distance >= 4 * (probe_radius + 1)):
+        branch = branch_for(band, 4 * band, 4 * band + 3)
+        if band > 0:
             guards.append(_band_affordable(binding, fingerprint, band))
             branch = branch.where(*(select(g.c.ok).scalar_subquery() for g in guards))
         branches.append(branch)
-    if max_distance is None or max_distance >= 4 * (probe_radius + 1):
-        whens = [(not_(select(g.c.ok).scalar_subquery()), literal(4 * (i + 1))) for i, g in enumerate(guards)]
-        scan_from = case(*whens, else_=literal(4 * (probe_radius + 1))) if whens else 4 * (probe_radius + 1)
-        branches.append(_scan_branch(binding, base, fingerprint, scan_from, max_distance, limit))
+    whens = [(not_(select(g.c.ok).scalar_subquery()), literal(4 * (i + 1))) for i, g in enumerate(guards)]
+    scan_from = case(*whens, else_=literal(4 * (probe_radius + 1))) if whens else 4 * (probe_radius + 1)
+    return branches, scan_from
+
+
+def _exact_branches(binding: Binding, base: Select[Any], fingerprint: int, limit: int, max_distance: int | None, probe_radius: int) -> list[Select[Any]]:
+    """A bound the probes cover needs one branch (every block within its radius); otherwise
+    guarded bands, then the scan (:func:`_guarded_bands`)."""
+    if max_distance is not None and max_distance < 4 * (probe_radius + 1):
+        return [_band_branch(binding, base, fingerprint, radius_for(max_distance), 0, max_distance, limit)]
+    branches, scan_from = _guarded_bands(
+        binding, fingerprint, probe_radius, lambda band, low, high: _band_branch(binding, base, fingerprint, band, low, high, limit)
+    )
+    branches.append(_scan_branch(binding, base, fingerprint, scan_from, max_distance, limit))
     return branches
+
+
+def _is_plain(stmt: Select[Any], binding: Binding) -> bool:
+    """``select(Model)`` with nothing that filters or multiplies rows: ranking can then run on
+    keys and distances alone and fetch the entities once, at the end."""
+    return (
+        binding.mode == "columns"
+        and len(stmt._raw_columns) == 1
+        and stmt.whereclause is None
+        and not stmt._from_obj
+        and not stmt._setup_joins
+        and not stmt._group_by_clauses
+        and not stmt._having_criteria
+        and not stmt._distinct
+    )
+
+
+def _key_ranking(binding: Binding, fingerprint: int, limit: int, max_distance: int | None, probe_radius: int, exclusion: ColumnElement[bool] | None) -> Any:
+    """The exact top-``limit`` (key, distance) of the whole table: the plan of
+    :func:`_exact_branches` without a join per branch (smaller to build and to plan)."""
+    table_keys = list(binding.table_keys)
+
+    def keys_of(candidates: Any) -> list[Any]:
+        return [candidates.c[k.name] for k in table_keys]
+
+    def band(radius: int, low: int, high: int | None) -> Select[Any]:
+        candidates = _band_candidates(binding, fingerprint, radius, low, high, exclusion)
+        return select(candidates).order_by(candidates.c.distance, *keys_of(candidates)).limit(limit)
+
+    if max_distance is not None and max_distance < 4 * (probe_radius + 1):
+        return band(radius_for(max_distance), 0, max_distance).subquery("simsql_ranked")
+    branches, scan_from = _guarded_bands(binding, fingerprint, probe_radius, lambda r, low, high: band(r, low, high))
+    distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)).label("distance")
+    scan = select(*table_keys, distance).where(binding.fingerprint.is_not(None))
+    if exclusion is not None:
+        scan = scan.where(exclusion)
+    top = scan.order_by(distance, *table_keys).limit(limit).subquery()
+    tail = select(top).where(top.c.distance >= scan_from)
+    if max_distance is not None:
+        tail = tail.where(top.c.distance <= max_distance)
+    branches.append(tail.order_by(top.c.distance, *keys_of(top)))
+    return union_all(*branches).limit(limit).subquery("simsql_ranked")
 
 
 def most_similar(
@@ -367,11 +446,13 @@ def most_similar(
     that would read more index entries than the scan would save is skipped and left to the scan,
     so a query whose neighbours are far costs little more than the scan itself.
 
-    ``exact=False`` never scans: it ranks the rows that share a block within ``probe_radius``
-    bits with the target. What it gives up: rows farther than ``4 * probe_radius + 3`` bits are
-    found only when one of their blocks is that close, so beyond that distance the answer is the
-    best of the candidates, not necessarily the true nearest (BENCHMARKS.md gives its recall).
-    Every row within ``4 * probe_radius + 3`` bits is still found and ranked first.
+    ``exact=False`` never scans: it ranks a bounded set of candidates, the rows sharing a block
+    with the target, then rows whose blocks are 1 .. ``probe_radius`` bits from the target's,
+    nearest first, until about 1% of the table's index entries have been read. What it gives
+    up: only rows within 3 bits are guaranteed; farther rows are found when one of their blocks
+    is close enough and within the budget, so the answer is the best of the candidates, not
+    necessarily the true nearest (BENCHMARKS.md measures its recall). Filters on ``stmt`` apply
+    after the candidates are chosen, so a selective filter can leave fewer than ``limit`` rows.
     """
     _check_most_similar(stmt, limit, max_distance, probe_radius)
     model = _selected_model(stmt)
@@ -379,24 +460,33 @@ def most_similar(
     fingerprint, own_key = _resolve(binding, target)
     excluded = _exclude_keys(binding, exclude) + ([own_key] if own_key is not None else [])
     exclusion = _exclusion(binding, excluded)
-    base = stmt.where(exclusion) if exclusion is not None else stmt
+    schema, table = binding.registry_key
+    check = {registry.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)}
 
+    if exact and _is_plain(stmt, binding):
+        ranked = _key_ranking(binding, fingerprint, limit, max_distance, probe_radius, exclusion)
+        return (
+            stmt.add_columns(ranked.c.distance, _similarity(ranked.c.distance))
+            .join(ranked, _keys_equal(binding.keys, [ranked.c[k.name] for k in binding.table_keys]))
+            .order_by(ranked.c.distance, *binding.keys)
+            .execution_options(**check)
+        )
+    base = stmt.where(exclusion) if exclusion is not None else stmt
     if exact:
         branches = _exact_branches(binding, base, fingerprint, limit, max_distance, probe_radius)
     else:
-        branches = [_band_branch(binding, base, fingerprint, probe_radius, 0, max_distance, limit)]
+        branches = [_approximate_branch(binding, base, fingerprint, probe_radius, max_distance, limit)]
     ranked = (union_all(*branches) if len(branches) > 1 else branches[0]).subquery("simsql_ranked")
     entity: Any = aliased(model, ranked)
-    schema, table = binding.registry_key
     return (
-        select(
-            entity,
-            ranked.c.distance,
-            (literal(1.0, Float()) - ranked.c.distance / literal(64.0, Float())).label("similarity"),
-        )
+        select(entity, ranked.c.distance, _similarity(ranked.c.distance))
         .limit(limit)
-        .execution_options(**{registry.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)})
+        .execution_options(**check)
     )
+
+
+def _similarity(distance: ColumnElement[Any]) -> ColumnElement[float]:
+    return (literal(1.0, Float()) - distance / literal(64.0, Float())).label("similarity")
 
 
 def find_original(session: Session, model: type, text: str, max_distance: int = 3) -> Match | None:

@@ -304,25 +304,31 @@ def test_most_similar_stays_exact_when_bands_are_skipped(tables: Engine, mode: s
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("probe_radius", [0, 1, 2, 3])
-def test_approximate_most_similar_is_exact_within_its_radius(tables: Engine, mode: str, probe_radius: int) -> None:
-    """``exact=False`` ranks the rows sharing a block within ``probe_radius`` bits: every row
-    within ``4 * probe_radius + 3`` bits is found, in order, and whatever else is returned is a
-    real row at its true distance, never closer than what was missed."""
+@pytest.mark.parametrize("budget", [1, 10**6])
+def test_approximate_most_similar_keeps_its_promises(
+    tables: Engine, mode: str, probe_radius: int, budget: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``exact=False``: every row within 3 bits is found, in order; with an unspent budget every
+    row within ``4 * probe_radius + 3`` bits too; whatever else is returned is a real row at its
+    true distance whose block is within ``probe_radius`` bits of the target's."""
+    monkeypatch.setattr(simsql.queries, "BAND_BUDGET", 0.0)
+    monkeypatch.setattr(simsql.queries, "MIN_BAND_BUDGET", budget)
     model = MODELS[mode]
     fingerprints, queries = _planted_corpus(seed=12)
     _load_fingerprints(tables, model, fingerprints)
-    guaranteed = 4 * probe_radius + 3
+    guaranteed = 4 * probe_radius + 3 if budget > 1 else 3
     with Session(tables) as session:
         for query in queries:
-            statement = simsql.most_similar(select(model), query, limit=30, exact=False, probe_radius=probe_radius)
-            got = [(row[0].id, row.distance) for row in session.execute(statement)]
-            truth = _brute_force(fingerprints, query, 10**9, None)
-            within = [pair for pair in truth if pair[1] <= guaranteed][:30]
-            assert got[: len(within)] == within
-            assert all(hamming(fingerprints[key - 1], query) == d for key, d in got)  # type: ignore[arg-type]
-            assert [d for _, d in got] == sorted(d for _, d in got)
-            assert len({key for key, _ in got}) == len(got)
-            # Rows beyond the radius are returned only if a block matches within probe_radius.
-            for key, d in got[len(within):]:
-                fp = fingerprints[key - 1]
-                assert fp is not None and min(hamming(a, b) for a, b in zip(simsql.blocks(fp), simsql.blocks(query))) <= probe_radius
+            for max_distance in (None, 9):
+                statement = simsql.most_similar(select(model), query, limit=30, max_distance=max_distance, exact=False, probe_radius=probe_radius)
+                got = [(row[0].id, row.distance) for row in session.execute(statement)]
+                truth = _brute_force(fingerprints, query, 10**9, max_distance)
+                within = [pair for pair in truth if pair[1] <= guaranteed][:30]
+                assert got[: len(within)] == within
+                assert [d for _, d in got] == sorted(d for _, d in got)
+                assert len({key for key, _ in got}) == len(got)
+                for key, d in got:
+                    fp = fingerprints[key - 1]
+                    assert fp is not None and hamming(fp, query) == d
+                    assert max_distance is None or d <= max_distance
+                    assert min(hamming(a, b) for a, b in zip(simsql.blocks(fp), simsql.blocks(query))) <= probe_radius
