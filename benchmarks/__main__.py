@@ -74,9 +74,9 @@ def _latency_run(engine: Any, config: str, size: int, queries: int, args: argpar
     from . import scale
 
     _log(f"latency: {config} N={size:,}: articles")
-    real = scale.real_text(config)
+    real = scale.real_text(config, limit=200 if args.quick else None)
     started = time.perf_counter()
-    data = scale.build(real.features, size, seed=size, weighting=real.fingerprinter.weighting, pools=real.pools)
+    data = scale.build_cached(real, size, seed=size)
     entry: dict[str, Any] = {"generate_seconds": time.perf_counter() - started, "config": real.fingerprinter.config_id}
     entry["verified"] = f"{scale.verify(real.paragraphs, data, real.fingerprinter, 100)}/100"
     entry["bits"] = query_bench.bit_balance(data.fingerprints)
@@ -90,6 +90,7 @@ def _latency_run(engine: Any, config: str, size: int, queries: int, args: argpar
     _log("  queries")
     entry["workloads"] = query_bench.run_latency(engine, workloads, data.fingerprints, with_pgvector=with_vector, repeat=args.repeat)
     entry["load_average"] = os.getloadavg()
+    entry["command"] = "python -m benchmarks " + " ".join(sys.argv[1:])
     with engine.begin() as connection:
         connection.execute(text("DROP TABLE IF EXISTS bench_vec"))
         if size > 1_000_000:

@@ -239,3 +239,21 @@ def real_text(config: str = "default", limit: int | None = None) -> RealText:
     split = len(english_paragraphs)
     pools = ((0, split, 1 - CHINESE_SHARE), (split, len(paragraphs), CHINESE_SHARE))
     return RealText(paragraphs, features, fingerprinter, pools)
+
+
+def build_cached(real: RealText, n: int, seed: int) -> ScaleSet:
+    """:func:`build`, kept in ``benchmarks/.cache`` by configuration, size and seed: a 10M-row set
+    takes the better part of an hour to generate on a busy 2-core machine."""
+    from .corpus import CACHE_DIR
+
+    weighting = real.fingerprinter.weighting
+    path = CACHE_DIR / f"scale-{real.fingerprinter.config_id}-{len(real.paragraphs)}-{n}-{seed}.npz"
+    if path.exists():
+        saved = np.load(path)
+        return ScaleSet(saved["fingerprints"], saved["members"], saved["variant_of"], saved["series_heads"], weighting, real.pools)
+    data = build(real.features, n, seed=seed, weighting=weighting, pools=real.pools)
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".tmp.npz")
+    np.savez(partial, fingerprints=data.fingerprints, members=data.members, variant_of=data.variant_of, series_heads=data.series_heads)
+    partial.replace(path)
+    return data

@@ -1,15 +1,26 @@
 """Similarity queries: a Select in, a Select out, composable with the caller's own filters.
 
 Candidates come from the 16-bit block indexes; the Hamming distance is computed only for them.
-All functions are exact: they return what a full scan ordered by distance would return.
+Every function is exact (it returns what a full scan ordered by distance would return) except
+``most_similar(..., exact=False)``, which says what it gives up.
 
 How ``most_similar`` stays exact without a distance bound (multi-index hashing): probing each
 block with every value within ``r`` bits finds every row within ``4r + 3`` bits. The statement
 is a ``UNION ALL`` of *bands*: band ``k`` probes radius ``k`` and keeps rows at distance
 ``4k .. 4k+3``, sorted; a last branch scans for anything farther. PostgreSQL runs the branches of
 an ``Append`` in order and stops pulling rows once ``LIMIT`` is satisfied, so a query whose
-neighbours are near never executes the wider probes or the scan, and a query whose neighbours
-are far pays the cheap probes and then the scan.
+neighbours are near never executes the wider probes or the scan.
+
+The plan adapts to the data when it runs: real text skews SimHash bits, so some 16-bit buckets
+hold hundreds of times their share of rows, and a wide band over crowded buckets can cost a good
+part of a scan. Before a band past the first runs, a bounded count of the index entries its
+probes would read is compared with a budget (a share of the table's estimated rows); a band over
+budget is skipped and the scan starts where the last band that ran stopped. A query whose only
+close neighbour is its copy thus pays four exact probes, a bounded count, and the scan.
+
+With a bound the probes cover (``max_distance < 4 * (probe_radius + 1)``, e.g. ``find_original``)
+there is no scan and no band split: one probe of every block within ``radius_for(max_distance)``
+bits.
 """
 
 from __future__ import annotations
@@ -251,8 +262,9 @@ def _band_budget(binding: Binding) -> ColumnElement[Any]:
     return cast(func.greatest(estimate, literal(MIN_BAND_BUDGET, Float())), BigInteger)
 
 
-def _band_affordable(binding: Binding, fingerprint: int, radius: int) -> ColumnElement[bool]:
-    """True when the radius-``radius`` probes meet fewer index entries than the budget.
+def _band_affordable(binding: Binding, fingerprint: int, radius: int) -> Any:
+    """A one-row CTE whose ``ok`` is true when the radius-``radius`` probes meet fewer index
+    entries than the budget.
 
     Counted with ``LIMIT budget`` over the covering block indexes (index-only, no distance
     computed), so the check costs at most one budget of entries; PostgreSQL evaluates it once,
@@ -260,7 +272,7 @@ def _band_affordable(binding: Binding, fingerprint: int, radius: int) -> ColumnE
     filled ``limit``.
     """
     budget = _band_budget(binding)
-    entries = union_all(
+    entries: Any = union_all(
         *(
             select(literal_column("1").label("hit")).select_from(binding.table).where(equals_any(column, probe_values(value, radius)))
             for column, value in zip(binding.blocks, blocks(fingerprint))
@@ -304,24 +316,23 @@ def _scan_branch(
 
 def _approximate_branch(binding: Binding, base: Select[Any], fingerprint: int, radius: int, max_distance: int | None, limit: int) -> Select[Any]:
     """The nearest of a bounded set of candidates: every row sharing a block with the target,
-    then rows whose block is 1, 2, ... ``radius`` bits from the target's, nearest rings first,
-    until the budget of index entries (:func:`_band_budget`) is spent."""
+    then, per block, rows whose block is 1, 2, ... ``radius`` bits from the target's, nearest
+    rings first, until that block's share of the budget (:func:`_band_budget`) is spent."""
     distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)).label("distance")
-    query_blocks = blocks(fingerprint)
+    share = cast(_band_budget(binding) / literal(BLOCK_COUNT), BigInteger)
 
-    def ring(r: int) -> list[Select[Any]]:
-        parts = []
-        for column, value in zip(binding.blocks, query_blocks):
-            part = select(*binding.table_keys, distance).where(equals_any(column, ring_values(value, r)))
-            parts.append(part.where(distance <= max_distance) if max_distance is not None else part)
-        return parts
+    def ring(column: Any, value: int, r: int) -> Select[Any]:
+        part = select(*binding.table_keys, distance).where(equals_any(column, ring_values(value, r)))
+        return part.where(distance <= max_distance) if max_distance is not None else part
 
-    parts: list[Any] = ring(0)
-    # Each (ring, block) probe gets an equal share of the budget, so one crowded bucket of
-    # skewed fingerprints cannot starve the other blocks.
-    share = cast(_band_budget(binding) / literal(BLOCK_COUNT * max(radius, 1)), BigInteger)
-    for r in range(1, radius + 1):
-        parts.extend(select(part.limit(share).subquery()) for part in ring(r))
+    parts: list[Any] = []
+    for column, value in zip(binding.blocks, blocks(fingerprint)):
+        parts.append(ring(column, value, 0))
+        if radius > 0:
+            # Each block gets an equal share, so one crowded bucket of skewed fingerprints
+            # cannot starve the other blocks; within a block the nearer rings come first.
+            farther = union_all(*(ring(column, value, r) for r in range(1, radius + 1))).limit(share).subquery()
+            parts.append(select(farther))
     merged = union(*parts).subquery()
     merged_keys = [merged.c[k.name] for k in binding.table_keys]
     # Rank keys and distances first: only the top rows are joined back to the caller's select.
@@ -448,7 +459,8 @@ def most_similar(
 
     ``exact=False`` never scans: it ranks a bounded set of candidates, the rows sharing a block
     with the target, then rows whose blocks are 1 .. ``probe_radius`` bits from the target's,
-    nearest first, until about 1% of the table's index entries have been read. What it gives
+    nearest first, until about 1% of the table's index entries have been read (a quarter of
+    that per block). What it gives
     up: only rows within 3 bits are guaranteed; farther rows are found when one of their blocks
     is close enough and within the budget, so the answer is the best of the candidates, not
     necessarily the true nearest (BENCHMARKS.md measures its recall). Filters on ``stmt`` apply
