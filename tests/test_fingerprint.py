@@ -296,3 +296,19 @@ def test_idf_table_fit_save_load(tmp_path) -> None:
     bad.write_text('{"something": "else"}')
     with pytest.raises(ValueError, match="not a simsql IDF table"):
         IdfTable.load(bad)
+
+
+# -- issue 9 item 10: shingles across chunks of different scripts ----------------------------
+
+
+def test_shingles_across_an_ascii_chunk_keep_non_ascii_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Non-ASCII words, then a chunk of punctuation with almost no words, then more non-ASCII
+    words: the carried-over words crossed the ASCII chunk as UTF-8 bytes and were decoded as
+    ASCII (UnicodeDecodeError, which would stop a backfill at its batch)."""
+    gap = "!" * (tokenize.CHUNK_CHARS + 10)
+    text = f"café naïve {gap} x {gap} über straße résumé"
+    fp = Fingerprinter(shingle_size=3)
+    chunked = fp.fingerprint(text)
+    monkeypatch.setattr(tokenize, "CHUNK_CHARS", 10**9)
+    assert chunked == fp.fingerprint(text)
+    assert "naïve x über" in fp.features(text)
