@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         for size in sizes:
             _log(f"scale set N={size:,}")
             started = time.perf_counter()
-            data = scale.build(features, size, seed=size)
+            data = scale.build(features, size, seed=size, fingerprinter=fingerprinter)
             entry: dict[str, Any] = {"generate_seconds": time.perf_counter() - started}
             entry["verified"] = f"{scale.verify(paragraphs, data, fingerprinter, 100)}/100"
             _log(f"  load simsql ({entry['verified']} sampled fingerprints equal simsql.simhash of the text)")

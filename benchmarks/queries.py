@@ -77,7 +77,7 @@ def make_workloads(data: scale.ScaleSet, features: scale.ParagraphFeatures, coun
         members = data.members[rows].copy()
         for row in members:
             scale._mutate(row, rng, paragraphs, data.pools)
-        return scale.fingerprints_of(members, features, data.weighting)
+        return scale.fingerprints_of(members, features, data.fingerprinter)
 
     near_rows = rng.integers(0, n, size=count)
     heads = data.series_heads if len(data.series_heads) else np.array([1])
@@ -86,7 +86,7 @@ def make_workloads(data: scale.ScaleSet, features: scale.ParagraphFeatures, coun
     sets = {
         "near-dup": variants(near_rows),
         "top-10 clustered": variants(cluster_rows),
-        "top-10 spread": scale.fingerprints_of(spread, features, data.weighting),
+        "top-10 spread": scale.fingerprints_of(spread, features, data.fingerprinter),
     }
     workloads = []
     for name, fps in sets.items():
@@ -320,8 +320,9 @@ def dedup(engine: Engine, fingerprints: np.ndarray, with_simhash_index: bool) ->
 
 # -- real-text latency (issue 8): every query path beside the plain scan, one run -----------
 
-FIND_ORIGINAL_BITS = 7
-"""Threshold of the ``find_original`` rows: the planned new default (radius-1 probes)."""
+FIND_ORIGINAL_BITS = (7, 10)
+"""Thresholds of the ``find_original`` rows: 7 bits (radius-1 probes) and 10 bits (radius 2,
+the quality study's recommendation with a second stage)."""
 
 EF_SEARCH = (10, 20, 40, 100, 200, 400)
 APPROXIMATE_RADII = (1, 2, 3)
@@ -364,7 +365,7 @@ def _find_recall(found: list[int | None], nearest: list[int], threshold: int) ->
     return right / max(len(found), 1)
 
 
-def _latency_systems(session: Session, workload: str, threshold: int) -> dict[str, Callable[[int], Any]]:
+def _latency_systems(session: Session, workload: str, thresholds: Sequence[int]) -> dict[str, Callable[[int], Any]]:
     distance = BenchDoc.simhash.hamming_distance
     entity = select(BenchDoc)
 
@@ -376,9 +377,9 @@ def _latency_systems(session: Session, workload: str, threshold: int) -> dict[st
     if workload == "near-dup":
         systems["simsql similar_to (3 bits)"] = lambda q: set(session.scalars(select(BenchDoc.id).where(simsql.similar_to(BenchDoc, q, 3))))
         systems["plain scan (3 bits)"] = lambda q: set(session.scalars(select(BenchDoc.id).where(distance(q) <= 3)))
-    if workload in ("near-dup", "top-10 spread"):
-        systems[f"simsql find_original ({threshold} bits)"] = lambda q: first_distance(simsql.most_similar(entity, q, limit=1, max_distance=threshold))
-        systems[f"plain scan ({threshold} bits)"] = lambda q: first_distance(select(BenchDoc, distance(q)).where(distance(q) <= threshold).order_by(distance(q)).limit(1))
+    for t in thresholds if workload in ("near-dup", "top-10 spread") else ():
+        systems[f"simsql find_original ({t} bits)"] = lambda q, t=t: first_distance(simsql.most_similar(entity, q, limit=1, max_distance=t))
+        systems[f"plain scan ({t} bits)"] = lambda q, t=t: first_distance(select(BenchDoc, distance(q)).where(distance(q) <= t).order_by(distance(q)).limit(1))
     systems["simsql top-10"] = lambda q: [r.distance for r in session.execute(simsql.most_similar(entity, q, limit=10))]
     systems["plain scan top-10"] = lambda q: [r[1] for r in session.execute(select(BenchDoc, distance(q)).order_by(distance(q)).limit(10))]
     if workload != "near-dup":
@@ -408,12 +409,12 @@ def _vector_systems(session: Session, workload: str) -> dict[str, Callable[[int]
     return systems
 
 
-def run_latency(engine: Engine, workloads: list[Workload], fingerprints: np.ndarray, *, with_pgvector: bool, threshold: int = FIND_ORIGINAL_BITS, repeat: int = 2, scan_queries: int = 40) -> dict[str, Any]:
+def run_latency(engine: Engine, workloads: list[Workload], fingerprints: np.ndarray, *, with_pgvector: bool, thresholds: Sequence[int] = FIND_ORIGINAL_BITS, repeat: int = 2, scan_queries: int = 40) -> dict[str, Any]:
     """Every query path on every workload, beside the plain scan, ``repeat`` interleaved passes."""
     results: dict[str, Any] = {}
     with Session(engine) as session:
         for workload in workloads:
-            systems = _latency_systems(session, workload.name, threshold)
+            systems = _latency_systems(session, workload.name, thresholds)
             if with_pgvector:
                 systems.update(_vector_systems(session, workload.name))
             # Scans cost about the same whatever the query: fewer of them are enough (and at 10M
@@ -429,7 +430,8 @@ def run_latency(engine: Engine, workloads: list[Workload], fingerprints: np.ndar
                 if "3 bits" in name:
                     recall = _near_recall(answers, workload.truth_near[:count])
                 elif "bits)" in name:
-                    recall = _find_recall(answers, nearest[:count], threshold)
+                    bits = int(name.rsplit("(", 1)[1].split()[0])
+                    recall = _find_recall(answers, nearest[:count], bits)
                 elif name.startswith("pgvector") and workload.name == "near-dup":
                     recall = _near_recall([{i for i, d in a if d <= 3} for a in answers], workload.truth_near[:count])
                 elif name.startswith("pgvector"):
@@ -441,6 +443,6 @@ def run_latency(engine: Engine, workloads: list[Workload], fingerprints: np.ndar
             results[workload.name] = {
                 "systems": rows,
                 "kth_distance_quantiles": {str(q): float(np.quantile(kth, q)) for q in (0.1, 0.5, 0.9)},
-                "nearest_within_threshold": float(np.mean(np.array(nearest) <= threshold)),
+                "nearest_within": {str(t): float(np.mean(np.array(nearest) <= t)) for t in thresholds},
             }
     return results

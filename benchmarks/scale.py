@@ -42,8 +42,6 @@ class ParagraphFeatures:
 
 
 def paragraph_features(paragraphs: Sequence[str], fingerprinter: simsql.Fingerprinter) -> ParagraphFeatures:
-    if not isinstance(fingerprinter.weighting, simsql.IdfTable) and fingerprinter.weighting not in ("count", "log"):
-        raise ValueError("scale sets support count, log and IdfTable weighting")
     vocabulary: dict[bytes, int] = {}
     ptr = [0]
     ids: list[int] = []
@@ -64,11 +62,21 @@ def paragraph_features(paragraphs: Sequence[str], fingerprinter: simsql.Fingerpr
     )
 
 
-def fingerprints_of(members: np.ndarray, features: ParagraphFeatures, weighting: str | simsql.IdfTable) -> np.ndarray:
-    """Fingerprints (uint64) of articles given as rows of paragraph ids (-1 padded)."""
+def _linear_in_counts(fingerprinter: simsql.Fingerprinter) -> bool:
+    """Weightings that multiply the raw count (``count``, and version 1's IDF tables) rather
+    than ``1 + ln count``."""
+    weighting = fingerprinter.weighting
+    return weighting == "count" or (fingerprinter.version == 1 and (weighting == "jieba_idf" or isinstance(weighting, simsql.IdfTable)))
+
+
+def fingerprints_of(members: np.ndarray, features: ParagraphFeatures, fingerprinter: simsql.Fingerprinter) -> np.ndarray:
+    """Fingerprints (uint64) of articles given as rows of paragraph ids (-1 padded), weighted by
+    ``fingerprinter.feature_weights`` exactly as simsql weights a text (checked by :func:`verify`)."""
     out = np.empty(len(members), dtype=np.uint64)
     vocabulary = np.int64(len(features.hashes))
-    idf = weighting.weights(features.vocabulary) if isinstance(weighting, simsql.IdfTable) else None
+    # Per-feature factor: the weight of a feature seen once (1 + ln 1 = 1 for log-type weightings).
+    factor = fingerprinter.feature_weights(features.vocabulary, np.ones(len(features.vocabulary)))
+    linear = _linear_in_counts(fingerprinter)
     for lo in range(0, len(members), _BATCH):
         batch = members[lo : lo + _BATCH]
         article, slot = np.nonzero(batch >= 0)
@@ -83,20 +91,14 @@ def fingerprints_of(members: np.ndarray, features: ParagraphFeatures, weighting:
         counts = np.bincount(inverse, weights=features.counts[index])
         owner = unique // vocabulary
         feature = unique % vocabulary
-        if weighting == "log":
-            weights = 1.0 + np.log(counts)
-            boundaries = np.flatnonzero(np.diff(np.concatenate(([-1], owner))))
-            top = np.maximum.reduceat(weights, boundaries)
-            scale = np.repeat(QUANT_SCALE / top, np.diff(np.concatenate((boundaries, [len(owner)]))))
-            weights = np.rint(weights * scale)
-        elif idf is not None:
-            weights = counts * idf[feature]
-            boundaries = np.flatnonzero(np.diff(np.concatenate(([-1], owner))))
-            top = np.maximum.reduceat(weights, boundaries)
-            scale = np.repeat(QUANT_SCALE / top, np.diff(np.concatenate((boundaries, [len(owner)]))))
-            weights = np.rint(weights * scale)
-        else:
+        if fingerprinter.weighting == "count":
             weights = counts
+        else:
+            weights = (counts if linear else 1.0 + np.log(counts)) * factor[feature]
+            boundaries = np.flatnonzero(np.diff(np.concatenate(([-1], owner))))
+            top = np.maximum.reduceat(weights, boundaries)
+            scale = np.repeat(QUANT_SCALE / top, np.diff(np.concatenate((boundaries, [len(owner)]))))
+            weights = np.rint(weights * scale)
         present = np.unique(owner)
         local = np.searchsorted(present, owner)
         fingerprints = np.zeros(len(batch), dtype=np.uint64)
@@ -111,7 +113,7 @@ class ScaleSet:
     members: np.ndarray  # int32 (n, MAX_PARAGRAPHS), -1 padded: paragraph ids of each article
     variant_of: np.ndarray  # int64: id of the article a variant was made from, 0 if none
     series_heads: np.ndarray  # ids of series base articles
-    weighting: str | simsql.IdfTable = "log"
+    fingerprinter: simsql.Fingerprinter
     pools: tuple[tuple[int, int, float], ...] = ()
 
 
@@ -137,7 +139,7 @@ def build(
     features: ParagraphFeatures,
     n: int,
     seed: int,
-    weighting: str | simsql.IdfTable = "log",
+    fingerprinter: simsql.Fingerprinter,
     variant_rate: float = 0.05,
     series_count: int = 200,
     pools: Sequence[tuple[int, int, float]] = (),
@@ -167,8 +169,8 @@ def build(
                 variant_of[start + offset] = start + 1
                 _mutate(members[start + offset], rng, paragraphs, pools)
 
-    fingerprints = fingerprints_of(members, features, weighting)
-    return ScaleSet(fingerprints, members, variant_of, np.array(heads, dtype=np.int64), weighting, tuple(pools))
+    fingerprints = fingerprints_of(members, features, fingerprinter)
+    return ScaleSet(fingerprints, members, variant_of, np.array(heads, dtype=np.int64), fingerprinter, tuple(pools))
 
 
 def _mutate(row: np.ndarray, rng: np.random.Generator, paragraphs: int, pools: Sequence[tuple[int, int, float]] = ()) -> None:
@@ -210,8 +212,9 @@ class RealText:
     pools: tuple[tuple[int, int, float], ...]
 
 
-CONFIGS = ("default", "idf-heldout")
-"""``default``: ``simsql.Fingerprinter()``. ``idf-heldout``: the default features weighted by an
+CONFIGS = ("default", "v1", "idf-heldout")
+"""``default``: ``simsql.Fingerprinter()``. ``v1``: ``Fingerprinter(version=1)``, simsql 0.1's
+default. ``idf-heldout``: the default features weighted by an
 :class:`simsql.IdfTable` fitted on every fifth document, which no article is assembled from (a
 user who fits on their own corpus; the stand-in for balanced bits)."""
 
@@ -230,7 +233,7 @@ def real_text(config: str = "default", limit: int | None = None) -> RealText:
     held_out = english[::5] + chinese[::5]
     english_paragraphs = corpus.paragraphs(d for i, d in enumerate(english) if i % 5)
     chinese_paragraphs = corpus.paragraphs(d for i, d in enumerate(chinese) if i % 5)
-    fingerprinter = simsql.Fingerprinter()
+    fingerprinter = simsql.Fingerprinter(version=1) if config == "v1" else simsql.Fingerprinter()
     if config == "idf-heldout":
         table = simsql.IdfTable.fit((d.text for d in held_out), fingerprinter)
         fingerprinter = simsql.Fingerprinter(weighting=table)
@@ -246,12 +249,11 @@ def build_cached(real: RealText, n: int, seed: int) -> ScaleSet:
     takes the better part of an hour to generate on a busy 2-core machine."""
     from .corpus import CACHE_DIR
 
-    weighting = real.fingerprinter.weighting
     path = CACHE_DIR / f"scale-{real.fingerprinter.config_id}-{len(real.paragraphs)}-{n}-{seed}.npz"
     if path.exists():
         saved = np.load(path)
-        return ScaleSet(saved["fingerprints"], saved["members"], saved["variant_of"], saved["series_heads"], weighting, real.pools)
-    data = build(real.features, n, seed=seed, weighting=weighting, pools=real.pools)
+        return ScaleSet(saved["fingerprints"], saved["members"], saved["variant_of"], saved["series_heads"], real.fingerprinter, real.pools)
+    data = build(real.features, n, seed=seed, fingerprinter=real.fingerprinter, pools=real.pools)
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".tmp.npz")
     np.savez(partial, fingerprints=data.fingerprints, members=data.members, variant_of=data.variant_of, series_heads=data.series_heads)
