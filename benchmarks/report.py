@@ -880,10 +880,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             path = ROOT / name
         loaded = json.loads(path.read_text(encoding="utf-8"))
         latency = loaded.pop("latency", None)
-        if latency is not None:  # a latency run adds its configurations and nothing else
-            for config, sizes in latency.items():
-                results.setdefault("latency", {}).setdefault(config, {}).update(sizes)
-            continue
+        for config, sizes in (latency or {}).items():
+            results.setdefault("latency", {}).setdefault(config, {}).update(sizes)
+        if latency is not None and not set(loaded) & {"fingerprint", "quality", "queries", "ingest"}:
+            continue  # a latency-only run adds its configurations, not its machine or command
         results.update(loaded)
     if args.headline:
         print(headline(results))
