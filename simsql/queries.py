@@ -219,7 +219,7 @@ def _selected_model(stmt: Select[Any]) -> type:
     return entity
 
 
-def _band_filter(distance: ColumnElement[Any], radius: int, low: int, high: int | None) -> ColumnElement[bool] | None:
+def _band_filter(distance: ColumnElement[Any], low: int, high: int | None) -> ColumnElement[bool] | None:
     """``low <= distance <= high`` with the distance computed once per candidate: a whole band
     (``4k .. 4k+3``) is ``distance / 4 = k``."""
     if low == 0:
@@ -239,7 +239,7 @@ def _band_candidates(binding: Binding, fingerprint: int, radius: int, low: int, 
     several blocks is counted once.
     """
     distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)).label("distance")
-    condition = _band_filter(distance, radius, low, high)
+    condition = _band_filter(distance, low, high)
     per_block = []
     for column, value in zip(binding.blocks, blocks(fingerprint)):
         part = select(*binding.table_keys, distance).where(equals_any(column, probe_values(value, radius)))
