@@ -13,12 +13,13 @@ from functools import lru_cache
 from itertools import combinations
 from typing import Any
 
-from sqlalchemy import Integer, bindparam, text
+from sqlalchemy import Float, Integer, bindparam, text
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql import ColumnElement, any_
+from sqlalchemy.sql import ColumnElement, TableClause, any_
 from sqlalchemy.sql.functions import FunctionElement
+from sqlalchemy.sql.visitors import InternalTraversal
 
 from .errors import UnsupportedDatabase
 
@@ -57,8 +58,40 @@ def _hamming_postgresql(element: HammingDistance, compiler: Any, **kw: Any) -> s
     return f"bit_count(CAST(({compiler.process(a, **kw)} # {compiler.process(b, **kw)}) AS BIT(64)))"
 
 
+class RowEstimate(ColumnElement[float]):
+    """The planner's row count of a table (``pg_class.reltuples``, 0 when never analysed or
+    missing): what a plan can compare its own work with, read at execution time."""
+
+    type = Float()
+    inherit_cache = True
+    _traverse_internals = [("table", InternalTraversal.dp_clauseelement)]
+
+    def __init__(self, table: TableClause) -> None:
+        self.table = table
+
+
+@compiles(RowEstimate)
+def _row_estimate_default(element: RowEstimate, compiler: Any, **kw: Any) -> str:
+    raise UnsupportedDatabase(
+        f"simsql does not support the {compiler.dialect.name!r} dialect yet; use PostgreSQL >= 14"
+    )
+
+
+@compiles(RowEstimate, "postgresql")
+def _row_estimate_postgresql(element: RowEstimate, compiler: Any, **kw: Any) -> str:
+    name = compiler.preparer.format_table(element.table).replace("'", "''")
+    return f"(SELECT greatest(max(reltuples), 0) FROM pg_class WHERE oid = to_regclass('{name}'))"
+
+
+def row_estimate(table: TableClause) -> RowEstimate:
+    return RowEstimate(table)
+
+
 def hamming_expression(a: ColumnElement[Any], b: ColumnElement[Any]) -> HammingDistance:
     return HammingDistance(a, b)
+
+
+_INTEGER_ARRAY = postgresql.ARRAY(Integer)
 
 
 def equals_any(column: ColumnElement[Any], values: Sequence[int]) -> ColumnElement[bool]:
@@ -66,7 +99,7 @@ def equals_any(column: ColumnElement[Any], values: Sequence[int]) -> ColumnEleme
     text, and therefore its plan cache entry, does not depend on the probe radius."""
     if len(values) == 1:
         return column == values[0]
-    return column == any_(bindparam(None, list(values), type_=postgresql.ARRAY(Integer)))
+    return column == any_(bindparam(None, list(values), type_=_INTEGER_ARRAY))
 
 
 def block_expression_sql(fingerprint_sql: str, index: int) -> str:
@@ -91,6 +124,11 @@ def probe_values(block: int, radius: int) -> list[int]:
     least one block within ``radius`` bits of the query's block (pigeonhole over 4 blocks).
     """
     return [block ^ mask for mask in _masks(radius)]
+
+
+def ring_values(block: int, radius: int) -> list[int]:
+    """The 16-bit values exactly ``radius`` bits from ``block`` (1, 16, 120, 560, ... values)."""
+    return [block ^ sum(1 << b for b in bits) for bits in combinations(range(BLOCK_BITS), radius)]
 
 
 def radius_for(max_distance: int) -> int:

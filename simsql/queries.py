@@ -1,15 +1,26 @@
 """Similarity queries: a Select in, a Select out, composable with the caller's own filters.
 
 Candidates come from the 16-bit block indexes; the Hamming distance is computed only for them.
-All functions are exact: they return what a full scan ordered by distance would return.
+Every function is exact (it returns what a full scan ordered by distance would return) except
+``most_similar(..., exact=False)``, which says what it gives up.
 
 How ``most_similar`` stays exact without a distance bound (multi-index hashing): probing each
 block with every value within ``r`` bits finds every row within ``4r + 3`` bits. The statement
 is a ``UNION ALL`` of *bands*: band ``k`` probes radius ``k`` and keeps rows at distance
 ``4k .. 4k+3``, sorted; a last branch scans for anything farther. PostgreSQL runs the branches of
 an ``Append`` in order and stops pulling rows once ``LIMIT`` is satisfied, so a query whose
-neighbours are near never executes the wider probes or the scan, and a query whose neighbours
-are far pays the cheap probes and then the scan.
+neighbours are near never executes the wider probes or the scan.
+
+The plan adapts to the data when it runs: real text skews SimHash bits, so some 16-bit buckets
+hold hundreds of times their share of rows, and a wide band over crowded buckets can cost a good
+part of a scan. Before a band past the first runs, a bounded count of the index entries its
+probes would read is compared with a budget (a share of the table's estimated rows); a band over
+budget is skipped and the scan starts where the last band that ran stopped. A query whose only
+close neighbour is its copy thus pays four exact probes, a bounded count, and the scan.
+
+With a bound the probes cover (``max_distance < 4 * (probe_radius + 1)``, e.g. ``find_original``)
+there is no scan and no band split: one probe of every block within ``radius_for(max_distance)``
+bits.
 """
 
 from __future__ import annotations
@@ -24,6 +35,8 @@ from sqlalchemy import (
     Select,
     and_,
     bindparam,
+    case,
+    cast,
     func,
     literal,
     literal_column,
@@ -41,7 +54,7 @@ from sqlalchemy.sql import ColumnElement
 
 from .bits import blocks, check_fingerprint, to_signed
 from . import registry
-from .dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_values, radius_for
+from .dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_values, radius_for, ring_values, row_estimate
 from .errors import EmptyDocument
 from .storage import Binding, binding_for
 from .types import SimHash
@@ -49,6 +62,13 @@ from .types import SimHash
 DEFAULT_PROBE_RADIUS = 2
 """Bands probed through the index before falling back to a scan: radius 2 covers distance
 <= 11 with 137 values per block, about 0.8% of a uniformly filled table."""
+
+BAND_BUDGET = 0.01
+"""A band past the first runs only if its probes meet fewer index entries than this share of
+the table's rows (see :func:`_band_budget`)."""
+
+MIN_BAND_BUDGET = 5000
+"""Budget floor: below this many entries a band is cheap whatever the table's size."""
 
 MAX_EXACT_BLOCK_DISTANCE = BLOCK_COUNT - 1
 
@@ -97,6 +117,26 @@ def _check_distance(max_distance: int | None) -> None:
         raise TypeError(f"max_distance must be an int, got {type(max_distance).__name__}")
     if not 0 <= max_distance <= 64:
         raise ValueError(f"max_distance must be in 0..64, got {max_distance}")
+
+
+def _check_limit(limit: object) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"limit must be a positive int, got {type(limit).__name__} {limit!r}")
+    if limit < 1:
+        raise ValueError(f"limit must be a positive int, got {limit}")
+    return limit
+
+
+def _check_targets(targets: object) -> list[object]:
+    """The targets of a batch as a list; a lone str or bytes is refused, not split into characters."""
+    if isinstance(targets, (str, bytes, bytearray)):
+        raise TypeError(
+            f"targets must be a sequence of targets (texts, fingerprints or rows), got a single "
+            f"{type(targets).__name__}; wrap it in a list: [text]"
+        )
+    if not isinstance(targets, Iterable):
+        raise TypeError(f"targets must be a sequence of targets, got {type(targets).__name__}")
+    return list(targets)
 
 
 def _fingerprint_literal(fingerprint: int) -> ColumnElement[Any]:
@@ -179,7 +219,19 @@ def _selected_model(stmt: Select[Any]) -> type:
     return entity
 
 
-def _band_candidates(binding: Binding, fingerprint: int, radius: int, low: int, high: int) -> Any:
+def _band_filter(distance: ColumnElement[Any], low: int, high: int | None) -> ColumnElement[bool] | None:
+    """``low <= distance <= high`` with the distance computed once per candidate: a whole band
+    (``4k .. 4k+3``) is ``distance / 4 = k``."""
+    if low == 0:
+        return distance <= high if high is not None else None
+    if high is not None and high - low == BLOCK_COUNT - 1 and low % BLOCK_COUNT == 0:
+        whole_band = distance.op("/", return_type=Integer())(literal(BLOCK_COUNT, Integer()))
+        return whole_band == low // BLOCK_COUNT
+    condition = distance >= low
+    return and_(condition, distance <= high) if high is not None else condition
+
+
+def _band_candidates(binding: Binding, fingerprint: int, radius: int, low: int, high: int | None, exclusion: ColumnElement[bool] | None = None) -> Any:
     """Rows at ``low..high`` bits sharing a block within ``radius`` bits, as (key..., distance).
 
     One index-only scan per block (the block indexes cover key and fingerprint) with the
@@ -187,17 +239,51 @@ def _band_candidates(binding: Binding, fingerprint: int, radius: int, low: int, 
     several blocks is counted once.
     """
     distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)).label("distance")
-    per_block = [
-        select(*binding.table_keys, distance).where(
-            equals_any(column, probe_values(value, radius)), distance.between(low, high)
-        )
-        for column, value in zip(binding.blocks, blocks(fingerprint))
-    ]
+    condition = _band_filter(distance, low, high)
+    per_block = []
+    for column, value in zip(binding.blocks, blocks(fingerprint)):
+        part = select(*binding.table_keys, distance).where(equals_any(column, probe_values(value, radius)))
+        for extra in (condition, exclusion):
+            if extra is not None:
+                part = part.where(extra)
+        per_block.append(part)
     return union(*per_block).subquery()
 
 
+def _band_budget(binding: Binding) -> ColumnElement[Any]:
+    """Most index entries a band may read before the scan is the cheaper way to its rows.
+
+    A band reads its candidates through the block indexes at about the cost per entry at which
+    the scan reads rows, so a band that would read more than :data:`BAND_BUDGET` of the table
+    is not worth running when the scan must follow anyway. The table size is the planner's
+    estimate, read when the statement runs (a floor keeps small or unanalysed tables on bands).
+    """
+    estimate = row_estimate(binding.table) * literal(BAND_BUDGET, Float())
+    return cast(func.greatest(estimate, literal(MIN_BAND_BUDGET, Float())), BigInteger)
+
+
+def _band_affordable(binding: Binding, fingerprint: int, radius: int) -> Any:
+    """A one-row CTE whose ``ok`` is true when the radius-``radius`` probes meet fewer index
+    entries than the budget.
+
+    Counted with ``LIMIT budget`` over the covering block indexes (index-only, no distance
+    computed), so the check costs at most one budget of entries; PostgreSQL evaluates it once,
+    when the band's branch is first pulled, and never for a query whose nearer bands already
+    filled ``limit``.
+    """
+    budget = _band_budget(binding)
+    entries: Any = union_all(
+        *(
+            select(literal_column("1").label("hit")).select_from(binding.table).where(equals_any(column, probe_values(value, radius)))
+            for column, value in zip(binding.blocks, blocks(fingerprint))
+        )
+    ).limit(budget)
+    counted = select(func.count()).select_from(entries.subquery()).scalar_subquery()
+    return select((counted < budget).label("ok")).cte(f"simsql_band_{radius}")
+
+
 def _scan_branch(
-    binding: Binding, base: Select[Any], fingerprint: int, low: int, high: int | None, limit: int
+    binding: Binding, base: Select[Any], fingerprint: int, low: ColumnElement[Any] | int, high: int | None, limit: int
 ) -> Select[Any]:
     """The last resort: the plain top-``limit`` scan, minus the rows the bands already gave.
 
@@ -228,6 +314,127 @@ def _scan_branch(
     return branch.order_by(top.c.distance, *binding.keys)
 
 
+def _approximate_branch(binding: Binding, base: Select[Any], fingerprint: int, radius: int, max_distance: int | None, limit: int) -> Select[Any]:
+    """The nearest of a bounded set of candidates: every row sharing a block with the target,
+    then, per block, rows whose block is 1, 2, ... ``radius`` bits from the target's, nearest
+    rings first, until that block's share of the budget (:func:`_band_budget`) is spent."""
+    distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)).label("distance")
+    share = cast(_band_budget(binding) / literal(BLOCK_COUNT), BigInteger)
+
+    def ring(column: Any, value: int, r: int) -> Select[Any]:
+        part = select(*binding.table_keys, distance).where(equals_any(column, ring_values(value, r)))
+        return part.where(distance <= max_distance) if max_distance is not None else part
+
+    parts: list[Any] = []
+    for column, value in zip(binding.blocks, blocks(fingerprint)):
+        parts.append(ring(column, value, 0))
+        if radius > 0:
+            # Each block gets an equal share, so one crowded bucket of skewed fingerprints
+            # cannot starve the other blocks; within a block the nearer rings come first.
+            farther = union_all(*(ring(column, value, r) for r in range(1, radius + 1))).limit(share).subquery()
+            parts.append(select(farther))
+    merged = union(*parts).subquery()
+    merged_keys = [merged.c[k.name] for k in binding.table_keys]
+    # Rank keys and distances first: only the top rows are joined back to the caller's select.
+    nearest = select(merged).order_by(merged.c.distance, *merged_keys).limit(limit).subquery()
+    return (
+        base.join(nearest, _keys_equal(binding.keys, [nearest.c[k.name] for k in binding.table_keys]))
+        .add_columns(nearest.c.distance)
+        .order_by(nearest.c.distance, *binding.keys)
+    )
+
+
+def _check_most_similar(stmt: object, limit: object, max_distance: int | None, probe_radius: int) -> None:
+    _check_limit(limit)
+    _check_distance(max_distance)
+    if not isinstance(stmt, Select):
+        raise TypeError(f"most_similar() takes a select(), got {type(stmt).__name__}")
+    if stmt._order_by_clauses or stmt._limit_clause is not None or stmt._offset_clause is not None:
+        raise ValueError("pass a select() without order_by/limit/offset: most_similar() orders and limits it")
+    if isinstance(probe_radius, bool) or not isinstance(probe_radius, int) or not 0 <= probe_radius <= 4:
+        raise ValueError(f"probe_radius must be an int in 0..4, got {probe_radius!r}")
+
+
+def _band_branch(binding: Binding, base: Select[Any], fingerprint: int, radius: int, low: int, high: int | None, limit: int) -> Select[Any]:
+    candidates = _band_candidates(binding, fingerprint, radius, low, high)
+    return (
+        base.join(candidates, _keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
+        .add_columns(candidates.c.distance)
+        .order_by(candidates.c.distance, *binding.keys)
+        .limit(limit)
+    )
+
+
+def _guarded_bands(binding: Binding, fingerprint: int, probe_radius: int, branch_for: Any) -> tuple[list[Select[Any]], ColumnElement[Any] | int]:
+    """Bands ``0..probe_radius``, each past the first guarded by :func:`_band_affordable`, and
+    the distance the scan must start from: where the last band that ran stopped."""
+    branches = []
+    guards: list[Any] = []
+    for band in range(probe_radius + 1):
+        branch = branch_for(band, 4 * band, 4 * band + 3)
+        if band > 0:
+            guards.append(_band_affordable(binding, fingerprint, band))
+            branch = branch.where(*(select(g.c.ok).scalar_subquery() for g in guards))
+        branches.append(branch)
+    whens = [(not_(select(g.c.ok).scalar_subquery()), literal(4 * (i + 1))) for i, g in enumerate(guards)]
+    scan_from = case(*whens, else_=literal(4 * (probe_radius + 1))) if whens else 4 * (probe_radius + 1)
+    return branches, scan_from
+
+
+def _exact_branches(binding: Binding, base: Select[Any], fingerprint: int, limit: int, max_distance: int | None, probe_radius: int) -> list[Select[Any]]:
+    """A bound the probes cover needs one branch (every block within its radius); otherwise
+    guarded bands, then the scan (:func:`_guarded_bands`)."""
+    if max_distance is not None and max_distance < 4 * (probe_radius + 1):
+        return [_band_branch(binding, base, fingerprint, radius_for(max_distance), 0, max_distance, limit)]
+    branches, scan_from = _guarded_bands(
+        binding, fingerprint, probe_radius, lambda band, low, high: _band_branch(binding, base, fingerprint, band, low, high, limit)
+    )
+    branches.append(_scan_branch(binding, base, fingerprint, scan_from, max_distance, limit))
+    return branches
+
+
+def _is_plain(stmt: Select[Any], binding: Binding) -> bool:
+    """``select(Model)`` with nothing that filters or multiplies rows: ranking can then run on
+    keys and distances alone and fetch the entities once, at the end."""
+    return (
+        binding.mode == "columns"
+        and len(stmt._raw_columns) == 1
+        and stmt.whereclause is None
+        and not stmt._from_obj
+        and not stmt._setup_joins
+        and not stmt._group_by_clauses
+        and not stmt._having_criteria
+        and not stmt._distinct
+    )
+
+
+def _key_ranking(binding: Binding, fingerprint: int, limit: int, max_distance: int | None, probe_radius: int, exclusion: ColumnElement[bool] | None) -> Any:
+    """The exact top-``limit`` (key, distance) of the whole table: the plan of
+    :func:`_exact_branches` without a join per branch (smaller to build and to plan)."""
+    table_keys = list(binding.table_keys)
+
+    def keys_of(candidates: Any) -> list[Any]:
+        return [candidates.c[k.name] for k in table_keys]
+
+    def band(radius: int, low: int, high: int | None) -> Select[Any]:
+        candidates = _band_candidates(binding, fingerprint, radius, low, high, exclusion)
+        return select(candidates).order_by(candidates.c.distance, *keys_of(candidates)).limit(limit)
+
+    if max_distance is not None and max_distance < 4 * (probe_radius + 1):
+        return band(radius_for(max_distance), 0, max_distance).subquery("simsql_ranked")
+    branches, scan_from = _guarded_bands(binding, fingerprint, probe_radius, lambda r, low, high: band(r, low, high))
+    distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)).label("distance")
+    scan = select(*table_keys, distance).where(binding.fingerprint.is_not(None))
+    if exclusion is not None:
+        scan = scan.where(exclusion)
+    top = scan.order_by(distance, *table_keys).limit(limit).subquery()
+    tail = select(top).where(top.c.distance >= scan_from)
+    if max_distance is not None:
+        tail = tail.where(top.c.distance <= max_distance)
+    branches.append(tail.order_by(top.c.distance, *keys_of(top)))
+    return union_all(*branches).limit(limit).subquery("simsql_ranked")
+
+
 def most_similar(
     stmt: Select[Any],
     target: object,
@@ -236,66 +443,62 @@ def most_similar(
     exclude: object = None,
     *,
     probe_radius: int = DEFAULT_PROBE_RADIUS,
+    exact: bool = True,
 ) -> Select[Any]:
-    """The exact top-``limit`` rows of ``stmt`` by Hamming distance to ``target``.
+    """The top-``limit`` rows of ``stmt`` by Hamming distance to ``target``: exact by default.
 
     ``stmt`` is your ``select(Model)`` with any ``where``/``join`` you like (no ``order_by`` or
     ``limit``); the result selects ``(Model, distance, similarity)`` ordered by distance, then
     primary key. ``target`` is text, a fingerprint, or a model instance (which is excluded).
     ``exclude`` adds rows or primary keys to leave out. Rows with a NULL fingerprint never appear.
 
-    Without ``max_distance`` the answer is still exact: bands of radius ``0..probe_radius``
-    come from the block indexes, anything farther from a scan that runs only if the bands did
-    not fill ``limit`` rows.
+    Exact (the default): bands of radius ``0..probe_radius`` come from the block indexes,
+    anything farther from a scan that runs only if the bands did not fill ``limit`` rows. A band
+    that would read more index entries than the scan would save is skipped and left to the scan,
+    so a query whose neighbours are far costs little more than the scan itself.
+
+    ``exact=False`` never scans: it ranks a bounded set of candidates, the rows sharing a block
+    with the target, then rows whose blocks are 1 .. ``probe_radius`` bits from the target's,
+    nearest first, until about 1% of the table's index entries have been read (a quarter of
+    that per block). What it gives
+    up: only rows within 3 bits are guaranteed; farther rows are found when one of their blocks
+    is close enough and within the budget, so the answer is the best of the candidates, not
+    necessarily the true nearest (BENCHMARKS.md measures its recall). Filters on ``stmt`` apply
+    after the candidates are chosen, so a selective filter can leave fewer than ``limit`` rows.
     """
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ValueError(f"limit must be a positive int, got {limit!r}")
-    _check_distance(max_distance)
-    if not isinstance(stmt, Select):
-        raise TypeError(f"most_similar() takes a select(), got {type(stmt).__name__}")
-    if stmt._order_by_clauses or stmt._limit_clause is not None or stmt._offset_clause is not None:
-        raise ValueError("pass a select() without order_by/limit/offset: most_similar() orders and limits it")
-    if not 0 <= probe_radius <= 4:
-        raise ValueError(f"probe_radius must be in 0..4, got {probe_radius}")
+    _check_most_similar(stmt, limit, max_distance, probe_radius)
     model = _selected_model(stmt)
     binding = binding_for(model)
     fingerprint, own_key = _resolve(binding, target)
     excluded = _exclude_keys(binding, exclude) + ([own_key] if own_key is not None else [])
     exclusion = _exclusion(binding, excluded)
-    base = stmt.where(exclusion) if exclusion is not None else stmt
+    schema, table = binding.registry_key
+    check = {registry.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)}
 
-    branches = []
-    for band in range(probe_radius + 1):
-        low, high = 4 * band, 4 * band + 3
-        if max_distance is not None:
-            if low > max_distance:
-                break
-            high = min(high, max_distance)
-        candidates = _band_candidates(binding, fingerprint, band, low, high)
-        branch = (
-            base.join(candidates, _keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
-            .add_columns(candidates.c.distance)
-            .order_by(candidates.c.distance, *binding.keys)
-            .limit(limit)
+    if exact and _is_plain(stmt, binding):
+        ranked = _key_ranking(binding, fingerprint, limit, max_distance, probe_radius, exclusion)
+        return (
+            stmt.add_columns(ranked.c.distance, _similarity(ranked.c.distance))
+            .join(ranked, _keys_equal(binding.keys, [ranked.c[k.name] for k in binding.table_keys]))
+            .order_by(ranked.c.distance, *binding.keys)
+            .execution_options(**check)
         )
-        branches.append(branch)
-
-    scan_from = 4 * (probe_radius + 1)
-    if max_distance is None or max_distance >= scan_from:
-        branches.append(_scan_branch(binding, base, fingerprint, scan_from, max_distance, limit))
-
+    base = stmt.where(exclusion) if exclusion is not None else stmt
+    if exact:
+        branches = _exact_branches(binding, base, fingerprint, limit, max_distance, probe_radius)
+    else:
+        branches = [_approximate_branch(binding, base, fingerprint, probe_radius, max_distance, limit)]
     ranked = (union_all(*branches) if len(branches) > 1 else branches[0]).subquery("simsql_ranked")
     entity: Any = aliased(model, ranked)
-    schema, table = binding.registry_key
     return (
-        select(
-            entity,
-            ranked.c.distance,
-            (literal(1.0, Float()) - ranked.c.distance / literal(64.0, Float())).label("similarity"),
-        )
+        select(entity, ranked.c.distance, _similarity(ranked.c.distance))
         .limit(limit)
-        .execution_options(**{registry.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)})
+        .execution_options(**check)
     )
+
+
+def _similarity(distance: ColumnElement[Any]) -> ColumnElement[float]:
+    return (literal(1.0, Float()) - distance / literal(64.0, Float())).label("similarity")
 
 
 def find_original(session: Session, model: type, text: str, max_distance: int = 3) -> Match | None:
@@ -421,6 +624,8 @@ def most_similar_many(
     Returns, per target and in order, up to ``limit`` ``(primary key, distance)`` pairs within
     ``max_distance`` (<= 3, exact), nearest first. A text without features gets ``[]``.
     """
+    _check_limit(limit)
+    targets = _check_targets(targets)
     _check_distance(max_distance)
     if max_distance > MAX_EXACT_BLOCK_DISTANCE:
         raise ValueError(f"most_similar_many() supports max_distance <= 3, got {max_distance}")
