@@ -97,7 +97,10 @@ def configurations(names: Sequence[str] | None = None) -> dict[str, tuple[str, A
     from simsql.weighting import prior_idf
 
     makers: dict[str, tuple[str, Callable[[], Any]]] = {
-        "v2 default": ("Fingerprinter(): words, (1 + ln count) x clip(prior IDF - 2, 0.05, 2)", Fingerprinter),
+        "v2 default": (
+            'Fingerprinter(): words (Han: character bigrams), (1 + ln count) x clip(prior IDF - 2, 0.05, 2)', Fingerprinter
+        ),
+        "v2 jieba": ('Fingerprinter(chinese="jieba"): the same with jieba words', lambda: Fingerprinter(chinese="jieba")),
         "v1 (0.1 default)": ("Fingerprinter(version=1): words, 1 + ln count", lambda: Fingerprinter(version=1)),
         "fitted IdfTable": (
             "Fingerprinter(weighting=IdfTable.fit(tuning articles)): (1 + ln count) x fitted IDF",
@@ -107,7 +110,6 @@ def configurations(names: Sequence[str] | None = None) -> dict[str, tuple[str, A
             "(1 + ln count) x prior IDF (no band)", lambda: Fingerprinter(weighting=prior_idf())
         ),
         "prior cap 3": ("(1 + ln count) x min(prior IDF, 3)", lambda: Fingerprinter(weighting=capped_prior(3.0))),
-        "v2 bigrams": ('Fingerprinter(chinese="bigrams")', lambda: Fingerprinter(chinese="bigrams")),
         "v2 shingle2": ("Fingerprinter(shingle_size=2)", lambda: Fingerprinter(shingle_size=2)),
         "simhash package": ("simhash 2.1.2 Simhash(text): char 4-grams, counts, MD5", lambda: None),
     }
