@@ -38,11 +38,14 @@ class ParagraphFeatures:
     counts: np.ndarray
     hashes: np.ndarray  # uint64 hash of each feature id
     seed: int
+    idf: np.ndarray | None = None  # per feature id: the fingerprinter's weight at count 1 (IDF, prior)
 
 
 def paragraph_features(paragraphs: Sequence[str], fingerprinter: simsql.Fingerprinter) -> ParagraphFeatures:
-    if fingerprinter.weighting not in ("count", "log"):
-        raise ValueError("scale sets support count and log weighting")
+    if fingerprinter.tokenizer != "words" or fingerprinter.shingle_size != 1:
+        raise ValueError("scale sets need single-word features (no feature may cross a paragraph break)")
+    if fingerprinter.weighting == "jieba_idf" or (fingerprinter.version == 1 and not isinstance(fingerprinter.weighting, str)):
+        raise ValueError("scale sets support count and log-type weightings (log, prior, version 2 IdfTable)")
     vocabulary: dict[bytes, int] = {}
     ptr = [0]
     ids: list[int] = []
@@ -53,8 +56,11 @@ def paragraph_features(paragraphs: Sequence[str], fingerprinter: simsql.Fingerpr
             counts.append(count)
         ptr.append(len(ids))
     hashes = np.fromiter(map(_hash, vocabulary, repeat(fingerprinter.seed)), np.uint64, len(vocabulary))
+    # Log-type weightings are (1 + ln count) x a per-feature factor: the weight at count 1.
+    idf = None if fingerprinter.weighting == "count" else fingerprinter.feature_weights(list(vocabulary), np.ones(len(vocabulary)))
     return ParagraphFeatures(
-        np.array(ptr, dtype=np.int64), np.array(ids, dtype=np.int64), np.array(counts, dtype=np.float64), hashes, fingerprinter.seed
+        np.array(ptr, dtype=np.int64), np.array(ids, dtype=np.int64), np.array(counts, dtype=np.float64), hashes,
+        fingerprinter.seed, idf,
     )
 
 
@@ -76,8 +82,10 @@ def fingerprints_of(members: np.ndarray, features: ParagraphFeatures, weighting:
         counts = np.bincount(inverse, weights=features.counts[index])
         owner = unique // vocabulary
         feature = unique % vocabulary
-        if weighting == "log":
+        if weighting == "log":  # log-type: (1 + ln count) x the fingerprinter's per-feature factor
             weights = 1.0 + np.log(counts)
+            if features.idf is not None:
+                weights = weights * features.idf[feature]
             boundaries = np.flatnonzero(np.diff(np.concatenate(([-1], owner))))
             top = np.maximum.reduceat(weights, boundaries)
             scale = np.repeat(QUANT_SCALE / top, np.diff(np.concatenate((boundaries, [len(owner)]))))
