@@ -285,8 +285,8 @@ def readme_defaults(results: dict[str, Any]) -> str:
         "disguised copies within the threshold of their original, on the held-out `debian-handbook` (English / "
         "Chinese); \"light\" is the worst of header/footer, 1-2% substitution, a sentence in or out, shuffled "
         "paragraphs and their mix. False matches: every pair of 5,861 unrelated English articles (17M pairs); "
-        "alarms per check = rate x rows, from the beta-binomial fit. Balance: 1M assembled articles, half English, "
-        "half Chinese.",
+        "alarms per check = measured per-pair rate x rows. Balance: 1M assembled articles, half English, half Chinese "
+        "(measured for two rows only; \"fitted IdfTable\" there used bigrams, its recall and false matches jieba words).",
         "",
         table(["configuration", f"light, <= {t} bits (en / zh)", f"5% substituted, <= {t}", "light, <= 3",
                "mean distance, unrelated", f"false matches per pair, <= {t}", "false alarms per check at 1M / 10M",
