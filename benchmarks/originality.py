@@ -39,6 +39,8 @@ from . import corpus, edits, sources
 from .quality import _POPCOUNT, _simhash_package_many
 
 THRESHOLDS = tuple(range(21))
+RECOMMENDED_THRESHOLD = 10
+"""find_original's recommended max_distance, chosen on the tuning sources (with a second stage)."""
 SEED = 8
 RESULTS = Path(__file__).resolve().parent / "results" / "originality.json"
 
@@ -81,26 +83,43 @@ def banded_prior(lo: float, hi: float) -> Any:
     return IdfTable({k.decode(): max(min(v, hi) - lo, 0.0) for k, v in table._idf.items()}, default=max(min(table.default, hi) - lo, 0.0))
 
 
-def configurations() -> dict[str, tuple[str, Any]]:
+def fitted_idf() -> Any:
+    """What a user who fits gets: ``IdfTable.fit`` on their own corpus (here every tuning article)."""
+    from simsql import IdfTable
+
+    texts = [d.text for lang in ("en", "zh") for d in corpus_split(lang)[0]]  # type: ignore[arg-type]
+    return IdfTable.fit(texts)
+
+
+def configurations(names: Sequence[str] | None = None) -> dict[str, tuple[str, Any]]:
     """name -> (description, Fingerprinter or None for the simhash package)."""
     from simsql import Fingerprinter
+    from simsql.weighting import prior_idf
 
-    extra = {}
-    for cap in (3.0, 4.0, 5.0, 7.0):
-        table = capped_prior(cap)
-        extra[f"prior cap {cap:g}"] = (f"words, (1 + ln count) x min(prior IDF, {cap:g})", Fingerprinter(weighting=table))
-        extra[f"prior cap {cap:g} bigrams"] = (
-            f'chinese="bigrams", (1 + ln count) x min(prior IDF, {cap:g})', Fingerprinter(weighting=table, chinese="bigrams"))
-    for lo, hi in ((1.0, 3.0), (1.5, 4.0), (2.0, 4.0), (2.0, 8.0), (3.0, 8.0), (4.0, 8.0), (3.0, 11.0), (3.0, 6.0)):
-        table = banded_prior(lo, hi)
-        extra[f"band {lo:g}-{hi:g}"] = (f"words, (1 + ln count) x (min(prior IDF, {hi:g}) - {lo:g})+", Fingerprinter(weighting=table))
-    return extra | {
-        "v2 default": ("Fingerprinter(): words, (1 + ln count) x built-in IDF prior", Fingerprinter()),
-        "v1 (0.1 default)": ("Fingerprinter(version=1): words, 1 + ln count", Fingerprinter(version=1)),
-        "v2 prior, bigrams": ('Fingerprinter(chinese="bigrams")', Fingerprinter(chinese="bigrams")),
-        "v2 shingle2": ("Fingerprinter(shingle_size=2)", Fingerprinter(shingle_size=2)),
-        "simhash package": ("simhash 2.1.2 Simhash(text): char 4-grams, counts, MD5", None),
+    makers: dict[str, tuple[str, Callable[[], Any]]] = {
+        "v2 default": (
+            'Fingerprinter(): words (Han: character bigrams), (1 + ln count) x clip(prior IDF - 2, 0.05, 2)', Fingerprinter
+        ),
+        "v2 jieba": ('Fingerprinter(chinese="jieba"): the same with jieba words', lambda: Fingerprinter(chinese="jieba")),
+        "v1 (0.1 default)": ("Fingerprinter(version=1): words, 1 + ln count", lambda: Fingerprinter(version=1)),
+        "fitted IdfTable": (
+            "Fingerprinter(weighting=IdfTable.fit(tuning articles)): (1 + ln count) x fitted IDF",
+            lambda: Fingerprinter(weighting=fitted_idf()),
+        ),
+        "prior IDF unbanded": (
+            "(1 + ln count) x prior IDF (no band)", lambda: Fingerprinter(weighting=prior_idf())
+        ),
+        "prior cap 3": ("(1 + ln count) x min(prior IDF, 3)", lambda: Fingerprinter(weighting=capped_prior(3.0))),
+        "v2 shingle2": ("Fingerprinter(shingle_size=2)", lambda: Fingerprinter(shingle_size=2)),
+        "simhash package": ("simhash 2.1.2 Simhash(text): char 4-grams, counts, MD5", lambda: None),
     }
+    for lo, hi in ((1.0, 3.0), (1.5, 4.0), (2.0, 8.0), (3.0, 8.0), (3.0, 11.0)):
+        makers[f"band {lo:g}-{hi:g}"] = (
+            f"(1 + ln count) x (min(prior IDF, {hi:g}) - {lo:g})+",
+            lambda lo=lo, hi=hi: Fingerprinter(weighting=banded_prior(lo, hi)),
+        )
+    chosen = names or list(makers)
+    return {name: (makers[name][0], makers[name][1]()) for name in chosen}
 
 
 _COUNTS: dict[tuple[Any, ...], dict[str, Any]] = {}
@@ -221,12 +240,16 @@ def pair_rates(fps: np.ndarray, texts: Sequence[str]) -> dict[str, Any]:
     hist = np.zeros(65, dtype=np.int64)
     natural = np.zeros(65, dtype=np.int64)
     cache: dict[str, np.ndarray] = {}
+    close_max = 0.0
     for i in range(n - 1):
         d = distances(np.full(n - i - 1, fps[i]), fps[i + 1 :])
         hist += np.bincount(d, minlength=65)
         for j in np.flatnonzero(d <= CLOSE):
-            if _containment(texts[i], texts[i + 1 + j], cache) >= NATURAL_DUPLICATE:
+            c = _containment(texts[i], texts[i + 1 + j], cache)
+            if c >= NATURAL_DUPLICATE:
                 natural[d[j]] += 1
+            else:
+                close_max = max(close_max, c)
     hist -= natural
     pairs = total - int(natural.sum())
     cumulative = np.cumsum(hist)
@@ -236,6 +259,7 @@ def pair_rates(fps: np.ndarray, texts: Sequence[str]) -> dict[str, Any]:
     return {
         "pairs": int(pairs),
         "natural_duplicates": [int(x) for x in np.cumsum(natural)[: len(THRESHOLDS)]],
+        "max_containment_of_false_matches": close_max,
         "at_most": [int(cumulative[t]) for t in THRESHOLDS],
         "rate": [float(cumulative[t] / pairs) for t in THRESHOLDS],
         "mean_distance": mean,
@@ -257,7 +281,13 @@ def run_language(lang: corpus.Lang, per_kind: int, configs: dict[str, tuple[str,
     unrelated = {"real": [d.text for d in tune]}
     if lang == "zh":
         unrelated["assembled"] = disjoint_articles(tune, 400, SEED)
+    cache: dict[str, np.ndarray] = {}
+    verified = {
+        split: {kind: np.array([_containment(a, b, cache) >= NATURAL_DUPLICATE for a, b in zip(*pairs[kind])]) for kind in pairs}
+        for split, pairs in sets.items()
+    }
     result: dict[str, Any] = {
+        "second_stage_keeps": {split: {k: float(v.mean()) for k, v in kinds.items()} for split, kinds in verified.items()},
         "articles": {"tuning": len(tune), "held_out": len(held)},
         "unrelated_articles": {k: len(v) for k, v in unrelated.items()},
         "revisions": len(revisions),
@@ -266,9 +296,12 @@ def run_language(lang: corpus.Lang, per_kind: int, configs: dict[str, tuple[str,
     for name, (description, config) in configs.items():
         t0 = time.perf_counter()
         entry: dict[str, Any] = {"description": description, "evasions": {}}
+        entry["verified"] = {}
         for split, pairs in sets.items():
-            entry["evasions"][split] = {
-                kind: caught(distances(fingerprints(config, a), fingerprints(config, b))) for kind, (a, b) in pairs.items()
+            dists = {kind: distances(fingerprints(config, a), fingerprints(config, b)) for kind, (a, b) in pairs.items()}
+            entry["evasions"][split] = {kind: caught(d) for kind, d in dists.items()}
+            entry["verified"][split] = {
+                kind: [float(np.mean((d <= t) & verified[split][kind])) for t in THRESHOLDS] for kind, d in dists.items()
             }
         if revisions:
             entry["revisions"] = caught(
@@ -292,12 +325,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--balance-rows", type=int, default=1_000_000)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    configs = configurations()
-    if args.configs:
-        configs = {k: v for k, v in configs.items() if k in args.configs.split(",")}
+    configs = configurations(args.configs.split(",") if args.configs else None)
     results: dict[str, Any] = {"thresholds": list(THRESHOLDS), "seed": SEED, "languages": {}}
     if args.out.exists():
         results = json.loads(args.out.read_text())
+    results["recommended_threshold"] = RECOMMENDED_THRESHOLD
+    results.setdefault("descriptions", {}).update({k: v[0] for k, v in configs.items()})
+    results["source_articles"] = {
+        source: {lang: len(sources.articles(source, lang)) for lang in langs} for source, langs in sources.SOURCES.items()
+    }
     for lang in args.langs.split(","):
         if lang:
             results["languages"][lang] = run_language(lang, args.per_kind, configs)  # type: ignore[arg-type]

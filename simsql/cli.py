@@ -824,7 +824,10 @@ def _add_fingerprint(commands: Any, common: argparse.ArgumentParser, local: argp
     fingerprint.add_argument("--tokenizer", choices=("words", "chars"), default="words")
     fingerprint.add_argument("--shingle-size", type=_positive_int, default=1, help="words per shingle (default: 1)")
     fingerprint.add_argument("--char-ngram-size", type=_positive_int, default=4, help="characters per n-gram (default: 4)")
-    fingerprint.add_argument("--chinese", choices=("jieba", "bigrams"), default="jieba")
+    fingerprint.add_argument(
+        "--chinese", choices=("jieba", "bigrams"), default=None,
+        help="default: the version's default (version 2: bigrams; version 1: jieba)",
+    )  # fmt: skip
     fingerprint.add_argument(
         "--weighting", choices=("prior", "log", "count", "jieba_idf"), default=None,
         help="default: the version's default (version 2: prior; version 1: log)",

@@ -37,6 +37,7 @@ VERSIONS = (1, 2)
 Weighting = Literal["count", "log", "jieba_idf", "prior"] | IdfTable
 _NAMED_WEIGHTINGS = {1: ("count", "log", "jieba_idf"), 2: ("count", "log", "jieba_idf", "prior")}
 _DEFAULT_WEIGHTING = {1: "log", 2: "prior"}
+_DEFAULT_CHINESE = {1: "jieba", 2: "bigrams"}
 
 _BATCH_DOCS = 256
 _hash = xxhash.xxh3_64_intdigest
@@ -94,8 +95,12 @@ class Fingerprinter:
             segmented) or ``"chars"`` (character n-grams of the whole text).
         shingle_size: words per shingle for ``"words"``.
         char_ngram_size: characters per n-gram for ``"chars"``.
-        chinese: how Han runs become words: ``"jieba"`` segmentation or character ``"bigrams"``.
-        weighting: ``"prior"`` (version 2 default: log counts times the built-in IDF prior),
+        chinese: how Han runs become features: character ``"bigrams"`` (version 2 default: a
+            substituted character changes two bigrams, while jieba re-segments the words around
+            it, and bigrams need no dictionary) or ``"jieba"`` segmentation (version 1 default).
+        weighting: ``"prior"`` (version 2 default: log counts times the built-in word prior,
+            see :func:`simsql.weighting.prior_weight`; shingles and character n-grams are not
+            in the prior, so for them it equals ``"log"``),
             ``"log"`` (1 + ln count; version 1 default), ``"count"``, ``"jieba_idf"`` (count
             times jieba's shipped IDF) or an :class:`IdfTable` fitted on your corpus (version 2:
             log counts times its IDF; version 1: counts times its IDF).
@@ -109,7 +114,7 @@ class Fingerprinter:
     tokenizer: tokenize.TokenizerName = "words"
     shingle_size: int = 1
     char_ngram_size: int = 4
-    chinese: tokenize.ChineseMode = "jieba"
+    chinese: tokenize.ChineseMode = None  # type: ignore[assignment]  # resolved per version
     weighting: Weighting = None  # type: ignore[assignment]  # resolved per version
     seed: int = 0
     bits: int = 64
@@ -120,6 +125,8 @@ class Fingerprinter:
             raise ValueError(f"version must be one of {VERSIONS}, got {self.version!r}")
         if self.weighting is None:
             object.__setattr__(self, "weighting", _DEFAULT_WEIGHTING[self.version])
+        if self.chinese is None:
+            object.__setattr__(self, "chinese", _DEFAULT_CHINESE[self.version])
         if self.tokenizer not in ("words", "chars"):
             raise ValueError(f"tokenizer must be 'words' or 'chars', got {self.tokenizer!r}")
         for name in ("shingle_size", "char_ngram_size", "seed", "bits"):
@@ -204,7 +211,7 @@ class Fingerprinter:
                 tokenizer=settings.get("tokenizer", "words"),  # type: ignore[arg-type]
                 shingle_size=int(settings.get("shingle_size") or 1),
                 char_ngram_size=int(settings.get("char_ngram_size") or 4),
-                chinese="jieba" if chinese.startswith("jieba") else "bigrams",
+                chinese="jieba" if chinese.startswith("jieba") else "bigrams",  # type: ignore[arg-type]
                 weighting=weighting if recorded.startswith("idf:") else recorded.split(":", 1)[0],  # type: ignore[arg-type]
                 seed=int(settings.get("seed", 0)),  # type: ignore[call-overload]
                 version=int(settings.get("algorithm", 1)),  # type: ignore[call-overload]

@@ -200,7 +200,7 @@ def feature_counts(
     tokenizer: TokenizerName = "words",
     shingle_size: int = 1,
     char_ngram_size: int = 4,
-    chinese: ChineseMode = "jieba",
+    chinese: ChineseMode = "bigrams",
 ) -> dict[bytes, int]:
     """Distinct features of raw ``text`` (UTF-8 bytes) with their counts.
 

@@ -78,35 +78,35 @@ V2_IDF = IdfTable({"postgresql": 9.5, "database": 4.0, "the": 0.5, "回家": 6.0
 CONFIGS |= {
     "v2 default": Fingerprinter(),
     "v2 shingle3": Fingerprinter(shingle_size=3),
-    "v2 bigrams": Fingerprinter(chinese="bigrams"),
+    "v2 jieba": Fingerprinter(chinese="jieba"),
     "v2 log": Fingerprinter(weighting="log"),
     "v2 idf": Fingerprinter(weighting=V2_IDF),
 }
 GOLDEN |= {
     ("v2 default", "en_short"): 0x76E884AF58F91792,
     ("v2 default", "en_para"): 0x132FF3020391209A,
-    ("v2 default", "zh"): 0x9471B4DAB6FAAF5C,
-    ("v2 default", "zh_long"): 0x9A957E2C4A72B3B0,
-    ("v2 default", "mixed"): 0xFFB193B8264E9CD8,
+    ("v2 default", "zh"): 0x90374EDA27F48F7D,
+    ("v2 default", "zh_long"): 0xE2982D0408728784,
+    ("v2 default", "mixed"): 0xFFD501A67F629C98,
     ("v2 default", "fullwidth"): 0x38AE579EE9BEF180,
     ("v2 default", "accents"): 0xCE03EC9084813868,
     ("v2 shingle3", "en_short"): 0xD0750EE3F3EA273F,
     ("v2 shingle3", "en_para"): 0xC1AAB55862DB5588,
-    ("v2 shingle3", "zh"): 0xF7A6FBF419EA9C02,
-    ("v2 shingle3", "mixed"): 0x8C235D11AFCD30E4,
-    ("v2 bigrams", "zh"): 0x90374EDA27F48F7D,
-    ("v2 bigrams", "mixed"): 0xFFD501A67F629C98,
+    ("v2 shingle3", "zh"): 0x9428224C00FA8587,
+    ("v2 shingle3", "mixed"): 0x01534D48A0FD0492,
+    ("v2 jieba", "zh"): 0x9471B4DAB6FAAF5C,
+    ("v2 jieba", "mixed"): 0xFFB193B8264E9CD8,
     ("v2 log", "en_para"): 0x1227B3022390809E,
-    ("v2 log", "zh"): 0x9471B4FA97FAAF5C,
+    ("v2 log", "zh"): 0x90374EDA27F48F7D,
     ("v2 idf", "en_para"): 0x5226B2020390C09E,
-    ("v2 idf", "zh"): 0x9471B4DBB6FEAD5C,
+    ("v2 idf", "zh"): 0x90374EDA27F48F7D,
 }
 GOLDEN_CONFIG_IDS |= {
-    "v2 default": "sh2-21978419d0ee",
-    "v2 shingle3": "sh2-ba0b6e3abb59",
-    "v2 bigrams": "sh2-9757c6571aec",
-    "v2 log": "sh2-81a1c43c2017",
-    "v2 idf": "sh2-dabd2ca35e2f",
+    "v2 default": "sh2-9757c6571aec",
+    "v2 shingle3": "sh2-0ed47f9c94d1",
+    "v2 jieba": "sh2-21978419d0ee",
+    "v2 log": "sh2-f05ee6338cda",
+    "v2 idf": "sh2-f816729786c7",
 }
 
 
@@ -135,9 +135,9 @@ def test_config_id_tracks_idf_content() -> None:
 
 
 def test_config_id_tracks_jieba_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    before = Fingerprinter(shingle_size=2).config_id
+    before = Fingerprinter(shingle_size=2, chinese="jieba").config_id
     monkeypatch.setattr(tokenize, "jieba_version", lambda: "9.9.9")
-    assert Fingerprinter(shingle_size=2).config_id != before
+    assert Fingerprinter(shingle_size=2, chinese="jieba").config_id != before
 
 
 def reference_simhash(fingerprinter: Fingerprinter, text: str) -> int:
@@ -225,7 +225,7 @@ def test_seed_shakespeare_pair_is_closer_than_unrelated() -> None:
 
 
 def test_short_chinese_text_is_segmented() -> None:
-    features = Fingerprinter().features("我是中国人")
+    features = Fingerprinter(chinese="jieba").features("我是中国人")
     assert len(features) >= 3
     assert "中国" in features
     assert len(Fingerprinter(chinese="bigrams").features("我是中国人")) == 4
@@ -250,7 +250,7 @@ def test_weighting_changes_output_but_is_deterministic() -> None:
 
 
 def test_jieba_idf_weighting() -> None:
-    fp = Fingerprinter(weighting="jieba_idf")
+    fp = Fingerprinter(weighting="jieba_idf", chinese="jieba")
     value = fp.fingerprint(TEXTS["zh_long"])
     assert value == fp.fingerprint(TEXTS["zh_long"])
     assert value != Fingerprinter().fingerprint(TEXTS["zh_long"])
@@ -259,10 +259,10 @@ def test_jieba_idf_weighting() -> None:
 def test_private_jieba_ignores_global_user_words() -> None:
     import jieba
 
-    before = Fingerprinter().fingerprint(TEXTS["zh_long"])
+    before = Fingerprinter(chinese="jieba").fingerprint(TEXTS["zh_long"])
     jieba.add_word("灰色外星人")
     try:
-        assert Fingerprinter().fingerprint(TEXTS["zh_long"]) == before
+        assert Fingerprinter(chinese="jieba").fingerprint(TEXTS["zh_long"]) == before
     finally:
         jieba.del_word("灰色外星人")
 
@@ -379,6 +379,7 @@ def test_version_1_is_simsql_0_1_when_named() -> None:
     old = Fingerprinter(version=1)
     assert old.weighting == "log" and old.config_id == "sh1-7b6629fcb08f"
     assert Fingerprinter().version == 2 and Fingerprinter().weighting == "prior"
+    assert Fingerprinter().chinese == "bigrams" and old.chinese == "jieba"
     assert Fingerprinter().config_id.startswith("sh2-")
     assert Fingerprinter(version=1) != Fingerprinter()
     with pytest.raises(ValueError, match="version"):
