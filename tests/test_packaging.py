@@ -49,8 +49,14 @@ def test_wheel_ships_the_license(wheel_build: tuple[Path, str]) -> None:
         licence = next((n for n in names if re.search(r"\.dist-info/licenses/LICENSE$", n)), None)
         assert licence is not None, names
         assert "MIT License" in archive.read(licence).decode()
-    assert "License-Expression: MIT" in metadata
+        data_licence = next((n for n in names if n.endswith(".dist-info/licenses/simsql/data/LICENSE-prior.txt")), None)
+        assert data_licence is not None, names
+        assert "Attribution-ShareAlike 4.0" in archive.read(data_licence).decode()
+        assert "simsql/data/prior-1.tsv.gz" in names
+    # The wordfreq-derived prior is CC BY-SA data shipped beside MIT code: both are declared.
+    assert "License-Expression: MIT AND CC-BY-SA-4.0" in metadata
     assert "License-File: LICENSE" in metadata
+    assert "License-File: simsql/data/LICENSE-prior.txt" in metadata
 
 
 def test_build_gives_no_license_warning(wheel_build: tuple[Path, str]) -> None:
@@ -70,3 +76,13 @@ def test_wheel_ships_simsqls_own_revisions(wheel_build: tuple[Path, str]) -> Non
     wheel, _ = wheel_build
     with zipfile.ZipFile(wheel) as archive:
         assert any(re.fullmatch(r"simsql/migrations/versions/0001_\w+\.py", n) for n in archive.namelist())
+
+
+def test_wheel_holds_every_module_and_data_file(wheel_build: tuple[Path, str]) -> None:
+    """An editable install hides a package missing from the setuptools list; a wheel does not."""
+    wheel, _ = wheel_build
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    expected = {str(p.relative_to(REPO)) for p in (REPO / "simsql").rglob("*.py")}
+    expected |= {str(p.relative_to(REPO)) for p in (REPO / "simsql" / "data").glob("*.tsv.gz")}
+    assert sorted(expected - names) == []
