@@ -1,15 +1,25 @@
-"""Alembic autogenerate renders simsql's columns into code that runs without importing simsql."""
+"""Alembic autogenerate: simsql's columns render into code that runs without importing simsql;
+simsql's triggers and operations render into calls that run online and offline."""
 
 from __future__ import annotations
 
+import io
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy
-from alembic.autogenerate import render_python_code
-from alembic.operations import ops
+from alembic.autogenerate import produce_migrations, render_python_code
+from alembic.operations import Operations, ops
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
 
-from .models import Article
+import simsql
+
+from .models import Article, Base, Post
+from .test_readme_alembic import _psql, fresh_database  # noqa: F401  (fixture)
 
 
 class _RecordingOp:
@@ -72,3 +82,105 @@ class _RecordingKeywords:
 
     def __getattr__(self, name: str) -> Any:
         return lambda *args, **kwargs: self.calls.append((name, args, kwargs))
+
+
+# -- autogenerate against a real database: what create_all installs, a migration installs too --
+
+
+def _autogenerate(connection: Connection, metadata: sqlalchemy.MetaData) -> tuple[str, str]:
+    script = produce_migrations(MigrationContext.configure(connection), metadata)
+    assert script.upgrade_ops is not None and script.downgrade_ops is not None
+    return _body(render_python_code(script.upgrade_ops)), _body(render_python_code(script.downgrade_ops))
+
+
+def _body(rendered: str) -> str:
+    return textwrap.dedent("\n".join(line for line in rendered.splitlines() if not line.startswith("#")))
+
+
+def _migrate(code: str, context: MigrationContext) -> None:
+    """Run rendered migration code as Alembic would (``import simsql.alembic`` is in the file's
+    imports, rendered separately)."""
+    import simsql.alembic  # noqa: F401
+
+    with Operations.context(context):
+        from alembic import op
+
+        exec(compile(code, "<migration>", "exec"), {"sa": sqlalchemy, "op": op, "simsql": simsql})  # noqa: S102
+
+
+def _stale_fingerprints_dropped(engine: Engine) -> None:
+    """Rows written by the ORM, then text changed by raw SQL: the database drops the fingerprint."""
+    with Session(engine) as session:
+        session.add(Article(id=1, title="Harvest", body="A wet spring delayed the wheat harvest."))
+        session.add(Post(id=1, title="Harvest", body="A wet spring delayed the wheat harvest."))
+        session.commit()
+    with engine.begin() as connection:
+        assert connection.execute(text("SELECT simhash IS NOT NULL FROM articles")).scalar_one()
+        assert connection.execute(text("SELECT count(*) FROM posts_simhash")).scalar_one() == 1
+        connection.execute(text("UPDATE articles SET body = 'The orchard flowered early.'"))
+        connection.execute(text("UPDATE posts SET body = 'The orchard flowered early.'"))
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT simhash, simhash_src FROM articles")).one() == (None, None)
+        assert connection.execute(text("SELECT count(*) FROM posts_simhash")).scalar_one() == 0
+
+
+def _functions(connection: Connection) -> set[str]:
+    return set(
+        connection.execute(
+            text("SELECT proname FROM pg_proc WHERE pronamespace = current_schema()::regnamespace AND proname LIKE 'simsql%'")
+        ).scalars()
+    )
+
+
+def test_autogenerate_creates_the_triggers_create_all_would(engine: Engine) -> None:
+    with engine.begin() as connection:
+        upgrade, downgrade = _autogenerate(connection, Base.metadata)
+        assert "op.create_simhash_trigger('articles', ['title', 'body'])" in upgrade
+        _migrate(upgrade, MigrationContext.configure(connection))
+        assert _functions(connection) == {"simsql_articles_blocks", "simsql_posts_stale"}
+        again, _ = _autogenerate(connection, Base.metadata)
+        assert "simhash_trigger" not in again  # installed: nothing more to do
+    _stale_fingerprints_dropped(engine)
+    with engine.begin() as connection:
+        _migrate(downgrade, MigrationContext.configure(connection))
+        assert _functions(connection) == set()
+
+
+def test_autogenerate_adds_the_trigger_to_a_table_that_gains_the_mixin(engine: Engine) -> None:
+    plain = sqlalchemy.MetaData()
+    sqlalchemy.Table(
+        "articles", plain,
+        sqlalchemy.Column("id", sqlalchemy.Integer, primary_key=True),
+        sqlalchemy.Column("title", sqlalchemy.String(200)),
+        sqlalchemy.Column("body", sqlalchemy.Text),
+        sqlalchemy.Column("category", sqlalchemy.String(20)),
+    )  # fmt: skip
+    with engine.begin() as connection:
+        plain.create_all(connection)
+        upgrade, _ = _autogenerate(connection, Article.metadata)
+        assert "op.add_column('articles', sa.Column('simhash_src'" in upgrade
+        assert "op.create_simhash_trigger('articles', ['title', 'body'])" in upgrade
+        _migrate(upgrade, MigrationContext.configure(connection))
+        assert "simsql_articles_blocks" in _functions(connection)
+
+
+def test_autogenerated_triggers_offline(tmp_path: Path, fresh_database: str) -> None:
+    """``alembic upgrade head --sql`` of an autogenerated revision, applied by psql."""
+    engine = create_engine(fresh_database)
+    try:
+        with engine.connect() as connection:
+            upgrade, downgrade = _autogenerate(connection, Base.metadata)
+        for code in (upgrade, downgrade):
+            buffer = io.StringIO()
+            offline = MigrationContext.configure(
+                dialect_name="postgresql", opts={"as_sql": True, "output_buffer": buffer, "literal_binds": True}
+            )
+            _migrate(code, offline)
+            _psql(fresh_database, buffer.getvalue(), tmp_path)
+            if code is upgrade:
+                assert "CREATE TRIGGER" in buffer.getvalue()
+                _stale_fingerprints_dropped(engine)
+        with engine.connect() as connection:
+            assert _functions(connection) == set()
+    finally:
+        engine.dispose()
