@@ -27,6 +27,22 @@ it is checked against the table; offline it is needed, with SQL types for a side
 ``primary_key={"id": "bigint"}``), and the schema is ``public`` unless ``schema=`` names one.
 Each operation has a ``reverse()`` (autogenerate-style downgrades write themselves), renders in
 autogenerate, and has a typed function twin (``simsql.alembic.add_simhash(op, ...)``).
+A table that already has a column named ``simhash`` is attached under another prefix
+(``op.add_simhash(..., prefix="fp")``: columns ``fp``, ``fp_src``, ``fp_b0``..), given to the
+index operations and carried by every ``reverse()``; online the downgrade reads it from the
+registry, offline it must be in the arguments like ``primary_key``.
+
+Autogenerate: tables your models declare (``SimHashMixin``, the side table of
+``simsql.attach``) come out of ``alembic revision --autogenerate`` with their columns and
+indexes, like any table, and with ``op.create_simhash_trigger(table, source)``: the trigger
+``create_all`` installs through the table's DDL events, which Alembic's own comparison cannot
+see. Without it, a database built by migrations would keep fingerprints of text that raw SQL
+changed. The comparator emits it for a new table, and for an existing one that lacks the
+trigger (a model that just gained the mixin); its reverse drops trigger and function. Both
+work offline. It is registered when this module is imported, which simsql does itself when a
+model is mapped in a process that has imported Alembic (the ``alembic`` command runs ``env.py``
+after importing Alembic, so ``env.py`` needs nothing); a program that imports its models before
+Alembic and runs autogenerate through Alembic's API imports ``simsql.alembic`` itself.
 """
 
 from __future__ import annotations
