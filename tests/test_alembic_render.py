@@ -246,3 +246,18 @@ def test_add_simhash_with_a_prefix_offline() -> None:
     assert '"ix_notes_fp_b0" ON "public"."notes" ("fp_b0")' in up
     assert 'DROP INDEX IF EXISTS "public"."ix_notes_fp_b0"' in down
     assert 'DROP COLUMN "fp_b3"' in down and '"simhash' not in down
+
+
+def test_autogenerate_leaves_a_table_attached_by_add_simhash_alone(engine: Engine) -> None:
+    """The README's path: op.add_simhash, then the model inherits SimHashMixin. The trigger the
+    attach installed has the mixin's name: autogenerate must not create a second one."""
+    from simsql.alembic import AddSimHashOp
+
+    simsql.alembic.upgrade(engine)
+    with engine.begin() as connection:
+        connection.execute(text("CREATE TABLE articles (id int PRIMARY KEY, title varchar(200), body text, category varchar(20))"))
+        _migrate(_body(render_python_code(ops.UpgradeOps(ops=[AddSimHashOp("articles", ["title", "body"])]))),
+                 MigrationContext.configure(connection))  # fmt: skip
+        upgrade, _ = _autogenerate(connection, Base.metadata)
+    assert "create_simhash_trigger('posts'" in upgrade  # posts is new: it gets its trigger
+    assert "create_simhash_trigger('articles'" not in upgrade
