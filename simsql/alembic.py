@@ -27,6 +27,22 @@ it is checked against the table; offline it is needed, with SQL types for a side
 ``primary_key={"id": "bigint"}``), and the schema is ``public`` unless ``schema=`` names one.
 Each operation has a ``reverse()`` (autogenerate-style downgrades write themselves), renders in
 autogenerate, and has a typed function twin (``simsql.alembic.add_simhash(op, ...)``).
+A table that already has a column named ``simhash`` is attached under another prefix
+(``op.add_simhash(..., prefix="fp")``: columns ``fp``, ``fp_src``, ``fp_b0``..), given to the
+index operations and carried by every ``reverse()``; online the downgrade reads it from the
+registry, offline it must be in the arguments like ``primary_key``.
+
+Autogenerate: tables your models declare (``SimHashMixin``, the side table of
+``simsql.attach``) come out of ``alembic revision --autogenerate`` with their columns and
+indexes, like any table, and with ``op.create_simhash_trigger(table, source)``: the trigger
+``create_all`` installs through the table's DDL events, which Alembic's own comparison cannot
+see. Without it, a database built by migrations would keep fingerprints of text that raw SQL
+changed. The comparator emits it for a new table, and for an existing one that lacks the
+trigger (a model that just gained the mixin); its reverse drops trigger and function. Both
+work offline. It is registered when this module is imported, which simsql does itself when a
+model is mapped in a process that has imported Alembic (the ``alembic`` command runs ``env.py``
+after importing Alembic, so ``env.py`` needs nothing); a program that imports its models before
+Alembic and runs autogenerate through Alembic's API imports ``simsql.alembic`` itself.
 """
 
 from __future__ import annotations
@@ -37,7 +53,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from alembic import command
-from alembic.autogenerate import renderers
+from alembic.autogenerate import comparators, renderers
 from alembic.autogenerate.api import AutogenContext
 from alembic.config import Config
 from alembic.operations import MigrateOperation, Operations
@@ -54,6 +70,7 @@ from .lifecycle import attach as ddl
 from .lifecycle import ddl as describe
 from .schema import DEFAULT_PREFIX, Names
 from .schema import metadata as _state_metadata
+from .storage import OrmTrigger, orm_trigger
 from .urls import engine_for, normalise_url
 
 VERSION_TABLE = "simsql_alembic_version"
@@ -86,6 +103,7 @@ class _AttachmentOp(MigrateOperation):
         side_table: bool = False,
         fingerprinter: Fingerprinter | None = None,
         primary_key: PrimaryKey = None,
+        prefix: str = DEFAULT_PREFIX,
     ) -> None:
         self.table_name = table_name
         self.source = tuple([source] if isinstance(source, str) else source)
@@ -93,9 +111,11 @@ class _AttachmentOp(MigrateOperation):
         self.side_table = side_table
         self.fingerprinter = fingerprinter
         self.primary_key = dict(primary_key) if isinstance(primary_key, Mapping) else _key_names(primary_key) or None
+        self.prefix = prefix
 
     def _args(self) -> tuple[Any, ...]:
-        return (self.table_name, self.source, self.schema, self.side_table, self.fingerprinter, self.primary_key)
+        return (self.table_name, self.source, self.schema, self.side_table, self.fingerprinter, self.primary_key,
+                self.prefix)  # fmt: skip
 
 
 class _IndexesOp(MigrateOperation):
@@ -106,15 +126,17 @@ class _IndexesOp(MigrateOperation):
         concurrently: bool = False,
         side_table: bool = False,
         primary_key: PrimaryKey = None,
+        prefix: str = DEFAULT_PREFIX,
     ) -> None:
         self.table_name = table_name
         self.schema = schema
         self.concurrently = concurrently
         self.side_table = side_table
         self.primary_key = dict(primary_key) if isinstance(primary_key, Mapping) else _key_names(primary_key) or None
+        self.prefix = prefix
 
     def _args(self) -> tuple[Any, ...]:
-        return (self.table_name, self.schema, self.concurrently, self.side_table, self.primary_key)
+        return (self.table_name, self.schema, self.concurrently, self.side_table, self.primary_key, self.prefix)
 
 
 @Operations.register_operation("add_simhash")
@@ -132,8 +154,9 @@ class AddSimHashOp(_AttachmentOp):
         side_table: bool = False,
         fingerprinter: Fingerprinter | None = None,
         primary_key: PrimaryKey = None,
+        prefix: str = DEFAULT_PREFIX,
     ) -> Any:
-        return operations.invoke(cls(table_name, source, schema, side_table, fingerprinter, primary_key))
+        return operations.invoke(cls(table_name, source, schema, side_table, fingerprinter, primary_key, prefix))
 
     def reverse(self) -> DropSimHashOp:
         return DropSimHashOp(*self._args())
@@ -154,8 +177,9 @@ class DropSimHashOp(_AttachmentOp):
         side_table: bool = False,
         fingerprinter: Fingerprinter | None = None,
         primary_key: PrimaryKey = None,
+        prefix: str = DEFAULT_PREFIX,
     ) -> Any:
-        return operations.invoke(cls(table_name, source, schema, side_table, fingerprinter, primary_key))
+        return operations.invoke(cls(table_name, source, schema, side_table, fingerprinter, primary_key, prefix))
 
     def reverse(self) -> AddSimHashOp:
         if not self.source:
@@ -177,8 +201,9 @@ class CreateSimHashIndexesOp(_IndexesOp):
         concurrently: bool = False,
         side_table: bool = False,
         primary_key: PrimaryKey = None,
+        prefix: str = DEFAULT_PREFIX,
     ) -> Any:
-        return operations.invoke(cls(table_name, schema, concurrently, side_table, primary_key))
+        return operations.invoke(cls(table_name, schema, concurrently, side_table, primary_key, prefix))
 
     def reverse(self) -> DropSimHashIndexesOp:
         return DropSimHashIndexesOp(*self._args())
@@ -198,8 +223,9 @@ class DropSimHashIndexesOp(_IndexesOp):
         concurrently: bool = False,
         side_table: bool = False,
         primary_key: PrimaryKey = None,
+        prefix: str = DEFAULT_PREFIX,
     ) -> Any:
-        return operations.invoke(cls(table_name, schema, concurrently, side_table, primary_key))
+        return operations.invoke(cls(table_name, schema, concurrently, side_table, primary_key, prefix))
 
     def reverse(self) -> CreateSimHashIndexesOp:
         return CreateSimHashIndexesOp(*self._args())
@@ -236,6 +262,71 @@ class DowngradeSimsqlOp(MigrateOperation):
 
     def reverse(self) -> UpgradeSimsqlOp:
         return UpgradeSimsqlOp()
+
+
+class _TriggerOp(MigrateOperation):
+    """The trigger ``create_all`` installs for an ORM-declared table (a ``SimHashMixin`` table,
+    or the side table of :func:`simsql.attach`), for autogenerated migrations. Tables attached
+    by ``op.add_simhash`` get theirs from that operation."""
+
+    def __init__(
+        self,
+        table_name: str,
+        source: Sequence[str],
+        schema: str | None = None,
+        side_table: str | None = None,
+        primary_key: Sequence[str] = (),
+        prefix: str = DEFAULT_PREFIX,
+    ) -> None:
+        self.table_name = table_name
+        self.source = tuple([source] if isinstance(source, str) else source)
+        self.schema = schema
+        self.side_table = side_table
+        self.primary_key = _key_names(primary_key)
+        self.prefix = prefix
+
+    @classmethod
+    def from_trigger(cls, trigger: OrmTrigger, schema: str | None) -> Any:
+        return cls(trigger.names.table, trigger.source, schema, trigger.names.side, trigger.keys, trigger.names.prefix)
+
+    @property
+    def trigger(self) -> OrmTrigger:
+        if self.side_table and not self.primary_key:
+            raise SchemaError(f"the trigger of side table {self.side_table} needs primary_key=[...] of {self.table_name}")
+        return OrmTrigger(Names(self.table_name, self.prefix, self.side_table), self.source, self.primary_key)
+
+    def _args(self) -> tuple[Any, ...]:
+        return (self.table_name, self.source, self.schema, self.side_table, self.primary_key, self.prefix)
+
+
+@Operations.register_operation("create_simhash_trigger")
+class CreateSimHashTriggerOp(_TriggerOp):
+    """The trigger that drops fingerprints of changed text (and its function)."""
+
+    @classmethod
+    def create_simhash_trigger(
+        cls, operations: Operations, table_name: str, source: Sequence[str], *, schema: str | None = None,
+        side_table: str | None = None, primary_key: Sequence[str] = (), prefix: str = DEFAULT_PREFIX,
+    ) -> Any:  # fmt: skip
+        return operations.invoke(cls(table_name, source, schema, side_table, primary_key, prefix))
+
+    def reverse(self) -> DropSimHashTriggerOp:
+        return DropSimHashTriggerOp(*self._args())
+
+
+@Operations.register_operation("drop_simhash_trigger")
+class DropSimHashTriggerOp(_TriggerOp):
+    """Drop what :class:`CreateSimHashTriggerOp` created (nothing else: both are simsql's names)."""
+
+    @classmethod
+    def drop_simhash_trigger(
+        cls, operations: Operations, table_name: str, source: Sequence[str], *, schema: str | None = None,
+        side_table: str | None = None, primary_key: Sequence[str] = (), prefix: str = DEFAULT_PREFIX,
+    ) -> Any:  # fmt: skip
+        return operations.invoke(cls(table_name, source, schema, side_table, primary_key, prefix))
+
+    def reverse(self) -> CreateSimHashTriggerOp:
+        return CreateSimHashTriggerOp(*self._args())
 
 
 # -- running them: online on the live catalog, offline from the arguments --------------------
@@ -297,8 +388,11 @@ def _offline_names(
     known = _offline_state(operations).get((schema, operation.table_name))
     if known is not None:
         return schema, known[0], known[1]
-    names = Names.for_table(operation.table_name, DEFAULT_PREFIX, "side_table" if operation.side_table else "columns")
-    return schema, names, _key_names(operation.primary_key)
+    return schema, _names(operation), _key_names(operation.primary_key)
+
+
+def _names(operation: _AttachmentOp | _IndexesOp) -> Names:
+    return Names.for_table(operation.table_name, operation.prefix, "side_table" if operation.side_table else "columns")
 
 
 def _offline_keys(operation: _AttachmentOp | _IndexesOp) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -332,7 +426,7 @@ def _add_simhash(operations: Operations, operation: AddSimHashOp) -> None:
     if _offline(operations):
         keys, types = _offline_keys(operation)
         target = describe.Target(operation.schema or OFFLINE_SCHEMA, operation.table_name, keys, types, operation.source)
-        names = Names.for_table(operation.table_name, DEFAULT_PREFIX, "side_table" if operation.side_table else "columns")
+        names = _names(operation)
         _offline_state(operations)[(target.schema, target.table)] = (names, target.keys)
         _emit(operations, describe.attach(target, names, operation.fingerprinter or DEFAULT))
         return
@@ -343,6 +437,7 @@ def _add_simhash(operations: Operations, operation: AddSimHashOp) -> None:
         schema=operation.schema,
         fingerprinter=operation.fingerprinter,
         side_table=operation.side_table,
+        prefix=operation.prefix,
     )
     _check_primary_key(target, operation)
 
@@ -388,6 +483,26 @@ def _drop_indexes(operations: Operations, operation: DropSimHashIndexesOp) -> No
             operations.get_bind(), operation.table_name, schema=operation.schema, concurrently=operation.concurrently
         ),
     )
+
+
+def _trigger_schema(operations: Operations, operation: _TriggerOp) -> str:
+    if operation.schema:
+        return operation.schema
+    if _offline(operations):
+        return OFFLINE_SCHEMA
+    return str(operations.get_bind().execute(text("SELECT current_schema()")).scalar_one())
+
+
+@Operations.implementation_for(CreateSimHashTriggerOp)
+def _create_trigger(operations: Operations, operation: CreateSimHashTriggerOp) -> None:
+    for statement in operation.trigger.create_sql(_trigger_schema(operations, operation)):
+        operations.execute(text(statement))
+
+
+@Operations.implementation_for(DropSimHashTriggerOp)
+def _drop_trigger(operations: Operations, operation: DropSimHashTriggerOp) -> None:
+    for statement in operation.trigger.drop_sql(_trigger_schema(operations, operation)):
+        operations.execute(text(statement))
 
 
 def _run_own_revisions(operations: Operations, destination: str, upgrade: bool) -> None:
@@ -446,6 +561,42 @@ def _keywords(**values: Any) -> str:
     return "".join(f", {name}={value!r}" for name, value in values.items() if value)
 
 
+def _trigger_installed(connection: Connection, schema: str | None, table: str, trigger: str) -> bool:
+    found = connection.execute(
+        text(
+            "SELECT EXISTS (SELECT FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE t.tgname = :trigger AND c.relname = :table AND n.nspname = coalesce(:schema, current_schema()))"
+        ),
+        {"trigger": trigger, "table": table, "schema": schema},
+    )
+    return bool(found.scalar_one())
+
+
+def _compare_triggers(
+    context: AutogenContext, table_ops: Any, schema: str | None, name: str, conn_table: Any, metadata_table: Any
+) -> Any:
+    """Autogenerate: a table whose ``create_all`` would install simsql's trigger gets
+    ``op.create_simhash_trigger`` when the database lacks it (a new table, or one that just
+    gained ``SimHashMixin``), so a migrated database drops stale fingerprints like a created one."""
+    trigger = orm_trigger(metadata_table) if metadata_table is not None else None
+    if trigger is None or context.dialect is None or context.dialect.name != "postgresql":
+        return None
+    if conn_table is None or context.connection is None or not _trigger_installed(
+        context.connection, schema, trigger.names.table, trigger.function
+    ):
+        table_ops.ops.append(CreateSimHashTriggerOp.from_trigger(trigger, schema))
+    return None
+
+
+try:  # Alembic >= 1.18: after the columns and indexes of the same table
+    from alembic.util import DispatchPriority
+
+    comparators.dispatch_for("table", priority=DispatchPriority.LAST)(_compare_triggers)
+except ImportError:  # pragma: no cover - older Alembic
+    comparators.dispatch_for("table")(_compare_triggers)
+
+
 @renderers.dispatch_for(AddSimHashOp)
 @renderers.dispatch_for(DropSimHashOp)
 def _render_attachment(context: AutogenContext, operation: _AttachmentOp) -> str:
@@ -454,11 +605,16 @@ def _render_attachment(context: AutogenContext, operation: _AttachmentOp) -> str
         call = f"op.add_simhash({operation.table_name!r}, {list(operation.source)!r}"
     else:
         call = f"op.drop_simhash({operation.table_name!r}" + _keywords(source=list(operation.source))
-    call += _keywords(schema=operation.schema, side_table=operation.side_table, primary_key=_plain(operation.primary_key))
+    call += _keywords(schema=operation.schema, side_table=operation.side_table, primary_key=_plain(operation.primary_key),
+                      prefix=_custom(operation.prefix))  # fmt: skip
     if operation.fingerprinter is not None and operation.fingerprinter.config_id != DEFAULT.config_id:
         context.imports.add("import simsql")
         call += f", fingerprinter=simsql.Fingerprinter(**{operation.fingerprinter.settings!r})"
     return call + ")"
+
+
+def _custom(prefix: str) -> str | None:
+    return None if prefix == DEFAULT_PREFIX else prefix
 
 
 def _plain(primary_key: PrimaryKey) -> Any:
@@ -474,8 +630,19 @@ def _render_indexes(context: AutogenContext, operation: _IndexesOp) -> str:
     context.imports.add("import simsql.alembic")
     name = "create_simhash_indexes" if isinstance(operation, CreateSimHashIndexesOp) else "drop_simhash_indexes"
     extra = _keywords(schema=operation.schema, concurrently=operation.concurrently, side_table=operation.side_table,
-                      primary_key=_plain(operation.primary_key))  # fmt: skip
+                      primary_key=_plain(operation.primary_key), prefix=_custom(operation.prefix))  # fmt: skip
     return f"op.{name}({operation.table_name!r}{extra})"
+
+
+@renderers.dispatch_for(CreateSimHashTriggerOp)
+@renderers.dispatch_for(DropSimHashTriggerOp)
+def _render_trigger(context: AutogenContext, operation: _TriggerOp) -> str:
+    context.imports.add("import simsql.alembic")
+    name = "create_simhash_trigger" if isinstance(operation, CreateSimHashTriggerOp) else "drop_simhash_trigger"
+    extra = _keywords(schema=operation.schema, side_table=operation.side_table,
+                      primary_key=list(operation.primary_key) if operation.side_table else None,
+                      prefix=_custom(operation.prefix))  # fmt: skip
+    return f"op.{name}({operation.table_name!r}, {list(operation.source)!r}{extra})"
 
 
 @renderers.dispatch_for(UpgradeSimsqlOp)
@@ -499,8 +666,9 @@ def add_simhash(
     side_table: bool = False,
     fingerprinter: Fingerprinter | None = None,
     primary_key: PrimaryKey = None,
+    prefix: str = DEFAULT_PREFIX,
 ) -> None:
-    op.invoke(AddSimHashOp(table_name, source, schema, side_table, fingerprinter, primary_key))
+    op.invoke(AddSimHashOp(table_name, source, schema, side_table, fingerprinter, primary_key, prefix))
 
 
 def drop_simhash(
@@ -512,22 +680,23 @@ def drop_simhash(
     side_table: bool = False,
     fingerprinter: Fingerprinter | None = None,
     primary_key: PrimaryKey = None,
+    prefix: str = DEFAULT_PREFIX,
 ) -> None:
-    op.invoke(DropSimHashOp(table_name, source, schema, side_table, fingerprinter, primary_key))
+    op.invoke(DropSimHashOp(table_name, source, schema, side_table, fingerprinter, primary_key, prefix))
 
 
 def create_simhash_indexes(
     op: Any, table_name: str, *, schema: str | None = None, concurrently: bool = False,
-    side_table: bool = False, primary_key: PrimaryKey = None,
+    side_table: bool = False, primary_key: PrimaryKey = None, prefix: str = DEFAULT_PREFIX,
 ) -> None:  # fmt: skip
-    op.invoke(CreateSimHashIndexesOp(table_name, schema, concurrently, side_table, primary_key))
+    op.invoke(CreateSimHashIndexesOp(table_name, schema, concurrently, side_table, primary_key, prefix))
 
 
 def drop_simhash_indexes(
     op: Any, table_name: str, *, schema: str | None = None, concurrently: bool = False,
-    side_table: bool = False, primary_key: PrimaryKey = None,
+    side_table: bool = False, primary_key: PrimaryKey = None, prefix: str = DEFAULT_PREFIX,
 ) -> None:  # fmt: skip
-    op.invoke(DropSimHashIndexesOp(table_name, schema, concurrently, side_table, primary_key))
+    op.invoke(DropSimHashIndexesOp(table_name, schema, concurrently, side_table, primary_key, prefix))
 
 
 def upgrade_simsql(op: Any, revision: str = "heads") -> None:

@@ -279,24 +279,29 @@ def plant_copies(
     )
     planted: list[PlantedCopy] = []
     for kind, index in plan:
-        title, body = articles[index]
-        if kind == "edited":
-            words = rng.randint(1, 3)
-            copy = _change_words(body, words, vocabulary, rng)
-            change = f"{words} word{'s' if words > 1 else ''} changed"
-        elif kind == "boilerplate":
-            related = "\n".join(f"  • {articles[i][0]}" for i in rng.sample(range(n), 3))
-            copy = f"{body}\n\nRecommended for you\n{related}\n\nShare this article · Subscribe to our weekly newsletter"
-            change = '"Recommended for you" box added'
-        else:
-            paragraphs = body.split("\n\n")
-            shuffled = paragraphs[:]
-            while shuffled == paragraphs:
-                rng.shuffle(shuffled)
-            copy, change = "\n\n".join(shuffled), f"{len(paragraphs)} paragraphs reordered"
-        rows.append((title, copy, kind, index + 1))
+        copy, change = _copy(kind, articles, index, vocabulary, rng)
+        rows.append((articles[index][0], copy, kind, index + 1))
         planted.append(PlantedCopy(len(rows), index + 1, kind, change))
     return rows, planted
+
+
+def _copy(
+    kind: str, articles: Sequence[tuple[str, str]], index: int, vocabulary: Sequence[str], rng: random.Random
+) -> tuple[str, str]:
+    """The body of one planted copy of ``articles[index]``, and how it differs."""
+    body = articles[index][1]
+    if kind == "edited":
+        words = rng.randint(1, 3)
+        return _change_words(body, words, vocabulary, rng), f"{words} word{'s' if words > 1 else ''} changed"
+    if kind == "boilerplate":
+        related = "\n".join(f"  • {articles[i][0]}" for i in rng.sample(range(len(articles)), 3))
+        copy = f"{body}\n\nRecommended for you\n{related}\n\nShare this article · Subscribe to our weekly newsletter"
+        return copy, '"Recommended for you" box added'
+    paragraphs = body.split("\n\n")
+    shuffled = paragraphs[:]
+    while shuffled == paragraphs:
+        rng.shuffle(shuffled)
+    return "\n\n".join(shuffled), f"{len(paragraphs)} paragraphs reordered"
 
 
 # -- output helpers --------------------------------------------------------------------------
@@ -378,6 +383,19 @@ def run_demo(url: str | None, out: TextIO = sys.stdout, *, limit: int | None = N
 
 
 def _run_steps(engine: Engine, say: Say, where: str, timings: Timings, limit: int | None) -> None:
+    _prepare_database(engine, say, where, timings)
+    articles, rows, planted = _corpus_section(say, timings, limit)
+    kinds = {kind: [p for p in planted if p.kind == kind] for kind in ("edited", "boilerplate", "reordered")}
+    _load(engine, say, rows, timings)
+    with Session(engine) as session:
+        by_id = {p.id: p for p in planted}
+        _most_similar_section(session, say, articles, kinds, by_id, timings)
+        _duplicates_section(session, say, planted, by_id, timings)
+        _originality_section(session, say, articles, planted, timings)
+
+
+def _prepare_database(engine: Engine, say: Say, where: str, timings: Timings) -> None:
+    """The demo's schema, and its table dropped and created again (with the mixin's trigger)."""
     t0 = time.perf_counter()
     with engine.begin() as connection:
         version = str(connection.execute(text("SHOW server_version")).scalar_one())
@@ -388,6 +406,11 @@ def _run_steps(engine: Engine, say: Say, where: str, timings: Timings, limit: in
     say(f"  database   {where}")
     say(f"             PostgreSQL {version.split()[0]}, table {SCHEMA}.{DemoArticle.__tablename__} (recreated each run)")
 
+
+def _corpus_section(
+    say: Say, timings: Timings, limit: int | None
+) -> tuple[list[tuple[str, str]], list[tuple[str, str, str, int | None]], list[PlantedCopy]]:
+    """Read the documentation, plant the copies, say what was planted."""
     t0 = time.perf_counter()
     articles, used = load_corpus(limit)
     if len(articles) < 20:
@@ -397,21 +420,15 @@ def _run_steps(engine: Engine, say: Say, where: str, timings: Timings, limit: in
         )
     rows, planted = plant_copies(articles, random.Random(SEED))
     timings.append(("read documentation", time.perf_counter() - t0))
-    kinds = {kind: [p for p in planted if p.kind == kind] for kind in ("edited", "boilerplate", "reordered")}
+    count = {kind: sum(p.kind == kind for p in planted) for kind in ("edited", "boilerplate", "reordered")}
     size = sum(len(body) for _, body in articles) / 1e6
     say(f"  corpus     {len(articles)} articles ({size:.1f} MB of real prose): {', '.join(used)}")
-    say(f"  planted    {len(kinds['edited'])} copies with 1-3 words changed, {len(kinds['boilerplate'])} with a "
+    say(f"  planted    {count['edited']} copies with 1-3 words changed, {count['boilerplate']} with a "
         '"Recommended for you" box,')
-    say(f"             {len(kinds['reordered'])} with paragraphs reordered ({len(rows)} rows in all; copies have ids "
+    say(f"             {count['reordered']} with paragraphs reordered ({len(rows)} rows in all; copies have ids "
         f"above {len(articles)})")
     say("             (no Chinese articles: no installed package ships Chinese prose)")
-
-    _load(engine, say, rows, timings)
-    with Session(engine) as session:
-        by_id = {p.id: p for p in planted}
-        _most_similar_section(session, say, articles, kinds, by_id, timings)
-        _duplicates_section(session, say, planted, by_id, timings)
-        _originality_section(session, say, articles, planted, timings)
+    return articles, rows, planted
 
 
 def _load(engine: Engine, say: Say, rows: Sequence[tuple[str, str, str, int | None]], timings: Timings) -> None:
@@ -484,10 +501,8 @@ def _duplicates_section(
     groups = simsql.duplicate_groups(session, DemoArticle, max_distance=MAX_DISTANCE)
     elapsed = time.perf_counter() - t0
     timings.append(("duplicate_groups", elapsed))
-    group_of = {key: index for index, group in enumerate(groups) for key in group}
     say(f"   {len(groups)} groups, {sum(len(g) for g in groups)} rows, found in {_ms(elapsed)} "
         "(whole table, block self-joins)")
-
     fingerprints: dict[int, int] = {
         row.id: row.simhash for row in session.execute(select(DemoArticle.id, DemoArticle.simhash)) if row.simhash is not None
     }
@@ -495,6 +510,16 @@ def _duplicates_section(
     def distance(a: int, b: int) -> int:
         return simsql.hamming(fingerprints[a], fingerprints[b])
 
+    _recall_table(say, groups, planted, distance)
+    _nearest_neighbours(session, say, planted, fingerprints, timings)
+    _unplanted_groups(session, say, groups, planted, by_id, distance)
+
+
+def _recall_table(
+    say: Say, groups: Sequence[Sequence[int]], planted: Sequence[PlantedCopy], distance: Callable[[int, int], int]
+) -> None:
+    """Per kind of copy: how many copies share a group with their original."""
+    group_of = {key: index for index, group in enumerate(groups) for key in group}
     say("")
     say("   planted copies found (copy and original in one group)")
     say(f"     {'kind':<12} {'found':>9}  {'recall':>6}   missed (bits between copy and original)")
@@ -508,7 +533,11 @@ def _duplicates_section(
         say(f"     {kind:<12} {len(found):>4}/{len(copies):<4}  {len(found) / len(copies):>6.0%}   "
             f"{shown if kind != 'all' else ''}")
 
-    # The same copies searched the way "more like this" would: nearest neighbour, any distance.
+
+def _nearest_neighbours(
+    session: Session, say: Say, planted: Sequence[PlantedCopy], fingerprints: dict[int, int], timings: Timings
+) -> None:
+    """The same copies searched the way "more like this" would: nearest neighbour, any distance."""
     t0 = time.perf_counter()
     latencies: list[float] = []
     nearest_is_source = 0
@@ -525,6 +554,16 @@ def _duplicates_section(
     say(f"   nearest neighbour of the copy is its original: {nearest_is_source}/{len(planted)} "
         f"(most_similar(..., limit=1) per copy, median {_ms(statistics.median(latencies))})")
 
+
+def _unplanted_groups(
+    session: Session,
+    say: Say,
+    groups: Sequence[Sequence[int]],
+    planted: Sequence[PlantedCopy],
+    by_id: dict[int, PlantedCopy],
+    distance: Callable[[int, int], int],
+) -> None:
+    """Groups simsql found that nobody planted: the corpus's own near-duplicates."""
     planted_pairs = {frozenset((p.id, p.source)) for p in planted}
     unplanted = [g for g in groups if not (len(g) == 2 and frozenset(g) in planted_pairs)]
     say("")

@@ -11,6 +11,8 @@ block, so blocks cannot disagree with their fingerprint whatever path a row was 
 from __future__ import annotations
 
 import hashlib
+import importlib
+import sys
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -465,38 +467,79 @@ def _follow_orm_writes(model: type, binding: Binding) -> None:
     _install_trigger_on_create(side, lambda: binding)
 
 
+@dataclass(frozen=True)
+class OrmTrigger:
+    """The trigger an ORM-declared holder table (mixin table, side table of :func:`attach`)
+    needs on the user's table. One description, used by ``create_all`` (the Table's DDL events)
+    and by Alembic autogenerate (``op.create_simhash_trigger``), so both install the same."""
+
+    names: Names
+    source: tuple[str, ...]
+    keys: tuple[str, ...]
+
+    @property
+    def function(self) -> str:
+        return self.names.row_function if self.names.side is None else self.names.stale_function
+
+    def create_sql(self, schema: str) -> tuple[str, str]:
+        """CREATE FUNCTION and CREATE TRIGGER; blocks are generated columns in both modes."""
+        if self.names.side is None:
+            body = row_trigger_body(self.names, self.source, derive_blocks=False)
+            return trigger_sql(schema, self.function, "BEFORE INSERT OR UPDATE", self.names.table, body)
+        body = stale_trigger_body(schema, self.names, self.keys, self.source)
+        return trigger_sql(schema, self.function, "AFTER UPDATE", self.names.table, body)
+
+    def drop_sql(self, schema: str, *, table_dropped: bool = False) -> tuple[str, ...]:
+        """The trigger (unless its table is gone already) and its function."""
+        drop_function = f"DROP FUNCTION IF EXISTS {quote(schema)}.{quote(self.function)}()"
+        if table_dropped:
+            return (drop_function,)
+        drop_trigger = f"DROP TRIGGER IF EXISTS {quote(self.function)} ON {quote(schema)}.{quote(self.names.table)}"
+        return drop_trigger, drop_function
+
+
+_ORM_TRIGGERS: dict[Table, Any] = {}
+
+
+def orm_trigger(table: Table) -> OrmTrigger | None:
+    """The trigger ``create_all`` installs with ``table``, if any (every mapper configured)."""
+    binding = _ORM_TRIGGERS.get(table)
+    if binding is None:
+        return None
+    bound: Binding = binding()
+    base: Any = inspect(bound.model).local_table
+    names = Names(base.name, bound.names.prefix, bound.names.side)
+    return OrmTrigger(names, bound.source_columns, tuple(k.name for k in bound.keys))
+
+
 def _install_trigger_on_create(table: Table, binding: Any) -> None:
     """``create_all`` also creates the trigger that keeps fingerprints honest (and
     ``drop_all`` its function): raw SQL and COPY writers are covered from the first row.
-    ``binding`` is called at create time, when every mapper is configured."""
+    ``binding`` is called at create time, when every mapper is configured. Autogenerate finds
+    the same trigger through :func:`orm_trigger` (simsql.alembic's comparator)."""
+    _ORM_TRIGGERS[table] = binding
+
+    def schema_of(target: Table, connection: Any) -> str:
+        return target.schema or str(connection.execute(text("SELECT current_schema()")).scalar_one())
 
     def create(target: Table, connection: Any, **kw: Any) -> None:
-        bound: Binding = binding()
-        schema = target.schema or str(connection.execute(text("SELECT current_schema()")).scalar_one())
-        base: Any = inspect(bound.model).local_table
-        if bound.mode == "columns":
-            body = row_trigger_body(bound.names, bound.source_columns, derive_blocks=False)
-            statements = trigger_sql(schema, bound.names.row_function, "BEFORE INSERT OR UPDATE", base.name, body)
-        else:
-            keys = [k.name for k in bound.keys]
-            body = stale_trigger_body(schema, bound.names, keys, bound.source_columns)
-            statements = trigger_sql(schema, bound.names.stale_function, "AFTER UPDATE", base.name, body)
-        for statement in statements:
+        trigger = orm_trigger(target)
+        assert trigger is not None
+        for statement in trigger.create_sql(schema_of(target, connection)):
             connection.exec_driver_sql(statement)
 
     def drop(target: Table, connection: Any, **kw: Any) -> None:
-        bound: Binding = binding()
-        schema = target.schema or str(connection.execute(text("SELECT current_schema()")).scalar_one())
-        base: Any = inspect(bound.model).local_table
-        function = bound.names.row_function if bound.mode == "columns" else bound.names.stale_function
-        if bound.mode == "side_table":
-            connection.exec_driver_sql(
-                f"DROP TRIGGER IF EXISTS {quote(function)} ON {quote(schema)}.{quote(base.name)}"
-            )
-        connection.exec_driver_sql(f"DROP FUNCTION IF EXISTS {quote(schema)}.{quote(function)}()")
+        trigger = orm_trigger(target)
+        assert trigger is not None
+        for statement in trigger.drop_sql(schema_of(target, connection), table_dropped=trigger.names.side is None):
+            connection.exec_driver_sql(statement)
 
     event.listen(table, "after_create", create)
     event.listen(table, "after_drop", drop)
+    if "alembic" in sys.modules:
+        # Inside an Alembic run (env.py imports the models after Alembic): its autogenerate
+        # comparator must see this trigger even if env.py never imports simsql.alembic.
+        importlib.import_module("simsql.alembic")
 
 
 def register(model: type, binding: Binding) -> None:

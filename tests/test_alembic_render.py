@@ -1,15 +1,26 @@
-"""Alembic autogenerate renders simsql's columns into code that runs without importing simsql."""
+"""Alembic autogenerate: simsql's columns render into code that runs without importing simsql;
+simsql's triggers and operations render into calls that run online and offline."""
 
 from __future__ import annotations
 
+import io
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy
-from alembic.autogenerate import render_python_code
-from alembic.operations import ops
+from alembic.autogenerate import produce_migrations, render_python_code
+from alembic.operations import Operations, ops
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
 
-from .models import Article
+import simsql
+from simsql import registry
+
+from .models import Article, Base, Post
+from .test_readme_alembic import _psql, fresh_database  # noqa: F401  (fixture)
 
 
 class _RecordingOp:
@@ -72,3 +83,181 @@ class _RecordingKeywords:
 
     def __getattr__(self, name: str) -> Any:
         return lambda *args, **kwargs: self.calls.append((name, args, kwargs))
+
+
+# -- autogenerate against a real database: what create_all installs, a migration installs too --
+
+
+def _autogenerate(connection: Connection, metadata: sqlalchemy.MetaData) -> tuple[str, str]:
+    script = produce_migrations(MigrationContext.configure(connection), metadata)
+    assert script.upgrade_ops is not None and script.downgrade_ops is not None
+    return _body(render_python_code(script.upgrade_ops)), _body(render_python_code(script.downgrade_ops))
+
+
+def _body(rendered: str) -> str:
+    return textwrap.dedent("\n".join(line for line in rendered.splitlines() if not line.startswith("#")))
+
+
+def _migrate(code: str, context: MigrationContext) -> None:
+    """Run rendered migration code as Alembic would (``import simsql.alembic`` is in the file's
+    imports, rendered separately)."""
+    import simsql.alembic  # noqa: F401
+
+    with Operations.context(context):
+        from alembic import op
+
+        exec(compile(code, "<migration>", "exec"), {"sa": sqlalchemy, "op": op, "simsql": simsql})  # noqa: S102
+
+
+def _stale_fingerprints_dropped(engine: Engine) -> None:
+    """Rows written by the ORM, then text changed by raw SQL: the database drops the fingerprint."""
+    with Session(engine) as session:
+        session.add(Article(id=1, title="Harvest", body="A wet spring delayed the wheat harvest."))
+        session.add(Post(id=1, title="Harvest", body="A wet spring delayed the wheat harvest."))
+        session.commit()
+    with engine.begin() as connection:
+        assert connection.execute(text("SELECT simhash IS NOT NULL FROM articles")).scalar_one()
+        assert connection.execute(text("SELECT count(*) FROM posts_simhash")).scalar_one() == 1
+        connection.execute(text("UPDATE articles SET body = 'The orchard flowered early.'"))
+        connection.execute(text("UPDATE posts SET body = 'The orchard flowered early.'"))
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT simhash, simhash_src FROM articles")).one() == (None, None)
+        assert connection.execute(text("SELECT count(*) FROM posts_simhash")).scalar_one() == 0
+
+
+def _functions(connection: Connection) -> set[str]:
+    return set(
+        connection.execute(
+            text("SELECT proname FROM pg_proc WHERE pronamespace = current_schema()::regnamespace AND proname LIKE 'simsql%'")
+        ).scalars()
+    )
+
+
+def test_autogenerate_creates_the_triggers_create_all_would(engine: Engine) -> None:
+    with engine.begin() as connection:
+        upgrade, downgrade = _autogenerate(connection, Base.metadata)
+        assert "op.create_simhash_trigger('articles', ['title', 'body'])" in upgrade
+        _migrate(upgrade, MigrationContext.configure(connection))
+        assert _functions(connection) == {"simsql_articles_blocks", "simsql_posts_stale"}
+        again, _ = _autogenerate(connection, Base.metadata)
+        assert "simhash_trigger" not in again  # installed: nothing more to do
+    _stale_fingerprints_dropped(engine)
+    with engine.begin() as connection:
+        _migrate(downgrade, MigrationContext.configure(connection))
+        assert _functions(connection) == set()
+
+
+def test_autogenerate_adds_the_trigger_to_a_table_that_gains_the_mixin(engine: Engine) -> None:
+    plain = sqlalchemy.MetaData()
+    sqlalchemy.Table(
+        "articles", plain,
+        sqlalchemy.Column("id", sqlalchemy.Integer, primary_key=True),
+        sqlalchemy.Column("title", sqlalchemy.String(200)),
+        sqlalchemy.Column("body", sqlalchemy.Text),
+        sqlalchemy.Column("category", sqlalchemy.String(20)),
+    )  # fmt: skip
+    with engine.begin() as connection:
+        plain.create_all(connection)
+        upgrade, _ = _autogenerate(connection, Article.metadata)
+        assert "op.add_column('articles', sa.Column('simhash_src'" in upgrade
+        assert "op.create_simhash_trigger('articles', ['title', 'body'])" in upgrade
+        _migrate(upgrade, MigrationContext.configure(connection))
+        assert "simsql_articles_blocks" in _functions(connection)
+
+
+def test_autogenerated_triggers_offline(tmp_path: Path, fresh_database: str) -> None:
+    """``alembic upgrade head --sql`` of an autogenerated revision, applied by psql."""
+    engine = create_engine(fresh_database)
+    try:
+        with engine.connect() as connection:
+            upgrade, downgrade = _autogenerate(connection, Base.metadata)
+        for code in (upgrade, downgrade):
+            buffer = io.StringIO()
+            offline = MigrationContext.configure(
+                dialect_name="postgresql", opts={"as_sql": True, "output_buffer": buffer, "literal_binds": True}
+            )
+            _migrate(code, offline)
+            _psql(fresh_database, buffer.getvalue(), tmp_path)
+            if code is upgrade:
+                assert "CREATE TRIGGER" in buffer.getvalue()
+                _stale_fingerprints_dropped(engine)
+        with engine.connect() as connection:
+            assert _functions(connection) == set()
+    finally:
+        engine.dispose()
+
+
+# -- prefix: a table that already has a column named simhash ------------------------------
+
+
+def _columns(connection: Connection, table: str) -> set[str]:
+    return set(
+        connection.execute(
+            text("SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = :t"),
+            {"t": table},
+        ).scalars()
+    )
+
+
+def test_add_simhash_with_a_prefix_leaves_the_users_simhash_column_alone(engine: Engine) -> None:
+    from simsql.alembic import AddSimHashOp, CreateSimHashIndexesOp
+
+    simsql.alembic.upgrade(engine)
+    with engine.begin() as connection:
+        connection.execute(text("CREATE TABLE notes (id int PRIMARY KEY, body text, simhash text)"))
+        connection.execute(text("INSERT INTO notes VALUES (1, 'the wheat harvest was late', 'mine')"))
+    upgrade = ops.UpgradeOps(
+        ops=[
+            AddSimHashOp("notes", ["body"], primary_key=["id"], prefix="fp"),
+            CreateSimHashIndexesOp("notes", prefix="fp"),
+        ]
+    )
+    code, undo = _body(render_python_code(upgrade)), _body(render_python_code(upgrade.reverse()))
+    assert "op.add_simhash('notes', ['body'], primary_key=['id'], prefix='fp')" in code
+    assert "op.drop_simhash('notes', source=['body'], primary_key=['id'], prefix='fp')" in undo
+    with engine.begin() as connection:
+        _migrate(code, MigrationContext.configure(connection))
+        assert {"simhash", "fp", "fp_src", "fp_b0", "fp_b3"} <= _columns(connection, "notes")
+        assert registry.read(connection, "notes", connection.execute(text("SELECT current_schema()")).scalar_one()).prefix == "fp"
+    simsql.backfill(engine, "notes")
+    with engine.begin() as connection:
+        assert connection.execute(text("SELECT fp IS NOT NULL AND simhash = 'mine' FROM notes")).scalar_one()
+        _migrate(undo, MigrationContext.configure(connection))
+        assert _columns(connection, "notes") == {"id", "body", "simhash"}
+        assert connection.execute(text("SELECT simhash FROM notes")).scalar_one() == "mine"
+
+
+def test_add_simhash_with_a_prefix_offline() -> None:
+    from simsql.alembic import AddSimHashOp, CreateSimHashIndexesOp
+
+    upgrade = ops.UpgradeOps(
+        ops=[AddSimHashOp("notes", ["body"], primary_key=["id"], prefix="fp"), CreateSimHashIndexesOp("notes", prefix="fp")]
+    )
+    scripts = []
+    for operations in (upgrade, upgrade.reverse()):  # each in a run of its own, as up and down are
+        buffer = io.StringIO()
+        offline = MigrationContext.configure(
+            dialect_name="postgresql", opts={"as_sql": True, "output_buffer": buffer, "literal_binds": True}
+        )
+        _migrate(_body(render_python_code(operations)), offline)
+        scripts.append(buffer.getvalue())
+    up, down = scripts
+    assert 'ADD COLUMN "fp" bigint, ADD COLUMN "fp_src" uuid' in up and '"simhash' not in up
+    assert '"ix_notes_fp_b0" ON "public"."notes" ("fp_b0")' in up
+    assert 'DROP INDEX IF EXISTS "public"."ix_notes_fp_b0"' in down
+    assert 'DROP COLUMN "fp_b3"' in down and '"simhash' not in down
+
+
+def test_autogenerate_leaves_a_table_attached_by_add_simhash_alone(engine: Engine) -> None:
+    """The README's path: op.add_simhash, then the model inherits SimHashMixin. The trigger the
+    attach installed has the mixin's name: autogenerate must not create a second one."""
+    from simsql.alembic import AddSimHashOp
+
+    simsql.alembic.upgrade(engine)
+    with engine.begin() as connection:
+        connection.execute(text("CREATE TABLE articles (id int PRIMARY KEY, title varchar(200), body text, category varchar(20))"))
+        _migrate(_body(render_python_code(ops.UpgradeOps(ops=[AddSimHashOp("articles", ["title", "body"])]))),
+                 MigrationContext.configure(connection))  # fmt: skip
+        upgrade, _ = _autogenerate(connection, Base.metadata)
+    assert "create_simhash_trigger('posts'" in upgrade  # posts is new: it gets its trigger
+    assert "create_simhash_trigger('articles'" not in upgrade

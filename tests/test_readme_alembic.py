@@ -188,3 +188,33 @@ def test_offline_sql_runs_as_written(tmp_path: Path, fresh_database: str) -> Non
         assert not _relation_exists(engine, "simsql_registry")
     finally:
         engine.dispose()
+
+
+def test_readme_autogenerate_path(tmp_path: Path, url: str, engine: Engine) -> None:
+    """The README's models, ``target_metadata`` in env.py as it says (no ``import simsql.alembic``
+    there), ``alembic revision --autogenerate``, upgrade: the trigger is in the database."""
+    run("alembic init alembic", tmp_path, url)
+    ini = tmp_path / "alembic.ini"
+    ini.write_text(re.sub(r"(?m)^sqlalchemy\.url = .*$", lambda _: f"sqlalchemy.url = {url.replace('%', '%%')}", ini.read_text()))
+    (models,) = blocks("python alembic-models")
+    (tmp_path / "models.py").write_text(models)
+    env = tmp_path / "alembic" / "env.py"
+    env.write_text(env.read_text().replace("target_metadata = None", "from models import Base\ntarget_metadata = Base.metadata"))
+    (autogenerate,) = blocks("sh alembic-autogenerate")
+    for command in commands(autogenerate):
+        run(command, tmp_path, url)
+    (revision,) = (tmp_path / "alembic" / "versions").glob("*stories.py")
+    assert "op.create_simhash_trigger('stories', ['title', 'body'])" in revision.read_text()
+    with engine.begin() as connection:
+        connection.execute(text(
+            "INSERT INTO stories (id, title, body, simhash, simhash_src) "
+            "VALUES (1, 'Harvest', 'late', 42, CAST(md5('Harvest' || chr(10) || 'late') AS uuid))"
+        ))  # fmt: skip
+        connection.execute(text("UPDATE stories SET body = 'early'"))
+        assert connection.execute(text("SELECT simhash FROM stories")).scalar_one() is None
+    assert "CREATE TRIGGER" in run("alembic upgrade base:head --sql", tmp_path, url).stdout
+    run("alembic downgrade -1", tmp_path, url)
+    assert not _relation_exists(engine, "stories")
+    with engine.connect() as connection:
+        left = connection.execute(text("SELECT count(*) FROM pg_proc WHERE pronamespace = current_schema()::regnamespace"))
+        assert left.scalar_one() == 0
