@@ -1,0 +1,118 @@
+"""Fast checks of the originality benchmark: evasions (benchmarks/edits.py), the tail model, and a
+tiny end-to-end smoke run of the v2 defaults on real man pages (skipped without them)."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+_ROOT = Path(__file__).resolve().parent.parent
+if str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))
+
+from benchmarks import edits  # noqa: E402
+from benchmarks.corpus import CorpusUnavailable, english_documents  # noqa: E402
+from benchmarks.originality import beta_binomial_cdf, distances, pair_rates  # noqa: E402
+from benchmarks.sources import html_sections, rst_sections  # noqa: E402
+
+EN = (
+    "The first paragraph explains the idea. It has two sentences.\n\n"
+    "The second paragraph gives an example! It is short.\n\n"
+    "The third paragraph closes the article. Nothing more is said here?"
+)
+ZH = "第一段介绍了这个想法。它有两个句子。\n\n第二段给出了一个例子！它很短。\n\n第三段结束了这篇文章。这里没有更多的内容。"
+
+
+def test_sentences_split_both_languages() -> None:
+    assert len(edits.sentences(EN)) == 6
+    assert len(edits.sentences(ZH)) == 6
+    assert "".join(edits.sentences(ZH)).replace("\n", "") == ZH.replace("\n", "")
+
+
+def test_sentence_in_and_out() -> None:
+    rng = random.Random(1)
+    inserted = edits.insert_sentence(EN, rng, ["A brand new sentence appears."])
+    assert "A brand new sentence appears." in inserted and len(edits.sentences(inserted)) == 7
+    deleted = edits.delete_sentence(EN, random.Random(2))
+    assert len(edits.sentences(deleted)) == 5 and len(deleted) < len(EN)
+    assert edits.delete_sentence("Only one.", random.Random(3)) == "Only one."
+
+
+def test_shuffle_keeps_paragraphs_and_changes_order() -> None:
+    for seed in range(10):
+        out = edits.shuffle_paragraphs(EN, random.Random(seed))
+        assert out != EN and sorted(out.split("\n\n")) == sorted(EN.split("\n\n"))
+
+
+@pytest.mark.parametrize("kind", edits.EVASIONS)
+@pytest.mark.parametrize("text", [EN, ZH])
+def test_every_evasion_changes_the_text_deterministically(kind: str, text: str) -> None:
+    donors = ["Another article says something else entirely.", "另一篇文章说了完全不同的话。"]
+    a = edits.evade(kind, text, random.Random(5), donors)
+    assert a != text and a == edits.evade(kind, text, random.Random(5), donors)
+
+
+def test_header_footer_only_wraps() -> None:
+    out = edits.evade("header_footer", ZH, random.Random(1), [])
+    assert ZH in out and "推荐阅读" not in out and "版权声明" in out
+    with pytest.raises(ValueError, match="unknown evasion"):
+        edits.evade("paraphrase", EN, random.Random(1), [])
+
+
+def test_beta_binomial_reduces_to_the_binomial_for_uniform_bits() -> None:
+    cdf = beta_binomial_cdf(32.0, 16.0)
+    # P(Binomial(64, 1/2) <= 8) = 2.75e-10
+    assert cdf[8] == pytest.approx(2.75e-10, rel=0.05)
+    wider = beta_binomial_cdf(32.0, 30.0)
+    assert wider[8] > 100 * cdf[8]  # overdispersion fattens the tail
+
+
+def test_pair_rates_set_natural_duplicates_apart() -> None:
+    texts = [EN, EN + " Extra words at the end.", ZH]
+    fps = np.array([1, 1, 2**64 - 1], dtype=np.uint64)
+    rates = pair_rates(fps, texts)
+    assert rates["natural_duplicates"][0] == 1  # EN and its extended copy: same text in fact
+    assert rates["pairs"] == 2 and rates["at_most"][0] == 0
+    assert distances(fps[:1], fps[2:])[0] == 63
+
+
+def test_html_and_rst_sections_keep_prose_only() -> None:
+    page = (
+        '<html><head><title>x</title></head><body><div class="navheader">Prev Next</div>'
+        "<h2>Intro</h2><p>Plain <code>words</code> here.</p><pre>code()</pre>"
+        '<div class="para">A Publican paragraph.</div><h2>Next</h2><li>An item</li></body></html>'
+    )
+    assert html_sections(page) == [("Intro", ["Plain words here.", "A Publican paragraph."]), ("Next", ["An item"])]
+    rst = "Title\n=====\n\nSome :class:`Model` prose with ``literal`` text that is long enough.\n\n::\n\n    code\n"
+    assert rst_sections(rst) == [("Title", ["Some Model prose with literal text that is long enough."])]
+
+
+def test_defaults_catch_light_evasions_on_real_pages() -> None:
+    """A tiny smoke run: 12 man pages, every evasion but 5% substitution within 10 bits."""
+    from simsql import Fingerprinter
+
+    try:
+        docs = english_documents(limit=12)
+    except CorpusUnavailable as exc:
+        pytest.skip(f"benchmark corpus unavailable: {exc}")
+    fp = Fingerprinter()
+    donors = [s for d in docs for s in edits.sentences(d.text)[:2]]
+    caught = total = 0
+    for kind in edits.EVASIONS:
+        if kind == "sub_5":
+            continue
+        for d in docs:
+            copy = edits.evade(kind, d.text, random.Random(f"{kind}:{d.doc_id}"), donors)
+            total += 1
+            caught += simsql_hamming(fp.fingerprint(d.text), fp.fingerprint(copy)) <= 10
+    unrelated = [simsql_hamming(fp.fingerprint(a.text), fp.fingerprint(b.text)) for a, b in zip(docs, docs[1:])]
+    assert caught / total >= 0.8
+    assert min(unrelated) > 10
+
+
+def simsql_hamming(a: int, b: int) -> int:
+    return (a ^ b).bit_count()
