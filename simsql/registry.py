@@ -112,8 +112,9 @@ def entries(connection: Connection) -> list[Attachment]:
 def mismatch(schema: str, table_name: str, found: Attachment, config_id: str) -> ConfigMismatch:
     return ConfigMismatch(
         f"{schema}.{table_name} holds fingerprints of config {found.config_id} ({found.settings}), "
-        f"but this uses {config_id}; use the same Fingerprinter settings as the data, or detach "
-        "and re-attach the table to change configuration"
+        f"but this uses {config_id}; use the same Fingerprinter settings as the data (Fingerprinter.from_settings "
+        "rebuilds them), or move the table to the new configuration with `simsql refingerprint` "
+        "(simsql.refingerprint)"
     )
 
 
@@ -299,7 +300,8 @@ def _raw_check(connection: Connection, cursor: Any, schema: str | None, table_na
     if row is not None and row[0] != config_id:
         raise ConfigMismatch(
             f"{schema or current}.{table_name} holds fingerprints of config {row[0]} ({row[1]}), but this uses "
-            f"{config_id}; use the same Fingerprinter settings as the data, or detach and re-attach the table"
+            f"{config_id}; use the same Fingerprinter settings as the data, or move the table to the new "
+            "configuration with `simsql refingerprint`"
         )
     with _lock:
         _checked[(id(connection.engine), schema, table_name, config_id)] = True

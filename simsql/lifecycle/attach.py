@@ -69,6 +69,10 @@ def plan_attach(
     entry = registry.read(connection, table, target.schema)
     if entry is not None:
         if _same_attachment(entry, target, names, fingerprinter):
+            holder = catalog.table_facts(connection, entry.names.holder, target.schema)
+            if holder is not None and entry.names.digest not in holder.columns:
+                # attached by simsql 0.1: add the digest and today's trigger, keep the fingerprints
+                return AttachPlan(target, entry.names, ddl.upgrade(target, entry.names), fingerprinter)
             return AttachPlan(target, entry.names, Plan(), fingerprinter)
         raise SchemaError(
             f"{target.schema}.{table} is already attached ({entry.mode}, text from {', '.join(entry.source)}, "
