@@ -365,3 +365,15 @@ def test_a_table_attached_by_0_1_is_upgraded_by_attaching_again(engine: Engine, 
     assert simsql.refingerprint(engine, "docs", to=V2, workers=0).switched
     with_text, fingerprinted = _check(engine, sql, V2)
     assert fingerprinted == with_text
+
+
+def test_simsql_attach_again_upgrades_a_0_1_table_and_backfills_it(engine: Engine, url: str) -> None:
+    _build(engine)
+    simsql.alembic.upgrade(engine)
+    _attach_like_0_1(engine, side_table=False)
+    attach = ("attach", "--table", "docs", "--text-column", "title", "--text-column", "body")
+    ok(cli(*attach, "--backfill", "--workers", "0", url=url, timeout=300))
+    with_text, fingerprinted = _check(engine, _holder_sql(False), V1)
+    assert fingerprinted == with_text
+    report = simsql.status(engine)[0]
+    assert (report.config_id, report.rows_missing, report.rows_stale) == (V1.config_id, 0, 0)

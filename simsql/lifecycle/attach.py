@@ -62,11 +62,14 @@ def plan_attach(
     side_table: bool = False,
     prefix: str = DEFAULT_PREFIX,
 ) -> AttachPlan:
-    """Read the catalog, check, and describe the attach DDL without running it."""
-    fingerprinter = fingerprinter or DEFAULT
+    """Read the catalog, check, and describe the attach DDL without running it. Without a
+    ``fingerprinter``, an attached table keeps its recorded one (attaching again after the
+    default changed is not a change of configuration), a new attachment gets the default."""
     target = catalog.describe(connection, table, source, schema)
     names = Names.for_table(table, prefix, "side_table" if side_table else "columns")
     entry = registry.read(connection, table, target.schema)
+    if fingerprinter is None:
+        fingerprinter = DEFAULT if entry is None else registry.fingerprinter_from_settings(entry.settings)
     if entry is not None:
         if _same_attachment(entry, target, names, fingerprinter):
             holder = catalog.table_facts(connection, entry.names.holder, target.schema)
