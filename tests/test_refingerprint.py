@@ -118,6 +118,18 @@ def test_version_1_named_on_a_mixin_keeps_working_and_the_default_is_refused(eng
     with Session(engine) as session, pytest.raises(ConfigMismatch):
         session.add(NewNote(id=99, body="written with the new default"))
         session.commit()
+    # Moved to the new default (a mapped class names the table), the new code works and the old is refused.
+    assert simsql.refingerprint(engine, Note, to=V2, workers=0).switched
+    with Session(engine) as session:
+        session.add(NewNote(id=99, body="written with the new default"))
+        session.commit()
+        bodies[99] = "written with the new default"
+        stored = {row.id: row.simhash for row in session.execute(select(NewNote.id, NewNote.simhash))}
+        assert stored == {i: V2.fingerprint(b) for i, b in bodies.items()}
+        found = session.scalars(select(NewNote.id).where(simsql.similar_to(NewNote, bodies[99], max_distance=0))).all()
+        assert found == [99]
+    with Session(engine) as session, pytest.raises(ConfigMismatch, match=V2.config_id):
+        session.scalars(select(Note.id).where(simsql.similar_to(Note, bodies[3]))).all()
 
 
 def test_version_1_attach_backfill_and_query_by_name(engine: Engine) -> None:

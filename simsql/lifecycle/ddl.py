@@ -331,7 +331,8 @@ def switch(
         if side_keys is not None and side_keys[0] != side_keys[1]:
             steps.append(Step(f"ALTER TABLE {holder} RENAME CONSTRAINT {quote(side_keys[0])} TO {quote(side_keys[1])}", "rename primary key"))
     else:
-        drops = ", ".join(f"DROP COLUMN {quote(c)}" for c in names.added_columns)
+        # blocks first: on a mixin's table they are generated from the fingerprint column
+        drops = ", ".join(f"DROP COLUMN {quote(c)}" for c in reversed(names.added_columns))
         steps.append(Step(f"ALTER TABLE {base} {drops}", f"drop old fingerprints of {target.table}"))
         holder = base
     for new, old in zip(shadow.added_columns, names.added_columns):
