@@ -389,3 +389,38 @@ def test_simsql_attach_again_upgrades_a_0_1_table_and_backfills_it(engine: Engin
     assert fingerprinted == with_text
     report = simsql.status(engine)[0]
     assert (report.config_id, report.rows_missing, report.rows_stale) == (V1.config_id, 0, 0)
+
+
+def test_a_process_that_checked_before_the_switch_is_refused_after_it(
+    engine: Engine, database_url: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Registry checks are cached per engine; the cache expires (``registry.CHECK_TTL``), so a
+    process still on the old configuration is refused soon after another one switched the table,
+    instead of writing old fingerprints into it for as long as it runs."""
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Item(simsql.SimHashMixin, Base):
+        __tablename__ = "items"
+        __simhash_source__ = ("body",)
+        __simhash_fingerprinter__ = Fingerprinter(version=1)
+        id: Mapped[int] = mapped_column(primary_key=True)
+        body: Mapped[str] = mapped_column(Text)
+
+    simsql.alembic.upgrade(engine)
+    Base.metadata.create_all(engine)
+    with Session(engine) as session:  # checked, and cached, with version 1
+        session.add(Item(id=1, body="the first item, about replication slots"))
+        session.commit()
+    other = __import__("sqlalchemy").create_engine(database_url, connect_args={"options": f"-csearch_path={schema}"})
+    try:
+        assert simsql.refingerprint(other, "items", to=V2, workers=0).switched  # another process
+    finally:
+        other.dispose()
+    monkeypatch.setattr(simsql.registry, "CHECK_TTL", 0.0, raising=False)  # as if the cache had expired
+    with Session(engine) as session, pytest.raises(ConfigMismatch, match=V2.config_id):
+        session.add(Item(id=2, body="a second item written by code still on version 1"))
+        session.commit()
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM items WHERE id = 2")).scalar_one() == 0

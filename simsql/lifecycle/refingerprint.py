@@ -216,8 +216,8 @@ def refingerprint(
 
     Until the switch, the table keeps its configuration: queries and writers with it work as
     before, and the registry refuses ``to``. After it, only ``to`` is accepted (deploy it with
-    the switch: a process that checked the registry before it keeps its cached check until it
-    restarts). Interrupt it anywhere, even with SIGKILL: the same call resumes. ``abandon``
+    the switch: a process that checked the registry before it trusts that check for at most
+    ``registry.CHECK_TTL`` seconds, then is refused). Interrupt it anywhere, even with SIGKILL: the same call resumes. ``abandon``
     removes an unfinished run instead (the attachment is untouched). Timeouts as
     :func:`~simsql.backfill`; :class:`~simsql.errors.LockTimeout` if the switch cannot get
     its lock within ``lock_timeout`` (run again)."""
