@@ -494,7 +494,8 @@ def cmd_refingerprint(args: argparse.Namespace) -> int:
     else:
         resumed = " (resumed an interrupted run)" if result.resumed else ""
         print(f"{where} moved from {result.from_config} to {result.to_config}: {result.rows_fingerprinted} rows "
-              f"fingerprinted ({result.rows_at_switch} at the switch) in {result.seconds:.1f} s{resumed}")
+              f"fingerprinted ({result.rows_at_switch} at the switch, table locked for writes "
+              f"{result.switch_seconds:.2f} s) in {result.seconds:.1f} s{resumed}")
     return EXIT_OK
 
 

@@ -59,6 +59,8 @@ class RefingerprintResult:
     resumed: bool
     switched: bool
     seconds: float
+    switch_seconds: float = 0.0
+    """How long the switch held the table's lock (writers waited that long at most)."""
 
 
 def cursor_key(table: str) -> str:
@@ -164,7 +166,7 @@ def _side_keys(connection: Connection, move: _Move) -> tuple[str, str] | None:
     return str(new), str(old)
 
 
-def _switch(move: _Move, timeouts: apply.Timeouts) -> int:
+def _switch(move: _Move, timeouts: apply.Timeouts) -> tuple[int, float]:
     """Lock writers out, fingerprint what they wrote since the fill, swap, record: one transaction."""
     base = qualified(move.target.schema, move.target.table)
     with move.engine.connect() as connection:
@@ -181,6 +183,7 @@ def _switch(move: _Move, timeouts: apply.Timeouts) -> int:
                 f"(held by: {apply.blockers(connection, [base])}). The filled shadow fingerprints are kept: "
                 "run the same refingerprint again"
             ) from error
+        locked = time.perf_counter()
         facts = catalog.require_table(connection, move.target.table, move.target.schema)
         harmed = dependents(connection, move.target.schema, move.names, facts)
         if harmed:
@@ -192,8 +195,9 @@ def _switch(move: _Move, timeouts: apply.Timeouts) -> int:
         plan = ddl.switch(move.target, move.names, move.shadow, move.to, move.cursor, _side_keys(connection, move))
         apply.run(connection, plan, timeouts)
         connection.commit()
+        held = time.perf_counter() - locked
     registry.forget(move.engine)
-    return stored
+    return stored, held
 
 
 def refingerprint(
@@ -247,12 +251,13 @@ def refingerprint(
             indexes = _index_plan(connection, move.target.schema, move.shadow, keys, True)
         apply.run_on_engine(engine, indexes, timeouts, relations=[label],
                             concurrent_timeouts=apply.Timeouts(index_lock_timeout, None))
-        at_switch = _switch(move, timeouts)
+        at_switch, held = _switch(move, timeouts)
     finally:
         if isinstance(bind, str):
             engine.dispose()
     return RefingerprintResult(**result, rows_fingerprinted=filled.rows_fingerprinted + at_switch, rows_at_switch=at_switch,
-                               resumed=staged is not None, switched=True, seconds=time.perf_counter() - started)
+                               resumed=staged is not None, switched=True, seconds=time.perf_counter() - started,
+                               switch_seconds=held)
 
 
 __all__ = ["RefingerprintResult", "cursor_key", "refingerprint"]
