@@ -251,11 +251,13 @@ def refingerprint(
             indexes = _index_plan(connection, move.target.schema, move.shadow, keys, True)
         apply.run_on_engine(engine, indexes, timeouts, relations=[label],
                             concurrent_timeouts=apply.Timeouts(index_lock_timeout, None))
+        # Rows written while the indexes were built: here, not under the switch's lock.
+        caught_up = backfill.fill(engine, move.job(), label, dict(options, progress=None), 0)
         at_switch, held = _switch(move, timeouts)
     finally:
         if isinstance(bind, str):
             engine.dispose()
-    return RefingerprintResult(**result, rows_fingerprinted=filled.rows_fingerprinted + at_switch, rows_at_switch=at_switch,
+    return RefingerprintResult(**result, rows_fingerprinted=filled.rows_fingerprinted + caught_up.rows_fingerprinted + at_switch, rows_at_switch=at_switch,
                                resumed=staged is not None, switched=True, seconds=time.perf_counter() - started,
                                switch_seconds=held)
 
