@@ -221,12 +221,16 @@ def refingerprint(
     Until the switch, the table keeps its configuration: queries and writers with it work as
     before, and the registry refuses ``to``. After it, only ``to`` is accepted (deploy it with
     the switch: a process that checked the registry before it trusts that check for at most
-    ``registry.CHECK_TTL`` seconds, then is refused). Interrupt it anywhere, even with SIGKILL: the same call resumes. ``abandon``
-    removes an unfinished run instead (the attachment is untouched). Timeouts as
+    ``registry.CHECK_TTL`` seconds, then is refused). Interrupt it anywhere, even with SIGKILL:
+    the same call resumes. ``abandon`` removes an unfinished run instead (the attachment is
+    untouched). Timeouts as
     :func:`~simsql.backfill`; :class:`~simsql.errors.LockTimeout` if the switch cannot get
     its lock within ``lock_timeout`` (run again)."""
     if not isinstance(to, Fingerprinter):
         raise TypeError(f"to= must be a simsql.Fingerprinter, got {type(to).__name__}")
+    for name, value in (("batch_size", batch_size), ("max_batch_bytes", max_batch_bytes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
     started = time.perf_counter()
     timeouts = apply.Timeouts(lock_timeout, statement_timeout)
     engine = engine_for(bind) if isinstance(bind, str) else bind
