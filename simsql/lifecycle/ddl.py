@@ -313,12 +313,14 @@ def switch(
     fingerprinter: Fingerprinter,
     cursor: str,
     side_keys: tuple[str, str] | None = None,
+    partitions: Sequence[str] = (),
 ) -> Plan:
     """Replace the attachment's fingerprints by the shadow set, in one transaction: old
     trigger and fingerprints dropped, shadow columns (or side table) and indexes renamed to
     the attachment's own names, today's trigger under its usual name, the registry entry
     moved to the new configuration, cursors forgotten. ``side_keys``: (shadow side table's
-    primary key constraint, the old one's name) so the names stay free for the next run."""
+    primary key constraint, the old one's name) and ``partitions`` (of a partitioned table: their
+    block indexes are renamed too) so the names stay free for the next run."""
     base = qualified(target.schema, target.table)
     steps: list[Step] = []
     for function in ((names.stale_function, shadow.stale_function) if names.side else (names.row_function, shadow.row_function)):
@@ -337,7 +339,10 @@ def switch(
         holder = base
     for new, old in zip(shadow.added_columns, names.added_columns):
         steps.append(Step(f"ALTER TABLE {holder} RENAME COLUMN {quote(new)} TO {quote(old)}", f"rename column {new}"))
-    for new, old in zip(shadow.indexes, names.indexes):
+    renames = list(zip(shadow.indexes, names.indexes))  # on the shadow side table, or the table itself
+    for relation in partitions:
+        renames += [(names.index_on(relation, new), names.index_on(relation, old)) for new, old in zip(shadow.blocks, names.blocks)]
+    for new, old in renames:
         steps.append(Step(f"ALTER INDEX IF EXISTS {qualified(target.schema, new)} RENAME TO {quote(old)}", f"rename index {new}"))
     if names.side:
         body = stale_trigger_body(target.schema, names, target.keys, target.source)

@@ -192,7 +192,10 @@ def _switch(move: _Move, timeouts: apply.Timeouts) -> tuple[int, float]:
                 "Drop or change them, then run again (the filled shadow fingerprints are kept)"
             )
         stored = backfill.fill_locked(connection, move.job())
-        plan = ddl.switch(move.target, move.names, move.shadow, move.to, move.cursor, _side_keys(connection, move))
+        holder = move.names.holder
+        partitions = [relation for relation, _, _ in catalog.partition_tree(connection, holder, move.target.schema)
+                      if relation != holder] if catalog.require_table(connection, holder, move.target.schema).kind == "p" else []
+        plan = ddl.switch(move.target, move.names, move.shadow, move.to, move.cursor, _side_keys(connection, move), partitions)
         apply.run(connection, plan, timeouts)
         connection.commit()
         held = time.perf_counter() - locked
