@@ -151,6 +151,12 @@ class Names:
         side = identifier(self.side, "_next") if self.side else None
         return Names(self.table, f"{self.prefix}_next", side, "_next")
 
+    @property
+    def refingerprint_cursor(self) -> str:
+        """Key of an unfinished refingerprint's cursor in ``simsql_backfill`` (beside the
+        table's own backfill cursor); its row proves the shadow set is simsql's."""
+        return f"{self.table}#refingerprint"
+
     def index(self, block: str) -> str:
         return self.index_on(self.holder, block)
 

@@ -450,3 +450,17 @@ def test_a_partitioned_table_moves_there_and_back(engine: Engine) -> None:
         assert len(indexes) == 3 * 4 and all(valid for _, valid in indexes)
         assert not [name for name, _ in indexes if "next" in name]
     assert _leftovers(engine) == []
+
+
+def test_detach_removes_an_unfinished_refingerprint_too(engine: Engine) -> None:
+    _build(engine)
+    simsql.alembic.upgrade(engine)
+    simsql.attach_table(engine, "docs", ["title", "body"], fingerprinter=V1)
+    assert _stage_only(engine, V2)
+    simsql.detach(engine, "docs")
+    assert _leftovers(engine) == []
+    with engine.connect() as connection:
+        columns = connection.execute(text(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'docs'"
+        )).scalars().all()
+    assert sorted(columns) == ["body", "id", "title"]

@@ -16,12 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from .. import registry
 from ..errors import NotAttached, SchemaError
 from ..fingerprint import DEFAULT, Fingerprinter
-from ..schema import DEFAULT_PREFIX, Attachment, Names
+from ..schema import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names
 from . import apply, catalog, ddl
 from .ddl import Plan, Target
 
@@ -165,7 +166,14 @@ def plan_detach(connection: Connection, table: str, *, schema: str | None = None
             f"detaching {schema}.{table} would drop objects simsql did not create: {'; '.join(harmed)}. "
             "Drop or change them first, then run detach again"
         )
-    return entry, ddl.detach(schema, entry.names, triggers=facts.triggers, columns=list(facts.columns))
+    plan = ddl.detach(schema, entry.names, triggers=facts.triggers, columns=list(facts.columns))
+    cursor = entry.names.refingerprint_cursor
+    if registry.progress_exists(connection) and connection.execute(
+        text(f"SELECT 1 FROM {PROGRESS_TABLE} WHERE table_schema = :s AND table_name = :t"), {"s": schema, "t": cursor}
+    ).first():
+        # an unfinished refingerprint: its shadow set goes first
+        plan = ddl.unstage(catalog.describe(connection, table, entry.source, schema), entry.names.shadow(), cursor) + plan
+    return entry, plan
 
 
 def dependents(connection: Connection, schema: str, names: Names, facts: catalog.TableFacts) -> list[str]:

@@ -65,7 +65,7 @@ class RefingerprintResult:
 
 def cursor_key(table: str) -> str:
     """Key of a refingerprint's cursor in ``simsql_backfill`` (beside the table's own)."""
-    return f"{table}#refingerprint"
+    return Names(table).refingerprint_cursor
 
 
 @dataclass(frozen=True)
