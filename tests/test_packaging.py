@@ -70,3 +70,11 @@ def test_wheel_ships_simsqls_own_revisions(wheel_build: tuple[Path, str]) -> Non
     wheel, _ = wheel_build
     with zipfile.ZipFile(wheel) as archive:
         assert any(re.fullmatch(r"simsql/migrations/versions/0001_\w+\.py", n) for n in archive.namelist())
+
+
+def test_wheel_ships_the_fingerprint_prior(wheel_build: tuple[Path, str]) -> None:
+    """Fingerprinter() (algorithm 2) reads simsql/data/prior-1.tsv.gz: without it an installed
+    simsql cannot fingerprint with its default."""
+    wheel, _ = wheel_build
+    with zipfile.ZipFile(wheel) as archive:
+        assert "simsql/data/prior-1.tsv.gz" in archive.namelist()
