@@ -26,6 +26,7 @@ from .queries import (
 from .storage import Binding, SimHashMixin, attach, binding_for
 from .lifecycle.backfill import BackfillResult, backfill
 from .lifecycle.catalog import reflect
+from .lifecycle.refingerprint import RefingerprintResult, refingerprint
 from .lifecycle.tables import TableStatus, attach_table, detach, status
 from .types import SimHash
 from .weighting import IdfTable
@@ -51,6 +52,8 @@ __all__ = [
     "most_similar_many",
     "near_duplicates",
     "reflect",
+    "refingerprint",
+    "RefingerprintResult",
     "similar_to",
     "ConfigMismatch",
     "EmptyDocument",

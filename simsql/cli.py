@@ -462,6 +462,43 @@ def cmd_backfill(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- refingerprint ------------------------------------------------------------------------
+
+
+def cmd_refingerprint(args: argparse.Namespace) -> int:
+    try:
+        to = simsql.Fingerprinter(
+            shingle_size=args.shingle_size, chinese=args.chinese, weighting=args.weighting, seed=args.seed,
+            version=args.algorithm_version,
+        )
+    except (TypeError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    command = f"simsql refingerprint --table {args.table}" + (f" --schema {args.schema}" if args.schema else "")
+    with open_engine(args) as engine:
+        try:
+            with _interrupt_main_process_only(), _progress_bar(args.table, args.progress and not args.abandon) as progress:
+                result = simsql.refingerprint(
+                    engine, args.table, to=to, schema=args.schema, batch_size=args.batch_size, workers=args.workers,
+                    progress=progress, lock_timeout=args.lock_timeout, abandon=args.abandon,
+                )
+        except KeyboardInterrupt:
+            raise Interrupted(
+                f"interrupted; the table still uses its configuration and every finished batch is saved. Run `{command}` "
+                "again to resume"
+            ) from None
+    where = f"{result.schema}.{result.table}"
+    if args.abandon:
+        print(f"abandoned any unfinished refingerprint of {where}; it keeps {result.from_config}")
+    elif not result.switched:
+        print(f"{where} already uses {result.to_config}: nothing to do")
+    else:
+        resumed = " (resumed an interrupted run)" if result.resumed else ""
+        print(f"{where} moved from {result.from_config} to {result.to_config}: {result.rows_fingerprinted} rows "
+              f"fingerprinted ({result.rows_at_switch} at the switch, table locked for writes "
+              f"{result.switch_seconds:.2f} s) in {result.seconds:.1f} s{resumed}")
+    return EXIT_OK
+
+
 # -- similar / dupes ----------------------------------------------------------------------
 
 
@@ -789,6 +826,33 @@ def _add_backfill(commands: Any, common: argparse.ArgumentParser) -> None:
     backfill.set_defaults(handler=cmd_backfill, parser=backfill)
 
 
+def _add_refingerprint(commands: Any, common: argparse.ArgumentParser) -> None:
+    refingerprint = commands.add_parser(
+        "refingerprint", parents=[common], help="move a table to another fingerprint configuration, online",
+        description="Fingerprint every row again with the new configuration into a second set of columns (or "
+        "side table) while the table stays in use with its current one, then switch both in one short "
+        "transaction. Interrupt it at any time: running it again resumes.",
+    )
+    _table_options(refingerprint)
+    refingerprint.add_argument(
+        "--algorithm-version", type=int, choices=(1, 2), default=2, dest="algorithm_version",
+        help="fingerprint algorithm of the new configuration (default: 2, today's default)",
+    )
+    refingerprint.add_argument("--shingle-size", type=_positive_int, default=1, help="words per shingle (default: 1)")
+    refingerprint.add_argument("--chinese", choices=("jieba", "bigrams"), default=None, help="default: the version's")
+    refingerprint.add_argument(
+        "--weighting", choices=("prior", "log", "count", "jieba_idf"), default=None, help="default: the version's",
+    )
+    refingerprint.add_argument("--seed", type=_non_negative_int, default=0)
+    refingerprint.add_argument(
+        "--abandon", action="store_true", help="remove an unfinished refingerprint instead (the table keeps its configuration)",
+    )
+    _backfill_options(refingerprint)
+    _lock_timeout_option(refingerprint)
+    refingerprint.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar on stderr")
+    refingerprint.set_defaults(handler=cmd_refingerprint, parser=refingerprint)
+
+
 def _add_similar(commands: Any, common: argparse.ArgumentParser) -> None:
     similar = commands.add_parser(
         "similar", parents=[common], help="rows most similar to a row, a text or a file",
@@ -867,7 +931,7 @@ def build_parser() -> argparse.ArgumentParser:
     local = _common_options(suppress=True, url=False)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     _add_db_commands(commands, common, local)
-    for add in (_add_attach, _add_detach, _add_status, _add_backfill, _add_similar, _add_dupes):
+    for add in (_add_attach, _add_detach, _add_status, _add_backfill, _add_refingerprint, _add_similar, _add_dupes):
         add(commands, common)
     _add_fingerprint(commands, common, local)  # no database: no --url
     _add_demo(commands, common, local)  # a --url of its own, no environment

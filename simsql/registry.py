@@ -15,6 +15,7 @@ silent loss of the checks.
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from sqlalchemy import Engine, event, select, text
@@ -112,8 +113,9 @@ def entries(connection: Connection) -> list[Attachment]:
 def mismatch(schema: str, table_name: str, found: Attachment, config_id: str) -> ConfigMismatch:
     return ConfigMismatch(
         f"{schema}.{table_name} holds fingerprints of config {found.config_id} ({found.settings}), "
-        f"but this uses {config_id}; use the same Fingerprinter settings as the data, or detach "
-        "and re-attach the table to change configuration"
+        f"but this uses {config_id}; use the same Fingerprinter settings as the data (Fingerprinter.from_settings "
+        "rebuilds them), or move the table to the new configuration with `simsql refingerprint` "
+        "(simsql.refingerprint)"
     )
 
 
@@ -181,13 +183,25 @@ def remove(connection: Connection, table_name: str, schema: str | None = None) -
 def fingerprinter_from_settings(settings: dict[str, Any]) -> Fingerprinter:
     """Rebuild the :class:`Fingerprinter` recorded in the registry (any algorithm version).
 
-    IDF tables are recorded by digest only; pass the table's Fingerprinter explicitly then.
+    One rule, owned by :meth:`Fingerprinter.from_settings`; IDF tables are recorded by digest
+    only, so a table fingerprinted with one needs its Fingerprinter passed explicitly.
     """
     return Fingerprinter.from_settings(settings)
 
 
-_checked: dict[tuple[int, str | None, str, str], bool] = {}
+_checked: dict[tuple[int, str | None, str, str], float] = {}
 _lock = threading.Lock()
+
+CHECK_TTL = 10.0
+"""Seconds a passed check is trusted. A table can move to another configuration while a
+process runs (``simsql refingerprint`` elsewhere): after this long, that process reads the
+registry again and is refused, instead of writing or querying with the old one until it
+restarts. One indexed registry read per table and engine every 10 s."""
+
+
+def _fresh(key: tuple[int, str | None, str, str]) -> bool:
+    checked_at = _checked.get(key)
+    return checked_at is not None and time.monotonic() - checked_at < CHECK_TTL
 
 
 def forget(engine: Engine) -> None:
@@ -200,13 +214,13 @@ def forget(engine: Engine) -> None:
 def check(connection: Connection, table_name: str, schema: str | None, config_id: str) -> None:
     """Raise :class:`ConfigMismatch` if ``table_name`` was filled with another configuration."""
     key = (id(connection.engine), schema, table_name, config_id)
-    if key in _checked:
+    if _fresh(key):
         return
     entry = read(connection, table_name, schema)
     if entry is not None and entry.config_id != config_id:
         raise mismatch(entry.table_schema, table_name, entry, config_id)
     with _lock:
-        _checked[key] = True
+        _checked[key] = time.monotonic()
 
 
 def claim(
@@ -220,7 +234,7 @@ def claim(
     """Record a table the registry does not know yet (a mixin or ORM side table made by
     ``create_all``) with the configuration of its first writer; no-op when simsql's revision
     was never applied, or once checked on this engine."""
-    if (id(connection.engine), schema, table_name, fingerprinter.config_id) in _checked:
+    if _fresh((id(connection.engine), schema, table_name, fingerprinter.config_id)):
         return
     if not require_registry(connection):
         return
@@ -266,7 +280,7 @@ def _check_compiled(
 ) -> None:
     targets = getattr(getattr(context, "compiled", None), "_simsql_checks", None)
     for schema, table_name, config_id in targets or ():
-        if (id(connection.engine), schema, table_name, config_id) not in _checked:
+        if not _fresh((id(connection.engine), schema, table_name, config_id)):
             _raw_check(connection, cursor, schema, table_name, config_id)
 
 
@@ -298,10 +312,11 @@ def _raw_check(connection: Connection, cursor: Any, schema: str | None, table_na
     if row is not None and row[0] != config_id:
         raise ConfigMismatch(
             f"{schema or current}.{table_name} holds fingerprints of config {row[0]} ({row[1]}), but this uses "
-            f"{config_id}; use the same Fingerprinter settings as the data, or detach and re-attach the table"
+            f"{config_id}; use the same Fingerprinter settings as the data, or move the table to the new "
+            "configuration with `simsql refingerprint`"
         )
     with _lock:
-        _checked[(id(connection.engine), schema, table_name, config_id)] = True
+        _checked[(id(connection.engine), schema, table_name, config_id)] = time.monotonic()
 
 
 CHECK_OPTION = "simsql_config_check"

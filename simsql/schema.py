@@ -82,6 +82,9 @@ class Names:
     table: str
     prefix: str = DEFAULT_PREFIX
     side: str | None = None
+    stage: str = ""
+    """Empty for an attachment; ``"_next"`` for the shadow set a refingerprint fills (its
+    trigger functions must not collide with the attachment's own)."""
 
     def __post_init__(self) -> None:
         check_name(self.table, "table name")
@@ -131,16 +134,28 @@ class Names:
     @property
     def row_function(self) -> str:
         """Trigger function (and trigger) that derives blocks and drops stale fingerprints."""
-        return identifier(f"simsql_{self.table}", "_blocks")
+        return identifier(f"simsql_{self.table}", f"_blocks{self.stage}")
 
     @property
     def stale_function(self) -> str:
         """Side-table mode: trigger on the user's table that deletes side rows gone stale."""
-        return identifier(f"simsql_{self.table}", "_stale")
+        return identifier(f"simsql_{self.table}", f"_stale{self.stage}")
 
     @property
     def functions(self) -> tuple[str, ...]:
         return (self.row_function, self.stale_function)
+
+    def shadow(self) -> Names:
+        """The names of the second fingerprint set a refingerprint fills beside this one (same
+        table, prefix ``<prefix>_next``, side table ``<side>_next``), renamed to these at its switch."""
+        side = identifier(self.side, "_next") if self.side else None
+        return Names(self.table, f"{self.prefix}_next", side, "_next")
+
+    @property
+    def refingerprint_cursor(self) -> str:
+        """Key of an unfinished refingerprint's cursor in ``simsql_backfill`` (beside the
+        table's own backfill cursor); its row proves the shadow set is simsql's."""
+        return f"{self.table}#refingerprint"
 
     def index(self, block: str) -> str:
         return self.index_on(self.holder, block)

@@ -16,12 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from .. import registry
 from ..errors import NotAttached, SchemaError
 from ..fingerprint import DEFAULT, Fingerprinter
-from ..schema import DEFAULT_PREFIX, Attachment, Names
+from ..schema import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names
 from . import apply, catalog, ddl
 from .ddl import Plan, Target
 
@@ -62,13 +63,20 @@ def plan_attach(
     side_table: bool = False,
     prefix: str = DEFAULT_PREFIX,
 ) -> AttachPlan:
-    """Read the catalog, check, and describe the attach DDL without running it."""
-    fingerprinter = fingerprinter or DEFAULT
+    """Read the catalog, check, and describe the attach DDL without running it. Without a
+    ``fingerprinter``, an attached table keeps its recorded one (attaching again after the
+    default changed is not a change of configuration), a new attachment gets the default."""
     target = catalog.describe(connection, table, source, schema)
     names = Names.for_table(table, prefix, "side_table" if side_table else "columns")
     entry = registry.read(connection, table, target.schema)
+    if fingerprinter is None:
+        fingerprinter = DEFAULT if entry is None else registry.fingerprinter_from_settings(entry.settings)
     if entry is not None:
         if _same_attachment(entry, target, names, fingerprinter):
+            holder = catalog.table_facts(connection, entry.names.holder, target.schema)
+            if holder is not None and entry.names.digest not in holder.columns:
+                # attached by simsql 0.1: add the digest and today's trigger, keep the fingerprints
+                return AttachPlan(target, entry.names, ddl.upgrade(target, entry.names), fingerprinter)
             return AttachPlan(target, entry.names, Plan(), fingerprinter)
         raise SchemaError(
             f"{target.schema}.{table} is already attached ({entry.mode}, text from {', '.join(entry.source)}, "
@@ -158,7 +166,14 @@ def plan_detach(connection: Connection, table: str, *, schema: str | None = None
             f"detaching {schema}.{table} would drop objects simsql did not create: {'; '.join(harmed)}. "
             "Drop or change them first, then run detach again"
         )
-    return entry, ddl.detach(schema, entry.names, triggers=facts.triggers, columns=list(facts.columns))
+    plan = ddl.detach(schema, entry.names, triggers=facts.triggers, columns=list(facts.columns))
+    cursor = entry.names.refingerprint_cursor
+    if registry.progress_exists(connection) and connection.execute(
+        text(f"SELECT 1 FROM {PROGRESS_TABLE} WHERE table_schema = :s AND table_name = :t"), {"s": schema, "t": cursor}
+    ).first():
+        # an unfinished refingerprint: its shadow set goes first
+        plan = ddl.unstage(catalog.describe(connection, table, entry.source, schema), entry.names.shadow(), cursor) + plan
+    return entry, plan
 
 
 def dependents(connection: Connection, schema: str, names: Names, facts: catalog.TableFacts) -> list[str]:

@@ -84,6 +84,12 @@ class _Job:
     source: tuple[str, ...]
     names: Names
     fingerprinter: Fingerprinter
+    cursor: str | None = None
+    """Key of the resume cursor in ``simsql_backfill`` (default: the table's name)."""
+
+    @property
+    def cursor_key(self) -> str:
+        return self.cursor or self.table
 
 
 def _fingerprint_batch(fingerprinter: Fingerprinter, texts: list[str | None]) -> list[int | None]:
@@ -121,7 +127,8 @@ def _resolve(connection: Connection, target: type | str, schema: str | None, fin
     if missing:
         raise SchemaError(
             f"{schema}.{names.holder} has no column {', '.join(map(repr, missing))}: attach simsql first (a table "
-            "attached by an older simsql needs `simsql detach` then `simsql attach`)"
+            f"attached by simsql 0.1 is upgraded in place, fingerprints kept, by running `simsql attach --table {table}` "
+            "again with the same settings)"
         )
     return _Job(schema, table, info.keys, info.key_types, source, names, chosen)
 
@@ -138,14 +145,16 @@ class _Statements:
         last = [f"CAST(:last_{i} AS {t})" for i, t in enumerate(job.key_types)]
         after = f"({key_list}) > ({', '.join(last)})" if len(keys) > 1 else f"b.{keys[0]} > {last[0]}"
         if job.names.side is None:
-            missing = f"b.{quote(job.names.fingerprint)} IS NULL"
+            # A fingerprint without its text's digest (stored by simsql 0.1, or a raw loader) is
+            # unverified: fingerprinted again.
+            missing = f"(b.{quote(job.names.fingerprint)} IS NULL OR b.{quote(job.names.digest)} IS NULL)"
             source_from = f"{self.base} AS b"
         else:
             side = f"{quote(job.schema)}.{quote(job.names.side)}"
             side_keys = [quote(k) for k in job.names.side_keys(job.keys)]
             join = " AND ".join(f"s.{s} = b.{k}" for s, k in zip(side_keys, keys))
             source_from = f"{self.base} AS b LEFT JOIN {side} AS s ON {join}"
-            missing = f"s.{side_keys[0]} IS NULL"
+            missing = f"(s.{side_keys[0]} IS NULL OR s.{quote(job.names.digest)} IS NULL)"
         size = " + ".join(f"coalesce(octet_length(b.{quote(c)}), 0)" for c in job.source)
         # As text, the way the digest reads them (char(n) loses its padding in both).
         texts = ", ".join(f"CAST(b.{quote(c)} AS text)" for c in job.source)
@@ -173,7 +182,7 @@ class _Statements:
             # The row trigger keeps the fingerprint only if src is the digest of the row's text.
             return text(
                 f"UPDATE {self.base} AS b SET {fp} = v.fp, {src} = v.src FROM unnest({arrays}) AS v({columns}) "
-                f"WHERE {match} AND b.{fp} IS NULL RETURNING b.{fp} IS NOT NULL"
+                f"WHERE {match} AND (b.{fp} IS NULL OR b.{src} IS NULL) RETURNING b.{fp} IS NOT NULL"
             )
         side = f"{quote(job.schema)}.{quote(job.names.side)}"
         side_keys = ", ".join(quote(k) for k in job.names.side_keys(job.keys))
@@ -182,7 +191,8 @@ class _Statements:
             f"SELECT {', '.join(f'v.k_{i}' for i in range(len(keys)))}, v.fp, v.src FROM unnest({arrays}) AS v({columns}) "
             f"JOIN {self.base} AS b ON {match} WHERE {digest_sql(job.source, 'b.')} = v.src "
             f"ORDER BY {', '.join(f'v.k_{i}' for i in range(len(keys)))} FOR SHARE OF b "
-            f"ON CONFLICT DO NOTHING RETURNING {fp} IS NOT NULL"
+            f"ON CONFLICT ({side_keys}) DO UPDATE SET {fp} = excluded.{fp}, {src} = excluded.{src} "
+            f"WHERE {side}.{src} IS NULL RETURNING {fp} IS NOT NULL"
         )
 
 
@@ -202,7 +212,7 @@ def _cursor_params(cursor: Sequence[Any]) -> dict[str, Any]:
 def _read_progress(connection: Connection, job: _Job) -> tuple[str, list[Any] | None, bool]:
     row = connection.execute(
         text(f"SELECT config_id, phase, last_key FROM {PROGRESS_TABLE} WHERE table_schema = :schema AND table_name = :table"),
-        {"schema": job.schema, "table": job.table},
+        {"schema": job.schema, "table": job.cursor_key},
     ).first()
     if row is None or row.phase == "done" or row.config_id != job.fingerprinter.config_id:
         return "scan", None, False
@@ -219,7 +229,7 @@ def _save_progress(connection: Connection, job: _Job, phase: str, last_key: Sequ
         ),
         {
             "schema": job.schema,
-            "table": job.table,
+            "table": job.cursor_key,
             "config": job.fingerprinter.config_id,
             "phase": phase,
             "last_key": None if last_key is None else json.dumps([_encode_key(v) for v in last_key]),
@@ -417,7 +427,6 @@ def backfill(
             raise ValueError(f"{name} must be a positive int, got {value!r}")
     timeouts = apply.Timeouts(lock_timeout, statement_timeout)
     engine = engine_for(bind) if isinstance(bind, str) else bind
-    started = time.perf_counter()
     label = target if isinstance(target, str) else getattr(target, "__tablename__", target.__name__)
     label = f"{schema}.{label}" if schema else label
     try:
@@ -425,24 +434,61 @@ def backfill(
             apply.set_timeouts(connection, timeouts)
             check_server(connection)
             job = _resolve(connection, target, schema, fingerprinter)
-            has_progress_table = registry.progress_exists(connection)
-            phase, last_key, resumed = _read_progress(connection, job) if has_progress_table else ("scan", None, False)
-            total = int(connection.execute(_Statements(job).count).scalar_one())
             connection.commit()
-        options = dict(batch_size=batch_size, max_batch_bytes=max_batch_bytes, timeouts=timeouts, progress=progress,
-                       has_progress_table=has_progress_table, total=total)
-        run = _Run(engine, job, options, _pool(workers, total, batch_size))
-        try:
-            with _explained_timeouts(engine, label, timeouts):
-                _run_phases(run, phase, last_key)
-        finally:
-            if run.pool is not None:
-                run.pool.shutdown(wait=False, cancel_futures=True)
+        options = dict(batch_size=batch_size, max_batch_bytes=max_batch_bytes, timeouts=timeouts, progress=progress)
+        return fill(engine, job, label, options, workers)
     finally:
         if isinstance(bind, str):
             engine.dispose()
+
+
+def fill(engine: Engine, job: _Job, label: str, options: dict[str, Any], workers: int | None) -> BackfillResult:
+    """Run one resolved job to the end (the body of :func:`backfill`; a refingerprint runs
+    its shadow set through it)."""
+    started = time.perf_counter()
+    timeouts: apply.Timeouts = options["timeouts"]
+    with _explained_timeouts(engine, label, timeouts), engine.connect() as connection:
+        apply.set_timeouts(connection, timeouts)
+        has_progress_table = registry.progress_exists(connection)
+        phase, last_key, resumed = _read_progress(connection, job) if has_progress_table else ("scan", None, False)
+        total = int(connection.execute(_Statements(job).count).scalar_one())
+        connection.commit()
+    options = dict(options, has_progress_table=has_progress_table, total=total)
+    run = _Run(engine, job, options, _pool(workers, total, options["batch_size"]))
+    try:
+        with _explained_timeouts(engine, label, timeouts):
+            _run_phases(run, phase, last_key)
+    finally:
+        if run.pool is not None:
+            run.pool.shutdown(wait=False, cancel_futures=True)
     c = run.counters
     return BackfillResult(c.read, c.fingerprinted, c.empty, c.skipped, c.batches, time.perf_counter() - started, resumed)
+
+
+def fill_locked(connection: Connection, job: _Job, batch_size: int = 2000) -> int:
+    """Fingerprint, in the connection's open transaction and in this process, every row the
+    job still lacks; returns how many were stored. For the last rows of a refingerprint,
+    while it holds a lock that keeps writers out (so none can be missed)."""
+    statements = _Statements(job)
+    n, cursor, stored = statements.key_count, None, 0
+    while True:
+        params: dict[str, Any] = {"limit": batch_size, **(_cursor_params(cursor) if cursor else {})}
+        rows = list(connection.execute(statements.rows[cursor is not None], params))
+        if not rows:
+            return stored
+        cursor = list(rows[-1][:n])
+        texts = [_row_text(r[n:]) for r in rows]
+        fingerprints = _fingerprint_batch(job.fingerprinter, texts)
+        side = job.names.side is not None
+        chosen = [
+            (list(r[:n]), None if f is None else to_signed(f), None if t is None else str(text_digest(t)))
+            for r, f, t in zip(rows, fingerprints, texts)
+            if f is not None or (side and t is not None)
+        ]
+        if chosen:
+            values: dict[str, Any] = {f"k_{i}": [k[i] for k, _, _ in chosen] for i in range(n)}
+            values["fps"], values["srcs"] = [f for _, f, _ in chosen], [s for _, _, s in chosen]
+            stored += sum(1 for ok in connection.execute(statements.write, values).scalars() if ok)
 
 
 def _run_phases(run: _Run, phase: str, last_key: list[Any] | None) -> None:

@@ -244,3 +244,117 @@ def forget(schema: str, table: str, *, progress: bool = True) -> Plan:
     if progress:
         steps.append(Step(f"DELETE FROM {PROGRESS_TABLE} {where}", f"remove backfill cursor of {schema}.{table}", params))
     return Plan(tuple(steps))
+
+
+# -- a way forward: upgrade a 0.1 attachment, refingerprint to another configuration ----------
+
+
+def _replace_trigger(target: Target, function: str, timing: str, body: str, what: str) -> list[Step]:
+    base = qualified(target.schema, target.table)
+    return [
+        Step(f"DROP TRIGGER IF EXISTS {quote(function)} ON {base}", f"drop trigger {function}"),
+        Step(f"DROP FUNCTION IF EXISTS {qualified(target.schema, function)}()", f"drop function {function}"),
+        *_trigger(target, function, timing, body, what),
+    ]
+
+
+def upgrade(target: Target, names: Names) -> Plan:
+    """An attachment made by simsql 0.1 (no digest column, a trigger that kept fingerprints a
+    writer recomputed from stale text) gets the digest column and today's trigger. Its
+    fingerprints are kept with an unknown (NULL) digest, which marks them for verification:
+    backfill fingerprints them again and stores the digest."""
+    holder = qualified(target.schema, names.holder)
+    steps = [Step(f"ALTER TABLE {holder} ADD COLUMN {quote(names.digest)} uuid", f"add column {names.digest}")]
+    if names.side:
+        body = stale_trigger_body(target.schema, names, target.keys, target.source)
+        steps += _replace_trigger(target, names.stale_function, "AFTER UPDATE", body, "drops stale side rows")
+    else:
+        body = row_trigger_body(names, target.source, derive_blocks=True)
+        steps += _replace_trigger(target, names.row_function, "BEFORE INSERT OR UPDATE", body, "derives blocks, drops stale fingerprints")
+    return Plan(tuple(steps))
+
+
+def stage(target: Target, shadow: Names, fingerprinter: Fingerprinter, cursor: str) -> Plan:
+    """The shadow fingerprint set of a refingerprint (columns or side table, with the trigger
+    that keeps its digest invariant) and its resume cursor, in one transaction: the cursor's
+    row proves the shadow objects are simsql's own."""
+    storage = create_side_table(target, shadow) if shadow.side else add_columns(target, shadow)
+    sql = (
+        f"INSERT INTO {PROGRESS_TABLE} (table_schema, table_name, config_id, phase) "
+        "VALUES (:schema, :cursor, :config_id, 'scan')"
+    )
+    params = {"schema": target.schema, "cursor": cursor, "config_id": fingerprinter.config_id}
+    return storage + Plan((Step(sql, f"record refingerprint of {target.schema}.{target.table}", params),))
+
+
+def unstage(target: Target, shadow: Names, cursor: str) -> Plan:
+    """Remove a shadow set (an abandoned refingerprint); the attachment is untouched."""
+    base = qualified(target.schema, target.table)
+    function = shadow.stale_function if shadow.side else shadow.row_function
+    steps = [
+        Step(f"DROP TRIGGER IF EXISTS {quote(function)} ON {base}", f"drop trigger {function}"),
+        Step(f"DROP FUNCTION IF EXISTS {qualified(target.schema, function)}()", f"drop function {function}"),
+    ]
+    if shadow.side:
+        steps.append(Step(f"DROP TABLE IF EXISTS {qualified(target.schema, shadow.side)}", f"drop {shadow.side}"))
+    else:
+        drops = ", ".join(f"DROP COLUMN IF EXISTS {quote(c)}" for c in shadow.added_columns)
+        steps.append(Step(f"ALTER TABLE {base} {drops}", f"drop shadow columns of {target.table}"))
+    params = {"schema": target.schema, "cursor": cursor}
+    where = "WHERE table_schema = :schema AND table_name = :cursor"
+    steps.append(Step(f"DELETE FROM {PROGRESS_TABLE} {where}", "forget the refingerprint cursor", params))
+    return Plan(tuple(steps))
+
+
+def switch(
+    target: Target,
+    names: Names,
+    shadow: Names,
+    fingerprinter: Fingerprinter,
+    cursor: str,
+    side_keys: tuple[str, str] | None = None,
+    partitions: Sequence[str] = (),
+) -> Plan:
+    """Replace the attachment's fingerprints by the shadow set, in one transaction: old
+    trigger and fingerprints dropped, shadow columns (or side table) and indexes renamed to
+    the attachment's own names, today's trigger under its usual name, the registry entry
+    moved to the new configuration, cursors forgotten. ``side_keys``: (shadow side table's
+    primary key constraint, the old one's name) and ``partitions`` (of a partitioned table: their
+    block indexes are renamed too) so the names stay free for the next run."""
+    base = qualified(target.schema, target.table)
+    steps: list[Step] = []
+    for function in ((names.stale_function, shadow.stale_function) if names.side else (names.row_function, shadow.row_function)):
+        steps.append(Step(f"DROP TRIGGER IF EXISTS {quote(function)} ON {base}", f"drop trigger {function}"))
+        steps.append(Step(f"DROP FUNCTION IF EXISTS {qualified(target.schema, function)}()", f"drop function {function}"))
+    if names.side and shadow.side:
+        steps.append(Step(f"DROP TABLE {qualified(target.schema, names.side)}", f"drop old side table {names.side}"))
+        steps.append(Step(f"ALTER TABLE {qualified(target.schema, shadow.side)} RENAME TO {quote(names.side)}", f"rename {shadow.side}"))
+        holder = qualified(target.schema, names.side)
+        if side_keys is not None and side_keys[0] != side_keys[1]:
+            steps.append(Step(f"ALTER TABLE {holder} RENAME CONSTRAINT {quote(side_keys[0])} TO {quote(side_keys[1])}", "rename primary key"))
+    else:
+        # blocks first: on a mixin's table they are generated from the fingerprint column
+        drops = ", ".join(f"DROP COLUMN {quote(c)}" for c in reversed(names.added_columns))
+        steps.append(Step(f"ALTER TABLE {base} {drops}", f"drop old fingerprints of {target.table}"))
+        holder = base
+    for new, old in zip(shadow.added_columns, names.added_columns):
+        steps.append(Step(f"ALTER TABLE {holder} RENAME COLUMN {quote(new)} TO {quote(old)}", f"rename column {new}"))
+    renames = list(zip(shadow.indexes, names.indexes))  # on the shadow side table, or the table itself
+    for relation in partitions:
+        renames += [(names.index_on(relation, new), names.index_on(relation, old)) for new, old in zip(shadow.blocks, names.blocks)]
+    for new, old in renames:
+        steps.append(Step(f"ALTER INDEX IF EXISTS {qualified(target.schema, new)} RENAME TO {quote(old)}", f"rename index {new}"))
+    if names.side:
+        body = stale_trigger_body(target.schema, names, target.keys, target.source)
+        steps += _trigger(target, names.stale_function, "AFTER UPDATE", body, "drops stale side rows")
+    else:
+        body = row_trigger_body(names, target.source, derive_blocks=True)  # shadow blocks are plain columns
+        steps += _trigger(target, names.row_function, "BEFORE INSERT OR UPDATE", body, "derives blocks, drops stale fingerprints")
+    where = "WHERE table_schema = :schema AND table_name = :table"
+    params = {"schema": target.schema, "table": target.table, "config_id": fingerprinter.config_id,
+              "settings": json.dumps(fingerprinter.settings, sort_keys=True), "cursor": cursor}
+    steps.append(Step(f"UPDATE {REGISTRY_TABLE} SET config_id = :config_id, settings = CAST(:settings AS jsonb), "
+                      f"updated_at = now() {where}", f"record {fingerprinter.config_id} for {target.table}", params))
+    steps.append(Step(f"DELETE FROM {PROGRESS_TABLE} WHERE table_schema = :schema AND table_name IN (:table, :cursor)",
+                      "forget backfill cursors", params))
+    return Plan(tuple(steps))

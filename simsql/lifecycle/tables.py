@@ -129,7 +129,8 @@ class TableStatus:
     rows_stale: int
 
 
-def _counts(connection: Connection, entry: Attachment) -> tuple[int, int, int, int]:
+def _counts(connection: Connection, entry: Attachment) -> tuple[int, int, int, int, int]:
+    """rows, fingerprinted, missing, stale, unverified (a fingerprint without its text's digest)."""
     names = entry.names
     base = qualified(entry.table_schema, entry.table_name)
     has_text = " OR ".join(f"b.{quote(c)} IS NOT NULL" for c in entry.source)
@@ -143,11 +144,12 @@ def _counts(connection: Connection, entry: Attachment) -> tuple[int, int, int, i
     row = connection.execute(
         text(
             f"SELECT count(*), count({fp}), count(*) FILTER (WHERE {fp} IS NULL AND ({has_text})), "
-            f"count(*) FILTER (WHERE {fp} IS NOT NULL AND {src} IS DISTINCT FROM {digest_sql(entry.source, 'b.')}) "
+            f"count(*) FILTER (WHERE {fp} IS NOT NULL AND {src} IS DISTINCT FROM {digest_sql(entry.source, 'b.')}), "
+            f"count(*) FILTER (WHERE {fp} IS NOT NULL AND {src} IS NULL) "
             f"FROM {source_from}"
         )
     ).one()
-    return int(row[0]), int(row[1]), int(row[2]), int(row[3])
+    return int(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4])
 
 
 def status(bind: Engine | str, *, statement_timeout: str | None = "10min") -> list[TableStatus]:
@@ -157,7 +159,7 @@ def status(bind: Engine | str, *, statement_timeout: str | None = "10min") -> li
         check_server(connection)
         found = []
         for entry in registry.entries(connection):
-            rows, fingerprinted, missing, stale = _counts(connection, entry)
+            rows, fingerprinted, missing, stale, _ = _counts(connection, entry)
             found.append(
                 TableStatus(
                     entry.table_schema, entry.table_name, entry.mode, entry.prefix, entry.side_table, entry.source,
@@ -168,9 +170,11 @@ def status(bind: Engine | str, *, statement_timeout: str | None = "10min") -> li
 
 
 def pending_rows(bind: Engine | Connection, table: str, schema: str | None = None) -> int:
-    """Rows a backfill would fingerprint: text but no fingerprint yet."""
+    """Rows a backfill would fingerprint: text but no fingerprint yet, or a fingerprint stored
+    without its text's digest (by simsql 0.1, or a raw loader), which backfill verifies."""
     if isinstance(bind, Connection):
         schema, entry = attached_names(bind, table, schema)
-        return _counts(bind, entry)[2]
+        counts = _counts(bind, entry)
+        return counts[2] + counts[4]
     with bind.connect() as connection:
         return pending_rows(connection, table, schema)

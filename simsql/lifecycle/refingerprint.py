@@ -1,0 +1,272 @@
+"""Move an attached table's fingerprints to another configuration, online and resumably.
+
+Fingerprints of two configurations are never comparable, so a table must not be queried as
+if it held one while it holds a mix. The move keeps the attachment as it is until the very
+end:
+
+1. **stage** (one short transaction): a second, *shadow* fingerprint set beside the current
+   one (:meth:`simsql.schema.Names.shadow`: columns ``<prefix>_next*`` or a side table
+   ``<side>_next``) with its own trigger, which keeps the digest invariant for it exactly as
+   for the attachment: a writer that changes a row's text drops its shadow fingerprint too.
+   Its resume cursor is recorded in the same transaction.
+2. **fill**: the ordinary keyset backfill, run on the shadow set with the new configuration
+   (resumable after any kill: each batch commits its fingerprints with its cursor). Queries
+   meanwhile use the current set and configuration, complete and untouched.
+3. **index**: the shadow's block indexes, built concurrently.
+4. **switch** (one transaction, bounded by ``lock_timeout``): writers are locked out, the rows
+   written since the fill are fingerprinted under the lock (so the new set is complete), the
+   old trigger and fingerprints are dropped, the shadow set takes the attachment's names, and
+   the registry entry moves to the new configuration. Readers see the old table or the new
+   one, never a mix; a query with the old configuration is refused from then on.
+
+Killed anywhere, a rerun continues: before the switch it finds its cursor and goes on; the
+switch is atomic. Simpler ways were rejected: updating fingerprints in place mixes the two
+configurations for the whole run; copying into a new table needs every writer redirected.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, text
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
+
+from .. import registry
+from ..dialects import check_server
+from ..errors import LockTimeout, NotAttached, SchemaError
+from ..fingerprint import Fingerprinter
+from ..schema import PROGRESS_TABLE, Attachment, Names
+from ..urls import engine_for
+from . import apply, backfill, catalog, ddl
+from .attach import dependents
+from .ddl import Target, qualified
+from .tables import _index_plan
+
+
+@dataclass(frozen=True)
+class RefingerprintResult:
+    """What a refingerprint run did. ``switched``: the table now holds ``to_config`` only."""
+
+    schema: str
+    table: str
+    from_config: str
+    to_config: str
+    rows_fingerprinted: int
+    rows_at_switch: int
+    resumed: bool
+    switched: bool
+    seconds: float
+    switch_seconds: float = 0.0
+    """How long the switch held the table's lock (writers waited that long at most)."""
+
+
+def cursor_key(table: str) -> str:
+    """Key of a refingerprint's cursor in ``simsql_backfill`` (beside the table's own)."""
+    return Names(table).refingerprint_cursor
+
+
+@dataclass(frozen=True)
+class _Move:
+    engine: Engine
+    entry: Attachment
+    target: Target
+    to: Fingerprinter
+
+    @property
+    def names(self) -> Names:
+        return self.entry.names
+
+    @property
+    def shadow(self) -> Names:
+        return self.entry.names.shadow()
+
+    @property
+    def cursor(self) -> str:
+        return cursor_key(self.target.table)
+
+    def job(self) -> Any:
+        return backfill._Job(
+            self.target.schema, self.target.table, self.target.keys, self.target.key_types, self.target.source,
+            self.shadow, self.to, cursor=self.cursor,
+        )
+
+
+def _table_of(connection: Connection, target: type | str, schema: str | None) -> tuple[str, str]:
+    if isinstance(target, str):
+        return target, schema or registry.current_schema(connection)
+    table: Any = getattr(target, "__table__", None)
+    if table is None:
+        raise TypeError(f"expected a table name or a mapped class, got {target!r}")
+    return table.name, table.schema or schema or registry.current_schema(connection)
+
+
+def _staged_config(connection: Connection, schema: str, cursor: str) -> str | None:
+    if not registry.progress_exists(connection):
+        return None
+    return connection.execute(
+        text(f"SELECT config_id FROM {PROGRESS_TABLE} WHERE table_schema = :s AND table_name = :t"),
+        {"s": schema, "t": cursor},
+    ).scalar()
+
+
+def _prepare(
+    engine: Engine, target: type | str, schema: str | None, to: Fingerprinter, timeouts: apply.Timeouts, abandon: bool
+) -> tuple[_Move, str | None]:
+    """Read the registry and catalog, refuse what cannot be moved (nothing changed then)."""
+    with engine.connect() as connection, apply.bounded(connection, timeouts):
+        check_server(connection)
+        table, schema = _table_of(connection, target, schema)
+        entry = registry.read(connection, table, schema)
+        if entry is None:
+            raise NotAttached(f"{schema}.{table} is not attached to simsql; run `simsql attach --table {table}` first")
+        staged = _staged_config(connection, schema, cursor_key(table))
+        if staged is not None and staged != to.config_id and not abandon:
+            raise SchemaError(
+                f"a refingerprint of {schema}.{table} to {staged} is in progress; run it again with that "
+                f"configuration to finish it, or abandon it with simsql.refingerprint(..., abandon=True) "
+                f"(`simsql refingerprint --abandon`)"
+            )
+        holder = catalog.table_facts(connection, entry.names.holder, schema)
+        if holder is None or entry.names.digest not in holder.columns:
+            raise SchemaError(
+                f"{schema}.{table} was attached by simsql 0.1 (no {entry.names.digest} column); upgrade it first "
+                f"with `simsql attach --table {table}` and the same settings (fingerprints are kept)"
+            )
+        move = _Move(engine, entry, catalog.describe(connection, table, entry.source, schema), to)
+        if staged is None and entry.config_id != to.config_id:
+            _refuse_conflicts(connection, move)
+    return move, staged
+
+
+def _refuse_conflicts(connection: Connection, move: _Move) -> None:
+    shadow, schema = move.shadow, move.target.schema
+    facts = catalog.require_table(connection, move.target.table, schema)
+    found = [f"column {c}" for c in shadow.added_columns if shadow.side is None and c in facts.columns]
+    found += [f"trigger {t}" for t in shadow.functions if t in facts.triggers]
+    if shadow.side and catalog.table_facts(connection, shadow.side, schema) is not None:
+        found.append(f"table {shadow.side}")
+    if found:
+        raise SchemaError(
+            f"{', '.join(found)} already exist(s) on {schema}.{move.target.table} and simsql did not create them "
+            "(no refingerprint is recorded); rename them, then run again"
+        )
+
+
+def _side_keys(connection: Connection, move: _Move) -> tuple[str, str] | None:
+    if not move.names.side or not move.shadow.side:
+        return None
+    sql = text(
+        "SELECT conname FROM pg_constraint WHERE contype = 'p' AND conrelid = CAST(:rel AS regclass)"
+    )
+    new = connection.execute(sql, {"rel": qualified(move.target.schema, move.shadow.side)}).scalar_one()
+    old = connection.execute(sql, {"rel": qualified(move.target.schema, move.names.side)}).scalar_one()
+    return str(new), str(old)
+
+
+def _switch(move: _Move, timeouts: apply.Timeouts) -> tuple[int, float]:
+    """Lock writers out, fingerprint what they wrote since the fill, swap, record: one transaction."""
+    base = qualified(move.target.schema, move.target.table)
+    with move.engine.connect() as connection:
+        apply.set_timeouts(connection, timeouts)
+        # Readers go on; writers wait (at most their own lock_timeout) until the commit.
+        try:
+            connection.exec_driver_sql(f"LOCK TABLE {base} IN SHARE ROW EXCLUSIVE MODE")
+        except DBAPIError as error:
+            if apply.timeout_kind(error) is None:
+                raise
+            connection.rollback()
+            raise LockTimeout(
+                f"the switch of {base} to {move.to.config_id} gave up after waiting {timeouts.lock} for its lock "
+                f"(held by: {apply.blockers(connection, [base])}). The filled shadow fingerprints are kept: "
+                "run the same refingerprint again"
+            ) from error
+        locked = time.perf_counter()
+        facts = catalog.require_table(connection, move.target.table, move.target.schema)
+        harmed = dependents(connection, move.target.schema, move.names, facts)
+        if harmed:
+            raise SchemaError(
+                f"the switch of {base} would drop objects simsql did not create: {'; '.join(harmed)}. "
+                "Drop or change them, then run again (the filled shadow fingerprints are kept)"
+            )
+        stored = backfill.fill_locked(connection, move.job())
+        holder = move.names.holder
+        partitions = [relation for relation, _, _ in catalog.partition_tree(connection, holder, move.target.schema)
+                      if relation != holder] if catalog.require_table(connection, holder, move.target.schema).kind == "p" else []
+        plan = ddl.switch(move.target, move.names, move.shadow, move.to, move.cursor, _side_keys(connection, move), partitions)
+        apply.run(connection, plan, timeouts)
+        connection.commit()
+        held = time.perf_counter() - locked
+    registry.forget(move.engine)
+    return stored, held
+
+
+def refingerprint(
+    bind: Engine | str,
+    target: type | str,
+    *,
+    to: Fingerprinter,
+    schema: str | None = None,
+    batch_size: int = 2000,
+    max_batch_bytes: int = backfill.DEFAULT_MAX_BATCH_BYTES,
+    workers: int | None = None,
+    progress: backfill.ProgressCallback | None = None,
+    lock_timeout: str | None = "5s",
+    statement_timeout: str | None = "5min",
+    index_lock_timeout: str | None = "10min",
+    abandon: bool = False,
+) -> RefingerprintResult:
+    """Fingerprint every row of an attached table (its name, or a mapped class) again with
+    ``to``, without downtime, then switch the table to ``to`` in one short transaction.
+
+    Until the switch, the table keeps its configuration: queries and writers with it work as
+    before, and the registry refuses ``to``. After it, only ``to`` is accepted (deploy it with
+    the switch: a process that checked the registry before it trusts that check for at most
+    ``registry.CHECK_TTL`` seconds, then is refused). Interrupt it anywhere, even with SIGKILL:
+    the same call resumes. ``abandon`` removes an unfinished run instead (the attachment is
+    untouched). Timeouts as
+    :func:`~simsql.backfill`; :class:`~simsql.errors.LockTimeout` if the switch cannot get
+    its lock within ``lock_timeout`` (run again)."""
+    if not isinstance(to, Fingerprinter):
+        raise TypeError(f"to= must be a simsql.Fingerprinter, got {type(to).__name__}")
+    for name, value in (("batch_size", batch_size), ("max_batch_bytes", max_batch_bytes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    started = time.perf_counter()
+    timeouts = apply.Timeouts(lock_timeout, statement_timeout)
+    engine = engine_for(bind) if isinstance(bind, str) else bind
+    try:
+        move, staged = _prepare(engine, target, schema, to, timeouts, abandon)
+        label = f"{move.target.schema}.{move.target.table}"
+        result = dict(schema=move.target.schema, table=move.target.table, from_config=move.entry.config_id, to_config=to.config_id)
+        if abandon:
+            if staged is not None:
+                apply.run_on_engine(engine, ddl.unstage(move.target, move.shadow, move.cursor), timeouts, relations=[label])
+            return RefingerprintResult(**result, rows_fingerprinted=0, rows_at_switch=0, resumed=False, switched=False,
+                                       seconds=time.perf_counter() - started)
+        if staged is None and move.entry.config_id == to.config_id:
+            return RefingerprintResult(**result, rows_fingerprinted=0, rows_at_switch=0, resumed=False, switched=False,
+                                       seconds=time.perf_counter() - started)
+        if staged is None:
+            apply.run_on_engine(engine, ddl.stage(move.target, move.shadow, to, move.cursor), timeouts, relations=[label])
+        options = dict(batch_size=batch_size, max_batch_bytes=max_batch_bytes, timeouts=timeouts, progress=progress)
+        filled = backfill.fill(engine, move.job(), label, options, workers)
+        keys = move.shadow.side_keys(move.target.keys) if move.shadow.side else move.target.keys
+        with engine.connect() as connection, apply.bounded(connection, apply.DDL):
+            indexes = _index_plan(connection, move.target.schema, move.shadow, keys, True)
+        apply.run_on_engine(engine, indexes, timeouts, relations=[label],
+                            concurrent_timeouts=apply.Timeouts(index_lock_timeout, None))
+        # Rows written while the indexes were built: here, not under the switch's lock.
+        caught_up = backfill.fill(engine, move.job(), label, dict(options, progress=None), 0)
+        at_switch, held = _switch(move, timeouts)
+    finally:
+        if isinstance(bind, str):
+            engine.dispose()
+    return RefingerprintResult(**result, rows_fingerprinted=filled.rows_fingerprinted + caught_up.rows_fingerprinted + at_switch, rows_at_switch=at_switch,
+                               resumed=staged is not None, switched=True, seconds=time.perf_counter() - started,
+                               switch_seconds=held)
+
+
+__all__ = ["RefingerprintResult", "cursor_key", "refingerprint"]
