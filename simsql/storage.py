@@ -130,11 +130,17 @@ def dollar_quote(body: str) -> str:
     return f"{tag}{body}{tag}"
 
 
+FUNCTION_MARK = "-- written by simsql"
+"""First line of every trigger function simsql writes: how simsql recognises its own function
+once the table it served is gone (``DROP TABLE`` takes the trigger, not the function)."""
+
+
 def trigger_sql(schema: str, function: str, timing: str, table: str, body: str) -> tuple[str, str]:
     """CREATE FUNCTION and CREATE TRIGGER (named like the function) for one row trigger."""
     qualified_function = f"{quote(schema)}.{quote(function)}"
+    marked = f"\n{FUNCTION_MARK}{body}"  # no names in the comment: a newline in one would end it
     return (
-        f"CREATE FUNCTION {qualified_function}() RETURNS trigger LANGUAGE plpgsql AS {dollar_quote(body)}",
+        f"CREATE FUNCTION {qualified_function}() RETURNS trigger LANGUAGE plpgsql AS {dollar_quote(marked)}",
         f"CREATE TRIGGER {quote(function)} {timing} ON {quote(schema)}.{quote(table)} "
         f"FOR EACH ROW EXECUTE FUNCTION {qualified_function}()",
     )
@@ -512,6 +518,23 @@ def orm_trigger(table: Table) -> OrmTrigger | None:
     return OrmTrigger(names, bound.source_columns, tuple(k.name for k in bound.keys))
 
 
+def _drop_orphaned_function(connection: Any, schema: str, function: str) -> None:
+    """A trigger function simsql wrote (marked) that no trigger uses any more: its table was
+    dropped by raw SQL or ``op.drop_table``. Recreating the table must not fail on it. A
+    function of that name that simsql did not write is left alone, and CREATE then fails."""
+    orphan = connection.execute(
+        text(
+            "SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            "WHERE n.nspname = :schema AND p.proname = :name AND p.pronargs = 0 "
+            "AND position(:mark in p.prosrc) > 0 "
+            "AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgfoid = p.oid)"
+        ),
+        {"schema": schema, "name": function, "mark": FUNCTION_MARK},
+    ).first()
+    if orphan is not None:
+        connection.exec_driver_sql(f"DROP FUNCTION {quote(schema)}.{quote(function)}()")
+
+
 def _install_trigger_on_create(table: Table, binding: Any) -> None:
     """``create_all`` also creates the trigger that keeps fingerprints honest (and
     ``drop_all`` its function): raw SQL and COPY writers are covered from the first row.
@@ -525,7 +548,9 @@ def _install_trigger_on_create(table: Table, binding: Any) -> None:
     def create(target: Table, connection: Any, **kw: Any) -> None:
         trigger = orm_trigger(target)
         assert trigger is not None
-        for statement in trigger.create_sql(schema_of(target, connection)):
+        schema = schema_of(target, connection)
+        _drop_orphaned_function(connection, schema, trigger.function)
+        for statement in trigger.create_sql(schema):
             connection.exec_driver_sql(statement)
 
     def drop(target: Table, connection: Any, **kw: Any) -> None:

@@ -515,3 +515,32 @@ def test_partitioned_tables(engine: Engine) -> None:
         rows = session.execute(select(model).where(simsql.similar_to(model, f"{OLD}17", 0))).scalars().all()
     assert [(r.id, r.region) for r in rows] == [(17, "us")]
     simsql.detach(engine, "events")
+
+
+def test_a_table_dropped_by_raw_sql_can_be_created_again(engine: Engine) -> None:
+    """DROP TABLE takes the trigger but leaves its function; create_all must not then fail on
+    simsql's own orphaned function, while a function simsql did not write is never replaced."""
+    from .models import Base, Post
+
+    Base.metadata.create_all(engine)
+    with engine.begin() as connection:
+        connection.execute(text("DROP TABLE posts_simhash, comments, posts, articles"))
+    Base.metadata.create_all(engine)  # failed: function simsql_articles_blocks already exists
+    with Session(engine) as session:
+        session.add(Post(id=1, title="Harvest", body="A wet spring delayed the wheat harvest."))
+        session.commit()
+        session.execute(text("UPDATE posts SET body = 'Something else entirely' WHERE id = 1"))
+        session.commit()
+        assert session.execute(text("SELECT count(*) FROM posts_simhash")).scalar_one() == 0
+
+    with engine.begin() as connection:
+        connection.execute(text("DROP TABLE posts_simhash, comments, posts, articles"))
+        connection.execute(text(
+            "CREATE OR REPLACE FUNCTION simsql_articles_blocks() RETURNS trigger LANGUAGE plpgsql "
+            "AS $$ BEGIN RETURN NEW; END $$"
+        ))
+    with pytest.raises(Exception, match="simsql_articles_blocks"):
+        Base.metadata.create_all(engine)
+    with engine.connect() as connection:
+        source = connection.execute(text("SELECT prosrc FROM pg_proc WHERE proname = 'simsql_articles_blocks'")).scalar_one()
+    assert source.strip() == "BEGIN RETURN NEW; END"
