@@ -73,4 +73,4 @@ __all__ = [
     "to_unsigned",
 ]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
