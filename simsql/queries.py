@@ -41,6 +41,7 @@ from sqlalchemy.sql import ColumnElement
 
 from .bits import blocks, check_fingerprint, to_signed
 from . import registry
+from . import dialects
 from .dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_values, radius_for
 from .errors import EmptyDocument
 from .storage import Binding, binding_for
@@ -362,7 +363,7 @@ def near_duplicates_query(model: type, max_distance: int = 3) -> Any:
     )
     parts = []
     for mask in _pair_masks():
-        signed = literal(to_signed(mask), BigInteger())
+        signed = literal(mask, SimHash())
         parts.append(
             select(*columns)
             .select_from(a.join(b, and_(a_fp.op("&")(signed) == b_fp.op("&")(signed), before)))
@@ -377,8 +378,7 @@ def near_duplicates(session: Session, model: type, max_distance: int = 3) -> lis
     binding = binding_for(model)
     binding.check_config(session.connection())
     width = len(binding.table_keys)
-    # Each self-join hashes the whole table; give it room so it does not spill to disk.
-    session.execute(text("SET LOCAL work_mem = '256MB'"))
+    dialects.prepare_self_join(session.connection())
     rows = session.execute(near_duplicates_query(model, max_distance)).all()
     pairs = [DuplicatePair(_key_value(r[:width]), _key_value(r[width : 2 * width]), int(r[-1])) for r in rows]
     pairs.sort(key=lambda p: (p.a, p.b))
@@ -436,6 +436,19 @@ def most_similar_many(
     if not live:
         return results
 
+    if dialects.is_mysql(session.get_bind().dialect):
+        statement = _many_by_window(binding, live, limit, max_distance)
+    else:
+        statement = _many_by_lateral(binding, live, limit, max_distance)
+    width = len(binding.table_keys)
+    for row in session.execute(statement):
+        results[row[0]].append((_key_value(row[1 : 1 + width]), int(row[-1])))
+    return results
+
+
+def _many_by_lateral(binding: Binding, live: list[tuple[int, int]], limit: int, max_distance: int) -> Select[Any]:
+    """PostgreSQL: the targets as arrays (one bind each), unnested, each probing the block
+    indexes through a LATERAL subquery that keeps its nearest ``limit``."""
     columns = {
         "ord": [i for i, _ in live],
         "fp": [to_signed(fp) for _, fp in live],
@@ -461,13 +474,41 @@ def most_similar_many(
         .limit(limit)
         .lateral("n")
     )
-    statement = select(queries.c.ord, *(nearest.c[k.name] for k in binding.table_keys), nearest.c.distance).select_from(
+    return select(queries.c.ord, *(nearest.c[k.name] for k in binding.table_keys), nearest.c.distance).select_from(
         queries.join(nearest, literal_column("true"))
     )
-    width = len(binding.table_keys)
-    for row in session.execute(statement):
-        results[row[0]].append((_key_value(row[1 : 1 + width]), int(row[-1])))
-    return results
+
+
+def _many_by_window(binding: Binding, live: list[tuple[int, int]], limit: int, max_distance: int) -> Select[Any]:
+    """MySQL/MariaDB (MariaDB has no LATERAL, neither has arrays): the targets as a derived
+    table of rows, joined to each block index, merged with UNION, and cut to the nearest
+    ``limit`` per target with ``ROW_NUMBER()``. Within 3 bits the candidates are few, so
+    ranking all of them costs little more than finding them."""
+    rows = [
+        select(
+            literal(i, Integer()).label("ord"),
+            literal(fp, SimHash()).label("fp"),
+            *(literal(value, Integer()).label(f"b{j}") for j, value in enumerate(blocks(fp))),
+        )
+        for i, fp in live
+    ]
+    queries = (union_all(*rows) if len(rows) > 1 else rows[0]).subquery("q")
+    distance = hamming_expression(binding.fingerprint, queries.c.fp).label("distance")
+    per_block = [
+        select(queries.c.ord, *binding.table_keys, distance)
+        .select_from(queries.join(binding.table, column == queries.c[f"b{j}"]))
+        .where(distance <= max_distance)
+        for j, column in enumerate(binding.blocks)
+    ]
+    found = union(*per_block).subquery("c")
+    key_columns = [found.c[k.name] for k in binding.table_keys]
+    rank = func.row_number().over(partition_by=found.c.ord, order_by=[found.c.distance, *key_columns])
+    ranked = select(found.c.ord, *key_columns, found.c.distance, rank.label("rank")).subquery("r")
+    return (
+        select(ranked.c.ord, *(ranked.c[k.name] for k in binding.table_keys), ranked.c.distance)
+        .where(ranked.c.rank <= limit)
+        .order_by(ranked.c.ord, ranked.c.distance, *(ranked.c[k.name] for k in binding.table_keys))
+    )
 
 
 __all__ = [

@@ -21,6 +21,7 @@ from sqlalchemy import Engine, event, func, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import Connection
 
+from . import dialects
 from .errors import ConfigMismatch, SchemaError
 from .fingerprint import Fingerprinter
 from .schema import (
@@ -39,12 +40,12 @@ VERSION_TABLE = "simsql_alembic_version"
 
 
 def current_schema(connection: Connection) -> str:
-    return str(connection.execute(text("SELECT current_schema()")).scalar_one())
+    return dialects.current_schema(connection)
 
 
 def _relation_exists(connection: Connection, name: str) -> bool:
-    """Resolved through ``search_path`` as every unqualified simsql statement is."""
-    return bool(connection.execute(text("SELECT to_regclass(:n) IS NOT NULL"), {"n": name}).scalar_one())
+    """Resolved as every unqualified simsql statement is (PostgreSQL: ``search_path``)."""
+    return dialects.relation_exists(connection, name)
 
 
 def registry_exists(connection: Connection, schema: str | None = None) -> bool:
@@ -124,17 +125,29 @@ def record_statement(
     column_name: str = DEFAULT_PREFIX,
 ) -> Any:
     """The INSERT that records an attachment (only if none exists: never overwrites one)."""
-    statement = insert(registry_table).values(
-        table_schema=schema,
-        table_name=table_name,
-        column_name=column_name,
-        config_id=fingerprinter.config_id,
-        settings=fingerprinter.settings,
-        source=list(source),
-        mode=mode,
-        side_table=side_table,
-    )
-    return statement.on_conflict_do_nothing()
+    values = _record_values(schema, table_name, fingerprinter, source, mode, side_table, column_name)
+    return insert(registry_table).values(values).on_conflict_do_nothing()
+
+
+def _record_values(
+    schema: str,
+    table_name: str,
+    fingerprinter: Fingerprinter,
+    source: tuple[str, ...],
+    mode: str,
+    side_table: str | None,
+    column_name: str,
+) -> dict[str, Any]:
+    return {
+        "table_schema": schema,
+        "table_name": table_name,
+        "column_name": column_name,
+        "config_id": fingerprinter.config_id,
+        "settings": fingerprinter.settings,
+        "source": list(source),
+        "mode": mode,
+        "side_table": side_table,
+    }
 
 
 def record(
@@ -153,7 +166,8 @@ def record(
     if existing is not None and existing.config_id != fingerprinter.config_id:
         raise mismatch(schema, table_name, existing, fingerprinter.config_id)
     if existing is None:
-        connection.execute(record_statement(schema, table_name, fingerprinter, source, mode, side_table, column_name))
+        values = _record_values(schema, table_name, fingerprinter, source, mode, side_table, column_name)
+        connection.execute(dialects.insert_new(connection, registry_table, values))
     forget(connection.engine)
 
 

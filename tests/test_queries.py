@@ -1,4 +1,5 @@
-"""Similarity queries against a real PostgreSQL: exactness against brute force, both modes."""
+"""Similarity queries against real databases (PostgreSQL, and MySQL/MariaDB when one answers):
+exactness against brute force, both storage modes."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import random
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, insert, select, text
+from sqlalchemy import Engine, bindparam, insert, select, text, update
 from sqlalchemy.orm import Session
 
 import simsql
@@ -18,9 +19,13 @@ MODES = sorted(MODELS)
 
 
 @pytest.fixture
-def tables(engine: Engine) -> Engine:
-    Base.metadata.create_all(engine)
-    return engine
+def tables(any_engine: Engine) -> Engine:
+    Base.metadata.create_all(any_engine)
+    return any_engine
+
+
+def _is_mysql(engine: Engine) -> bool:
+    return engine.dialect.name in ("mysql", "mariadb")
 
 
 def _load_fingerprints(engine: Engine, model: type, fingerprints: list[int | None]) -> None:
@@ -30,14 +35,17 @@ def _load_fingerprints(engine: Engine, model: type, fingerprints: list[int | Non
     signed = [None if fp is None else simsql.to_signed(fp) for fp in fingerprints]
     with engine.begin() as connection:
         connection.execute(insert(model.__table__), rows)
-        if binding.mode == "columns":
+        if binding.mode == "columns" and _is_mysql(engine):
+            statement = update(model.__table__).where(model.__table__.c.id == bindparam("row_id"))
+            connection.execute(statement.values(simhash=bindparam("fp")), [{"row_id": r["id"], "fp": fp} for r, fp in zip(rows, fingerprints)])
+        elif binding.mode == "columns":
             connection.execute(
                 text("UPDATE articles SET simhash = v.fp FROM unnest(CAST(:ids AS int[]), CAST(:fps AS bigint[])) AS v(id, fp) WHERE articles.id = v.id"),
                 {"ids": [r["id"] for r in rows], "fps": signed},
             )
         else:
             connection.execute(insert(binding.table), [{"id": r["id"], "simhash": fp} for r, fp in zip(rows, fingerprints)])
-        connection.execute(text(f"ANALYZE {binding.table.name}"))
+        connection.execute(text(f"ANALYZE {'TABLE ' if _is_mysql(engine) else ''}{binding.table.name}"))
 
 
 def _planted_corpus(seed: int, size: int = 3000) -> tuple[list[int | None], list[int]]:
@@ -140,8 +148,9 @@ def test_orm_rows_fingerprinted_and_blocks_follow(tables: Engine, mode: str) -> 
 
 
 def test_raw_sql_update_keeps_blocks_in_sync(tables: Engine) -> None:
+    stored_all_ones = 2**64 - 1 if _is_mysql(tables) else -1  # the same 64 bits, as each database stores them
     with tables.begin() as connection:
-        connection.execute(text("INSERT INTO articles (id, title, category, simhash) VALUES (1, 'x', 'a', -1)"))
+        connection.execute(text(f"INSERT INTO articles (id, title, category, simhash) VALUES (1, 'x', 'a', {stored_all_ones})"))
         connection.execute(text("UPDATE articles SET simhash = 81985529216486895 WHERE id = 1"))
         row = connection.execute(text("SELECT simhash_b0, simhash_b1, simhash_b2, simhash_b3 FROM articles")).one()
     assert tuple(row) == simsql.blocks(81985529216486895)

@@ -1,0 +1,115 @@
+"""MySQL >= 8.0 and MariaDB >= 10.6: ``BIT_COUNT(a ^ b)`` on ``BIGINT UNSIGNED``.
+
+The fingerprint is stored unsigned (no signed mapping: ``^`` and ``BIT_COUNT`` work on the full
+64-bit range), blocks are ``VIRTUAL`` generated columns whose values live in their indexes, and
+"any of these values" is a plain ``IN`` list (PyMySQL interpolates parameters on the client, so
+there is no server-side plan to share between radii).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Integer, text
+from sqlalchemy.dialects import mysql
+from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.schema import CreateIndex
+
+from . import COVERING_INFO, MIN_MARIADB, MIN_MYSQL, BlockComputed, BlockExpression, EqualsAny, HammingDistance, block_expression_sql, describe_server
+from ..errors import UnsupportedDatabase
+
+NAMES = ("mysql", "mariadb")
+
+
+def _check_version(dialect: Dialect) -> None:
+    """Refuse MySQL < 8.0 and MariaDB < 10.6 (None: not connected yet, checked again at run time)."""
+    version = getattr(dialect, "server_version_info", None)
+    if version is None:
+        return
+    mariadb = bool(getattr(dialect, "is_mariadb", False))
+    minimum = MIN_MARIADB if mariadb else MIN_MYSQL
+    if tuple(version[:2]) < minimum:
+        wanted = f"{'MariaDB' if mariadb else 'MySQL'} >= {'.'.join(map(str, minimum))}"
+        raise UnsupportedDatabase(f"simsql needs {wanted}, but the server is {describe_server(dialect)}")
+
+
+def _hamming(element: HammingDistance, compiler: Any, **kw: Any) -> str:
+    _check_version(compiler.dialect)
+    a, b = list(element.clauses)
+    return f"BIT_COUNT({compiler.process(a, **kw)} ^ {compiler.process(b, **kw)})"
+
+
+def _equals_any(element: EqualsAny, compiler: Any, **kw: Any) -> str:
+    values = element.values._clone()
+    values.type = Integer()
+    values.expanding = True
+    return compiler.process(element.column.in_(values), **kw)  # type: ignore[no-any-return]
+
+
+def _block(element: BlockExpression, compiler: Any, **kw: Any) -> str:
+    return block_expression_sql(compiler.preparer.quote_identifier(element.fingerprint), element.index, "mysql")
+
+
+def _computed(element: BlockComputed, compiler: Any, **kw: Any) -> str:
+    expression = compiler.sql_compiler.process(element.sqltext, include_table=False, literal_binds=True)
+    return f"GENERATED ALWAYS AS ({expression}) VIRTUAL"
+
+
+def _create_index(element: CreateIndex, compiler: Any, **kw: Any) -> str:
+    """simsql's block indexes get their covering columns as trailing key columns (MySQL has no
+    INCLUDE; InnoDB secondary indexes carry the primary key already). Other indexes unchanged."""
+    index = element.element
+    covering = index.info.get(COVERING_INFO)
+    if not covering:
+        return compiler.visit_create_index(element, **kw)  # type: ignore[no-any-return]
+    preparer = compiler.preparer
+    columns = [preparer.quote(column.name) for column in index.columns]
+    columns += [preparer.quote(name) for name in covering if name not in {c.name for c in index.columns}]
+    return (
+        f"CREATE INDEX {preparer.format_index(index)} ON {preparer.format_table(index.table)} "
+        f"({', '.join(columns)})"
+    )
+
+
+for _name in NAMES:
+    compiles(CreateIndex, _name)(_create_index)
+    compiles(HammingDistance, _name)(_hamming)
+    compiles(EqualsAny, _name)(_equals_any)
+    compiles(BlockExpression, _name)(_block)
+    compiles(BlockComputed, _name)(_computed)
+
+
+def check_server(connection: Connection) -> None:
+    _check_version(connection.dialect)
+
+
+def current_schema(connection: Connection) -> str:
+    return str(connection.execute(text("SELECT DATABASE()")).scalar_one())
+
+
+def relation_exists(connection: Connection, name: str) -> bool:
+    found = connection.execute(
+        text("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :n"),
+        {"n": name},
+    ).scalar_one()
+    return bool(found)
+
+
+def insert_new(table: Any, values: dict[str, Any]) -> Any:
+    # A no-op update (first key to itself) rather than INSERT IGNORE, which would also swallow
+    # truncation and NOT NULL errors.
+    statement = mysql.insert(table).values(values)
+    first = table.primary_key.columns.values()[0].name
+    return statement.on_duplicate_key_update({first: statement.inserted[first]})
+
+
+def upsert(table: Any, values: dict[str, Any], keys: Sequence[str], update: Sequence[str]) -> Any:
+    statement = mysql.insert(table).values(values)
+    return statement.on_duplicate_key_update({name: statement.inserted[name] for name in update})
+
+
+def prepare_self_join(connection: Connection) -> None:
+    """Nothing to set: the self-joins read materialised keyed derived tables (see queries)."""
+
