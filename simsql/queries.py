@@ -163,7 +163,11 @@ def similar_to(model: type, target: object, max_distance: int = 3) -> ColumnElem
         select(*binding.table_keys).where(equals_any(column, probe_values(value, radius)), distance <= max_distance)
         for column, value in zip(binding.blocks, blocks(fingerprint))
     ]
-    matches = union_all(*per_block)
+    # Selected from a derived table rather than IN (<union>) directly: MariaDB rewrites an IN
+    # over a UNION into a subquery correlated per row of the outer table (a scan in disguise),
+    # while PostgreSQL plans both spellings the same.
+    union_rows = union_all(*per_block).subquery("simsql_matches")
+    matches = select(*union_rows.c)
     if len(binding.keys) == 1:
         return binding.keys[0].in_(matches)
     return tuple_(*binding.keys).in_(matches)
@@ -279,11 +283,12 @@ def most_similar(
             .order_by(candidates.c.distance, *binding.keys)
             .limit(limit)
         )
-        branches.append(branch)
+        branches.append(branch.where(_fewer_within(binding, base, fingerprint, band - 1, limit)) if band else branch)
 
     scan_from = 4 * (probe_radius + 1)
     if max_distance is None or max_distance >= scan_from:
-        branches.append(_scan_branch(binding, base, fingerprint, scan_from, max_distance, limit))
+        scan = _scan_branch(binding, base, fingerprint, scan_from, max_distance, limit)
+        branches.append(scan.where(_fewer_within(binding, base, fingerprint, len(branches) - 1, limit)))
 
     ranked = (union_all(*branches) if len(branches) > 1 else branches[0]).subquery("simsql_ranked")
     entity: Any = aliased(model, ranked)
@@ -297,6 +302,21 @@ def most_similar(
         .limit(limit)
         .execution_options(**{registry.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)})
     )
+
+
+def _fewer_within(binding: Binding, base: Select[Any], fingerprint: int, radius: int, limit: int) -> ColumnElement[bool]:
+    """True when ``base`` has fewer than ``limit`` rows within ``4 * radius + 3`` bits, i.e.
+    when the bands up to ``radius`` did not fill the answer and the next branch must run.
+
+    An :class:`simsql.dialects.EagerGuard`: ``true`` on PostgreSQL (it stops pulling branches on
+    its own), evaluated once on MySQL/MariaDB (one probe of the block indexes, counted).
+    """
+    if radius < 0:
+        return dialects.eager_guard(literal(0) < literal(limit))
+    candidates = _band_candidates(binding, fingerprint, radius, 0, 4 * radius + 3)
+    within = base.join(candidates, _keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
+    counted = select(func.count()).select_from(within.with_only_columns(*binding.keys).subquery()).scalar_subquery()
+    return dialects.eager_guard(counted < limit)
 
 
 def find_original(session: Session, model: type, text: str, max_distance: int = 3) -> Match | None:
@@ -335,11 +355,13 @@ def _pair_masks() -> list[int]:
     return masks
 
 
-def near_duplicates_query(model: type, max_distance: int = 3) -> Any:
+def near_duplicates_query(model: type, max_distance: int = 3, dialect: Any = None) -> Any:
     """The statement behind :func:`near_duplicates`: 16 hash self-joins on 28-bit masks, merged.
 
     Exact for ``max_distance <= 3`` (see :func:`_pair_masks`); larger thresholds would need an
-    all-pairs scan and are refused.
+    all-pairs scan and are refused. On a server that cannot hash-join on an expression
+    (MariaDB, see :func:`simsql.dialects.hash_joins_expressions`) a masked join would compare
+    every pair, so there the four self-joins go through the block indexes instead.
     """
     _check_distance(max_distance)
     if max_distance > MAX_EXACT_BLOCK_DISTANCE:
@@ -361,6 +383,15 @@ def near_duplicates_query(model: type, max_distance: int = 3) -> Any:
         *(k.label(f"b_{i}") for i, k in enumerate(b_keys)),
         distance.label("distance"),
     )
+    if dialect is not None and not dialects.hash_joins_expressions(dialect):
+        a_blocks = [a.c[column.name] for column in binding.blocks]
+        b_blocks = [b.c[column.name] for column in binding.blocks]
+        return union(
+            *(
+                select(*columns).select_from(a.join(b, and_(ab == bb, before))).where(distance <= max_distance)
+                for ab, bb in zip(a_blocks, b_blocks)
+            )
+        )
     parts = []
     for mask in _pair_masks():
         signed = literal(mask, SimHash())
@@ -379,7 +410,7 @@ def near_duplicates(session: Session, model: type, max_distance: int = 3) -> lis
     binding.check_config(session.connection())
     width = len(binding.table_keys)
     dialects.prepare_self_join(session.connection())
-    rows = session.execute(near_duplicates_query(model, max_distance)).all()
+    rows = session.execute(near_duplicates_query(model, max_distance, session.get_bind().dialect)).all()
     pairs = [DuplicatePair(_key_value(r[:width]), _key_value(r[width : 2 * width]), int(r[-1])) for r in rows]
     pairs.sort(key=lambda p: (p.a, p.b))
     return pairs

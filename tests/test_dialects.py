@@ -92,6 +92,8 @@ def test_equals_any_is_one_array_on_postgres_and_an_in_list_on_mysql() -> None:
     assert "simhash_b0 = ANY (%(param_1)s::INTEGER[])" in str(statement.compile(dialect=postgresql.psycopg.dialect()))
     compiled = statement.compile(dialect=_mysql((10, 11), True), compile_kwargs={"literal_binds": True})
     assert "simhash_b0 IN (1, 2, 3)" in str(compiled)
+    # a predicate, not a value: "IN (...) = 1" would hide the list from the index (full scans)
+    assert "= 1" not in str(compiled)
 
 
 def test_probe_sets_have_the_multi_index_sizes() -> None:

@@ -92,6 +92,7 @@ class EqualsAny(ColumnElement[bool]):
     """
 
     inherit_cache = True
+    _is_implicitly_boolean = True  # a predicate: never rendered as ``(...) = 1`` where booleans are ints
     _traverse_internals = [
         ("column", InternalTraversal.dp_clauseelement),
         ("values", InternalTraversal.dp_clauseelement),
@@ -154,6 +155,37 @@ class BlockComputed(Computed):
         assert isinstance(expression, BlockExpression)
         copied = BlockComputed(expression.fingerprint, expression.index)
         return self._schema_item_copy(copied)  # type: ignore[no-any-return]
+
+
+class EagerGuard(ColumnElement[bool]):
+    """A condition that matters only where ``UNION ALL`` branches all run.
+
+    PostgreSQL runs the branches of an ``Append`` in order and stops pulling rows once the
+    outer ``LIMIT`` is met, so a later, costlier branch (a wider band, the scan) never runs when
+    nearer ones sufficed: there the guard compiles to ``true``, which the planner removes.
+    MySQL and MariaDB materialise every branch of a derived ``UNION``; there the guard is the
+    condition itself (uncorrelated, evaluated once), so a branch whose predecessors already
+    filled the limit reads nothing.
+    """
+
+    inherit_cache = True
+    _is_implicitly_boolean = True
+    _traverse_internals = [("condition", InternalTraversal.dp_clauseelement)]
+
+    def __init__(self, condition: ColumnElement[bool]) -> None:
+        from sqlalchemy import Boolean
+
+        self.type = Boolean()
+        self.condition = condition
+
+
+@compiles(EagerGuard)
+def _eager_guard_default(element: EagerGuard, compiler: Any, **kw: Any) -> str:
+    raise _refuse(compiler.dialect)
+
+
+def eager_guard(condition: ColumnElement[bool]) -> EagerGuard:
+    return EagerGuard(condition)
 
 
 def hamming_expression(a: ColumnElement[Any], b: ColumnElement[Any]) -> HammingDistance:
@@ -256,6 +288,12 @@ def prepare_self_join(connection: Connection) -> None:
     _backend(connection.dialect).prepare_self_join(connection)
 
 
+def hash_joins_expressions(dialect: Dialect) -> bool:
+    """Whether the server hash-joins on an expression such as ``a.fp & mask = b.fp & mask``:
+    PostgreSQL and MySQL >= 8.0.18 do; MariaDB would nest loops over every pair."""
+    return bool(_backend(dialect).hash_joins_expressions(dialect))
+
+
 from . import mysql, postgresql  # noqa: E402  (registers the per-dialect compilations)
 
 __all__ = [
@@ -265,6 +303,7 @@ __all__ = [
     "BlockComputed",
     "BlockExpression",
     "COVERING_INFO",
+    "EagerGuard",
     "EqualsAny",
     "HammingDistance",
     "MIN_MARIADB",
@@ -276,8 +315,10 @@ __all__ = [
     "check_server",
     "current_schema",
     "describe_server",
+    "eager_guard",
     "equals_any",
     "hamming_expression",
+    "hash_joins_expressions",
     "insert_new",
     "is_mysql",
     "prepare_self_join",

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateIndex
 
-from . import COVERING_INFO, MIN_MARIADB, MIN_MYSQL, BlockComputed, BlockExpression, EqualsAny, HammingDistance, block_expression_sql, describe_server
+from . import COVERING_INFO, MIN_MARIADB, MIN_MYSQL, BlockComputed, BlockExpression, EagerGuard, EqualsAny, HammingDistance, block_expression_sql, describe_server
 from ..errors import UnsupportedDatabase
 
 NAMES = ("mysql", "mariadb")
@@ -73,7 +73,12 @@ def _create_index(element: CreateIndex, compiler: Any, **kw: Any) -> str:
     )
 
 
+def _eager_guard(element: EagerGuard, compiler: Any, **kw: Any) -> str:
+    return compiler.process(element.condition, **kw)  # type: ignore[no-any-return]
+
+
 for _name in NAMES:
+    compiles(EagerGuard, _name)(_eager_guard)
     compiles(CreateIndex, _name)(_create_index)
     compiles(HammingDistance, _name)(_hamming)
     compiles(EqualsAny, _name)(_equals_any)
@@ -111,5 +116,12 @@ def upsert(table: Any, values: dict[str, Any], keys: Sequence[str], update: Sequ
 
 
 def prepare_self_join(connection: Connection) -> None:
-    """Nothing to set: the self-joins read materialised keyed derived tables (see queries)."""
+    """Nothing to set: without expression hash joins the self-joins go through the block indexes."""
 
+
+
+def hash_joins_expressions(dialect: Dialect) -> bool:
+    if getattr(dialect, "is_mariadb", False):
+        return False
+    version = getattr(dialect, "server_version_info", None) or (0,)
+    return tuple(version) >= (8, 0, 18)

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import any_
 
-from . import MIN_POSTGRES, BlockExpression, EqualsAny, HammingDistance, block_expression_sql
+from . import MIN_POSTGRES, BlockExpression, EagerGuard, EqualsAny, HammingDistance, block_expression_sql
 from ..errors import UnsupportedDatabase
 
 
@@ -40,6 +40,11 @@ def _equals_any(element: EqualsAny, compiler: Any, **kw: Any) -> str:
 @compiles(BlockExpression, "postgresql")
 def _block(element: BlockExpression, compiler: Any, **kw: Any) -> str:
     return block_expression_sql(compiler.preparer.quote_identifier(element.fingerprint), element.index)
+
+
+@compiles(EagerGuard, "postgresql")
+def _eager_guard(element: EagerGuard, compiler: Any, **kw: Any) -> str:
+    return "true"
 
 
 def server_version_num(connection: Connection) -> int:
@@ -76,3 +81,7 @@ def prepare_self_join(connection: Connection) -> None:
     # Each self-join hashes the whole table; give it room so it does not spill to disk.
     connection.execute(text("SET LOCAL work_mem = '256MB'"))
 
+
+
+def hash_joins_expressions(dialect: Dialect) -> bool:
+    return True
