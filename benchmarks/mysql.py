@@ -29,13 +29,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sqlalchemy import BigInteger, Engine, Text, create_engine, make_url, select, text
+from sqlalchemy import BigInteger, Engine, Text, create_engine, select, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 
 from . import queries as bench
 from .queries import BenchDoc
+from simsql.dialects.mysql import driver_url
 
 
 class _Base(DeclarativeBase):
@@ -129,7 +130,7 @@ def load_mysql(engine: Engine, fingerprints: np.ndarray, stored: bool) -> dict[s
 
 def _mysql_database(url: str) -> Engine:
     """An engine on the URL's database, created if missing (the benchmark's table is dropped after)."""
-    target = make_url(url)
+    target = driver_url(url)
     admin = create_engine(target._replace(database=None))
     with admin.begin() as connection:
         connection.execute(text(f"CREATE DATABASE IF NOT EXISTS `{target.database}`"))

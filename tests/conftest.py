@@ -95,7 +95,9 @@ def _mysql_answers(url: str) -> str | None:
 def mysql_url() -> Iterator[str]:
     url = os.environ.get("SIMSQL_TEST_MYSQL_URL")
     if url:
-        yield url
+        from simsql.dialects.mysql import driver_url
+
+        yield driver_url(url).render_as_string(hide_password=False)
         return
     if _docker_answers():
         from testcontainers.mysql import MySqlContainer

@@ -122,3 +122,12 @@ def test_pair_masks_catch_every_pair_within_three_bits(a: int, flips: set[int]) 
     for bit in flips:
         b ^= 1 << bit
     assert any((a & mask) == (b & mask) for mask in _pair_masks())
+
+
+def test_plain_mysql_urls_run_on_pymysql_and_explicit_drivers_are_kept() -> None:
+    from simsql.dialects.mysql import driver_url
+
+    assert driver_url("mysql://root@127.0.0.1:3306/test").drivername == "mysql+pymysql"
+    assert driver_url("mariadb://u:p@h/db").drivername == "mariadb+pymysql"
+    assert driver_url("mysql+mysqldb://h/db").drivername == "mysql+mysqldb"
+    assert driver_url("postgresql://h/db").drivername == "postgresql"
