@@ -22,6 +22,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
 LOCAL_MYSQL_URL = "mysql+pymysql://root@127.0.0.1:3306/test"
+MYSQL_SKIP = "MySQL/MariaDB tests skipped"
 
 
 def _docker_answers() -> bool:
@@ -109,7 +110,7 @@ def mysql_url() -> Iterator[str]:
     why = _mysql_answers(LOCAL_MYSQL_URL)
     if why is not None:
         pytest.skip(
-            f"MySQL/MariaDB tests skipped: no SIMSQL_TEST_MYSQL_URL, no Docker, no server at {LOCAL_MYSQL_URL} ({why})"
+            f"{MYSQL_SKIP}: no SIMSQL_TEST_MYSQL_URL, no Docker, no server at {LOCAL_MYSQL_URL} ({why})"
         )
     yield LOCAL_MYSQL_URL
 
@@ -138,3 +139,13 @@ def mysql_engine(mysql_url: str, mysql_admin_engine: Engine) -> Iterator[Engine]
 def any_engine(request: pytest.FixtureRequest) -> Engine:
     """The test's engine on each database simsql supports: PostgreSQL, then MySQL/MariaDB."""
     return request.getfixturevalue("engine" if request.param == "postgresql" else "mysql_engine")  # type: ignore[no-any-return]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Every MySQL test skipped for want of a server reports the same place, so ``-ra`` folds
+    them into one line ("SKIPPED [n] tests/conftest.py: MySQL/MariaDB tests skipped: ...")."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.skipped and isinstance(report.longrepr, tuple) and MYSQL_SKIP in str(report.longrepr[2]):
+        report.longrepr = (__file__, 0, report.longrepr[2])
