@@ -311,12 +311,13 @@ def _fewer_within(binding: Binding, base: Select[Any], fingerprint: int, radius:
     An :class:`simsql.dialects.EagerGuard`: ``true`` on PostgreSQL (it stops pulling branches on
     its own), evaluated once on MySQL/MariaDB (one probe of the block indexes, counted).
     """
-    if radius < 0:
-        return dialects.eager_guard(literal(0) < literal(limit))
-    candidates = _band_candidates(binding, fingerprint, radius, 0, 4 * radius + 3)
-    within = base.join(candidates, _keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
-    counted = select(func.count()).select_from(within.with_only_columns(*binding.keys).subquery()).scalar_subquery()
-    return dialects.eager_guard(counted < limit)
+    counts = []
+    for narrower in range(radius + 1):  # and-ed nearest first: one band that filled the limit ends it
+        candidates = _band_candidates(binding, fingerprint, narrower, 0, 4 * narrower + 3)
+        within = base.join(candidates, _keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
+        counted = select(func.count()).select_from(within.with_only_columns(*binding.keys).subquery()).scalar_subquery()
+        counts.append(counted < limit)
+    return dialects.eager_guard(and_(*counts))
 
 
 def find_original(session: Session, model: type, text: str, max_distance: int = 3) -> Match | None:
