@@ -230,7 +230,9 @@ def _scan_branch(
     branch = branch.where(top.c.distance >= low)
     if high is not None:
         branch = branch.where(top.c.distance <= high)
-    return branch.order_by(top.c.distance, *binding.keys)
+    # LIMIT although the join yields at most ``limit`` rows: MySQL and MariaDB drop an ORDER BY
+    # from a UNION branch that has no LIMIT, and the answer's order is the branches' order.
+    return branch.order_by(top.c.distance, *binding.keys).limit(limit)
 
 
 def most_similar(
@@ -299,6 +301,7 @@ def most_similar(
             ranked.c.distance,
             (literal(1.0, Float()) - ranked.c.distance / literal(64.0, Float())).label("similarity"),
         )
+        .order_by(*(dialects.eager_order(c) for c in (ranked.c.distance, *(ranked.c[k.name] for k in binding.keys))))
         .limit(limit)
         .execution_options(**{registry.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)})
     )

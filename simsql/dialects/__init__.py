@@ -188,6 +188,32 @@ def eager_guard(condition: ColumnElement[bool]) -> EagerGuard:
     return EagerGuard(condition)
 
 
+class EagerOrder(ColumnElement[int]):
+    """An ORDER BY key that matters only where ``UNION ALL`` branches all run.
+
+    The answer's order is the branches' order. PostgreSQL's ``Append`` yields them in order, and
+    a real sort key would make it read every branch before the first row (no early stop): there
+    the key is a constant expression, which the planner drops. MySQL and MariaDB give no order
+    to rows read back from a derived ``UNION``: there it is the key itself.
+    """
+
+    inherit_cache = True
+    _traverse_internals = [("key", InternalTraversal.dp_clauseelement)]
+
+    def __init__(self, key: ColumnElement[Any]) -> None:
+        self.type = Integer()
+        self.key = key
+
+
+@compiles(EagerOrder)
+def _eager_order_default(element: EagerOrder, compiler: Any, **kw: Any) -> str:
+    raise _refuse(compiler.dialect)
+
+
+def eager_order(key: ColumnElement[Any]) -> EagerOrder:
+    return EagerOrder(key)
+
+
 def hamming_expression(a: ColumnElement[Any], b: ColumnElement[Any]) -> HammingDistance:
     return HammingDistance(a, b)
 
@@ -304,6 +330,7 @@ __all__ = [
     "BlockExpression",
     "COVERING_INFO",
     "EagerGuard",
+    "EagerOrder",
     "EqualsAny",
     "HammingDistance",
     "MIN_MARIADB",
@@ -316,6 +343,7 @@ __all__ = [
     "current_schema",
     "describe_server",
     "eager_guard",
+    "eager_order",
     "equals_any",
     "hamming_expression",
     "hash_joins_expressions",

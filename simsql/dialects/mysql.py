@@ -17,7 +17,7 @@ from sqlalchemy.engine import URL, Connection, Dialect, make_url
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateIndex
 
-from . import COVERING_INFO, MIN_MARIADB, MIN_MYSQL, BlockComputed, BlockExpression, EagerGuard, EqualsAny, HammingDistance, block_expression_sql, describe_server
+from . import COVERING_INFO, MIN_MARIADB, MIN_MYSQL, BlockComputed, BlockExpression, EagerGuard, EagerOrder, EqualsAny, HammingDistance, block_expression_sql, describe_server
 from ..errors import UnsupportedDatabase
 
 NAMES = ("mysql", "mariadb")
@@ -77,7 +77,12 @@ def _eager_guard(element: EagerGuard, compiler: Any, **kw: Any) -> str:
     return compiler.process(element.condition, **kw)  # type: ignore[no-any-return]
 
 
+def _eager_order(element: EagerOrder, compiler: Any, **kw: Any) -> str:
+    return compiler.process(element.key, **kw)  # type: ignore[no-any-return]
+
+
 for _name in NAMES:
+    compiles(EagerOrder, _name)(_eager_order)
     compiles(EagerGuard, _name)(_eager_guard)
     compiles(CreateIndex, _name)(_create_index)
     compiles(HammingDistance, _name)(_hamming)

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import any_
 
-from . import MIN_POSTGRES, BlockExpression, EagerGuard, EqualsAny, HammingDistance, block_expression_sql
+from . import MIN_POSTGRES, BlockExpression, EagerGuard, EagerOrder, EqualsAny, HammingDistance, block_expression_sql
 from ..errors import UnsupportedDatabase
 
 
@@ -45,6 +45,12 @@ def _block(element: BlockExpression, compiler: Any, **kw: Any) -> str:
 @compiles(EagerGuard, "postgresql")
 def _eager_guard(element: EagerGuard, compiler: Any, **kw: Any) -> str:
     return "true"
+
+
+@compiles(EagerOrder, "postgresql")
+def _eager_order(element: EagerOrder, compiler: Any, **kw: Any) -> str:
+    # Not a bare literal (``ORDER BY 0`` would name a column by position); constant, so no sort.
+    return "CAST(0 AS INTEGER)"
 
 
 def server_version_num(connection: Connection) -> int:
