@@ -209,13 +209,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         results["mariadb"][storage] = {"load": load, "workloads": measured}
     if args.pg_url:
         _log("PostgreSQL load")
-        pg_engine = create_engine(args.pg_url, connect_args={"options": "-csearch_path=simsql_bench_mysql"})
+        pg_schema = f"simsql_bench_mysql_{os.getpid()}"
+        pg_engine = create_engine(args.pg_url, connect_args={"options": f"-csearch_path={pg_schema}"})
         with pg_engine.begin() as connection:
-            connection.execute(text("CREATE SCHEMA IF NOT EXISTS simsql_bench_mysql"))
+            connection.execute(text(f"CREATE SCHEMA {pg_schema}"))
         results["postgresql"] = {"load": bench.load_simsql(pg_engine, fingerprints)}
         results["postgresql"]["workloads"] = measure(pg_engine, workloads, {"simsql (postgresql)": (_near(BenchDoc), _top(BenchDoc))}, None)
         with pg_engine.begin() as connection:
-            connection.execute(text("DROP SCHEMA simsql_bench_mysql CASCADE"))
+            connection.execute(text(f"DROP SCHEMA {pg_schema} CASCADE"))
     first = results["mariadb"][args.storage.split(",")[0]]["workloads"]
     results["ratios"] = _ratios(first, results.get("postgresql", {}).get("workloads"))
     with mysql_engine.begin() as connection:

@@ -198,11 +198,11 @@ class EagerOrder(ColumnElement[int]):
     """
 
     inherit_cache = True
-    _traverse_internals = [("key", InternalTraversal.dp_clauseelement)]
+    _traverse_internals = [("ordered", InternalTraversal.dp_clauseelement)]
 
-    def __init__(self, key: ColumnElement[Any]) -> None:
+    def __init__(self, ordered: ColumnElement[Any]) -> None:
         self.type = Integer()
-        self.key = key
+        self.ordered = ordered  # not ``key``: SQLAlchemy names columns by their ``.key``
 
 
 @compiles(EagerOrder)

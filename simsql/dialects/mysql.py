@@ -43,7 +43,7 @@ def _hamming(element: HammingDistance, compiler: Any, **kw: Any) -> str:
 
 def _equals_any(element: EqualsAny, compiler: Any, **kw: Any) -> str:
     values = element.values._clone()
-    values.type = Integer()
+    values.type = Integer()  # type: ignore[assignment]  # each value, no longer the array
     values.expanding = True
     return compiler.process(element.column.in_(values), **kw)  # type: ignore[no-any-return]
 
@@ -78,7 +78,7 @@ def _eager_guard(element: EagerGuard, compiler: Any, **kw: Any) -> str:
 
 
 def _eager_order(element: EagerOrder, compiler: Any, **kw: Any) -> str:
-    return compiler.process(element.key, **kw)  # type: ignore[no-any-return]
+    return compiler.process(element.ordered, **kw)  # type: ignore[no-any-return]
 
 
 for _name in NAMES:
