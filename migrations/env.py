@@ -8,7 +8,9 @@ so it can run inside an application's transaction or a test's connection.
 from __future__ import annotations
 
 from alembic import context
-from sqlalchemy import create_engine, pool
+from sqlalchemy import pool
+
+from simsql.urls import engine_for, normalise_url
 
 config = context.config
 VERSION_TABLE = config.get_main_option("version_table") or "simsql_alembic_version"
@@ -16,7 +18,7 @@ VERSION_TABLE = config.get_main_option("version_table") or "simsql_alembic_versi
 
 def run_offline() -> None:
     context.configure(
-        url=config.get_main_option("sqlalchemy.url"),
+        url=normalise_url(config.get_main_option("sqlalchemy.url") or ""),
         literal_binds=True,
         version_table=VERSION_TABLE,
         dialect_opts={"paramstyle": "named"},
@@ -36,7 +38,7 @@ def run_online() -> None:
     if connection is not None:
         _run(connection)
         return
-    engine = create_engine(config.get_main_option("sqlalchemy.url"), poolclass=pool.NullPool)
+    engine = engine_for(config.get_main_option("sqlalchemy.url") or "", poolclass=pool.NullPool)
     with engine.connect() as connection:
         _run(connection)
         connection.commit()

@@ -6,6 +6,7 @@ from .bits import blocks, cosine_estimate, hamming, similarity, to_signed, to_un
 from .errors import (
     ConfigMismatch,
     EmptyDocument,
+    LockTimeout,
     NotAttached,
     SchemaError,
     SimsqlError,
@@ -25,6 +26,7 @@ from .queries import (
 from .storage import Binding, SimHashMixin, attach, binding_for
 from .lifecycle.backfill import BackfillResult, backfill
 from .lifecycle.catalog import reflect
+from .lifecycle.tables import TableStatus, attach_table, detach, status
 from .types import SimHash
 from .weighting import IdfTable
 
@@ -37,6 +39,11 @@ __all__ = [
     "SimHash",
     "SimHashMixin",
     "attach",
+    "attach_table",
+    "detach",
+    "status",
+    "TableStatus",
+    "LockTimeout",
     "binding_for",
     "duplicate_groups",
     "find_original",

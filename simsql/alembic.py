@@ -1,46 +1,78 @@
 """Alembic integration: operations for your own migrations, and simsql's own revisions.
 
-In an application's migration::
+In a migration of your application (``alembic revision -m "fingerprint articles"`` writes it
+into your own ``alembic/versions``)::
 
-    import simsql.alembic  # registers the operations
+    import simsql.alembic  # registers the operations below on ``op``
 
     def upgrade():
-        op.add_simhash("articles", source=["title", "body"])
+        op.upgrade_simsql()  # simsql's registry and SQL functions, recorded in simsql_alembic_version
+        op.add_simhash("articles", source=["title", "body"], primary_key=["id"])
         op.create_simhash_indexes("articles", concurrently=True)
 
     def downgrade():
         op.drop_simhash_indexes("articles", concurrently=True)
         op.drop_simhash("articles")
+        op.downgrade_simsql()  # removes simsql's objects unless other tables still use them
 
-Each operation has a ``reverse()`` (so autogenerate-style downgrades write themselves) and a
-typed function twin (``simsql.alembic.add_simhash(op, ...)``) for editors and type checkers.
-simsql's own objects (registry, helper functions) live in revisions labelled ``simsql``: run
-them standalone with :func:`upgrade` (own version table) or add :func:`versions_path` to your
-``version_locations`` and depend on ``"simsql@head"``.
+Why an operation and not ``version_locations``: simsql's revisions are recorded in one place
+only, its own version table ``simsql_alembic_version``, whoever applies them (this operation,
+``simsql db upgrade`` or :func:`upgrade`), so ``simsql db current`` and your history always
+agree and either order works. Your history stays one branch: ``alembic revision`` never writes
+into simsql's package, ``alembic upgrade head`` sees one head, no ``depends_on`` is needed.
+
+Every operation works online and offline (``alembic upgrade head --sql``): offline they write
+the same DDL without reading the catalog, which is why ``primary_key`` is an argument (online
+it is checked against the table; offline it is needed, with SQL types for a side table, e.g.
+``primary_key={"id": "bigint"}``), and the schema is ``public`` unless ``schema=`` names one.
+Each operation has a ``reverse()`` (autogenerate-style downgrades write themselves), renders in
+autogenerate, and has a typed function twin (``simsql.alembic.add_simhash(op, ...)``).
 """
 
 from __future__ import annotations
 
 import importlib.resources
-from collections.abc import Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from alembic import command
+from alembic.autogenerate import renderers
+from alembic.autogenerate.api import AutogenContext
 from alembic.config import Config
 from alembic.operations import MigrateOperation, Operations
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Engine, Text, bindparam, text
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 
+from . import registry
+from .errors import SchemaError
+from .fingerprint import DEFAULT, Fingerprinter
 from .lifecycle import attach as ddl
-from .fingerprint import Fingerprinter
+from .lifecycle import ddl as describe
+from .schema import DEFAULT_PREFIX, Names
+from .schema import metadata as _state_metadata
+from .urls import engine_for, normalise_url
 
 VERSION_TABLE = "simsql_alembic_version"
 BRANCH = "simsql"
+#: The schema offline SQL uses when an operation names none (offline, nothing can ask the server).
+OFFLINE_SCHEMA = "public"
+
+_log = logging.getLogger(__name__)
+
+PrimaryKey = Sequence[str] | Mapping[str, str] | None
 
 
 # -- operations ---------------------------------------------------------------------------
+
+
+def _key_names(primary_key: PrimaryKey) -> tuple[str, ...]:
+    if primary_key is None:
+        return ()
+    return tuple([primary_key] if isinstance(primary_key, str) else primary_key)
 
 
 class _AttachmentOp(MigrateOperation):
@@ -53,19 +85,36 @@ class _AttachmentOp(MigrateOperation):
         schema: str | None = None,
         side_table: bool = False,
         fingerprinter: Fingerprinter | None = None,
+        primary_key: PrimaryKey = None,
     ) -> None:
         self.table_name = table_name
         self.source = tuple([source] if isinstance(source, str) else source)
         self.schema = schema
         self.side_table = side_table
         self.fingerprinter = fingerprinter
+        self.primary_key = dict(primary_key) if isinstance(primary_key, Mapping) else _key_names(primary_key) or None
+
+    def _args(self) -> tuple[Any, ...]:
+        return (self.table_name, self.source, self.schema, self.side_table, self.fingerprinter, self.primary_key)
 
 
 class _IndexesOp(MigrateOperation):
-    def __init__(self, table_name: str, schema: str | None = None, concurrently: bool = False) -> None:
+    def __init__(
+        self,
+        table_name: str,
+        schema: str | None = None,
+        concurrently: bool = False,
+        side_table: bool = False,
+        primary_key: PrimaryKey = None,
+    ) -> None:
         self.table_name = table_name
         self.schema = schema
         self.concurrently = concurrently
+        self.side_table = side_table
+        self.primary_key = dict(primary_key) if isinstance(primary_key, Mapping) else _key_names(primary_key) or None
+
+    def _args(self) -> tuple[Any, ...]:
+        return (self.table_name, self.schema, self.concurrently, self.side_table, self.primary_key)
 
 
 @Operations.register_operation("add_simhash")
@@ -82,11 +131,12 @@ class AddSimHashOp(_AttachmentOp):
         schema: str | None = None,
         side_table: bool = False,
         fingerprinter: Fingerprinter | None = None,
+        primary_key: PrimaryKey = None,
     ) -> Any:
-        return operations.invoke(cls(table_name, source, schema, side_table, fingerprinter))
+        return operations.invoke(cls(table_name, source, schema, side_table, fingerprinter, primary_key))
 
     def reverse(self) -> DropSimHashOp:
-        return DropSimHashOp(self.table_name, self.source, self.schema, self.side_table, self.fingerprinter)
+        return DropSimHashOp(*self._args())
 
 
 @Operations.register_operation("drop_simhash")
@@ -103,13 +153,14 @@ class DropSimHashOp(_AttachmentOp):
         schema: str | None = None,
         side_table: bool = False,
         fingerprinter: Fingerprinter | None = None,
+        primary_key: PrimaryKey = None,
     ) -> Any:
-        return operations.invoke(cls(table_name, source, schema, side_table, fingerprinter))
+        return operations.invoke(cls(table_name, source, schema, side_table, fingerprinter, primary_key))
 
     def reverse(self) -> AddSimHashOp:
         if not self.source:
             raise ValueError("drop_simhash needs source=[...] to be reversible")
-        return AddSimHashOp(self.table_name, self.source, self.schema, self.side_table, self.fingerprinter)
+        return AddSimHashOp(*self._args())
 
 
 @Operations.register_operation("create_simhash_indexes")
@@ -118,12 +169,19 @@ class CreateSimHashIndexesOp(_IndexesOp):
 
     @classmethod
     def create_simhash_indexes(
-        cls, operations: Operations, table_name: str, *, schema: str | None = None, concurrently: bool = False
+        cls,
+        operations: Operations,
+        table_name: str,
+        *,
+        schema: str | None = None,
+        concurrently: bool = False,
+        side_table: bool = False,
+        primary_key: PrimaryKey = None,
     ) -> Any:
-        return operations.invoke(cls(table_name, schema, concurrently))
+        return operations.invoke(cls(table_name, schema, concurrently, side_table, primary_key))
 
     def reverse(self) -> DropSimHashIndexesOp:
-        return DropSimHashIndexesOp(self.table_name, self.schema, self.concurrently)
+        return DropSimHashIndexesOp(*self._args())
 
 
 @Operations.register_operation("drop_simhash_indexes")
@@ -132,17 +190,153 @@ class DropSimHashIndexesOp(_IndexesOp):
 
     @classmethod
     def drop_simhash_indexes(
-        cls, operations: Operations, table_name: str, *, schema: str | None = None, concurrently: bool = False
+        cls,
+        operations: Operations,
+        table_name: str,
+        *,
+        schema: str | None = None,
+        concurrently: bool = False,
+        side_table: bool = False,
+        primary_key: PrimaryKey = None,
     ) -> Any:
-        return operations.invoke(cls(table_name, schema, concurrently))
+        return operations.invoke(cls(table_name, schema, concurrently, side_table, primary_key))
 
     def reverse(self) -> CreateSimHashIndexesOp:
-        return CreateSimHashIndexesOp(self.table_name, self.schema, self.concurrently)
+        return CreateSimHashIndexesOp(*self._args())
+
+
+@Operations.register_operation("upgrade_simsql")
+class UpgradeSimsqlOp(MigrateOperation):
+    """Apply simsql's own revisions up to ``revision`` (registry, backfill cursor, SQL functions),
+    recorded in ``simsql_alembic_version``; nothing to do when they are applied already."""
+
+    def __init__(self, revision: str = "heads") -> None:
+        self.revision = revision
+
+    @classmethod
+    def upgrade_simsql(cls, operations: Operations, revision: str = "heads") -> Any:
+        return operations.invoke(cls(revision))
+
+    def reverse(self) -> DowngradeSimsqlOp:
+        return DowngradeSimsqlOp()
+
+
+@Operations.register_operation("downgrade_simsql")
+class DowngradeSimsqlOp(MigrateOperation):
+    """Undo simsql's own revisions down to ``revision`` (default: remove them all), unless the
+    registry still lists attached tables: then nothing is dropped and a warning is logged,
+    because those tables' triggers and fingerprints depend on it."""
+
+    def __init__(self, revision: str = "base") -> None:
+        self.revision = revision
+
+    @classmethod
+    def downgrade_simsql(cls, operations: Operations, revision: str = "base") -> Any:
+        return operations.invoke(cls(revision))
+
+    def reverse(self) -> UpgradeSimsqlOp:
+        return UpgradeSimsqlOp()
+
+
+# -- running them: online on the live catalog, offline from the arguments --------------------
+
+
+def _offline(operations: Operations) -> bool:
+    return bool(operations.get_context().as_sql)
+
+
+def _autocommit(operations: Operations, concurrently: bool, work: Any) -> None:
+    """``CONCURRENTLY`` cannot run in a transaction block: Alembic commits around it (offline it
+    writes the COMMIT and BEGIN into the script)."""
+    if concurrently:
+        with operations.get_context().autocommit_block():
+            work()
+    else:
+        work()
+
+
+def _statement(step: describe.Step) -> Any:
+    params = [
+        bindparam(name, value, type_=ARRAY(Text) if isinstance(value, list) else None)
+        for name, value in step.params.items()
+    ]
+    return text(step.sql).bindparams(*params) if params else text(step.sql)
+
+
+def _emit(operations: Operations, plan: describe.Plan) -> None:
+    """Write a plan into the offline script; consecutive ``CONCURRENTLY`` statements share one
+    stretch outside the migration's transaction."""
+    steps = list(plan.steps)
+    while steps:
+        concurrently = steps[0].concurrently
+        run = []
+        while steps and steps[0].concurrently == concurrently:
+            run.append(steps.pop(0))
+        _autocommit(operations, concurrently, lambda run=run: _execute_all(operations, run))
+
+
+def _execute_all(operations: Operations, steps: Sequence[describe.Step]) -> None:
+    for step in steps:
+        operations.execute(_statement(step))
+
+
+def _offline_state(operations: Operations) -> dict[tuple[str, str], tuple[Names, tuple[str, ...]]]:
+    """What earlier operations of this offline run attached: names and primary key per table."""
+    state: dict[tuple[str, str], tuple[Names, tuple[str, ...]]] = operations.get_context().opts.setdefault(
+        "simsql_offline", {}
+    )
+    return state
+
+
+def _offline_names(
+    operations: Operations, operation: _AttachmentOp | _IndexesOp
+) -> tuple[str, Names, tuple[str, ...]]:
+    """Offline: the names and key an earlier operation of this run used for the table, else the
+    defaults for the operation's arguments (the key only if given)."""
+    schema = operation.schema or OFFLINE_SCHEMA
+    known = _offline_state(operations).get((schema, operation.table_name))
+    if known is not None:
+        return schema, known[0], known[1]
+    names = Names.for_table(operation.table_name, DEFAULT_PREFIX, "side_table" if operation.side_table else "columns")
+    return schema, names, _key_names(operation.primary_key)
+
+
+def _offline_keys(operation: _AttachmentOp | _IndexesOp) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Primary key names and SQL types from the operation's arguments (offline nothing else knows)."""
+    key = operation.primary_key
+    if not key:
+        raise SchemaError(
+            f"offline mode (--sql) cannot read the primary key of {operation.table_name}: pass "
+            f"primary_key=[...] to this operation (with SQL types for a side table: primary_key={{'id': 'bigint'}})"
+        )
+    types = tuple(key.values()) if isinstance(key, Mapping) else ()
+    if operation.side_table and not types:
+        raise SchemaError(
+            f"offline mode (--sql) needs the key types of {operation.table_name} for its side table: pass "
+            "primary_key as a mapping of column to SQL type, e.g. primary_key={'id': 'bigint'}"
+        )
+    return _key_names(key), types
+
+
+def _check_primary_key(target: describe.Target, operation: AddSimHashOp) -> None:
+    expected = _key_names(operation.primary_key)
+    if expected and tuple(expected) != tuple(target.keys):
+        raise SchemaError(
+            f"primary_key={list(expected)} was given for {target.schema}.{target.table}, but its primary key "
+            f"is {list(target.keys)}; correct the migration"
+        )
 
 
 @Operations.implementation_for(AddSimHashOp)
 def _add_simhash(operations: Operations, operation: AddSimHashOp) -> None:
-    ddl.add_simhash(
+    if _offline(operations):
+        keys, types = _offline_keys(operation)
+        target = describe.Target(operation.schema or OFFLINE_SCHEMA, operation.table_name, keys, types, operation.source)
+        names = Names.for_table(operation.table_name, DEFAULT_PREFIX, "side_table" if operation.side_table else "columns")
+        _offline_state(operations)[(target.schema, target.table)] = (names, target.keys)
+        _emit(operations, describe.attach(target, names, operation.fingerprinter or DEFAULT))
+        return
+    target = ddl.add_simhash(
         operations.get_bind(),
         operation.table_name,
         operation.source,
@@ -150,41 +344,147 @@ def _add_simhash(operations: Operations, operation: AddSimHashOp) -> None:
         fingerprinter=operation.fingerprinter,
         side_table=operation.side_table,
     )
+    _check_primary_key(target, operation)
 
 
 @Operations.implementation_for(DropSimHashOp)
 def _drop_simhash(operations: Operations, operation: DropSimHashOp) -> None:
+    if _offline(operations):
+        schema, names, _ = _offline_names(operations, operation)
+        # The trigger attach created in this mode (online, the catalog says which exist).
+        created = names.stale_function if names.side else names.row_function
+        _emit(operations, describe.detach(schema, names, triggers=(created,)))
+        return
     ddl.drop_simhash(operations.get_bind(), operation.table_name, schema=operation.schema)
-
-
-def _maybe_autocommit(operations: Operations, concurrently: bool, work: Any) -> None:
-    if concurrently and not operations.get_context().as_sql:
-        with operations.get_context().autocommit_block():
-            work(operations.get_bind())
-    else:
-        work(operations.get_bind())
 
 
 @Operations.implementation_for(CreateSimHashIndexesOp)
 def _create_indexes(operations: Operations, operation: CreateSimHashIndexesOp) -> None:
-    _maybe_autocommit(
+    if _offline(operations):
+        schema, names, keys = _offline_names(operations, operation)
+        keys = keys or _offline_keys(operation)[0]
+        holder_keys = names.side_keys(keys) if names.side else keys
+        _emit(operations, describe.create_indexes(schema, names, holder_keys, concurrently=operation.concurrently))
+        return
+    _autocommit(
         operations,
         operation.concurrently,
-        lambda bind: ddl.create_simhash_indexes(
-            bind, operation.table_name, schema=operation.schema, concurrently=operation.concurrently
+        lambda: ddl.create_simhash_indexes(
+            operations.get_bind(), operation.table_name, schema=operation.schema, concurrently=operation.concurrently
         ),
     )
 
 
 @Operations.implementation_for(DropSimHashIndexesOp)
 def _drop_indexes(operations: Operations, operation: DropSimHashIndexesOp) -> None:
-    _maybe_autocommit(
+    if _offline(operations):
+        schema, names, _ = _offline_names(operations, operation)
+        _emit(operations, describe.drop_indexes(schema, names, concurrently=operation.concurrently))
+        return
+    _autocommit(
         operations,
         operation.concurrently,
-        lambda bind: ddl.drop_simhash_indexes(
-            bind, operation.table_name, schema=operation.schema, concurrently=operation.concurrently
+        lambda: ddl.drop_simhash_indexes(
+            operations.get_bind(), operation.table_name, schema=operation.schema, concurrently=operation.concurrently
         ),
     )
+
+
+def _run_own_revisions(operations: Operations, destination: str, upgrade: bool) -> None:
+    """Run simsql's revisions on the migration's own connection (or into its offline script),
+    recorded in simsql's version table. A nested migration context replaces Alembic's ``op``
+    proxy while it runs; the application's is put back afterwards."""
+    outer = operations.get_context()
+    script = ScriptDirectory(script_location())
+
+    def steps(revision: Any, _context: Any) -> Any:
+        if upgrade:
+            return script._upgrade_revs(destination, revision)
+        return script._downgrade_revs(destination, revision)
+
+    opts: dict[str, Any] = {"version_table": VERSION_TABLE, "fn": steps, "script": script}
+    if outer.as_sql:
+        # Offline nothing can be read: an upgrade starts from no simsql revision, a downgrade
+        # from simsql's newest.
+        opts.update(as_sql=True, literal_binds=True, output_buffer=outer.output_buffer,
+                    starting_rev=None if upgrade else script.get_current_head())  # fmt: skip
+        inner = MigrationContext.configure(dialect_name="postgresql", opts=opts)
+    else:
+        inner = MigrationContext.configure(connection=operations.get_bind(), opts=opts)
+    try:
+        with Operations.context(inner):
+            inner.run_migrations()
+    finally:
+        operations._install_proxy()
+
+
+@Operations.implementation_for(UpgradeSimsqlOp)
+def _upgrade_simsql(operations: Operations, operation: UpgradeSimsqlOp) -> None:
+    _run_own_revisions(operations, operation.revision, upgrade=True)
+
+
+@Operations.implementation_for(DowngradeSimsqlOp)
+def _downgrade_simsql(operations: Operations, operation: DowngradeSimsqlOp) -> None:
+    if not _offline(operations):
+        connection = operations.get_bind()
+        if registry.registry_exists(connection):
+            attached = registry.entries(connection)
+            if attached:
+                _log.warning(
+                    "simsql's objects are kept: %s still use(s) them; detach those first "
+                    "(`simsql detach --table NAME`), then `simsql db downgrade`",
+                    ", ".join(f"{e.table_schema}.{e.table_name}" for e in attached),
+                )
+                return
+    _run_own_revisions(operations, operation.revision, upgrade=False)
+
+
+# -- autogenerate -------------------------------------------------------------------------
+
+
+def _keywords(**values: Any) -> str:
+    return "".join(f", {name}={value!r}" for name, value in values.items() if value)
+
+
+@renderers.dispatch_for(AddSimHashOp)
+@renderers.dispatch_for(DropSimHashOp)
+def _render_attachment(context: AutogenContext, operation: _AttachmentOp) -> str:
+    context.imports.add("import simsql.alembic")
+    if isinstance(operation, AddSimHashOp):
+        call = f"op.add_simhash({operation.table_name!r}, {list(operation.source)!r}"
+    else:
+        call = f"op.drop_simhash({operation.table_name!r}" + _keywords(source=list(operation.source))
+    call += _keywords(schema=operation.schema, side_table=operation.side_table, primary_key=_plain(operation.primary_key))
+    if operation.fingerprinter is not None and operation.fingerprinter.config_id != DEFAULT.config_id:
+        context.imports.add("import simsql")
+        call += f", fingerprinter=simsql.Fingerprinter(**{operation.fingerprinter.settings!r})"
+    return call + ")"
+
+
+def _plain(primary_key: PrimaryKey) -> Any:
+    """The primary key as the literal a user would write (a list, or a dict with types)."""
+    if not primary_key:
+        return None
+    return dict(primary_key) if isinstance(primary_key, Mapping) else list(_key_names(primary_key))
+
+
+@renderers.dispatch_for(CreateSimHashIndexesOp)
+@renderers.dispatch_for(DropSimHashIndexesOp)
+def _render_indexes(context: AutogenContext, operation: _IndexesOp) -> str:
+    context.imports.add("import simsql.alembic")
+    name = "create_simhash_indexes" if isinstance(operation, CreateSimHashIndexesOp) else "drop_simhash_indexes"
+    extra = _keywords(schema=operation.schema, concurrently=operation.concurrently, side_table=operation.side_table,
+                      primary_key=_plain(operation.primary_key))  # fmt: skip
+    return f"op.{name}({operation.table_name!r}{extra})"
+
+
+@renderers.dispatch_for(UpgradeSimsqlOp)
+@renderers.dispatch_for(DowngradeSimsqlOp)
+def _render_own(context: AutogenContext, operation: UpgradeSimsqlOp | DowngradeSimsqlOp) -> str:
+    context.imports.add("import simsql.alembic")
+    if isinstance(operation, UpgradeSimsqlOp):
+        return "op.upgrade_simsql()" if operation.revision == "heads" else f"op.upgrade_simsql({operation.revision!r})"
+    return "op.downgrade_simsql()" if operation.revision == "base" else f"op.downgrade_simsql({operation.revision!r})"
 
 
 # Typed twins: the same operations as plain functions taking ``op``.
@@ -198,8 +498,9 @@ def add_simhash(
     schema: str | None = None,
     side_table: bool = False,
     fingerprinter: Fingerprinter | None = None,
+    primary_key: PrimaryKey = None,
 ) -> None:
-    op.invoke(AddSimHashOp(table_name, source, schema, side_table, fingerprinter))
+    op.invoke(AddSimHashOp(table_name, source, schema, side_table, fingerprinter, primary_key))
 
 
 def drop_simhash(
@@ -210,16 +511,31 @@ def drop_simhash(
     schema: str | None = None,
     side_table: bool = False,
     fingerprinter: Fingerprinter | None = None,
+    primary_key: PrimaryKey = None,
 ) -> None:
-    op.invoke(DropSimHashOp(table_name, source, schema, side_table, fingerprinter))
+    op.invoke(DropSimHashOp(table_name, source, schema, side_table, fingerprinter, primary_key))
 
 
-def create_simhash_indexes(op: Any, table_name: str, *, schema: str | None = None, concurrently: bool = False) -> None:
-    op.invoke(CreateSimHashIndexesOp(table_name, schema, concurrently))
+def create_simhash_indexes(
+    op: Any, table_name: str, *, schema: str | None = None, concurrently: bool = False,
+    side_table: bool = False, primary_key: PrimaryKey = None,
+) -> None:  # fmt: skip
+    op.invoke(CreateSimHashIndexesOp(table_name, schema, concurrently, side_table, primary_key))
 
 
-def drop_simhash_indexes(op: Any, table_name: str, *, schema: str | None = None, concurrently: bool = False) -> None:
-    op.invoke(DropSimHashIndexesOp(table_name, schema, concurrently))
+def drop_simhash_indexes(
+    op: Any, table_name: str, *, schema: str | None = None, concurrently: bool = False,
+    side_table: bool = False, primary_key: PrimaryKey = None,
+) -> None:  # fmt: skip
+    op.invoke(DropSimHashIndexesOp(table_name, schema, concurrently, side_table, primary_key))
+
+
+def upgrade_simsql(op: Any, revision: str = "heads") -> None:
+    op.invoke(UpgradeSimsqlOp(revision))
+
+
+def downgrade_simsql(op: Any, revision: str = "base") -> None:
+    op.invoke(DowngradeSimsqlOp(revision))
 
 
 # -- simsql's own revisions ---------------------------------------------------------------
@@ -231,7 +547,9 @@ def script_location() -> str:
 
 
 def versions_path() -> str:
-    """Add this to your ``version_locations`` to run simsql's revisions in your history."""
+    """Where simsql's revision files are. Not for your ``version_locations``: applied from your
+    history they would be recorded in your version table and not in simsql's, and ``alembic
+    revision`` could write your migrations next to them; use ``op.upgrade_simsql()`` instead."""
     return str(importlib.resources.files("simsql.migrations").joinpath("versions"))
 
 
@@ -241,7 +559,8 @@ def config(bind: str | Engine | Connection) -> Config:
     cfg.set_main_option("script_location", script_location())
     cfg.set_main_option("version_table", VERSION_TABLE)
     if isinstance(bind, str):
-        cfg.set_main_option("sqlalchemy.url", bind.replace("%", "%%"))
+        url = normalise_url(bind).render_as_string(hide_password=False)
+        cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     elif isinstance(bind, Engine):
         cfg.set_main_option("sqlalchemy.url", bind.url.render_as_string(hide_password=False).replace("%", "%%"))
     else:
@@ -252,7 +571,7 @@ def config(bind: str | Engine | Connection) -> Config:
 def _with_connection(bind: str | Engine | Connection, action: Any) -> Any:
     if isinstance(bind, Connection):
         return action(config(bind))
-    engine = create_engine(bind) if isinstance(bind, str) else bind
+    engine = engine_for(bind) if isinstance(bind, str) else bind
     try:
         with engine.begin() as connection:
             return action(config(connection))
@@ -262,8 +581,22 @@ def _with_connection(bind: str | Engine | Connection, action: Any) -> Any:
 
 
 def upgrade(bind: str | Engine | Connection, revision: str = "heads") -> None:
-    """Create or update simsql's own objects (registry, helper functions)."""
-    _with_connection(bind, lambda cfg: command.upgrade(cfg, revision))
+    """Create or update simsql's own objects (registry, helper functions); recreates the
+    registry tables if they were dropped by hand while the revision stayed recorded."""
+
+    def run(cfg: Config) -> None:
+        command.upgrade(cfg, revision)
+        connection = cfg.attributes.get("connection")
+        if connection is not None:
+            _repair(connection)
+
+    _with_connection(bind, run)
+
+
+def _repair(connection: Connection) -> None:
+    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+    if context.get_current_heads():
+        _state_metadata.create_all(connection, checkfirst=True)
 
 
 def downgrade(bind: str | Engine | Connection, revision: str = "base") -> None:

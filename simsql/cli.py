@@ -26,14 +26,17 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, TextIO
 
-from sqlalchemy import Engine, and_, cast, create_engine, func, inspect, literal, or_, select
-from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy import Engine, and_, cast, create_engine, inspect, literal, select
+from sqlalchemy.engine import URL, Connection
 from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlalchemy.orm import Mapper, Session
 from sqlalchemy.types import Text
 
 import simsql
-from simsql import operations, registry
+import simsql.lifecycle.apply
+import simsql.lifecycle.catalog
+import simsql.lifecycle.tables
+from simsql import registry, urls
 from simsql.errors import EmptyDocument, SimsqlError
 
 EXIT_OK = 0
@@ -63,15 +66,11 @@ class Interrupted(Exception):
 
 
 def normalise_url(raw: str) -> URL:
-    """Run plain ``postgresql://`` (and Heroku-style ``postgres://``) URLs on psycopg 3, the
-    driver simsql installs, instead of SQLAlchemy's default psycopg2."""
+    """The library's :func:`simsql.urls.normalise_url`, with a bad URL as a usage error."""
     try:
-        url = make_url(raw)
+        return urls.normalise_url(raw)
     except ArgumentError as error:
         raise UsageError(f"invalid database URL: {error}") from None
-    if url.drivername in ("postgresql", "postgres"):
-        url = url.set(drivername="postgresql+psycopg")
-    return url
 
 
 def resolve_url(explicit: str | None, environ: Mapping[str, str] = os.environ) -> URL:
@@ -206,7 +205,9 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 def cmd_db_downgrade(args: argparse.Namespace) -> int:
     with open_engine(args) as engine:
         with engine.connect() as connection:
-            attached = [f"{e.table_schema}.{e.table_name}" for e in registry.entries(connection)]
+            # A registry dropped by hand must not block the downgrade that removes it anyway.
+            present = registry.registry_exists(connection)
+            attached = [f"{e.table_schema}.{e.table_name}" for e in registry.entries(connection)] if present else []
         _migrations().downgrade(engine, args.revision)
         remaining = _migrations().current(engine)
         _print_revisions(remaining)
@@ -256,18 +257,8 @@ def _ensure_registry(engine: Engine) -> bool:
 
 
 def rows_to_fingerprint(connection: Connection, table: str, schema: str | None) -> int:
-    """Rows a backfill would fingerprint: no fingerprint yet and some text (rows whose source
-    columns are all NULL never get one, so offering to backfill them would nag forever)."""
-    model = simsql.reflect(connection, table, schema)
-    binding = simsql.binding_for(model)
-    base: Any = _mapper(model).local_table
-    has_text = or_(*(base.c[name].is_not(None) for name in binding.source))
-    if binding.mode == "columns":
-        statement = select(func.count()).select_from(base).where(binding.fingerprint.is_(None), has_text)
-    else:
-        joined = base.outerjoin(binding.table, and_(*(k == t for k, t in zip(binding.keys, binding.table_keys))))
-        statement = select(func.count()).select_from(joined).where(binding.table_keys[0].is_(None), has_text)
-    return int(connection.execute(statement).scalar_one())
+    """Rows a backfill would fingerprint (the library counts them; kept for scripts)."""
+    return simsql.lifecycle.tables.pending_rows(connection, table, schema)
 
 
 def _confirm(question: str) -> bool:
@@ -291,30 +282,15 @@ def _should_backfill(args: argparse.Namespace, pending: int) -> bool:
     return False
 
 
-def _add_fingerprints(engine: Engine, args: argparse.Namespace) -> operations.TableInfo:
-    """Validate before installing anything, so a typo leaves the database untouched; then the
-    registry if missing, then columns (or side table), trigger and registry entry in one
-    transaction."""
-    with engine.connect() as connection:
-        operations.describe(connection, args.table, args.text_columns, args.schema)
-    if _ensure_registry(engine):
-        print(f"installed simsql's registry (revision {', '.join(_migrations().current(engine))})")
-    with engine.begin() as connection:
-        info = operations.add_simhash(
-            connection, args.table, args.text_columns, schema=args.schema, side_table=args.side_table
-        )
-    where = (
-        f"side table {info.schema}.{operations.side_table_name(info.name)}"
-        if args.side_table
-        else "columns simhash, simhash_b0..simhash_b3"
-    )
-    print(f"attached {info.schema}.{info.name} ({where}; text from {', '.join(info.source)})")
-    return info
+def _describe_attachment(entry: Any) -> str:
+    names = entry.names
+    if names.side:
+        return f"side table {entry.table_schema}.{names.side}"
+    return f"columns {names.fingerprint}, {names.digest}, {names.blocks[0]}..{names.blocks[-1]}"
 
 
 def _offer_backfill(engine: Engine, args: argparse.Namespace) -> None:
-    with engine.connect() as connection:
-        pending = rows_to_fingerprint(connection, args.table, args.schema)
+    pending = simsql.lifecycle.tables.pending_rows(engine, args.table, args.schema)
     if _should_backfill(args, pending):
         result = run_backfill(
             engine, args.table, args.schema, batch_size=args.batch_size, workers=args.workers, show_progress=True
@@ -326,10 +302,21 @@ def _offer_backfill(engine: Engine, args: argparse.Namespace) -> None:
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
+    """Validates before installing anything (a typo leaves the database untouched), installs
+    simsql's registry if missing, then attaches; a rerun finishes an interrupted attach."""
     with open_engine(args) as engine:
-        _add_fingerprints(engine, args)
+        with engine.connect() as connection:
+            simsql.lifecycle.catalog.describe(connection, args.table, args.text_columns, args.schema)
+        if _ensure_registry(engine):
+            print(f"installed simsql's registry (revision {', '.join(_migrations().current(engine))})")
+        entry = simsql.attach_table(
+            engine, args.table, args.text_columns, schema=args.schema, side_table=args.side_table,
+            prefix=args.prefix, indexes=args.indexes, concurrently=args.concurrently, lock_timeout=args.lock_timeout,
+            index_lock_timeout=args.index_lock_timeout,
+        )
+        print(f"attached {entry.table_schema}.{entry.table_name} ({_describe_attachment(entry)}; "
+              f"text from {', '.join(entry.source)})")
         if args.indexes:
-            _create_indexes(engine, args.table, args.schema, args.concurrently)
             print(f"block indexes ready{' (built concurrently)' if args.concurrently else ''}")
         else:
             print("no block indexes built (--no-indexes): queries will scan; rerun attach without it to build them")
@@ -337,14 +324,32 @@ def cmd_attach(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _create_indexes(engine: Engine, table: str, schema: str | None, concurrently: bool) -> None:
-    """``CREATE INDEX CONCURRENTLY`` cannot run in a transaction block, hence autocommit."""
-    with engine.connect() as connection:
-        if concurrently:
-            connection = connection.execution_options(isolation_level="AUTOCOMMIT")
-        operations.create_simhash_indexes(connection, table, schema=schema, concurrently=concurrently)
-        if not concurrently:
-            connection.commit()
+def cmd_detach(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        entry = simsql.detach(engine, args.table, schema=args.schema, lock_timeout=args.lock_timeout)
+    print(f"detached {entry.table_schema}.{entry.table_name}: removed {_describe_attachment(entry)}, "
+          "its trigger, indexes and registry entry; the table and its data are as before attach")
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        found = simsql.status(engine)
+    records = [
+        {
+            "table": f"{s.schema}.{s.table}", "mode": s.mode, "prefix": s.prefix, "source": ",".join(s.source),
+            "config_id": s.config_id, "rows": s.rows, "fingerprinted": s.rows_fingerprinted,
+            "missing": s.rows_missing, "stale": s.rows_stale,
+        }
+        for s in found
+    ]
+    if args.format == "json":
+        write_json([{**r, "settings": s.settings} for r, s in zip(records, found)], sys.stdout)
+    else:
+        write_records(args.format, list(records[0]) if records else ["table"], records, sys.stdout)
+        if not records:
+            print("no table is attached (run `simsql attach --table ...`)", file=sys.stderr)
+    return EXIT_OK
 
 
 # -- backfill -----------------------------------------------------------------------------
@@ -399,11 +404,13 @@ def run_backfill(
     batch_size: int,
     workers: int | None,
     show_progress: bool,
+    lock_timeout: str | None = "5s",
 ) -> simsql.BackfillResult:
     try:
         with _interrupt_main_process_only(), _progress_bar(table, show_progress) as progress:
             return simsql.backfill(
-                engine, table, schema=schema, batch_size=batch_size, workers=workers, progress=progress
+                engine, table, schema=schema, batch_size=batch_size, workers=workers, progress=progress,
+                lock_timeout=lock_timeout,
             )
     except KeyboardInterrupt:
         raise Interrupted(
@@ -449,6 +456,7 @@ def cmd_backfill(args: argparse.Namespace) -> int:
             batch_size=args.batch_size,
             workers=args.workers,
             show_progress=args.progress,
+            lock_timeout=args.lock_timeout,
         )
     print_backfill_summary(result, args.format, sys.stdout)
     return EXIT_OK
@@ -520,9 +528,15 @@ def _similar_statement(args: argparse.Namespace, session: Session, model: type) 
         raise CommandError(f"row {args.id} of {args.table} has no text to compare with") from None
 
 
+def _bound_queries(session: Session) -> None:
+    """A query behind another session's exclusive lock fails after 5 s instead of hanging."""
+    simsql.lifecycle.apply.set_timeouts(session.connection(), simsql.lifecycle.apply.Timeouts("5s", None))
+
+
 def cmd_similar(args: argparse.Namespace) -> int:
     columns = _parse_columns(args.columns)
     with open_engine(args) as engine, Session(engine) as session:
+        _bound_queries(session)
         model = simsql.reflect(session.connection(), args.table, args.schema)
         binding = simsql.binding_for(model)
         value_of = _column_getter(model, columns)
@@ -542,6 +556,7 @@ def cmd_similar(args: argparse.Namespace) -> int:
 
 def cmd_dupes(args: argparse.Namespace) -> int:
     with open_engine(args) as engine, Session(engine) as session:
+        _bound_queries(session)
         model = simsql.reflect(session.connection(), args.table, args.schema)
         groups = simsql.duplicate_groups(session, model, max_distance=args.max_distance)
     out = sys.stdout
@@ -644,16 +659,19 @@ def _distance(limit: int) -> Callable[[str], int]:
     return parse
 
 
-def _common_options(suppress: bool) -> argparse.ArgumentParser:
+def _common_options(suppress: bool, url: bool = True) -> argparse.ArgumentParser:
     """``--url`` and ``-v`` work before or after the subcommand. Subparsers leave them unset
-    when not given (SUPPRESS), so they don't overwrite a value given before the subcommand."""
+    when not given (SUPPRESS), so they don't overwrite a value given before the subcommand.
+    Commands that need no database (or, like the demo, read no environment) get no shared
+    ``--url``, so their help never offers one."""
     default: Any = argparse.SUPPRESS if suppress else None
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--url",
-        default=default,
-        help=f"database URL (default: ${URL_VARIABLES[0]}, then ${URL_VARIABLES[1]})",
-    )
+    if url:
+        common.add_argument(
+            "--url",
+            default=default,
+            help=f"database URL (default: ${URL_VARIABLES[0]}, then ${URL_VARIABLES[1]})",
+        )
     common.add_argument(
         "-v", "--verbose", action="count", default=argparse.SUPPRESS if suppress else 0,
         help="log what is done (-vv: debug)",
@@ -678,7 +696,7 @@ def _backfill_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_db_commands(commands: Any, common: argparse.ArgumentParser) -> None:
+def _add_db_commands(commands: Any, common: argparse.ArgumentParser, local: argparse.ArgumentParser) -> None:
     db = commands.add_parser("db", parents=[common], help="install, update or remove simsql's own database objects")
     actions = db.add_subparsers(dest="db_command", metavar="ACTION", required=True)
     upgrade = actions.add_parser("upgrade", parents=[common], help="create or update the registry and helpers")
@@ -689,7 +707,7 @@ def _add_db_commands(commands: Any, common: argparse.ArgumentParser) -> None:
     downgrade.set_defaults(handler=cmd_db_downgrade, parser=downgrade)
     current = actions.add_parser("current", parents=[common], help="print the applied simsql revision")
     current.set_defaults(handler=cmd_db_current, parser=current)
-    history = actions.add_parser("history", parents=[common], help="list simsql's revisions (no database needed)")
+    history = actions.add_parser("history", parents=[local], help="list simsql's revisions (no database needed)")
     history.set_defaults(handler=cmd_db_history, parser=history)
 
 
@@ -705,6 +723,11 @@ def _add_attach(commands: Any, common: argparse.ArgumentParser) -> None:
         help="a text column to fingerprint; repeat for several (joined by newlines, in this order)",
     )
     attach.add_argument("--side-table", action="store_true", help="keep fingerprints in <table>_simhash; the table is not altered")
+    attach.add_argument(
+        "--prefix", default="simhash",
+        help="name of the fingerprint column, prefix of the others (default: simhash; choose another if "
+        "the table already has such a column)",
+    )
     attach.add_argument("--no-indexes", dest="indexes", action="store_false", help="skip the block indexes")
     attach.add_argument(
         "--concurrently", action=argparse.BooleanOptionalAction, default=True,
@@ -715,8 +738,40 @@ def _add_attach(commands: Any, common: argparse.ArgumentParser) -> None:
         help="fingerprint existing rows now (default: ask on a terminal, else no)",
     )
     attach.add_argument("-y", "--yes", action="store_true", help="answer yes to questions (backfills)")
+    _lock_timeout_option(attach)
+    attach.add_argument(
+        "--index-lock-timeout", default="10min",
+        help="longest wait of a concurrent index build for older transactions to end (default: 10min)",
+    )
     _backfill_options(attach)
     attach.set_defaults(handler=cmd_attach, parser=attach)
+
+
+def _lock_timeout_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--lock-timeout", default="5s",
+        help="longest wait for a lock on the table before giving up, as PostgreSQL reads it (default: 5s)",
+    )
+
+
+def _add_detach(commands: Any, common: argparse.ArgumentParser) -> None:
+    detach = commands.add_parser(
+        "detach", parents=[common], help="remove everything simsql added to a table",
+        description="Drop the fingerprint columns (or side table), trigger, indexes and registry entry of a "
+        "table: it is left as it was before attach. Refuses while another object (a view, an index, a "
+        "foreign key) depends on them.",
+    )
+    _table_options(detach)
+    _lock_timeout_option(detach)
+    detach.set_defaults(handler=cmd_detach, parser=detach)
+
+
+def _add_status(commands: Any, common: argparse.ArgumentParser) -> None:
+    status = commands.add_parser(
+        "status", parents=[common], help="attached tables: mode, configuration, rows fingerprinted, missing, stale",
+    )
+    _format_option(status, ("table", "json", "csv"))
+    status.set_defaults(handler=cmd_status, parser=status)
 
 
 def _add_backfill(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -727,6 +782,7 @@ def _add_backfill(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     _table_options(backfill)
     _backfill_options(backfill)
+    _lock_timeout_option(backfill)
     backfill.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar on stderr")
     _format_option(backfill, ("text", "json"))
     backfill.set_defaults(handler=cmd_backfill, parser=backfill)
@@ -758,9 +814,9 @@ def _add_dupes(commands: Any, common: argparse.ArgumentParser) -> None:
     dupes.set_defaults(handler=cmd_dupes, parser=dupes)
 
 
-def _add_fingerprint(commands: Any, common: argparse.ArgumentParser) -> None:
+def _add_fingerprint(commands: Any, common: argparse.ArgumentParser, local: argparse.ArgumentParser) -> None:
     fingerprint = commands.add_parser(
-        "fingerprint", parents=[common], help="print the fingerprint of a text (no database)"
+        "fingerprint", parents=[local], help="print the fingerprint of a text (no database)"
     )
     fingerprint.add_argument("text", nargs="?", help="the text")
     fingerprint.add_argument("--file", help="read the text from a file ('-' for stdin)")
@@ -774,11 +830,16 @@ def _add_fingerprint(commands: Any, common: argparse.ArgumentParser) -> None:
     fingerprint.set_defaults(handler=cmd_fingerprint, parser=fingerprint)
 
 
-def _add_demo(commands: Any, common: argparse.ArgumentParser) -> None:
+def _add_demo(commands: Any, common: argparse.ArgumentParser, local: argparse.ArgumentParser) -> None:
     demo = commands.add_parser(
-        "demo", parents=[common], help="a guided tour on demo data",
-        description="Runs on --url if given, else on an embedded PostgreSQL. The environment "
-        "variables are ignored here so the demo never writes into your application's database.",
+        "demo", parents=[local], help="a guided tour on demo data",
+        description="Runs on --url if given, else on an embedded PostgreSQL that simsql starts itself. "
+        f"{' and '.join(URL_VARIABLES)} are not read, so the demo never writes into your application's "
+        "database by accident.",
+    )
+    demo.add_argument(
+        "--url", default=argparse.SUPPRESS,
+        help="PostgreSQL URL to run the demo on, in a schema of its own (default: the embedded PostgreSQL)",
     )
     demo.set_defaults(handler=cmd_demo, parser=demo)
 
@@ -792,9 +853,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"simsql {simsql.__version__}")
     common = _common_options(suppress=True)
+    local = _common_options(suppress=True, url=False)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for add in (_add_db_commands, _add_attach, _add_backfill, _add_similar, _add_dupes, _add_fingerprint, _add_demo):
+    _add_db_commands(commands, common, local)
+    for add in (_add_attach, _add_detach, _add_status, _add_backfill, _add_similar, _add_dupes):
         add(commands, common)
+    _add_fingerprint(commands, common, local)  # no database: no --url
+    _add_demo(commands, common, local)  # a --url of its own, no environment
     return parser
 
 

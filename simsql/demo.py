@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import random
 import re
 import statistics
@@ -30,10 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from sqlalchemy import MetaData, String, Text, create_engine, make_url, select, text
+from sqlalchemy import Engine, MetaData, String, Text, select, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
+from simsql.urls import engine_for, normalise_url
 
 __all__ = ["SCHEMA", "DemoArticle", "PlantedCopy", "load_corpus", "main", "plant_copies", "run_demo"]
 
@@ -52,6 +54,7 @@ BOILERPLATE_SHARE = 0.01
 REORDERED_SHARE = 0.01
 MAX_DISTANCE = 3
 SEED = 7
+_DEMO_LOCK = 0x73696D73716C  # "simsql": the advisory lock key that lets one demo run at a time
 
 _SKIP_DIRS = frozenset({"site-packages", "dist-packages", "test", "tests", "idle_test", "testing"})
 _WORD = re.compile(r"[A-Za-z]{4,}")
@@ -307,14 +310,6 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
 
 
-def _normalise(url: str) -> str:
-    """``postgresql://`` means psycopg2 to SQLAlchemy; simsql ships psycopg (3)."""
-    parsed = make_url(url)
-    if parsed.drivername in ("postgresql", "postgres"):
-        parsed = parsed.set(drivername="postgresql+psycopg")
-    return parsed.render_as_string(hide_password=False)
-
-
 def _kind_label(row: DemoArticle, planted: dict[int, PlantedCopy]) -> str:
     copy = planted.get(row.id)
     return f"planted: {copy.change}, copy of #{copy.source}" if copy else ""
@@ -324,6 +319,22 @@ Say = Callable[[str], None]
 Timings = list[tuple[str, float]]
 
 
+@contextlib.contextmanager
+def _one_demo_at_a_time(engine: Engine, say: Say) -> Iterator[None]:
+    """Every run drops and refills the same table, so a second demo on the same database (another
+    terminal, a test run) waits for the first instead of colliding with its rows."""
+    with engine.connect() as lock:
+        if not lock.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": _DEMO_LOCK}).scalar_one():
+            say("  waiting for another simsql demo on this database to finish ...")
+            lock.execute(text("SELECT pg_advisory_lock(:key)"), {"key": _DEMO_LOCK})
+        lock.commit()  # the lock belongs to the session; do not sit idle in a transaction
+        try:
+            yield
+        finally:
+            lock.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": _DEMO_LOCK})
+            lock.commit()
+
+
 # -- the demo --------------------------------------------------------------------------------
 
 
@@ -331,7 +342,6 @@ def run_demo(url: str | None, out: TextIO = sys.stdout, *, limit: int | None = N
     """Load the corpus into ``url`` (the embedded PostgreSQL when None), in the schema
     ``simsql_demo``, and show what simsql finds. ``limit`` caps the number of articles.
     Returns 0."""
-    from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
 
     def say(line: str = "") -> None:
         print(line.rstrip(), file=out, flush=True)
@@ -341,69 +351,19 @@ def run_demo(url: str | None, out: TextIO = sys.stdout, *, limit: int | None = N
     say("simsql demo: near-duplicates and most similar articles inside PostgreSQL")
     say()
 
-    t0 = time.perf_counter()
     if url is None:
         from .embedded import default_data_dir, embedded_url
 
+        t0 = time.perf_counter()
         url = embedded_url()
+        timings.append(("embedded PostgreSQL up", time.perf_counter() - t0))
         where = f"embedded PostgreSQL in {default_data_dir()} (nothing to set up)"
     else:
-        url = _normalise(url)
-        where = make_url(url).render_as_string(hide_password=True)
-    engine = create_engine(url)
+        where = normalise_url(url).render_as_string(hide_password=True)
+    engine = engine_for(url)
     try:
-        with engine.begin() as connection:
-            version = str(connection.execute(text("SHOW server_version")).scalar_one())
-            connection.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{SCHEMA}"'))
-            _Base.metadata.drop_all(connection)
-            _Base.metadata.create_all(connection)
-        timings.append(("database ready", time.perf_counter() - t0))
-        say(f"  database   {where}")
-        say(f"             PostgreSQL {version.split()[0]}, table {SCHEMA}.{DemoArticle.__tablename__} (recreated each run)")
-
-        t0 = time.perf_counter()
-        articles, used = load_corpus(limit)
-        if len(articles) < 20:
-            raise simsql.SimsqlError(
-                f"found only {len(articles)} articles of documentation in this Python installation; "
-                "the demo needs the standard library's .py sources"
-            )
-        rows, planted = plant_copies(articles, random.Random(SEED))
-        timings.append(("read documentation", time.perf_counter() - t0))
-        kinds = {kind: [p for p in planted if p.kind == kind] for kind in ("edited", "boilerplate", "reordered")}
-        size = sum(len(body) for _, body in articles) / 1e6
-        say(f"  corpus     {len(articles)} articles ({size:.1f} MB of real prose): {', '.join(used)}")
-        say(f"  planted    {len(kinds['edited'])} copies with 1-3 words changed, {len(kinds['boilerplate'])} with a "
-            '"Recommended for you" box,')
-        say(f"             {len(kinds['reordered'])} with paragraphs reordered ({len(rows)} rows in all; copies have ids "
-            f"above {len(articles)})")
-        say("             (no Chinese articles: no installed package ships Chinese prose)")
-
-        say()
-        say("1. Load through the ORM (SimHashMixin fingerprints title + body on insert)")
-        t0 = time.perf_counter()
-        batch = 500
-        with Session(engine) as session, tqdm(
-            total=len(rows), desc="loading", unit="row", file=sys.stderr, leave=False, disable=None
-        ) as bar:
-            for start in range(0, len(rows), batch):
-                session.add_all(
-                    DemoArticle(id=start + i + 1, title=title, body=body, kind=kind, planted_from=source)
-                    for i, (title, body, kind, source) in enumerate(rows[start : start + batch])
-                )
-                session.commit()
-                bar.update(min(batch, len(rows) - start))
-        with engine.begin() as connection:
-            connection.execute(text(f'ANALYZE "{SCHEMA}"."{DemoArticle.__tablename__}"'))
-        load_s = time.perf_counter() - t0
-        timings.append(("load", load_s))
-        say(f"   {len(rows)} rows in {load_s:.2f} s: {len(rows) / load_s:,.0f} rows/s, in batches of {batch}")
-
-        with Session(engine) as session:
-            by_id = {p.id: p for p in planted}
-            _most_similar_section(session, say, articles, kinds, by_id, timings)
-            _duplicates_section(session, say, planted, by_id, timings)
-            _originality_section(session, say, articles, planted, timings)
+        with _one_demo_at_a_time(engine, say):
+            _run_steps(engine, say, where, timings, limit)
     finally:
         engine.dispose()
 
@@ -415,6 +375,67 @@ def run_demo(url: str | None, out: TextIO = sys.stdout, *, limit: int | None = N
     say()
     say(f"The rows stay in {SCHEMA}.{DemoArticle.__tablename__}; `simsql demo --url URL` runs this on your own PostgreSQL.")
     return 0
+
+
+def _run_steps(engine: Engine, say: Say, where: str, timings: Timings, limit: int | None) -> None:
+    t0 = time.perf_counter()
+    with engine.begin() as connection:
+        version = str(connection.execute(text("SHOW server_version")).scalar_one())
+        connection.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{SCHEMA}"'))
+        _Base.metadata.drop_all(connection)
+        _Base.metadata.create_all(connection)
+    timings.append(("database ready", time.perf_counter() - t0))
+    say(f"  database   {where}")
+    say(f"             PostgreSQL {version.split()[0]}, table {SCHEMA}.{DemoArticle.__tablename__} (recreated each run)")
+
+    t0 = time.perf_counter()
+    articles, used = load_corpus(limit)
+    if len(articles) < 20:
+        raise simsql.SimsqlError(
+            f"found only {len(articles)} articles of documentation in this Python installation; "
+            "the demo needs the standard library's .py sources"
+        )
+    rows, planted = plant_copies(articles, random.Random(SEED))
+    timings.append(("read documentation", time.perf_counter() - t0))
+    kinds = {kind: [p for p in planted if p.kind == kind] for kind in ("edited", "boilerplate", "reordered")}
+    size = sum(len(body) for _, body in articles) / 1e6
+    say(f"  corpus     {len(articles)} articles ({size:.1f} MB of real prose): {', '.join(used)}")
+    say(f"  planted    {len(kinds['edited'])} copies with 1-3 words changed, {len(kinds['boilerplate'])} with a "
+        '"Recommended for you" box,')
+    say(f"             {len(kinds['reordered'])} with paragraphs reordered ({len(rows)} rows in all; copies have ids "
+        f"above {len(articles)})")
+    say("             (no Chinese articles: no installed package ships Chinese prose)")
+
+    _load(engine, say, rows, timings)
+    with Session(engine) as session:
+        by_id = {p.id: p for p in planted}
+        _most_similar_section(session, say, articles, kinds, by_id, timings)
+        _duplicates_section(session, say, planted, by_id, timings)
+        _originality_section(session, say, articles, planted, timings)
+
+
+def _load(engine: Engine, say: Say, rows: Sequence[tuple[str, str, str, int | None]], timings: Timings) -> None:
+    from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
+
+    say("")
+    say("1. Load through the ORM (SimHashMixin fingerprints title + body on insert)")
+    t0 = time.perf_counter()
+    batch = 500
+    with Session(engine) as session, tqdm(
+        total=len(rows), desc="loading", unit="row", file=sys.stderr, leave=False, disable=None
+    ) as bar:
+        for start in range(0, len(rows), batch):
+            session.add_all(
+                DemoArticle(id=start + i + 1, title=title, body=body, kind=kind, planted_from=source)
+                for i, (title, body, kind, source) in enumerate(rows[start : start + batch])
+            )
+            session.commit()
+            bar.update(min(batch, len(rows) - start))
+    with engine.begin() as connection:
+        connection.execute(text(f'ANALYZE "{SCHEMA}"."{DemoArticle.__tablename__}"'))
+    load_s = time.perf_counter() - t0
+    timings.append(("load", load_s))
+    say(f"   {len(rows)} rows in {load_s:.2f} s: {len(rows) / load_s:,.0f} rows/s, in batches of {batch}")
 
 
 def _most_similar_section(

@@ -244,11 +244,14 @@ class Fingerprinter:
 
 
 def _describe(text: str) -> str:
+    """Counted in code points, what ``len`` counts: one emoji the eye sees may be several."""
     if not text:
         return "empty string"
     if text.isspace():
         return "whitespace only"
-    return f"{len(text)} characters, none of them part of a word"
+    count = len(text)
+    preview = text if count <= 20 else text[:20] + "..."
+    return f"{preview!r}: {count} code point{'' if count == 1 else 's'}, no letters or digits forming a word"
 
 
 @lru_cache(maxsize=32)

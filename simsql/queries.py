@@ -86,7 +86,7 @@ def _resolve(binding: Binding, target: object) -> tuple[int, tuple[Any, ...] | N
             raise EmptyDocument(f"row {binding.key_of(target)!r} of {binding.table.name} has no text to compare")
         return fingerprint, binding.key_of(target)
     raise TypeError(
-        f"target must be text (str), a fingerprint (int) or a {binding.model.__name__} instance, "
+        f"target must be text (str), a fingerprint (int) or an instance of {binding.model.__name__}, "
         f"got {type(target).__name__}"
     )
 
@@ -169,8 +169,8 @@ def similar_to(model: type, target: object, max_distance: int = 3) -> ColumnElem
     union_rows = union_all(*per_block).subquery("simsql_matches")
     matches = select(*union_rows.c)
     if len(binding.keys) == 1:
-        return binding.keys[0].in_(matches)
-    return tuple_(*binding.keys).in_(matches)
+        return binding.guard(binding.keys[0].in_(matches))  # type: ignore[no-any-return]
+    return binding.guard(tuple_(*binding.keys).in_(matches))  # type: ignore[no-any-return]
 
 
 # -- most_similar -------------------------------------------------------------------------

@@ -17,9 +17,12 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from sqlalchemy import Engine, event, func, select, text
+from sqlalchemy import Engine, event, select, text
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import Connection
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql import ColumnElement
+from sqlalchemy.sql.visitors import InternalTraversal
 
 from . import dialects
 from .errors import ConfigMismatch, SchemaError
@@ -231,6 +234,100 @@ def check(connection: Connection, table_name: str, schema: str | None, config_id
         raise mismatch(entry.table_schema, table_name, entry, config_id)
     with _lock:
         _checked[key] = True
+
+
+def claim(
+    connection: Connection,
+    table_name: str,
+    schema: str | None,
+    fingerprinter: Fingerprinter,
+    source: tuple[str, ...],
+    names: Any,
+) -> None:
+    """Record a table the registry does not know yet (a mixin or ORM side table made by
+    ``create_all``) with the configuration of its first writer; no-op when simsql's revision
+    was never applied, or once checked on this engine."""
+    if (id(connection.engine), schema, table_name, fingerprinter.config_id) in _checked:
+        return
+    if not require_registry(connection):
+        return
+    schema_name = schema or current_schema(connection)
+    if read(connection, table_name, schema_name) is None:
+        values = _record_values(schema_name, table_name, fingerprinter, source, names.mode, names.side, names.prefix)
+        connection.execute(dialects.insert_new(connection, registry_table, values))
+
+
+class _Checked(ColumnElement[Any]):
+    """An expression that makes the statement containing it check a configuration."""
+
+    __visit_name__ = "simsql_checked"
+    inherit_cache = True
+    _traverse_internals = [
+        ("element", InternalTraversal.dp_clauseelement),
+        ("target", InternalTraversal.dp_plain_obj),
+    ]
+
+    def __init__(self, element: ColumnElement[Any], target: tuple[str | None, str, str]) -> None:
+        self.element = element
+        self.target = target
+        self.type = element.type
+        # a predicate stays a predicate: where booleans are ints (MySQL) SQLAlchemy would
+        # otherwise render "<element> = 1", which hides an IN from the optimizer
+        self._is_implicitly_boolean = element._is_implicitly_boolean
+
+
+@compiles(_Checked)
+def _compile_checked(element: _Checked, compiler: Any, **kw: Any) -> str:
+    # Recorded on the compiled form, which SQLAlchemy caches with the statement: the check
+    # below runs however the statement is executed (Session, Connection, any front end).
+    compiler.__dict__.setdefault("_simsql_checks", set()).add(element.target)
+    return str(compiler.process(element.element, **kw))
+
+
+def checked(expression: ColumnElement[Any], schema: str | None, table_name: str, config_id: str) -> ColumnElement[Any]:
+    """``expression``; a statement containing it checks ``config_id`` before it runs."""
+    return _Checked(expression, (schema, table_name, config_id))
+
+
+@event.listens_for(Engine, "before_cursor_execute")
+def _check_compiled(
+    connection: Connection, cursor: Any, statement: Any, parameters: Any, context: Any, executemany: bool
+) -> None:
+    targets = getattr(getattr(context, "compiled", None), "_simsql_checks", None)
+    for schema, table_name, config_id in targets or ():
+        if (id(connection.engine), schema, table_name, config_id) not in _checked:
+            _raw_check(connection, cursor, schema, table_name, config_id)
+
+
+def _raw_check(connection: Connection, cursor: Any, schema: str | None, table_name: str, config_id: str) -> None:
+    """The registry check on the DBAPI connection itself (the statement is mid-execution)."""
+    raw = cursor.connection.cursor()
+    try:
+        raw.execute(dialects.registry_probe_sql(connection.dialect), (REGISTRY_TABLE, VERSION_TABLE))
+        has_registry, has_versions, current = raw.fetchone()
+        if not has_registry:
+            if has_versions:
+                raw.execute(f"SELECT count(*) FROM {VERSION_TABLE}")
+                if raw.fetchone()[0]:
+                    raise SchemaError(
+                        f"{REGISTRY_TABLE} is missing although simsql's revision is applied (dropped by hand?); "
+                        "run `simsql db upgrade` to recreate it"
+                    )
+            return
+        raw.execute(
+            f"SELECT config_id, settings FROM {REGISTRY_TABLE} WHERE table_schema = %s AND table_name = %s",
+            (schema or current, table_name),
+        )
+        row = raw.fetchone()
+    finally:
+        raw.close()
+    if row is not None and row[0] != config_id:
+        raise ConfigMismatch(
+            f"{schema or current}.{table_name} holds fingerprints of config {row[0]} ({row[1]}), but this uses "
+            f"{config_id}; use the same Fingerprinter settings as the data, or detach and re-attach the table"
+        )
+    with _lock:
+        _checked[(id(connection.engine), schema, table_name, config_id)] = True
 
 
 CHECK_OPTION = "simsql_config_check"

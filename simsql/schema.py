@@ -139,11 +139,22 @@ class Names:
         return identifier(f"simsql_{self.table}", "_stale")
 
     @property
+    def row_triggers(self) -> tuple[str, str]:
+        """MySQL/MariaDB: the row rule as two triggers, before insert and before update (no
+        trigger there fires on both, and triggers need no function)."""
+        return identifier(f"simsql_{self.table}", "_blocks_ins"), identifier(f"simsql_{self.table}", "_blocks_upd")
+
+    @property
     def functions(self) -> tuple[str, ...]:
         return (self.row_function, self.stale_function)
 
     def index(self, block: str) -> str:
-        return identifier(f"ix_{self.holder}", f"_{block}")
+        return self.index_on(self.holder, block)
+
+    @staticmethod
+    def index_on(relation: str, block: str) -> str:
+        """Block index on ``relation`` (the holder, or one partition of a partitioned holder)."""
+        return identifier(f"ix_{relation}", f"_{block}")
 
     @property
     def indexes(self) -> tuple[str, ...]:

@@ -10,27 +10,133 @@ block, so blocks cannot disagree with their fingerprint whatever path a row was 
 
 from __future__ import annotations
 
+import hashlib
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from sqlalchemy import Column, ForeignKeyConstraint, Index, Integer, Table, event, inspect
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Mapped, Mapper, declared_attr, mapped_column
 from sqlalchemy.orm.attributes import get_history
 
 from . import registry
 from . import dialects
-from .dialects import BLOCK_COUNT, block_computed
+from .dialects import BLOCK_COUNT, block_computed, block_expression_sql
 from .errors import NotAttached, SchemaError
 from .fingerprint import DEFAULT, Fingerprinter
 from .schema import DEFAULT_PREFIX, Names, default_side_table
-from .types import SimHash
+from .types import TEXT_DIGEST, SimHash
 
 _MIXIN_NAMES = Names("mixin", DEFAULT_PREFIX)
 FINGERPRINT_COLUMN = _MIXIN_NAMES.fingerprint
 """The mixin's fingerprint column (a table attached with another prefix names its own)."""
+DIGEST_COLUMN = _MIXIN_NAMES.digest
 BLOCK_COLUMNS = _MIXIN_NAMES.blocks
 assert BLOCK_COUNT == len(BLOCK_COLUMNS)
+_PREPARER = postgresql.dialect().identifier_preparer
+
+
+# -- the invariant, kept by the database ------------------------------------------------------
+#
+# A fingerprint is stored with the md5 of the text it was computed from (``<prefix>_src``).
+# Triggers compare it with the row's text on every write, whoever the writer (ORM, Core, raw
+# SQL, COPY): a fingerprint whose text is gone is dropped, so no stored fingerprint ever
+# describes text the row no longer holds, in either storage mode.
+
+
+def join_text(parts: Sequence[str | None]) -> str | None:
+    """The text of a row: its non-NULL source values, one per line (None if all are NULL).
+    :func:`digest_sql` is the same rule in SQL."""
+    present = [p for p in parts if p is not None]
+    return "\n".join(present) if present else None
+
+
+def text_digest(text_value: str) -> uuid.UUID:
+    """md5 of a row's text, as PostgreSQL's ``CAST(md5(...) AS uuid)`` computes it."""
+    return uuid.UUID(hashlib.md5(text_value.encode("utf-8", "surrogatepass")).hexdigest())
+
+
+def quote(name: str) -> str:
+    return str(_PREPARER.quote_identifier(name))
+
+
+def digest_sql(columns: Sequence[str], row: str = "") -> str:
+    """SQL for the digest of a row's text; ``row`` qualifies the columns (``NEW.``, ``b.``)."""
+    return f"CAST(md5(concat_ws(chr(10), {', '.join(row + quote(c) for c in columns)})) AS uuid)"
+
+
+def row_trigger_body(names: Names, source: Sequence[str], *, derive_blocks: bool) -> str:
+    """Columns mode: BEFORE INSERT OR UPDATE on the user's table.
+
+    A fingerprint is kept only if it comes with the digest of the row's current text. One
+    written without a digest (a raw loader) is kept until the text changes. ``derive_blocks``:
+    blocks are plain columns (tables altered in place) rather than generated ones.
+    """
+    fp, src = f"NEW.{quote(names.fingerprint)}", f"NEW.{quote(names.digest)}"
+    old_fp, old_src = f"OLD.{quote(names.fingerprint)}", f"OLD.{quote(names.digest)}"
+    changed = " OR ".join(f"NEW.{quote(c)} IS DISTINCT FROM OLD.{quote(c)}" for c in source)
+    blocks = "".join(
+        f"\n  NEW.{quote(name)} := {block_expression_sql(fp, i)};" for i, name in enumerate(names.blocks)
+    ) if derive_blocks else ""
+    return f"""
+BEGIN
+  IF {fp} IS NOT NULL THEN
+    IF TG_OP = 'UPDATE' AND {fp} IS DISTINCT FROM {old_fp} AND {src} IS NOT DISTINCT FROM {old_src} THEN
+      {src} := NULL;  -- a new fingerprint written without the digest of its text
+    END IF;
+    IF {src} IS NOT NULL THEN
+      IF {src} <> {digest_sql(source, "NEW.")} THEN
+        {fp} := NULL;  -- computed from text this row no longer holds
+      END IF;
+    ELSIF TG_OP = 'UPDATE' AND ({changed}) THEN
+      {fp} := NULL;
+    END IF;
+  END IF;
+  IF {fp} IS NULL THEN
+    {src} := NULL;
+  END IF;{blocks}
+  RETURN NEW;
+END
+"""
+
+
+def stale_trigger_body(schema: str, names: Names, keys: Sequence[str], source: Sequence[str]) -> str:
+    """Side-table mode: AFTER UPDATE on the user's table; deletes the side row of a row whose
+    text changed, unless it already holds the new text's fingerprint."""
+    assert names.side is not None
+    side = f"{quote(schema)}.{quote(names.side)}"
+    condition = " AND ".join(f"{quote(s)} = OLD.{quote(k)}" for s, k in zip(names.side_keys(keys), keys))
+    changed = " OR ".join(f"NEW.{quote(c)} IS DISTINCT FROM OLD.{quote(c)}" for c in source)
+    return f"""
+BEGIN
+  IF {changed} THEN
+    DELETE FROM {side} WHERE {condition}
+      AND {quote(names.digest)} IS DISTINCT FROM {digest_sql(source, "NEW.")};
+  END IF;
+  RETURN NULL;
+END
+"""
+
+
+def dollar_quote(body: str) -> str:
+    """Dollar-quote a function body with a tag that cannot occur in it."""
+    tag, n = "$simsql$", 0
+    while tag in body:
+        n += 1
+        tag = f"$simsql{n}$"
+    return f"{tag}{body}{tag}"
+
+
+def trigger_sql(schema: str, function: str, timing: str, table: str, body: str) -> tuple[str, str]:
+    """CREATE FUNCTION and CREATE TRIGGER (named like the function) for one row trigger."""
+    qualified_function = f"{quote(schema)}.{quote(function)}"
+    return (
+        f"CREATE FUNCTION {qualified_function}() RETURNS trigger LANGUAGE plpgsql AS {dollar_quote(body)}",
+        f"CREATE TRIGGER {quote(function)} {timing} ON {quote(schema)}.{quote(table)} "
+        f"FOR EACH ROW EXECUTE FUNCTION {qualified_function}()",
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,22 +163,25 @@ class Binding:
         parts = []
         for name in self.source:
             value = getattr(instance, name)
-            if value is None:
-                continue
-            if not isinstance(value, str):
+            if value is not None and not isinstance(value, str):
                 raise TypeError(
                     f"{type(instance).__name__}.{name} must hold str to be fingerprinted, "
                     f"got {type(value).__name__}"
                 )
             parts.append(value)
-        return "\n".join(parts) if parts else None
+        return join_text(parts)
 
     def fingerprint_of(self, instance: object) -> int | None:
         """Fingerprint of a row, or None (stored as NULL) when its text has no features."""
-        text = self.text_of(instance)
-        if text is None:
-            return None
-        return self.fingerprinter.fingerprint_many([text], empty="none")[0]
+        return self.stored_values(instance)[0]
+
+    def stored_values(self, instance: object) -> tuple[int | None, uuid.UUID | None]:
+        """(fingerprint, digest of its text) to store for a row; (None, None) without features."""
+        text_value = self.text_of(instance)
+        if text_value is None:
+            return None, None
+        fingerprint = self.fingerprinter.fingerprint_many([text_value], empty="none")[0]
+        return fingerprint, None if fingerprint is None else text_digest(text_value)
 
     def key_of(self, instance: object) -> tuple[Any, ...]:
         return tuple(getattr(instance, column.key) for column in self.keys)
@@ -83,10 +192,28 @@ class Binding:
         table: Any = inspect(self.model).local_table
         return table.schema, table.name
 
-    def check_config(self, connection: Any) -> None:
-        """Refuse to read or write fingerprints of another configuration (cached per engine)."""
+    def check_config(self, connection: Any, *, claim: bool = False) -> None:
+        """Refuse to read or write fingerprints of another configuration (cached per engine).
+
+        ``claim`` (writes): a table simsql's registry does not know yet (a mixin or ORM side
+        table made by ``create_all``) is recorded with this configuration, so that a later
+        writer or reader with another one is refused."""
         schema, name = self.registry_key
+        if claim:
+            registry.claim(connection, name, schema, self.fingerprinter, self.source_columns, self.names)
         registry.check(connection, name, schema, self.fingerprinter.config_id)
+
+    def guard(self, expression: Any) -> Any:
+        """``expression`` unchanged in SQL, but the statement it ends up in checks this
+        binding's configuration against the registry when it runs (whatever executes it)."""
+        schema, name = self.registry_key
+        return registry.checked(expression, schema, name, self.fingerprinter.config_id)
+
+    @property
+    def source_columns(self) -> tuple[str, ...]:
+        """Database column names of the source attributes."""
+        mapper: Any = inspect(self.model)
+        return tuple(mapper.attrs[name].columns[0].name for name in self.source)
 
     def source_changed(self, instance: object) -> bool:
         return any(get_history(instance, name).has_changes() for name in self.source)
@@ -140,6 +267,10 @@ class SimHashMixin:
     def simhash(cls) -> Mapped[int | None]:
         return mapped_column(SimHash(), nullable=True)
 
+    @declared_attr
+    def simhash_src(cls) -> Mapped[uuid.UUID | None]:
+        """md5 of the text ``simhash`` was computed from; the table's trigger compares it."""
+        return mapped_column(TEXT_DIGEST, nullable=True)
 
 
 def _block_attr(index: int) -> declared_attr[int | None]:
@@ -195,9 +326,12 @@ def binding_for(model: type) -> Binding:
             cached = _mixin_binding(model)
             model.__simsql_binding__ = cached  # type: ignore[attr-defined]
         return cached
+    table = getattr(getattr(model, "__table__", None), "name", model.__name__)
     raise NotAttached(
-        f"{model.__name__} has no fingerprints: inherit simsql.SimHashMixin or call "
-        f"simsql.attach({model.__name__}, source=[...]) first"
+        f"{model.__name__} has no fingerprints. If a migration or `simsql attach` added them to "
+        f"{table}, inherit simsql.SimHashMixin (its columns are the ones they add) or query "
+        f"simsql.reflect(connection, {table!r}); to keep them in a side table instead, call "
+        f"simsql.attach({model.__name__}, source=[...]) before creating the tables"
     )
 
 
@@ -212,21 +346,22 @@ def _add_block_indexes(mapper: Mapper[Any], cls: type) -> None:
     if any(index.name == names.indexes[0] for index in table.indexes):
         return
     _block_indexes(table, names, [column.name for column in table.primary_key.columns])
+    _install_trigger_on_create(table, lambda: binding_for(cls))
 
 
 @event.listens_for(SimHashMixin, "before_insert", propagate=True)
 def _fingerprint_on_insert(mapper: Mapper[Any], connection: Any, target: Any) -> None:
     binding = binding_for(type(target))
-    binding.check_config(connection)
-    target.simhash = binding.fingerprint_of(target)
+    binding.check_config(connection, claim=True)
+    target.simhash, target.simhash_src = binding.stored_values(target)
 
 
 @event.listens_for(SimHashMixin, "before_update", propagate=True)
 def _fingerprint_on_update(mapper: Mapper[Any], connection: Any, target: Any) -> None:
     binding = binding_for(type(target))
     if binding.source_changed(target):
-        binding.check_config(connection)
-        target.simhash = binding.fingerprint_of(target)
+        binding.check_config(connection, claim=True)
+        target.simhash, target.simhash_src = binding.stored_values(target)
 
 
 def attach(
@@ -297,6 +432,7 @@ def _side_table(base: Table, names: Names, keys: Sequence[Any]) -> Table:
         base.metadata,
         *key_columns,
         Column(names.fingerprint, SimHash(), nullable=True),
+        Column(names.digest, TEXT_DIGEST, nullable=True),
         *_block_columns(names),
         ForeignKeyConstraint(list(key_names), list(keys), ondelete="CASCADE"),
         schema=base.schema,
@@ -308,14 +444,14 @@ def _side_table(base: Table, names: Names, keys: Sequence[Any]) -> Table:
 def _follow_orm_writes(model: type, binding: Binding) -> None:
     """Side rows follow ORM inserts and source changes, in the writer's own transaction."""
     side = binding.table
-    fingerprint = binding.fingerprint.name
+    fingerprint, digest = binding.names.fingerprint, binding.names.digest
 
     def upsert(connection: Any, target: Any) -> None:
-        binding.check_config(connection)
+        binding.check_config(connection, claim=True)
         values = {c.name: v for c, v in zip(binding.table_keys, binding.key_of(target))}
-        values[fingerprint] = binding.fingerprint_of(target)
+        values[fingerprint], values[digest] = binding.stored_values(target)
         keys = [c.name for c in binding.table_keys]
-        connection.execute(dialects.upsert(connection, side, values, keys, [fingerprint]))
+        connection.execute(dialects.upsert(connection, side, values, keys, [fingerprint, digest]))
 
     @event.listens_for(model, "after_insert", propagate=True)
     def _side_insert(mapper: Mapper[Any], connection: Any, target: Any) -> None:
@@ -325,6 +461,70 @@ def _follow_orm_writes(model: type, binding: Binding) -> None:
     def _side_update(mapper: Mapper[Any], connection: Any, target: Any) -> None:
         if binding.source_changed(target):
             upsert(connection, target)
+
+    _install_trigger_on_create(side, lambda: binding)
+
+
+def _install_trigger_on_create(table: Table, binding: Any) -> None:
+    """``create_all`` also creates the trigger that keeps fingerprints honest (and
+    ``drop_all`` its function): raw SQL and COPY writers are covered from the first row.
+    ``binding`` is called at create time, when every mapper is configured."""
+
+    def create(target: Table, connection: Any, **kw: Any) -> None:
+        bound: Binding = binding()
+        if dialects.is_mysql(connection.dialect):
+            for statement in _mysql_triggers(bound):
+                connection.exec_driver_sql(statement)
+            return
+        schema = target.schema or registry.current_schema(connection)
+        base: Any = inspect(bound.model).local_table
+        if bound.mode == "columns":
+            body = row_trigger_body(bound.names, bound.source_columns, derive_blocks=False)
+            statements = trigger_sql(schema, bound.names.row_function, "BEFORE INSERT OR UPDATE", base.name, body)
+        else:
+            keys = [k.name for k in bound.keys]
+            body = stale_trigger_body(schema, bound.names, keys, bound.source_columns)
+            statements = trigger_sql(schema, bound.names.stale_function, "AFTER UPDATE", base.name, body)
+        for statement in statements:
+            connection.exec_driver_sql(statement)
+
+    def drop(target: Table, connection: Any, **kw: Any) -> None:
+        bound: Binding = binding()
+        if dialects.is_mysql(connection.dialect):
+            names = bound.names.row_triggers if bound.mode == "columns" else (bound.names.stale_function,)
+            for name in names:
+                connection.exec_driver_sql(f"DROP TRIGGER IF EXISTS {dialects.mysql.quote(name)}")
+            return
+        schema = target.schema or registry.current_schema(connection)
+        base: Any = inspect(bound.model).local_table
+        function = bound.names.row_function if bound.mode == "columns" else bound.names.stale_function
+        if bound.mode == "side_table":
+            connection.exec_driver_sql(
+                f"DROP TRIGGER IF EXISTS {quote(function)} ON {quote(schema)}.{quote(base.name)}"
+            )
+        connection.exec_driver_sql(f"DROP FUNCTION IF EXISTS {quote(schema)}.{quote(function)}()")
+
+    event.listen(table, "after_create", create)
+    event.listen(table, "after_drop", drop)
+
+
+def _mysql_triggers(bound: Binding) -> list[str]:
+    """The same invariant as the PostgreSQL triggers, in MySQL's trigger dialect."""
+    base: Any = inspect(bound.model).local_table
+    names, source = bound.names, bound.source_columns
+    if bound.mode == "columns":
+        insert, update = names.row_triggers
+        return [
+            dialects.mysql.row_trigger_sql(base.name, names.fingerprint, names.digest, source, False, insert),
+            dialects.mysql.row_trigger_sql(base.name, names.fingerprint, names.digest, source, True, update),
+        ]
+    assert names.side is not None
+    keys = [k.name for k in bound.keys]
+    return [
+        dialects.mysql.stale_trigger_sql(
+            base.name, names.side, names.digest, keys, names.side_keys(keys), source, names.stale_function
+        )
+    ]
 
 
 def register(model: type, binding: Binding) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import BigInteger, Float, literal
+from sqlalchemy import BigInteger, Float, Uuid, literal
 from sqlalchemy.dialects import mysql
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.types import TypeDecorator
@@ -67,3 +67,9 @@ def _as_fingerprint(other: int | ColumnElement[Any]) -> ColumnElement[Any]:
     if isinstance(other, ColumnElement):
         return other
     return literal(check_fingerprint(other), SimHash())
+
+
+TEXT_DIGEST = Uuid().with_variant(Uuid(native_uuid=False), "mysql", "mariadb")
+"""The md5 of a row's text (``<prefix>_src``): ``uuid`` on PostgreSQL; 32 hex digits on
+MySQL/MariaDB, where ``MD5()`` yields exactly that and MariaDB's own UUID type refuses md5
+values whose variant bits are not RFC 4122's ("Incorrect uuid value")."""

@@ -49,10 +49,12 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             yield container.get_connection_url()
         return
     from simsql.embedded import embedded_url, stop_embedded
+    from tests.pg_dirs import cluster_parent
 
-    data_dir = tmp_path_factory.mktemp("embedded-pg")
-    yield embedded_url(data_dir)
-    stop_embedded(data_dir)
+    with cluster_parent() as parent:
+        data_dir = parent / "pg"
+        yield embedded_url(data_dir)
+        stop_embedded(data_dir)
 
 
 @pytest.fixture(scope="session")

@@ -356,3 +356,58 @@ def test_backfill_interrupted_then_killed_resumes(engine: Engine, url: str) -> N
     assert summary["rows_fingerprinted"] == KILL_ROWS - empty - (rows_done - empty_before)
     assert _progress(engine)[2] == "done"  # type: ignore[index]
     _check_attached(engine, {})
+
+
+# -- detach, status -----------------------------------------------------------------------
+
+
+def test_prefix_status_detach_leave_the_table_as_before(engine: Engine, url: str) -> None:
+    build_legacy(engine, rows=40)
+    with engine.begin() as connection:
+        connection.execute(text("ALTER TABLE articles ADD COLUMN simhash bigint"))  # the user's own
+    before = snapshot(engine)
+    failed(cli(*ATTACH, url=url), 1, "another column prefix")
+    assert snapshot(engine) == before
+
+    ok(cli(*ATTACH, "--prefix", "fp", "--backfill", "--workers", "0", url=url))
+    status = json.loads(ok(cli("status", "--format", "json", url=url)).stdout)
+    assert [(s["table"].split(".")[-1], s["mode"], s["prefix"]) for s in status] == [("articles", "columns", "fp")]
+    assert (status[0]["rows"], status[0]["fingerprinted"], status[0]["missing"], status[0]["stale"]) == (40, 40, 0, 0)
+    best = json.loads(ok(cli("similar", "--table", "articles", "--id", "19", "--limit", "1", "--format", "json", url=url)).stdout)
+    assert best[0]["key"] == 20
+
+    detached = ok(cli("detach", "--table", "articles", url=url))
+    assert "as before attach" in detached.stdout
+    assert snapshot(engine) == before
+    assert json.loads(ok(cli("status", "--format", "json", url=url)).stdout) == []
+    failed(cli("detach", "--table", "articles", url=url), 1, "not attached")
+
+
+def test_a_registry_dropped_by_hand_breaks_no_command(engine: Engine, url: str) -> None:
+    build_legacy(engine, rows=10)
+    ok(cli(*ATTACH, "--backfill", "--workers", "0", url=url))
+    with engine.begin() as connection:
+        connection.execute(text("DROP TABLE simsql_registry"))
+    failed(cli("similar", "--table", "articles", "--id", "3", url=url), 1, "db upgrade")  # not silently unchecked
+    ok(cli("db", "upgrade", url=url))
+    assert _registry_exists(engine)
+    with engine.begin() as connection:
+        connection.execute(text("CREATE TABLE other (id int PRIMARY KEY, body text)"))
+    ok(cli("attach", "--table", "other", "--text-column", "body", url=url))
+    with engine.begin() as connection:
+        connection.execute(text("DROP TABLE simsql_registry"))
+    ok(cli("db", "downgrade", url=url))
+    assert not _registry_exists(engine)
+
+
+def test_queries_behind_an_exclusive_lock_fail_instead_of_hanging(engine: Engine, url: str) -> None:
+    build_legacy(engine, rows=20)
+    ok(cli(*ATTACH, "--backfill", "--workers", "0", url=url))
+    holder = engine.connect()
+    holder.execute(text("LOCK TABLE articles IN ACCESS EXCLUSIVE MODE"))
+    try:
+        failed(cli("similar", "--table", "articles", "--text", "some words here", url=url, timeout=30), 1, "lock timeout")
+        failed(cli("backfill", "--table", "articles", "--lock-timeout", "1s", url=url, timeout=30), 1, "gave up after waiting 1s")
+    finally:
+        holder.rollback()
+        holder.close()

@@ -159,3 +159,26 @@ def test_entry_point(database_url: str, demo_report: str) -> None:
     assert "3. Duplicate groups" in result.stdout
     assert "corpus     80 articles" in result.stdout
     assert "Traceback" not in result.stderr and "Warning" not in result.stderr, result.stderr
+
+
+def test_two_demos_at_once_do_not_collide(database_url: str) -> None:
+    # Both recreate and fill the same table; without a lock the second one's rows collide with
+    # the first one's (duplicate key on demo_articles_pkey) or its table vanishes under it.
+    import threading
+
+    errors: list[BaseException] = []
+    reports = [io.StringIO(), io.StringIO()]
+
+    def run(out: io.StringIO) -> None:
+        try:
+            run_demo(database_url, out=out, limit=40)
+        except BaseException as exc:  # collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(out,)) for out in reports]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=600)
+    assert errors == []
+    assert all("Timings" in out.getvalue() for out in reports)

@@ -90,8 +90,8 @@ def snapshot(engine: Engine, table: str = "articles") -> dict[str, object]:
 def app_config(connection, schema: str) -> Config:  # type: ignore[no-untyped-def]
     cfg = Config()
     cfg.set_main_option("script_location", str(LEGACY_APP))
-    cfg.set_main_option("version_locations", f"{LEGACY_APP / 'versions'} {simsql.alembic.versions_path()}")
-    cfg.set_main_option("path_separator", "space")
+    cfg.set_main_option("version_locations", str(LEGACY_APP / "versions"))  # the application's own only
+    cfg.set_main_option("path_separator", "os")
     cfg.attributes["connection"] = connection
     return cfg
 
@@ -131,8 +131,9 @@ def test_attach_backfill_query_downgrade_with_application_history(engine: Engine
         command.upgrade(app_config(connection, schema), "heads")
         connection.commit()
         heads = set(connection.execute(text("SELECT version_num FROM alembic_version")).scalars())
-        # simsql_0001 ran as a dependency of app_0002, which now stands for both.
         assert heads == {"app_0002"}
+        # app_0002 applied simsql_0001 (op.upgrade_simsql), recorded where `simsql db` looks.
+        assert simsql.alembic.current(connection) == ("simsql_0001",)
         assert connection.execute(text("SELECT to_regclass('simsql_registry')")).scalar()
 
     result = simsql.backfill(engine, "articles", batch_size=64, workers=0)
@@ -165,8 +166,7 @@ def test_attach_backfill_query_downgrade_with_application_history(engine: Engine
     with engine.connect() as connection:
         command.downgrade(app_config(connection, schema), "app_0001")
         connection.commit()
-        command.downgrade(app_config(connection, schema), "simsql@base")
-        connection.commit()
+        assert simsql.alembic.current(connection) == ()
     after = snapshot(engine)
     # Row 19 was edited above through the ORM; everything else must be exactly as before.
     assert after["columns"] == before["columns"]

@@ -138,3 +138,35 @@ def test_live_server_passes_the_version_check_under_both_dialect_names(mysql_eng
                 connection.execute(select(Article.id).where(simsql.similar_to(Article, 5, 3))).all()
         finally:
             engine.dispose()
+
+
+def test_raw_sql_text_changes_drop_stale_fingerprints_in_both_modes(mysql_engine: Engine) -> None:
+    """The digest invariant (simsql.storage), kept by MySQL triggers: a writer that changes the
+    text behind simsql's back leaves no fingerprint describing the old text."""
+    Base.metadata.create_all(mysql_engine)
+    with Session(mysql_engine) as session:
+        article = Article(title="Shakespeare", body="Shakespeare produced most of his known work between 1589 and 1613")
+        post = Post(title="Shakespeare", body="Shakespeare produced most of his known work between 1589 and 1613")
+        session.add_all([article, post])
+        session.commit()
+        ids = article.id, post.id
+    with mysql_engine.begin() as connection:
+        connection.execute(text("UPDATE articles SET category = 'other' WHERE id = :i"), {"i": ids[0]})
+        kept = connection.execute(text("SELECT simhash IS NOT NULL FROM articles WHERE id = :i"), {"i": ids[0]}).scalar_one()
+        assert kept, "a write that leaves the text alone keeps the fingerprint"
+        connection.execute(text("UPDATE articles SET body = 'rewritten by raw SQL' WHERE id = :i"), {"i": ids[0]})
+        connection.execute(text("UPDATE posts SET body = 'rewritten by raw SQL' WHERE id = :i"), {"i": ids[1]})
+        stale = connection.execute(text("SELECT simhash, simhash_src FROM articles WHERE id = :i"), {"i": ids[0]}).one()
+        assert tuple(stale) == (None, None)
+        assert connection.execute(text("SELECT COUNT(*) FROM posts_simhash WHERE id = :i"), {"i": ids[1]}).scalar_one() == 0
+    with Session(mysql_engine) as session:  # ORM writes keep fingerprint and digest together
+        article = session.get(Article, ids[0])
+        assert article is not None
+        article.body = "written through the ORM again"
+        session.commit()
+        assert session.execute(select(Article.simhash).where(Article.id == ids[0])).scalar_one() == (
+            simsql.binding_for(Article).fingerprinter.fingerprint("Shakespeare\nwritten through the ORM again")
+        )
+    Base.metadata.drop_all(mysql_engine)
+    with mysql_engine.connect() as connection:
+        assert connection.execute(text("SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()")).scalar_one() == 0

@@ -21,9 +21,10 @@ depends_on = None
 
 
 def upgrade() -> None:
-    version = op.get_bind().execute(sa.text("SHOW server_version_num")).scalar_one()
-    if int(version) < 140000:
-        raise RuntimeError(f"simsql needs PostgreSQL >= 14 (bit_count); server_version_num is {version}")
+    if not op.get_context().as_sql:  # offline (--sql) there is no server to ask
+        version = op.get_bind().execute(sa.text("SHOW server_version_num")).scalar_one()
+        if int(version) < 140000:
+            raise RuntimeError(f"simsql needs PostgreSQL >= 14 (bit_count); server_version_num is {version}")
     op.create_table(
         "simsql_registry",
         sa.Column("table_schema", sa.Text(), primary_key=True),
@@ -56,5 +57,6 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.execute("DROP FUNCTION IF EXISTS simsql_hamming(bigint, bigint)")
-    op.drop_table("simsql_backfill")
-    op.drop_table("simsql_registry")
+    # IF EXISTS: a table dropped by hand must not make the downgrade impossible.
+    op.execute("DROP TABLE IF EXISTS simsql_backfill")
+    op.execute("DROP TABLE IF EXISTS simsql_registry")

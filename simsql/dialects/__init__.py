@@ -314,6 +314,12 @@ def prepare_self_join(connection: Connection) -> None:
     _backend(connection.dialect).prepare_self_join(connection)
 
 
+def registry_probe_sql(dialect: Dialect) -> str:
+    """SQL run on a bare DBAPI cursor mid-statement (no SQLAlchemy): whether the registry and
+    simsql's version table exist, and the current schema; two ``%s`` parameters (their names)."""
+    return str(_backend(dialect).REGISTRY_PROBE)
+
+
 def hash_joins_expressions(dialect: Dialect) -> bool:
     """Whether the server hash-joins on an expression such as ``a.fp & mask = b.fp & mask``:
     PostgreSQL and MySQL >= 8.0.18 do; MariaDB would nest loops over every pair."""
@@ -352,6 +358,7 @@ __all__ = [
     "prepare_self_join",
     "probe_values",
     "radius_for",
+    "registry_probe_sql",
     "relation_exists",
     "server_version",
     "upsert",

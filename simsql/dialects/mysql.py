@@ -143,3 +143,70 @@ def hash_joins_expressions(dialect: Dialect) -> bool:
         return False
     version = getattr(dialect, "server_version_info", None) or (0,)
     return tuple(version) >= (8, 0, 18)
+
+
+# -- triggers (the digest invariant of simsql.storage, in MySQL's dialect) ------------------
+#
+# MySQL has no trigger functions and no "INSERT OR UPDATE" trigger: the same rule as the
+# PostgreSQL trigger is written twice (before insert, before update). ``MD5(CONCAT_WS(CHAR(10),
+# ...))`` is the digest of ``storage.join_text`` (NULLs skipped), 32 hex digits: the form in
+# which SQLAlchemy's ``Uuid`` stores a UUID where there is no native type.
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def digest_sql(columns: Sequence[str], row: str) -> str:
+    return f"MD5(CONCAT_WS(CHAR(10), {', '.join(row + quote(c) for c in columns)}))"
+
+
+def _unchanged(source: Sequence[str]) -> str:
+    return " AND ".join(f"NEW.{quote(c)} <=> OLD.{quote(c)}" for c in source)
+
+
+def row_trigger_sql(table: str, fingerprint: str, digest: str, source: Sequence[str], update: bool, name: str) -> str:
+    """Columns mode: a fingerprint is kept only with the digest of the row's current text."""
+    fp, src = f"NEW.{quote(fingerprint)}", f"NEW.{quote(digest)}"
+    if update:
+        rewritten = (
+            f"    IF NOT ({fp} <=> OLD.{quote(fingerprint)}) AND {src} <=> OLD.{quote(digest)} THEN SET {src} = NULL; END IF;\n"
+        )
+        no_digest = f"    ELSEIF NOT ({_unchanged(source)}) THEN SET {fp} = NULL;\n"
+    else:
+        rewritten, no_digest = "", ""
+    return (
+        f"CREATE TRIGGER {quote(name)} BEFORE {'UPDATE' if update else 'INSERT'} ON {quote(table)} FOR EACH ROW\n"
+        f"BEGIN\n"
+        f"  IF {fp} IS NOT NULL THEN\n"
+        f"{rewritten}"
+        f"    IF {src} IS NOT NULL THEN\n"
+        f"      IF {src} <> {digest_sql(source, 'NEW.')} THEN SET {fp} = NULL; END IF;\n"
+        f"{no_digest}"
+        f"    END IF;\n"
+        f"  END IF;\n"
+        f"  IF {fp} IS NULL THEN SET {src} = NULL; END IF;\n"
+        f"END"
+    )
+
+
+def stale_trigger_sql(table: str, side: str, digest: str, keys: Sequence[str], side_keys: Sequence[str], source: Sequence[str], name: str) -> str:
+    """Side-table mode: a row whose text changed loses its side row, unless that row already
+    holds the new text's fingerprint."""
+    condition = " AND ".join(f"{quote(s)} = OLD.{quote(k)}" for s, k in zip(side_keys, keys))
+    return (
+        f"CREATE TRIGGER {quote(name)} AFTER UPDATE ON {quote(table)} FOR EACH ROW\n"
+        f"BEGIN\n"
+        f"  IF NOT ({_unchanged(source)}) THEN\n"
+        f"    DELETE FROM {quote(side)} WHERE {condition} AND NOT ({quote(digest)} <=> {digest_sql(source, 'NEW.')});\n"
+        f"  END IF;\n"
+        f"END"
+    )
+
+
+REGISTRY_PROBE = (
+    "SELECT (SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s) > 0, "
+    "(SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s) > 0, "
+    "DATABASE()"
+)
+"""On the DBAPI cursor (format paramstyle): registry present, version table present, schema."""

@@ -91,3 +91,7 @@ def prepare_self_join(connection: Connection) -> None:
 
 def hash_joins_expressions(dialect: Dialect) -> bool:
     return True
+
+
+REGISTRY_PROBE = "SELECT to_regclass(%s) IS NOT NULL, to_regclass(%s) IS NOT NULL, current_schema()"
+"""On the DBAPI cursor (format paramstyle): registry present, version table present, schema."""

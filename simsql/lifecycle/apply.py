@@ -37,8 +37,10 @@ class Timeouts:
 
 
 DDL = Timeouts()
-INDEX_BUILD = Timeouts(lock="5s", statement=None)
-"""A concurrent build may run for hours on a big table; only its lock waits are bounded."""
+INDEX_BUILD = Timeouts(lock="10min", statement=None)
+"""A concurrent build may run for hours on a big table, and before it starts it waits for every
+transaction in the database that is older than it: harmless to others (it blocks no reader or
+writer), so that wait is bounded generously; the build itself is not bounded."""
 
 
 def is_autocommit(connection: Connection) -> bool:
@@ -76,7 +78,8 @@ def blockers(connection: Connection, relations: Sequence[str]) -> str:
             "date_trunc('second', now() - a.xact_start) AS age FROM pg_stat_activity a "
             "LEFT JOIN pg_locks l ON l.pid = a.pid AND l.granted "
             "WHERE a.pid <> pg_backend_pid() AND a.datname = current_database() AND a.xact_start IS NOT NULL "
-            "AND (l.relation = ANY(CAST(:relations AS regclass[])) OR a.state LIKE 'idle in transaction%') "
+            "AND (l.relation = ANY(CAST(:relations AS regclass[])) OR a.state LIKE 'idle in transaction%' "
+            "OR a.wait_event_type IS NULL AND a.state = 'active') "
             "ORDER BY a.pid"
         ),
         {"relations": list(relations)},
@@ -114,7 +117,10 @@ def _run_steps(connection: Connection, steps: Sequence[Step], autocommit: bool) 
         if step.concurrently and not autocommit:
             raise RuntimeError(f"{step.what} must run outside a transaction block (autocommit)")
         try:
-            connection.execute(text(step.sql), dict(step.params))
+            if step.params:
+                connection.execute(text(step.sql), dict(step.params))
+            else:  # no bind parsing: a quoted identifier may contain ":name"
+                connection.exec_driver_sql(step.sql)
         except DBAPIError as error:
             kind = timeout_kind(error)
             if kind is None:

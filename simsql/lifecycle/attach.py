@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Connection
 
 from .. import registry
-from ..errors import ConfigMismatch, NotAttached, SchemaError
+from ..errors import NotAttached, SchemaError
 from ..fingerprint import DEFAULT, Fingerprinter
 from ..schema import DEFAULT_PREFIX, Attachment, Names
 from . import apply, catalog, ddl
@@ -147,9 +147,29 @@ def drop_simhash_indexes(
 
 
 def plan_detach(connection: Connection, table: str, *, schema: str | None = None) -> tuple[Attachment, Plan]:
+    """Read the catalog and describe what detaching ``table`` drops; refuses (nothing changed)
+    while another object depends on it: a view over the fingerprint column, a user's index on
+    it, a foreign key to the side table."""
     schema, entry = attached_names(connection, table, schema)
     facts = catalog.require_table(connection, table, schema)
-    return entry, ddl.detach(schema, entry.names, triggers=facts.triggers)
+    harmed = dependents(connection, schema, entry.names, facts)
+    if harmed:
+        raise SchemaError(
+            f"detaching {schema}.{table} would drop objects simsql did not create: {'; '.join(harmed)}. "
+            "Drop or change them first, then run detach again"
+        )
+    return entry, ddl.detach(schema, entry.names, triggers=facts.triggers, columns=list(facts.columns))
+
+
+def dependents(connection: Connection, schema: str, names: Names, facts: catalog.TableFacts) -> list[str]:
+    """Objects simsql did not create that depend on what detaching would drop."""
+    if names.side is None:
+        ours = [c for c in names.added_columns if c in facts.columns]
+        return catalog.dependents(connection, schema, names.table, ours, own=names.indexes)
+    if catalog.table_facts(connection, names.side, schema) is None:
+        return []
+    found = catalog.dependents(connection, schema, names.side, [], own=names.indexes)
+    return [d for d in found if not (d.startswith("constraint ") and d.endswith(f" on table {names.side}"))]
 
 
 def drop_simhash(
@@ -183,7 +203,6 @@ def check_fingerprinter(entry: Attachment, fingerprinter: Fingerprinter | None) 
 
 __all__ = [
     "AttachPlan",
-    "ConfigMismatch",
     "add_simhash",
     "create_simhash_indexes",
     "drop_simhash",

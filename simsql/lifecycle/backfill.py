@@ -6,9 +6,15 @@ Guarantees, and how they are kept:
   fingerprints *and* the cursor (``simsql_backfill``). Killed at any instant, the batch in flight
   rolls back; a rerun continues after the last committed batch. Only rows still lacking a
   fingerprint are ever selected, so a rerun after completion is cheap and changes nothing.
-* **Concurrent writers win.** A fingerprint is written only if the row is unchanged since it
-  was read (same ``xmin``); a row edited meanwhile keeps NULL (its trigger also nulls a stale
-  fingerprint) and is picked up by the catch-up pass that follows the main pass.
+* **Concurrent writers win.** Every fingerprint is written with the digest of the text it was
+  computed from, and the database stores it only if the row still holds that text: the row
+  trigger checks it in columns mode; in side-table mode the write locks the user's rows
+  (``FOR SHARE``) and compares digests, so a writer that changed a row after it was read
+  either commits first (the fingerprint is not stored) or waits (its trigger then removes
+  it). Rows skipped that way are picked up by the catch-up pass that follows the main pass.
+* **Bounded.** Batches are cut by ``batch_size`` rows *and* ``max_batch_bytes`` of text, so
+  a table of multi-megabyte documents does not need gigabytes; every statement runs under
+  ``lock_timeout`` / ``statement_timeout``.
 * **Throughput.** Fingerprinting runs in worker processes while the main process reads the
   next batch and writes the previous one, so database time and CPU time overlap.
 """
@@ -16,26 +22,38 @@ Guarantees, and how they are kept:
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
 from .. import registry
+from ..bits import to_signed
 from ..dialects import check_server
-from ..errors import ConfigMismatch, NotAttached, SchemaError
+from ..errors import ConfigMismatch, LockTimeout, NotAttached, SchemaError
 from ..fingerprint import Fingerprinter
-from ..schema import Names
-from ..storage import binding_for
-from . import catalog
+from ..schema import PROGRESS_TABLE, Names
+from ..storage import binding_for, digest_sql, join_text, quote, text_digest
+from ..urls import engine_for
+from . import apply, catalog
 
 ProgressCallback = Callable[[int, int], None]
+
+DEFAULT_MAX_BATCH_BYTES = 16 * 1024 * 1024
+"""Text read per batch; at most three batches are in memory at once (read, fingerprinting,
+written), each held about twice (the rows and the copy sent to a worker)."""
+
+RETRIES = 5
+"""A batch that deadlocks with a writer is rolled back and tried again this many times."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +74,9 @@ class BackfillResult:
 
 
 @dataclass(frozen=True)
-class _Plan:
+class _Job:
+    """One table to backfill, resolved from the registry or a mapped class."""
+
     schema: str
     table: str
     keys: tuple[str, ...]
@@ -64,10 +84,6 @@ class _Plan:
     source: tuple[str, ...]
     names: Names
     fingerprinter: Fingerprinter
-
-    @property
-    def side_table(self) -> str | None:
-        return self.names.side
 
 
 def _fingerprint_batch(fingerprinter: Fingerprinter, texts: list[str | None]) -> list[int | None]:
@@ -77,118 +93,300 @@ def _fingerprint_batch(fingerprinter: Fingerprinter, texts: list[str | None]) ->
     return [next(fingerprints) if t is not None else None for t in texts]
 
 
-def _plan(connection: Connection, target: type | str, schema: str | None, fingerprinter: Fingerprinter | None) -> _Plan:
+def _resolve(connection: Connection, target: type | str, schema: str | None, fingerprinter: Fingerprinter | None) -> _Job:
     if isinstance(target, type):
         binding = binding_for(target)
-        base = binding.model.__table__  # type: ignore[attr-defined]
+        base: Any = binding.model.__table__  # type: ignore[attr-defined]
         schema = base.schema or registry.current_schema(connection)
-        table = base.name
-        source = tuple(binding.model.__mapper__.attrs[name].columns[0].name for name in binding.source)  # type: ignore[attr-defined]
-        chosen = fingerprinter or binding.fingerprinter
+        table, source, names = base.name, binding.source_columns, binding.names
         if fingerprinter is not None and fingerprinter != binding.fingerprinter:
             raise ConfigMismatch(
-                f"{target.__name__} is configured with {binding.fingerprinter.config_id}, "
-                f"not {fingerprinter.config_id}"
+                f"{target.__name__} is configured with {binding.fingerprinter.config_id}, not {fingerprinter.config_id}"
             )
-        names = binding.names
+        chosen = binding.fingerprinter
+        registry.claim(connection, table, schema, chosen, source, names)
     else:
         schema = schema or registry.current_schema(connection)
         entry = registry.read(connection, target, schema)
         if entry is None:
             raise NotAttached(
-                f"{schema}.{target} is not attached to simsql (no registry entry); "
-                "run `simsql attach` or op.add_simhash() first"
+                f"{schema}.{target} is not attached to simsql (no registry entry); run `simsql attach` or op.add_simhash() first"
             )
-        table = target
-        source = entry.source
-        names = entry.names
+        table, source, names = target, entry.source, entry.names
         chosen = fingerprinter or registry.fingerprinter_from_settings(entry.settings)
     registry.check(connection, table, schema, chosen.config_id)
     info = catalog.describe(connection, table, source, schema)
     holder = catalog.table_facts(connection, names.holder, schema)
-    if holder is None or names.fingerprint not in holder.columns:
-        raise SchemaError(f"{schema}.{names.holder} has no {names.fingerprint!r} column; attach simsql first")
-    return _Plan(schema, table, info.keys, info.key_types, source, names, chosen)
+    missing = [c for c in (names.fingerprint, names.digest) if holder is None or c not in holder.columns]
+    if missing:
+        raise SchemaError(
+            f"{schema}.{names.holder} has no column {', '.join(map(repr, missing))}: attach simsql first (a table "
+            "attached by an older simsql needs `simsql detach` then `simsql attach`)"
+        )
+    return _Job(schema, table, info.keys, info.key_types, source, names, chosen)
 
 
 class _Statements:
-    """SQL for one plan; identifiers quoted by the dialect, values always bound."""
+    """SQL for one job; identifiers quoted, values always bound, key values cast to the key's
+    own type (a cursor over ``bytea`` or ``uuid`` keys resumes exactly)."""
 
-    def __init__(self, connection: Connection, plan: _Plan) -> None:
-        q = connection.dialect.identifier_preparer.quote_identifier
-        self.base = f"{q(plan.schema)}.{q(plan.table)}"
-        keys = [q(k) for k in plan.keys]
-        key_list = ", ".join(f"b.{k}" for k in keys)
+    def __init__(self, job: _Job) -> None:
+        keys = [quote(k) for k in job.keys]
         self.key_count = len(keys)
-        after = (
-            f"b.{keys[0]} > :last_0"
-            if len(keys) == 1
-            else f"({key_list}) > ({', '.join(f':last_{i}' for i in range(len(keys)))})"
-        )
-        texts = ", ".join(f"b.{q(c)}" for c in plan.source)
-        order = ", ".join(f"b.{k}" for k in keys)
-        if plan.side_table is None:
-            missing = f"b.{q(plan.names.fingerprint)} IS NULL"
+        self.base = f"{quote(job.schema)}.{quote(job.table)}"
+        key_list = ", ".join(f"b.{k}" for k in keys)
+        last = [f"CAST(:last_{i} AS {t})" for i, t in enumerate(job.key_types)]
+        after = f"({key_list}) > ({', '.join(last)})" if len(keys) > 1 else f"b.{keys[0]} > {last[0]}"
+        if job.names.side is None:
+            missing = f"b.{quote(job.names.fingerprint)} IS NULL"
             source_from = f"{self.base} AS b"
         else:
-            side = f"{q(plan.schema)}.{q(plan.side_table)}"
-            join = " AND ".join(f"s.{k} = b.{k}" for k in keys)
+            side = f"{quote(job.schema)}.{quote(job.names.side)}"
+            side_keys = [quote(k) for k in job.names.side_keys(job.keys)]
+            join = " AND ".join(f"s.{s} = b.{k}" for s, k in zip(side_keys, keys))
             source_from = f"{self.base} AS b LEFT JOIN {side} AS s ON {join}"
-            missing = f"s.{keys[0]} IS NULL"
-        select_head = f"SELECT {key_list}, b.xmin::text, {texts} FROM {source_from} WHERE {missing}"
-        self.first = text(f"{select_head} ORDER BY {order} LIMIT :limit")
-        self.next = text(f"{select_head} AND {after} ORDER BY {order} LIMIT :limit")
+            missing = f"s.{side_keys[0]} IS NULL"
+        size = " + ".join(f"coalesce(octet_length(b.{quote(c)}), 0)" for c in job.source)
+        # As text, the way the digest reads them (char(n) loses its padding in both).
+        texts = ", ".join(f"CAST(b.{quote(c)} AS text)" for c in job.source)
+        tail = f"ORDER BY {key_list} LIMIT :limit"
+        self.sizes = {
+            False: text(f"SELECT {size} FROM {source_from} WHERE {missing} {tail}"),
+            True: text(f"SELECT {size} FROM {source_from} WHERE {missing} AND {after} {tail}"),
+        }
+        self.rows = {
+            False: text(f"SELECT {key_list}, {texts} FROM {source_from} WHERE {missing} {tail}"),
+            True: text(f"SELECT {key_list}, {texts} FROM {source_from} WHERE {missing} AND {after} {tail}"),
+        }
         self.count = text(f"SELECT count(*) FROM {source_from} WHERE {missing}")
+        self.write = self._write(job, keys)
 
+    def _write(self, job: _Job, keys: list[str]) -> Any:
         arrays = ", ".join(
-            [f"CAST(:k_{i} AS {t}[])" for i, t in enumerate(plan.key_types)] + ["CAST(:fps AS bigint[])", "CAST(:xmins AS text[])"]
+            [f"CAST(:k_{i} AS {t}[])" for i, t in enumerate(job.key_types)]
+            + ["CAST(:fps AS bigint[])", "CAST(:srcs AS uuid[])"]
         )
-        names = ", ".join([f"k_{i}" for i in range(len(keys))] + ["fp", "xmin"])
+        columns = ", ".join([f"k_{i}" for i in range(len(keys))] + ["fp", "src"])
         match = " AND ".join(f"b.{k} = v.k_{i}" for i, k in enumerate(keys))
-        if plan.side_table is None:
-            self.write = text(
-                f"UPDATE {self.base} AS b SET {q(plan.names.fingerprint)} = v.fp FROM unnest({arrays}) AS v({names}) "
-                f"WHERE {match} AND b.xmin::text = v.xmin AND b.{q(plan.names.fingerprint)} IS NULL"
+        fp, src = quote(job.names.fingerprint), quote(job.names.digest)
+        if job.names.side is None:
+            # The row trigger keeps the fingerprint only if src is the digest of the row's text.
+            return text(
+                f"UPDATE {self.base} AS b SET {fp} = v.fp, {src} = v.src FROM unnest({arrays}) AS v({columns}) "
+                f"WHERE {match} AND b.{fp} IS NULL RETURNING b.{fp} IS NOT NULL"
             )
-        else:
-            side = f"{q(plan.schema)}.{q(plan.side_table)}"
-            self.write = text(
-                f"INSERT INTO {side} ({', '.join(keys)}, {q(plan.names.fingerprint)}) "
-                f"SELECT {', '.join(f'v.k_{i}' for i in range(len(keys)))}, v.fp FROM unnest({arrays}) AS v({names}) "
-                f"JOIN {self.base} AS b ON {match} AND b.xmin::text = v.xmin ON CONFLICT DO NOTHING"
-            )
+        side = f"{quote(job.schema)}.{quote(job.names.side)}"
+        side_keys = ", ".join(quote(k) for k in job.names.side_keys(job.keys))
+        return text(
+            f"INSERT INTO {side} ({side_keys}, {fp}, {src}) "
+            f"SELECT {', '.join(f'v.k_{i}' for i in range(len(keys)))}, v.fp, v.src FROM unnest({arrays}) AS v({columns}) "
+            f"JOIN {self.base} AS b ON {match} WHERE {digest_sql(job.source, 'b.')} = v.src "
+            f"ORDER BY {', '.join(f'v.k_{i}' for i in range(len(keys)))} FOR SHARE OF b "
+            f"ON CONFLICT DO NOTHING RETURNING {fp} IS NOT NULL"
+        )
 
 
-def _read_progress(connection: Connection, plan: _Plan) -> tuple[str, list[Any] | None, bool]:
+def _encode_key(value: Any) -> Any:
+    """A key value as JSON that PostgreSQL casts back to the key's type."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "\\x" + bytes(value).hex()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def _cursor_params(cursor: Sequence[Any]) -> dict[str, Any]:
+    return {f"last_{i}": None if v is None else str(_encode_key(v)) for i, v in enumerate(cursor)}
+
+
+def _read_progress(connection: Connection, job: _Job) -> tuple[str, list[Any] | None, bool]:
     row = connection.execute(
-        text(
-            f"SELECT config_id, phase, last_key FROM {registry.PROGRESS_TABLE} "
-            "WHERE table_schema = :schema AND table_name = :table"
-        ),
-        {"schema": plan.schema, "table": plan.table},
+        text(f"SELECT config_id, phase, last_key FROM {PROGRESS_TABLE} WHERE table_schema = :schema AND table_name = :table"),
+        {"schema": job.schema, "table": job.table},
     ).first()
-    if row is None or row.phase == "done" or row.config_id != plan.fingerprinter.config_id:
+    if row is None or row.phase == "done" or row.config_id != job.fingerprinter.config_id:
         return "scan", None, False
     return row.phase, row.last_key, True
 
 
-def _save_progress(connection: Connection, plan: _Plan, phase: str, last_key: list[Any] | None, rows: int) -> None:
+def _save_progress(connection: Connection, job: _Job, phase: str, last_key: Sequence[Any] | None, rows: int) -> None:
     connection.execute(
         text(
-            f"INSERT INTO {registry.PROGRESS_TABLE} (table_schema, table_name, config_id, phase, last_key, rows_done) "
+            f"INSERT INTO {PROGRESS_TABLE} (table_schema, table_name, config_id, phase, last_key, rows_done) "
             "VALUES (:schema, :table, :config, :phase, CAST(:last_key AS jsonb), :rows) "
             "ON CONFLICT (table_schema, table_name) DO UPDATE SET config_id = excluded.config_id, phase = excluded.phase, "
-            f"last_key = excluded.last_key, rows_done = {registry.PROGRESS_TABLE}.rows_done + excluded.rows_done, updated_at = now()"
+            f"last_key = excluded.last_key, rows_done = {PROGRESS_TABLE}.rows_done + excluded.rows_done, updated_at = now()"
         ),
         {
-            "schema": plan.schema,
-            "table": plan.table,
-            "config": plan.fingerprinter.config_id,
+            "schema": job.schema,
+            "table": job.table,
+            "config": job.fingerprinter.config_id,
             "phase": phase,
-            "last_key": None if last_key is None else json.dumps(last_key, default=str),
+            "last_key": None if last_key is None else json.dumps([_encode_key(v) for v in last_key]),
             "rows": rows,
         },
     )
+
+
+@dataclass
+class _Batch:
+    keys: list[list[Any]]
+    texts: list[str | None]
+    fingerprints: Future[list[int | None]] | list[int | None]
+    phase: str
+
+    def result(self) -> list[int | None]:
+        return self.fingerprints.result() if isinstance(self.fingerprints, Future) else self.fingerprints
+
+
+@dataclass
+class _Counters:
+    read: int = 0
+    done: int = 0
+    fingerprinted: int = 0
+    empty: int = 0
+    skipped: int = 0
+    batches: int = 0
+    seen_empty: set[tuple[Any, ...]] = field(default_factory=set)
+
+
+class _Run:
+    """One backfill: reads keyset batches, fingerprints them (in workers), writes them."""
+
+    def __init__(self, engine: Engine, job: _Job, options: dict[str, Any], pool: ProcessPoolExecutor | None) -> None:
+        self.engine, self.job, self.pool = engine, job, pool
+        self.statements = _Statements(job)
+        self.batch_size: int = options["batch_size"]
+        self.max_bytes: int = options["max_batch_bytes"]
+        self.timeouts: apply.Timeouts = options["timeouts"]
+        self.progress: ProgressCallback | None = options["progress"]
+        self.has_progress_table: bool = options["has_progress_table"]
+        self.total: int = options["total"]
+        self.counters = _Counters()
+
+    def read(self, reader: Connection, cursor: list[Any] | None) -> list[Any]:
+        """The next rows after ``cursor``: at most ``batch_size`` rows and ``max_batch_bytes`` of
+        text (always at least one row). Sizes are read first, without the texts."""
+        apply.set_timeouts(reader, self.timeouts)
+        params: dict[str, Any] = {"limit": self.batch_size, **(_cursor_params(cursor) if cursor else {})}
+        sizes = list(reader.execute(self.statements.sizes[cursor is not None], params).scalars())
+        budget, count = self.max_bytes, 0
+        for size in sizes:
+            if count and size > budget:
+                break
+            budget -= size
+            count += 1
+        rows = list(reader.execute(self.statements.rows[cursor is not None], {**params, "limit": max(count, 1)})) if sizes else []
+        reader.rollback()
+        return rows
+
+    def submit(self, rows: list[Any], phase: str) -> _Batch | None:
+        n = self.statements.key_count
+        rows = [r for r in rows if tuple(r[:n]) not in self.counters.seen_empty]  # found empty earlier in this run
+        if not rows:
+            return None
+        keys = [list(r[:n]) for r in rows]
+        texts = [_row_text(r[n:]) for r in rows]
+        self.counters.read += len(rows)
+        if self.pool is None:
+            return _Batch(keys, texts, _fingerprint_batch(self.job.fingerprinter, texts), phase)
+        return _Batch(keys, texts, self.pool.submit(_fingerprint_batch, self.job.fingerprinter, texts), phase)
+
+    def write(self, writer: Connection, batch: _Batch) -> None:
+        fingerprints = batch.result()
+        for attempt in range(RETRIES + 1):
+            try:
+                written = self._write_once(writer, batch, fingerprints)
+                break
+            except DBAPIError as error:
+                writer.rollback()
+                if getattr(getattr(error, "orig", None), "sqlstate", None) != "40P01" or attempt == RETRIES:
+                    raise
+                time.sleep(0.05 * (attempt + 1))  # deadlocked with a writer: it won, try again
+        self._count(batch, fingerprints, written)
+
+    def _write_once(self, writer: Connection, batch: _Batch, fingerprints: list[int | None]) -> int:
+        apply.set_timeouts(writer, self.timeouts)
+        side = self.job.names.side is not None
+        chosen = [
+            (k, None if f is None else to_signed(f), None if t is None else str(text_digest(t)))
+            for k, f, t in zip(batch.keys, fingerprints, batch.texts)
+            if f is not None or (side and t is not None)
+        ]
+        written = 0
+        if chosen:
+            params: dict[str, Any] = {f"k_{i}": [k[i] for k, _, _ in chosen] for i in range(self.statements.key_count)}
+            params["fps"] = [f for _, f, _ in chosen]
+            params["srcs"] = [s for _, _, s in chosen]
+            written = sum(1 for stored in writer.execute(self.statements.write, params).scalars() if stored)
+        if self.has_progress_table:
+            _save_progress(writer, self.job, batch.phase, batch.keys[-1], len(batch.keys))
+        writer.commit()
+        return written
+
+    def _count(self, batch: _Batch, fingerprints: list[int | None], written: int) -> None:
+        c = self.counters
+        c.batches += 1
+        empties = [tuple(k) for k, f in zip(batch.keys, fingerprints) if f is None]
+        c.seen_empty.update(empties)
+        c.empty += len(empties)
+        c.fingerprinted += written
+        c.skipped += sum(1 for f in fingerprints if f is not None) - written
+        c.done += len(batch.keys)
+        if self.progress is not None:
+            self.progress(c.done, max(self.total, c.read))
+
+    def phase(self, reader: Connection, writer: Connection, phase: str, cursor: list[Any] | None) -> None:
+        """Read, fingerprint and write batches until no row is left; two batches stay in
+        flight so reading, fingerprinting and writing overlap."""
+        in_flight: deque[_Batch] = deque()
+        while True:
+            rows = self.read(reader, cursor)
+            if rows:
+                cursor = list(rows[-1][: self.statements.key_count])
+                batch = self.submit(rows, phase)
+                if batch is not None:
+                    in_flight.append(batch)
+            while in_flight and (len(in_flight) > 2 or not rows):
+                self.write(writer, in_flight.popleft())
+            if not rows:
+                return
+
+
+def _row_text(values: Sequence[Any]) -> str | None:
+    for value in values:
+        if value is not None and not isinstance(value, str):
+            raise SchemaError(f"source column holds {type(value).__name__}, not text")
+    return join_text(list(values))
+
+
+def _pool(workers: int | None, total: int, batch_size: int) -> ProcessPoolExecutor | None:
+    if workers is None:
+        workers = min(4, os.cpu_count() or 1)
+    if workers <= 0 or total <= batch_size:
+        return None
+    # Workers ignore Ctrl-C: the main process decides, and a worker traceback helps nobody.
+    return ProcessPoolExecutor(max_workers=workers, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
+
+
+@contextmanager
+def _explained_timeouts(engine: Engine, label: str, timeouts: apply.Timeouts) -> Iterator[None]:
+    """A PostgreSQL timeout becomes :class:`LockTimeout`, naming who held the table and what
+    was kept."""
+    try:
+        yield
+    except DBAPIError as error:
+        kind = apply.timeout_kind(error)
+        if kind is None:
+            raise
+        with engine.connect() as connection:
+            holders = apply.blockers(connection, [])
+        bound = timeouts.lock if kind == "lock" else timeouts.statement
+        raise LockTimeout(
+            f"backfill of {label} gave up after waiting {bound} for "
+            f"{'a lock' if kind == 'lock' else 'a statement to finish'} (open transactions: {holders}). Every batch "
+            "committed before it is kept: run the same backfill again to resume where it stopped."
+        ) from error
 
 
 def backfill(
@@ -198,145 +396,62 @@ def backfill(
     schema: str | None = None,
     fingerprinter: Fingerprinter | None = None,
     batch_size: int = 2000,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
     workers: int | None = None,
     progress: ProgressCallback | None = None,
+    lock_timeout: str | None = "5s",
+    statement_timeout: str | None = "5min",
 ) -> BackfillResult:
     """Fingerprint every row of ``target`` (a mapped class, or an attached table's name) that
     has no fingerprint yet.
 
     ``workers`` processes fingerprint in parallel (default: CPU count, at most 4; 0 = in this
-    process). ``progress(rows_done, rows_total_estimate)`` is called after each batch.
-    Interrupt it at any point (Ctrl-C, SIGKILL): a rerun resumes after the last batch.
+    process). A batch holds at most ``batch_size`` rows and ``max_batch_bytes`` of text.
+    ``progress(rows_done, rows_total_estimate)`` is called after each batch. Interrupt it at
+    any point (Ctrl-C, SIGKILL): a rerun resumes after the last batch. A statement that waits
+    longer than ``lock_timeout`` or runs longer than ``statement_timeout`` raises
+    :class:`~simsql.errors.LockTimeout`.
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    engine = create_engine(bind) if isinstance(bind, str) else bind
+    for name, value in (("batch_size", batch_size), ("max_batch_bytes", max_batch_bytes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    timeouts = apply.Timeouts(lock_timeout, statement_timeout)
+    engine = engine_for(bind) if isinstance(bind, str) else bind
     started = time.perf_counter()
-    with engine.connect() as connection:
-        check_server(connection)
-        plan = _plan(connection, target, schema, fingerprinter)
-        statements = _Statements(connection, plan)
-        has_progress_table = registry.progress_exists(connection)
-        phase, last_key, resumed = _read_progress(connection, plan) if has_progress_table else ("scan", None, False)
-        total = int(connection.execute(statements.count).scalar_one())
-        connection.rollback()
-
-    if workers is None:
-        import os
-
-        workers = min(4, os.cpu_count() or 1)
-    # Workers ignore Ctrl-C: the main process decides, and a worker traceback helps nobody.
-    pool = (
-        ProcessPoolExecutor(max_workers=workers, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
-        if workers > 0 and total > batch_size
-        else None
-    )
-    seen_empty: set[tuple[Any, ...]] = set()
-    counters = {"read": 0, "done": 0, "fingerprinted": 0, "empty": 0, "skipped": 0, "batches": 0}
-
-    def fingerprint_async(texts: list[str | None]) -> Future[list[int | None]] | list[int | None]:
-        if pool is None:
-            return _fingerprint_batch(plan.fingerprinter, texts)
-        return pool.submit(_fingerprint_batch, plan.fingerprinter, texts)
-
+    label = target if isinstance(target, str) else getattr(target, "__tablename__", target.__name__)
+    label = f"{schema}.{label}" if schema else label
     try:
-        with engine.connect() as reader, engine.connect() as writer:
-            for current_phase in ("scan", "catchup"):
-                if current_phase == "scan" and phase == "catchup":
-                    continue
-                cursor = last_key if current_phase == phase else None
-                in_flight: deque[tuple[list[Any], Any, list[str], list[Any]]] = deque()
-                while True:
-                    rows = _read_batch(reader, statements, cursor, batch_size)
-                    reader.rollback()
-                    cursor_done = not rows
-                    if rows:
-                        cursor = list(rows[-1][: statements.key_count])
-                        # Rows found empty earlier in this run stay NULL; don't count them twice.
-                        rows = [r for r in rows if tuple(r[: statements.key_count]) not in seen_empty]
-                    if rows:
-                        keys = [list(r[: statements.key_count]) for r in rows]
-                        xmins = [r[statements.key_count] for r in rows]
-                        texts = [_join_text(r[statements.key_count + 1 :]) for r in rows]
-                        in_flight.append((keys, fingerprint_async(texts), xmins, keys[-1]))
-                        counters["read"] += len(rows)
-                    # Keep two batches in flight so reading, fingerprinting and writing overlap.
-                    while in_flight and (len(in_flight) > 2 or cursor_done):
-                        batch_keys, pending, batch_xmins, batch_last = in_flight.popleft()
-                        fingerprints = pending.result() if isinstance(pending, Future) else pending
-                        written = _write_batch(writer, statements, plan, batch_keys, fingerprints, batch_xmins)
-                        if has_progress_table:
-                            _save_progress(writer, plan, current_phase, batch_last, len(batch_keys))
-                        writer.commit()
-                        counters["batches"] += 1
-                        empties = [tuple(k) for k, f in zip(batch_keys, fingerprints) if f is None]
-                        seen_empty.update(empties)
-                        counters["empty"] += len(empties)
-                        counters["fingerprinted"] += written
-                        counters["skipped"] += sum(1 for f in fingerprints if f is not None) - written
-                        counters["done"] += len(batch_keys)
-                        if progress is not None:
-                            progress(counters["done"], max(total, counters["read"]))
-                    if cursor_done:
-                        break
-            if has_progress_table:
-                _save_progress(writer, plan, "done", None, 0)
-                writer.commit()
+        with _explained_timeouts(engine, label, timeouts), engine.connect() as connection:
+            apply.set_timeouts(connection, timeouts)
+            check_server(connection)
+            job = _resolve(connection, target, schema, fingerprinter)
+            has_progress_table = registry.progress_exists(connection)
+            phase, last_key, resumed = _read_progress(connection, job) if has_progress_table else ("scan", None, False)
+            total = int(connection.execute(_Statements(job).count).scalar_one())
+            connection.commit()
+        options = dict(batch_size=batch_size, max_batch_bytes=max_batch_bytes, timeouts=timeouts, progress=progress,
+                       has_progress_table=has_progress_table, total=total)
+        run = _Run(engine, job, options, _pool(workers, total, batch_size))
+        try:
+            with _explained_timeouts(engine, label, timeouts):
+                _run_phases(run, phase, last_key)
+        finally:
+            if run.pool is not None:
+                run.pool.shutdown(wait=False, cancel_futures=True)
     finally:
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
         if isinstance(bind, str):
             engine.dispose()
-    return BackfillResult(
-        rows_read=counters["read"],
-        rows_fingerprinted=counters["fingerprinted"],
-        rows_empty=counters["empty"],
-        rows_skipped_changed=counters["skipped"],
-        batches=counters["batches"],
-        seconds=time.perf_counter() - started,
-        resumed=resumed,
-    )
+    c = run.counters
+    return BackfillResult(c.read, c.fingerprinted, c.empty, c.skipped, c.batches, time.perf_counter() - started, resumed)
 
 
-def _join_text(values: Sequence[Any]) -> str | None:
-    parts = [v for v in values if v is not None]
-    if not parts:
-        return None
-    for part in parts:
-        if not isinstance(part, str):
-            raise SchemaError(f"source column holds {type(part).__name__}, not text")
-    return "\n".join(parts)
-
-
-def _read_batch(connection: Connection, statements: _Statements, cursor: list[Any] | None, limit: int) -> list[Any]:
-    if cursor is None:
-        return list(connection.execute(statements.first, {"limit": limit}))
-    params: dict[str, Any] = {f"last_{i}": value for i, value in enumerate(cursor)}
-    params["limit"] = limit
-    return list(connection.execute(statements.next, params))
-
-
-def _write_batch(
-    connection: Connection,
-    statements: _Statements,
-    plan: _Plan,
-    keys: list[list[Any]],
-    fingerprints: list[int | None],
-    xmins: list[str],
-) -> int:
-    from ..bits import to_signed
-
-    chosen = [
-        (k, None if f is None else to_signed(f), x)
-        for k, f, x in zip(keys, fingerprints, xmins)
-        if f is not None or plan.side_table
-    ]
-    if not chosen:
-        return 0
-    params: dict[str, Any] = {
-        f"k_{i}": [k[i] for k, _, _ in chosen] for i in range(statements.key_count)
-    }
-    params["fps"] = [f for _, f, _ in chosen]
-    params["xmins"] = [x for _, _, x in chosen]
-    result = connection.execute(statements.write, params)
-    return int(result.rowcount or 0) - (0 if plan.side_table is None else sum(1 for _, f, _ in chosen if f is None))
+def _run_phases(run: _Run, phase: str, last_key: list[Any] | None) -> None:
+    """The scan, then a catch-up pass for rows changed behind the cursor while it ran."""
+    with run.engine.connect() as reader, run.engine.connect() as writer:
+        for current in ("scan", "catchup"):
+            if current == "scan" and phase == "catchup":
+                continue
+            run.phase(reader, writer, current, last_key if current == phase else None)
+        if run.has_progress_table:
+            _save_progress(writer, run.job, "done", None, 0)
+            writer.commit()

@@ -185,3 +185,46 @@ def reflect(connection: Connection, table: str, schema: str | None = None) -> ty
         ),
     )
     return model
+
+
+def partition_tree(connection: Connection, table: str, schema: str) -> list[tuple[str, str | None, bool]]:
+    """(relation, parent, is_leaf) of a partitioned table, parents first; all in ``schema``
+    (simsql names indexes in the holder's schema)."""
+    rows = connection.execute(
+        text(
+            "SELECT c.relname, p.relname AS parent, t.isleaf, n.nspname FROM pg_partition_tree(CAST(:rel AS regclass)) t "
+            "JOIN pg_class c ON c.oid = t.relid JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "LEFT JOIN pg_class p ON p.oid = t.parentrelid ORDER BY t.level, c.relname"
+        ),
+        {"rel": qualified(schema, table)},
+    ).all()
+    elsewhere = [f"{r.nspname}.{r.relname}" for r in rows if r.nspname != schema]
+    if elsewhere:
+        raise SchemaError(
+            f"partitions of {schema}.{table} live in other schemas ({', '.join(elsewhere)}); simsql builds "
+            "per-partition indexes only for partitions in the table's own schema"
+        )
+    return [(r.relname, r.parent, bool(r.isleaf)) for r in rows]
+
+
+def dependents(connection: Connection, schema: str, table: str, columns: Sequence[str], own: Sequence[str]) -> list[str]:
+    """Objects that depend on ``columns`` of ``schema.table`` (or on the whole table when
+    ``columns`` is empty), other than simsql's ``own`` indexes: a view, a user's index, a
+    foreign key. Dropping them would harm someone else's state."""
+    rows = connection.execute(
+        text(
+            "SELECT DISTINCT pg_describe_object(d.classid, d.objid, d.objsubid) AS what, c.relname "
+            "FROM pg_depend d LEFT JOIN pg_class c ON d.classid = CAST('pg_class' AS regclass) AND c.oid = d.objid "
+            "WHERE d.refclassid = CAST('pg_class' AS regclass) AND d.refobjid = CAST(:rel AS regclass) "
+            "AND d.deptype IN ('n', 'a') AND (cardinality(CAST(:columns AS text[])) = 0 OR d.refobjsubid IN "
+            "(SELECT attnum FROM pg_attribute WHERE attrelid = CAST(:rel AS regclass) AND attname = ANY(CAST(:columns AS text[]))))"
+        ),
+        {"rel": qualified(schema, table), "columns": list(columns)},
+    ).all()
+    found = []
+    for row in rows:
+        if row.relname in own or row.what.startswith(("sequence ", "type ", "default value")):
+            continue
+        found.append(str(row.what))
+    # Views reach a table through their rewrite rule; name the view, not the rule.
+    return sorted(set(found))

@@ -22,19 +22,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.dialects import postgresql
-
 from ..dialects import block_expression_sql
 from ..errors import SchemaError
 from ..fingerprint import Fingerprinter
 from ..schema import PROGRESS_TABLE, REGISTRY_TABLE, Names
-
-_PREPARER = postgresql.dialect().identifier_preparer
-
-
-def quote(name: str) -> str:
-    return str(_PREPARER.quote_identifier(name))
-
+from ..storage import quote, row_trigger_body, stale_trigger_body, trigger_sql
 
 def qualified(schema: str, name: str) -> str:
     return f"{quote(schema)}.{quote(name)}"
@@ -88,57 +80,23 @@ class Target:
             raise SchemaError("name at least one text column to fingerprint")
 
 
-def _dollar_quote(body: str) -> str:
-    """Dollar-quote a function body with a tag that cannot occur in it."""
-    tag = "$simsql$"
-    n = 0
-    while tag in body:
-        n += 1
-        tag = f"$simsql{n}$"
-    return f"{tag}{body}{tag}"
-
-
-def _trigger(target: Target, function: str, timing: str, on: str, body: str, what: str) -> list[Step]:
-    qualified_function = qualified(target.schema, function)
+def _trigger(target: Target, function: str, timing: str, body: str, what: str) -> list[Step]:
+    create_function, create_trigger = trigger_sql(target.schema, function, timing, target.table, body)
     return [
-        Step(
-            f"CREATE FUNCTION {qualified_function}() RETURNS trigger LANGUAGE plpgsql AS {_dollar_quote(body)}",
-            f"create function {target.schema}.{function}",
-        ),
-        Step(
-            f"CREATE TRIGGER {quote(function)} {timing} ON {on} FOR EACH ROW EXECUTE FUNCTION {qualified_function}()",
-            f"create trigger {function} ({what})",
-        ),
+        Step(create_function, f"create function {target.schema}.{function}"),
+        Step(create_trigger, f"create trigger {function} ({what})"),
     ]
 
 
-def _changed(source: Sequence[str]) -> str:
-    return " OR ".join(f"NEW.{quote(c)} IS DISTINCT FROM OLD.{quote(c)}" for c in source)
-
-
 def add_columns(target: Target, names: Names) -> Plan:
-    """Columns mode: fingerprint and block columns on the user's table, and the row trigger
-    that derives blocks and never keeps a fingerprint of text the row no longer holds."""
+    """Columns mode: fingerprint, digest and block columns on the user's table, and the row
+    trigger that derives blocks and never keeps a fingerprint of text the row no longer holds."""
     base = qualified(target.schema, target.table)
-    additions = [f"ADD COLUMN {quote(names.fingerprint)} bigint"]
+    additions = [f"ADD COLUMN {quote(names.fingerprint)} bigint", f"ADD COLUMN {quote(names.digest)} uuid"]
     additions += [f"ADD COLUMN {quote(name)} integer" for name in names.blocks]
-    fingerprint = f"NEW.{quote(names.fingerprint)}"
-    assignments = "\n".join(
-        f"  NEW.{quote(name)} := {block_expression_sql(fingerprint, i)};" for i, name in enumerate(names.blocks)
-    )
-    body = f"""
-BEGIN
-  IF TG_OP = 'UPDATE' AND {fingerprint} IS NOT DISTINCT FROM OLD.{quote(names.fingerprint)}
-     AND ({_changed(target.source)}) THEN
-    -- the text changed but the writer did not refingerprint: never keep a stale fingerprint
-    {fingerprint} := NULL;
-  END IF;
-{assignments}
-  RETURN NEW;
-END
-"""
+    body = row_trigger_body(names, target.source, derive_blocks=True)
     steps = [Step(f"ALTER TABLE {base} " + ", ".join(additions), f"add columns to {target.schema}.{target.table}")]
-    steps += _trigger(target, names.row_function, "BEFORE INSERT OR UPDATE", base, body, "derives blocks")
+    steps += _trigger(target, names.row_function, "BEFORE INSERT OR UPDATE", body, "derives blocks, drops stale fingerprints")
     return Plan(tuple(steps))
 
 
@@ -158,20 +116,12 @@ def create_side_table(target: Target, names: Names) -> Plan:
         for i, name in enumerate(names.blocks)
     )
     create = (
-        f"CREATE TABLE {side} ({key_columns}, {fingerprint} bigint, {blocks}, "
+        f"CREATE TABLE {side} ({key_columns}, {fingerprint} bigint, {quote(names.digest)} uuid, {blocks}, "
         f"PRIMARY KEY ({own_keys}), FOREIGN KEY ({own_keys}) REFERENCES {base} ({keys}) ON DELETE CASCADE)"
     )
-    condition = " AND ".join(f"{quote(s)} = OLD.{quote(k)}" for s, k in zip(side_keys, target.keys))
-    body = f"""
-BEGIN
-  IF {_changed(target.source)} THEN
-    DELETE FROM {side} WHERE {condition};
-  END IF;
-  RETURN NEW;
-END
-"""
+    body = stale_trigger_body(target.schema, names, target.keys, target.source)
     steps = [Step(create, f"create side table {target.schema}.{names.side}")]
-    steps += _trigger(target, names.stale_function, "AFTER UPDATE", base, body, "drops stale side rows")
+    steps += _trigger(target, names.stale_function, "AFTER UPDATE", body, "drops stale side rows")
     return Plan(tuple(steps))
 
 
@@ -230,6 +180,31 @@ def create_indexes(
     return Plan(tuple(steps))
 
 
+def create_partitioned_indexes(
+    schema: str, names: Names, holder_keys: Sequence[str], tree: Sequence[tuple[str, str | None, bool]]
+) -> Plan:
+    """Concurrent builds for a partitioned holder (``CREATE INDEX CONCURRENTLY`` cannot run on
+    one): an index ``ON ONLY`` each partitioned table (catalog entries, no scan), one
+    concurrent build per leaf partition, then each child index attached to its parent's.
+    Once every partition's index is attached, the parent's becomes valid. ``tree``: (relation,
+    parent, is_leaf) from ``pg_partition_tree``, parents first."""
+    include = ", ".join(quote(c) for c in (names.fingerprint, *holder_keys))
+    on_only, builds, attaches = [], [], []
+    for relation, parent, is_leaf in tree:
+        for block in names.blocks:
+            index = names.index_on(relation, block)
+            if is_leaf:
+                sql = f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {quote(index)} ON {qualified(schema, relation)} ({quote(block)}) INCLUDE ({include})"
+                builds.append(Step(sql, f"build index {index} on partition {schema}.{relation}", concurrently=True))
+            else:
+                sql = f"CREATE INDEX IF NOT EXISTS {quote(index)} ON ONLY {qualified(schema, relation)} ({quote(block)}) INCLUDE ({include})"
+                on_only.append(Step(sql, f"declare index {index} on partitioned {schema}.{relation}"))
+            if parent is not None:
+                sql = f"ALTER INDEX {qualified(schema, names.index_on(parent, block))} ATTACH PARTITION {qualified(schema, index)}"
+                attaches.append(Step(sql, f"attach index {index} to {names.index_on(parent, block)}", concurrently=True))
+    return Plan(tuple(on_only + builds + list(reversed(attaches))))
+
+
 def drop_indexes(schema: str, names: Names, *, concurrently: bool = False) -> Plan:
     keyword = "CONCURRENTLY " if concurrently else ""
     return Plan(
@@ -240,11 +215,11 @@ def drop_indexes(schema: str, names: Names, *, concurrently: bool = False) -> Pl
     )
 
 
-def detach(schema: str, names: Names, *, triggers: Sequence[str] = ()) -> Plan:
+def detach(schema: str, names: Names, *, triggers: Sequence[str] = (), columns: Sequence[str] | None = None) -> Plan:
     """Remove what :func:`attach` created (indexes go with their columns or side table).
 
-    ``triggers`` lists the simsql triggers the catalog found on the user's table; only those
-    are dropped, so detaching never fails on, or touches, an object simsql did not create.
+    ``triggers`` and ``columns`` are what the catalog found on the user's table; only simsql's
+    own are dropped (a table attached by an older simsql has no digest column).
     """
     base = qualified(schema, names.table)
     steps: list[Step] = []
@@ -255,7 +230,8 @@ def detach(schema: str, names: Names, *, triggers: Sequence[str] = ()) -> Plan:
     if names.side:
         steps.append(Step(f"DROP TABLE {qualified(schema, names.side)}", f"drop side table {schema}.{names.side}"))
     else:
-        drops = ", ".join(f"DROP COLUMN {quote(c)}" for c in (*names.blocks, names.fingerprint))
+        present = [c for c in reversed(names.added_columns) if columns is None or c in columns]
+        drops = ", ".join(f"DROP COLUMN {quote(c)}" for c in present)
         steps.append(Step(f"ALTER TABLE {base} {drops}", f"drop columns from {schema}.{names.table}"))
     return Plan(tuple(steps)) + forget(schema, names.table)
 

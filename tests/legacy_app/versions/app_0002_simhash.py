@@ -10,10 +10,11 @@ import simsql.alembic  # noqa: F401
 revision = "app_0002"
 down_revision = "app_0001"
 branch_labels = None
-depends_on = "simsql"
+depends_on = None
 
 
 def upgrade() -> None:
+    op.upgrade_simsql()
     op.add_simhash("articles", source=["title", "body"])
     op.create_simhash_indexes("articles", concurrently=True)
 
@@ -21,3 +22,4 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_simhash_indexes("articles", concurrently=True)
     op.drop_simhash("articles")
+    op.downgrade_simsql()

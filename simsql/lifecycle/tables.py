@@ -1,0 +1,176 @@
+"""The lifecycle of an attached table, on an engine: attach, detach, status.
+
+These are what the command line runs (``simsql attach / detach / status``) and what a script
+calls; each one reads the catalog, describes its DDL and runs it bounded in time, opening its
+own transactions (``CREATE INDEX CONCURRENTLY`` needs autocommit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import Connection
+
+from .. import registry
+from ..dialects import check_server
+from ..fingerprint import Fingerprinter
+from ..schema import DEFAULT_PREFIX, Attachment, Names
+from ..storage import digest_sql, quote
+from . import apply, catalog, ddl
+from .attach import attached_names, plan_attach, plan_detach
+from .ddl import Plan, qualified
+
+
+def _engine(bind: Engine | str) -> Engine:
+    return create_engine(bind) if isinstance(bind, str) else bind
+
+
+def _index_plan(connection: Connection, schema: str, names: Names, keys: Sequence[str], concurrently: bool) -> Plan:
+    holder = catalog.table_facts(connection, names.holder, schema)
+    if holder is not None and holder.kind == "p" and concurrently:
+        tree = catalog.partition_tree(connection, names.holder, schema)
+        return ddl.create_partitioned_indexes(schema, names, keys, tree)
+    invalid = catalog.index_state(connection, schema, names).invalid if holder is not None else ()
+    return ddl.create_indexes(schema, names, keys, concurrently=concurrently, invalid=invalid)
+
+
+def attach_table(
+    bind: Engine | str,
+    table: str,
+    source: Sequence[str],
+    *,
+    schema: str | None = None,
+    fingerprinter: Fingerprinter | None = None,
+    side_table: bool = False,
+    prefix: str = DEFAULT_PREFIX,
+    indexes: bool = True,
+    concurrently: bool = True,
+    lock_timeout: str | None = "5s",
+    index_lock_timeout: str | None = "10min",
+) -> Attachment:
+    """Attach simsql to an existing table: columns (or a side table), trigger and registry
+    entry in one transaction, then the block indexes (built concurrently by default; on a
+    partitioned table, partition by partition). Run it again after a failure: finished steps
+    are skipped, an index a failed concurrent build left invalid is rebuilt.
+
+    Nothing changes when it refuses (an object simsql did not create holds one of its names,
+    other settings than an existing attachment). DDL waits at most ``lock_timeout`` for its
+    lock (others queue behind a waiting ``ALTER TABLE``); a concurrent index build waits at most
+    ``index_lock_timeout`` for older transactions to end (it blocks nobody meanwhile).
+    :class:`~simsql.errors.LockTimeout` names who held them."""
+    engine = _engine(bind)
+    timeouts = apply.Timeouts(lock_timeout, "10min")
+    with engine.connect() as connection, apply.bounded(connection, timeouts):
+        check_server(connection)
+        planned = plan_attach(
+            connection, table, source, schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix
+        )
+        names, target = planned.names, planned.target
+        plan = planned.plan
+        if indexes:
+            keys = names.side_keys(target.keys) if names.side else target.keys
+            plan = plan + _index_plan(connection, target.schema, names, keys, concurrently)
+    apply.run_on_engine(
+        engine,
+        plan,
+        timeouts,
+        relations=[qualified(target.schema, target.table)],
+        concurrent_timeouts=apply.Timeouts(index_lock_timeout, None),
+    )
+    registry.forget(engine)
+    with engine.connect() as connection:
+        entry = registry.read(connection, table, target.schema)
+    assert entry is not None
+    return entry
+
+
+def detach(bind: Engine | str, table: str, *, schema: str | None = None, lock_timeout: str | None = "5s") -> Attachment:
+    """Remove exactly what simsql created on ``table``: its trigger and function, the columns
+    or side table with their indexes, the registry entry and backfill cursor. The table, its
+    data, its own indexes and triggers are left as they were before attach.
+
+    Refuses (:class:`~simsql.errors.SchemaError`, nothing changed) while another object depends
+    on what would be dropped: a view over the fingerprint column, a user's index on it, a
+    foreign key to the side table. Returns the removed registry entry."""
+    engine = _engine(bind)
+    timeouts = apply.Timeouts(lock_timeout, "10min")
+    with engine.connect() as connection, apply.bounded(connection, timeouts):
+        check_server(connection)
+        entry, plan = plan_detach(connection, table, schema=schema)
+    apply.run_on_engine(engine, plan, timeouts, relations=[qualified(entry.table_schema, table)])
+    registry.forget(engine)
+    return entry
+
+
+@dataclass(frozen=True)
+class TableStatus:
+    """One attached table: how, with which configuration, and how complete.
+
+    ``rows_missing``: rows with text but no fingerprint (what a backfill would do).
+    ``rows_stale``: fingerprints whose recorded text digest differs from the row's text now
+    (writes that bypassed the triggers, e.g. ``session_replication_role = replica``), or that
+    were stored without a digest. Both are 0 on a healthy, backfilled table.
+    """
+
+    schema: str
+    table: str
+    mode: str
+    prefix: str
+    side_table: str | None
+    source: tuple[str, ...]
+    config_id: str
+    settings: dict[str, Any]
+    rows: int
+    rows_fingerprinted: int
+    rows_missing: int
+    rows_stale: int
+
+
+def _counts(connection: Connection, entry: Attachment) -> tuple[int, int, int, int]:
+    names = entry.names
+    base = qualified(entry.table_schema, entry.table_name)
+    has_text = " OR ".join(f"b.{quote(c)} IS NOT NULL" for c in entry.source)
+    if names.side is None:
+        holder, source_from = "b", f"{base} AS b"
+    else:
+        facts = catalog.require_table(connection, entry.table_name, entry.table_schema)
+        join = " AND ".join(f"h.{quote(s)} = b.{quote(k)}" for s, k in zip(names.side_keys(facts.keys), facts.keys))
+        holder, source_from = "h", f"{base} AS b LEFT JOIN {qualified(entry.table_schema, names.side)} AS h ON {join}"
+    fp, src = f"{holder}.{quote(names.fingerprint)}", f"{holder}.{quote(names.digest)}"
+    row = connection.execute(
+        text(
+            f"SELECT count(*), count({fp}), count(*) FILTER (WHERE {fp} IS NULL AND ({has_text})), "
+            f"count(*) FILTER (WHERE {fp} IS NOT NULL AND {src} IS DISTINCT FROM {digest_sql(entry.source, 'b.')}) "
+            f"FROM {source_from}"
+        )
+    ).one()
+    return int(row[0]), int(row[1]), int(row[2]), int(row[3])
+
+
+def status(bind: Engine | str, *, statement_timeout: str | None = "10min") -> list[TableStatus]:
+    """Every attached table with its mode, configuration and row counts (one scan each)."""
+    engine = _engine(bind)
+    with engine.connect() as connection, apply.bounded(connection, apply.Timeouts("5s", statement_timeout)):
+        check_server(connection)
+        found = []
+        for entry in registry.entries(connection):
+            rows, fingerprinted, missing, stale = _counts(connection, entry)
+            found.append(
+                TableStatus(
+                    entry.table_schema, entry.table_name, entry.mode, entry.prefix, entry.side_table, entry.source,
+                    entry.config_id, entry.settings, rows, fingerprinted, missing, stale,
+                )
+            )
+    return found
+
+
+def pending_rows(bind: Engine | Connection, table: str, schema: str | None = None) -> int:
+    """Rows a backfill would fingerprint: text but no fingerprint yet."""
+    if isinstance(bind, Connection):
+        schema, entry = attached_names(bind, table, schema)
+        return _counts(bind, entry)[2]
+    with bind.connect() as connection:
+        return pending_rows(connection, table, schema)
