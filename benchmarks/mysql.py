@@ -36,7 +36,7 @@ import simsql
 
 from . import queries as bench
 from .queries import BenchDoc
-from simsql.dialects.mysql import driver_url
+from simsql.urls import normalise_url
 
 
 class _Base(DeclarativeBase):
@@ -130,7 +130,7 @@ def load_mysql(engine: Engine, fingerprints: np.ndarray, stored: bool) -> dict[s
 
 def _mysql_database(url: str) -> Engine:
     """An engine on the URL's database, created if missing (the benchmark's table is dropped after)."""
-    target = driver_url(url)
+    target = normalise_url(url)
     admin = create_engine(target._replace(database=None))
     with admin.begin() as connection:
         connection.execute(text(f"CREATE DATABASE IF NOT EXISTS `{target.database}`"))

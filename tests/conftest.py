@@ -98,9 +98,9 @@ def _mysql_answers(url: str) -> str | None:
 def mysql_url() -> Iterator[str]:
     url = os.environ.get("SIMSQL_TEST_MYSQL_URL")
     if url:
-        from simsql.dialects.mysql import driver_url
+        from simsql.urls import normalise_url
 
-        yield driver_url(url).render_as_string(hide_password=False)
+        yield normalise_url(url).render_as_string(hide_password=False)
         return
     if _docker_answers():
         from testcontainers.mysql import MySqlContainer

@@ -125,9 +125,9 @@ def test_pair_masks_catch_every_pair_within_three_bits(a: int, flips: set[int]) 
 
 
 def test_plain_mysql_urls_run_on_pymysql_and_explicit_drivers_are_kept() -> None:
-    from simsql.dialects.mysql import driver_url
+    from simsql.urls import normalise_url as driver_url
 
     assert driver_url("mysql://root@127.0.0.1:3306/test").drivername == "mysql+pymysql"
     assert driver_url("mariadb://u:p@h/db").drivername == "mariadb+pymysql"
     assert driver_url("mysql+mysqldb://h/db").drivername == "mysql+mysqldb"
-    assert driver_url("postgresql://h/db").drivername == "postgresql"
+    assert driver_url("postgresql://h/db").drivername == "postgresql+psycopg"

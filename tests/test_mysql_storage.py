@@ -170,3 +170,14 @@ def test_raw_sql_text_changes_drop_stale_fingerprints_in_both_modes(mysql_engine
     Base.metadata.drop_all(mysql_engine)
     with mysql_engine.connect() as connection:
         assert connection.execute(text("SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()")).scalar_one() == 0
+
+
+def test_live_table_operations_are_refused_clearly_not_half_run(mysql_engine: Engine) -> None:
+    """Phase B (not yet): attach/backfill on a live MySQL table say so before any SQL runs."""
+    from simsql import UnsupportedDatabase
+
+    Base.metadata.create_all(mysql_engine)
+    with pytest.raises(UnsupportedDatabase, match="MySQL/MariaDB"):
+        simsql.backfill(mysql_engine, Article)
+    with pytest.raises(UnsupportedDatabase, match="create_all"):
+        simsql.attach_table(mysql_engine, "articles", source=["body"])

@@ -288,6 +288,23 @@ def check_server(connection: Connection) -> None:
     _backend(connection.dialect).check_server(connection)
 
 
+def refuse_lifecycle(dialect: Dialect) -> None:
+    """The live-table lifecycle (attach, backfill, detach, status, simsql's own migrations)
+    speaks PostgreSQL only, for now: refuse MySQL/MariaDB before any of its SQL runs."""
+    if is_mysql(dialect):
+        raise UnsupportedDatabase(
+            f"simsql's live-table operations (attach, backfill, detach, status, db upgrade) do not run on "
+            f"{describe_server(dialect)} yet; on MySQL/MariaDB declare SimHashMixin or call "
+            "simsql.attach(Model, source=[...]) and create the tables with metadata.create_all()"
+        )
+
+
+def check_lifecycle_server(connection: Connection) -> None:
+    """:func:`check_server`, for the live-table lifecycle (see :func:`refuse_lifecycle`)."""
+    refuse_lifecycle(connection.dialect)
+    check_server(connection)
+
+
 def current_schema(connection: Connection) -> str:
     """The schema (MySQL: database) unqualified names resolve to."""
     return str(_backend(connection.dialect).current_schema(connection))
@@ -345,6 +362,8 @@ __all__ = [
     "MYSQL_NAMES",
     "block_computed",
     "block_expression_sql",
+    "check_lifecycle_server",
+    "refuse_lifecycle",
     "check_server",
     "current_schema",
     "describe_server",

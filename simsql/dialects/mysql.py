@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import Integer, text
 from sqlalchemy.dialects import mysql
-from sqlalchemy.engine import URL, Connection, Dialect, make_url
+from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateIndex
 
@@ -89,19 +89,6 @@ for _name in NAMES:
     compiles(EqualsAny, _name)(_equals_any)
     compiles(BlockExpression, _name)(_block)
     compiles(BlockComputed, _name)(_computed)
-
-
-PLAIN_SCHEMES = frozenset({"mysql", "mariadb"})
-
-
-def driver_url(url: str | URL) -> URL:
-    """``mysql://`` and ``mariadb://`` run on PyMySQL (SQLAlchemy would pick mysqlclient, which
-    simsql does not install); an explicit driver (``mysql+mysqldb://``) is kept. To fold into the
-    one URL-normalising function once it exists (simsql.urls on branch ``newcomer``)."""
-    parsed = make_url(url)
-    if parsed.drivername in PLAIN_SCHEMES:
-        return parsed.set(drivername=f"{parsed.drivername}+pymysql")
-    return parsed
 
 
 def check_server(connection: Connection) -> None:
