@@ -68,6 +68,36 @@ def _machine(engine: Any) -> dict[str, Any]:
     }
 
 
+def _latency_run(engine: Any, config: str, size: int, queries: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Issue 8's real-text latencies for one configuration and table size."""
+    from . import queries as query_bench
+    from . import scale
+
+    _log(f"latency: {config} N={size:,}: articles")
+    real = scale.real_text(config, limit=200 if args.quick else None)
+    started = time.perf_counter()
+    data = scale.build_cached(real, size, seed=size)
+    entry: dict[str, Any] = {"generate_seconds": time.perf_counter() - started, "config": real.fingerprinter.config_id}
+    entry["verified"] = f"{scale.verify(real.paragraphs, data, real.fingerprinter, 100)}/100"
+    entry["bits"] = query_bench.bit_balance(data.fingerprints)
+    _log(f"  load ({entry['verified']} sampled fingerprints equal the text's; bits {entry['bits']})")
+    entry["simsql_load"] = query_bench.load_simsql(engine, data.fingerprints)
+    with_vector = size <= args.hnsw_max
+    entry["pgvector_load"] = query_bench.load_pgvector(engine, data.fingerprints, build_index=with_vector)
+    with_vector = with_vector and entry["pgvector_load"] is not None
+    _log("  workloads")
+    workloads = query_bench.make_workloads(data, real.features, queries, seed=size + 1)
+    _log("  queries")
+    entry["workloads"] = query_bench.run_latency(engine, workloads, data.fingerprints, with_pgvector=with_vector, repeat=args.repeat)
+    entry["load_average"] = os.getloadavg()
+    entry["command"] = "python -m benchmarks " + " ".join(sys.argv[1:])
+    with engine.begin() as connection:
+        connection.execute(text("DROP TABLE IF EXISTS bench_vec"))
+        if size > 1_000_000:
+            query_bench.BenchDoc.__table__.drop(connection, checkfirst=True)  # with its trigger function
+    return entry
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="tiny sizes: the CI smoke run")
@@ -78,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--simhash-max", type=int, default=1_000_000, help="largest N for the simhash package index")
     parser.add_argument("--sections", default="fingerprint,quality,queries,ingest")
     parser.add_argument("--ingest-rows", type=int, default=None, help="rows of the lock-stall table")
+    parser.add_argument("--configs", default="default", help=f"fingerprint configurations of the latency section ({', '.join(('default', 'idf-heldout'))})")
+    parser.add_argument("--repeat", type=int, default=2, help="timed passes per system in the latency section")
     parser.add_argument("--name", default=None, help="results file name (default: quick or full)")
     parser.add_argument("--no-report", action="store_true", help="do not rewrite BENCHMARKS.md")
     args = parser.parse_args(argv)
@@ -133,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         for size in sizes:
             _log(f"scale set N={size:,}")
             started = time.perf_counter()
-            data = scale.build(features, size, seed=size)
+            data = scale.build(features, size, seed=size, fingerprinter=fingerprinter)
             entry: dict[str, Any] = {"generate_seconds": time.perf_counter() - started}
             entry["verified"] = f"{scale.verify(paragraphs, data, fingerprinter, 100)}/100"
             _log(f"  load simsql ({entry['verified']} sampled fingerprints equal simsql.simhash of the text)")
@@ -160,6 +192,14 @@ def main(argv: list[str] | None = None) -> int:
             save()
             with engine.begin() as connection:
                 connection.execute(text("DROP TABLE IF EXISTS bench_vec"))
+
+    if "latency" in sections:
+        results["latency"] = results.get("latency") or {}
+        for config in args.configs.split(","):
+            results["latency"][config] = {}
+            for size in sizes:
+                results["latency"][config][str(size)] = _latency_run(engine, config, size, queries, args)
+                save()
 
     if "ingest" in sections:
         from . import ingest

@@ -305,13 +305,16 @@ _ZH_TITLES = (
 )
 
 
-def add_boilerplate(text: str, rng: random.Random, *, titles: Sequence[str] | None = None) -> str:
+def add_boilerplate(
+    text: str, rng: random.Random, *, titles: Sequence[str] | None = None, recommended: bool = True
+) -> str:
     """Wrap ``text`` in site chrome: a header, a "Recommended for you" block and a footer.
 
     This is the near-duplicate that web pages produce most: the same article syndicated under
     different templates. Chinese text gets Chinese chrome (推荐阅读, 版权声明). ``titles``
     (e.g. titles of other corpus documents) fill the recommendation block; by default a fixed
-    list of plausible article titles is used.
+    list of plausible article titles is used. ``recommended=False`` adds only the header and the
+    footer (about 30 English words, 90 Chinese characters), what a copier adds to a copy.
     """
     chinese = is_chinese(text)
     site = rng.choice(_ZH_SITES if chinese else _EN_SITES)
@@ -326,7 +329,7 @@ def add_boilerplate(text: str, rng: random.Random, *, titles: Sequence[str] | No
             f"{site} > {section} > 正文\n"
             f"发布时间：{year}年{month}月{day}日 阅读 {views} 次 分享到：微信 微博 QQ空间"
         )
-        recommended = "推荐阅读\n\n" + "\n".join(f"· {t}" for t in picked)
+        block = "推荐阅读\n\n" + "\n".join(f"· {t}" for t in picked)
         footer = (
             f"版权声明：本文为{site}原创文章，转载请注明出处。\n"
             f"© {year} {site} 保留所有权利。 关于我们 | 联系我们 | 隐私政策 | 网站地图"
@@ -337,12 +340,14 @@ def add_boilerplate(text: str, rng: random.Random, *, titles: Sequence[str] | No
             f"Published {year}-{month:02d}-{day:02d} · {views:,} views · Share: Twitter Facebook"
             " LinkedIn Email"
         )
-        recommended = "Recommended for you\n\n" + "\n".join(f"• {t}" for t in picked)
+        block = "Recommended for you\n\n" + "\n".join(f"• {t}" for t in picked)
         footer = (
             f"© {year} {site}. All rights reserved. About · Contact · Privacy Policy · Terms of"
             " Use · Sitemap\nSubscribe to our newsletter to get the latest articles in your inbox."
         )
-    return f"{header}\n\n{text}\n\n{recommended}\n\n{footer}"
+    if not recommended:
+        return f"{header}\n\n{text}\n\n{footer}"
+    return f"{header}\n\n{text}\n\n{block}\n\n{footer}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -477,3 +482,72 @@ def _negatives(
         seen.add(key)
         out.append(Pair(kind, None, a.text, b.text, False, lang, a.doc_id, b.doc_id))
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# Evasions: what a copier does to slip a copy past an originality check (issue 8)
+# --------------------------------------------------------------------------------------------
+
+#: The evasion kinds of the originality benchmark, lightest first; "mix" is 1% substitution,
+#: shuffled paragraphs and site chrome at once.
+EVASIONS: tuple[str, ...] = (
+    "header_footer", "sub_1", "sub_2", "sub_5", "sentence_in", "sentence_out", "shuffle", "mix",
+)  # fmt: skip
+_SENTENCES = re.compile(r"[^.!?。！？]+[.!?。！？]+[\"'”’)]*\s*")
+
+
+def sentences(text: str) -> list[str]:
+    """Sentences of ``text`` (pieces ending in . ! ? or their full-width forms), with spacing."""
+    return _SENTENCES.findall(text)
+
+
+def insert_sentence(text: str, rng: random.Random, donors: Sequence[str]) -> str:
+    """Insert one sentence drawn from ``donors`` (other articles) after a random sentence end."""
+    spots = [m.end() for m in _SENTENCES.finditer(text)] or [len(text)]
+    where = rng.choice(spots)
+    new = rng.choice(donors).strip()
+    sep = "" if is_chinese(text) else " "
+    return text[:where].rstrip(" ") + sep + new + (sep if where < len(text) and not text[where].isspace() else "") + text[where:]
+
+
+def delete_sentence(text: str, rng: random.Random) -> str:
+    """Delete one random sentence (the text is returned unchanged if it has fewer than two)."""
+    spans = [m.span() for m in _SENTENCES.finditer(text)]
+    if len(spans) < 2:
+        return text
+    start, end = rng.choice(spans)
+    return text[:start] + text[end:]
+
+
+def shuffle_paragraphs(text: str, rng: random.Random) -> str:
+    """All paragraphs in a new random order (a different one whenever two differ)."""
+    paras = text.split("\n\n")
+    if len(set(paras)) < 2:
+        return text
+    out = list(paras)
+    while out == paras:
+        rng.shuffle(out)
+    return "\n\n".join(out)
+
+
+def evade(kind: str, text: str, rng: random.Random, donors: Sequence[str]) -> str:
+    """The copy a copier would submit for ``kind`` (one of :data:`EVASIONS`).
+
+    Substitution counts words in English and characters in Chinese (where a changed
+    character is the natural unit of a disguise); donors supply inserted sentences.
+    """
+    unit: Unit = "char" if is_chinese(text) else "word"
+    if kind == "header_footer":
+        return add_boilerplate(text, rng, recommended=False)
+    if kind.startswith("sub_"):
+        return substitute_words(text, int(kind[4:]) / 100, rng, unit=unit)
+    if kind == "sentence_in":
+        return insert_sentence(text, rng, donors)
+    if kind == "sentence_out":
+        return delete_sentence(text, rng)
+    if kind == "shuffle":
+        return shuffle_paragraphs(text, rng)
+    if kind == "mix":
+        mixed = shuffle_paragraphs(substitute_words(text, 0.01, rng, unit=unit), rng)
+        return add_boilerplate(mixed, rng, recommended=False)
+    raise ValueError(f"unknown evasion {kind!r}; expected one of {EVASIONS}")

@@ -38,11 +38,10 @@ class ParagraphFeatures:
     counts: np.ndarray
     hashes: np.ndarray  # uint64 hash of each feature id
     seed: int
+    vocabulary: list[bytes]  # feature of each id (for IDF weights)
 
 
 def paragraph_features(paragraphs: Sequence[str], fingerprinter: simsql.Fingerprinter) -> ParagraphFeatures:
-    if fingerprinter.weighting not in ("count", "log"):
-        raise ValueError("scale sets support count and log weighting")
     vocabulary: dict[bytes, int] = {}
     ptr = [0]
     ids: list[int] = []
@@ -54,14 +53,30 @@ def paragraph_features(paragraphs: Sequence[str], fingerprinter: simsql.Fingerpr
         ptr.append(len(ids))
     hashes = np.fromiter(map(_hash, vocabulary, repeat(fingerprinter.seed)), np.uint64, len(vocabulary))
     return ParagraphFeatures(
-        np.array(ptr, dtype=np.int64), np.array(ids, dtype=np.int64), np.array(counts, dtype=np.float64), hashes, fingerprinter.seed
+        np.array(ptr, dtype=np.int64),
+        np.array(ids, dtype=np.int64),
+        np.array(counts, dtype=np.float64),
+        hashes,
+        fingerprinter.seed,
+        list(vocabulary),
     )
 
 
-def fingerprints_of(members: np.ndarray, features: ParagraphFeatures, weighting: str) -> np.ndarray:
-    """Fingerprints (uint64) of articles given as rows of paragraph ids (-1 padded)."""
+def _linear_in_counts(fingerprinter: simsql.Fingerprinter) -> bool:
+    """Weightings that multiply the raw count (``count``, and version 1's IDF tables) rather
+    than ``1 + ln count``."""
+    weighting = fingerprinter.weighting
+    return weighting == "count" or (fingerprinter.version == 1 and (weighting == "jieba_idf" or isinstance(weighting, simsql.IdfTable)))
+
+
+def fingerprints_of(members: np.ndarray, features: ParagraphFeatures, fingerprinter: simsql.Fingerprinter) -> np.ndarray:
+    """Fingerprints (uint64) of articles given as rows of paragraph ids (-1 padded), weighted by
+    ``fingerprinter.feature_weights`` exactly as simsql weights a text (checked by :func:`verify`)."""
     out = np.empty(len(members), dtype=np.uint64)
     vocabulary = np.int64(len(features.hashes))
+    # Per-feature factor: the weight of a feature seen once (1 + ln 1 = 1 for log-type weightings).
+    factor = fingerprinter.feature_weights(features.vocabulary, np.ones(len(features.vocabulary)))
+    linear = _linear_in_counts(fingerprinter)
     for lo in range(0, len(members), _BATCH):
         batch = members[lo : lo + _BATCH]
         article, slot = np.nonzero(batch >= 0)
@@ -76,14 +91,14 @@ def fingerprints_of(members: np.ndarray, features: ParagraphFeatures, weighting:
         counts = np.bincount(inverse, weights=features.counts[index])
         owner = unique // vocabulary
         feature = unique % vocabulary
-        if weighting == "log":
-            weights = 1.0 + np.log(counts)
+        if fingerprinter.weighting == "count":
+            weights = counts
+        else:
+            weights = (counts if linear else 1.0 + np.log(counts)) * factor[feature]
             boundaries = np.flatnonzero(np.diff(np.concatenate(([-1], owner))))
             top = np.maximum.reduceat(weights, boundaries)
             scale = np.repeat(QUANT_SCALE / top, np.diff(np.concatenate((boundaries, [len(owner)]))))
             weights = np.rint(weights * scale)
-        else:
-            weights = counts
         present = np.unique(owner)
         local = np.searchsorted(present, owner)
         fingerprints = np.zeros(len(batch), dtype=np.uint64)
@@ -98,22 +113,41 @@ class ScaleSet:
     members: np.ndarray  # int32 (n, MAX_PARAGRAPHS), -1 padded: paragraph ids of each article
     variant_of: np.ndarray  # int64: id of the article a variant was made from, 0 if none
     series_heads: np.ndarray  # ids of series base articles
+    fingerprinter: simsql.Fingerprinter
+    pools: tuple[tuple[int, int, float], ...] = ()
+
+
+def random_articles(
+    rng: np.random.Generator, n: int, paragraphs: int, pools: Sequence[tuple[int, int, float]] = ()
+) -> np.ndarray:
+    """Rows of 4..16 random paragraph ids; with ``pools`` ((start, stop, share), ...) each
+    article draws from one pool only, so an article is English or Chinese, not a mix."""
+    lengths = rng.integers(4, MAX_PARAGRAPHS + 1, size=n)
+    if pools:
+        shares = np.array([share for _, _, share in pools], dtype=np.float64)
+        which = rng.choice(len(pools), size=n, p=shares / shares.sum())
+        starts = np.array([start for start, _, _ in pools])[which]
+        sizes = np.array([stop - start for start, stop, _ in pools])[which]
+        members = (starts[:, None] + (rng.random((n, MAX_PARAGRAPHS)) * sizes[:, None]).astype(np.int64)).astype(np.int32)
+    else:
+        members = rng.integers(0, paragraphs, size=(n, MAX_PARAGRAPHS), dtype=np.int32)
+    members[np.arange(MAX_PARAGRAPHS)[None, :] >= lengths[:, None]] = -1
+    return members
 
 
 def build(
     features: ParagraphFeatures,
     n: int,
     seed: int,
-    weighting: str = "log",
+    fingerprinter: simsql.Fingerprinter,
     variant_rate: float = 0.05,
     series_count: int = 200,
+    pools: Sequence[tuple[int, int, float]] = (),
 ) -> ScaleSet:
     """``n`` article fingerprints from real paragraphs, with planted variants and series."""
     rng = np.random.default_rng(seed)
     paragraphs = len(features.ptr) - 1
-    lengths = rng.integers(4, MAX_PARAGRAPHS + 1, size=n)
-    members = rng.integers(0, paragraphs, size=(n, MAX_PARAGRAPHS), dtype=np.int32)
-    members[np.arange(MAX_PARAGRAPHS)[None, :] >= lengths[:, None]] = -1
+    members = random_articles(rng, n, paragraphs, pools)
     variant_of = np.zeros(n, dtype=np.int64)
 
     # Variants: copy an earlier article, then change one paragraph (replace, drop or add).
@@ -123,7 +157,7 @@ def build(
         source = int(rng.integers(0, row))
         members[row] = members[source]
         variant_of[row] = source + 1
-        _mutate(members[row], rng, paragraphs)
+        _mutate(members[row], rng, paragraphs, pools)
 
     # Series: 12 variants of a base article placed consecutively at random positions.
     heads = []
@@ -133,21 +167,26 @@ def build(
             for offset in range(1, 13):
                 members[start + offset] = members[start]
                 variant_of[start + offset] = start + 1
-                _mutate(members[start + offset], rng, paragraphs)
+                _mutate(members[start + offset], rng, paragraphs, pools)
 
-    fingerprints = fingerprints_of(members, features, weighting)
-    return ScaleSet(fingerprints, members, variant_of, np.array(heads, dtype=np.int64))
+    fingerprints = fingerprints_of(members, features, fingerprinter)
+    return ScaleSet(fingerprints, members, variant_of, np.array(heads, dtype=np.int64), fingerprinter, tuple(pools))
 
 
-def _mutate(row: np.ndarray, rng: np.random.Generator, paragraphs: int) -> None:
+def _mutate(row: np.ndarray, rng: np.random.Generator, paragraphs: int, pools: Sequence[tuple[int, int, float]] = ()) -> None:
+    """Replace, drop or add one paragraph; new paragraphs come from the article's own pool."""
+    lo, hi = 0, paragraphs
+    for start, stop, _ in pools:
+        if start <= row[0] < stop:
+            lo, hi = start, stop
     used = np.flatnonzero(row >= 0)
     action = rng.integers(0, 3)
     if action == 0 or len(used) >= MAX_PARAGRAPHS:  # replace one paragraph
-        row[used[rng.integers(0, len(used))]] = rng.integers(0, paragraphs)
+        row[used[rng.integers(0, len(used))]] = rng.integers(lo, hi)
     elif action == 1 and len(used) > 4:  # drop the last paragraph
         row[used[-1]] = -1
     else:  # add a paragraph
-        row[len(used)] = rng.integers(0, paragraphs)
+        row[len(used)] = rng.integers(lo, hi)
 
 
 def article_text(paragraphs: Sequence[str], members: np.ndarray) -> str:
@@ -161,3 +200,62 @@ def verify(paragraphs: Sequence[str], scale: ScaleSet, fingerprinter: simsql.Fin
         text = article_text(paragraphs, scale.members[row])
         matches += fingerprinter.fingerprint(text) == int(scale.fingerprints[row])
     return matches
+
+
+@dataclass
+class RealText:
+    """Paragraphs (English then Chinese), their features under one configuration, and the pools."""
+
+    paragraphs: list[str]
+    features: ParagraphFeatures
+    fingerprinter: simsql.Fingerprinter
+    pools: tuple[tuple[int, int, float], ...]
+
+
+CONFIGS = ("default", "v1", "idf-heldout")
+"""``default``: ``simsql.Fingerprinter()``. ``v1``: ``Fingerprinter(version=1)``, simsql 0.1's
+default. ``idf-heldout``: the default features weighted by an
+:class:`simsql.IdfTable` fitted on every fifth document, which no article is assembled from (a
+user who fits on their own corpus; the stand-in for balanced bits)."""
+
+CHINESE_SHARE = 0.2
+
+
+def real_text(config: str = "default", limit: int | None = None) -> RealText:
+    """Articles' raw material: man-page prose in English and Chinese, one document in five kept
+    aside (only the IDF fit sees it)."""
+    from . import corpus
+
+    if config not in CONFIGS:
+        raise ValueError(f"config must be one of {CONFIGS}, got {config!r}")
+    english = corpus.english_documents(limit)
+    chinese = corpus.chinese_documents(limit)
+    held_out = english[::5] + chinese[::5]
+    english_paragraphs = corpus.paragraphs(d for i, d in enumerate(english) if i % 5)
+    chinese_paragraphs = corpus.paragraphs(d for i, d in enumerate(chinese) if i % 5)
+    fingerprinter = simsql.Fingerprinter(version=1) if config == "v1" else simsql.Fingerprinter()
+    if config == "idf-heldout":
+        table = simsql.IdfTable.fit((d.text for d in held_out), fingerprinter)
+        fingerprinter = simsql.Fingerprinter(weighting=table)
+    paragraphs = english_paragraphs + chinese_paragraphs
+    features = paragraph_features(paragraphs, fingerprinter)
+    split = len(english_paragraphs)
+    pools = ((0, split, 1 - CHINESE_SHARE), (split, len(paragraphs), CHINESE_SHARE))
+    return RealText(paragraphs, features, fingerprinter, pools)
+
+
+def build_cached(real: RealText, n: int, seed: int) -> ScaleSet:
+    """:func:`build`, kept in ``benchmarks/.cache`` by configuration, size and seed: a 10M-row set
+    takes the better part of an hour to generate on a busy 2-core machine."""
+    from .corpus import CACHE_DIR
+
+    path = CACHE_DIR / f"scale-{real.fingerprinter.config_id}-{len(real.paragraphs)}-{n}-{seed}.npz"
+    if path.exists():
+        saved = np.load(path)
+        return ScaleSet(saved["fingerprints"], saved["members"], saved["variant_of"], saved["series_heads"], real.fingerprinter, real.pools)
+    data = build(real.features, n, seed=seed, fingerprinter=real.fingerprinter, pools=real.pools)
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".tmp.npz")
+    np.savez(partial, fingerprints=data.fingerprints, members=data.members, variant_of=data.variant_of, series_heads=data.series_heads)
+    partial.replace(path)
+    return data

@@ -587,6 +587,7 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
             chinese=args.chinese,
             weighting=args.weighting,
             seed=args.seed,
+            version=args.algorithm_version,
         )
     except (TypeError, ValueError) as error:
         raise UsageError(str(error)) from None
@@ -824,8 +825,15 @@ def _add_fingerprint(commands: Any, common: argparse.ArgumentParser, local: argp
     fingerprint.add_argument("--shingle-size", type=_positive_int, default=1, help="words per shingle (default: 1)")
     fingerprint.add_argument("--char-ngram-size", type=_positive_int, default=4, help="characters per n-gram (default: 4)")
     fingerprint.add_argument("--chinese", choices=("jieba", "bigrams"), default="jieba")
-    fingerprint.add_argument("--weighting", choices=("log", "count", "jieba_idf"), default="log")
+    fingerprint.add_argument(
+        "--weighting", choices=("prior", "log", "count", "jieba_idf"), default=None,
+        help="default: the version's default (version 2: prior; version 1: log)",
+    )  # fmt: skip
     fingerprint.add_argument("--seed", type=_non_negative_int, default=0)
+    fingerprint.add_argument(
+        "--algorithm-version", type=int, choices=(1, 2), default=2, dest="algorithm_version",
+        help="fingerprint algorithm version (1: simsql 0.1's defaults; default: 2)",
+    )  # fmt: skip
     _format_option(fingerprint, ("text", "json"))
     fingerprint.set_defaults(handler=cmd_fingerprint, parser=fingerprint)
 

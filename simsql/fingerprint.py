@@ -18,20 +18,25 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from itertools import repeat
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import xxhash
 
 from . import tokenize
 from .bits import FINGERPRINT_BITS
-from .errors import EmptyDocument
-from .weighting import IdfTable, jieba_idf_table, quantize, validate_weights
+from .errors import ConfigMismatch, EmptyDocument
+from .weighting import IdfTable, jieba_idf_table, prior_table, quantize, validate_weights
 
-ALGORITHM_VERSION = 1
-"""Bumped only if the fingerprint algorithm itself changes; part of ``config_id``."""
+ALGORITHM_VERSION = 2
+"""The current algorithm version, the default of ``Fingerprinter(version=...)``; part of
+``config_id``. Version 1 (simsql 0.1: log counts, no prior) stays available by name."""
 
-Weighting = Literal["count", "log", "jieba_idf"] | IdfTable
+VERSIONS = (1, 2)
+
+Weighting = Literal["count", "log", "jieba_idf", "prior"] | IdfTable
+_NAMED_WEIGHTINGS = {1: ("count", "log", "jieba_idf"), 2: ("count", "log", "jieba_idf", "prior")}
+_DEFAULT_WEIGHTING = {1: "log", 2: "prior"}
 
 _BATCH_DOCS = 256
 _hash = xxhash.xxh3_64_intdigest
@@ -76,13 +81,13 @@ def _require_str(text: object) -> str:
 class Fingerprinter:
     """A SimHash configuration: immutable, hashable, and identified by :attr:`config_id`.
 
-    The defaults were chosen by measurement on real text (see ``BENCHMARKS.md``): single words
-    keep light edits within 3 bits far more often than word 3-shingles (93% against 22% of
-    documents after a 2% word edit). Log-scaled counts cost a little of that recall against raw
-    counts (93% against 96%) but raw counts let stopwords dominate: bits become nearly constant
-    across documents, unrelated articles land 19 bits apart instead of 24, 0.03% of unrelated
-    pairs fall within 3 bits (none with log counts), and the block index degenerates into a few
-    huge buckets. An :class:`IdfTable` fitted on your own corpus separates best of all.
+    The defaults were chosen by measurement on real text from six documentation sources and
+    checked on a seventh held out (see ``BENCHMARKS.md``, "Defaults, and why" in the README):
+    single words weighted by ``(1 + ln count) * idf`` with a built-in IDF prior. Words keep
+    light edits close (word shingles do not), and the prior stops common words from pushing
+    the same bits in every document, which both separates unrelated texts and keeps the
+    16-bit index blocks balanced. An :class:`IdfTable` fitted on your own corpus replaces the
+    prior.
 
     Parameters:
         tokenizer: ``"words"`` (words, or word shingles when ``shingle_size > 1``; Han text is
@@ -90,21 +95,31 @@ class Fingerprinter:
         shingle_size: words per shingle for ``"words"``.
         char_ngram_size: characters per n-gram for ``"chars"``.
         chinese: how Han runs become words: ``"jieba"`` segmentation or character ``"bigrams"``.
-        weighting: ``"log"`` (1 + ln count), ``"count"``, ``"jieba_idf"`` (jieba's shipped IDF
-            table, for Chinese) or an :class:`IdfTable` fitted on your corpus.
+        weighting: ``"prior"`` (version 2 default: log counts times the built-in IDF prior),
+            ``"log"`` (1 + ln count; version 1 default), ``"count"``, ``"jieba_idf"`` (count
+            times jieba's shipped IDF) or an :class:`IdfTable` fitted on your corpus (version 2:
+            log counts times its IDF; version 1: counts times its IDF).
         seed: XXH3 seed; different seeds give unrelated fingerprints.
         bits: fingerprint width; only 64 is supported (a ``bigint``).
+        version: algorithm version. ``Fingerprinter(version=1)`` is exactly simsql 0.1's
+            default configuration (same fingerprints, same ``config_id``), for tables
+            fingerprinted before the defaults changed.
     """
 
     tokenizer: tokenize.TokenizerName = "words"
     shingle_size: int = 1
     char_ngram_size: int = 4
     chinese: tokenize.ChineseMode = "jieba"
-    weighting: Weighting = "log"
+    weighting: Weighting = None  # type: ignore[assignment]  # resolved per version
     seed: int = 0
     bits: int = 64
+    version: int = ALGORITHM_VERSION
 
     def __post_init__(self) -> None:
+        if isinstance(self.version, bool) or self.version not in VERSIONS:
+            raise ValueError(f"version must be one of {VERSIONS}, got {self.version!r}")
+        if self.weighting is None:
+            object.__setattr__(self, "weighting", _DEFAULT_WEIGHTING[self.version])
         if self.tokenizer not in ("words", "chars"):
             raise ValueError(f"tokenizer must be 'words' or 'chars', got {self.tokenizer!r}")
         for name in ("shingle_size", "char_ngram_size", "seed", "bits"):
@@ -117,9 +132,11 @@ class Fingerprinter:
             raise ValueError(f"char_ngram_size must be in 1..32, got {self.char_ngram_size}")
         if self.chinese not in ("jieba", "bigrams"):
             raise ValueError(f"chinese must be 'jieba' or 'bigrams', got {self.chinese!r}")
-        if not (isinstance(self.weighting, IdfTable) or self.weighting in ("count", "log", "jieba_idf")):
+        named = _NAMED_WEIGHTINGS[self.version]
+        if not (isinstance(self.weighting, IdfTable) or (isinstance(self.weighting, str) and self.weighting in named)):
             raise ValueError(
-                f"weighting must be 'count', 'log', 'jieba_idf' or an IdfTable, got {self.weighting!r}"
+                f"weighting must be one of {', '.join(map(repr, named))} or an IdfTable for "
+                f"version {self.version}, got {self.weighting!r}"
             )
         if not 0 <= self.seed < 2**64:
             raise ValueError(f"seed must be in [0, 2**64), got {self.seed}")
@@ -130,11 +147,20 @@ class Fingerprinter:
 
     @cached_property
     def settings(self) -> dict[str, object]:
-        """Everything that determines the output, as plain JSON values (recorded in the database)."""
+        """Everything that determines the output, as plain JSON values (recorded in the database).
+
+        Version 1 settings are exactly simsql 0.1's, so its ``config_id`` values still match.
+        """
         uses_jieba = self.tokenizer == "words" and self.chinese == "jieba"
         weighting = self.weighting
+        if isinstance(weighting, IdfTable):
+            weighting_name = f"idf:{weighting.digest}"
+        elif weighting == "prior":
+            weighting_name = f"prior:{prior_table().digest}"
+        else:
+            weighting_name = weighting
         return {
-            "algorithm": ALGORITHM_VERSION,
+            "algorithm": self.version,
             "hash": "xxh3_64",
             "tokenizer": self.tokenizer,
             "shingle_size": self.shingle_size if self.tokenizer == "words" else None,
@@ -142,49 +168,96 @@ class Fingerprinter:
             "chinese": (f"jieba-{tokenize.jieba_version()}" if uses_jieba else self.chinese)
             if self.tokenizer == "words"
             else None,
-            "weighting": f"idf:{weighting.digest}" if isinstance(weighting, IdfTable) else weighting,
+            "weighting": weighting_name,
             "seed": self.seed,
             "bits": self.bits,
         }
 
     @cached_property
     def config_id(self) -> str:
-        """Short stable name of this configuration, e.g. ``'sh1-3b8f0c2a9d41'``.
+        """Short stable name of this configuration, e.g. ``'sh2-3b8f0c2a9d41'``.
 
         It changes whenever a setting, the IDF table's content or the tokenizer's version would
         change output, so the database can refuse to compare fingerprints across configs.
         """
         canonical = json.dumps(self.settings, sort_keys=True, separators=(",", ":"))
-        return f"sh{ALGORITHM_VERSION}-{xxhash.xxh3_64_hexdigest(canonical.encode())[:12]}"
+        return f"sh{self.version}-{xxhash.xxh3_64_hexdigest(canonical.encode())[:12]}"
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any], weighting: IdfTable | None = None) -> Fingerprinter:
+        """The configuration recorded as ``settings`` (see :attr:`settings`), e.g. by the registry.
+
+        Settings record an IDF table by digest only: pass the table as ``weighting`` then. The
+        rebuilt configuration is checked to have the recorded identity, so a setting this
+        version of simsql cannot reproduce (a newer algorithm, another jieba) is refused rather
+        than silently fingerprinting differently.
+        """
+        recorded = str(settings.get("weighting", "log"))
+        if recorded.startswith("idf:") and (weighting is None or recorded != f"idf:{weighting.digest}"):
+            raise ConfigMismatch(
+                f"these fingerprints were made with an IdfTable ({recorded}); pass "
+                "Fingerprinter(weighting=IdfTable.load(...)) with that table"
+            )
+        chinese = str(settings.get("chinese") or "jieba")
+        try:
+            rebuilt = cls(
+                tokenizer=settings.get("tokenizer", "words"),  # type: ignore[arg-type]
+                shingle_size=int(settings.get("shingle_size") or 1),
+                char_ngram_size=int(settings.get("char_ngram_size") or 4),
+                chinese="jieba" if chinese.startswith("jieba") else "bigrams",
+                weighting=weighting if recorded.startswith("idf:") else recorded.split(":", 1)[0],  # type: ignore[arg-type]
+                seed=int(settings.get("seed", 0)),  # type: ignore[call-overload]
+                version=int(settings.get("algorithm", 1)),  # type: ignore[call-overload]
+            )
+        except (TypeError, ValueError) as error:
+            raise ConfigMismatch(f"cannot rebuild the recorded configuration {dict(settings)}: {error}") from None
+        if rebuilt.settings != dict(settings):
+            raise ConfigMismatch(
+                f"the recorded configuration {dict(settings)} differs from what this simsql builds "
+                f"({rebuilt.settings}); install the simsql/jieba versions that made it"
+            )
+        return rebuilt
 
     # -- features ---------------------------------------------------------------------------
 
-    def _feature_counts(self, text: object) -> Counter[bytes]:
-        counts: Counter[bytes | str] = Counter()
-        for chunk in tokenize.features(
+    def feature_counts(self, text: str) -> Counter[bytes]:
+        """Distinct features of ``text`` as UTF-8 bytes with their counts (see :meth:`features`)."""
+        encoded = tokenize.feature_counts(
             _require_str(text), self.tokenizer, self.shingle_size, self.char_ngram_size, self.chinese
-        ):
-            counts.update(chunk)
-        encoded = tokenize.encode_features(counts)
+        )
         return encoded if isinstance(encoded, Counter) else Counter(encoded)
+
+    _feature_counts = feature_counts
 
     def features(self, text: str) -> dict[str, int]:
         """The features of ``text`` with their counts, as this configuration sees them.
 
         Useful to debug why two texts are (not) close, and to fit an :class:`IdfTable`.
         """
-        return {f.decode("utf-8", "surrogatepass"): c for f, c in self._feature_counts(text).items()}
+        return {f.decode("utf-8", "surrogatepass"): c for f, c in self.feature_counts(text).items()}
+
+    def feature_weights(self, features: Iterable[bytes], counts: np.ndarray) -> np.ndarray:
+        """Unquantized weights of one document's distinct ``features`` given their ``counts``.
+
+        Exposed so that benchmarks building millions of fingerprints from cached counts use the
+        very weighting simsql uses.
+        """
+        weighting = self.weighting
+        if weighting == "count":
+            return counts
+        if weighting == "log":
+            return 1.0 + np.log(counts)
+        if weighting == "jieba_idf" or (self.version == 1 and isinstance(weighting, IdfTable)):
+            table = jieba_idf_table() if weighting == "jieba_idf" else weighting
+            return counts * table.weights(features)  # type: ignore[union-attr]
+        table = prior_table() if weighting == "prior" else weighting
+        return (1.0 + np.log(counts)) * table.weights(features)  # type: ignore[union-attr]
 
     def _weights(self, counts: Counter[bytes]) -> np.ndarray:
         values = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
-        weighting = self.weighting
-        if weighting == "count":
+        if self.weighting == "count":
             return values
-        if weighting == "log":
-            return quantize(1.0 + np.log(values))
-        table = jieba_idf_table() if weighting == "jieba_idf" else weighting
-        assert isinstance(table, IdfTable)
-        return quantize(values * table.weights(counts.keys()))
+        return quantize(self.feature_weights(counts.keys(), values))
 
     # -- fingerprints -----------------------------------------------------------------------
 
@@ -212,7 +285,7 @@ class Fingerprinter:
         results: list[int | None] = []
         batch: list[Counter[bytes]] = []
         for position, text in enumerate(texts):
-            counts = self._feature_counts(text)
+            counts = self.feature_counts(text)
             if not counts and empty == "raise":
                 raise EmptyDocument(
                     f"text #{position} has no features to fingerprint "

@@ -1,15 +1,33 @@
 """Similarity queries: a Select in, a Select out, composable with the caller's own filters.
 
 Candidates come from the 16-bit block indexes; the Hamming distance is computed only for them.
-All functions are exact: they return what a full scan ordered by distance would return.
+Every function is exact (it returns what a full scan ordered by distance would return) except
+``most_similar(..., exact=False)``, which says what it gives up.
 
 How ``most_similar`` stays exact without a distance bound (multi-index hashing): probing each
 block with every value within ``r`` bits finds every row within ``4r + 3`` bits. The statement
 is a ``UNION ALL`` of *bands*: band ``k`` probes radius ``k`` and keeps rows at distance
 ``4k .. 4k+3``, sorted; a last branch scans for anything farther. PostgreSQL runs the branches of
 an ``Append`` in order and stops pulling rows once ``LIMIT`` is satisfied, so a query whose
-neighbours are near never executes the wider probes or the scan, and a query whose neighbours
-are far pays the cheap probes and then the scan.
+neighbours are near never executes the wider probes or the scan.
+
+The plan adapts to the data when it runs: real text skews SimHash bits, so some 16-bit buckets
+hold hundreds of times their share of rows, and a wide band over crowded buckets can cost a good
+part of a scan. Before a band past the first runs, a bounded count of the index entries its
+probes would read is compared with a budget (a share of the table's estimated rows); a band over
+budget is skipped and the scan starts where the last band that ran stopped. A query whose only
+close neighbour is its copy thus pays four exact probes, a bounded count, and the scan.
+
+On MySQL/MariaDB, which materialise every branch of a ``UNION``, each branch past the first is
+also guarded by a count of the rows the bands before it found (:class:`simsql.dialects.EagerGuard`,
+``true`` on PostgreSQL), and ``LIMIT`` takes constants only, so the budgeted reads (the bounded
+count above, ``exact=False``'s candidate share) read all they reach there
+(:class:`simsql.dialects.RunTimeLimit`): the same answers for the exact mode, a superset of
+candidates for the approximate one, at a higher cost.
+
+With a bound the probes cover (``max_distance < 4 * (probe_radius + 1)``, e.g. ``find_original``)
+there is no scan and no band split: one probe of every block within ``radius_for(max_distance)``
+bits.
 """
 
 from __future__ import annotations
@@ -24,6 +42,8 @@ from sqlalchemy import (
     Select,
     and_,
     bindparam,
+    case,
+    cast,
     func,
     literal,
     literal_column,
@@ -40,9 +60,10 @@ from sqlalchemy.orm import Session, aliased
 from sqlalchemy.sql import ColumnElement
 
 from .bits import blocks, check_fingerprint, to_signed
+from .containment import MIN_CONTAINMENT, containment, shingles
 from . import registry
 from . import dialects
-from .dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_values, radius_for
+from .dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_values, radius_for, ring_values, row_estimate
 from .errors import EmptyDocument
 from .storage import Binding, binding_for
 from .types import SimHash
@@ -50,6 +71,13 @@ from .types import SimHash
 DEFAULT_PROBE_RADIUS = 2
 """Bands probed through the index before falling back to a scan: radius 2 covers distance
 <= 11 with 137 values per block, about 0.8% of a uniformly filled table."""
+
+BAND_BUDGET = 0.01
+"""A band past the first runs only if its probes meet fewer index entries than this share of
+the table's rows (see :func:`_band_budget`)."""
+
+MIN_BAND_BUDGET = 5000
+"""Budget floor: below this many entries a band is cheap whatever the table's size."""
 
 MAX_EXACT_BLOCK_DISTANCE = BLOCK_COUNT - 1
 
@@ -98,6 +126,26 @@ def _check_distance(max_distance: int | None) -> None:
         raise TypeError(f"max_distance must be an int, got {type(max_distance).__name__}")
     if not 0 <= max_distance <= 64:
         raise ValueError(f"max_distance must be in 0..64, got {max_distance}")
+
+
+def _check_limit(limit: object) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"limit must be a positive int, got {type(limit).__name__} {limit!r}")
+    if limit < 1:
+        raise ValueError(f"limit must be a positive int, got {limit}")
+    return limit
+
+
+def _check_targets(targets: object) -> list[object]:
+    """The targets of a batch as a list; a lone str or bytes is refused, not split into characters."""
+    if isinstance(targets, (str, bytes, bytearray)):
+        raise TypeError(
+            f"targets must be a sequence of targets (texts, fingerprints or rows), got a single "
+            f"{type(targets).__name__}; wrap it in a list: [text]"
+        )
+    if not isinstance(targets, Iterable):
+        raise TypeError(f"targets must be a sequence of targets, got {type(targets).__name__}")
+    return list(targets)
 
 
 def _fingerprint_literal(fingerprint: int) -> ColumnElement[Any]:
@@ -184,7 +232,19 @@ def _selected_model(stmt: Select[Any]) -> type:
     return entity
 
 
-def _band_candidates(binding: Binding, fingerprint: int, radius: int, low: int, high: int) -> Any:
+def _band_filter(distance: ColumnElement[Any], low: int, high: int | None) -> ColumnElement[bool] | None:
+    """``low <= distance <= high`` with the distance computed once per candidate: a whole band
+    (``4k .. 4k+3``) is ``distance / 4 = k``."""
+    if low == 0:
+        return distance <= high if high is not None else None
+    if high is not None and high - low == BLOCK_COUNT - 1 and low % BLOCK_COUNT == 0:
+        whole_band = dialects.whole_quotient(distance, BLOCK_COUNT)
+        return whole_band == low // BLOCK_COUNT
+    condition = distance >= low
+    return and_(condition, distance <= high) if high is not None else condition
+
+
+def _band_candidates(binding: Binding, fingerprint: int, radius: int, low: int, high: int | None, exclusion: ColumnElement[bool] | None = None) -> Any:
     """Rows at ``low..high`` bits sharing a block within ``radius`` bits, as (key..., distance).
 
     One index-only scan per block (the block indexes cover key and fingerprint) with the
@@ -192,17 +252,51 @@ def _band_candidates(binding: Binding, fingerprint: int, radius: int, low: int, 
     several blocks is counted once.
     """
     distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)).label("distance")
-    per_block = [
-        select(*binding.table_keys, distance).where(
-            equals_any(column, probe_values(value, radius)), distance.between(low, high)
-        )
-        for column, value in zip(binding.blocks, blocks(fingerprint))
-    ]
+    condition = _band_filter(distance, low, high)
+    per_block = []
+    for column, value in zip(binding.blocks, blocks(fingerprint)):
+        part = select(*binding.table_keys, distance).where(equals_any(column, probe_values(value, radius)))
+        for extra in (condition, exclusion):
+            if extra is not None:
+                part = part.where(extra)
+        per_block.append(part)
     return union(*per_block).subquery()
 
 
+def _band_budget(binding: Binding) -> ColumnElement[Any]:
+    """Most index entries a band may read before the scan is the cheaper way to its rows.
+
+    A band reads its candidates through the block indexes at about the cost per entry at which
+    the scan reads rows, so a band that would read more than :data:`BAND_BUDGET` of the table
+    is not worth running when the scan must follow anyway. The table size is the planner's
+    estimate, read when the statement runs (a floor keeps small or unanalysed tables on bands).
+    """
+    estimate = row_estimate(binding.table) * literal(BAND_BUDGET, Float())
+    return cast(func.greatest(estimate, literal(MIN_BAND_BUDGET, Float())), BigInteger)
+
+
+def _band_affordable(binding: Binding, fingerprint: int, radius: int) -> Any:
+    """A one-row CTE whose ``ok`` is true when the radius-``radius`` probes meet fewer index
+    entries than the budget.
+
+    Counted with ``LIMIT budget`` over the covering block indexes (index-only, no distance
+    computed), so the check costs at most one budget of entries; PostgreSQL evaluates it once,
+    when the band's branch is first pulled, and never for a query whose nearer bands already
+    filled ``limit``.
+    """
+    budget = _band_budget(binding)
+    entries: Any = union_all(
+        *(
+            select(literal_column("1").label("hit")).select_from(binding.table).where(equals_any(column, probe_values(value, radius)))
+            for column, value in zip(binding.blocks, blocks(fingerprint))
+        )
+    ).limit(dialects.run_time_limit(budget))
+    counted = select(func.count()).select_from(entries.subquery()).scalar_subquery()
+    return select((counted < budget).label("ok")).cte(f"simsql_band_{radius}")
+
+
 def _scan_branch(
-    binding: Binding, base: Select[Any], fingerprint: int, low: int, high: int | None, limit: int
+    binding: Binding, base: Select[Any], fingerprint: int, low: ColumnElement[Any] | int, high: int | None, limit: int
 ) -> Select[Any]:
     """The last resort: the plain top-``limit`` scan, minus the rows the bands already gave.
 
@@ -235,6 +329,169 @@ def _scan_branch(
     return branch.order_by(top.c.distance, *binding.keys).limit(limit)
 
 
+def _approximate_branch(binding: Binding, base: Select[Any], fingerprint: int, radius: int, max_distance: int | None, limit: int) -> Select[Any]:
+    """The nearest of a bounded set of candidates: every row sharing a block with the target,
+    then, per block, rows whose block is 1, 2, ... ``radius`` bits from the target's, nearest
+    rings first, until that block's share of the budget (:func:`_band_budget`) is spent."""
+    distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)).label("distance")
+    share = cast(_band_budget(binding) / literal(BLOCK_COUNT), BigInteger)
+
+    def ring(column: Any, value: int, r: int) -> Select[Any]:
+        part = select(*binding.table_keys, distance).where(equals_any(column, ring_values(value, r)))
+        return part.where(distance <= max_distance) if max_distance is not None else part
+
+    parts: list[Any] = []
+    for column, value in zip(binding.blocks, blocks(fingerprint)):
+        parts.append(ring(column, value, 0))
+        if radius > 0:
+            # Each block gets an equal share, so one crowded bucket of skewed fingerprints
+            # cannot starve the other blocks; within a block the nearer rings come first.
+            farther = union_all(*(ring(column, value, r) for r in range(1, radius + 1))).limit(dialects.run_time_limit(share)).subquery()
+            parts.append(select(farther))
+    merged = union(*parts).subquery()
+    merged_keys = [merged.c[k.name] for k in binding.table_keys]
+    # Rank keys and distances first: only the top rows are joined back to the caller's select.
+    nearest = select(merged).order_by(merged.c.distance, *merged_keys).limit(limit).subquery()
+    return (
+        base.join(nearest, _keys_equal(binding.keys, [nearest.c[k.name] for k in binding.table_keys]))
+        .add_columns(nearest.c.distance)
+        .order_by(nearest.c.distance, *binding.keys)
+    )
+
+
+def _check_most_similar(stmt: object, limit: object, max_distance: int | None, probe_radius: int) -> None:
+    _check_limit(limit)
+    _check_distance(max_distance)
+    if not isinstance(stmt, Select):
+        raise TypeError(f"most_similar() takes a select(), got {type(stmt).__name__}")
+    if stmt._order_by_clauses or stmt._limit_clause is not None or stmt._offset_clause is not None:
+        raise ValueError("pass a select() without order_by/limit/offset: most_similar() orders and limits it")
+    if isinstance(probe_radius, bool) or not isinstance(probe_radius, int) or not 0 <= probe_radius <= 4:
+        raise ValueError(f"probe_radius must be an int in 0..4, got {probe_radius!r}")
+
+
+def _band_branch(binding: Binding, base: Select[Any], fingerprint: int, radius: int, low: int, high: int | None, limit: int) -> Select[Any]:
+    candidates = _band_candidates(binding, fingerprint, radius, low, high)
+    return (
+        base.join(candidates, _keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
+        .add_columns(candidates.c.distance)
+        .order_by(candidates.c.distance, *binding.keys)
+        .limit(limit)
+    )
+
+
+def _guarded_bands(binding: Binding, fingerprint: int, probe_radius: int, branch_for: Any, fewer_within: Any) -> tuple[list[Select[Any]], ColumnElement[Any] | int, ColumnElement[bool]]:
+    """Bands ``0..probe_radius`` and the scan's start and guard: one mechanism, two conditions.
+
+    A band past the first runs only if (1) it and every band before it are affordable
+    (:func:`_band_affordable`, on every database) and (2) the bands before it did not fill the
+    answer (an :class:`simsql.dialects.EagerGuard`: ``true`` on PostgreSQL, whose ``Append``
+    stops pulling branches at the ``LIMIT`` by itself; evaluated once on MySQL/MariaDB, which
+    materialise every branch). The scan starts where the last band that ran stopped and is
+    guarded by (2) over the bands that ran. ``fewer_within(k)`` is true when fewer than
+    ``limit`` rows lie within ``4k + 3`` bits (counted through the radius-``k`` probes).
+    """
+    branches = []
+    guards: list[Any] = []
+
+    def ran(band: int) -> list[Any]:  # band ``band`` ran: it and all before it were affordable
+        return [select(g.c.ok).scalar_subquery() for g in guards[:band]]
+
+    for band in range(probe_radius + 1):
+        branch = branch_for(band, 4 * band, 4 * band + 3)
+        if band > 0:
+            guards.append(_band_affordable(binding, fingerprint, band))
+            unfilled = dialects.eager_guard(and_(*(fewer_within(k) for k in range(band))))
+            branch = branch.where(*ran(band), unfilled)
+        branches.append(branch)
+    whens = [(not_(select(g.c.ok).scalar_subquery()), literal(4 * (i + 1))) for i, g in enumerate(guards)]
+    scan_from = case(*whens, else_=literal(4 * (probe_radius + 1))) if whens else 4 * (probe_radius + 1)
+    # Nearest first, each band's count only if that band ran (MySQL evaluates AND/OR left to right).
+    scan_unfilled = [fewer_within(0)] + [or_(not_(and_(*ran(k))), fewer_within(k)) for k in range(1, probe_radius + 1)]
+    return branches, scan_from, dialects.eager_guard(and_(*scan_unfilled))
+
+
+def _fewer_within(binding: Binding, base: Select[Any] | None, fingerprint: int, limit: int, exclusion: ColumnElement[bool] | None = None) -> Any:
+    """``fewer_within(radius)`` for :func:`_guarded_bands`: whether ``base`` (or, for the key
+    ranking, the whole table minus ``exclusion``) has fewer than ``limit`` rows within
+    ``4 * radius + 3`` bits; one probe of the block indexes, counted."""
+
+    def fewer_within(radius: int) -> ColumnElement[bool]:
+        candidates = _band_candidates(binding, fingerprint, radius, 0, 4 * radius + 3, exclusion)
+        if base is None:
+            rows: Any = select(candidates.c.distance)
+        else:
+            within = base.join(candidates, _keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
+            rows = within.with_only_columns(*binding.keys)
+        return select(func.count()).select_from(rows.subquery()).scalar_subquery() < limit
+
+    return fewer_within
+
+
+def _exact_branches(binding: Binding, base: Select[Any], fingerprint: int, limit: int, max_distance: int | None, probe_radius: int) -> list[Select[Any]]:
+    """A bound the probes cover needs one branch (every block within its radius); otherwise
+    guarded bands, then the scan (:func:`_guarded_bands`)."""
+    if max_distance is not None and max_distance < 4 * (probe_radius + 1):
+        return [_band_branch(binding, base, fingerprint, radius_for(max_distance), 0, max_distance, limit)]
+    branches, scan_from, scan_guard = _guarded_bands(
+        binding,
+        fingerprint,
+        probe_radius,
+        lambda band, low, high: _band_branch(binding, base, fingerprint, band, low, high, limit),
+        _fewer_within(binding, base, fingerprint, limit),
+    )
+    branches.append(_scan_branch(binding, base, fingerprint, scan_from, max_distance, limit).where(scan_guard))
+    return branches
+
+
+def _is_plain(stmt: Select[Any], binding: Binding) -> bool:
+    """``select(Model)`` with nothing that filters or multiplies rows: ranking can then run on
+    keys and distances alone and fetch the entities once, at the end."""
+    return (
+        binding.mode == "columns"
+        and len(stmt._raw_columns) == 1
+        and stmt.whereclause is None
+        and not stmt._from_obj
+        and not stmt._setup_joins
+        and not stmt._group_by_clauses
+        and not stmt._having_criteria
+        and not stmt._distinct
+    )
+
+
+def _key_ranking(binding: Binding, fingerprint: int, limit: int, max_distance: int | None, probe_radius: int, exclusion: ColumnElement[bool] | None) -> Any:
+    """The exact top-``limit`` (key, distance) of the whole table: the plan of
+    :func:`_exact_branches` without a join per branch (smaller to build and to plan)."""
+    table_keys = list(binding.table_keys)
+
+    def keys_of(candidates: Any) -> list[Any]:
+        return [candidates.c[k.name] for k in table_keys]
+
+    def band(radius: int, low: int, high: int | None) -> Select[Any]:
+        candidates = _band_candidates(binding, fingerprint, radius, low, high, exclusion)
+        return select(candidates).order_by(candidates.c.distance, *keys_of(candidates)).limit(limit)
+
+    if max_distance is not None and max_distance < 4 * (probe_radius + 1):
+        return band(radius_for(max_distance), 0, max_distance).subquery("simsql_ranked")
+    branches, scan_from, scan_guard = _guarded_bands(
+        binding, fingerprint, probe_radius, band, _fewer_within(binding, None, fingerprint, limit, exclusion)
+    )
+    distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)).label("distance")
+    scan = select(*table_keys, distance).where(binding.fingerprint.is_not(None))
+    if exclusion is not None:
+        scan = scan.where(exclusion)
+    top = scan.order_by(distance, *table_keys).limit(limit).subquery()
+    tail = select(top).where(top.c.distance >= scan_from, scan_guard)
+    if max_distance is not None:
+        tail = tail.where(top.c.distance <= max_distance)
+    branches.append(tail.order_by(top.c.distance, *keys_of(top)).limit(limit))
+    # The answer's order is the branches' order: kept by PostgreSQL's Append, made explicit
+    # where a derived UNION has none (see :class:`simsql.dialects.EagerOrder`).
+    merged = union_all(*branches).subquery()
+    order = (merged.c.distance, *keys_of(merged))
+    return select(merged).order_by(*(dialects.eager_order(c) for c in order)).limit(limit).subquery("simsql_ranked")
+
+
 def most_similar(
     stmt: Select[Any],
     target: object,
@@ -243,93 +500,113 @@ def most_similar(
     exclude: object = None,
     *,
     probe_radius: int = DEFAULT_PROBE_RADIUS,
+    exact: bool = True,
 ) -> Select[Any]:
-    """The exact top-``limit`` rows of ``stmt`` by Hamming distance to ``target``.
+    """The top-``limit`` rows of ``stmt`` by Hamming distance to ``target``: exact by default.
 
     ``stmt`` is your ``select(Model)`` with any ``where``/``join`` you like (no ``order_by`` or
     ``limit``); the result selects ``(Model, distance, similarity)`` ordered by distance, then
     primary key. ``target`` is text, a fingerprint, or a model instance (which is excluded).
     ``exclude`` adds rows or primary keys to leave out. Rows with a NULL fingerprint never appear.
 
-    Without ``max_distance`` the answer is still exact: bands of radius ``0..probe_radius``
-    come from the block indexes, anything farther from a scan that runs only if the bands did
-    not fill ``limit`` rows.
+    Exact (the default): bands of radius ``0..probe_radius`` come from the block indexes,
+    anything farther from a scan that runs only if the bands did not fill ``limit`` rows. A band
+    that would read more index entries than the scan would save is skipped and left to the scan,
+    so a query whose neighbours are far costs little more than the scan itself.
+
+    ``exact=False`` never scans: it ranks a bounded set of candidates, the rows sharing a block
+    with the target, then rows whose blocks are 1 .. ``probe_radius`` bits from the target's,
+    nearest first, until about 1% of the table's index entries have been read (a quarter of
+    that per block). What it gives
+    up: only rows within 3 bits are guaranteed; farther rows are found when one of their blocks
+    is close enough and within the budget, so the answer is the best of the candidates, not
+    necessarily the true nearest (BENCHMARKS.md measures its recall). Filters on ``stmt`` apply
+    after the candidates are chosen, so a selective filter can leave fewer than ``limit`` rows.
     """
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ValueError(f"limit must be a positive int, got {limit!r}")
-    _check_distance(max_distance)
-    if not isinstance(stmt, Select):
-        raise TypeError(f"most_similar() takes a select(), got {type(stmt).__name__}")
-    if stmt._order_by_clauses or stmt._limit_clause is not None or stmt._offset_clause is not None:
-        raise ValueError("pass a select() without order_by/limit/offset: most_similar() orders and limits it")
-    if not 0 <= probe_radius <= 4:
-        raise ValueError(f"probe_radius must be in 0..4, got {probe_radius}")
+    _check_most_similar(stmt, limit, max_distance, probe_radius)
     model = _selected_model(stmt)
     binding = binding_for(model)
     fingerprint, own_key = _resolve(binding, target)
     excluded = _exclude_keys(binding, exclude) + ([own_key] if own_key is not None else [])
     exclusion = _exclusion(binding, excluded)
-    base = stmt.where(exclusion) if exclusion is not None else stmt
+    schema, table = binding.registry_key
+    check = {registry.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)}
 
-    branches = []
-    for band in range(probe_radius + 1):
-        low, high = 4 * band, 4 * band + 3
-        if max_distance is not None:
-            if low > max_distance:
-                break
-            high = min(high, max_distance)
-        candidates = _band_candidates(binding, fingerprint, band, low, high)
-        branch = (
-            base.join(candidates, _keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
-            .add_columns(candidates.c.distance)
-            .order_by(candidates.c.distance, *binding.keys)
-            .limit(limit)
+    if exact and _is_plain(stmt, binding):
+        ranked = _key_ranking(binding, fingerprint, limit, max_distance, probe_radius, exclusion)
+        return (
+            stmt.add_columns(ranked.c.distance, _similarity(ranked.c.distance))
+            .join(ranked, _keys_equal(binding.keys, [ranked.c[k.name] for k in binding.table_keys]))
+            .order_by(ranked.c.distance, *binding.keys)
+            .execution_options(**check)
         )
-        branches.append(branch.where(_fewer_within(binding, base, fingerprint, band - 1, limit)) if band else branch)
-
-    scan_from = 4 * (probe_radius + 1)
-    if max_distance is None or max_distance >= scan_from:
-        scan = _scan_branch(binding, base, fingerprint, scan_from, max_distance, limit)
-        branches.append(scan.where(_fewer_within(binding, base, fingerprint, len(branches) - 1, limit)))
-
+    base = stmt.where(exclusion) if exclusion is not None else stmt
+    if exact:
+        branches = _exact_branches(binding, base, fingerprint, limit, max_distance, probe_radius)
+    else:
+        branches = [_approximate_branch(binding, base, fingerprint, probe_radius, max_distance, limit)]
     ranked = (union_all(*branches) if len(branches) > 1 else branches[0]).subquery("simsql_ranked")
     entity: Any = aliased(model, ranked)
-    schema, table = binding.registry_key
     return (
-        select(
-            entity,
-            ranked.c.distance,
-            (literal(1.0, Float()) - ranked.c.distance / literal(64.0, Float())).label("similarity"),
-        )
+        select(entity, ranked.c.distance, _similarity(ranked.c.distance))
         .order_by(*(dialects.eager_order(c) for c in (ranked.c.distance, *(ranked.c[k.name] for k in binding.keys))))
         .limit(limit)
-        .execution_options(**{registry.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)})
+        .execution_options(**check)
     )
 
 
-def _fewer_within(binding: Binding, base: Select[Any], fingerprint: int, radius: int, limit: int) -> ColumnElement[bool]:
-    """True when ``base`` has fewer than ``limit`` rows within ``4 * radius + 3`` bits, i.e.
-    when the bands up to ``radius`` did not fill the answer and the next branch must run.
+def _similarity(distance: ColumnElement[Any]) -> ColumnElement[float]:
+    return (literal(1.0, Float()) - distance / literal(64.0, Float())).label("similarity")
 
-    An :class:`simsql.dialects.EagerGuard`: ``true`` on PostgreSQL (it stops pulling branches on
-    its own), evaluated once on MySQL/MariaDB (one probe of the block indexes, counted).
+
+ORIGINALITY_DISTANCE = 11
+"""Default threshold of :func:`find_original`: the full reach of radius-2 block probes
+(``4 * 2 + 3`` bits), so the widest distance costs no more index work than 8 bits would.
+Measured on held-out documentation (BENCHMARKS.md, "Originality check"): 95% of copies with a
+header and footer, and >= 99% of copies with 1-2% of words changed or a sentence in or out,
+are within 11 bits of their original, where 3 bits catches 13-86%."""
+
+ORIGINALITY_CANDIDATES = 16
+"""How many of the nearest rows :func:`find_original` verifies by text before answering None."""
+
+
+def find_original(
+    session: Session,
+    model: type,
+    text: str,
+    max_distance: int = ORIGINALITY_DISTANCE,
+    *,
+    min_containment: float | None = MIN_CONTAINMENT,
+    candidates: int = ORIGINALITY_CANDIDATES,
+) -> Match | None:
+    """The originality check: the nearest existing row that ``text`` is a copy of, or None.
+
+    Two stages. The block index finds the rows within ``max_distance`` bits (exact, nearest
+    first); then each candidate's own text is compared with ``text`` and accepted when at least
+    ``min_containment`` of the smaller one's word 5-shingles are in the other
+    (:mod:`simsql.containment`). At 11 bits a large table holds some unrelated rows by chance
+    (about 2e-5 of pairs); the second stage turns them away, so the threshold can be wide
+    enough to catch disguised copies. ``min_containment=None`` skips it (fingerprints only:
+    the nearest row within ``max_distance`` is the answer). At most ``candidates`` rows are
+    read. Raises :class:`EmptyDocument` for text without words.
     """
-    counts = []
-    for narrower in range(radius + 1):  # and-ed nearest first: one band that filled the limit ends it
-        candidates = _band_candidates(binding, fingerprint, narrower, 0, 4 * narrower + 3)
-        within = base.join(candidates, _keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
-        counted = select(func.count()).select_from(within.with_only_columns(*binding.keys).subquery()).scalar_subquery()
-        counts.append(counted < limit)
-    return dialects.eager_guard(and_(*counts))
-
-
-def find_original(session: Session, model: type, text: str, max_distance: int = 3) -> Match | None:
-    """The originality check: the nearest existing row within ``max_distance`` bits of ``text``,
-    or None when the text is original. Raises :class:`EmptyDocument` for text without words."""
-    row = session.execute(most_similar(select(model), text, limit=1, max_distance=max_distance)).first()
-    if row is None:
-        return None
-    return Match(row[0], int(row[1]), float(row[2]))
+    if not isinstance(text, str):
+        raise TypeError(f"find_original() checks a text (str), got {type(text).__name__}")
+    if min_containment is not None and not 0.0 < min_containment <= 1.0:
+        raise ValueError(f"min_containment must be in (0, 1] or None, got {min_containment!r}")
+    if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
+        raise ValueError(f"candidates must be a positive int, got {candidates!r}")
+    limit = 1 if min_containment is None else candidates
+    rows = session.execute(most_similar(select(model), text, limit=limit, max_distance=max_distance)).all()
+    if min_containment is None:
+        return Match(rows[0][0], int(rows[0][1]), float(rows[0][2])) if rows else None
+    binding = binding_for(model)
+    submitted = shingles(text)
+    for row, distance, similarity in rows:
+        stored = binding.text_of(row)
+        if stored is not None and containment(submitted, shingles(stored)) >= min_containment:
+            return Match(row, int(distance), float(similarity))
+    return None
 
 
 # -- near duplicates ----------------------------------------------------------------------
@@ -456,6 +733,8 @@ def most_similar_many(
     Returns, per target and in order, up to ``limit`` ``(primary key, distance)`` pairs within
     ``max_distance`` (<= 3, exact), nearest first. A text without features gets ``[]``.
     """
+    _check_limit(limit)
+    targets = _check_targets(targets)
     _check_distance(max_distance)
     if max_distance > MAX_EXACT_BLOCK_DISTANCE:
         raise ValueError(f"most_similar_many() supports max_distance <= 3, got {max_distance}")

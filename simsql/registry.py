@@ -193,24 +193,11 @@ def remove(connection: Connection, table_name: str, schema: str | None = None) -
 
 
 def fingerprinter_from_settings(settings: dict[str, Any]) -> Fingerprinter:
-    """Rebuild the :class:`Fingerprinter` recorded in the registry.
+    """Rebuild the :class:`Fingerprinter` recorded in the registry (any algorithm version).
 
     IDF tables are recorded by digest only; pass the table's Fingerprinter explicitly then.
     """
-    weighting = settings.get("weighting", "count")
-    if isinstance(weighting, str) and weighting.startswith("idf:"):
-        raise ConfigMismatch(
-            "this table was fingerprinted with an IdfTable; pass fingerprinter=Fingerprinter(weighting=IdfTable.load(...))"
-        )
-    chinese = settings.get("chinese") or "jieba"
-    return Fingerprinter(
-        tokenizer=settings.get("tokenizer", "words"),
-        shingle_size=settings.get("shingle_size") or 1,
-        char_ngram_size=settings.get("char_ngram_size") or 4,
-        chinese="jieba" if str(chinese).startswith("jieba") else "bigrams",
-        weighting=weighting,
-        seed=settings.get("seed", 0),
-    )
+    return Fingerprinter.from_settings(settings)
 
 
 _checked: dict[tuple[int, str | None, str, str], bool] = {}

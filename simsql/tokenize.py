@@ -16,6 +16,7 @@ import logging
 import re
 import threading
 import unicodedata
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -144,9 +145,14 @@ def word_tokens(text: str, chinese: ChineseMode = "jieba") -> Iterator[list[byte
 
 
 def _same_type(tokens: list[Any], like: Token) -> list[Any]:
+    """Carried-over tokens in the type of the next chunk's tokens.
+
+    A carried token may be a non-ASCII word that crossed an ASCII chunk as UTF-8 bytes, so bytes
+    are decoded as UTF-8 (never as ASCII), with ``surrogatepass`` to round-trip lone surrogates.
+    """
     if type(like) is bytes:
         return [t if type(t) is bytes else t.encode("utf-8", "surrogatepass") for t in tokens]
-    return [t.decode("ascii") if type(t) is bytes else t for t in tokens]
+    return [t.decode("utf-8", "surrogatepass") if type(t) is bytes else t for t in tokens]
 
 
 def shingles(token_chunks: Iterator[list[Any]], k: int) -> Iterator[list[Any]]:
@@ -187,6 +193,24 @@ def char_ngrams(text: str, n: int) -> Iterator[list[str]]:
         rest = carry.strip()
         if rest:
             yield [rest]
+
+
+def feature_counts(
+    text: str,
+    tokenizer: TokenizerName = "words",
+    shingle_size: int = 1,
+    char_ngram_size: int = 4,
+    chinese: ChineseMode = "jieba",
+) -> dict[bytes, int]:
+    """Distinct features of raw ``text`` (UTF-8 bytes) with their counts.
+
+    The defaults are the default :class:`~simsql.Fingerprinter`'s tokenizer settings, so that
+    :meth:`~simsql.IdfTable.fit` can count features without importing the fingerprinter.
+    """
+    counts: Counter[Token] = Counter()
+    for chunk in features(text, tokenizer, shingle_size, char_ngram_size, chinese):
+        counts.update(chunk)
+    return encode_features(counts)
 
 
 def features(

@@ -8,19 +8,32 @@ close to zero. That is what makes fingerprints portable across machines.
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import math
 import os
 import statistics
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from importlib import resources
+from typing import Any, Protocol
 
 import numpy as np
 import xxhash
 
-if TYPE_CHECKING:
-    from .fingerprint import Fingerprinter
+from . import tokenize
+
+
+class FeatureSource(Protocol):
+    """Anything that turns a text into feature counts, e.g. a :class:`~simsql.Fingerprinter`.
+
+    A protocol rather than an import keeps the layers one way: the fingerprinter imports
+    weighting, never the reverse.
+    """
+
+    def feature_counts(self, text: str) -> Mapping[bytes, int]: ...
+
 
 QUANT_SCALE = float(1 << 24)
 """Largest quantized weight of a document; per-feature sums stay far below 2**53."""
@@ -82,20 +95,20 @@ class IdfTable:
         self.digest = xxhash.xxh3_64_hexdigest(canonical.encode("ascii"))
 
     @classmethod
-    def fit(cls, texts: Iterable[str], fingerprinter: Fingerprinter | None = None) -> IdfTable:
+    def fit(cls, texts: Iterable[str], fingerprinter: FeatureSource | None = None) -> IdfTable:
         """Fit smoothed IDF, ``ln((1 + N) / (1 + df)) + 1``, on ``texts``.
 
         Features come from ``fingerprinter`` (the default one if omitted): fit the table with
         the same tokenizer settings you will fingerprint with. Texts without features are
         skipped rather than counted as documents.
         """
-        from .fingerprint import Fingerprinter
-
-        fingerprinter = fingerprinter or Fingerprinter()
+        count = fingerprinter.feature_counts if fingerprinter is not None else tokenize.feature_counts
         document_frequency: dict[bytes, int] = {}
         documents = 0
         for text in texts:
-            distinct = fingerprinter._feature_counts(text).keys()
+            if not isinstance(text, str):
+                raise TypeError(f"IdfTable.fit needs str texts, got {type(text).__name__}")
+            distinct = count(text).keys()
             if not distinct:
                 continue
             documents += 1
@@ -164,3 +177,62 @@ def jieba_idf_table() -> IdfTable:
             if len(parts) == 2:
                 idf[parts[0]] = float(parts[1])
     return IdfTable(idf, default=statistics.median(idf.values()))
+
+
+PRIOR_VERSION = 1
+PRIOR_SHA256 = "b10fb2f7636a7cfea048efdc2421a61baed721faa8396b5c0e4407e239160386"
+"""SHA-256 of the decompressed prior file: part of the fingerprint compatibility promise."""
+PRIOR_DEFAULT = 11.0
+PRIOR_BAND = (2.0, 4.0)
+"""A word's prior weight is its IDF minus 2, kept within (0, 2]: chosen by measurement."""
+PRIOR_FLOOR = 0.05
+"""The weight of the commonest words: small, so a text of stopwords alone still has a fingerprint."""
+
+
+def prior_weight(idf: float) -> float:
+    """Weight of a word of prior IDF ``idf``: ``min(max(idf - 2, 0.05), 2)``.
+
+    Words commoner than IDF 2 ("the", "的") barely count, so they no longer push the same bits in
+    every document; every word rarer than IDF 4 (most content words, and any word the prior does
+    not know, such as a copier's substitution) counts the same, so a few rare words cannot
+    dominate the fingerprint and light edits stay light. Raising the ceiling balances bits a
+    little better but lets edits move fingerprints further (BENCHMARKS.md, "band" configurations).
+    """
+    low, high = PRIOR_BAND
+    return min(max(idf - low, PRIOR_FLOOR), high - low)
+
+
+def _read_prior() -> dict[str, float]:
+    raw = gzip.decompress(resources.files("simsql").joinpath(f"data/prior-{PRIOR_VERSION}.tsv.gz").read_bytes())
+    digest = hashlib.sha256(raw).hexdigest()
+    if digest != PRIOR_SHA256:
+        raise RuntimeError(
+            f"simsql's built-in IDF prior has SHA-256 {digest}, expected {PRIOR_SHA256}; "
+            "the installation is damaged: reinstall simsql"
+        )
+    idf: dict[str, float] = {}
+    for line in raw.decode("utf-8").splitlines():
+        if line and not line.startswith("#"):
+            word, value = line.split("\t")
+            idf[word] = float(value)
+    return idf
+
+
+@lru_cache(maxsize=1)
+def prior_idf() -> IdfTable:
+    """The built-in IDF prior itself, never fitted on anyone's corpus.
+
+    56,188 common words: jieba 0.42.1's shipped IDF (Chinese) and wordfreq 3.1.1's English
+    frequencies on the same scale ("the" and "的" both 0.88); every other feature has
+    ``PRIOR_DEFAULT``, about the IDF of a rare word. Built by ``benchmarks/build_prior.py``.
+    The file ships with simsql and is checked against a pinned hash, so fingerprints cannot
+    drift with an installed jieba or a damaged install.
+    """
+    return IdfTable(_read_prior(), default=PRIOR_DEFAULT, documents=0)
+
+
+@lru_cache(maxsize=1)
+def prior_table() -> IdfTable:
+    """The weights of ``weighting="prior"``: :func:`prior_weight` of every word of the prior."""
+    idf = {word: prior_weight(value) for word, value in _read_prior().items()}
+    return IdfTable(idf, default=prior_weight(PRIOR_DEFAULT), documents=0)

@@ -119,7 +119,49 @@ def synthetic() -> dict[str, Any]:
                 "naive_generated_column": {"reader_worst_ms": 2004.3, "writer_worst_ms": 2004.2, "seconds": 2.2},
             },
         },
+        "latency": {"default": {"1000000": _latency_entry()}},
     }
+
+
+def _latency_entry() -> dict[str, Any]:
+    """One configuration's real-text latencies (the ``latency`` section of a run)."""
+    top = {
+        "simsql top-10": _latency(90.0),
+        "plain scan top-10": _latency(120.0),
+        "simsql approximate r=2": _latency(6.0, recall=0.83),
+        "pgvector HNSW ef_search=20": _latency(2.0, recall=0.7),
+        "pgvector HNSW ef_search=100": _latency(6.5, recall=0.95),
+    }
+    return {
+        "config": "sh2-test",
+        "command": "python -m benchmarks --sections latency --sizes 1000000",
+        "bits": {"entropy_bits": 60.1, "fullest_bucket_vs_uniform": 77.0, "bucket_seen_by_a_row_vs_uniform": 6.5},
+        "load_average": [2.5, 2.0, 1.5],
+        "workloads": {
+            "near-dup": {
+                "systems": {
+                    "simsql similar_to (3 bits)": _latency(0.8),
+                    "plain scan (3 bits)": _latency(100.0),
+                    "simsql find_original (7 bits)": _latency(1.6),
+                    "plain scan (7 bits)": _latency(96.0),
+                },
+                "kth_distance_quantiles": {"0.1": 8.0, "0.5": 12.0, "0.9": 16.0},
+            },
+            "top-10 spread": {"systems": top, "kth_distance_quantiles": {"0.1": 15.0, "0.5": 19.0, "0.9": 22.0}},
+        },
+    }
+
+
+def test_latency_section_compares_with_the_scan_and_pgvector() -> None:
+    text = report.latency_section({"latency": {"default": {"1000000": _latency_entry()}}})
+    assert "### `default` fingerprints, N=1M" in text
+    assert "60.1 of 64 bits" in text and "77× uniform" in text
+    assert "| near-dup | simsql similar_to (3 bits) | 0.8 | 1.60 | 100% | 125× | 125× |" in text  # 100 / 0.8
+    assert "| near-dup | simsql find_original (7 bits) | 1.60 | 3.20 | 100% | 60× |" in text  # against the 7-bit scan
+    assert "| top-10 spread | simsql top-10 | 90 | 180 | 100% | 1.3× |" in text
+    # Equal latency: approximate r=2 (6 ms) beside ef_search=100 (6.5 ms), not ef_search=20.
+    assert "| top-10 spread | r=2 | 6 | 83% | ef_search=100 | 6.50 | 95% |" in text
+    assert report.latency_section({}).endswith("_Not measured in this run._")
 
 
 def test_full_results_render_every_section(tmp_path: Path) -> None:
@@ -167,7 +209,7 @@ def test_partial_results_say_not_measured(tmp_path: Path) -> None:
     report.write(results, markdown, tmp_path / "plots")
     text = markdown.read_text(encoding="utf-8")
     # Queries, index, dedup, quality and ingest are missing; fingerprint throughput is there.
-    assert text.count("Not measured in this run") == 5
+    assert text.count("Not measured in this run") == 6  # real-text latency too
     assert "19.9" in text
     assert not list((tmp_path / "plots").glob("latency_*.png"))
     headline = report.headline(results)
@@ -175,7 +217,7 @@ def test_partial_results_say_not_measured(tmp_path: Path) -> None:
 
     # A run with nothing at all still renders.
     report.write({}, tmp_path / "empty.md", tmp_path / "plots")
-    assert (tmp_path / "empty.md").read_text(encoding="utf-8").count("Not measured in this run") == 7  # machine too
+    assert (tmp_path / "empty.md").read_text(encoding="utf-8").count("Not measured in this run") == 8  # machine too
 
 
 def test_main_rerenders_from_saved_json(tmp_path: Path) -> None:

@@ -23,7 +23,8 @@ def test_benchmark_smoke_run(database_url: str, schema: str) -> None:
     url = f"{database_url}{'&' if '?' in database_url else '?'}options=-csearch_path%3D{schema}"
     result = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--quick", "--url", url, "--sizes", "3000", "--queries", "5",
-         "--ingest-rows", "1500", "--sections", "fingerprint,queries,ingest", "--name", "smoke"],
+         "--ingest-rows", "1500", "--sections", "fingerprint,queries,latency,ingest", "--configs", "default", "--repeat", "1",
+         "--name", "smoke"],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -32,5 +33,10 @@ def test_benchmark_smoke_run(database_url: str, schema: str) -> None:
     for workload in workloads.values():
         assert workload["systems"]["simsql"]["recall"] == 1.0
         assert workload["systems"]["plain scan"]["recall"] == 1.0
+    latency = results["latency"]["default"]["3000"]["workloads"]
+    for workload in latency.values():
+        for system, row in workload["systems"].items():
+            if not system.startswith(("pgvector", "simsql approximate")):
+                assert row["recall"] == 1.0, system
     assert results["fingerprint"]["en"]
     assert results["ingest"]["backfill"]["rows"] == 2000

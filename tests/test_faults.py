@@ -130,10 +130,18 @@ def test_lock_holder_during_detach_gives_up_and_keeps_the_attachment(engine: Eng
 
 
 
-def test_server_restart_mid_backfill_then_resume(tmp_path: Any) -> None:
+def test_server_restart_mid_backfill_then_resume() -> None:
     """The embedded server (never the shared service) is stopped while a backfill runs in
     another process: the command fails cleanly, and a rerun after the restart resumes and
-    finishes with every fingerprint right."""
+    finishes with every fingerprint right. The cluster lives in a directory the server's
+    account can enter when run as root (see tests/pg_dirs.py)."""
+    from .pg_dirs import cluster_parent
+
+    with cluster_parent() as parent:
+        _restart_mid_backfill_then_resume(parent / "pg")
+
+
+def _restart_mid_backfill_then_resume(data_dir: Any) -> None:
     import os
     import subprocess
     import sys
@@ -144,7 +152,6 @@ def test_server_restart_mid_backfill_then_resume(tmp_path: Any) -> None:
 
     from .test_cli import _build_big_legacy, _progress, _wait_for_rows
 
-    data_dir = tmp_path / "pg"
     try:
         try:
             url = embedded_url(data_dir)

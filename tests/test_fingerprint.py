@@ -27,47 +27,86 @@ TEXTS = {
     "accents": "Ça coûte très cher à Paris, naïve café",
 }
 
+# Version 1 (simsql 0.1's defaults), named explicitly: its fingerprints and config ids must never
+# change, so tables filled before the defaults changed keep working.
 CONFIGS = {
-    "default": Fingerprinter(),
-    "shingle3": Fingerprinter(shingle_size=3),
-    "chars4": Fingerprinter(tokenizer="chars"),
-    "count": Fingerprinter(weighting="count"),
-    "bigrams": Fingerprinter(chinese="bigrams"),
-    "seed7": Fingerprinter(seed=7),
+    "v1 default": Fingerprinter(version=1),
+    "v1 shingle3": Fingerprinter(version=1, shingle_size=3),
+    "v1 chars4": Fingerprinter(version=1, tokenizer="chars"),
+    "v1 count": Fingerprinter(version=1, weighting="count"),
+    "v1 bigrams": Fingerprinter(version=1, chinese="bigrams"),
+    "v1 seed7": Fingerprinter(version=1, seed=7),
 }
 
 # Pinned outputs. A change here breaks every fingerprint stored by users: if a test below fails,
 # the change is a compatibility break, not a test to update.
 GOLDEN = {
-    ("default", "en_short"): 0x77E885AF50F81792,
-    ("default", "en_para"): 0x1227B3022390809E,
-    ("default", "zh"): 0x9471B4FA97FAAF5C,
-    ("default", "zh_long"): 0x9A947E2C0A72A3B0,
-    ("default", "mixed"): 0x9F7396A8270E9CA8,
-    ("default", "fullwidth"): 0x38AE579EE9BEF180,
-    ("default", "accents"): 0xCE03EC9084813868,
-    ("shingle3", "en_short"): 0xD0750EE3F3EA273F,
-    ("shingle3", "en_para"): 0xC1AAB55862DB5588,
-    ("shingle3", "zh"): 0xF7A6FBF419EA9C02,
-    ("shingle3", "mixed"): 0x8C235D11AFCD30E4,
-    ("chars4", "en_short"): 0x26008249749E60E2,
-    ("chars4", "en_para"): 0x9658D61050C946D1,
-    ("chars4", "zh"): 0x30050CE6B24C4AAD,
-    ("chars4", "mixed"): 0x0323114928196AC0,
-    ("bigrams", "zh"): 0x90374EDA27F48F7D,
-    ("bigrams", "mixed"): 0x97D184A86F629CB8,
-    ("seed7", "en_short"): 0x117A7F830BA998DE,
-    ("seed7", "zh"): 0x2DF5BBE9F5057423,
-    ("count", "en_para"): 0x1226B2020390809E,
+    ("v1 default", "en_short"): 0x77E885AF50F81792,
+    ("v1 default", "en_para"): 0x1227B3022390809E,
+    ("v1 default", "zh"): 0x9471B4FA97FAAF5C,
+    ("v1 default", "zh_long"): 0x9A947E2C0A72A3B0,
+    ("v1 default", "mixed"): 0x9F7396A8270E9CA8,
+    ("v1 default", "fullwidth"): 0x38AE579EE9BEF180,
+    ("v1 default", "accents"): 0xCE03EC9084813868,
+    ("v1 shingle3", "en_short"): 0xD0750EE3F3EA273F,
+    ("v1 shingle3", "en_para"): 0xC1AAB55862DB5588,
+    ("v1 shingle3", "zh"): 0xF7A6FBF419EA9C02,
+    ("v1 shingle3", "mixed"): 0x8C235D11AFCD30E4,
+    ("v1 chars4", "en_short"): 0x26008249749E60E2,
+    ("v1 chars4", "en_para"): 0x9658D61050C946D1,
+    ("v1 chars4", "zh"): 0x30050CE6B24C4AAD,
+    ("v1 chars4", "mixed"): 0x0323114928196AC0,
+    ("v1 bigrams", "zh"): 0x90374EDA27F48F7D,
+    ("v1 bigrams", "mixed"): 0x97D184A86F629CB8,
+    ("v1 seed7", "en_short"): 0x117A7F830BA998DE,
+    ("v1 seed7", "zh"): 0x2DF5BBE9F5057423,
+    ("v1 count", "en_para"): 0x1226B2020390809E,
 }
 
 GOLDEN_CONFIG_IDS = {
-    "default": "sh1-7b6629fcb08f",
-    "shingle3": "sh1-7fb62246438d",
-    "chars4": "sh1-a56193856739",
-    "count": "sh1-bd5c20d1de22",
-    "bigrams": "sh1-e58d15de88a0",
-    "seed7": "sh1-03402e0eceab",
+    "v1 default": "sh1-7b6629fcb08f",
+    "v1 shingle3": "sh1-7fb62246438d",
+    "v1 chars4": "sh1-a56193856739",
+    "v1 count": "sh1-bd5c20d1de22",
+    "v1 bigrams": "sh1-e58d15de88a0",
+    "v1 seed7": "sh1-03402e0eceab",
+}
+
+
+# Version 2, the current defaults (ALGORITHM_VERSION = 2): pinned the same way.
+V2_IDF = IdfTable({"postgresql": 9.5, "database": 4.0, "the": 0.5, "回家": 6.0}, default=8.0)
+CONFIGS |= {
+    "v2 default": Fingerprinter(),
+    "v2 shingle3": Fingerprinter(shingle_size=3),
+    "v2 bigrams": Fingerprinter(chinese="bigrams"),
+    "v2 log": Fingerprinter(weighting="log"),
+    "v2 idf": Fingerprinter(weighting=V2_IDF),
+}
+GOLDEN |= {
+    ("v2 default", "en_short"): 0x76E884AF58F91792,
+    ("v2 default", "en_para"): 0x132FF3020391209A,
+    ("v2 default", "zh"): 0x9471B4DAB6FAAF5C,
+    ("v2 default", "zh_long"): 0x9A957E2C4A72B3B0,
+    ("v2 default", "mixed"): 0xFFB193B8264E9CD8,
+    ("v2 default", "fullwidth"): 0x38AE579EE9BEF180,
+    ("v2 default", "accents"): 0xCE03EC9084813868,
+    ("v2 shingle3", "en_short"): 0xD0750EE3F3EA273F,
+    ("v2 shingle3", "en_para"): 0xC1AAB55862DB5588,
+    ("v2 shingle3", "zh"): 0xF7A6FBF419EA9C02,
+    ("v2 shingle3", "mixed"): 0x8C235D11AFCD30E4,
+    ("v2 bigrams", "zh"): 0x90374EDA27F48F7D,
+    ("v2 bigrams", "mixed"): 0xFFD501A67F629C98,
+    ("v2 log", "en_para"): 0x1227B3022390809E,
+    ("v2 log", "zh"): 0x9471B4FA97FAAF5C,
+    ("v2 idf", "en_para"): 0x5226B2020390C09E,
+    ("v2 idf", "zh"): 0x9471B4DBB6FEAD5C,
+}
+GOLDEN_CONFIG_IDS |= {
+    "v2 default": "sh2-21978419d0ee",
+    "v2 shingle3": "sh2-ba0b6e3abb59",
+    "v2 bigrams": "sh2-9757c6571aec",
+    "v2 log": "sh2-81a1c43c2017",
+    "v2 idf": "sh2-dabd2ca35e2f",
 }
 
 
@@ -133,7 +172,7 @@ def test_fingerprint_many_equals_one_by_one(texts: list[str]) -> None:
             assert value == fp.fingerprint(text) == reference_simhash(fp, text)
 
 
-@pytest.mark.parametrize("config", ["default", "shingle3", "chars4"])
+@pytest.mark.parametrize("config", ["v1 default", "v1 shingle3", "v1 chars4", "v2 default", "v2 shingle3"])
 def test_chunking_does_not_change_output(config: str, monkeypatch: pytest.MonkeyPatch) -> None:
     text = " ".join(TEXTS.values()) * 5
     whole = CONFIGS[config].fingerprint(text)
@@ -153,7 +192,7 @@ def test_deterministic_across_processes_and_hash_seeds() -> None:
         result = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, check=True)
         outputs.add(result.stdout)
     assert len(outputs) == 1
-    assert outputs.pop().split()[0] == str(GOLDEN[("default", "en_para")])
+    assert outputs.pop().split()[0] == str(GOLDEN[("v2 default", "en_para")])
 
 
 # -- the seeds' worked examples -------------------------------------------------------------
@@ -296,3 +335,89 @@ def test_idf_table_fit_save_load(tmp_path) -> None:
     bad.write_text('{"something": "else"}')
     with pytest.raises(ValueError, match="not a simsql IDF table"):
         IdfTable.load(bad)
+
+
+# -- issue 9 item 10: shingles across chunks of different scripts ----------------------------
+
+
+def test_shingles_across_an_ascii_chunk_keep_non_ascii_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Non-ASCII words, then a chunk of punctuation with almost no words, then more non-ASCII
+    words: the carried-over words crossed the ASCII chunk as UTF-8 bytes and were decoded as
+    ASCII (UnicodeDecodeError, which would stop a backfill at its batch)."""
+    gap = "!" * (tokenize.CHUNK_CHARS + 10)
+    text = f"café naïve {gap} x {gap} über straße résumé"
+    fp = Fingerprinter(shingle_size=3)
+    chunked = fp.fingerprint(text)
+    monkeypatch.setattr(tokenize, "CHUNK_CHARS", 10**9)
+    assert chunked == fp.fingerprint(text)
+    assert "naïve x über" in fp.features(text)
+
+
+# -- layering, versions, the built-in prior ---------------------------------------------------
+
+
+def _imported_modules(path: str) -> set[str]:
+    import ast
+
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    names: set[str] = set()
+    for node in ast.walk(tree):  # every import, also lazy ones inside functions
+        if isinstance(node, ast.ImportFrom):
+            names.add("." * node.level + (node.module or ""))
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+@pytest.mark.parametrize("module", ["weighting", "tokenize", "bits"])
+def test_lower_layers_never_import_the_fingerprinter(module: str) -> None:
+    path = os.path.join(os.path.dirname(simsql.__file__), f"{module}.py")
+    assert not {m for m in _imported_modules(path) if "fingerprint" in m}
+
+
+def test_version_1_is_simsql_0_1_when_named() -> None:
+    old = Fingerprinter(version=1)
+    assert old.weighting == "log" and old.config_id == "sh1-7b6629fcb08f"
+    assert Fingerprinter().version == 2 and Fingerprinter().weighting == "prior"
+    assert Fingerprinter().config_id.startswith("sh2-")
+    assert Fingerprinter(version=1) != Fingerprinter()
+    with pytest.raises(ValueError, match="version"):
+        Fingerprinter(version=3)
+    with pytest.raises(ValueError, match="version 1"):
+        Fingerprinter(version=1, weighting="prior")
+
+
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+def test_settings_rebuild_the_same_configuration(config: str) -> None:
+    fp = CONFIGS[config]
+    table = fp.weighting if isinstance(fp.weighting, IdfTable) else None
+    rebuilt = Fingerprinter.from_settings(fp.settings, weighting=table)
+    assert rebuilt == fp and rebuilt.config_id == fp.config_id
+
+
+def test_settings_from_another_simsql_are_refused() -> None:
+    newer = dict(Fingerprinter().settings, algorithm=99)
+    with pytest.raises(simsql.ConfigMismatch, match="cannot rebuild"):
+        Fingerprinter.from_settings(newer)
+    other_prior = dict(Fingerprinter().settings, weighting="prior:0000")
+    with pytest.raises(simsql.ConfigMismatch, match="differs"):
+        Fingerprinter.from_settings(other_prior)
+    with pytest.raises(simsql.ConfigMismatch, match="IdfTable"):
+        Fingerprinter.from_settings(CONFIGS["v2 idf"].settings)
+
+
+def test_prior_file_is_pinned() -> None:
+    import gzip
+    import hashlib
+    from importlib import resources
+
+    from simsql import weighting
+
+    raw = gzip.decompress(resources.files("simsql").joinpath("data/prior-1.tsv.gz").read_bytes())
+    assert hashlib.sha256(raw).hexdigest() == weighting.PRIOR_SHA256
+    idf = weighting.prior_idf()
+    assert idf.get("the") < idf.get("system") < idf.get("never-seen-word")
+    assert idf.get("的") < idf.get("系统") < idf.get("从未见过的词")
+    weights = weighting.prior_table()
+    assert weights.get("the") == weighting.PRIOR_FLOOR
+    assert weights.get("system") == weights.get("never-seen-word") == 2.0

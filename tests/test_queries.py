@@ -305,3 +305,72 @@ def test_real_text_fingerprints_are_exact(tables: Engine, mode: str) -> None:
             if i < j and a is not None and b is not None and hamming(a, b) <= 3
         )
         assert expected and [tuple(p) for p in pairs] == expected
+
+
+@pytest.mark.parametrize("limit", [0, -1, None, True, 2.5, "3"])
+def test_most_similar_many_refuses_bad_limits(tables: Engine, limit: Any) -> None:
+    """A limit that is not a positive int is a caller's mistake: a clear error, not a database one."""
+    with Session(tables) as session:
+        with pytest.raises((TypeError, ValueError), match="limit"):
+            simsql.most_similar_many(session, Article, ["some words to look up"], limit=limit)
+
+
+@pytest.mark.parametrize("targets", ["some words to look up", b"some bytes", 12345])
+def test_most_similar_many_refuses_a_single_target(tables: Engine, targets: Any) -> None:
+    """A str is a Sequence: iterating it would look up each character as its own text."""
+    with Session(tables) as session:
+        with pytest.raises(TypeError, match="targets"):
+            simsql.most_similar_many(session, Article, targets)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("budget", [1, 40, 10**6])
+def test_most_similar_stays_exact_when_bands_are_skipped(tables: Engine, mode: str, budget: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bands over budget are left to the scan, which then starts where the last band stopped.
+
+    A budget of 1 skips every band past the first, 40 skips some (depending on the query), and
+    10**6 none; the answer must not depend on it.
+    """
+    monkeypatch.setattr(simsql.queries, "BAND_BUDGET", 0.0)
+    monkeypatch.setattr(simsql.queries, "MIN_BAND_BUDGET", budget)
+    model = MODELS[mode]
+    fingerprints, queries = _planted_corpus(seed=11)
+    _load_fingerprints(tables, model, fingerprints)
+    with Session(tables) as session:
+        for query in queries:
+            for limit, max_distance in ((10, None), (1, None), (40, None), (25, 20), (10, 9)):
+                statement = simsql.most_similar(select(model), query, limit=limit, max_distance=max_distance)
+                got = [(row[0].id, row.distance) for row in session.execute(statement)]
+                assert got == _brute_force(fingerprints, query, limit, max_distance), (query, limit, max_distance)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("probe_radius", [0, 1, 2, 3])
+@pytest.mark.parametrize("budget", [1, 10**6])
+def test_approximate_most_similar_keeps_its_promises(
+    tables: Engine, mode: str, probe_radius: int, budget: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``exact=False``: every row within 3 bits is found, in order; with an unspent budget every
+    row within ``4 * probe_radius + 3`` bits too; whatever else is returned is a real row at its
+    true distance whose block is within ``probe_radius`` bits of the target's."""
+    monkeypatch.setattr(simsql.queries, "BAND_BUDGET", 0.0)
+    monkeypatch.setattr(simsql.queries, "MIN_BAND_BUDGET", budget)
+    model = MODELS[mode]
+    fingerprints, queries = _planted_corpus(seed=12)
+    _load_fingerprints(tables, model, fingerprints)
+    guaranteed = 4 * probe_radius + 3 if budget > 1 else 3
+    with Session(tables) as session:
+        for query in queries:
+            for max_distance in (None, 9):
+                statement = simsql.most_similar(select(model), query, limit=30, max_distance=max_distance, exact=False, probe_radius=probe_radius)
+                got = [(row[0].id, row.distance) for row in session.execute(statement)]
+                truth = _brute_force(fingerprints, query, 10**9, max_distance)
+                within = [pair for pair in truth if pair[1] <= guaranteed][:30]
+                assert got[: len(within)] == within
+                assert [d for _, d in got] == sorted(d for _, d in got)
+                assert len({key for key, _ in got}) == len(got)
+                for key, d in got:
+                    fp = fingerprints[key - 1]
+                    assert fp is not None and hamming(fp, query) == d
+                    assert max_distance is None or d <= max_distance
+                    assert min(hamming(a, b) for a, b in zip(simsql.blocks(fp), simsql.blocks(query))) <= probe_radius

@@ -15,11 +15,11 @@ from functools import lru_cache
 from itertools import combinations
 from typing import Any
 
-from sqlalchemy import Computed, Integer, bindparam
+from sqlalchemy import Computed, Float, Integer, bindparam
 from sqlalchemy.dialects import postgresql as _pg
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql import ColumnElement
+from sqlalchemy.sql import ColumnElement, TableClause
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
@@ -83,6 +83,10 @@ def _hamming_default(element: HammingDistance, compiler: Any, **kw: Any) -> str:
     raise _refuse(compiler.dialect)
 
 
+_INTEGER_ARRAY = _pg.ARRAY(Integer)
+"""One array type for every ``EqualsAny`` bind (the PostgreSQL form; MySQL expands it)."""
+
+
 class EqualsAny(ColumnElement[bool]):
     """``column`` equals one of ``values``: ``= ANY(:array)`` on PostgreSQL (one bind however
     many values, so one plan cache entry per statement shape), ``IN (...)`` elsewhere.
@@ -103,7 +107,7 @@ class EqualsAny(ColumnElement[bool]):
 
         self.type = Boolean()
         self.column = column
-        self.values = bindparam(None, list(values), type_=_pg.ARRAY(Integer))
+        self.values = bindparam(None, list(values), type_=_INTEGER_ARRAY)
 
 
 @compiles(EqualsAny)
@@ -214,6 +218,79 @@ def eager_order(key: ColumnElement[Any]) -> EagerOrder:
     return EagerOrder(key)
 
 
+class RowEstimate(ColumnElement[float]):
+    """The server's estimate of a table's row count (PostgreSQL ``pg_class.reltuples``,
+    MySQL/MariaDB ``information_schema.TABLES.TABLE_ROWS``; 0 when never analysed or missing):
+    what a plan can compare its own work with, read at execution time, never counted."""
+
+    type = Float()
+    inherit_cache = True
+    _traverse_internals = [("table", InternalTraversal.dp_clauseelement)]
+
+    def __init__(self, table: TableClause) -> None:
+        self.table = table
+
+
+@compiles(RowEstimate)
+def _row_estimate_default(element: RowEstimate, compiler: Any, **kw: Any) -> str:
+    raise _refuse(compiler.dialect)
+
+
+def row_estimate(table: TableClause) -> RowEstimate:
+    return RowEstimate(table)
+
+
+class WholeQuotient(ColumnElement[int]):
+    """``dividend / divisor`` rounded toward zero, for non-negative integers: PostgreSQL's
+    ``/`` on integers; MySQL's ``/`` is decimal division there, its integer one is ``DIV``."""
+
+    type = Integer()
+    inherit_cache = True
+    _traverse_internals = [
+        ("dividend", InternalTraversal.dp_clauseelement),
+        ("divisor", InternalTraversal.dp_plain_obj),
+    ]
+
+    def __init__(self, dividend: ColumnElement[Any], divisor: int) -> None:
+        self.dividend = dividend
+        self.divisor = int(divisor)
+
+
+@compiles(WholeQuotient)
+def _whole_quotient_default(element: WholeQuotient, compiler: Any, **kw: Any) -> str:
+    raise _refuse(compiler.dialect)
+
+
+def whole_quotient(dividend: ColumnElement[Any], divisor: int) -> WholeQuotient:
+    return WholeQuotient(dividend, divisor)
+
+
+class RunTimeLimit(ColumnElement[int]):
+    """A ``LIMIT`` computed when the statement runs (a budget from :class:`RowEstimate`).
+
+    PostgreSQL takes any expression there and stops reading at the bound. MySQL and MariaDB
+    accept only constants in ``LIMIT``: there it compiles to "all rows" (2^64 - 1, their
+    documented idiom), so a bounded read reads everything it would reach. A bounded count then
+    gives the same comparison at a higher cost; a bounded candidate set is a superset.
+    """
+
+    type = Integer()
+    inherit_cache = True
+    _traverse_internals = [("bound", InternalTraversal.dp_clauseelement)]
+
+    def __init__(self, bound: ColumnElement[Any]) -> None:
+        self.bound = bound
+
+
+@compiles(RunTimeLimit)
+def _run_time_limit_default(element: RunTimeLimit, compiler: Any, **kw: Any) -> str:
+    raise _refuse(compiler.dialect)
+
+
+def run_time_limit(bound: ColumnElement[Any]) -> RunTimeLimit:
+    return RunTimeLimit(bound)
+
+
 def hamming_expression(a: ColumnElement[Any], b: ColumnElement[Any]) -> HammingDistance:
     return HammingDistance(a, b)
 
@@ -254,6 +331,11 @@ def probe_values(block: int, radius: int) -> list[int]:
     least one block within ``radius`` bits of the query's block (pigeonhole over 4 blocks).
     """
     return [block ^ mask for mask in _masks(radius)]
+
+
+def ring_values(block: int, radius: int) -> list[int]:
+    """The 16-bit values exactly ``radius`` bits from ``block`` (1, 16, 120, 560, ... values)."""
+    return [block ^ sum(1 << b for b in bits) for bits in combinations(range(BLOCK_BITS), radius)]
 
 
 def radius_for(max_distance: int) -> int:
@@ -378,6 +460,13 @@ __all__ = [
     "probe_values",
     "radius_for",
     "registry_probe_sql",
+    "RowEstimate",
+    "RunTimeLimit",
+    "WholeQuotient",
+    "whole_quotient",
+    "run_time_limit",
+    "ring_values",
+    "row_estimate",
     "relation_exists",
     "server_version",
     "upsert",

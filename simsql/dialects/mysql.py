@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Integer, text
+from sqlalchemy import Integer, String, text
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import CreateIndex
 
-from . import COVERING_INFO, MIN_MARIADB, MIN_MYSQL, BlockComputed, BlockExpression, EagerGuard, EagerOrder, EqualsAny, HammingDistance, block_expression_sql, describe_server
+from . import COVERING_INFO, MIN_MARIADB, MIN_MYSQL, BlockComputed, BlockExpression, EagerGuard, EagerOrder, EqualsAny, HammingDistance, RowEstimate, RunTimeLimit, WholeQuotient, block_expression_sql, describe_server
 from ..errors import UnsupportedDatabase
 
 NAMES = ("mysql", "mariadb")
@@ -81,7 +81,32 @@ def _eager_order(element: EagerOrder, compiler: Any, **kw: Any) -> str:
     return compiler.process(element.ordered, **kw)  # type: ignore[no-any-return]
 
 
+def _row_estimate(element: RowEstimate, compiler: Any, **kw: Any) -> str:
+    # InnoDB's sampled estimate (what ANALYZE TABLE refreshes). Names are string literals here,
+    # quoted by the dialect's own literal rule (quotes, backslashes, percent signs).
+    table = element.table
+    literal = String().literal_processor(compiler.dialect)
+    assert literal is not None
+    schema = getattr(table, "schema", None)
+    where_schema = "DATABASE()" if schema is None else literal(str(schema))
+    return (
+        "(SELECT COALESCE(MAX(TABLE_ROWS), 0) FROM information_schema.TABLES "
+        f"WHERE TABLE_SCHEMA = {where_schema} AND TABLE_NAME = {literal(str(table.name))})"
+    )
+
+
+def _run_time_limit(element: RunTimeLimit, compiler: Any, **kw: Any) -> str:
+    return "18446744073709551615"  # LIMIT takes constants only here: every row
+
+
+def _whole_quotient(element: WholeQuotient, compiler: Any, **kw: Any) -> str:
+    return f"({compiler.process(element.dividend, **kw)} DIV {element.divisor})"
+
+
 for _name in NAMES:
+    compiles(WholeQuotient, _name)(_whole_quotient)
+    compiles(RunTimeLimit, _name)(_run_time_limit)
+    compiles(RowEstimate, _name)(_row_estimate)
     compiles(EagerOrder, _name)(_eager_order)
     compiles(EagerGuard, _name)(_eager_guard)
     compiles(CreateIndex, _name)(_create_index)

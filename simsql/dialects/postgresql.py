@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import any_
 
-from . import MIN_POSTGRES, BlockExpression, EagerGuard, EagerOrder, EqualsAny, HammingDistance, block_expression_sql
+from . import MIN_POSTGRES, BlockExpression, EagerGuard, EagerOrder, EqualsAny, HammingDistance, RowEstimate, RunTimeLimit, WholeQuotient, block_expression_sql
 from ..errors import UnsupportedDatabase
 
 
@@ -51,6 +51,22 @@ def _eager_guard(element: EagerGuard, compiler: Any, **kw: Any) -> str:
 def _eager_order(element: EagerOrder, compiler: Any, **kw: Any) -> str:
     # Not a bare literal (``ORDER BY 0`` would name a column by position); constant, so no sort.
     return "CAST(0 AS INTEGER)"
+
+
+@compiles(RowEstimate, "postgresql")
+def _row_estimate(element: RowEstimate, compiler: Any, **kw: Any) -> str:
+    name = compiler.preparer.format_table(element.table).replace("'", "''")
+    return f"(SELECT greatest(max(reltuples), 0) FROM pg_class WHERE oid = to_regclass('{name}'))"
+
+
+@compiles(RunTimeLimit, "postgresql")
+def _run_time_limit(element: RunTimeLimit, compiler: Any, **kw: Any) -> str:
+    return compiler.process(element.bound, **kw)  # type: ignore[no-any-return]
+
+
+@compiles(WholeQuotient, "postgresql")
+def _whole_quotient(element: WholeQuotient, compiler: Any, **kw: Any) -> str:
+    return f"({compiler.process(element.dividend, **kw)} / {element.divisor})"
 
 
 def server_version_num(connection: Connection) -> int:

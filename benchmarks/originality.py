@@ -1,0 +1,315 @@
+"""The originality check of issue 8, measured: evasions caught, false matches, balanced bits.
+
+Corpus: :mod:`benchmarks.sources` (six documentation sources for tuning, ``debian-handbook``
+held out). For each language and each configuration:
+
+* **evasions**: up to ``--per-kind`` tuning articles (every held-out one) get each evasion of
+  :data:`benchmarks.edits.EVASIONS`; a copy is *caught at t* when its fingerprint is within t
+  bits of the original's. The ``simhash`` package (``Simhash(text)`` defaults) runs on the same
+  texts. Real revisions (:func:`benchmarks.sources.real_revisions`) are reported alike.
+* **false matches**: every distinct pair of tuning articles (English: all of them; Chinese has
+  fewer articles, so besides all pairs of real articles, all pairs of articles assembled from
+  disjoint sets of real paragraphs, at least 10^7 pairs); the per-pair rate at distance <= t
+  and the expected false alarms per check against 1M and 10M stored rows (rate x rows).
+* **balance** (``--balance``): 1M articles assembled from tuning paragraphs (half English, half
+  Chinese), fingerprinted from cached paragraph feature counts by simsql's own weighting
+  (checked equal to ``fingerprint_many`` on a sample); bits of entropy and the fullest 16-bit
+  bucket against the uniform expectation.
+
+Run: ``python -m benchmarks.originality [--balance] [--out benchmarks/results/originality.json]``
+then ``python -m benchmarks.report --originality benchmarks/results/originality.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from itertools import repeat
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import corpus, edits, sources
+from .quality import _POPCOUNT, _simhash_package_many
+
+THRESHOLDS = tuple(range(21))
+SEED = 8
+RESULTS = Path(__file__).resolve().parent / "results" / "originality.json"
+
+FingerprintFn = Callable[[Sequence[str]], np.ndarray]
+
+
+def _log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def _to_array(values: Sequence[int | None]) -> np.ndarray:
+    """uint64 fingerprints; a text the peer cannot fingerprint gets a value that matches nothing."""
+    return np.array([v if v is not None else 0 for v in values], dtype=np.uint64)
+
+
+def distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    xor = np.bitwise_xor(a.astype(np.uint64), b.astype(np.uint64))
+    return _POPCOUNT[xor.view(np.uint8)].reshape(-1, 8).sum(axis=1, dtype=np.int64)
+
+
+def caught(d: np.ndarray) -> list[float]:
+    return [float(np.mean(d <= t)) for t in THRESHOLDS]
+
+
+def capped_prior(cap: float) -> Any:
+    """The built-in prior with every IDF above ``cap`` lowered to it (and the default = cap)."""
+    from simsql import IdfTable
+    from simsql.weighting import prior_idf
+
+    table = prior_idf()
+    return IdfTable({k.decode(): min(v, cap) for k, v in table._idf.items()}, default=cap)
+
+
+def banded_prior(lo: float, hi: float) -> Any:
+    """The built-in prior mapped to ``min(idf, hi) - lo``, floored at 0: common words drop out."""
+    from simsql import IdfTable
+    from simsql.weighting import prior_idf
+
+    table = prior_idf()
+    return IdfTable({k.decode(): max(min(v, hi) - lo, 0.0) for k, v in table._idf.items()}, default=max(min(table.default, hi) - lo, 0.0))
+
+
+def configurations() -> dict[str, tuple[str, Any]]:
+    """name -> (description, Fingerprinter or None for the simhash package)."""
+    from simsql import Fingerprinter
+
+    extra = {}
+    for cap in (3.0, 4.0, 5.0, 7.0):
+        table = capped_prior(cap)
+        extra[f"prior cap {cap:g}"] = (f"words, (1 + ln count) x min(prior IDF, {cap:g})", Fingerprinter(weighting=table))
+        extra[f"prior cap {cap:g} bigrams"] = (
+            f'chinese="bigrams", (1 + ln count) x min(prior IDF, {cap:g})', Fingerprinter(weighting=table, chinese="bigrams"))
+    for lo, hi in ((1.0, 3.0), (1.5, 4.0), (2.0, 4.0), (2.0, 8.0), (3.0, 8.0), (4.0, 8.0), (3.0, 11.0), (3.0, 6.0)):
+        table = banded_prior(lo, hi)
+        extra[f"band {lo:g}-{hi:g}"] = (f"words, (1 + ln count) x (min(prior IDF, {hi:g}) - {lo:g})+", Fingerprinter(weighting=table))
+    return extra | {
+        "v2 default": ("Fingerprinter(): words, (1 + ln count) x built-in IDF prior", Fingerprinter()),
+        "v1 (0.1 default)": ("Fingerprinter(version=1): words, 1 + ln count", Fingerprinter(version=1)),
+        "v2 prior, bigrams": ('Fingerprinter(chinese="bigrams")', Fingerprinter(chinese="bigrams")),
+        "v2 shingle2": ("Fingerprinter(shingle_size=2)", Fingerprinter(shingle_size=2)),
+        "simhash package": ("simhash 2.1.2 Simhash(text): char 4-grams, counts, MD5", None),
+    }
+
+
+_COUNTS: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
+def fingerprints(config: Any, texts: Sequence[str]) -> np.ndarray:
+    """Fingerprints of ``texts``; feature counts are shared by configurations that tokenize alike.
+
+    The same two steps as ``Fingerprinter.fingerprint_many`` (``feature_counts``, then the
+    weighted sums), so the values are simsql's own; tokenizing (jieba) is the costly half.
+    """
+    if config is None:
+        return _to_array(_simhash_package_many(texts))
+    key = (config.tokenizer, config.shingle_size, config.char_ngram_size, config.chinese)
+    cache = _COUNTS.setdefault(key, {})
+    counts = []
+    for text in texts:
+        c = cache.get(text)
+        if c is None:
+            c = cache[text] = config.feature_counts(text)
+        counts.append(c)
+    out: list[int | None] = []
+    for lo in range(0, len(counts), 256):
+        out.extend(config._fingerprint_counts(counts[lo : lo + 256]))
+    return _to_array(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Texts
+# --------------------------------------------------------------------------------------------
+
+
+def corpus_split(lang: corpus.Lang) -> tuple[list[corpus.Document], list[corpus.Document]]:
+    """(tuning articles, held-out articles) of ``lang``."""
+    tune: list[corpus.Document] = []
+    for source, langs in sources.SOURCES.items():
+        if lang in langs and source != sources.HELD_OUT:
+            tune.extend(sources.articles(source, lang))
+    return tune, sources.articles(sources.HELD_OUT, lang)
+
+
+def evasion_pairs(docs: Sequence[corpus.Document], per_kind: int, seed: int) -> dict[str, tuple[list[str], list[str]]]:
+    """kind -> (originals, copies); donors for inserted sentences come from the other articles."""
+    donors = [s for d in docs[::7] for s in edits.sentences(d.text)[:3] if 20 <= len(s) <= 300]
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    for kind in edits.EVASIONS:
+        picker = random.Random(f"{seed}:{kind}")
+        chosen = picker.sample(list(docs), min(per_kind, len(docs)))
+        originals = [d.text for d in chosen]
+        copies = [edits.evade(kind, d.text, random.Random(f"{seed}:{kind}:{d.doc_id}"), donors) for d in chosen]
+        out[kind] = (originals, copies)
+    return out
+
+
+def disjoint_articles(docs: Sequence[corpus.Document], min_chars: int, seed: int) -> list[str]:
+    """Articles made of real paragraphs, no paragraph used twice: unrelated by construction."""
+    paras = [p for d in docs for p in d.text.split("\n\n") if len(p) >= 20]
+    random.Random(seed).shuffle(paras)
+    out: list[str] = []
+    current: list[str] = []
+    for p in paras:
+        current.append(p)
+        if sum(map(len, current)) >= min_chars:
+            out.append("\n\n".join(current))
+            current = []
+    return out
+
+
+NATURAL_DUPLICATE = 0.5
+"""Word 5-shingle containment (of the smaller article in the larger) from which two articles of
+the corpus are the same text in fact (a section quoted in two manuals, two near-identical man
+pages): such a pair is a true match, counted apart, not a false one."""
+CLOSE = 12
+
+
+def _containment(a: str, b: str, cache: dict[str, np.ndarray]) -> float:
+    sa = cache.get(a)
+    if sa is None:
+        sa = cache[a] = corpus._shingles(a)
+    sb = cache.get(b)
+    if sb is None:
+        sb = cache[b] = corpus._shingles(b)
+    inter = np.intersect1d(sa, sb, assume_unique=True).size
+    return inter / max(1, min(sa.size, sb.size))
+
+
+def beta_binomial_cdf(mean: float, var: float, n: int = 64) -> list[float]:
+    """P(distance <= t) under the beta-binomial with this mean and variance (moment fit).
+
+    Unrelated pairs differ in each bit with a probability that itself varies from pair to pair
+    (some pairs share a topic), which widens the binomial; the beta-binomial captures that with
+    one more parameter. Used only to extrapolate below what 10^7 pairs can observe.
+    """
+    p = mean / n
+    binomial_var = n * p * (1 - p)
+    rho = max((var / binomial_var - 1) / (n - 1), 1e-9)
+    s = 1 / rho - 1
+    a, b = p * s, (1 - p) * s
+    log_beta_ab = math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
+    pmf = [
+        math.exp(
+            math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+            + math.lgamma(k + a) + math.lgamma(n - k + b) - math.lgamma(n + a + b) - log_beta_ab
+        )
+        for k in range(n + 1)
+    ]  # fmt: skip
+    return [sum(pmf[: t + 1]) for t in THRESHOLDS]
+
+
+def pair_rates(fps: np.ndarray, texts: Sequence[str]) -> dict[str, Any]:
+    """Per-pair rate of distance <= t over all distinct pairs.
+
+    Pairs within ``CLOSE`` bits are checked for being the same text in fact (containment >=
+    ``NATURAL_DUPLICATE``); those are reported as ``natural_duplicates`` and left out of the rate.
+    """
+    n = len(fps)
+    total = n * (n - 1) // 2
+    hist = np.zeros(65, dtype=np.int64)
+    natural = np.zeros(65, dtype=np.int64)
+    cache: dict[str, np.ndarray] = {}
+    for i in range(n - 1):
+        d = distances(np.full(n - i - 1, fps[i]), fps[i + 1 :])
+        hist += np.bincount(d, minlength=65)
+        for j in np.flatnonzero(d <= CLOSE):
+            if _containment(texts[i], texts[i + 1 + j], cache) >= NATURAL_DUPLICATE:
+                natural[d[j]] += 1
+    hist -= natural
+    pairs = total - int(natural.sum())
+    cumulative = np.cumsum(hist)
+    k = np.arange(65)
+    mean = float((hist * k).sum() / pairs)
+    var = float((hist * (k - mean) ** 2).sum() / pairs)
+    return {
+        "pairs": int(pairs),
+        "natural_duplicates": [int(x) for x in np.cumsum(natural)[: len(THRESHOLDS)]],
+        "at_most": [int(cumulative[t]) for t in THRESHOLDS],
+        "rate": [float(cumulative[t] / pairs) for t in THRESHOLDS],
+        "mean_distance": mean,
+        "sd_distance": math.sqrt(var),
+        "model_rate": beta_binomial_cdf(mean, var),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# One language
+# --------------------------------------------------------------------------------------------
+
+
+def run_language(lang: corpus.Lang, per_kind: int, configs: dict[str, tuple[str, Any]]) -> dict[str, Any]:
+    tune, held = corpus_split(lang)
+    _log(f"{lang}: {len(tune)} tuning articles, {len(held)} held out")
+    sets = {"tuning": evasion_pairs(tune, per_kind, SEED), "held_out": evasion_pairs(held, 10**9, SEED)}
+    revisions = sources.real_revisions(lang)
+    unrelated = {"real": [d.text for d in tune]}
+    if lang == "zh":
+        unrelated["assembled"] = disjoint_articles(tune, 400, SEED)
+    result: dict[str, Any] = {
+        "articles": {"tuning": len(tune), "held_out": len(held)},
+        "unrelated_articles": {k: len(v) for k, v in unrelated.items()},
+        "revisions": len(revisions),
+        "configs": {},
+    }
+    for name, (description, config) in configs.items():
+        t0 = time.perf_counter()
+        entry: dict[str, Any] = {"description": description, "evasions": {}}
+        for split, pairs in sets.items():
+            entry["evasions"][split] = {
+                kind: caught(distances(fingerprints(config, a), fingerprints(config, b))) for kind, (a, b) in pairs.items()
+            }
+        if revisions:
+            entry["revisions"] = caught(
+                distances(fingerprints(config, [r[1] for r in revisions]), fingerprints(config, [r[2] for r in revisions]))
+            )
+        entry["false_match"] = {k: pair_rates(fingerprints(config, texts), texts) for k, texts in unrelated.items()}
+        held_texts = [d.text for d in held]
+        held_fm = pair_rates(fingerprints(config, held_texts), held_texts)
+        entry["false_match"]["held_out"] = held_fm
+        result["configs"][name] = entry
+        _log(f"{lang} {name}: {time.perf_counter() - t0:.0f} s")
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.originality", description=__doc__)
+    parser.add_argument("--per-kind", type=int, default=300)
+    parser.add_argument("--langs", default="en,zh")
+    parser.add_argument("--configs", default=None, help="comma-separated names (default: all)")
+    parser.add_argument("--balance", action="store_true", help="also measure bit balance at 1M rows")
+    parser.add_argument("--balance-rows", type=int, default=1_000_000)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    configs = configurations()
+    if args.configs:
+        configs = {k: v for k, v in configs.items() if k in args.configs.split(",")}
+    results: dict[str, Any] = {"thresholds": list(THRESHOLDS), "seed": SEED, "languages": {}}
+    if args.out.exists():
+        results = json.loads(args.out.read_text())
+    for lang in args.langs.split(","):
+        if lang:
+            results["languages"][lang] = run_language(lang, args.per_kind, configs)  # type: ignore[arg-type]
+    if args.balance:
+        from .balance import run as run_balance
+
+        results["balance"] = run_balance(args.balance_rows, {k: v[1] for k, v in configs.items() if v[1] is not None})
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    _log(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

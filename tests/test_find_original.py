@@ -1,0 +1,99 @@
+"""The originality check end to end: disguised copies are caught at the default threshold, and
+the second stage (shared word 5-shingles) keeps coincidental fingerprints out."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+
+import pytest
+from sqlalchemy import Engine, update
+from sqlalchemy.orm import Session
+
+import simsql
+from simsql.containment import containment, shingles
+
+from .models import MODELS, Base
+
+MODES = ["columns", "side_table"]
+
+
+@pytest.fixture
+def tables(engine: Engine) -> Engine:
+    Base.metadata.create_all(engine)
+    return engine
+
+
+def _article() -> str:
+    """About 1,500 words of real prose: the docstrings of the json package, read with ast."""
+    parts = [ast.get_docstring(node) for node in ast.walk(ast.parse(inspect.getsource(json.decoder)))
+             if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef))]
+    parts += [ast.get_docstring(node) for node in ast.walk(ast.parse(inspect.getsource(json.encoder)))
+              if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef))]
+    return "\n\n".join(p for p in parts if p)
+
+
+HEADER = (
+    "Reposted from our partner blog. All rights reserved by the original authors; this copy is "
+    "shared for educational purposes and may be removed on request. Follow us for daily tips."
+)
+FOOTER = (
+    "If you liked this article, subscribe to the newsletter, share it with your colleagues and "
+    "leave a comment below: we read every one of them and answer within a day or two."
+)
+
+
+def test_containment_tells_copies_from_strangers() -> None:
+    article = _article()
+    assert containment(article, f"{HEADER}\n\n{article}\n\n{FOOTER}") == 1.0
+    assert containment(article, "Parliament debated the new tax law for small businesses until late") == 0.0
+    assert containment("美国51区的秘密基地在沙漠里面", "转载：美国51区的秘密基地在沙漠里面。") == 1.0
+    assert shingles("") == frozenset() and containment("", article) == 0.0
+    with pytest.raises(TypeError):
+        shingles(None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_copy_with_header_and_footer_is_caught_by_default(tables: Engine, mode: str) -> None:
+    model = MODELS[mode]
+    article = _article()
+    copy = f"{HEADER}\n\n{article}\n\n{FOOTER}"
+    distance = simsql.hamming(simsql.simhash(f"Original\n{article}"), simsql.simhash(copy))
+    assert distance > 3, "the copy must be beyond the one-probe radius for this test to mean anything"
+    with Session(tables) as session:
+        original = model(title="Original", body=article)
+        session.add_all([original, model(title="Other", body="Parliament debated the new tax law until late")])
+        session.commit()
+        match = simsql.find_original(session, model, copy)
+        assert match is not None and match.row.id == original.id and match.distance == distance
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_coincidental_fingerprint_is_not_reported_as_a_copy(tables: Engine, mode: str) -> None:
+    model = MODELS[mode]
+    binding = simsql.binding_for(model)
+    submitted = _article()
+    with Session(tables) as session:
+        stranger = model(title="Tax", body="Parliament debated the new tax law for small businesses until late")
+        session.add(stranger)
+        session.commit()
+        # A stranger whose fingerprint happens to sit 2 bits from the submission's.
+        near = simsql.simhash(submitted) ^ 0b101
+        key = binding.table_keys[0]
+        session.execute(update(binding.table).where(key == stranger.id).values({binding.fingerprint.name: near}))
+        session.commit()
+        assert simsql.find_original(session, model, submitted) is None
+        unverified = simsql.find_original(session, model, submitted, min_containment=None)
+        assert unverified is not None and unverified.row.id == stranger.id and unverified.distance == 2
+
+
+def test_find_original_refuses_bad_arguments(tables: Engine) -> None:
+    model = MODELS["columns"]
+    with Session(tables) as session:
+        with pytest.raises(ValueError):
+            simsql.find_original(session, model, "some text", min_containment=1.5)
+        with pytest.raises(ValueError):
+            simsql.find_original(session, model, "some text", candidates=0)
+        with pytest.raises(TypeError):
+            simsql.find_original(session, model, None)  # type: ignore[arg-type]
