@@ -131,3 +131,24 @@ def test_plain_mysql_urls_run_on_pymysql_and_explicit_drivers_are_kept() -> None
     assert driver_url("mariadb://u:p@h/db").drivername == "mariadb+pymysql"
     assert driver_url("mysql+mysqldb://h/db").drivername == "mysql+mysqldb"
     assert driver_url("postgresql://h/db").drivername == "postgresql+psycopg"
+
+
+@pytest.mark.parametrize("any_engine", ["postgresql", "mysql"], indirect=True)
+def test_row_estimate_reads_the_servers_estimate_for_any_table_name(any_engine) -> None:  # type: ignore[no-untyped-def]
+    """The estimate most_similar's budget is read from, on each server, for a name that needs
+    quoting (a quote, a percent sign, a backslash) and for a table that is not there (0)."""
+    from sqlalchemy import Column, Integer, MetaData, Table, insert, text
+
+    from simsql.dialects import row_estimate
+
+    odd = Table("it's 100% \\odd", MetaData(), Column("id", Integer, primary_key=True))
+    missing = Table("simsql_no_such_table", MetaData(), Column("id", Integer, primary_key=True))
+    odd.create(any_engine)
+    with any_engine.begin() as connection:
+        connection.execute(insert(odd), [{"id": i} for i in range(1, 201)])
+        quoted = any_engine.dialect.identifier_preparer.quote(odd.name).replace("%%", "%")  # text() doubles it again
+        connection.execute(text(f"ANALYZE {'TABLE ' if any_engine.dialect.name != 'postgresql' else ''}{quoted}"))
+    with any_engine.connect() as connection:
+        estimate, absent = connection.execute(select(row_estimate(odd), row_estimate(missing))).one()
+    assert 100 <= estimate <= 400  # a sampled estimate of 200 rows, not exact on InnoDB
+    assert absent == 0

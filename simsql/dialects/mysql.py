@@ -83,10 +83,12 @@ def _eager_order(element: EagerOrder, compiler: Any, **kw: Any) -> str:
 
 def _row_estimate(element: RowEstimate, compiler: Any, **kw: Any) -> str:
     # InnoDB's sampled estimate (what ANALYZE TABLE refreshes). Names are string literals here,
-    # quoted by the dialect's own literal rule (quotes, backslashes, percent signs).
+    # rendered by the dialect's own literal rule (quotes, backslashes, percent signs).
     table = element.table
-    literal = String().literal_processor(compiler.dialect)
-    assert literal is not None
+
+    def literal(value: str) -> str:
+        return str(compiler.render_literal_value(value, String()))
+
     schema = getattr(table, "schema", None)
     where_schema = "DATABASE()" if schema is None else literal(str(schema))
     return (
