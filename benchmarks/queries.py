@@ -103,7 +103,10 @@ def load_simsql(engine: Engine, fingerprints: np.ndarray) -> dict[str, float]:
     """Create the mixin's table, COPY the fingerprints, then build the block indexes."""
     table: Table = BenchDoc.__table__  # type: ignore[assignment]
     with engine.begin() as connection:
-        connection.execute(text("DROP TABLE IF EXISTS bench_docs"))
+        # Dropped through the table so its trigger function goes too (a raw DROP TABLE left it
+        # behind, and the next create of the table, e.g. the latency section after the queries
+        # section, failed on it).
+        table.drop(connection, checkfirst=True)
         table.create(connection)
         for index in table.indexes:
             connection.execute(text(f'DROP INDEX "{index.name}"'))

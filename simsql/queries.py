@@ -18,6 +18,13 @@ probes would read is compared with a budget (a share of the table's estimated ro
 budget is skipped and the scan starts where the last band that ran stopped. A query whose only
 close neighbour is its copy thus pays four exact probes, a bounded count, and the scan.
 
+On MySQL/MariaDB, which materialise every branch of a ``UNION``, each branch past the first is
+also guarded by a count of the rows the bands before it found (:class:`simsql.dialects.EagerGuard`,
+``true`` on PostgreSQL), and ``LIMIT`` takes constants only, so the budgeted reads (the bounded
+count above, ``exact=False``'s candidate share) read all they reach there
+(:class:`simsql.dialects.RunTimeLimit`): the same answers for the exact mode, a superset of
+candidates for the approximate one, at a higher cost.
+
 With a bound the probes cover (``max_distance < 4 * (probe_radius + 1)``, e.g. ``find_original``)
 there is no scan and no band split: one probe of every block within ``radius_for(max_distance)``
 bits.
@@ -55,6 +62,7 @@ from sqlalchemy.sql import ColumnElement
 from .bits import blocks, check_fingerprint, to_signed
 from .containment import MIN_CONTAINMENT, containment, shingles
 from . import registry
+from . import dialects
 from .dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_values, radius_for, ring_values, row_estimate
 from .errors import EmptyDocument
 from .storage import Binding, binding_for
@@ -203,7 +211,11 @@ def similar_to(model: type, target: object, max_distance: int = 3) -> ColumnElem
         select(*binding.table_keys).where(equals_any(column, probe_values(value, radius)), distance <= max_distance)
         for column, value in zip(binding.blocks, blocks(fingerprint))
     ]
-    matches = union_all(*per_block)
+    # Selected from a derived table rather than IN (<union>) directly: MariaDB rewrites an IN
+    # over a UNION into a subquery correlated per row of the outer table (a scan in disguise),
+    # while PostgreSQL plans both spellings the same.
+    union_rows = union_all(*per_block).subquery("simsql_matches")
+    matches = select(*union_rows.c)
     if len(binding.keys) == 1:
         return binding.guard(binding.keys[0].in_(matches))  # type: ignore[no-any-return]
     return binding.guard(tuple_(*binding.keys).in_(matches))  # type: ignore[no-any-return]
@@ -226,7 +238,7 @@ def _band_filter(distance: ColumnElement[Any], low: int, high: int | None) -> Co
     if low == 0:
         return distance <= high if high is not None else None
     if high is not None and high - low == BLOCK_COUNT - 1 and low % BLOCK_COUNT == 0:
-        whole_band = distance.op("/", return_type=Integer())(literal(BLOCK_COUNT, Integer()))
+        whole_band = dialects.whole_quotient(distance, BLOCK_COUNT)
         return whole_band == low // BLOCK_COUNT
     condition = distance >= low
     return and_(condition, distance <= high) if high is not None else condition
@@ -278,7 +290,7 @@ def _band_affordable(binding: Binding, fingerprint: int, radius: int) -> Any:
             select(literal_column("1").label("hit")).select_from(binding.table).where(equals_any(column, probe_values(value, radius)))
             for column, value in zip(binding.blocks, blocks(fingerprint))
         )
-    ).limit(budget)
+    ).limit(dialects.run_time_limit(budget))
     counted = select(func.count()).select_from(entries.subquery()).scalar_subquery()
     return select((counted < budget).label("ok")).cte(f"simsql_band_{radius}")
 
@@ -312,7 +324,9 @@ def _scan_branch(
     branch = branch.where(top.c.distance >= low)
     if high is not None:
         branch = branch.where(top.c.distance <= high)
-    return branch.order_by(top.c.distance, *binding.keys)
+    # LIMIT although the join yields at most ``limit`` rows: MySQL and MariaDB drop an ORDER BY
+    # from a UNION branch that has no LIMIT, and the answer's order is the branches' order.
+    return branch.order_by(top.c.distance, *binding.keys).limit(limit)
 
 
 def _approximate_branch(binding: Binding, base: Select[Any], fingerprint: int, radius: int, max_distance: int | None, limit: int) -> Select[Any]:
@@ -332,7 +346,7 @@ def _approximate_branch(binding: Binding, base: Select[Any], fingerprint: int, r
         if radius > 0:
             # Each block gets an equal share, so one crowded bucket of skewed fingerprints
             # cannot starve the other blocks; within a block the nearer rings come first.
-            farther = union_all(*(ring(column, value, r) for r in range(1, radius + 1))).limit(share).subquery()
+            farther = union_all(*(ring(column, value, r) for r in range(1, radius + 1))).limit(dialects.run_time_limit(share)).subquery()
             parts.append(select(farther))
     merged = union(*parts).subquery()
     merged_keys = [merged.c[k.name] for k in binding.table_keys]
@@ -366,20 +380,52 @@ def _band_branch(binding: Binding, base: Select[Any], fingerprint: int, radius: 
     )
 
 
-def _guarded_bands(binding: Binding, fingerprint: int, probe_radius: int, branch_for: Any) -> tuple[list[Select[Any]], ColumnElement[Any] | int]:
-    """Bands ``0..probe_radius``, each past the first guarded by :func:`_band_affordable`, and
-    the distance the scan must start from: where the last band that ran stopped."""
+def _guarded_bands(binding: Binding, fingerprint: int, probe_radius: int, branch_for: Any, fewer_within: Any) -> tuple[list[Select[Any]], ColumnElement[Any] | int, ColumnElement[bool]]:
+    """Bands ``0..probe_radius`` and the scan's start and guard: one mechanism, two conditions.
+
+    A band past the first runs only if (1) it and every band before it are affordable
+    (:func:`_band_affordable`, on every database) and (2) the bands before it did not fill the
+    answer (an :class:`simsql.dialects.EagerGuard`: ``true`` on PostgreSQL, whose ``Append``
+    stops pulling branches at the ``LIMIT`` by itself; evaluated once on MySQL/MariaDB, which
+    materialise every branch). The scan starts where the last band that ran stopped and is
+    guarded by (2) over the bands that ran. ``fewer_within(k)`` is true when fewer than
+    ``limit`` rows lie within ``4k + 3`` bits (counted through the radius-``k`` probes).
+    """
     branches = []
     guards: list[Any] = []
+
+    def ran(band: int) -> list[Any]:  # band ``band`` ran: it and all before it were affordable
+        return [select(g.c.ok).scalar_subquery() for g in guards[:band]]
+
     for band in range(probe_radius + 1):
         branch = branch_for(band, 4 * band, 4 * band + 3)
         if band > 0:
             guards.append(_band_affordable(binding, fingerprint, band))
-            branch = branch.where(*(select(g.c.ok).scalar_subquery() for g in guards))
+            unfilled = dialects.eager_guard(and_(*(fewer_within(k) for k in range(band))))
+            branch = branch.where(*ran(band), unfilled)
         branches.append(branch)
     whens = [(not_(select(g.c.ok).scalar_subquery()), literal(4 * (i + 1))) for i, g in enumerate(guards)]
     scan_from = case(*whens, else_=literal(4 * (probe_radius + 1))) if whens else 4 * (probe_radius + 1)
-    return branches, scan_from
+    # Nearest first, each band's count only if that band ran (MySQL evaluates AND/OR left to right).
+    scan_unfilled = [fewer_within(0)] + [or_(not_(and_(*ran(k))), fewer_within(k)) for k in range(1, probe_radius + 1)]
+    return branches, scan_from, dialects.eager_guard(and_(*scan_unfilled))
+
+
+def _fewer_within(binding: Binding, base: Select[Any] | None, fingerprint: int, limit: int, exclusion: ColumnElement[bool] | None = None) -> Any:
+    """``fewer_within(radius)`` for :func:`_guarded_bands`: whether ``base`` (or, for the key
+    ranking, the whole table minus ``exclusion``) has fewer than ``limit`` rows within
+    ``4 * radius + 3`` bits; one probe of the block indexes, counted."""
+
+    def fewer_within(radius: int) -> ColumnElement[bool]:
+        candidates = _band_candidates(binding, fingerprint, radius, 0, 4 * radius + 3, exclusion)
+        if base is None:
+            rows: Any = select(candidates.c.distance)
+        else:
+            within = base.join(candidates, _keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
+            rows = within.with_only_columns(*binding.keys)
+        return select(func.count()).select_from(rows.subquery()).scalar_subquery() < limit
+
+    return fewer_within
 
 
 def _exact_branches(binding: Binding, base: Select[Any], fingerprint: int, limit: int, max_distance: int | None, probe_radius: int) -> list[Select[Any]]:
@@ -387,10 +433,14 @@ def _exact_branches(binding: Binding, base: Select[Any], fingerprint: int, limit
     guarded bands, then the scan (:func:`_guarded_bands`)."""
     if max_distance is not None and max_distance < 4 * (probe_radius + 1):
         return [_band_branch(binding, base, fingerprint, radius_for(max_distance), 0, max_distance, limit)]
-    branches, scan_from = _guarded_bands(
-        binding, fingerprint, probe_radius, lambda band, low, high: _band_branch(binding, base, fingerprint, band, low, high, limit)
+    branches, scan_from, scan_guard = _guarded_bands(
+        binding,
+        fingerprint,
+        probe_radius,
+        lambda band, low, high: _band_branch(binding, base, fingerprint, band, low, high, limit),
+        _fewer_within(binding, base, fingerprint, limit),
     )
-    branches.append(_scan_branch(binding, base, fingerprint, scan_from, max_distance, limit))
+    branches.append(_scan_branch(binding, base, fingerprint, scan_from, max_distance, limit).where(scan_guard))
     return branches
 
 
@@ -423,17 +473,23 @@ def _key_ranking(binding: Binding, fingerprint: int, limit: int, max_distance: i
 
     if max_distance is not None and max_distance < 4 * (probe_radius + 1):
         return band(radius_for(max_distance), 0, max_distance).subquery("simsql_ranked")
-    branches, scan_from = _guarded_bands(binding, fingerprint, probe_radius, lambda r, low, high: band(r, low, high))
+    branches, scan_from, scan_guard = _guarded_bands(
+        binding, fingerprint, probe_radius, band, _fewer_within(binding, None, fingerprint, limit, exclusion)
+    )
     distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)).label("distance")
     scan = select(*table_keys, distance).where(binding.fingerprint.is_not(None))
     if exclusion is not None:
         scan = scan.where(exclusion)
     top = scan.order_by(distance, *table_keys).limit(limit).subquery()
-    tail = select(top).where(top.c.distance >= scan_from)
+    tail = select(top).where(top.c.distance >= scan_from, scan_guard)
     if max_distance is not None:
         tail = tail.where(top.c.distance <= max_distance)
-    branches.append(tail.order_by(top.c.distance, *keys_of(top)))
-    return union_all(*branches).limit(limit).subquery("simsql_ranked")
+    branches.append(tail.order_by(top.c.distance, *keys_of(top)).limit(limit))
+    # The answer's order is the branches' order: kept by PostgreSQL's Append, made explicit
+    # where a derived UNION has none (see :class:`simsql.dialects.EagerOrder`).
+    merged = union_all(*branches).subquery()
+    order = (merged.c.distance, *keys_of(merged))
+    return select(merged).order_by(*(dialects.eager_order(c) for c in order)).limit(limit).subquery("simsql_ranked")
 
 
 def most_similar(
@@ -493,6 +549,7 @@ def most_similar(
     entity: Any = aliased(model, ranked)
     return (
         select(entity, ranked.c.distance, _similarity(ranked.c.distance))
+        .order_by(*(dialects.eager_order(c) for c in (ranked.c.distance, *(ranked.c[k.name] for k in binding.keys))))
         .limit(limit)
         .execution_options(**check)
     )
@@ -579,11 +636,13 @@ def _pair_masks() -> list[int]:
     return masks
 
 
-def near_duplicates_query(model: type, max_distance: int = 3) -> Any:
+def near_duplicates_query(model: type, max_distance: int = 3, dialect: Any = None) -> Any:
     """The statement behind :func:`near_duplicates`: 16 hash self-joins on 28-bit masks, merged.
 
     Exact for ``max_distance <= 3`` (see :func:`_pair_masks`); larger thresholds would need an
-    all-pairs scan and are refused.
+    all-pairs scan and are refused. On a server that cannot hash-join on an expression
+    (MariaDB, see :func:`simsql.dialects.hash_joins_expressions`) a masked join would compare
+    every pair, so there the four self-joins go through the block indexes instead.
     """
     _check_distance(max_distance)
     if max_distance > MAX_EXACT_BLOCK_DISTANCE:
@@ -605,9 +664,18 @@ def near_duplicates_query(model: type, max_distance: int = 3) -> Any:
         *(k.label(f"b_{i}") for i, k in enumerate(b_keys)),
         distance.label("distance"),
     )
+    if dialect is not None and not dialects.hash_joins_expressions(dialect):
+        a_blocks = [a.c[column.name] for column in binding.blocks]
+        b_blocks = [b.c[column.name] for column in binding.blocks]
+        return union(
+            *(
+                select(*columns).select_from(a.join(b, and_(ab == bb, before))).where(distance <= max_distance)
+                for ab, bb in zip(a_blocks, b_blocks)
+            )
+        )
     parts = []
     for mask in _pair_masks():
-        signed = literal(to_signed(mask), BigInteger())
+        signed = literal(mask, SimHash())
         parts.append(
             select(*columns)
             .select_from(a.join(b, and_(a_fp.op("&")(signed) == b_fp.op("&")(signed), before)))
@@ -622,9 +690,8 @@ def near_duplicates(session: Session, model: type, max_distance: int = 3) -> lis
     binding = binding_for(model)
     binding.check_config(session.connection())
     width = len(binding.table_keys)
-    # Each self-join hashes the whole table; give it room so it does not spill to disk.
-    session.execute(text("SET LOCAL work_mem = '256MB'"))
-    rows = session.execute(near_duplicates_query(model, max_distance)).all()
+    dialects.prepare_self_join(session.connection())
+    rows = session.execute(near_duplicates_query(model, max_distance, session.get_bind().dialect)).all()
     pairs = [DuplicatePair(_key_value(r[:width]), _key_value(r[width : 2 * width]), int(r[-1])) for r in rows]
     pairs.sort(key=lambda p: (p.a, p.b))
     return pairs
@@ -683,6 +750,19 @@ def most_similar_many(
     if not live:
         return results
 
+    if dialects.is_mysql(session.get_bind().dialect):
+        statement = _many_by_window(binding, live, limit, max_distance)
+    else:
+        statement = _many_by_lateral(binding, live, limit, max_distance)
+    width = len(binding.table_keys)
+    for row in session.execute(statement):
+        results[row[0]].append((_key_value(row[1 : 1 + width]), int(row[-1])))
+    return results
+
+
+def _many_by_lateral(binding: Binding, live: list[tuple[int, int]], limit: int, max_distance: int) -> Select[Any]:
+    """PostgreSQL: the targets as arrays (one bind each), unnested, each probing the block
+    indexes through a LATERAL subquery that keeps its nearest ``limit``."""
     columns = {
         "ord": [i for i, _ in live],
         "fp": [to_signed(fp) for _, fp in live],
@@ -708,13 +788,41 @@ def most_similar_many(
         .limit(limit)
         .lateral("n")
     )
-    statement = select(queries.c.ord, *(nearest.c[k.name] for k in binding.table_keys), nearest.c.distance).select_from(
+    return select(queries.c.ord, *(nearest.c[k.name] for k in binding.table_keys), nearest.c.distance).select_from(
         queries.join(nearest, literal_column("true"))
     )
-    width = len(binding.table_keys)
-    for row in session.execute(statement):
-        results[row[0]].append((_key_value(row[1 : 1 + width]), int(row[-1])))
-    return results
+
+
+def _many_by_window(binding: Binding, live: list[tuple[int, int]], limit: int, max_distance: int) -> Select[Any]:
+    """MySQL/MariaDB (MariaDB has no LATERAL, neither has arrays): the targets as a derived
+    table of rows, joined to each block index, merged with UNION, and cut to the nearest
+    ``limit`` per target with ``ROW_NUMBER()``. Within 3 bits the candidates are few, so
+    ranking all of them costs little more than finding them."""
+    rows = [
+        select(
+            literal(i, Integer()).label("ord"),
+            literal(fp, SimHash()).label("fp"),
+            *(literal(value, Integer()).label(f"b{j}") for j, value in enumerate(blocks(fp))),
+        )
+        for i, fp in live
+    ]
+    queries = (union_all(*rows) if len(rows) > 1 else rows[0]).subquery("q")
+    distance = hamming_expression(binding.fingerprint, queries.c.fp).label("distance")
+    per_block = [
+        select(queries.c.ord, *binding.table_keys, distance)
+        .select_from(queries.join(binding.table, column == queries.c[f"b{j}"]))
+        .where(distance <= max_distance)
+        for j, column in enumerate(binding.blocks)
+    ]
+    found = union(*per_block).subquery("c")
+    key_columns = [found.c[k.name] for k in binding.table_keys]
+    rank = func.row_number().over(partition_by=found.c.ord, order_by=[found.c.distance, *key_columns])
+    ranked = select(found.c.ord, *key_columns, found.c.distance, rank.label("rank")).subquery("r")
+    return (
+        select(ranked.c.ord, *(ranked.c[k.name] for k in binding.table_keys), ranked.c.distance)
+        .where(ranked.c.rank <= limit)
+        .order_by(ranked.c.ord, ranked.c.distance, *(ranked.c[k.name] for k in binding.table_keys))
+    )
 
 
 __all__ = [

@@ -25,6 +25,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
+from . import dialects
 from .errors import ConfigMismatch, SchemaError
 from .fingerprint import Fingerprinter
 from .schema import (
@@ -43,12 +44,12 @@ VERSION_TABLE = "simsql_alembic_version"
 
 
 def current_schema(connection: Connection) -> str:
-    return str(connection.execute(text("SELECT current_schema()")).scalar_one())
+    return dialects.current_schema(connection)
 
 
 def _relation_exists(connection: Connection, name: str) -> bool:
-    """Resolved through ``search_path`` as every unqualified simsql statement is."""
-    return bool(connection.execute(text("SELECT to_regclass(:n) IS NOT NULL"), {"n": name}).scalar_one())
+    """Resolved as every unqualified simsql statement is (PostgreSQL: ``search_path``)."""
+    return dialects.relation_exists(connection, name)
 
 
 def registry_exists(connection: Connection, schema: str | None = None) -> bool:
@@ -129,17 +130,29 @@ def record_statement(
     column_name: str = DEFAULT_PREFIX,
 ) -> Any:
     """The INSERT that records an attachment (only if none exists: never overwrites one)."""
-    statement = insert(registry_table).values(
-        table_schema=schema,
-        table_name=table_name,
-        column_name=column_name,
-        config_id=fingerprinter.config_id,
-        settings=fingerprinter.settings,
-        source=list(source),
-        mode=mode,
-        side_table=side_table,
-    )
-    return statement.on_conflict_do_nothing()
+    values = _record_values(schema, table_name, fingerprinter, source, mode, side_table, column_name)
+    return insert(registry_table).values(values).on_conflict_do_nothing()
+
+
+def _record_values(
+    schema: str,
+    table_name: str,
+    fingerprinter: Fingerprinter,
+    source: tuple[str, ...],
+    mode: str,
+    side_table: str | None,
+    column_name: str,
+) -> dict[str, Any]:
+    return {
+        "table_schema": schema,
+        "table_name": table_name,
+        "column_name": column_name,
+        "config_id": fingerprinter.config_id,
+        "settings": fingerprinter.settings,
+        "source": list(source),
+        "mode": mode,
+        "side_table": side_table,
+    }
 
 
 def record(
@@ -158,7 +171,8 @@ def record(
     if existing is not None and existing.config_id != fingerprinter.config_id:
         raise mismatch(schema, table_name, existing, fingerprinter.config_id)
     if existing is None:
-        connection.execute(record_statement(schema, table_name, fingerprinter, source, mode, side_table, column_name))
+        values = _record_values(schema, table_name, fingerprinter, source, mode, side_table, column_name)
+        connection.execute(dialects.insert_new(connection, registry_table, values))
     forget(connection.engine)
 
 
@@ -240,9 +254,8 @@ def claim(
         return
     schema_name = schema or current_schema(connection)
     if read(connection, table_name, schema_name) is None:
-        connection.execute(
-            record_statement(schema_name, table_name, fingerprinter, source, names.mode, names.side, names.prefix)
-        )
+        values = _record_values(schema_name, table_name, fingerprinter, source, names.mode, names.side, names.prefix)
+        connection.execute(dialects.insert_new(connection, registry_table, values))
 
 
 class _Checked(ColumnElement[Any]):
@@ -259,6 +272,9 @@ class _Checked(ColumnElement[Any]):
         self.element = element
         self.target = target
         self.type = element.type
+        # a predicate stays a predicate: where booleans are ints (MySQL) SQLAlchemy would
+        # otherwise render "<element> = 1", which hides an IN from the optimizer
+        self._is_implicitly_boolean = element._is_implicitly_boolean
 
 
 @compiles(_Checked)
@@ -288,10 +304,7 @@ def _raw_check(connection: Connection, cursor: Any, schema: str | None, table_na
     """The registry check on the DBAPI connection itself (the statement is mid-execution)."""
     raw = cursor.connection.cursor()
     try:
-        raw.execute(
-            "SELECT to_regclass(%s) IS NOT NULL, to_regclass(%s) IS NOT NULL, current_schema()",
-            (REGISTRY_TABLE, VERSION_TABLE),
-        )
+        raw.execute(dialects.registry_probe_sql(connection.dialect), (REGISTRY_TABLE, VERSION_TABLE))
         has_registry, has_versions, current = raw.fetchone()
         if not has_registry:
             if has_versions:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import xxhash
-from sqlalchemy import BigInteger, Column, DateTime, MetaData, Table, Text, func
+from sqlalchemy import JSON, BigInteger, Column, DateTime, MetaData, String, Table, Text, func
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from .errors import SchemaError
@@ -142,6 +142,12 @@ class Names:
         return identifier(f"simsql_{self.table}", f"_stale{self.stage}")
 
     @property
+    def row_triggers(self) -> tuple[str, str]:
+        """MySQL/MariaDB: the row rule as two triggers, before insert and before update (no
+        trigger there fires on both, and triggers need no function)."""
+        return identifier(f"simsql_{self.table}", "_blocks_ins"), identifier(f"simsql_{self.table}", "_blocks_upd")
+
+    @property
     def functions(self) -> tuple[str, ...]:
         return (self.row_function, self.stale_function)
 
@@ -178,15 +184,23 @@ def default_side_table(table: str, prefix: str = DEFAULT_PREFIX) -> str:
 
 metadata = MetaData()
 
+# PostgreSQL gets what simsql's first migration created (text, jsonb, text[]); MySQL/MariaDB,
+# which have neither jsonb nor arrays nor unbounded text keys, get JSON and VARCHAR(64) (their
+# longest identifier) in the same places.
+_MYSQL = ("mysql", "mariadb")
+_NAME = Text().with_variant(String(64), *_MYSQL)
+_JSON = JSON().with_variant(JSONB(), "postgresql")
+_TEXTS = JSON().with_variant(ARRAY(Text), "postgresql")
+
 registry_table = Table(
     REGISTRY_TABLE,
     metadata,
-    Column("table_schema", Text, primary_key=True),
-    Column("table_name", Text, primary_key=True),
-    Column("column_name", Text, primary_key=True),
+    Column("table_schema", _NAME, primary_key=True),
+    Column("table_name", _NAME, primary_key=True),
+    Column("column_name", _NAME, primary_key=True),
     Column("config_id", Text, nullable=False),
-    Column("settings", JSONB, nullable=False),
-    Column("source", ARRAY(Text), nullable=False),
+    Column("settings", _JSON, nullable=False),
+    Column("source", _TEXTS, nullable=False),
     Column("mode", Text, nullable=False),
     Column("side_table", Text, nullable=True),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
@@ -197,11 +211,11 @@ holds the column prefix."""
 progress_table = Table(
     PROGRESS_TABLE,
     metadata,
-    Column("table_schema", Text, primary_key=True),
-    Column("table_name", Text, primary_key=True),
+    Column("table_schema", _NAME, primary_key=True),
+    Column("table_name", _NAME, primary_key=True),
     Column("config_id", Text, nullable=False),
     Column("phase", Text, nullable=False),
-    Column("last_key", JSONB, nullable=True),
+    Column("last_key", _JSON, nullable=True),
     Column("rows_done", BigInteger, nullable=False, server_default="0"),
     Column("started_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),

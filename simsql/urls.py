@@ -4,7 +4,9 @@ SQLAlchemy reads a plain ``postgresql://`` URL as psycopg2, which simsql does no
 depends on psycopg 3), and does not know Heroku's ``postgres://`` at all. Every entry point that
 takes a URL (the command line, the demo, :func:`simsql.backfill`, :mod:`simsql.alembic` and its
 migration environment) goes through :func:`normalise_url`, so the same URL works everywhere.
-An explicit driver (``postgresql+psycopg2://``) is the user's choice and is kept.
+Plain ``mysql://`` and ``mariadb://`` would mean mysqlclient, which needs a compiler and the
+client library's headers to install; they run on PyMySQL (``pip install simsql[mysql]``).
+An explicit driver (``postgresql+psycopg2://``, ``mysql+mysqldb://``) is the user's choice and is kept.
 """
 
 from __future__ import annotations
@@ -17,14 +19,19 @@ __all__ = ["engine_for", "normalise_url"]
 #: Scheme names that mean "PostgreSQL, whatever driver SQLAlchemy picks by default".
 _PLAIN_POSTGRESQL = frozenset({"postgresql", "postgres"})
 _DRIVER = "postgresql+psycopg"
+#: MySQL/MariaDB schemes without a driver: PyMySQL (pure Python, installs anywhere).
+_PLAIN_MYSQL = frozenset({"mysql", "mariadb"})
 
 
 def normalise_url(url: str | URL) -> URL:
-    """``url`` with a plain PostgreSQL scheme replaced by ``postgresql+psycopg``; anything else
-    unchanged. Raises :class:`sqlalchemy.exc.ArgumentError` for text that is not a URL."""
+    """``url`` with a plain PostgreSQL scheme replaced by ``postgresql+psycopg`` and a plain
+    MySQL/MariaDB one by ``+pymysql``; anything else unchanged. Raises
+    :class:`sqlalchemy.exc.ArgumentError` for text that is not a URL."""
     parsed = make_url(url)
     if parsed.drivername in _PLAIN_POSTGRESQL:
         return parsed.set(drivername=_DRIVER)
+    if parsed.drivername in _PLAIN_MYSQL:
+        return parsed.set(drivername=f"{parsed.drivername}+pymysql")
     return parsed
 
 

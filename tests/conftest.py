@@ -1,8 +1,14 @@
-"""A real PostgreSQL for every database test, never a mock.
+"""A real PostgreSQL for every database test, never a mock; a real MySQL/MariaDB when one answers.
 
-Order of preference: ``SIMSQL_TEST_DATABASE_URL``; a testcontainers PostgreSQL when a Docker
-daemon answers; the embedded PostgreSQL wheel. Each test gets its own schema (set as the
-connection's ``search_path``) and drops it afterwards, so tests cannot see each other's tables.
+PostgreSQL, in order of preference: ``SIMSQL_TEST_DATABASE_URL``; a testcontainers PostgreSQL
+when a Docker daemon answers; the embedded PostgreSQL wheel. Each test gets its own schema (set
+as the connection's ``search_path``) and drops it afterwards, so tests cannot see each other's
+tables.
+
+MySQL/MariaDB, in the same order: ``SIMSQL_TEST_MYSQL_URL``; a testcontainers MySQL 8.0 when
+Docker answers; the local service at ``mysql+pymysql://root@127.0.0.1:3306/test``. With none,
+the MySQL tests are skipped with one line saying so, never failed. Each test gets its own
+database (MySQL's schema), dropped afterwards.
 """
 
 from __future__ import annotations
@@ -13,6 +19,10 @@ from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.engine import make_url
+
+LOCAL_MYSQL_URL = "mysql+pymysql://root@127.0.0.1:3306/test"
+MYSQL_SKIP = "MySQL/MariaDB tests skipped"
 
 
 def _docker_answers() -> bool:
@@ -70,3 +80,74 @@ def engine(database_url: str, schema: str) -> Iterator[Engine]:
     engine = create_engine(database_url, connect_args={"options": f"-csearch_path={schema},public"})
     yield engine
     engine.dispose()
+
+
+def _mysql_answers(url: str) -> str | None:
+    """None when a server answers at ``url``, else why not (one line)."""
+    try:
+        probe = create_engine(url, connect_args={"connect_timeout": 3})
+        with probe.connect():
+            pass
+        probe.dispose()
+        return None
+    except Exception as error:  # noqa: BLE001 - any failure means "not available here"
+        return f"{type(error).__name__}: {str(error).splitlines()[0][:120]}"
+
+
+@pytest.fixture(scope="session")
+def mysql_url() -> Iterator[str]:
+    url = os.environ.get("SIMSQL_TEST_MYSQL_URL")
+    if url:
+        from simsql.urls import normalise_url
+
+        yield normalise_url(url).render_as_string(hide_password=False)
+        return
+    if _docker_answers():
+        from testcontainers.mysql import MySqlContainer
+
+        with MySqlContainer("mysql:8.0", root_password="simsql", dialect="pymysql") as container:
+            host, port = container.get_container_host_ip(), container.get_exposed_port(3306)
+            yield f"mysql+pymysql://root:simsql@{host}:{port}/{container.dbname}"
+        return
+    why = _mysql_answers(LOCAL_MYSQL_URL)
+    if why is not None:
+        pytest.skip(
+            f"{MYSQL_SKIP}: no SIMSQL_TEST_MYSQL_URL, no Docker, no server at {LOCAL_MYSQL_URL} ({why})"
+        )
+    yield LOCAL_MYSQL_URL
+
+
+@pytest.fixture(scope="session")
+def mysql_admin_engine(mysql_url: str) -> Iterator[Engine]:
+    engine = create_engine(mysql_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def mysql_engine(mysql_url: str, mysql_admin_engine: Engine) -> Iterator[Engine]:
+    """An engine on a database of its own (MySQL's schema), dropped after the test."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with mysql_admin_engine.begin() as connection:
+        connection.execute(text(f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4"))
+    engine = create_engine(make_url(mysql_url).set(database=name))
+    yield engine
+    engine.dispose()
+    with mysql_admin_engine.begin() as connection:
+        connection.execute(text(f"DROP DATABASE `{name}`"))
+
+
+@pytest.fixture(params=["postgresql", "mysql"])
+def any_engine(request: pytest.FixtureRequest) -> Engine:
+    """The test's engine on each database simsql supports: PostgreSQL, then MySQL/MariaDB."""
+    return request.getfixturevalue("engine" if request.param == "postgresql" else "mysql_engine")  # type: ignore[no-any-return]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Every MySQL test skipped for want of a server reports the same place, so ``-ra`` folds
+    them into one line ("SKIPPED [n] tests/conftest.py: MySQL/MariaDB tests skipped: ...")."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.skipped and isinstance(report.longrepr, tuple) and MYSQL_SKIP in str(report.longrepr[2]):
+        report.longrepr = (__file__, 0, report.longrepr[2])

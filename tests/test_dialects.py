@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
-from sqlalchemy import select
-from sqlalchemy.dialects import mysql, postgresql
+from sqlalchemy import create_engine, select
+from sqlalchemy.dialects import mysql, postgresql, sqlite
 
 import simsql
 from simsql import UnsupportedDatabase
@@ -30,9 +32,68 @@ def test_postgres_14_compiles_xor_and_bit_count() -> None:
     assert "bit_count(CAST((articles.simhash #" in _compile(dialect)
 
 
+def _mysql(version: tuple[int, ...], mariadb: bool) -> object:
+    dialect = mysql.pymysql.dialect()
+    dialect.server_version_info = version
+    dialect.is_mariadb = mariadb
+    return dialect
+
+
 def test_other_backends_are_refused_by_name() -> None:
-    with pytest.raises(UnsupportedDatabase, match="mysql"):
-        _compile(mysql.dialect())
+    with pytest.raises(UnsupportedDatabase, match="'sqlite' database"):
+        _compile(sqlite.dialect())
+
+
+def test_sqlite_connection_is_refused_with_its_version() -> None:
+    from simsql.dialects import check_server
+
+    engine = create_engine("sqlite://")
+    with engine.connect() as connection, pytest.raises(UnsupportedDatabase) as refused:
+        check_server(connection)
+    assert "'sqlite'" in str(refused.value) and sqlite3.sqlite_version in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("version", "mariadb", "found"),
+    [((5, 7, 44), False, "MySQL 5.7.44"), ((10, 5, 22), True, "MariaDB 10.5.22"), ((10, 4), True, "MariaDB 10.4")],
+)
+def test_old_mysql_and_mariadb_are_refused_with_their_version(version: tuple[int, ...], mariadb: bool, found: str) -> None:
+    with pytest.raises(UnsupportedDatabase, match=found):
+        _compile(_mysql(version, mariadb))
+
+
+@pytest.mark.parametrize(("version", "mariadb"), [((8, 0, 36), False), ((10, 6, 0), True), ((11, 4, 2), True)])
+def test_mysql_8_and_mariadb_10_6_compile_bit_count_over_xor(version: tuple[int, ...], mariadb: bool) -> None:
+    assert "BIT_COUNT(articles.simhash ^ " in _compile(_mysql(version, mariadb))
+
+
+def test_block_generation_and_covering_indexes_per_dialect() -> None:
+    from sqlalchemy.schema import CreateIndex, CreateTable
+
+    table = Article.__table__
+    pg_table = str(CreateTable(table).compile(dialect=postgresql.psycopg.dialect()))
+    assert 'GENERATED ALWAYS AS (CAST(("simhash" >> 48) & 65535 AS INTEGER)) STORED' in pg_table
+    my_table = str(CreateTable(table).compile(dialect=_mysql((10, 11), True)))
+    assert "simhash BIGINT UNSIGNED" in my_table
+    assert "GENERATED ALWAYS AS ((`simhash` >> 48) & 65535) VIRTUAL" in my_table
+    index = next(i for i in table.indexes if i.name == "ix_articles_simhash_b0")
+    assert str(CreateIndex(index).compile(dialect=postgresql.psycopg.dialect())) == (
+        "CREATE INDEX ix_articles_simhash_b0 ON articles (simhash_b0) INCLUDE (simhash, id)"
+    )
+    assert str(CreateIndex(index).compile(dialect=_mysql((10, 11), True))) == (
+        "CREATE INDEX ix_articles_simhash_b0 ON articles (simhash_b0, simhash)"
+    )
+
+
+def test_equals_any_is_one_array_on_postgres_and_an_in_list_on_mysql() -> None:
+    from simsql.dialects import equals_any
+
+    statement = select(Article.id).where(equals_any(Article.simhash_b0, [1, 2, 3]))
+    assert "simhash_b0 = ANY (%(param_1)s::INTEGER[])" in str(statement.compile(dialect=postgresql.psycopg.dialect()))
+    compiled = statement.compile(dialect=_mysql((10, 11), True), compile_kwargs={"literal_binds": True})
+    assert "simhash_b0 IN (1, 2, 3)" in str(compiled)
+    # a predicate, not a value: "IN (...) = 1" would hide the list from the index (full scans)
+    assert "= 1" not in str(compiled)
 
 
 def test_probe_sets_have_the_multi_index_sizes() -> None:
@@ -61,3 +122,33 @@ def test_pair_masks_catch_every_pair_within_three_bits(a: int, flips: set[int]) 
     for bit in flips:
         b ^= 1 << bit
     assert any((a & mask) == (b & mask) for mask in _pair_masks())
+
+
+def test_plain_mysql_urls_run_on_pymysql_and_explicit_drivers_are_kept() -> None:
+    from simsql.urls import normalise_url as driver_url
+
+    assert driver_url("mysql://root@127.0.0.1:3306/test").drivername == "mysql+pymysql"
+    assert driver_url("mariadb://u:p@h/db").drivername == "mariadb+pymysql"
+    assert driver_url("mysql+mysqldb://h/db").drivername == "mysql+mysqldb"
+    assert driver_url("postgresql://h/db").drivername == "postgresql+psycopg"
+
+
+@pytest.mark.parametrize("any_engine", ["postgresql", "mysql"], indirect=True)
+def test_row_estimate_reads_the_servers_estimate_for_any_table_name(any_engine) -> None:  # type: ignore[no-untyped-def]
+    """The estimate most_similar's budget is read from, on each server, for a name that needs
+    quoting (a quote, a percent sign, a backslash) and for a table that is not there (0)."""
+    from sqlalchemy import Column, Integer, MetaData, Table, insert, text
+
+    from simsql.dialects import row_estimate
+
+    odd = Table("it's 100% \\odd", MetaData(), Column("id", Integer, primary_key=True))
+    missing = Table("simsql_no_such_table", MetaData(), Column("id", Integer, primary_key=True))
+    odd.create(any_engine)
+    with any_engine.begin() as connection:
+        connection.execute(insert(odd), [{"id": i} for i in range(1, 201)])
+        quoted = any_engine.dialect.identifier_preparer.quote(odd.name).replace("%%", "%")  # text() doubles it again
+        connection.execute(text(f"ANALYZE {'TABLE ' if any_engine.dialect.name != 'postgresql' else ''}{quoted}"))
+    with any_engine.connect() as connection:
+        estimate, absent = connection.execute(select(row_estimate(odd), row_estimate(missing))).one()
+    assert 100 <= estimate <= 400  # a sampled estimate of 200 rows, not exact on InnoDB
+    assert absent == 0

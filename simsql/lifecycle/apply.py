@@ -17,6 +17,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
+from ..dialects import refuse_lifecycle
 from ..errors import LockTimeout
 from .ddl import Plan, Step
 
@@ -52,6 +53,7 @@ def is_autocommit(connection: Connection) -> bool:
 
 def set_timeouts(connection: Connection, timeouts: Timeouts, *, local: bool = True) -> None:
     """Bound the statements that follow (``local``: until the transaction ends)."""
+    refuse_lifecycle(connection.dialect)  # before any PostgreSQL-only SQL
     connection.execute(
         text("SELECT set_config('lock_timeout', :lock, :local), set_config('statement_timeout', :statement, :local)"),
         {"lock": timeouts.lock or "0", "statement": timeouts.statement or "0", "local": local},
@@ -144,6 +146,7 @@ def run(connection: Connection, plan: Plan, timeouts: Timeouts = DDL) -> None:
 def bounded(connection: Connection, timeouts: Timeouts) -> Iterator[None]:
     """Statements inside run under ``timeouts``; the previous settings come back after
     (unless the transaction failed, which ends ``SET LOCAL`` settings anyway)."""
+    refuse_lifecycle(connection.dialect)  # before any PostgreSQL-only SQL
     autocommit = is_autocommit(connection)
     previous = connection.execute(
         text("SELECT current_setting('lock_timeout'), current_setting('statement_timeout')")

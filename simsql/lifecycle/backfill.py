@@ -38,7 +38,7 @@ from sqlalchemy.exc import DBAPIError
 
 from .. import registry
 from ..bits import to_signed
-from ..dialects import check_server
+from ..dialects import check_lifecycle_server as check_server
 from ..errors import ConfigMismatch, LockTimeout, NotAttached, SchemaError
 from ..fingerprint import Fingerprinter
 from ..schema import PROGRESS_TABLE, Names

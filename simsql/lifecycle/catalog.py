@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import registry as orm_registry
 
 from .. import registry
-from ..dialects import check_server
+from ..dialects import check_lifecycle_server as check_server
 from ..errors import NotAttached, SchemaError
 from ..schema import Names, check_name
 from ..storage import Binding, register

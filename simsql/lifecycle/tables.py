@@ -15,7 +15,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import Connection
 
 from .. import registry
-from ..dialects import check_server
+from ..dialects import check_lifecycle_server as check_server
 from ..fingerprint import Fingerprinter
 from ..schema import DEFAULT_PREFIX, Attachment, Names
 from ..storage import digest_sql, quote

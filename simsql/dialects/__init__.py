@@ -1,0 +1,473 @@
+"""The one place where SQL differs between databases.
+
+Everything database-specific that simsql emits goes through here: the Hamming-distance
+expression, "column equals any of these values", the block expression of the generated
+columns, the version check, and the few statements whose spelling differs (current schema,
+"insert unless present", upsert). The constructs are dialect-neutral and compile per dialect in
+:mod:`.postgresql` (PostgreSQL >= 14) and :mod:`.mysql` (MySQL >= 8.0, MariaDB >= 10.6); any
+other backend is refused with :class:`~simsql.errors.UnsupportedDatabase` naming what it found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from itertools import combinations
+from typing import Any
+
+from sqlalchemy import Computed, Float, Integer, bindparam
+from sqlalchemy.dialects import postgresql as _pg
+from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql import ColumnElement, TableClause
+from sqlalchemy.sql.functions import FunctionElement
+from sqlalchemy.sql.visitors import InternalTraversal
+
+from ..errors import UnsupportedDatabase
+
+MIN_POSTGRES = 140000
+"""``bit_count`` arrived in PostgreSQL 14."""
+
+MIN_MYSQL = (8, 0)
+"""Window functions, CTEs and ``ALGORITHM=INSTANT`` arrived in MySQL 8.0."""
+
+MIN_MARIADB = (10, 6)
+"""The oldest MariaDB still maintained when simsql added it; instant ADD COLUMN since 10.3."""
+
+MYSQL_NAMES = ("mysql", "mariadb")
+"""SQLAlchemy names the MariaDB dialect ``mariadb`` (``mariadb+pymysql://``) and reads a
+MariaDB server behind ``mysql+pymysql://`` as ``mysql``: both compile the same way."""
+
+BLOCK_COUNT = 4
+BLOCK_BITS = 16
+BLOCK_MASK = (1 << BLOCK_BITS) - 1
+
+COVERING_INFO = "simsql_covering"
+"""``Index.info`` key naming the columns a block index must also hold so lookups read only
+the index: PostgreSQL ``INCLUDE``s them, MySQL appends them to the key."""
+
+SUPPORTED = "PostgreSQL >= 14, MySQL >= 8.0 or MariaDB >= 10.6"
+
+
+def _refuse(dialect: Dialect) -> UnsupportedDatabase:
+    return UnsupportedDatabase(
+        f"simsql needs {SUPPORTED}, but this is {describe_server(dialect)}"
+    )
+
+
+def describe_server(dialect: Dialect) -> str:
+    """``'MariaDB 10.5.2'``, ``'PostgreSQL 13.11'``, ``"a 'sqlite' database (3.45.1)"``: what a
+    refusal names, from the version SQLAlchemy read when it connected (None before that)."""
+    version = getattr(dialect, "server_version_info", None)
+    found = ".".join(str(part) for part in version) if version else "version unknown"
+    if dialect.name == "postgresql":
+        return f"PostgreSQL {found}"
+    if dialect.name in MYSQL_NAMES:
+        return f"{'MariaDB' if getattr(dialect, 'is_mariadb', False) else 'MySQL'} {found}"
+    return f"a {dialect.name!r} database ({found})"
+
+
+# -- constructs: built without a dialect, compiled per dialect ------------------------------
+
+
+class HammingDistance(FunctionElement[int]):
+    """``popcount(a XOR b)`` for two 64-bit fingerprints, compiled per dialect."""
+
+    type = Integer()
+    inherit_cache = True
+    name = "simsql_hamming"
+
+
+@compiles(HammingDistance)
+def _hamming_default(element: HammingDistance, compiler: Any, **kw: Any) -> str:
+    raise _refuse(compiler.dialect)
+
+
+_INTEGER_ARRAY = _pg.ARRAY(Integer)
+"""One array type for every ``EqualsAny`` bind (the PostgreSQL form; MySQL expands it)."""
+
+
+class EqualsAny(ColumnElement[bool]):
+    """``column`` equals one of ``values``: ``= ANY(:array)`` on PostgreSQL (one bind however
+    many values, so one plan cache entry per statement shape), ``IN (...)`` elsewhere.
+
+    The values travel in one bind parameter that is part of the cache key, so a cached
+    compilation never reuses another call's values.
+    """
+
+    inherit_cache = True
+    _is_implicitly_boolean = True  # a predicate: never rendered as ``(...) = 1`` where booleans are ints
+    _traverse_internals = [
+        ("column", InternalTraversal.dp_clauseelement),
+        ("values", InternalTraversal.dp_clauseelement),
+    ]
+
+    def __init__(self, column: ColumnElement[Any], values: Sequence[int]) -> None:
+        from sqlalchemy import Boolean
+
+        self.type = Boolean()
+        self.column = column
+        self.values = bindparam(None, list(values), type_=_INTEGER_ARRAY)
+
+
+@compiles(EqualsAny)
+def _equals_any_default(element: EqualsAny, compiler: Any, **kw: Any) -> str:
+    raise _refuse(compiler.dialect)
+
+
+class BlockExpression(ColumnElement[int]):
+    """Block ``index`` (0 = most significant 16 bits) of the fingerprint column ``fingerprint``,
+    as the generation expression of a block column (no table prefix: it lives in DDL)."""
+
+    type = Integer()
+    inherit_cache = True
+    _traverse_internals = [
+        ("fingerprint", InternalTraversal.dp_string),
+        ("index", InternalTraversal.dp_plain_obj),
+    ]
+
+    def __init__(self, fingerprint: str, index: int) -> None:
+        if not 0 <= index < BLOCK_COUNT:
+            raise ValueError(f"block index must be in 0..{BLOCK_COUNT - 1}, got {index}")
+        self.fingerprint = fingerprint
+        self.index = index
+
+    @property
+    def shift(self) -> int:
+        return BLOCK_BITS * (BLOCK_COUNT - 1 - self.index)
+
+
+@compiles(BlockExpression)
+def _block_default(element: BlockExpression, compiler: Any, **kw: Any) -> str:
+    # str() of a column outside any dialect (Alembic autogenerate, repr) reads as PostgreSQL's.
+    quoted = '"' + element.fingerprint.replace('"', '""') + '"'
+    return block_expression_sql(quoted, element.index)
+
+
+class BlockComputed(Computed):
+    """The generation clause of a block column: ``STORED`` on PostgreSQL (the only kind it can
+    index), ``VIRTUAL`` on MySQL/MariaDB (no row bytes, and the only kind those servers add to
+    a live table without copying it); the index holds the values either way."""
+
+    inherit_cache = True
+
+    def __init__(self, fingerprint: str, index: int) -> None:
+        super().__init__(BlockExpression(fingerprint, index), persisted=True)
+
+    def _copy(self, **kw: Any) -> BlockComputed:
+        expression = self.sqltext
+        assert isinstance(expression, BlockExpression)
+        copied = BlockComputed(expression.fingerprint, expression.index)
+        return self._schema_item_copy(copied)  # type: ignore[no-any-return]
+
+
+class EagerGuard(ColumnElement[bool]):
+    """A condition that matters only where ``UNION ALL`` branches all run.
+
+    PostgreSQL runs the branches of an ``Append`` in order and stops pulling rows once the
+    outer ``LIMIT`` is met, so a later, costlier branch (a wider band, the scan) never runs when
+    nearer ones sufficed: there the guard compiles to ``true``, which the planner removes.
+    MySQL and MariaDB materialise every branch of a derived ``UNION``; there the guard is the
+    condition itself (uncorrelated, evaluated once), so a branch whose predecessors already
+    filled the limit reads nothing.
+    """
+
+    inherit_cache = True
+    _is_implicitly_boolean = True
+    _traverse_internals = [("condition", InternalTraversal.dp_clauseelement)]
+
+    def __init__(self, condition: ColumnElement[bool]) -> None:
+        from sqlalchemy import Boolean
+
+        self.type = Boolean()
+        self.condition = condition
+
+
+@compiles(EagerGuard)
+def _eager_guard_default(element: EagerGuard, compiler: Any, **kw: Any) -> str:
+    raise _refuse(compiler.dialect)
+
+
+def eager_guard(condition: ColumnElement[bool]) -> EagerGuard:
+    return EagerGuard(condition)
+
+
+class EagerOrder(ColumnElement[int]):
+    """An ORDER BY key that matters only where ``UNION ALL`` branches all run.
+
+    The answer's order is the branches' order. PostgreSQL's ``Append`` yields them in order, and
+    a real sort key would make it read every branch before the first row (no early stop): there
+    the key is a constant expression, which the planner drops. MySQL and MariaDB give no order
+    to rows read back from a derived ``UNION``: there it is the key itself.
+    """
+
+    inherit_cache = True
+    _traverse_internals = [("ordered", InternalTraversal.dp_clauseelement)]
+
+    def __init__(self, ordered: ColumnElement[Any]) -> None:
+        self.type = Integer()
+        self.ordered = ordered  # not ``key``: SQLAlchemy names columns by their ``.key``
+
+
+@compiles(EagerOrder)
+def _eager_order_default(element: EagerOrder, compiler: Any, **kw: Any) -> str:
+    raise _refuse(compiler.dialect)
+
+
+def eager_order(key: ColumnElement[Any]) -> EagerOrder:
+    return EagerOrder(key)
+
+
+class RowEstimate(ColumnElement[float]):
+    """The server's estimate of a table's row count (PostgreSQL ``pg_class.reltuples``,
+    MySQL/MariaDB ``information_schema.TABLES.TABLE_ROWS``; 0 when never analysed or missing):
+    what a plan can compare its own work with, read at execution time, never counted."""
+
+    type = Float()
+    inherit_cache = True
+    _traverse_internals = [("table", InternalTraversal.dp_clauseelement)]
+
+    def __init__(self, table: TableClause) -> None:
+        self.table = table
+
+
+@compiles(RowEstimate)
+def _row_estimate_default(element: RowEstimate, compiler: Any, **kw: Any) -> str:
+    raise _refuse(compiler.dialect)
+
+
+def row_estimate(table: TableClause) -> RowEstimate:
+    return RowEstimate(table)
+
+
+class WholeQuotient(ColumnElement[int]):
+    """``dividend / divisor`` rounded toward zero, for non-negative integers: PostgreSQL's
+    ``/`` on integers; MySQL's ``/`` is decimal division there, its integer one is ``DIV``."""
+
+    type = Integer()
+    inherit_cache = True
+    _traverse_internals = [
+        ("dividend", InternalTraversal.dp_clauseelement),
+        ("divisor", InternalTraversal.dp_plain_obj),
+    ]
+
+    def __init__(self, dividend: ColumnElement[Any], divisor: int) -> None:
+        self.dividend = dividend
+        self.divisor = int(divisor)
+
+
+@compiles(WholeQuotient)
+def _whole_quotient_default(element: WholeQuotient, compiler: Any, **kw: Any) -> str:
+    raise _refuse(compiler.dialect)
+
+
+def whole_quotient(dividend: ColumnElement[Any], divisor: int) -> WholeQuotient:
+    return WholeQuotient(dividend, divisor)
+
+
+class RunTimeLimit(ColumnElement[int]):
+    """A ``LIMIT`` computed when the statement runs (a budget from :class:`RowEstimate`).
+
+    PostgreSQL takes any expression there and stops reading at the bound. MySQL and MariaDB
+    accept only constants in ``LIMIT``: there it compiles to "all rows" (2^64 - 1, their
+    documented idiom), so a bounded read reads everything it would reach. A bounded count then
+    gives the same comparison at a higher cost; a bounded candidate set is a superset.
+    """
+
+    type = Integer()
+    inherit_cache = True
+    _traverse_internals = [("bound", InternalTraversal.dp_clauseelement)]
+
+    def __init__(self, bound: ColumnElement[Any]) -> None:
+        self.bound = bound
+
+
+@compiles(RunTimeLimit)
+def _run_time_limit_default(element: RunTimeLimit, compiler: Any, **kw: Any) -> str:
+    raise _refuse(compiler.dialect)
+
+
+def run_time_limit(bound: ColumnElement[Any]) -> RunTimeLimit:
+    return RunTimeLimit(bound)
+
+
+def hamming_expression(a: ColumnElement[Any], b: ColumnElement[Any]) -> HammingDistance:
+    return HammingDistance(a, b)
+
+
+def equals_any(column: ColumnElement[Any], values: Sequence[int]) -> ColumnElement[bool]:
+    """``column`` equals one of ``values`` (see :class:`EqualsAny`)."""
+    if len(values) == 1:
+        return column == values[0]
+    return EqualsAny(column, values)
+
+
+def block_expression_sql(fingerprint_sql: str, index: int, dialect: str = "postgresql") -> str:
+    """SQL deriving block ``index`` (0 = most significant) from a quoted 64-bit column."""
+    shift = BLOCK_BITS * (BLOCK_COUNT - 1 - index)
+    if dialect in MYSQL_NAMES:
+        return f"({fingerprint_sql} >> {shift}) & {BLOCK_MASK}"
+    return f"CAST(({fingerprint_sql} >> {shift}) & {BLOCK_MASK} AS INTEGER)"
+
+
+def block_computed(fingerprint: str, index: int) -> BlockComputed:
+    """The ``Computed`` clause of block column ``index`` of the fingerprint column ``fingerprint``."""
+    return BlockComputed(fingerprint, index)
+
+
+@lru_cache(maxsize=8)
+def _masks(radius: int) -> tuple[int, ...]:
+    masks = [0]
+    for r in range(1, radius + 1):
+        for bits in combinations(range(BLOCK_BITS), r):
+            masks.append(sum(1 << b for b in bits))
+    return tuple(masks)
+
+
+def probe_values(block: int, radius: int) -> list[int]:
+    """All 16-bit values within ``radius`` bits of ``block`` (1, 17, 137, 697, ... values).
+
+    Multi-index hashing: a fingerprint within ``4 * (radius + 1) - 1`` bits of the query has at
+    least one block within ``radius`` bits of the query's block (pigeonhole over 4 blocks).
+    """
+    return [block ^ mask for mask in _masks(radius)]
+
+
+def ring_values(block: int, radius: int) -> list[int]:
+    """The 16-bit values exactly ``radius`` bits from ``block`` (1, 16, 120, 560, ... values)."""
+    return [block ^ sum(1 << b for b in bits) for bits in combinations(range(BLOCK_BITS), radius)]
+
+
+def radius_for(max_distance: int) -> int:
+    """Smallest probe radius that finds every fingerprint within ``max_distance`` bits."""
+    return max(0, (max_distance + 1 + BLOCK_COUNT - 1) // BLOCK_COUNT - 1)
+
+
+# -- server checks and statements whose spelling differs ---------------------------------
+
+
+def _backend(dialect: Dialect) -> Any:
+    if dialect.name == "postgresql":
+        return postgresql
+    if dialect.name in MYSQL_NAMES:
+        return mysql
+    raise _refuse(dialect)
+
+
+def is_mysql(dialect: Dialect) -> bool:
+    return dialect.name in MYSQL_NAMES
+
+
+def server_version(connection: Connection) -> int:
+    """``server_version_num`` of the connected PostgreSQL, after checking the backend."""
+    if connection.dialect.name != "postgresql":
+        raise _refuse(connection.dialect)
+    return postgresql.server_version_num(connection)
+
+
+def check_server(connection: Connection) -> None:
+    """Refuse servers simsql cannot run on, with the version that was found."""
+    _backend(connection.dialect).check_server(connection)
+
+
+def refuse_lifecycle(dialect: Dialect) -> None:
+    """The live-table lifecycle (attach, backfill, detach, status, simsql's own migrations)
+    speaks PostgreSQL only, for now: refuse MySQL/MariaDB before any of its SQL runs."""
+    if is_mysql(dialect):
+        raise UnsupportedDatabase(
+            f"simsql's live-table operations (attach, backfill, detach, status, db upgrade) do not run on "
+            f"{describe_server(dialect)} yet; on MySQL/MariaDB declare SimHashMixin or call "
+            "simsql.attach(Model, source=[...]) and create the tables with metadata.create_all()"
+        )
+
+
+def check_lifecycle_server(connection: Connection) -> None:
+    """:func:`check_server`, for the live-table lifecycle (see :func:`refuse_lifecycle`)."""
+    refuse_lifecycle(connection.dialect)
+    check_server(connection)
+
+
+def current_schema(connection: Connection) -> str:
+    """The schema (MySQL: database) unqualified names resolve to."""
+    return str(_backend(connection.dialect).current_schema(connection))
+
+
+def relation_exists(connection: Connection, name: str) -> bool:
+    """Whether ``name`` resolves to a table the way an unqualified statement would find it."""
+    return bool(_backend(connection.dialect).relation_exists(connection, name))
+
+
+def insert_new(connection: Connection, table: Any, values: dict[str, Any]) -> Any:
+    """An INSERT of ``values`` that does nothing when the primary key is already there."""
+    return _backend(connection.dialect).insert_new(table, values)
+
+
+def upsert(connection: Connection, table: Any, values: dict[str, Any], keys: Sequence[str], update: Sequence[str]) -> Any:
+    """INSERT ``values``, or on a primary-key conflict set the ``update`` columns from them."""
+    return _backend(connection.dialect).upsert(table, values, keys, update)
+
+
+def prepare_self_join(connection: Connection) -> None:
+    """Session settings for the all-pairs self-joins of ``near_duplicates`` (transaction-local
+    where the server allows it)."""
+    _backend(connection.dialect).prepare_self_join(connection)
+
+
+def registry_probe_sql(dialect: Dialect) -> str:
+    """SQL run on a bare DBAPI cursor mid-statement (no SQLAlchemy): whether the registry and
+    simsql's version table exist, and the current schema; two ``%s`` parameters (their names)."""
+    return str(_backend(dialect).REGISTRY_PROBE)
+
+
+def hash_joins_expressions(dialect: Dialect) -> bool:
+    """Whether the server hash-joins on an expression such as ``a.fp & mask = b.fp & mask``:
+    PostgreSQL and MySQL >= 8.0.18 do; MariaDB would nest loops over every pair."""
+    return bool(_backend(dialect).hash_joins_expressions(dialect))
+
+
+from . import mysql, postgresql  # noqa: E402  (registers the per-dialect compilations)
+
+__all__ = [
+    "BLOCK_BITS",
+    "BLOCK_COUNT",
+    "BLOCK_MASK",
+    "BlockComputed",
+    "BlockExpression",
+    "COVERING_INFO",
+    "EagerGuard",
+    "EagerOrder",
+    "EqualsAny",
+    "HammingDistance",
+    "MIN_MARIADB",
+    "MIN_MYSQL",
+    "MIN_POSTGRES",
+    "MYSQL_NAMES",
+    "block_computed",
+    "block_expression_sql",
+    "check_lifecycle_server",
+    "refuse_lifecycle",
+    "check_server",
+    "current_schema",
+    "describe_server",
+    "eager_guard",
+    "eager_order",
+    "equals_any",
+    "hamming_expression",
+    "hash_joins_expressions",
+    "insert_new",
+    "is_mysql",
+    "prepare_self_join",
+    "probe_values",
+    "radius_for",
+    "registry_probe_sql",
+    "RowEstimate",
+    "RunTimeLimit",
+    "WholeQuotient",
+    "whole_quotient",
+    "run_time_limit",
+    "ring_values",
+    "row_estimate",
+    "relation_exists",
+    "server_version",
+    "upsert",
+]
