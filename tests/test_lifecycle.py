@@ -542,5 +542,8 @@ def test_a_table_dropped_by_raw_sql_can_be_created_again(engine: Engine) -> None
     with pytest.raises(Exception, match="simsql_articles_blocks"):
         Base.metadata.create_all(engine)
     with engine.connect() as connection:
-        source = connection.execute(text("SELECT prosrc FROM pg_proc WHERE proname = 'simsql_articles_blocks'")).scalar_one()
+        source = connection.execute(text(
+            "SELECT prosrc FROM pg_proc WHERE proname = 'simsql_articles_blocks' "
+            "AND pronamespace = current_schema()::regnamespace"
+        )).scalar_one()
     assert source.strip() == "BEGIN RETURN NEW; END"
