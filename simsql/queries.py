@@ -50,7 +50,6 @@ from sqlalchemy import (
     not_,
     or_,
     select,
-    text,
     tuple_,
     union,
     union_all,
