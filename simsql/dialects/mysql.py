@@ -182,7 +182,15 @@ def _unchanged(source: Sequence[str]) -> str:
     return " AND ".join(f"NEW.{quote(c)} <=> OLD.{quote(c)}" for c in source)
 
 
-def row_trigger_sql(table: str, fingerprint: str, digest: str, source: Sequence[str], update: bool, name: str) -> str:
+def _on(schema: str | None, name: str) -> str:
+    """A trigger or table name, in ``schema`` when given (a trigger lives in its table's schema,
+    and its body resolves unqualified names there)."""
+    return quote(name) if schema is None else f"{quote(schema)}.{quote(name)}"
+
+
+def row_trigger_sql(
+    table: str, fingerprint: str, digest: str, source: Sequence[str], update: bool, name: str, schema: str | None = None
+) -> str:
     """Columns mode: a fingerprint is kept only with the digest of the row's current text."""
     fp, src = f"NEW.{quote(fingerprint)}", f"NEW.{quote(digest)}"
     if update:
@@ -193,7 +201,7 @@ def row_trigger_sql(table: str, fingerprint: str, digest: str, source: Sequence[
     else:
         rewritten, no_digest = "", ""
     return (
-        f"CREATE TRIGGER {quote(name)} BEFORE {'UPDATE' if update else 'INSERT'} ON {quote(table)} FOR EACH ROW\n"
+        f"CREATE TRIGGER {_on(schema, name)} BEFORE {'UPDATE' if update else 'INSERT'} ON {_on(schema, table)} FOR EACH ROW\n"
         f"BEGIN\n"
         f"  IF {fp} IS NOT NULL THEN\n"
         f"{rewritten}"
@@ -207,12 +215,15 @@ def row_trigger_sql(table: str, fingerprint: str, digest: str, source: Sequence[
     )
 
 
-def stale_trigger_sql(table: str, side: str, digest: str, keys: Sequence[str], side_keys: Sequence[str], source: Sequence[str], name: str) -> str:
+def stale_trigger_sql(
+    table: str, side: str, digest: str, keys: Sequence[str], side_keys: Sequence[str], source: Sequence[str], name: str,
+    schema: str | None = None,
+) -> str:
     """Side-table mode: a row whose text changed loses its side row, unless that row already
     holds the new text's fingerprint."""
     condition = " AND ".join(f"{quote(s)} = OLD.{quote(k)}" for s, k in zip(side_keys, keys))
     return (
-        f"CREATE TRIGGER {quote(name)} AFTER UPDATE ON {quote(table)} FOR EACH ROW\n"
+        f"CREATE TRIGGER {_on(schema, name)} AFTER UPDATE ON {_on(schema, table)} FOR EACH ROW\n"
         f"BEGIN\n"
         f"  IF NOT ({_unchanged(source)}) THEN\n"
         f"    DELETE FROM {quote(side)} WHERE {condition} AND NOT ({quote(digest)} <=> {digest_sql(source, 'NEW.')});\n"
@@ -235,6 +246,8 @@ REGISTRY_PROBE = (
 # from information_schema with names as bound values. information_schema compares names
 # case-insensitively on some servers; a name is matched exactly in Python afterwards, as
 # ``lower_case_table_names=0`` (Linux) keeps ``Articles`` and ``articles`` apart.
+
+NAME = "mysql"
 
 TRANSACTIONAL_DDL = False
 """Every DDL statement commits on its own (and commits the transaction before it): a plan's
@@ -336,6 +349,16 @@ def schema_triggers(connection: Connection, schema: str) -> dict[str, str]:
             {"schema": schema},
         )
     }
+
+
+def index_names(connection: Connection, schema: str, table: str) -> tuple[str, ...]:
+    return tuple(sorted({
+        str(row[0]) for row in connection.execute(
+            text("SELECT INDEX_NAME, TABLE_NAME FROM information_schema.STATISTICS "
+                 "WHERE TABLE_SCHEMA = :schema AND TABLE_NAME = :table"), {"schema": schema, "table": table}
+        )
+        if row[1] == table
+    }))
 
 
 def invalid_indexes(connection: Connection, schema: str, names: Sequence[str]) -> tuple[str, ...]:
@@ -534,3 +557,16 @@ def blockers(connection: Connection, relations: Sequence[str]) -> str:
         return f"session {row[0]} ({state}{age}: {row[3]!r})"
 
     return "; ".join(describe(row) for row in rows)
+
+
+ONLINE_REFUSED = (1845, 1846)
+"""``ER_ALTER_OPERATION_NOT_SUPPORTED`` and ``..._REASON``: the requested ``ALGORITHM`` or
+``LOCK`` cannot do this change."""
+
+
+def online_ddl_refused(error: BaseException) -> str | None:
+    """The server's reason when ``error`` refuses an online ``ALGORITHM``/``LOCK``, else None."""
+    arguments = getattr(getattr(error, "orig", None), "args", None)
+    if not arguments or arguments[0] not in ONLINE_REFUSED:
+        return None
+    return str(arguments[1]).strip() if len(arguments) > 1 else "online DDL not supported"

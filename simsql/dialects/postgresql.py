@@ -118,6 +118,8 @@ REGISTRY_PROBE = "SELECT to_regclass(%s) IS NOT NULL, to_regclass(%s) IS NOT NUL
 # What :mod:`simsql.lifecycle.catalog` and :mod:`simsql.lifecycle.apply` ask of the server.
 # Tables are named by bound values (``pg_class``, ``to_regclass``), never formatted into SQL.
 
+NAME = "postgresql"
+
 TRANSACTIONAL_DDL = True
 """DDL runs inside a transaction: a plan's transactional steps commit or vanish together."""
 
@@ -254,3 +256,24 @@ def blockers(connection: Connection, relations: Sequence[str]) -> str:
     if not rows:
         return "no session holds it any more"
     return "; ".join(f"pid {r.pid} ({r.state}, transaction open {r.age}: {r.query!r})" for r in rows)
+
+
+def index_names(connection: Connection, schema: str, table: str) -> tuple[str, ...]:
+    return tuple(
+        connection.execute(
+            text("SELECT indexname FROM pg_indexes WHERE schemaname = :schema AND tablename = :table ORDER BY indexname"),
+            {"schema": schema, "table": table},
+        ).scalars()
+    )
+
+
+def schema_triggers(connection: Connection, schema: str) -> dict[str, str]:
+    """Every (non-internal) trigger of ``schema`` and its table."""
+    rows = connection.execute(
+        text(
+            "SELECT t.tgname, c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = :schema AND NOT t.tgisinternal"
+        ),
+        {"schema": schema},
+    )
+    return {str(name): str(table) for name, table in rows}

@@ -107,6 +107,17 @@ def index_state(connection: Connection, schema: str, names: Names) -> IndexState
     return IndexState(holder.keys, invalid)
 
 
+def index_names(connection: Connection, schema: str, table: str) -> tuple[str, ...]:
+    """Names of the indexes on ``schema.table`` (MySQL: ``PRIMARY`` included)."""
+    return tuple(backend(connection.dialect).index_names(connection, schema, table))
+
+
+def schema_triggers(connection: Connection, schema: str) -> dict[str, str]:
+    """Every trigger of ``schema`` and its table (on MySQL/MariaDB trigger names are unique
+    per schema, not per table, so a name is taken whichever table holds it)."""
+    return dict(backend(connection.dialect).schema_triggers(connection, schema))
+
+
 def attachment(connection: Connection, table: str, schema: str | None) -> tuple[str, Names]:
     """Schema and names of an attached table, from the registry."""
     schema = schema or registry.current_schema(connection)

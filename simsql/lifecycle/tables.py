@@ -15,11 +15,11 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import Connection
 
 from .. import registry
-from ..dialects import check_lifecycle_server as check_server
+from ..dialects import check_server, is_mysql, mysql
 from ..fingerprint import Fingerprinter
 from ..schema import DEFAULT_PREFIX, Attachment, Names
-from ..storage import digest_sql, quote
-from . import apply, catalog, ddl
+from ..storage import digest_sql
+from . import apply, catalog, ddl, mysql_ddl
 from .attach import attached_names, plan_attach, plan_detach
 from .ddl import Plan, qualified
 
@@ -30,6 +30,9 @@ def _engine(bind: Engine | str) -> Engine:
 
 def _index_plan(connection: Connection, schema: str, names: Names, keys: Sequence[str], concurrently: bool) -> Plan:
     holder = catalog.table_facts(connection, names.holder, schema)
+    if is_mysql(connection.dialect):  # online whatever ``concurrently`` says; existing ones kept
+        indexes = catalog.index_names(connection, schema, names.holder) if holder is not None else ()
+        return mysql_ddl.create_indexes(schema, names, keys, mysql_ddl.Present.of(indexes=indexes))
     if holder is not None and holder.kind == "p" and concurrently:
         tree = catalog.partition_tree(connection, names.holder, schema)
         return ddl.create_partitioned_indexes(schema, names, keys, tree)
@@ -132,15 +135,29 @@ class TableStatus:
 def _counts(connection: Connection, entry: Attachment) -> tuple[int, int, int, int, int]:
     """rows, fingerprinted, missing, stale, unverified (a fingerprint without its text's digest)."""
     names = entry.names
-    base = qualified(entry.table_schema, entry.table_name)
+    quote = connection.dialect.identifier_preparer.quote_identifier
+    base = f"{quote(entry.table_schema)}.{quote(entry.table_name)}"
     has_text = " OR ".join(f"b.{quote(c)} IS NOT NULL" for c in entry.source)
     if names.side is None:
         holder, source_from = "b", f"{base} AS b"
     else:
         facts = catalog.require_table(connection, entry.table_name, entry.table_schema)
         join = " AND ".join(f"h.{quote(s)} = b.{quote(k)}" for s, k in zip(names.side_keys(facts.keys), facts.keys))
-        holder, source_from = "h", f"{base} AS b LEFT JOIN {qualified(entry.table_schema, names.side)} AS h ON {join}"
+        side = f"{quote(entry.table_schema)}.{quote(names.side)}"
+        holder, source_from = "h", f"{base} AS b LEFT JOIN {side} AS h ON {join}"
     fp, src = f"{holder}.{quote(names.fingerprint)}", f"{holder}.{quote(names.digest)}"
+    if is_mysql(connection.dialect):
+        # no FILTER, no IS DISTINCT FROM there: SUM(CASE ...) and NOT <=>
+        digest = mysql.digest_sql(entry.source, "b.")
+        row = connection.execute(
+            text(
+                f"SELECT COUNT(*), COUNT({fp}), COALESCE(SUM(CASE WHEN {fp} IS NULL AND ({has_text}) THEN 1 ELSE 0 END), 0), "
+                f"COALESCE(SUM(CASE WHEN {fp} IS NOT NULL AND NOT ({src} <=> {digest}) THEN 1 ELSE 0 END), 0), "
+                f"COALESCE(SUM(CASE WHEN {fp} IS NOT NULL AND {src} IS NULL THEN 1 ELSE 0 END), 0) "
+                f"FROM {source_from}"
+            )
+        ).one()
+        return int(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4])
     row = connection.execute(
         text(
             f"SELECT count(*), count({fp}), count(*) FILTER (WHERE {fp} IS NULL AND ({has_text})), "
