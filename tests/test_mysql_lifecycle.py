@@ -3,6 +3,7 @@ seam backfill and attach share), then attach / detach / status on a real server.
 
 from __future__ import annotations
 
+import random
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 import simsql
+import simsql.alembic
 from simsql.dialects import mysql as my
 from simsql.lifecycle import apply, catalog
 from simsql.lifecycle.ddl import Plan, Step
@@ -160,22 +162,42 @@ def test_ddl_behind_a_held_metadata_lock_gives_up_and_names_the_holder(mysql_eng
     assert facts is not None and list(facts.columns) == ["id", "body"]
 
 
-def test_a_plan_that_stops_halfway_on_mysql_says_what_it_kept(mysql_engine: Engine) -> None:
+def test_a_plan_that_stops_halfway_on_mysql_is_undone_or_says_what_it_kept(mysql_engine: Engine) -> None:
     _run(mysql_engine, "CREATE TABLE docs (id INT PRIMARY KEY, body TEXT)", "CREATE TABLE other (id INT PRIMARY KEY)")
+    blocked = Step("ALTER TABLE other ADD COLUMN second INT", "add column second")
+    undoable = Step("ALTER TABLE docs ADD COLUMN first INT", "add column first", undo="ALTER TABLE docs DROP COLUMN first")
     holder = mysql_engine.connect()
     try:
         holder.execute(text("SELECT id FROM other"))
-        plan = Plan((
-            Step("ALTER TABLE docs ADD COLUMN first INT", "add column first"),
-            Step("ALTER TABLE other ADD COLUMN second INT", "add column second"),
-        ))
-        error = _within(20, lambda: apply.run_on_engine(mysql_engine, plan, apply.Timeouts("1s")))
+        error = _within(20, lambda: apply.run_on_engine(mysql_engine, Plan((undoable, blocked)), apply.Timeouts("1s")))
         assert isinstance(error, simsql.LockTimeout), error
-        assert "Already committed: add column first." in str(error)
-        assert "MySQL/MariaDB keep each DDL statement before it" in str(error)
+        assert "Already committed: nothing. Nothing was changed (its 1 earlier statement(s) were undone)" in str(error)
+        assert _columns(mysql_engine, "docs") == ["id", "body"]
+        # a statement without an undo stays, and the error says so
+        kept = Step("ALTER TABLE docs ADD COLUMN first INT", "add column first")
+        error = _within(20, lambda: apply.run_on_engine(mysql_engine, Plan((kept, blocked)), apply.Timeouts("1s")))
+        assert isinstance(error, simsql.LockTimeout), error
+        assert "Already committed: add column first." in str(error) and "add column first stay(s) in place" in str(error)
+        assert _columns(mysql_engine, "docs") == ["id", "body", "first"]
     finally:
         holder.rollback()
         holder.close()
+
+
+def _columns(engine: Engine, table: str) -> list[str]:
+    with engine.connect() as connection:
+        facts = catalog.table_facts(connection, table, connection.execute(text("SELECT DATABASE()")).scalar_one())
+    assert facts is not None
+    return list(facts.columns)
+
+
+def test_a_postgresql_plan_never_runs_on_mysql(mysql_engine: Engine) -> None:
+    from simsql.lifecycle import ddl
+    from simsql.schema import Names
+
+    plan = ddl.drop_indexes("test", Names("docs"))
+    with pytest.raises(simsql.UnsupportedDatabase, match="in postgresql's DDL only; it does not run it on MariaDB"):
+        apply.run_on_engine(mysql_engine, plan)
 
 
 def test_unsupported_servers_are_refused_with_the_version_found() -> None:
@@ -184,3 +206,309 @@ def test_unsupported_servers_are_refused_with_the_version_found() -> None:
     engine = create_engine("sqlite://")
     with engine.connect() as connection, pytest.raises(simsql.UnsupportedDatabase, match=r"'sqlite' database \(3\."):
         apply.set_timeouts(connection, apply.DDL)
+
+
+# -- attach / detach / status on a live table -------------------------------------------------
+
+def _words(seed: int, count: int = 80) -> str:
+    rng = random.Random(seed)
+    vocabulary = "alpha beta gamma delta epsilon zeta theta kappa sigma river bank fox dog quick brown index query".split()
+    return " ".join(f"{rng.choice(vocabulary)}{rng.randint(0, 99)}" for _ in range(count))
+
+
+BODIES = {
+    1: _words(3),
+    2: _words(3) + " again",  # a near-duplicate of 1 (2 bits apart with its title)
+    3: _words(4),
+    4: _words(5),
+    5: None,
+}
+
+
+def _build(engine: Engine, extra: str = "", options: str = "") -> None:
+    """The table an application already has: its own index, trigger, a child table with a
+    foreign key, a view, rows. ``extra``: more definitions; ``options``: table options."""
+    _run(
+        engine,
+        "CREATE TABLE docs (id INT AUTO_INCREMENT PRIMARY KEY, title VARCHAR(200), body TEXT, "
+        f"edited INT NOT NULL DEFAULT 0, KEY docs_title (title){extra}) {options}",
+        "CREATE TABLE notes (id INT PRIMARY KEY, doc_id INT NOT NULL, FOREIGN KEY (doc_id) REFERENCES docs (id) ON DELETE CASCADE)",
+        "CREATE TRIGGER docs_edited BEFORE INSERT ON docs FOR EACH ROW SET NEW.edited = 0",
+        "CREATE VIEW doc_titles AS SELECT id, title FROM docs",
+    )
+    with engine.begin() as connection:
+        for key, body in BODIES.items():
+            connection.execute(
+                text("INSERT INTO docs (id, title, body) VALUES (:i, :t, :b)"),
+                {"i": key, "t": None if body is None else "title", "b": body},
+            )
+
+
+def _state(engine: Engine, table: str = "docs") -> dict[str, Any]:
+    """What a user would compare: the table's definition and checksum, every trigger and table
+    of the database, simsql's registry rows."""
+    with engine.connect() as connection:
+        tables = sorted(connection.execute(text("SHOW TABLES")).scalars())
+        registered = (
+            connection.execute(text("SELECT table_name, column_name FROM simsql_registry")).all()
+            if "simsql_registry" in tables else None
+        )
+        return {
+            "create": connection.execute(text(f"SHOW CREATE TABLE {table}")).one()[1],
+            "checksum": connection.execute(text(f"CHECKSUM TABLE {table}")).one()[1],
+            "triggers": sorted(connection.execute(text("SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()")).scalars()),
+            "tables": tables,
+            "registry": registered,
+        }
+
+
+def _fingerprint(engine: Engine, side: str | None = None, prefix: str = "simhash") -> None:
+    """What a backfill does, by hand: each row's fingerprint and the digest of its text."""
+    from simsql.fingerprint import DEFAULT
+    from simsql.storage import join_text, text_digest
+
+    with engine.begin() as connection:
+        for key, title, body in connection.execute(text("SELECT id, title, body FROM docs")).all():
+            joined = join_text([title, body])
+            if joined is None:
+                continue
+            values = {"fp": DEFAULT.fingerprint_many([joined], empty="none")[0], "src": text_digest(joined).hex, "id": key}
+            if side is None:
+                connection.execute(text(f"UPDATE docs SET {prefix} = :fp, {prefix}_src = :src WHERE id = :id"), values)
+            else:
+                connection.execute(text(f"INSERT INTO {side} (id, {prefix}, {prefix}_src) VALUES (:id, :fp, :src)"), values)
+
+
+def _neighbours(engine: Engine, key: int) -> list[tuple[int, int]]:
+    from sqlalchemy import select
+    from sqlalchemy.orm import Session
+
+    with Session(engine) as session:
+        model = simsql.reflect(session.connection(), "docs")
+        target = session.get(model, key)
+        rows = session.execute(simsql.most_similar(select(model), target, limit=3)).all()
+        return [(row[0].id, int(row[1])) for row in rows]
+
+
+def _groups(engine: Engine) -> list[list[Any]]:
+    from sqlalchemy.orm import Session
+
+    with Session(engine) as session:
+        model = simsql.reflect(session.connection(), "docs")
+        return simsql.duplicate_groups(session, model, max_distance=3)
+
+
+@pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
+def test_attach_query_detach_restores_the_table_exactly(mysql_engine: Engine, side_table: bool) -> None:
+    _build(mysql_engine)
+    simsql.alembic.upgrade(mysql_engine)
+    before = _state(mysql_engine)
+    entry = simsql.attach_table(mysql_engine, "docs", ["title", "body"], side_table=side_table)
+    assert (entry.mode, entry.side_table) == (("side_table", "docs_simhash") if side_table else ("columns", None))
+    report = simsql.status(mysql_engine)[0]
+    assert (report.rows, report.rows_fingerprinted, report.rows_missing, report.rows_stale) == (5, 0, 4, 0)
+    _fingerprint(mysql_engine, "docs_simhash" if side_table else None)
+    report = simsql.status(mysql_engine)[0]
+    assert (report.rows, report.rows_fingerprinted, report.rows_missing, report.rows_stale) == (5, 4, 0, 0)
+
+    assert _neighbours(mysql_engine, 1)[0][0] == 2
+    assert _groups(mysql_engine) == [[1, 2]]
+
+    # the trigger: a raw UPDATE of the text leaves no fingerprint of the old text behind
+    _run(mysql_engine, "UPDATE docs SET body = 'rewritten entirely, nothing like before' WHERE id = 2")
+    report = simsql.status(mysql_engine)[0]
+    assert (report.rows_fingerprinted, report.rows_missing, report.rows_stale) == (3, 1, 0)
+    assert _groups(mysql_engine) == []
+
+    removed = simsql.detach(mysql_engine, "docs")
+    assert removed.table_name == "docs"
+    with mysql_engine.begin() as connection:  # the text as it was: the table is as before attach
+        connection.execute(text("UPDATE docs SET body = :b WHERE id = 2"), {"b": BODIES[2]})
+    assert _state(mysql_engine) == before
+    assert simsql.status(mysql_engine) == []
+
+
+def test_attach_builds_what_the_orm_builds(mysql_engine: Engine) -> None:
+    """A table attached live and one declared with SimHashMixin get the same columns and indexes."""
+    from .models import Base
+
+    Base.metadata.create_all(mysql_engine, tables=[Base.metadata.tables["articles"]])
+    _run(mysql_engine, "CREATE TABLE plain (id INT AUTO_INCREMENT PRIMARY KEY, title VARCHAR(200), body TEXT, category VARCHAR(20) NOT NULL)")
+    simsql.alembic.upgrade(mysql_engine)
+    simsql.attach_table(mysql_engine, "plain", ["title", "body"])
+
+    def simsql_lines(table: str) -> list[str]:
+        with mysql_engine.connect() as connection:
+            create = connection.execute(text(f"SHOW CREATE TABLE {table}")).one()[1]
+        return sorted(line.strip().rstrip(",").replace(f"ix_{table}_", "ix_") for line in create.splitlines() if "simhash" in line)
+
+    assert simsql_lines("plain") == simsql_lines("articles")
+    assert len(simsql_lines("plain")) == 10  # 6 columns, 4 indexes
+
+
+def test_conflicts_are_refused_and_change_nothing(mysql_engine: Engine) -> None:
+    _build(mysql_engine)
+    simsql.alembic.upgrade(mysql_engine)
+    _run(mysql_engine, "CREATE TABLE other (id INT PRIMARY KEY)")
+    cases = [
+        ("ALTER TABLE docs ADD COLUMN SimHash BIGINT", "ALTER TABLE docs DROP COLUMN SimHash", r"column docs\.simhash"),
+        ("CREATE TRIGGER simsql_docs_blocks_ins BEFORE INSERT ON other FOR EACH ROW SET NEW.id = NEW.id",
+         "DROP TRIGGER simsql_docs_blocks_ins", "trigger simsql_docs_blocks_ins on other"),
+        ("CREATE INDEX ix_docs_simhash_b0 ON docs (title)", "DROP INDEX ix_docs_simhash_b0 ON docs", "index ix_docs_simhash_b0 on docs"),
+    ]
+    for create, drop, named in cases:
+        _run(mysql_engine, create)
+        before = _state(mysql_engine)
+        with pytest.raises(simsql.SchemaError, match=named + ".*another column prefix"):
+            simsql.attach_table(mysql_engine, "docs", ["body"])
+        assert _state(mysql_engine) == before
+        _run(mysql_engine, drop)
+    _run(mysql_engine, "CREATE TABLE docs_simhash (id INT PRIMARY KEY)")
+    before = _state(mysql_engine)
+    with pytest.raises(simsql.SchemaError, match=r"table .*\.docs_simhash already exist"):
+        simsql.attach_table(mysql_engine, "docs", ["body"], side_table=True)
+    assert _state(mysql_engine) == before
+
+    # another prefix attaches beside a user's column, and detach takes only simsql's away
+    _run(mysql_engine, "DROP TABLE docs_simhash", "ALTER TABLE docs ADD COLUMN simhash BIGINT", "UPDATE docs SET simhash = id * 7")
+    before = _state(mysql_engine)
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"], prefix="fp")
+    _fingerprint(mysql_engine, prefix="fp")
+    assert _neighbours(mysql_engine, 1)[0][0] == 2
+    simsql.detach(mysql_engine, "docs")
+    assert _state(mysql_engine) == before
+
+
+def test_attaching_again_with_the_same_settings_changes_nothing_and_other_settings_are_refused(mysql_engine: Engine) -> None:
+    _build(mysql_engine)
+    simsql.alembic.upgrade(mysql_engine)
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"])
+    attached = _state(mysql_engine)
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"])
+    assert _state(mysql_engine) == attached
+    with pytest.raises(simsql.SchemaError, match="already attached .*detach --table docs"):
+        simsql.attach_table(mysql_engine, "docs", ["body"])
+    with pytest.raises(simsql.SchemaError, match="already attached"):
+        simsql.attach_table(mysql_engine, "docs", ["title", "body"], side_table=True)
+    with pytest.raises(simsql.ConfigMismatch):
+        simsql.attach_table(mysql_engine, "docs", ["title", "body"], fingerprinter=simsql.Fingerprinter(shingle_size=2))
+    assert _state(mysql_engine) == attached
+
+
+def test_a_rerun_finishes_an_attachment_that_stopped_halfway(mysql_engine: Engine) -> None:
+    """What an undo that was itself blocked leaves (recorded, columns, no triggers or indexes):
+    attaching again adds only the rest; detach would remove it."""
+    _build(mysql_engine)
+    simsql.alembic.upgrade(mysql_engine)
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"])
+    complete = _state(mysql_engine)
+    _run(
+        mysql_engine,
+        "DROP TRIGGER simsql_docs_blocks_upd",
+        "ALTER TABLE docs DROP INDEX ix_docs_simhash_b2, DROP INDEX ix_docs_simhash_b3",
+    )
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"])
+    assert _state(mysql_engine)["triggers"] == complete["triggers"]
+    assert sorted(_state(mysql_engine)["create"].splitlines()) == sorted(complete["create"].splitlines())
+
+
+def test_a_table_the_server_cannot_alter_online_is_refused_and_left_as_it_was(mysql_engine: Engine) -> None:
+    _build(mysql_engine, ", FULLTEXT KEY docs_body (body)")
+    simsql.alembic.upgrade(mysql_engine)
+    before = _state(mysql_engine)
+    with pytest.raises(simsql.WouldLockTable) as refused:
+        simsql.attach_table(mysql_engine, "docs", ["body"])
+    message = str(refused.value)
+    assert "add stored columns simhash, simhash_src to" in message
+    assert "Fulltext index creation requires a lock" in message  # the server's own reason
+    assert "Nothing was changed (its 1 earlier statement(s) were undone)" in message
+    assert _state(mysql_engine) == before
+    # side-table mode leaves the table alone
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"], side_table=True)
+    _fingerprint(mysql_engine, "docs_simhash")
+    assert _neighbours(mysql_engine, 1)[0][0] == 2
+
+
+def test_a_table_that_cannot_change_instantly_is_changed_online(mysql_engine: Engine) -> None:
+    _build(mysql_engine, options="ROW_FORMAT=COMPRESSED")
+    simsql.alembic.upgrade(mysql_engine)
+    before = _state(mysql_engine)
+    assert "ROW_FORMAT=COMPRESSED" in before["create"]
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"])
+    _fingerprint(mysql_engine)
+    assert _neighbours(mysql_engine, 1)[0][0] == 2
+    simsql.detach(mysql_engine, "docs")
+    assert _state(mysql_engine) == before
+
+
+def test_detach_refuses_to_harm_what_depends_on_simsql(mysql_engine: Engine) -> None:
+    _build(mysql_engine)
+    simsql.alembic.upgrade(mysql_engine)
+    simsql.attach_table(mysql_engine, "docs", ["body"])
+    for create, drop, named in [
+        ("CREATE VIEW prints AS SELECT id, simhash FROM docs", "DROP VIEW prints", r"view .*\.prints"),
+        ("CREATE INDEX mine ON docs (simhash_b1, id)", "DROP INDEX mine ON docs", "index mine on table docs"),
+    ]:
+        _run(mysql_engine, create)
+        before = _state(mysql_engine)
+        with pytest.raises(simsql.SchemaError, match=f"would drop objects simsql did not create: {named}"):
+            simsql.detach(mysql_engine, "docs")
+        assert _state(mysql_engine) == before
+        _run(mysql_engine, drop)
+    simsql.detach(mysql_engine, "docs")
+
+    simsql.attach_table(mysql_engine, "docs", ["body"], side_table=True)
+    _run(mysql_engine, "CREATE TABLE likes (doc_id INT PRIMARY KEY, FOREIGN KEY (doc_id) REFERENCES docs_simhash (id))")
+    before = _state(mysql_engine)
+    with pytest.raises(simsql.SchemaError, match="constraint likes_ibfk_1 on table likes"):
+        simsql.detach(mysql_engine, "docs")
+    assert _state(mysql_engine) == before
+
+
+def test_status_counts_rows_written_behind_the_triggers(mysql_engine: Engine) -> None:
+    _build(mysql_engine)
+    simsql.alembic.upgrade(mysql_engine)
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"])
+    _fingerprint(mysql_engine)
+    _run(mysql_engine, "DROP TRIGGER simsql_docs_blocks_upd", "UPDATE docs SET body = 'edited behind simsql' WHERE id IN (2, 3)")
+    report = simsql.status(mysql_engine)[0]
+    assert (report.rows_fingerprinted, report.rows_missing, report.rows_stale) == (4, 0, 2)
+
+
+def test_attach_behind_a_held_lock_gives_up_names_the_holder_and_changes_nothing(mysql_engine: Engine) -> None:
+    _build(mysql_engine)
+    simsql.alembic.upgrade(mysql_engine)
+    before = _state(mysql_engine)
+    holder = mysql_engine.connect()
+    try:
+        holder.execute(text("SELECT count(*) FROM docs"))  # a transaction left open
+        holder_id = holder.connection.dbapi_connection.thread_id()  # type: ignore[union-attr]
+        error = _within(20, lambda: simsql.attach_table(mysql_engine, "docs", ["body"], lock_timeout="1s"))
+        assert isinstance(error, simsql.LockTimeout), error
+        message = str(error)
+        assert f"session {holder_id} (idle in transaction" in message
+        assert "gave up after waiting 1s for a lock" in message
+        assert "Nothing was changed (its 1 earlier statement(s) were undone)" in message
+    finally:
+        holder.rollback()
+        holder.close()
+    assert _state(mysql_engine) == before
+
+
+def test_detach_behind_a_held_lock_gives_up_and_keeps_the_attachment(mysql_engine: Engine) -> None:
+    _build(mysql_engine)
+    simsql.alembic.upgrade(mysql_engine)
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"])
+    _fingerprint(mysql_engine)
+    attached = _state(mysql_engine)
+    holder = mysql_engine.connect()
+    try:
+        holder.execute(text("SELECT count(*) FROM docs"))
+        error = _within(30, lambda: simsql.detach(mysql_engine, "docs", lock_timeout="1s"))
+        assert isinstance(error, simsql.LockTimeout), error
+        assert "drop trigger simsql_docs_blocks_ins: gave up" in str(error)
+    finally:
+        holder.rollback()
+        holder.close()
+    assert _state(mysql_engine) == attached
+    assert simsql.status(mysql_engine)[0].rows_fingerprinted == 4
