@@ -64,9 +64,11 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 
 from . import registry
-from .errors import SchemaError
+from .dialects import MYSQL_NAMES, current_schema
+from .errors import SchemaError, UnsupportedDatabase
 from .fingerprint import DEFAULT, Fingerprinter
 from .lifecycle import attach as ddl
+from .lifecycle import catalog
 from .lifecycle import ddl as describe
 from .schema import DEFAULT_PREFIX, Names
 from .schema import metadata as _state_metadata
@@ -332,14 +334,29 @@ class DropSimHashTriggerOp(_TriggerOp):
 # -- running them: online on the live catalog, offline from the arguments --------------------
 
 
+def _mysql(operations: Operations) -> bool:
+    return operations.get_context().dialect.name in MYSQL_NAMES
+
+
 def _offline(operations: Operations) -> bool:
-    return bool(operations.get_context().as_sql)
+    """Whether Alembic writes a script (``--sql``). Refused on MySQL/MariaDB: simsql's triggers
+    there have bodies of several statements, which the ``mysql`` client would cut at their
+    first ``;`` without a ``DELIMITER`` line that SQL scripts cannot carry portably."""
+    offline = bool(operations.get_context().as_sql)
+    if offline and _mysql(operations):
+        raise UnsupportedDatabase(
+            "simsql's Alembic operations do not write offline (--sql) scripts for MySQL/MariaDB: their trigger "
+            "bodies hold several statements, which the mysql client splits without DELIMITER. Run the migration "
+            "online (alembic upgrade head)"
+        )
+    return offline
 
 
 def _autocommit(operations: Operations, concurrently: bool, work: Any) -> None:
     """``CONCURRENTLY`` cannot run in a transaction block: Alembic commits around it (offline it
-    writes the COMMIT and BEGIN into the script)."""
-    if concurrently:
+    writes the COMMIT and BEGIN into the script). MySQL/MariaDB build indexes online inside
+    any transaction (DDL commits on its own there)."""
+    if concurrently and not _mysql(operations):
         with operations.get_context().autocommit_block():
             work()
     else:
@@ -490,18 +507,31 @@ def _trigger_schema(operations: Operations, operation: _TriggerOp) -> str:
         return operation.schema
     if _offline(operations):
         return OFFLINE_SCHEMA
-    return str(operations.get_bind().execute(text("SELECT current_schema()")).scalar_one())
+    return current_schema(operations.get_bind())
 
 
 @Operations.implementation_for(CreateSimHashTriggerOp)
 def _create_trigger(operations: Operations, operation: CreateSimHashTriggerOp) -> None:
-    for statement in operation.trigger.create_sql(_trigger_schema(operations, operation)):
-        operations.execute(text(statement))
+    schema = _trigger_schema(operations, operation)
+    statements = operation.trigger.create_mysql(schema) if _mysql(operations) else operation.trigger.create_sql(schema)
+    for statement in statements:
+        _execute_raw(operations, statement)
 
 
 @Operations.implementation_for(DropSimHashTriggerOp)
 def _drop_trigger(operations: Operations, operation: DropSimHashTriggerOp) -> None:
-    for statement in operation.trigger.drop_sql(_trigger_schema(operations, operation)):
+    schema = _trigger_schema(operations, operation)
+    statements = operation.trigger.drop_mysql(schema) if _mysql(operations) else operation.trigger.drop_sql(schema)
+    for statement in statements:
+        _execute_raw(operations, statement)
+
+
+def _execute_raw(operations: Operations, statement: str) -> None:
+    """Online on MySQL, straight to the driver: a trigger body may hold ``%`` or ``:name``
+    text, which a bound ``text()`` would read as parameters."""
+    if _mysql(operations):
+        operations.get_bind().exec_driver_sql(statement)
+    else:
         operations.execute(text(statement))
 
 
@@ -523,7 +553,7 @@ def _run_own_revisions(operations: Operations, destination: str, upgrade: bool) 
         # from simsql's newest.
         opts.update(as_sql=True, literal_binds=True, output_buffer=outer.output_buffer,
                     starting_rev=None if upgrade else script.get_current_head())  # fmt: skip
-        inner = MigrationContext.configure(dialect_name="postgresql", opts=opts)
+        inner = MigrationContext.configure(dialect_name=outer.dialect.name, opts=opts)
     else:
         inner = MigrationContext.configure(connection=operations.get_bind(), opts=opts)
     try:
@@ -562,15 +592,7 @@ def _keywords(**values: Any) -> str:
 
 
 def _trigger_installed(connection: Connection, schema: str | None, table: str, trigger: str) -> bool:
-    found = connection.execute(
-        text(
-            "SELECT EXISTS (SELECT FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE t.tgname = :trigger AND c.relname = :table AND n.nspname = coalesce(:schema, current_schema()))"
-        ),
-        {"trigger": trigger, "table": table, "schema": schema},
-    )
-    return bool(found.scalar_one())
+    return catalog.schema_triggers(connection, schema or current_schema(connection)).get(trigger) == table
 
 
 def _compare_triggers(
@@ -580,10 +602,12 @@ def _compare_triggers(
     ``op.create_simhash_trigger`` when the database lacks it (a new table, or one that just
     gained ``SimHashMixin``), so a migrated database drops stale fingerprints like a created one."""
     trigger = orm_trigger(metadata_table) if metadata_table is not None else None
-    if trigger is None or context.dialect is None or context.dialect.name != "postgresql":
+    if trigger is None or context.dialect is None or context.dialect.name not in ("postgresql", *MYSQL_NAMES):
         return None
+    # on MySQL the row rule is two triggers; the first one stands for both
+    installed_as = trigger.mysql_names[0] if context.dialect.name in MYSQL_NAMES else trigger.function
     if conn_table is None or context.connection is None or not _trigger_installed(
-        context.connection, schema, trigger.names.table, trigger.function
+        context.connection, schema, trigger.names.table, installed_as
     ):
         table_ops.ops.append(CreateSimHashTriggerOp.from_trigger(trigger, schema))
     return None

@@ -512,3 +512,91 @@ def test_detach_behind_a_held_lock_gives_up_and_keeps_the_attachment(mysql_engin
         holder.close()
     assert _state(mysql_engine) == attached
     assert simsql.status(mysql_engine)[0].rows_fingerprinted == 4
+
+
+# -- Alembic operations in a MySQL application's own history ---------------------------------
+
+_REVISION = '''"""fingerprint docs
+
+Revision ID: app_0001
+"""
+
+from alembic import op
+
+import simsql.alembic  # noqa: F401
+
+revision = "app_0001"
+down_revision = None
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.upgrade_simsql()
+    op.add_simhash("docs", source=["title", "body"]{options})
+    op.create_simhash_indexes("docs", concurrently=True{options})
+
+
+def downgrade() -> None:
+    op.drop_simhash_indexes("docs", concurrently=True{options})
+    op.drop_simhash("docs")
+    op.downgrade_simsql()
+'''
+
+
+def _application(tmp_path: Any, options: str) -> Any:
+    import shutil
+    from pathlib import Path
+
+    from alembic.config import Config
+
+    legacy = Path(__file__).parent / "legacy_app"
+    (tmp_path / "versions").mkdir()
+    shutil.copy(legacy / "env.py", tmp_path / "env.py")
+    shutil.copy(legacy / "script.py.mako", tmp_path / "script.py.mako")
+    (tmp_path / "versions" / "app_0001.py").write_text(_REVISION.replace("{options}", options))
+    config = Config()
+    config.set_main_option("script_location", str(tmp_path))
+    config.set_main_option("version_locations", str(tmp_path / "versions"))
+    config.set_main_option("path_separator", "os")
+    return config
+
+
+@pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
+def test_alembic_operations_in_a_mysql_applications_history(mysql_engine: Engine, tmp_path: Any, side_table: bool) -> None:
+    from alembic import command
+
+    _build(mysql_engine)
+    before = _state(mysql_engine)
+    config = _application(tmp_path, ", side_table=True" if side_table else "")
+    with mysql_engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "heads")
+        connection.commit()
+        assert simsql.alembic.current(connection) == ("simsql_0001",)
+        assert connection.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == ["app_0001"]
+    entry = simsql.status(mysql_engine)[0]
+    assert (entry.mode, entry.rows_missing) == ("side_table" if side_table else "columns", 4)
+    holder = "docs_simhash" if side_table else "docs"
+    with mysql_engine.connect() as connection:
+        indexes = catalog.index_names(connection, connection.execute(text("SELECT DATABASE()")).scalar_one(), holder)
+    assert [i for i in indexes if i.startswith("ix_")] == [f"ix_{holder}_simhash_b{i}" for i in range(4)]
+    _fingerprint(mysql_engine, holder if side_table else None)
+    assert _groups(mysql_engine) == [[1, 2]]
+
+    with mysql_engine.connect() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "base")
+        connection.commit()
+    after = _state(mysql_engine)
+    assert (after["create"], after["checksum"], after["triggers"]) == (before["create"], before["checksum"], before["triggers"])
+    assert after["registry"] is None  # op.downgrade_simsql() removed simsql's tables too
+
+
+def test_offline_scripts_are_refused_on_mysql(mysql_engine: Engine, tmp_path: Any) -> None:
+    from alembic import command
+
+    config = _application(tmp_path, "")
+    config.set_main_option("sqlalchemy.url", mysql_engine.url.render_as_string(hide_password=False))
+    with pytest.raises(simsql.UnsupportedDatabase, match="offline .* online"):
+        command.upgrade(config, "heads", sql=True)

@@ -378,18 +378,18 @@ def check_server(connection: Connection) -> None:
 
 
 def refuse_lifecycle(dialect: Dialect) -> None:
-    """The live-table lifecycle (attach, backfill, detach, status, simsql's own migrations)
-    speaks PostgreSQL only, for now: refuse MySQL/MariaDB before any of its SQL runs."""
+    """Backfill and refingerprint speak PostgreSQL only, for now: refuse MySQL/MariaDB before
+    any of their SQL runs (attach, detach, status, indexes and simsql's own migrations run
+    on both)."""
     if is_mysql(dialect):
         raise UnsupportedDatabase(
-            f"simsql's live-table operations (attach, backfill, detach, status, db upgrade) do not run on "
-            f"{describe_server(dialect)} yet; on MySQL/MariaDB declare SimHashMixin or call "
-            "simsql.attach(Model, source=[...]) and create the tables with metadata.create_all()"
+            f"simsql's backfill and refingerprint do not run on {describe_server(dialect)} yet; there, rows get "
+            "their fingerprints when written through the ORM (SimHashMixin, or simsql.attach(Model, source=[...]))"
         )
 
 
 def check_lifecycle_server(connection: Connection) -> None:
-    """:func:`check_server`, for the live-table lifecycle (see :func:`refuse_lifecycle`)."""
+    """:func:`check_server`, for backfill and refingerprint (see :func:`refuse_lifecycle`)."""
     refuse_lifecycle(connection.dialect)
     check_server(connection)
 

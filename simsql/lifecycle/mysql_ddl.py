@@ -30,9 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..dialects import block_expression_sql
-from ..dialects.mysql import quote, row_trigger_sql, stale_trigger_sql
+from ..dialects.mysql import quote
 from ..fingerprint import Fingerprinter
 from ..schema import REGISTRY_TABLE, Names
+from ..storage import OrmTrigger
 from .ddl import Plan, Step, Target, forget
 
 DIALECT = "mysql"
@@ -118,28 +119,12 @@ def _column_steps(schema: str, table: str, names: Names, present: Present, *, ad
     return steps
 
 
-def _row_triggers(target: Target, names: Names) -> list[tuple[str, str]]:
-    insert, update = names.row_triggers
-    args = (target.table, names.fingerprint, names.digest, target.source)
-    return [
-        (insert, row_trigger_sql(*args, False, insert, target.schema)),
-        (update, row_trigger_sql(*args, True, update, target.schema)),
-    ]
-
-
-def _stale_trigger(target: Target, names: Names) -> tuple[str, str]:
-    assert names.side is not None
-    sql = stale_trigger_sql(
-        target.table, names.side, names.digest, target.keys, names.side_keys(target.keys), target.source,
-        names.stale_function, target.schema,
-    )
-    return names.stale_function, sql
-
-
 def triggers(target: Target, names: Names) -> list[tuple[str, str]]:
     """(name, CREATE TRIGGER) of the attachment: the row rule before insert and before update
-    (columns mode), or the stale-row rule after update (side-table mode)."""
-    return [_stale_trigger(target, names)] if names.side else _row_triggers(target, names)
+    (columns mode), or the stale-row rule after update (side-table mode). The ORM's own
+    description (:class:`simsql.storage.OrmTrigger`), so both install the same triggers."""
+    trigger = OrmTrigger(names, target.source, target.keys)
+    return list(zip(trigger.mysql_names, trigger.create_mysql(target.schema)))
 
 
 def _drop_trigger(schema: str, name: str) -> str:

@@ -2,7 +2,9 @@
 
 These are what the command line runs (``simsql attach / detach / status``) and what a script
 calls; each one reads the catalog, describes its DDL and runs it bounded in time, opening its
-own transactions (``CREATE INDEX CONCURRENTLY`` needs autocommit).
+own transactions (``CREATE INDEX CONCURRENTLY`` needs autocommit). On MySQL/MariaDB the DDL is
+online (:mod:`simsql.lifecycle.mysql_ddl`) and, not being transactional, undone statement by
+statement when a run fails.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, text
 from sqlalchemy.engine import Connection
 
 from .. import registry
@@ -19,13 +21,14 @@ from ..dialects import check_server, is_mysql, mysql
 from ..fingerprint import Fingerprinter
 from ..schema import DEFAULT_PREFIX, Attachment, Names
 from ..storage import digest_sql
+from ..urls import engine_for
 from . import apply, catalog, ddl, mysql_ddl
 from .attach import attached_names, plan_attach, plan_detach
 from .ddl import Plan, qualified
 
 
 def _engine(bind: Engine | str) -> Engine:
-    return create_engine(bind) if isinstance(bind, str) else bind
+    return engine_for(bind) if isinstance(bind, str) else bind
 
 
 def _index_plan(connection: Connection, schema: str, names: Names, keys: Sequence[str], concurrently: bool) -> Plan:
@@ -63,7 +66,16 @@ def attach_table(
     other settings than an existing attachment). DDL waits at most ``lock_timeout`` for its
     lock (others queue behind a waiting ``ALTER TABLE``); a concurrent index build waits at most
     ``index_lock_timeout`` for older transactions to end (it blocks nobody meanwhile).
-    :class:`~simsql.errors.LockTimeout` names who held them."""
+    :class:`~simsql.errors.LockTimeout` names who held them.
+
+    On MySQL/MariaDB: the registry entry, columns (``ALGORITHM=INSTANT``, else an online
+    rebuild) or side table, triggers and indexes (``INPLACE, LOCK=NONE``) are separate
+    statements, each committed at once; ``concurrently`` and ``index_lock_timeout`` do not
+    apply (every wait for a metadata lock is bounded by ``lock_timeout``, since other queries
+    queue behind it). If one fails, those before it are undone, so nothing changes; a table the
+    server could only alter by copying it or locking out writers (a FULLTEXT index, say) is
+    refused with :class:`~simsql.errors.WouldLockTable`. Should the undo itself be blocked,
+    the error says what stayed, recorded as simsql's: run attach again to finish, or detach."""
     engine = _engine(bind)
     timeouts = apply.Timeouts(lock_timeout, "10min")
     with engine.connect() as connection, apply.bounded(connection, timeouts):
@@ -97,7 +109,12 @@ def detach(bind: Engine | str, table: str, *, schema: str | None = None, lock_ti
 
     Refuses (:class:`~simsql.errors.SchemaError`, nothing changed) while another object depends
     on what would be dropped: a view over the fingerprint column, a user's index on it, a
-    foreign key to the side table. Returns the removed registry entry."""
+    foreign key to the side table. Returns the removed registry entry.
+
+    On MySQL/MariaDB the triggers go first, then the indexes (online), the generated and stored
+    columns (instantly where the server can) or the side table; a statement that fails makes
+    those before it be undone, so the attachment stays whole (its fingerprints kept unless the
+    stored columns were already dropped)."""
     engine = _engine(bind)
     timeouts = apply.Timeouts(lock_timeout, "10min")
     with engine.connect() as connection, apply.bounded(connection, timeouts):
