@@ -79,3 +79,36 @@ def test_side_table_and_clean_refusals(mysql_engine: Engine, url: str) -> None:
     failed(cli("backfill", "--table", "docs", url=url), 1, "do not run on MariaDB")
     ok(cli("detach", "--table", "docs", url=url))
     failed(cli("detach", "--table", "docs", url=url), 1, "not attached")
+
+
+README_URL = "mysql://user:pass@host/dbname"
+
+
+def test_the_readmes_mysql_commands_run_as_written(mysql_engine: Engine, url: str) -> None:
+    """The README's ``sh mysql`` block, line by line in one shell, with the test's database in
+    place of the user's; on a table like the README's ``articles``."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from .readme import blocks, commands
+
+    (block,) = blocks("sh mysql")
+    lines = commands(block)
+    assert lines[0] == f"export DATABASE_URL={README_URL}"
+    with mysql_engine.begin() as connection:
+        connection.execute(text("CREATE TABLE articles (id INT AUTO_INCREMENT PRIMARY KEY, title VARCHAR(200), body TEXT)"))
+        for key, body in BODIES.items():
+            connection.execute(text("INSERT INTO articles VALUES (:i, 'title', :b)"), {"i": key, "b": body})
+        before = connection.execute(text("SHOW CREATE TABLE articles")).one()[1], connection.execute(text("CHECKSUM TABLE articles")).one()[1]
+    bin_dir = Path(sys.executable).parent
+    env = {k: v for k, v in os.environ.items() if k not in ("SIMSQL_DATABASE_URL", "DATABASE_URL")}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    script = "set -e\n" + "\n".join(line.replace(README_URL, url) for line in lines)
+    result = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, f"stdout: {result.stdout}\nstderr: {result.stderr}"
+    assert "attached " in result.stdout and "as before attach" in result.stdout
+    with mysql_engine.connect() as connection:
+        after = connection.execute(text("SHOW CREATE TABLE articles")).one()[1], connection.execute(text("CHECKSUM TABLE articles")).one()[1]
+    assert after == before

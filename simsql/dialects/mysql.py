@@ -405,9 +405,9 @@ def dependents(connection: Connection, schema: str, table: str, columns: Sequenc
              "((TABLE_SCHEMA = :schema AND TABLE_NAME = :table) OR (REFERENCED_TABLE_SCHEMA = :schema "
              "AND REFERENCED_TABLE_NAME = :table))"), where
     ):
-        if referenced == table and owner != table and uses(referenced_column):
-            found.add(f"constraint {name} on table {owner}")
-        elif owner == table and wanted and str(column) in wanted:
+        # another table's foreign key to these columns, or one of these columns' own
+        theirs = referenced == table and owner != table and uses(referenced_column)
+        if theirs or (owner == table and wanted and str(column) in wanted):
             found.add(f"constraint {name} on table {owner}")
     qualified_table = f"{quote(schema)}.{quote(table)}"
     needles = [f"{qualified_table}.{quote(c)}" for c in wanted] or [qualified_table]

@@ -71,7 +71,9 @@ class Present:
         cls, columns: Sequence[str] = (), triggers: Sequence[str] = (), indexes: Sequence[str] = (),
         side: bool = False, recorded: bool = False,
     ) -> Present:  # fmt: skip
-        fold = lambda names: frozenset(n.lower() for n in names)  # noqa: E731
+        def fold(names: Sequence[str]) -> frozenset[str]:
+            return frozenset(n.lower() for n in names)
+
         return cls(fold(columns), fold(triggers), fold(indexes), side, recorded)
 
     def has_column(self, name: str) -> bool:
