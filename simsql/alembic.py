@@ -21,7 +21,12 @@ only, its own version table ``simsql_alembic_version``, whoever applies them (th
 agree and either order works. Your history stays one branch: ``alembic revision`` never writes
 into simsql's package, ``alembic upgrade head`` sees one head, no ``depends_on`` is needed.
 
-Every operation works online and offline (``alembic upgrade head --sql``): offline they write
+On MySQL/MariaDB the operations run online only (their DDL is described by
+:mod:`simsql.lifecycle.mysql_ddl`: instant or online, undone statement by statement if one
+fails); offline scripts are refused there (trigger bodies would need the ``mysql`` client's
+``DELIMITER``), and ``concurrently`` changes nothing (index builds are always online).
+
+On PostgreSQL every operation works online and offline (``alembic upgrade head --sql``): offline they write
 the same DDL without reading the catalog, which is why ``primary_key`` is an argument (online
 it is checked against the table; offline it is needed, with SQL types for a side table, e.g.
 ``primary_key={"id": "bigint"}``), and the schema is ``public`` unless ``schema=`` names one.
@@ -64,7 +69,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 
 from . import registry
-from .dialects import MYSQL_NAMES, current_schema
+from .dialects import MYSQL_NAMES, check_server, current_schema
 from .errors import SchemaError, UnsupportedDatabase
 from .fingerprint import DEFAULT, Fingerprinter
 from .lifecycle import attach as ddl
@@ -778,6 +783,8 @@ def upgrade(bind: str | Engine | Connection, revision: str = "heads") -> None:
     registry tables if they were dropped by hand while the revision stayed recorded."""
 
     def run(cfg: Config) -> None:
+        # before Alembic creates its version table (which MySQL would keep: DDL commits there)
+        check_server(cfg.attributes["connection"])
         command.upgrade(cfg, revision)
         connection = cfg.attributes.get("connection")
         if connection is not None:

@@ -601,3 +601,30 @@ def test_offline_scripts_are_refused_on_mysql(mysql_engine: Engine, tmp_path: An
     config.set_main_option("sqlalchemy.url", mysql_engine.url.render_as_string(hide_password=False))
     with pytest.raises(simsql.UnsupportedDatabase, match="offline .* online"):
         command.upgrade(config, "heads", sql=True)
+
+
+def test_servers_too_old_are_refused_with_the_version_found(mysql_engine: Engine) -> None:
+    """The version rule on the lifecycle's paths: the real server, read as if it were MariaDB
+    10.5 (the version SQLAlchemy read at connect is what every check looks at)."""
+    from sqlalchemy import create_engine
+
+    _build(mysql_engine)
+    with mysql_engine.connect():
+        pass
+    real = mysql_engine.dialect.server_version_info
+    mysql_engine.dialect.server_version_info = (10, 5, 22)
+    try:
+        for attempt in (
+            lambda: simsql.attach_table(mysql_engine, "docs", ["body"]),
+            lambda: simsql.detach(mysql_engine, "docs"),
+            lambda: simsql.status(mysql_engine),
+        ):
+            with pytest.raises(simsql.UnsupportedDatabase, match=r"MariaDB >= 10\.6, but the server is MariaDB 10\.5\.22"):
+                attempt()
+        with pytest.raises(simsql.UnsupportedDatabase, match=r"MariaDB >= 10\.6, but the server is MariaDB 10\.5\.22"):
+            simsql.alembic.upgrade(mysql_engine)
+    finally:
+        mysql_engine.dialect.server_version_info = real
+    assert _state(mysql_engine)["tables"] == ["doc_titles", "docs", "notes"]
+    with pytest.raises(simsql.UnsupportedDatabase, match=r"'sqlite' database \(3\."):
+        simsql.attach_table(create_engine("sqlite://"), "docs", ["body"])
