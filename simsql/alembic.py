@@ -64,12 +64,15 @@ from alembic.config import Config
 from alembic.operations import MigrateOperation, Operations
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, Text, bindparam, text
+from alembic.operations import ops
+from sqlalchemy import Column, Computed, Engine, Text, bindparam, text
+from sqlalchemy.dialects import mysql as mysql_types
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 
 from . import registry
-from .dialects import MYSQL_NAMES, check_server, current_schema
+from .dialects import COVERING_INFO, MYSQL_NAMES, BlockComputed, BlockExpression, block_expression_sql, check_server, current_schema
+from .dialects.mysql import quote as quote_mysql
 from .errors import SchemaError, UnsupportedDatabase
 from .fingerprint import DEFAULT, Fingerprinter
 from .lifecycle import attach as ddl
@@ -78,6 +81,7 @@ from .lifecycle import ddl as describe
 from .schema import DEFAULT_PREFIX, Names
 from .schema import metadata as _state_metadata
 from .storage import OrmTrigger, orm_trigger
+from .types import SimHash
 from .urls import engine_for, normalise_url
 
 VERSION_TABLE = "simsql_alembic_version"
@@ -618,12 +622,91 @@ def _compare_triggers(
     return None
 
 
+def _mysql_column(column: Column[Any]) -> Column[Any]:
+    """A simsql column as the ORM creates it on MySQL, in types a migration renders without
+    simsql: the fingerprint ``BIGINT UNSIGNED`` (a plain ``sa.BigInteger()`` would be signed
+    there and refuse half of all fingerprints), the blocks ``VIRTUAL`` with MySQL's expression."""
+    if isinstance(column.type, SimHash):
+        return Column(column.name, mysql_types.BIGINT(unsigned=True), nullable=column.nullable)
+    computed = column.computed
+    if isinstance(computed, BlockComputed):
+        expression = computed.sqltext
+        assert isinstance(expression, BlockExpression)
+        sql = block_expression_sql(quote_mysql(expression.fingerprint), expression.index, "mysql")
+        return Column(column.name, column.type, Computed(sql, persisted=False), nullable=column.nullable)
+    return column
+
+
+def _model_index(operation: ops.CreateIndexOp, metadata: Any) -> Any:
+    """The index of the models (``metadata``, one MetaData or several) that ``operation`` creates."""
+    key = f"{operation.schema}.{operation.table_name}" if operation.schema else operation.table_name
+    for each in metadata if isinstance(metadata, Sequence) else [metadata]:
+        table = each.tables.get(key) if each is not None else None
+        for index in table.indexes if table is not None else ():
+            if index.name == operation.index_name:
+                return index
+    return None
+
+
+def _mysql_index(operation: ops.CreateIndexOp, metadata: Any) -> ops.CreateIndexOp:
+    """A block index as the ORM creates it on MySQL: the fingerprint as a trailing key column
+    (no ``INCLUDE`` there), not a ``postgresql_include`` MySQL ignores."""
+    index = _model_index(operation, metadata)
+    covering = index.info.get(COVERING_INFO) if index is not None else None
+    if not covering:
+        return operation
+    own = [c.name for c in index.columns]
+    kw = {k: v for k, v in operation.kw.items() if k != "postgresql_include"}
+    return ops.CreateIndexOp(operation.index_name, operation.table_name, own + [c for c in covering if c not in own],
+                             schema=operation.schema, unique=operation.unique, **kw)  # fmt: skip
+
+
+def _column_names(columns: Sequence[Any]) -> list[str]:
+    return [getattr(c, "name", str(c)) for c in columns]
+
+
+def _mysql_ops(operations: list[Any], metadata: Any) -> None:
+    for position, operation in enumerate(operations):
+        if isinstance(operation, ops.CreateTableOp):
+            operation.columns = [_mysql_column(c) if isinstance(c, Column) else c for c in operation.columns]
+        elif isinstance(operation, ops.AddColumnOp):
+            operation.column = _mysql_column(operation.column)
+        elif isinstance(operation, ops.CreateIndexOp):
+            operations[position] = _mysql_index(operation, metadata)
+        elif isinstance(operation, ops.ModifyTableOps):
+            _mysql_ops(operation.ops, metadata)
+    # A block index the database already holds in its covering form is no change (the model
+    # declares the block alone; MySQL's CREATE INDEX appends the fingerprint): drop the pair.
+    held: dict[str, list[str]] = {}
+    for operation in operations:
+        reflected = getattr(operation, "_reverse", None) if isinstance(operation, ops.DropIndexOp) else None
+        if reflected is not None:
+            held[str(operation.index_name)] = _column_names(reflected.columns)
+    same = {
+        o.index_name for o in operations
+        if isinstance(o, ops.CreateIndexOp) and held.get(str(o.index_name)) == _column_names(o.columns)
+    }  # fmt: skip
+    operations[:] = [o for o in operations if not (isinstance(o, (ops.DropIndexOp, ops.CreateIndexOp)) and o.index_name in same)]
+
+
+def _compare_for_mysql(context: AutogenContext, upgrade_ops: Any, schemas: Any) -> Any:
+    """Autogenerate on MySQL/MariaDB: simsql's columns and indexes come out as ``create_all``
+    makes them there (see :func:`_mysql_column`, :func:`_mysql_index`); on PostgreSQL nothing
+    changes."""
+    if context.dialect is None or context.dialect.name not in MYSQL_NAMES:
+        return None
+    _mysql_ops(upgrade_ops.ops, context.metadata)
+    return None
+
+
 try:  # Alembic >= 1.18: after the columns and indexes of the same table
     from alembic.util import DispatchPriority
 
     comparators.dispatch_for("table", priority=DispatchPriority.LAST)(_compare_triggers)
+    comparators.dispatch_for("schema", priority=DispatchPriority.LAST)(_compare_for_mysql)
 except ImportError:  # pragma: no cover - older Alembic
     comparators.dispatch_for("table")(_compare_triggers)
+    comparators.dispatch_for("schema")(_compare_for_mysql)
 
 
 @renderers.dispatch_for(AddSimHashOp)
