@@ -643,12 +643,21 @@ def test_autogenerate_on_mysql_builds_what_create_all_builds(mysql_engine: Engin
 
     from .models import Base
 
-    def autogenerate(connection: Any) -> str:
+    def autogenerate(connection: Any, downgrade: bool = False) -> str:
         context = MigrationContext.configure(connection)
         script = produce_migrations(context, Base.metadata)
-        assert script.upgrade_ops is not None
-        rendered = render_python_code(script.upgrade_ops, migration_context=context)
+        operations = script.downgrade_ops if downgrade else script.upgrade_ops
+        assert operations is not None
+        rendered = render_python_code(operations, migration_context=context)
         return textwrap.dedent("\n".join(line for line in rendered.splitlines() if not line.startswith("#")))
+
+    def migrate(connection: Any, code: str) -> None:
+        from sqlalchemy.dialects import mysql
+
+        with Operations.context(MigrationContext.configure(connection)):
+            from alembic import op
+
+            exec(compile(code, "<migration>", "exec"), {"sa": sqlalchemy, "op": op, "mysql": mysql})  # noqa: S102
 
     def definitions(engine: Engine) -> dict[str, list[str]]:
         with engine.connect() as connection:
@@ -661,13 +670,10 @@ def test_autogenerate_on_mysql_builds_what_create_all_builds(mysql_engine: Engin
 
     with mysql_engine.begin() as connection:
         code = autogenerate(connection)
+        downgrade = autogenerate(connection, downgrade=True)
         assert "mysql.BIGINT(unsigned=True)" in code and "persisted=False" in code
-        from sqlalchemy.dialects import mysql
-
-        with Operations.context(MigrationContext.configure(connection)):
-            from alembic import op
-
-            exec(compile(code, "<migration>", "exec"), {"sa": sqlalchemy, "op": op, "mysql": mysql})  # noqa: S102
+        assert "op.drop_simhash_trigger('articles', ['title', 'body'])" in downgrade
+        migrate(connection, code)
     with mysql_engine.connect() as connection:
         again = autogenerate(connection)
     assert "simhash" not in again, again
@@ -679,6 +685,16 @@ def test_autogenerate_on_mysql_builds_what_create_all_builds(mysql_engine: Engin
         Base.metadata.create_all(created)
         assert definitions(mysql_engine) == definitions(created)
         created.dispose()
+        with mysql_engine.begin() as connection:
+            migrate(connection, downgrade)
+        assert _state_tables(mysql_engine) == ([], [])  # tables and triggers gone
     finally:
         with mysql_admin_engine.begin() as connection:
             connection.execute(text(f"DROP DATABASE `{other.database}`"))
+
+
+def _state_tables(engine: Engine) -> tuple[list[str], list[str]]:
+    with engine.connect() as connection:
+        tables = sorted(connection.execute(text("SHOW TABLES")).scalars())
+        triggers = sorted(connection.execute(text("SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()")).scalars())
+    return tables, triggers
