@@ -11,6 +11,7 @@ from .errors import (
     SchemaError,
     SimsqlError,
     UnsupportedDatabase,
+    WouldLockTable,
 )
 from .fingerprint import Fingerprinter, simhash, simhash_features
 from .queries import (
@@ -63,6 +64,7 @@ __all__ = [
     "SchemaError",
     "SimsqlError",
     "UnsupportedDatabase",
+    "WouldLockTable",
     "blocks",
     "cosine_estimate",
     "hamming",

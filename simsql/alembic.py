@@ -21,7 +21,12 @@ only, its own version table ``simsql_alembic_version``, whoever applies them (th
 agree and either order works. Your history stays one branch: ``alembic revision`` never writes
 into simsql's package, ``alembic upgrade head`` sees one head, no ``depends_on`` is needed.
 
-Every operation works online and offline (``alembic upgrade head --sql``): offline they write
+On MySQL/MariaDB the operations run online only (their DDL is described by
+:mod:`simsql.lifecycle.mysql_ddl`: instant or online, undone statement by statement if one
+fails); offline scripts are refused there (trigger bodies would need the ``mysql`` client's
+``DELIMITER``), and ``concurrently`` changes nothing (index builds are always online).
+
+On PostgreSQL every operation works online and offline (``alembic upgrade head --sql``): offline they write
 the same DDL without reading the catalog, which is why ``primary_key`` is an argument (online
 it is checked against the table; offline it is needed, with SQL types for a side table, e.g.
 ``primary_key={"id": "bigint"}``), and the schema is ``public`` unless ``schema=`` names one.
@@ -59,18 +64,24 @@ from alembic.config import Config
 from alembic.operations import MigrateOperation, Operations
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, Text, bindparam, text
+from alembic.operations import ops
+from sqlalchemy import Column, Computed, Engine, Text, bindparam, text
+from sqlalchemy.dialects import mysql as mysql_types
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 
 from . import registry
-from .errors import SchemaError
+from .dialects import COVERING_INFO, MYSQL_NAMES, BlockComputed, BlockExpression, block_expression_sql, check_server, current_schema
+from .dialects.mysql import quote as quote_mysql
+from .errors import SchemaError, UnsupportedDatabase
 from .fingerprint import DEFAULT, Fingerprinter
 from .lifecycle import attach as ddl
+from .lifecycle import catalog
 from .lifecycle import ddl as describe
 from .schema import DEFAULT_PREFIX, Names
 from .schema import metadata as _state_metadata
 from .storage import OrmTrigger, orm_trigger
+from .types import SimHash
 from .urls import engine_for, normalise_url
 
 VERSION_TABLE = "simsql_alembic_version"
@@ -332,14 +343,29 @@ class DropSimHashTriggerOp(_TriggerOp):
 # -- running them: online on the live catalog, offline from the arguments --------------------
 
 
+def _mysql(operations: Operations) -> bool:
+    return operations.get_context().dialect.name in MYSQL_NAMES
+
+
 def _offline(operations: Operations) -> bool:
-    return bool(operations.get_context().as_sql)
+    """Whether Alembic writes a script (``--sql``). Refused on MySQL/MariaDB: simsql's triggers
+    there have bodies of several statements, which the ``mysql`` client would cut at their
+    first ``;`` without a ``DELIMITER`` line that SQL scripts cannot carry portably."""
+    offline = bool(operations.get_context().as_sql)
+    if offline and _mysql(operations):
+        raise UnsupportedDatabase(
+            "simsql's Alembic operations do not write offline (--sql) scripts for MySQL/MariaDB: their trigger "
+            "bodies hold several statements, which the mysql client splits without DELIMITER. Run the migration "
+            "online (alembic upgrade head)"
+        )
+    return offline
 
 
 def _autocommit(operations: Operations, concurrently: bool, work: Any) -> None:
     """``CONCURRENTLY`` cannot run in a transaction block: Alembic commits around it (offline it
-    writes the COMMIT and BEGIN into the script)."""
-    if concurrently:
+    writes the COMMIT and BEGIN into the script). MySQL/MariaDB build indexes online inside
+    any transaction (DDL commits on its own there)."""
+    if concurrently and not _mysql(operations):
         with operations.get_context().autocommit_block():
             work()
     else:
@@ -490,18 +516,31 @@ def _trigger_schema(operations: Operations, operation: _TriggerOp) -> str:
         return operation.schema
     if _offline(operations):
         return OFFLINE_SCHEMA
-    return str(operations.get_bind().execute(text("SELECT current_schema()")).scalar_one())
+    return current_schema(operations.get_bind())
 
 
 @Operations.implementation_for(CreateSimHashTriggerOp)
 def _create_trigger(operations: Operations, operation: CreateSimHashTriggerOp) -> None:
-    for statement in operation.trigger.create_sql(_trigger_schema(operations, operation)):
-        operations.execute(text(statement))
+    schema = _trigger_schema(operations, operation)
+    statements = operation.trigger.create_mysql(schema) if _mysql(operations) else operation.trigger.create_sql(schema)
+    for statement in statements:
+        _execute_raw(operations, statement)
 
 
 @Operations.implementation_for(DropSimHashTriggerOp)
 def _drop_trigger(operations: Operations, operation: DropSimHashTriggerOp) -> None:
-    for statement in operation.trigger.drop_sql(_trigger_schema(operations, operation)):
+    schema = _trigger_schema(operations, operation)
+    statements = operation.trigger.drop_mysql(schema) if _mysql(operations) else operation.trigger.drop_sql(schema)
+    for statement in statements:
+        _execute_raw(operations, statement)
+
+
+def _execute_raw(operations: Operations, statement: str) -> None:
+    """Online on MySQL, straight to the driver: a trigger body may hold ``%`` or ``:name``
+    text, which a bound ``text()`` would read as parameters."""
+    if _mysql(operations):
+        operations.get_bind().exec_driver_sql(statement)
+    else:
         operations.execute(text(statement))
 
 
@@ -523,7 +562,7 @@ def _run_own_revisions(operations: Operations, destination: str, upgrade: bool) 
         # from simsql's newest.
         opts.update(as_sql=True, literal_binds=True, output_buffer=outer.output_buffer,
                     starting_rev=None if upgrade else script.get_current_head())  # fmt: skip
-        inner = MigrationContext.configure(dialect_name="postgresql", opts=opts)
+        inner = MigrationContext.configure(dialect_name=outer.dialect.name, opts=opts)
     else:
         inner = MigrationContext.configure(connection=operations.get_bind(), opts=opts)
     try:
@@ -562,15 +601,7 @@ def _keywords(**values: Any) -> str:
 
 
 def _trigger_installed(connection: Connection, schema: str | None, table: str, trigger: str) -> bool:
-    found = connection.execute(
-        text(
-            "SELECT EXISTS (SELECT FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE t.tgname = :trigger AND c.relname = :table AND n.nspname = coalesce(:schema, current_schema()))"
-        ),
-        {"trigger": trigger, "table": table, "schema": schema},
-    )
-    return bool(found.scalar_one())
+    return catalog.schema_triggers(connection, schema or current_schema(connection)).get(trigger) == table
 
 
 def _compare_triggers(
@@ -580,12 +611,91 @@ def _compare_triggers(
     ``op.create_simhash_trigger`` when the database lacks it (a new table, or one that just
     gained ``SimHashMixin``), so a migrated database drops stale fingerprints like a created one."""
     trigger = orm_trigger(metadata_table) if metadata_table is not None else None
-    if trigger is None or context.dialect is None or context.dialect.name != "postgresql":
+    if trigger is None or context.dialect is None or context.dialect.name not in ("postgresql", *MYSQL_NAMES):
         return None
+    # on MySQL the row rule is two triggers; the first one stands for both
+    installed_as = trigger.mysql_names[0] if context.dialect.name in MYSQL_NAMES else trigger.function
     if conn_table is None or context.connection is None or not _trigger_installed(
-        context.connection, schema, trigger.names.table, trigger.function
+        context.connection, schema, trigger.names.table, installed_as
     ):
         table_ops.ops.append(CreateSimHashTriggerOp.from_trigger(trigger, schema))
+    return None
+
+
+def _mysql_column(column: Column[Any]) -> Column[Any]:
+    """A simsql column as the ORM creates it on MySQL, in types a migration renders without
+    simsql: the fingerprint ``BIGINT UNSIGNED`` (a plain ``sa.BigInteger()`` would be signed
+    there and refuse half of all fingerprints), the blocks ``VIRTUAL`` with MySQL's expression."""
+    if isinstance(column.type, SimHash):
+        return Column(column.name, mysql_types.BIGINT(unsigned=True), nullable=column.nullable)
+    computed = column.computed
+    if isinstance(computed, BlockComputed):
+        expression = computed.sqltext
+        assert isinstance(expression, BlockExpression)
+        sql = block_expression_sql(quote_mysql(expression.fingerprint), expression.index, "mysql")
+        return Column(column.name, column.type, Computed(sql, persisted=False), nullable=column.nullable)
+    return column
+
+
+def _model_index(operation: ops.CreateIndexOp, metadata: Any) -> Any:
+    """The index of the models (``metadata``, one MetaData or several) that ``operation`` creates."""
+    key = f"{operation.schema}.{operation.table_name}" if operation.schema else operation.table_name
+    for each in metadata if isinstance(metadata, Sequence) else [metadata]:
+        table = each.tables.get(key) if each is not None else None
+        for index in table.indexes if table is not None else ():
+            if index.name == operation.index_name:
+                return index
+    return None
+
+
+def _mysql_index(operation: ops.CreateIndexOp, metadata: Any) -> ops.CreateIndexOp:
+    """A block index as the ORM creates it on MySQL: the fingerprint as a trailing key column
+    (no ``INCLUDE`` there), not a ``postgresql_include`` MySQL ignores."""
+    index = _model_index(operation, metadata)
+    covering = index.info.get(COVERING_INFO) if index is not None else None
+    if not covering:
+        return operation
+    own = [c.name for c in index.columns]
+    kw = {k: v for k, v in operation.kw.items() if k != "postgresql_include"}
+    return ops.CreateIndexOp(operation.index_name, operation.table_name, own + [c for c in covering if c not in own],
+                             schema=operation.schema, unique=operation.unique, **kw)  # fmt: skip
+
+
+def _column_names(columns: Sequence[Any]) -> list[str]:
+    return [getattr(c, "name", str(c)) for c in columns]
+
+
+def _mysql_ops(operations: list[Any], metadata: Any) -> None:
+    for position, operation in enumerate(operations):
+        if isinstance(operation, ops.CreateTableOp):
+            operation.columns = [_mysql_column(c) if isinstance(c, Column) else c for c in operation.columns]
+        elif isinstance(operation, ops.AddColumnOp):
+            operation.column = _mysql_column(operation.column)
+        elif isinstance(operation, ops.CreateIndexOp):
+            operations[position] = _mysql_index(operation, metadata)
+        elif isinstance(operation, ops.ModifyTableOps):
+            _mysql_ops(operation.ops, metadata)
+    # A block index the database already holds in its covering form is no change (the model
+    # declares the block alone; MySQL's CREATE INDEX appends the fingerprint): drop the pair.
+    held: dict[str, list[str]] = {}
+    for operation in operations:
+        reflected = getattr(operation, "_reverse", None) if isinstance(operation, ops.DropIndexOp) else None
+        if reflected is not None:
+            held[str(operation.index_name)] = _column_names(reflected.columns)
+    same = {
+        o.index_name for o in operations
+        if isinstance(o, ops.CreateIndexOp) and held.get(str(o.index_name)) == _column_names(o.columns)
+    }  # fmt: skip
+    operations[:] = [o for o in operations if not (isinstance(o, (ops.DropIndexOp, ops.CreateIndexOp)) and o.index_name in same)]
+
+
+def _compare_for_mysql(context: AutogenContext, upgrade_ops: Any, schemas: Any) -> Any:
+    """Autogenerate on MySQL/MariaDB: simsql's columns and indexes come out as ``create_all``
+    makes them there (see :func:`_mysql_column`, :func:`_mysql_index`); on PostgreSQL nothing
+    changes."""
+    if context.dialect is None or context.dialect.name not in MYSQL_NAMES:
+        return None
+    _mysql_ops(upgrade_ops.ops, context.metadata)
     return None
 
 
@@ -593,8 +703,10 @@ try:  # Alembic >= 1.18: after the columns and indexes of the same table
     from alembic.util import DispatchPriority
 
     comparators.dispatch_for("table", priority=DispatchPriority.LAST)(_compare_triggers)
+    comparators.dispatch_for("schema", priority=DispatchPriority.LAST)(_compare_for_mysql)
 except ImportError:  # pragma: no cover - older Alembic
     comparators.dispatch_for("table")(_compare_triggers)
+    comparators.dispatch_for("schema")(_compare_for_mysql)
 
 
 @renderers.dispatch_for(AddSimHashOp)
@@ -754,6 +866,8 @@ def upgrade(bind: str | Engine | Connection, revision: str = "heads") -> None:
     registry tables if they were dropped by hand while the revision stayed recorded."""
 
     def run(cfg: Config) -> None:
+        # before Alembic creates its version table (which MySQL would keep: DDL commits there)
+        check_server(cfg.attributes["connection"])
         command.upgrade(cfg, revision)
         connection = cfg.attributes.get("connection")
         if connection is not None:

@@ -7,7 +7,8 @@ Exit codes: 0 success, 1 a runtime error (``simsql: error: ...`` on stderr, no t
 2 a usage error (bad arguments, no database URL), 130 interrupted by Ctrl-C.
 
 The database URL comes from ``--url``, else ``SIMSQL_DATABASE_URL``, else ``DATABASE_URL``;
-plain ``postgresql://`` URLs are accepted and run on psycopg 3.
+plain ``postgresql://`` URLs are accepted and run on psycopg 3, plain ``mysql://`` and
+``mariadb://`` ones on PyMySQL (``pip install simsql[mysql]``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import simsql.lifecycle.apply
 import simsql.lifecycle.catalog
 import simsql.lifecycle.tables
 from simsql import registry, urls
+from simsql.dialects import is_mysql
 from simsql.errors import EmptyDocument, SimsqlError
 
 EXIT_OK = 0
@@ -317,7 +319,8 @@ def cmd_attach(args: argparse.Namespace) -> int:
         print(f"attached {entry.table_schema}.{entry.table_name} ({_describe_attachment(entry)}; "
               f"text from {', '.join(entry.source)})")
         if args.indexes:
-            print(f"block indexes ready{' (built concurrently)' if args.concurrently else ''}")
+            how = " (built online)" if is_mysql(engine.dialect) else " (built concurrently)" if args.concurrently else ""
+            print(f"block indexes ready{how}")
         else:
             print("no block indexes built (--no-indexes): queries will scan; rerun attach without it to build them")
         _offer_backfill(engine, args)
@@ -769,7 +772,7 @@ def _add_attach(commands: Any, common: argparse.ArgumentParser) -> None:
     attach.add_argument("--no-indexes", dest="indexes", action="store_false", help="skip the block indexes")
     attach.add_argument(
         "--concurrently", action=argparse.BooleanOptionalAction, default=True,
-        help="build indexes without blocking writes (default: yes)",
+        help="build indexes without blocking writes (default: yes; MySQL/MariaDB always build them online)",
     )
     attach.add_argument(
         "--backfill", action=argparse.BooleanOptionalAction, default=None,
@@ -779,7 +782,8 @@ def _add_attach(commands: Any, common: argparse.ArgumentParser) -> None:
     _lock_timeout_option(attach)
     attach.add_argument(
         "--index-lock-timeout", default="10min",
-        help="longest wait of a concurrent index build for older transactions to end (default: 10min)",
+        help="longest wait of a concurrent index build for older transactions to end (default: 10min; "
+        "PostgreSQL only: on MySQL/MariaDB a waiting ALTER blocks other queries, so --lock-timeout bounds it)",
     )
     _backfill_options(attach)
     attach.set_defaults(handler=cmd_attach, parser=attach)
@@ -788,7 +792,8 @@ def _add_attach(commands: Any, common: argparse.ArgumentParser) -> None:
 def _lock_timeout_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--lock-timeout", default="5s",
-        help="longest wait for a lock on the table before giving up, as PostgreSQL reads it (default: 5s)",
+        help="longest wait for a lock on the table before giving up, as PostgreSQL reads it (default: 5s; "
+        "MySQL/MariaDB round it up to whole seconds)",
     )
 
 

@@ -48,3 +48,14 @@ class LockTimeout(SimsqlError, TimeoutError):
     what state it left: simsql bounds every statement it runs on a user's table so that a long
     transaction elsewhere makes it fail fast instead of queueing every other query behind it.
     """
+
+
+class WouldLockTable(SchemaError):
+    """The server cannot make a change online: it would copy the table, or lock out its
+    writers, while it runs (MySQL/MariaDB refused ``ALGORITHM=INSTANT`` and
+    ``ALGORITHM=INPLACE, LOCK=NONE``, e.g. on a table with a FULLTEXT index).
+
+    simsql refuses rather than block a live table for the length of a copy; the message gives
+    the server's reason and says what was left as it was. Side-table mode does not alter the
+    user's table at all.
+    """

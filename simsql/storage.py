@@ -495,6 +495,33 @@ class OrmTrigger:
         body = stale_trigger_body(schema, self.names, self.keys, self.source)
         return trigger_sql(schema, self.function, "AFTER UPDATE", self.names.table, body)
 
+    @property
+    def mysql_names(self) -> tuple[str, ...]:
+        """MySQL/MariaDB: the row rule is two triggers (before insert, before update; no trigger
+        there fires on both, and triggers need no function); the stale-row rule is one."""
+        return self.names.row_triggers if self.names.side is None else (self.names.stale_function,)
+
+    def create_mysql(self, schema: str | None = None) -> tuple[str, ...]:
+        """CREATE TRIGGER statements of the same rules on MySQL/MariaDB (in ``schema``, else
+        the current database)."""
+        names = self.names
+        if names.side is None:
+            insert, update = names.row_triggers
+            args = (names.table, names.fingerprint, names.digest, self.source)
+            return (
+                dialects.mysql.row_trigger_sql(*args, False, insert, schema),
+                dialects.mysql.row_trigger_sql(*args, True, update, schema),
+            )
+        stale = dialects.mysql.stale_trigger_sql(
+            names.table, names.side, names.digest, self.keys, names.side_keys(self.keys), self.source,
+            names.stale_function, schema,
+        )  # fmt: skip
+        return (stale,)
+
+    def drop_mysql(self, schema: str | None = None) -> tuple[str, ...]:
+        where = "" if schema is None else f"{dialects.mysql.quote(schema)}."
+        return tuple(f"DROP TRIGGER IF EXISTS {where}{dialects.mysql.quote(name)}" for name in self.mysql_names)
+
     def drop_sql(self, schema: str, *, table_dropped: bool = False) -> tuple[str, ...]:
         """The trigger (unless its table is gone already) and its function."""
         drop_function = f"DROP FUNCTION IF EXISTS {quote(schema)}.{quote(self.function)}()"
@@ -546,9 +573,8 @@ def _install_trigger_on_create(table: Table, binding: Any) -> None:
         return target.schema or str(connection.execute(text("SELECT current_schema()")).scalar_one())
 
     def create(target: Table, connection: Any, **kw: Any) -> None:
-        bound: Binding = binding()
         if dialects.is_mysql(connection.dialect):
-            for statement in _mysql_triggers(bound):
+            for statement in _mysql_triggers(target):
                 connection.exec_driver_sql(statement)
             return
         trigger = orm_trigger(target)
@@ -559,11 +585,11 @@ def _install_trigger_on_create(table: Table, binding: Any) -> None:
             connection.exec_driver_sql(statement)
 
     def drop(target: Table, connection: Any, **kw: Any) -> None:
-        bound: Binding = binding()
         if dialects.is_mysql(connection.dialect):
-            names = bound.names.row_triggers if bound.mode == "columns" else (bound.names.stale_function,)
-            for name in names:
-                connection.exec_driver_sql(f"DROP TRIGGER IF EXISTS {dialects.mysql.quote(name)}")
+            trigger = orm_trigger(target)
+            assert trigger is not None
+            for statement in trigger.drop_mysql(target.schema):
+                connection.exec_driver_sql(statement)
             return
         trigger = orm_trigger(target)
         assert trigger is not None
@@ -578,23 +604,11 @@ def _install_trigger_on_create(table: Table, binding: Any) -> None:
         importlib.import_module("simsql.alembic")
 
 
-def _mysql_triggers(bound: Binding) -> list[str]:
+def _mysql_triggers(table: Table) -> tuple[str, ...]:
     """The same invariant as the PostgreSQL triggers, in MySQL's trigger dialect."""
-    base: Any = inspect(bound.model).local_table
-    names, source = bound.names, bound.source_columns
-    if bound.mode == "columns":
-        insert, update = names.row_triggers
-        return [
-            dialects.mysql.row_trigger_sql(base.name, names.fingerprint, names.digest, source, False, insert),
-            dialects.mysql.row_trigger_sql(base.name, names.fingerprint, names.digest, source, True, update),
-        ]
-    assert names.side is not None
-    keys = [k.name for k in bound.keys]
-    return [
-        dialects.mysql.stale_trigger_sql(
-            base.name, names.side, names.digest, keys, names.side_keys(keys), source, names.stale_function
-        )
-    ]
+    trigger = orm_trigger(table)
+    assert trigger is not None
+    return trigger.create_mysql(table.schema)
 
 
 def register(model: type, binding: Binding) -> None:

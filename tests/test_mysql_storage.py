@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.schema import CreateTable
 
 import simsql
+import simsql.alembic
 from simsql import ConfigMismatch, Fingerprinter, registry
 from simsql.schema import metadata as simsql_metadata
 from simsql.schema import progress_table, registry_table
@@ -172,12 +173,25 @@ def test_raw_sql_text_changes_drop_stale_fingerprints_in_both_modes(mysql_engine
         assert connection.execute(text("SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()")).scalar_one() == 0
 
 
-def test_live_table_operations_are_refused_clearly_not_half_run(mysql_engine: Engine) -> None:
-    """Phase B (not yet): attach/backfill on a live MySQL table say so before any SQL runs."""
+def test_live_table_operations_not_built_for_mysql_are_refused_clearly_not_half_run(mysql_engine: Engine) -> None:
+    """Backfill and refingerprint (not yet on MySQL) say so before any of their DDL runs;
+    attach, detach and status run (tests/test_mysql_lifecycle.py)."""
     from simsql import UnsupportedDatabase
 
     Base.metadata.create_all(mysql_engine)
-    with pytest.raises(UnsupportedDatabase, match="MySQL/MariaDB"):
+    with pytest.raises(UnsupportedDatabase, match="backfill and refingerprint do not run on (MySQL|MariaDB)"):
         simsql.backfill(mysql_engine, Article)
-    with pytest.raises(UnsupportedDatabase, match="create_all"):
-        simsql.attach_table(mysql_engine, "articles", source=["body"])
+    _run_raw(mysql_engine, "CREATE TABLE docs (id INT PRIMARY KEY, body TEXT)")
+    simsql.alembic.upgrade(mysql_engine)
+    simsql.attach_table(mysql_engine, "docs", source=["body"])
+    with mysql_engine.connect() as connection:
+        before = connection.execute(text("SHOW CREATE TABLE docs")).one()[1]
+    with pytest.raises(UnsupportedDatabase, match="does not run it on (MySQL|MariaDB)"):
+        simsql.refingerprint(mysql_engine, "docs", to=Fingerprinter(shingle_size=2))
+    with mysql_engine.connect() as connection:
+        assert connection.execute(text("SHOW CREATE TABLE docs")).one()[1] == before
+
+
+def _run_raw(engine: Engine, sql: str) -> None:
+    with engine.begin() as connection:
+        connection.execute(text(sql))

@@ -354,6 +354,13 @@ def _backend(dialect: Dialect) -> Any:
     raise _refuse(dialect)
 
 
+def backend(dialect: Dialect) -> Any:
+    """The module that speaks ``dialect`` (:mod:`.postgresql` or :mod:`.mysql`): what the
+    lifecycle asks of the server (catalog, time bounds, lock holders) has the same names in
+    both. Any other backend is refused, naming what was found."""
+    return _backend(dialect)
+
+
 def is_mysql(dialect: Dialect) -> bool:
     return dialect.name in MYSQL_NAMES
 
@@ -371,18 +378,18 @@ def check_server(connection: Connection) -> None:
 
 
 def refuse_lifecycle(dialect: Dialect) -> None:
-    """The live-table lifecycle (attach, backfill, detach, status, simsql's own migrations)
-    speaks PostgreSQL only, for now: refuse MySQL/MariaDB before any of its SQL runs."""
+    """Backfill and refingerprint speak PostgreSQL only, for now: refuse MySQL/MariaDB before
+    any of their SQL runs (attach, detach, status, indexes and simsql's own migrations run
+    on both)."""
     if is_mysql(dialect):
         raise UnsupportedDatabase(
-            f"simsql's live-table operations (attach, backfill, detach, status, db upgrade) do not run on "
-            f"{describe_server(dialect)} yet; on MySQL/MariaDB declare SimHashMixin or call "
-            "simsql.attach(Model, source=[...]) and create the tables with metadata.create_all()"
+            f"simsql's backfill and refingerprint do not run on {describe_server(dialect)} yet; there, rows get "
+            "their fingerprints when written through the ORM (SimHashMixin, or simsql.attach(Model, source=[...]))"
         )
 
 
 def check_lifecycle_server(connection: Connection) -> None:
-    """:func:`check_server`, for the live-table lifecycle (see :func:`refuse_lifecycle`)."""
+    """:func:`check_server`, for backfill and refingerprint (see :func:`refuse_lifecycle`)."""
     refuse_lifecycle(connection.dialect)
     check_server(connection)
 
@@ -442,6 +449,7 @@ __all__ = [
     "MIN_MYSQL",
     "MIN_POSTGRES",
     "MYSQL_NAMES",
+    "backend",
     "block_computed",
     "block_expression_sql",
     "check_lifecycle_server",

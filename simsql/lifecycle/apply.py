@@ -1,10 +1,18 @@
 """Run a :class:`~simsql.lifecycle.ddl.Plan`, every statement bounded in time.
 
 A statement on a user's table can wait behind another session's lock forever; queued behind
-it, every other query on that table waits too. So each one runs under ``lock_timeout`` (how
-long to wait for a lock) and ``statement_timeout`` (how long to run), and a timeout becomes a
+it, every other query on that table waits too. So each one runs under a bound on how long to
+wait for a lock and how long to run, and a timeout becomes a
 :class:`~simsql.errors.LockTimeout` that says which step waited, on whom, and what state the
 table was left in.
+
+The bounds are PostgreSQL durations (``"5s"``, ``"10min"``) on every server. PostgreSQL
+applies them as ``lock_timeout`` / ``statement_timeout``; MySQL and MariaDB as
+``lock_wait_timeout`` and ``innodb_lock_wait_timeout`` (whole seconds, rounded up) and
+``max_statement_time`` (MariaDB, every statement) or ``max_execution_time`` (MySQL, SELECTs
+only). MySQL has no transaction-scoped settings: there the session's own values come back
+when the bound ends, or when the connection returns to its pool. The server-specific SQL is in
+:mod:`simsql.dialects`.
 """
 
 from __future__ import annotations
@@ -12,22 +20,24 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Engine, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
-from ..dialects import refuse_lifecycle
-from ..errors import LockTimeout
+from ..dialects import backend, describe_server, mysql, postgresql
+from ..errors import LockTimeout, SchemaError, UnsupportedDatabase, WouldLockTable
 from .ddl import Plan, Step
 
-TIMEOUT_STATES = {"55P03": "lock", "57014": "statement"}
+TIMEOUT_STATES = postgresql.TIMEOUT_STATES
 """SQLSTATEs of ``lock_not_available`` and ``query_canceled``."""
 
 
 @dataclass(frozen=True)
 class Timeouts:
-    """PostgreSQL interval strings (``"5s"``, ``"10min"``); ``None`` or ``"0"`` leaves one unbounded.
+    """PostgreSQL duration strings (``"5s"``, ``"10min"``) on every server; ``None`` or ``"0"``
+    leaves one unbounded.
 
     Defaults suit DDL on a live table: a lock that is not granted within seconds means another
     transaction holds the table, and waiting longer would block everyone queued behind.
@@ -52,43 +62,26 @@ def is_autocommit(connection: Connection) -> bool:
 
 
 def set_timeouts(connection: Connection, timeouts: Timeouts, *, local: bool = True) -> None:
-    """Bound the statements that follow (``local``: until the transaction ends)."""
-    refuse_lifecycle(connection.dialect)  # before any PostgreSQL-only SQL
-    connection.execute(
-        text("SELECT set_config('lock_timeout', :lock, :local), set_config('statement_timeout', :statement, :local)"),
-        {"lock": timeouts.lock or "0", "statement": timeouts.statement or "0", "local": local},
-    )
+    """Bound the statements that follow (``local``: until the transaction ends; on MySQL,
+    which cannot scope a setting to a transaction, until the connection returns to its pool)."""
+    backend(connection.dialect).set_timeouts(connection, timeouts.lock, timeouts.statement, local)
 
 
 def reset_timeouts(connection: Connection) -> None:
     """Back to the session's defaults, before a connection returns to its pool."""
-    connection.execute(text("RESET lock_timeout"))
-    connection.execute(text("RESET statement_timeout"))
+    backend(connection.dialect).reset_timeouts(connection)
 
 
 def timeout_kind(error: BaseException) -> str | None:
-    """``"lock"`` or ``"statement"`` when ``error`` is a PostgreSQL timeout, else None."""
-    code = getattr(getattr(error, "orig", None), "sqlstate", None)
-    return TIMEOUT_STATES.get(str(code)) if code else None
+    """``"lock"`` or ``"statement"`` when ``error`` is a timeout of a server simsql supports,
+    else None."""
+    return postgresql.timeout_kind(error) or mysql.timeout_kind(error)
 
 
 def blockers(connection: Connection, relations: Sequence[str]) -> str:
-    """Sessions holding locks on ``relations`` or idle in a transaction: who a DDL waits on."""
-    rows = connection.execute(
-        text(
-            "SELECT DISTINCT a.pid, a.state, coalesce(left(a.query, 80), '') AS query, "
-            "date_trunc('second', now() - a.xact_start) AS age FROM pg_stat_activity a "
-            "LEFT JOIN pg_locks l ON l.pid = a.pid AND l.granted "
-            "WHERE a.pid <> pg_backend_pid() AND a.datname = current_database() AND a.xact_start IS NOT NULL "
-            "AND (l.relation = ANY(CAST(:relations AS regclass[])) OR a.state LIKE 'idle in transaction%' "
-            "OR a.wait_event_type IS NULL AND a.state = 'active') "
-            "ORDER BY a.pid"
-        ),
-        {"relations": list(relations)},
-    ).all()
-    if not rows:
-        return "no session holds it any more"
-    return "; ".join(f"pid {r.pid} ({r.state}, transaction open {r.age}: {r.query!r})" for r in rows)
+    """Sessions holding locks on ``relations`` (``schema.table`` text, quoted) or idle in a
+    transaction: who a DDL waits on."""
+    return str(backend(connection.dialect).blockers(connection, relations))
 
 
 class _StepTimeout(Exception):
@@ -99,14 +92,48 @@ class _StepTimeout(Exception):
         self.step, self.kind, self.error = step, kind, error
 
 
-def _message(timeout: _StepTimeout, timeouts: Timeouts, committed: Sequence[Step], waited_on: str) -> LockTimeout:
+@dataclass(frozen=True)
+class _Undone:
+    """Where DDL is not transactional: what a failed plan's undo took back, what it left."""
+
+    undone: tuple[Step, ...]
+    left: tuple[Step, ...]
+    error: BaseException | None = None
+
+    @property
+    def note(self) -> str:
+        if not self.left:
+            taken = f"its {len(self.undone)} earlier statement(s) were undone" if self.undone else "nothing ran before it"
+            return f"Nothing was changed ({taken})."
+        why = f" ({_reason(self.error)})" if self.error is not None else ""
+        return (
+            f"MySQL/MariaDB commit each DDL statement at once, and taking them back stopped{why}: "
+            f"{', '.join(s.what for s in self.left)} stay(s) in place, recorded in the registry; "
+            "run the same command again to finish, or detach to remove them."
+        )
+
+
+def _reason(error: BaseException) -> str:
+    orig = getattr(error, "orig", None)
+    return str(orig if orig is not None else error).strip().splitlines()[0]
+
+
+def _message(
+    timeout: _StepTimeout,
+    timeouts: Timeouts,
+    committed: Sequence[Step],
+    waited_on: str,
+    undone: _Undone | None = None,
+) -> LockTimeout:
     bound = timeouts.lock if timeout.kind == "lock" else timeouts.statement
     waited = "a lock" if timeout.kind == "lock" else "the statement to finish"
     finished = ", ".join(s.what for s in committed) or "nothing"
     if timeout.step.concurrently:
         left = "A concurrent index build that gave up leaves an INVALID index; the next run drops and rebuilds it."
-    else:
+    elif undone is None:
         left = "Nothing of the failed transaction was kept."
+    else:
+        left = undone.note
     return LockTimeout(
         f"{timeout.step.what}: gave up after waiting {bound} for {waited} (held by: {waited_on}). "
         f"Already committed: {finished}. {left} End or wait for the blocking transaction, then run the "
@@ -114,43 +141,156 @@ def _message(timeout: _StepTimeout, timeouts: Timeouts, committed: Sequence[Step
     )
 
 
-def _run_steps(connection: Connection, steps: Sequence[Step], autocommit: bool) -> None:
+def _execute(connection: Connection, sql: str, params: Any) -> None:
+    if params:
+        connection.execute(text(sql), dict(params))
+    else:  # no bind parsing: a quoted identifier may contain ":name"
+        connection.exec_driver_sql(sql)
+
+
+def _execute_step(connection: Connection, step: Step) -> None:
+    """``step.sql``; where the server refuses its online algorithm, ``step.fallback``; where it
+    refuses both, :class:`WouldLockTable` (the failed statements changed nothing)."""
+    try:
+        _execute(connection, step.sql, step.params)
+        return
+    except DBAPIError as error:
+        reason = mysql.online_ddl_refused(error)
+        if reason is None:
+            raise
+        if not step.fallback:
+            raise _would_lock(connection, step, reason) from error
+    try:
+        _execute(connection, step.fallback, step.params)
+    except DBAPIError as error:
+        reason = mysql.online_ddl_refused(error)
+        if reason is None:
+            raise
+        raise _would_lock(connection, step, reason) from error
+
+
+def _would_lock(connection: Connection, step: Step, reason: str) -> WouldLockTable:
+    return WouldLockTable(
+        f"{step.what}: {describe_server(connection.dialect)} cannot do this online ({reason}); it would copy "
+        "the table or lock out its writers while it runs, so simsql refused it."
+    )
+
+
+@contextmanager
+def _step_bounds(connection: Connection, step: Step, timeouts: Timeouts | None) -> Iterator[None]:
+    """An ``online`` step runs with no statement bound (it blocks nobody while it runs), its
+    lock waits bounded as before."""
+    if not step.online or timeouts is None or timeouts.statement is None:
+        yield
+        return
+    set_timeouts(connection, Timeouts(timeouts.lock, None), local=False)
+    try:
+        yield
+    finally:
+        set_timeouts(connection, timeouts, local=False)
+
+
+def _run_steps(
+    connection: Connection,
+    steps: Sequence[Step],
+    autocommit: bool,
+    done: list[Step] | None = None,
+    timeouts: Timeouts | None = None,
+) -> None:
+    """Run ``steps`` in order; each one that finished is appended to ``done``."""
     for step in steps:
         if step.concurrently and not autocommit:
             raise RuntimeError(f"{step.what} must run outside a transaction block (autocommit)")
         try:
-            if step.params:
-                connection.execute(text(step.sql), dict(step.params))
-            else:  # no bind parsing: a quoted identifier may contain ":name"
-                connection.exec_driver_sql(step.sql)
+            with _step_bounds(connection, step, timeouts):
+                _execute_step(connection, step)
         except DBAPIError as error:
             kind = timeout_kind(error)
             if kind is None:
                 raise
             raise _StepTimeout(step, kind, error) from error
+        if done is not None:
+            done.append(step)
+
+
+def _undo(connection: Connection, done: Sequence[Step]) -> _Undone:
+    """Take back ``done``, newest first, each by its ``undo`` statement (bounded like the
+    plan), each committed at once. Stops at the first step that has none or whose undo fails.
+    Only where DDL is not transactional (MySQL/MariaDB)."""
+    left = list(done)
+    undone: list[Step] = []
+    while left:
+        step = left[-1]
+        if not step.undo:
+            return _Undone(tuple(undone), tuple(left))
+        try:
+            _execute(connection, step.undo, step.params)
+            # at once, as the DDL it takes back did (an undone registry row must not come back
+            # with the caller's rollback)
+            connection.exec_driver_sql("COMMIT")
+        except DBAPIError as error:
+            return _Undone(tuple(undone), tuple(left), error)
+        undone.append(left.pop())
+    return _Undone(tuple(undone), ())
+
+
+def _failed(error: BaseException, undone: _Undone) -> BaseException:
+    """The error a plan that failed and was taken back raises: its own, with what the undo did."""
+    if isinstance(error, WouldLockTable):
+        return WouldLockTable(f"{error} {undone.note}")
+    if undone.left:
+        return SchemaError(f"{_reason(error)}. {undone.note}")
+    return error
+
+
+def _check_plan(server: Any, connection: Connection, plan: Plan) -> None:
+    if plan.dialect is not None and plan.dialect != server.NAME and plan.steps:
+        raise UnsupportedDatabase(
+            f"{plan.steps[0].what}: simsql describes this operation in {plan.dialect}'s DDL only; it does not "
+            f"run it on {describe_server(connection.dialect)} yet"
+        )
 
 
 def run(connection: Connection, plan: Plan, timeouts: Timeouts = DDL) -> None:
     """Run ``plan`` on ``connection`` inside its current transaction (Alembic's, or the
     caller's); the caller's own timeouts are restored afterwards. Statements marked
-    ``concurrently`` need the connection in autocommit mode."""
+    ``concurrently`` need the connection in autocommit mode.
+
+    On MySQL/MariaDB each DDL statement commits on its own, whatever the transaction: when a
+    statement fails, the ones before it are undone (their ``undo``), so a failed plan leaves
+    the database as it found it; the error says so, or what the undo could not take back."""
+    server = backend(connection.dialect)
+    _check_plan(server, connection, plan)
     autocommit = is_autocommit(connection)
+    done: list[Step] = []
     with bounded(connection, timeouts):
         try:
-            _run_steps(connection, plan.steps, autocommit)
+            _run_steps(connection, plan.steps, autocommit, done, timeouts)
         except _StepTimeout as timeout:
-            raise _message(timeout, timeouts, [], "see pg_stat_activity") from timeout.error
+            undone = None if server.TRANSACTIONAL_DDL else _undo(connection, done)
+            left = list(undone.left) if undone else []
+            raise _message(timeout, timeouts, left, f"see {server.ACTIVITY_VIEW}", undone) from timeout.error
+        except (DBAPIError, WouldLockTable) as error:
+            if server.TRANSACTIONAL_DDL:
+                raise
+            raise _failed(error, _undo(connection, done)) from error
 
 
 @contextmanager
 def bounded(connection: Connection, timeouts: Timeouts) -> Iterator[None]:
     """Statements inside run under ``timeouts``; the previous settings come back after
-    (unless the transaction failed, which ends ``SET LOCAL`` settings anyway)."""
-    refuse_lifecycle(connection.dialect)  # before any PostgreSQL-only SQL
+    (on PostgreSQL unless the transaction failed, which ends ``SET LOCAL`` settings anyway)."""
+    server = backend(connection.dialect)
+    if not server.SCOPED_TIMEOUTS:
+        previous = server.read_timeouts(connection)
+        set_timeouts(connection, timeouts, local=False)
+        try:
+            yield
+        finally:
+            server.restore_timeouts(connection, previous)
+        return
     autocommit = is_autocommit(connection)
-    previous = connection.execute(
-        text("SELECT current_setting('lock_timeout'), current_setting('statement_timeout')")
-    ).one()
+    previous = server.read_timeouts(connection)
     set_timeouts(connection, timeouts, local=not autocommit)
     try:
         yield
@@ -171,13 +311,22 @@ def run_on_engine(
 ) -> None:
     """Run ``plan``: its transactional steps as one transaction, then each ``concurrently``
     step on its own in autocommit mode. A timeout names the sessions that held the lock
-    (``relations``: the tables the plan works on, as ``schema.table`` text)."""
+    (``relations``: the tables the plan works on, as ``schema.table`` text).
+
+    On MySQL/MariaDB, where DDL is not transactional, a statement that fails (a timeout, an
+    online change the server refuses) makes the ones before it be undone, newest first, so
+    the plan changes all or nothing; the error says which, or what could not be undone."""
+    server = backend(engine.dialect)
+    if not server.TRANSACTIONAL_DDL:
+        _run_undoable(engine, server, plan, timeouts, relations)
+        return
     transactional = [s for s in plan.steps if not s.concurrently]
     committed: list[Step] = []
     bound = timeouts
     try:
         if transactional:
             with engine.begin() as connection:
+                _check_plan(server, connection, plan)
                 set_timeouts(connection, timeouts)
                 _run_steps(connection, transactional, autocommit=False)
             committed.extend(transactional)
@@ -195,3 +344,24 @@ def run_on_engine(
         with engine.connect() as connection:
             waited_on = blockers(connection, relations)
         raise _message(timeout, bound, committed, waited_on) from timeout.error
+
+
+def _run_undoable(engine: Engine, server: Any, plan: Plan, timeouts: Timeouts, relations: Sequence[str]) -> None:
+    """:func:`run_on_engine` where each DDL statement commits at once: one statement at a
+    time, each committed, and on failure the finished ones undone."""
+    done: list[Step] = []
+    with engine.connect() as connection:
+        _check_plan(server, connection, plan)
+        with bounded(connection, timeouts):
+            try:
+                for step in plan.steps:
+                    _run_steps(connection, [step], autocommit=False, done=done, timeouts=timeouts)
+                    connection.commit()
+            except _StepTimeout as timeout:
+                connection.rollback()
+                waited_on = blockers(connection, relations)
+                undone = _undo(connection, done)
+                raise _message(timeout, timeouts, list(undone.left), waited_on, undone) from timeout.error
+            except (DBAPIError, WouldLockTable) as error:
+                connection.rollback()
+                raise _failed(error, _undo(connection, done)) from error

@@ -20,10 +20,11 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from .. import registry
+from ..dialects import is_mysql
 from ..errors import NotAttached, SchemaError
 from ..fingerprint import DEFAULT, Fingerprinter
 from ..schema import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names
-from . import apply, catalog, ddl
+from . import apply, catalog, ddl, mysql_ddl
 from .ddl import Plan, Target
 
 
@@ -38,6 +39,8 @@ class AttachPlan:
 
 
 def _conflicts(facts: catalog.TableFacts, names: Names, connection: Connection) -> list[str]:
+    if is_mysql(connection.dialect):
+        return _mysql_conflicts(facts, names, connection)
     found = []
     if names.side is None:
         found += [f"column {facts.name}.{c}" for c in names.added_columns if c in facts.columns]
@@ -45,6 +48,35 @@ def _conflicts(facts: catalog.TableFacts, names: Names, connection: Connection) 
         found.append(f"table {facts.schema}.{names.side}")
     found += [f"trigger {t} on {facts.name}" for t in names.functions if t in facts.triggers]
     return found
+
+
+def _mysql_conflicts(facts: catalog.TableFacts, names: Names, connection: Connection) -> list[str]:
+    """As on PostgreSQL, with MySQL's rules: column and index names compare case-insensitively,
+    and a trigger name is taken in the whole schema, whichever table holds it."""
+    found = []
+    if names.side is None:
+        columns = {c.lower() for c in facts.columns}
+        found += [f"column {facts.name}.{c}" for c in names.added_columns if c.lower() in columns]
+        indexes = {i.lower() for i in catalog.index_names(connection, facts.schema, facts.name)}
+        found += [f"index {i} on {facts.name}" for i in names.indexes if i.lower() in indexes]
+    elif catalog.table_facts(connection, names.side, facts.schema) is not None:
+        found.append(f"table {facts.schema}.{names.side}")
+    taken = {t.lower(): table for t, table in catalog.schema_triggers(connection, facts.schema).items()}
+    found += [f"trigger {t} on {taken[t.lower()]}" for t in (*names.row_triggers, names.stale_function) if t.lower() in taken]
+    return found
+
+
+def _present(connection: Connection, target: Target, names: Names, *, recorded: bool) -> mysql_ddl.Present:
+    """MySQL: what of ``names`` exists on ``target`` now (an attach that stopped halfway)."""
+    holder = catalog.table_facts(connection, names.holder, target.schema)
+    triggers = catalog.schema_triggers(connection, target.schema)
+    return mysql_ddl.Present.of(
+        columns=list(holder.columns) if holder is not None else (),
+        triggers=[t for t, table in triggers.items() if table == target.table],
+        indexes=catalog.index_names(connection, target.schema, names.holder) if holder is not None else (),
+        side=names.side is not None and holder is not None,
+        recorded=recorded,
+    )
 
 
 def _same_attachment(entry: Attachment, target: Target, names: Names, fingerprinter: Fingerprinter) -> bool:
@@ -73,6 +105,9 @@ def plan_attach(
         fingerprinter = DEFAULT if entry is None else registry.fingerprinter_from_settings(entry.settings)
     if entry is not None:
         if _same_attachment(entry, target, names, fingerprinter):
+            if is_mysql(connection.dialect):  # finish what a run that stopped halfway left
+                present = _present(connection, target, entry.names, recorded=True)
+                return AttachPlan(target, entry.names, mysql_ddl.attach(target, entry.names, fingerprinter, present), fingerprinter)
             holder = catalog.table_facts(connection, entry.names.holder, target.schema)
             if holder is not None and entry.names.digest not in holder.columns:
                 # attached by simsql 0.1: add the digest and today's trigger, keep the fingerprints
@@ -92,7 +127,8 @@ def plan_attach(
         )
     if not registry.require_registry(connection):
         raise NotAttached("simsql's registry is not installed; run `simsql db upgrade` (or simsql.alembic.upgrade) first")
-    return AttachPlan(target, names, ddl.attach(target, names, fingerprinter), fingerprinter)
+    describe = mysql_ddl.attach if is_mysql(connection.dialect) else ddl.attach
+    return AttachPlan(target, names, describe(target, names, fingerprinter), fingerprinter)
 
 
 def add_simhash(
@@ -131,6 +167,9 @@ def attached_names(connection: Connection, table: str, schema: str | None) -> tu
 
 def plan_indexes(connection: Connection, table: str, *, schema: str | None = None, concurrently: bool = False) -> Plan:
     schema, entry = attached_names(connection, table, schema)
+    if is_mysql(connection.dialect):  # always online there; an index that exists is kept
+        present = mysql_ddl.Present.of(indexes=catalog.index_names(connection, schema, entry.names.holder))
+        return mysql_ddl.create_indexes(schema, entry.names, present=present)
     state = catalog.index_state(connection, schema, entry.names)
     return ddl.create_indexes(schema, entry.names, state.holder_keys, concurrently=concurrently, invalid=state.invalid)
 
@@ -139,8 +178,10 @@ def create_simhash_indexes(
     connection: Connection, table: str, *, schema: str | None = None, concurrently: bool = False
 ) -> None:
     """Covering btree indexes on the four blocks. With ``concurrently=True`` the connection
-    must be in autocommit mode; writes to the table continue while the indexes build."""
-    timeouts = apply.INDEX_BUILD if concurrently else apply.DDL
+    must be in autocommit mode; writes to the table continue while the indexes build. On
+    MySQL/MariaDB every build is online (``INPLACE, LOCK=NONE``) and its metadata-lock waits
+    are bounded like any DDL, since other queries queue behind a waiting ``ALTER``."""
+    timeouts = apply.INDEX_BUILD if concurrently and not is_mysql(connection.dialect) else apply.DDL
     with apply.bounded(connection, apply.DDL):
         plan = plan_indexes(connection, table, schema=schema, concurrently=concurrently)
     apply.run(connection, plan, timeouts)
@@ -151,7 +192,12 @@ def drop_simhash_indexes(
 ) -> None:
     with apply.bounded(connection, apply.DDL):
         schema, entry = attached_names(connection, table, schema)
-    apply.run(connection, ddl.drop_indexes(schema, entry.names, concurrently=concurrently))
+        if is_mysql(connection.dialect):
+            present = mysql_ddl.Present.of(indexes=catalog.index_names(connection, schema, entry.names.holder))
+            plan = mysql_ddl.drop_indexes(schema, entry.names, present)
+        else:
+            plan = ddl.drop_indexes(schema, entry.names, concurrently=concurrently)
+    apply.run(connection, plan)
 
 
 def plan_detach(connection: Connection, table: str, *, schema: str | None = None) -> tuple[Attachment, Plan]:
@@ -166,6 +212,11 @@ def plan_detach(connection: Connection, table: str, *, schema: str | None = None
             f"detaching {schema}.{table} would drop objects simsql did not create: {'; '.join(harmed)}. "
             "Drop or change them first, then run detach again"
         )
+    if is_mysql(connection.dialect):
+        # the triggers' undo needs their text: the recorded source, the table's key as it is now
+        target = Target(schema, table, facts.keys, facts.key_types, tuple(entry.source))
+        present = _present(connection, target, entry.names, recorded=True)
+        return entry, mysql_ddl.detach(target, entry.names, present)
     plan = ddl.detach(schema, entry.names, triggers=facts.triggers, columns=list(facts.columns))
     cursor = entry.names.refingerprint_cursor
     if registry.progress_exists(connection) and connection.execute(

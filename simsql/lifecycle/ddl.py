@@ -28,28 +28,46 @@ from ..fingerprint import Fingerprinter
 from ..schema import PROGRESS_TABLE, REGISTRY_TABLE, Names
 from ..storage import quote, row_trigger_body, stale_trigger_body, trigger_sql
 
+def _pg(steps: tuple[Step, ...]) -> Plan:
+    return Plan(steps, "postgresql")
+
+
 def qualified(schema: str, name: str) -> str:
     return f"{quote(schema)}.{quote(name)}"
 
 
 @dataclass(frozen=True)
 class Step:
-    """One statement. ``concurrently`` ones must run outside a transaction block, alone."""
+    """One statement. ``concurrently`` ones must run outside a transaction block, alone.
+
+    Where DDL is not transactional (MySQL/MariaDB) a step also says how to take it back
+    (``undo``, run with the same ``params``) so a plan that stops halfway can leave the table
+    as it found it; ``fallback`` is the same change by a slower online algorithm, tried when
+    the server refuses ``sql``'s; an ``online`` step may run long without blocking writers
+    (an index build, an online rebuild), so only its lock waits are bounded.
+    """
 
     sql: str
     what: str
     params: Mapping[str, Any] = field(default_factory=dict)
     concurrently: bool = False
+    undo: str = ""
+    fallback: str = ""
+    online: bool = False
 
 
 @dataclass(frozen=True)
 class Plan:
-    """Statements in the order they must run; transactional ones form one transaction."""
+    """Statements in the order they must run; transactional ones form one transaction.
+    ``dialect``: the server the statements are written for (None: any)."""
 
     steps: tuple[Step, ...] = ()
+    dialect: str | None = None
 
     def __add__(self, other: Plan) -> Plan:
-        return Plan(self.steps + other.steps)
+        if self.dialect and other.dialect and self.dialect != other.dialect:
+            raise ValueError(f"cannot join a {self.dialect} plan and a {other.dialect} plan")
+        return Plan(self.steps + other.steps, self.dialect or other.dialect)
 
     def __bool__(self) -> bool:
         return bool(self.steps)
@@ -97,7 +115,7 @@ def add_columns(target: Target, names: Names) -> Plan:
     body = row_trigger_body(names, target.source, derive_blocks=True)
     steps = [Step(f"ALTER TABLE {base} " + ", ".join(additions), f"add columns to {target.schema}.{target.table}")]
     steps += _trigger(target, names.row_function, "BEFORE INSERT OR UPDATE", body, "derives blocks, drops stale fingerprints")
-    return Plan(tuple(steps))
+    return _pg(tuple(steps))
 
 
 def create_side_table(target: Target, names: Names) -> Plan:
@@ -122,7 +140,7 @@ def create_side_table(target: Target, names: Names) -> Plan:
     body = stale_trigger_body(target.schema, names, target.keys, target.source)
     steps = [Step(create, f"create side table {target.schema}.{names.side}")]
     steps += _trigger(target, names.stale_function, "AFTER UPDATE", body, "drops stale side rows")
-    return Plan(tuple(steps))
+    return _pg(tuple(steps))
 
 
 def record(target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:
@@ -141,7 +159,7 @@ def record(target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:
         "mode": names.mode,
         "side": names.side,
     }
-    return Plan((Step(sql, f"record {target.schema}.{target.table} in {REGISTRY_TABLE}", params),))
+    return _pg((Step(sql, f"record {target.schema}.{target.table} in {REGISTRY_TABLE}", params),))
 
 
 def attach(target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:
@@ -177,7 +195,7 @@ def create_indexes(
                 concurrently=concurrently,
             )
         )
-    return Plan(tuple(steps))
+    return _pg(tuple(steps))
 
 
 def create_partitioned_indexes(
@@ -202,12 +220,12 @@ def create_partitioned_indexes(
             if parent is not None:
                 sql = f"ALTER INDEX {qualified(schema, names.index_on(parent, block))} ATTACH PARTITION {qualified(schema, index)}"
                 attaches.append(Step(sql, f"attach index {index} to {names.index_on(parent, block)}", concurrently=True))
-    return Plan(tuple(on_only + builds + list(reversed(attaches))))
+    return _pg(tuple(on_only + builds + list(reversed(attaches))))
 
 
 def drop_indexes(schema: str, names: Names, *, concurrently: bool = False) -> Plan:
     keyword = "CONCURRENTLY " if concurrently else ""
-    return Plan(
+    return _pg(
         tuple(
             Step(f"DROP INDEX {keyword}IF EXISTS {qualified(schema, name)}", f"drop index {name}", concurrently=concurrently)
             for name in names.indexes
@@ -233,7 +251,7 @@ def detach(schema: str, names: Names, *, triggers: Sequence[str] = (), columns: 
         present = [c for c in reversed(names.added_columns) if columns is None or c in columns]
         drops = ", ".join(f"DROP COLUMN {quote(c)}" for c in present)
         steps.append(Step(f"ALTER TABLE {base} {drops}", f"drop columns from {schema}.{names.table}"))
-    return Plan(tuple(steps)) + forget(schema, names.table)
+    return _pg(tuple(steps)) + forget(schema, names.table)
 
 
 def forget(schema: str, table: str, *, progress: bool = True) -> Plan:
@@ -243,7 +261,7 @@ def forget(schema: str, table: str, *, progress: bool = True) -> Plan:
     steps = [Step(f"DELETE FROM {REGISTRY_TABLE} {where}", f"remove {schema}.{table} from {REGISTRY_TABLE}", params)]
     if progress:
         steps.append(Step(f"DELETE FROM {PROGRESS_TABLE} {where}", f"remove backfill cursor of {schema}.{table}", params))
-    return Plan(tuple(steps))
+    return Plan(tuple(steps))  # portable SQL: MySQL's detach uses it too
 
 
 # -- a way forward: upgrade a 0.1 attachment, refingerprint to another configuration ----------
@@ -271,7 +289,7 @@ def upgrade(target: Target, names: Names) -> Plan:
     else:
         body = row_trigger_body(names, target.source, derive_blocks=True)
         steps += _replace_trigger(target, names.row_function, "BEFORE INSERT OR UPDATE", body, "derives blocks, drops stale fingerprints")
-    return Plan(tuple(steps))
+    return _pg(tuple(steps))
 
 
 def stage(target: Target, shadow: Names, fingerprinter: Fingerprinter, cursor: str) -> Plan:
@@ -284,7 +302,7 @@ def stage(target: Target, shadow: Names, fingerprinter: Fingerprinter, cursor: s
         "VALUES (:schema, :cursor, :config_id, 'scan')"
     )
     params = {"schema": target.schema, "cursor": cursor, "config_id": fingerprinter.config_id}
-    return storage + Plan((Step(sql, f"record refingerprint of {target.schema}.{target.table}", params),))
+    return storage + _pg((Step(sql, f"record refingerprint of {target.schema}.{target.table}", params),))
 
 
 def unstage(target: Target, shadow: Names, cursor: str) -> Plan:
@@ -303,7 +321,7 @@ def unstage(target: Target, shadow: Names, cursor: str) -> Plan:
     params = {"schema": target.schema, "cursor": cursor}
     where = "WHERE table_schema = :schema AND table_name = :cursor"
     steps.append(Step(f"DELETE FROM {PROGRESS_TABLE} {where}", "forget the refingerprint cursor", params))
-    return Plan(tuple(steps))
+    return _pg(tuple(steps))
 
 
 def switch(
@@ -357,4 +375,4 @@ def switch(
                       f"updated_at = now() {where}", f"record {fingerprinter.config_id} for {target.table}", params))
     steps.append(Step(f"DELETE FROM {PROGRESS_TABLE} WHERE table_schema = :schema AND table_name IN (:table, :cursor)",
                       "forget backfill cursors", params))
-    return Plan(tuple(steps))
+    return _pg(tuple(steps))

@@ -2,7 +2,9 @@
 
 These are what the command line runs (``simsql attach / detach / status``) and what a script
 calls; each one reads the catalog, describes its DDL and runs it bounded in time, opening its
-own transactions (``CREATE INDEX CONCURRENTLY`` needs autocommit).
+own transactions (``CREATE INDEX CONCURRENTLY`` needs autocommit). On MySQL/MariaDB the DDL is
+online (:mod:`simsql.lifecycle.mysql_ddl`) and, not being transactional, undone statement by
+statement when a run fails.
 """
 
 from __future__ import annotations
@@ -11,25 +13,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, text
 from sqlalchemy.engine import Connection
 
 from .. import registry
-from ..dialects import check_lifecycle_server as check_server
+from ..dialects import check_server, is_mysql, mysql
 from ..fingerprint import Fingerprinter
 from ..schema import DEFAULT_PREFIX, Attachment, Names
-from ..storage import digest_sql, quote
-from . import apply, catalog, ddl
+from ..storage import digest_sql
+from ..urls import engine_for
+from . import apply, catalog, ddl, mysql_ddl
 from .attach import attached_names, plan_attach, plan_detach
 from .ddl import Plan, qualified
 
 
 def _engine(bind: Engine | str) -> Engine:
-    return create_engine(bind) if isinstance(bind, str) else bind
+    return engine_for(bind) if isinstance(bind, str) else bind
 
 
 def _index_plan(connection: Connection, schema: str, names: Names, keys: Sequence[str], concurrently: bool) -> Plan:
     holder = catalog.table_facts(connection, names.holder, schema)
+    if is_mysql(connection.dialect):  # online whatever ``concurrently`` says; existing ones kept
+        indexes = catalog.index_names(connection, schema, names.holder) if holder is not None else ()
+        return mysql_ddl.create_indexes(schema, names, keys, mysql_ddl.Present.of(indexes=indexes))
     if holder is not None and holder.kind == "p" and concurrently:
         tree = catalog.partition_tree(connection, names.holder, schema)
         return ddl.create_partitioned_indexes(schema, names, keys, tree)
@@ -60,7 +66,16 @@ def attach_table(
     other settings than an existing attachment). DDL waits at most ``lock_timeout`` for its
     lock (others queue behind a waiting ``ALTER TABLE``); a concurrent index build waits at most
     ``index_lock_timeout`` for older transactions to end (it blocks nobody meanwhile).
-    :class:`~simsql.errors.LockTimeout` names who held them."""
+    :class:`~simsql.errors.LockTimeout` names who held them.
+
+    On MySQL/MariaDB: the registry entry, columns (``ALGORITHM=INSTANT``, else an online
+    rebuild) or side table, triggers and indexes (``INPLACE, LOCK=NONE``) are separate
+    statements, each committed at once; ``concurrently`` and ``index_lock_timeout`` do not
+    apply (every wait for a metadata lock is bounded by ``lock_timeout``, since other queries
+    queue behind it). If one fails, those before it are undone, so nothing changes; a table the
+    server could only alter by copying it or locking out writers (a FULLTEXT index, say) is
+    refused with :class:`~simsql.errors.WouldLockTable`. Should the undo itself be blocked,
+    the error says what stayed, recorded as simsql's: run attach again to finish, or detach."""
     engine = _engine(bind)
     timeouts = apply.Timeouts(lock_timeout, "10min")
     with engine.connect() as connection, apply.bounded(connection, timeouts):
@@ -94,7 +109,12 @@ def detach(bind: Engine | str, table: str, *, schema: str | None = None, lock_ti
 
     Refuses (:class:`~simsql.errors.SchemaError`, nothing changed) while another object depends
     on what would be dropped: a view over the fingerprint column, a user's index on it, a
-    foreign key to the side table. Returns the removed registry entry."""
+    foreign key to the side table. Returns the removed registry entry.
+
+    On MySQL/MariaDB the triggers go first, then the indexes (online), the generated and stored
+    columns (instantly where the server can) or the side table; a statement that fails makes
+    those before it be undone, so the attachment stays whole (its fingerprints kept unless the
+    stored columns were already dropped)."""
     engine = _engine(bind)
     timeouts = apply.Timeouts(lock_timeout, "10min")
     with engine.connect() as connection, apply.bounded(connection, timeouts):
@@ -132,15 +152,29 @@ class TableStatus:
 def _counts(connection: Connection, entry: Attachment) -> tuple[int, int, int, int, int]:
     """rows, fingerprinted, missing, stale, unverified (a fingerprint without its text's digest)."""
     names = entry.names
-    base = qualified(entry.table_schema, entry.table_name)
+    quote = connection.dialect.identifier_preparer.quote_identifier
+    base = f"{quote(entry.table_schema)}.{quote(entry.table_name)}"
     has_text = " OR ".join(f"b.{quote(c)} IS NOT NULL" for c in entry.source)
     if names.side is None:
         holder, source_from = "b", f"{base} AS b"
     else:
         facts = catalog.require_table(connection, entry.table_name, entry.table_schema)
         join = " AND ".join(f"h.{quote(s)} = b.{quote(k)}" for s, k in zip(names.side_keys(facts.keys), facts.keys))
-        holder, source_from = "h", f"{base} AS b LEFT JOIN {qualified(entry.table_schema, names.side)} AS h ON {join}"
+        side = f"{quote(entry.table_schema)}.{quote(names.side)}"
+        holder, source_from = "h", f"{base} AS b LEFT JOIN {side} AS h ON {join}"
     fp, src = f"{holder}.{quote(names.fingerprint)}", f"{holder}.{quote(names.digest)}"
+    if is_mysql(connection.dialect):
+        # no FILTER, no IS DISTINCT FROM there: SUM(CASE ...) and NOT <=>
+        digest = mysql.digest_sql(entry.source, "b.")
+        row = connection.execute(
+            text(
+                f"SELECT COUNT(*), COUNT({fp}), COALESCE(SUM(CASE WHEN {fp} IS NULL AND ({has_text}) THEN 1 ELSE 0 END), 0), "
+                f"COALESCE(SUM(CASE WHEN {fp} IS NOT NULL AND NOT ({src} <=> {digest}) THEN 1 ELSE 0 END), 0), "
+                f"COALESCE(SUM(CASE WHEN {fp} IS NOT NULL AND {src} IS NULL THEN 1 ELSE 0 END), 0) "
+                f"FROM {source_from}"
+            )
+        ).one()
+        return int(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4])
     row = connection.execute(
         text(
             f"SELECT count(*), count({fp}), count(*) FILTER (WHERE {fp} IS NULL AND ({has_text})), "
