@@ -354,6 +354,13 @@ def _backend(dialect: Dialect) -> Any:
     raise _refuse(dialect)
 
 
+def backend(dialect: Dialect) -> Any:
+    """The module that speaks ``dialect`` (:mod:`.postgresql` or :mod:`.mysql`): what the
+    lifecycle asks of the server (catalog, time bounds, lock holders) has the same names in
+    both. Any other backend is refused, naming what was found."""
+    return _backend(dialect)
+
+
 def is_mysql(dialect: Dialect) -> bool:
     return dialect.name in MYSQL_NAMES
 
@@ -442,6 +449,7 @@ __all__ = [
     "MIN_MYSQL",
     "MIN_POSTGRES",
     "MYSQL_NAMES",
+    "backend",
     "block_computed",
     "block_expression_sql",
     "check_lifecycle_server",

@@ -8,13 +8,16 @@ there is no server-side plan to share between radii).
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Integer, String, text
+from sqlalchemy import Integer, String, bindparam, event, text
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.pool import Pool
 from sqlalchemy.schema import CreateIndex
 
 from . import COVERING_INFO, MIN_MARIADB, MIN_MYSQL, BlockComputed, BlockExpression, EagerGuard, EagerOrder, EqualsAny, HammingDistance, RowEstimate, RunTimeLimit, WholeQuotient, block_expression_sql, describe_server
@@ -224,3 +227,310 @@ REGISTRY_PROBE = (
     "DATABASE()"
 )
 """On the DBAPI cursor (format paramstyle): registry present, version table present, schema."""
+
+
+# -- the live-table lifecycle: catalog reads, time bounds, who holds a lock -----------------
+#
+# What :mod:`simsql.lifecycle.catalog` and :mod:`simsql.lifecycle.apply` ask of the server,
+# from information_schema with names as bound values. information_schema compares names
+# case-insensitively on some servers; a name is matched exactly in Python afterwards, as
+# ``lower_case_table_names=0`` (Linux) keeps ``Articles`` and ``articles`` apart.
+
+TRANSACTIONAL_DDL = False
+"""Every DDL statement commits on its own (and commits the transaction before it): a plan's
+steps are kept one by one, so a plan that fails halfway must be undone, not rolled back."""
+
+SCOPED_TIMEOUTS = False
+"""Session variables only: no setting ends with the transaction."""
+
+TIMEOUT_CODES = {1205: "lock", 1969: "statement", 3024: "statement"}
+"""``ER_LOCK_WAIT_TIMEOUT`` (metadata and row locks), MariaDB's ``ER_STATEMENT_TIMEOUT``
+(``max_statement_time``), MySQL's ``ER_QUERY_TIMEOUT`` (``max_execution_time``)."""
+
+ACTIVITY_VIEW = "SHOW PROCESSLIST"
+
+TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
+
+UNBOUNDED_LOCK_WAIT = 31536000
+"""The largest ``lock_wait_timeout`` (a year, in seconds): what "unbounded" sets."""
+UNBOUNDED_ROW_LOCK_WAIT = 100000000
+"""The largest ``innodb_lock_wait_timeout`` both MariaDB and MySQL accept."""
+
+_INTERVAL = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*$")
+_UNIT_SECONDS = {"": 0.001, "us": 1e-6, "ms": 0.001, "s": 1.0, "sec": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def interval_seconds(value: str | None) -> float | None:
+    """Seconds in a PostgreSQL duration (``"5s"``, ``"10min"``, ``"500ms"``; a bare number is
+    milliseconds, PostgreSQL's unit for timeouts); None for None or 0 (unbounded)."""
+    if value is None:
+        return None
+    match = _INTERVAL.match(str(value).lower())
+    if match is None or match.group(2) not in _UNIT_SECONDS:
+        raise ValueError(f"timeout {value!r} is not a duration such as '5s', '500ms' or '10min'")
+    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    return seconds or None
+
+
+def _is_mariadb(connection: Connection) -> bool:
+    return bool(getattr(connection.dialect, "is_mariadb", False))
+
+
+def table_facts(connection: Connection, schema: str, table: str) -> tuple[str, list[tuple[str, str, bool]], tuple[str, ...], tuple[str, ...]] | None:
+    """(kind ``r`` or ``p`` for partitioned, [(column, type, is_text)], primary key, the
+    table's triggers) of a base table, or None. A string column's type carries its character
+    set and collation, so a side table's key built from it can reference it."""
+    where = {"schema": schema, "table": table}
+    found = [
+        row for row in connection.execute(
+            text("SELECT TABLE_NAME, TABLE_TYPE, CREATE_OPTIONS FROM information_schema.TABLES "
+                 "WHERE TABLE_SCHEMA = :schema AND TABLE_NAME = :table"), where
+        )
+        if row[0] == table
+    ]
+    if not found or found[0][1] != "BASE TABLE":
+        return None
+    kind = "p" if "partitioned" in str(found[0][2] or "").lower() else "r"
+    columns = []
+    for name, column_type, data_type, charset, collation, owner in connection.execute(
+        text(
+            "SELECT COLUMN_NAME, COLUMN_TYPE, DATA_TYPE, CHARACTER_SET_NAME, COLLATION_NAME, TABLE_NAME "
+            "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = :schema AND TABLE_NAME = :table ORDER BY ORDINAL_POSITION"
+        ),
+        where,
+    ):
+        if owner != table:
+            continue
+        spelled = str(column_type)
+        if charset:
+            spelled += f" CHARACTER SET {charset} COLLATE {collation}"
+        columns.append((str(name), spelled, str(data_type).lower() in TEXT_TYPES))
+    keys = tuple(
+        str(row[0]) for row in connection.execute(
+            text("SELECT COLUMN_NAME, TABLE_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = :schema "
+                 "AND TABLE_NAME = :table AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX"), where
+        )
+        if row[1] == table
+    )
+    return kind, columns, keys, triggers_on(connection, schema, table)
+
+
+def triggers_on(connection: Connection, schema: str, table: str) -> tuple[str, ...]:
+    return tuple(
+        str(row[0]) for row in connection.execute(
+            text("SELECT TRIGGER_NAME, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS "
+                 "WHERE EVENT_OBJECT_SCHEMA = :schema AND EVENT_OBJECT_TABLE = :table ORDER BY TRIGGER_NAME"),
+            {"schema": schema, "table": table},
+        )
+        if row[1] == table
+    )
+
+
+def schema_triggers(connection: Connection, schema: str) -> dict[str, str]:
+    """Every trigger of ``schema`` and its table: MySQL trigger names are unique per schema,
+    not per table, so a name simsql would use is taken whichever table holds it."""
+    return {
+        str(row[0]): str(row[1])
+        for row in connection.execute(
+            text("SELECT TRIGGER_NAME, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = :schema"),
+            {"schema": schema},
+        )
+    }
+
+
+def invalid_indexes(connection: Connection, schema: str, names: Sequence[str]) -> tuple[str, ...]:
+    """None: an online ``ADD INDEX`` that fails leaves no index behind."""
+    return ()
+
+
+def dependents(connection: Connection, schema: str, table: str, columns: Sequence[str], own: Sequence[str]) -> list[str]:
+    """Objects simsql did not create that use ``columns`` of ``schema.table`` (or the whole
+    table when ``columns`` is empty), other than the indexes ``own``: indexes, generated
+    columns, CHECK constraints, foreign keys, triggers (on the whole table) and views."""
+    where = {"schema": schema, "table": table}
+    wanted = set(columns)
+    found: set[str] = set()
+
+    def uses(name: Any) -> bool:
+        return not wanted or str(name) in wanted
+
+    for index, column, owner in connection.execute(
+        text("SELECT INDEX_NAME, COLUMN_NAME, TABLE_NAME FROM information_schema.STATISTICS "
+             "WHERE TABLE_SCHEMA = :schema AND TABLE_NAME = :table"), where
+    ):
+        if owner == table and index != "PRIMARY" and index not in own and uses(column):
+            found.add(f"index {index} on table {table}")
+    if wanted:
+        for name, expression, owner in connection.execute(
+            text("SELECT COLUMN_NAME, GENERATION_EXPRESSION, TABLE_NAME FROM information_schema.COLUMNS "
+                 "WHERE TABLE_SCHEMA = :schema AND TABLE_NAME = :table AND GENERATION_EXPRESSION <> ''"), where
+        ):
+            if owner == table and name not in wanted and any(quote(c) in str(expression) for c in wanted):
+                found.add(f"generated column {table}.{name}")
+        for name, clause in connection.execute(
+            text("SELECT CONSTRAINT_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
+                 "WHERE CONSTRAINT_SCHEMA = :schema AND TABLE_NAME = :table"), where
+        ):
+            if any(quote(c) in str(clause) for c in wanted):
+                found.add(f"check constraint {name} on table {table}")
+    else:
+        for trigger in triggers_on(connection, schema, table):
+            found.add(f"trigger {trigger} on table {table}")
+    for name, owner, column, referenced, referenced_column in connection.execute(
+        text("SELECT CONSTRAINT_NAME, TABLE_NAME, COLUMN_NAME, REFERENCED_TABLE_NAME, REFERENCED_COLUMN_NAME "
+             "FROM information_schema.KEY_COLUMN_USAGE WHERE REFERENCED_TABLE_SCHEMA IS NOT NULL AND "
+             "((TABLE_SCHEMA = :schema AND TABLE_NAME = :table) OR (REFERENCED_TABLE_SCHEMA = :schema "
+             "AND REFERENCED_TABLE_NAME = :table))"), where
+    ):
+        if referenced == table and owner != table and uses(referenced_column):
+            found.add(f"constraint {name} on table {owner}")
+        elif owner == table and wanted and str(column) in wanted:
+            found.add(f"constraint {name} on table {owner}")
+    qualified_table = f"{quote(schema)}.{quote(table)}"
+    needles = [f"{qualified_table}.{quote(c)}" for c in wanted] or [qualified_table]
+    for view_schema, view, definition in connection.execute(
+        text("SELECT TABLE_SCHEMA, TABLE_NAME, VIEW_DEFINITION FROM information_schema.VIEWS")
+    ):
+        if any(needle in str(definition) for needle in needles):
+            found.add(f"view {view_schema}.{view}")
+    return sorted(found)
+
+
+# Timeouts. MySQL has no transaction-scoped settings: simsql sets session variables and puts
+# the session's own values back when it is done (``bounded``), or, for a setting meant to last
+# a transaction, when the connection goes back to its pool (the ``checkin`` listener below), so
+# no pooled connection keeps simsql's bounds.
+
+_REMEMBERED = "simsql_session_timeouts"
+
+
+def _statement_variable(connection: Connection) -> str:
+    """MariaDB bounds every statement (``max_statement_time``, seconds); MySQL only SELECTs
+    (``max_execution_time``, milliseconds)."""
+    return "max_statement_time" if _is_mariadb(connection) else "max_execution_time"
+
+
+def read_timeouts(connection: Connection) -> tuple[Any, ...]:
+    variable = _statement_variable(connection)
+    row = connection.execute(
+        text(f"SELECT @@SESSION.lock_wait_timeout, @@SESSION.innodb_lock_wait_timeout, @@SESSION.{variable}")
+    ).one()
+    return tuple(row)
+
+
+def restore_timeouts(connection: Connection, values: Sequence[Any]) -> None:
+    variable = _statement_variable(connection)
+    connection.execute(
+        text(f"SET SESSION lock_wait_timeout = :a, innodb_lock_wait_timeout = :b, {variable} = :c"),
+        {"a": values[0], "b": values[1], "c": values[2]},
+    )
+
+
+def set_timeouts(connection: Connection, lock: str | None, statement: str | None, local: bool) -> None:
+    """``lock``: how long to wait for a metadata or row lock (whole seconds, rounded up);
+    ``statement``: how long a statement may run (MySQL: SELECTs only). The session's own
+    values come back when the connection returns to its pool, ``local`` or not."""
+    info = connection.connection.info
+    if _REMEMBERED not in info:
+        info[_REMEMBERED] = (_statement_variable(connection), read_timeouts(connection))
+    lock_seconds, statement_seconds = interval_seconds(lock), interval_seconds(statement)
+    lock_wait = UNBOUNDED_LOCK_WAIT if lock_seconds is None else max(1, math.ceil(lock_seconds))
+    row_lock_wait = UNBOUNDED_ROW_LOCK_WAIT if lock_seconds is None else lock_wait
+    if statement_seconds is None:
+        statement_bound: float = 0
+    elif _is_mariadb(connection):
+        statement_bound = statement_seconds
+    else:
+        statement_bound = max(1, math.ceil(statement_seconds * 1000))
+    restore_timeouts(connection, (lock_wait, row_lock_wait, statement_bound))
+
+
+def reset_timeouts(connection: Connection) -> None:
+    """The values the session had before simsql first bounded it."""
+    remembered = connection.connection.info.pop(_REMEMBERED, None)
+    if remembered is not None:
+        restore_timeouts(connection, remembered[1])
+
+
+@event.listens_for(Pool, "checkin")
+def _restore_on_checkin(dbapi_connection: Any, record: Any) -> None:
+    remembered = record.info.pop(_REMEMBERED, None) if record is not None else None
+    if remembered is None or dbapi_connection is None:
+        return
+    variable, values = remembered
+    try:
+        cursor = dbapi_connection.cursor()
+        cursor.execute(
+            f"SET SESSION lock_wait_timeout = %s, innodb_lock_wait_timeout = %s, {variable} = %s", tuple(values)
+        )
+        cursor.close()
+    except Exception as error:  # noqa: BLE001 - a session that cannot be reset is not reused
+        record.invalidate(error)
+
+
+def timeout_kind(error: BaseException) -> str | None:
+    """``"lock"`` or ``"statement"`` when ``error`` is a MySQL/MariaDB timeout, else None."""
+    arguments = getattr(getattr(error, "orig", None), "args", None)
+    if not arguments or not isinstance(arguments[0], int):
+        return None
+    return TIMEOUT_CODES.get(arguments[0])
+
+
+_NAME = re.compile(r'`((?:[^`]|``)*)`|"((?:[^"]|"")*)"|([^.`"]+)')
+
+
+def split_qualified(relation: str) -> tuple[str, ...]:
+    """``schema.table`` text quoted either way (backquotes, double quotes) or not, as names."""
+    return tuple(
+        m.group(1).replace("``", "`") if m.group(1) is not None
+        else m.group(2).replace('""', '"') if m.group(2) is not None else m.group(3).strip()
+        for m in _NAME.finditer(relation)
+    )
+
+
+def _lock_holders(connection: Connection, relations: Sequence[tuple[str, ...]]) -> set[int] | None:
+    """Sessions holding a metadata lock on one of ``relations``, where the server says
+    (MySQL's ``performance_schema.metadata_locks``, MariaDB's ``METADATA_LOCK_INFO`` plugin);
+    None where it does not."""
+    pairs = [r for r in relations if len(r) == 2]
+    if not pairs:
+        return None
+    if not _is_mariadb(connection) and connection.execute(text("SELECT @@performance_schema")).scalar():
+        sql = ("SELECT t.PROCESSLIST_ID, m.OBJECT_SCHEMA, m.OBJECT_NAME FROM performance_schema.metadata_locks m "
+               "JOIN performance_schema.threads t ON t.THREAD_ID = m.OWNER_THREAD_ID "
+               "WHERE m.LOCK_STATUS = 'GRANTED' AND m.OBJECT_TYPE = 'TABLE'")
+    elif connection.execute(
+        text("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'information_schema' "
+             "AND TABLE_NAME = 'METADATA_LOCK_INFO'")
+    ).scalar():
+        sql = "SELECT THREAD_ID, TABLE_SCHEMA, TABLE_NAME FROM information_schema.METADATA_LOCK_INFO"
+    else:
+        return None
+    return {int(row[0]) for row in connection.execute(text(sql)) if (row[1], row[2]) in pairs and row[0] is not None}
+
+
+def blockers(connection: Connection, relations: Sequence[str]) -> str:
+    """Sessions holding a metadata lock on ``relations`` (where the server can say), and
+    sessions of this database with an open transaction or a running statement: who a DDL
+    waits on."""
+    holders = _lock_holders(connection, [split_qualified(r) for r in relations]) or set()
+    rows = connection.execute(
+        text(
+            "SELECT p.ID, p.COMMAND, COALESCE(p.STATE, ''), LEFT(COALESCE(p.INFO, t.trx_query, ''), 80), "
+            "TIMESTAMPDIFF(SECOND, t.trx_started, NOW()), p.ID IN :holders "
+            "FROM information_schema.PROCESSLIST p LEFT JOIN information_schema.INNODB_TRX t "
+            "ON t.trx_mysql_thread_id = p.ID WHERE p.ID <> CONNECTION_ID() AND (p.ID IN :holders OR "
+            "(p.DB = DATABASE() AND (t.trx_id IS NOT NULL OR (p.COMMAND = 'Query' AND COALESCE(p.STATE, '') "
+            "NOT LIKE 'Waiting for%')))) ORDER BY p.ID"
+        ).bindparams(bindparam("holders", expanding=True)),
+        {"holders": sorted(holders) or [-1]},
+    ).all()
+    if not rows:
+        return "no session holds it any more"
+
+    def describe(row: Any) -> str:
+        state = "idle in transaction" if row[1] == "Sleep" else f"{row[1]}{': ' + row[2] if row[2] else ''}"
+        age = f", transaction open {row[4]} s" if row[4] is not None else ""
+        return f"session {row[0]} ({state}{age}: {row[3]!r})"
+
+    return "; ".join(describe(row) for row in rows)

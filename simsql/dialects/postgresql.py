@@ -111,3 +111,146 @@ def hash_joins_expressions(dialect: Dialect) -> bool:
 
 REGISTRY_PROBE = "SELECT to_regclass(%s) IS NOT NULL, to_regclass(%s) IS NOT NULL, current_schema()"
 """On the DBAPI cursor (format paramstyle): registry present, version table present, schema."""
+
+
+# -- the live-table lifecycle: catalog reads, time bounds, who holds a lock -----------------
+#
+# What :mod:`simsql.lifecycle.catalog` and :mod:`simsql.lifecycle.apply` ask of the server.
+# Tables are named by bound values (``pg_class``, ``to_regclass``), never formatted into SQL.
+
+TRANSACTIONAL_DDL = True
+"""DDL runs inside a transaction: a plan's transactional steps commit or vanish together."""
+
+SCOPED_TIMEOUTS = True
+"""``SET LOCAL`` bounds last until the transaction ends."""
+
+TIMEOUT_STATES = {"55P03": "lock", "57014": "statement"}
+"""SQLSTATEs of ``lock_not_available`` and ``query_canceled``."""
+
+ACTIVITY_VIEW = "pg_stat_activity"
+"""Where an administrator looks for the sessions a timeout names."""
+
+
+def _qualified(connection: Connection, schema: str, table: str) -> str:
+    quote = connection.dialect.identifier_preparer.quote_identifier
+    return f"{quote(schema)}.{quote(table)}"
+
+
+def table_facts(connection: Connection, schema: str, table: str) -> tuple[str, list[tuple[str, str, bool]], tuple[str, ...], tuple[str, ...]] | None:
+    """(relkind, [(column, type, is_text)], primary key, own triggers) of a table, or None."""
+    row = connection.execute(
+        text(
+            "SELECT c.oid, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = :schema AND c.relname = :table"
+        ),
+        {"schema": schema, "table": table},
+    ).first()
+    if row is None or row.relkind not in ("r", "p"):
+        return None
+    columns = [
+        (r.attname, r.type, r.typcategory == "S")
+        for r in connection.execute(
+            text(
+                "SELECT a.attname, format_type(a.atttypid, a.atttypmod) AS type, t.typcategory "
+                "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
+                "WHERE a.attrelid = :oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"
+            ),
+            {"oid": row.oid},
+        )
+    ]
+    keys = tuple(
+        connection.execute(
+            text(
+                "SELECT a.attname FROM pg_constraint k CROSS JOIN LATERAL unnest(k.conkey) WITH ORDINALITY AS u(attnum, n) "
+                "JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.attnum "
+                "WHERE k.conrelid = :oid AND k.contype = 'p' ORDER BY u.n"
+            ),
+            {"oid": row.oid},
+        ).scalars()
+    )
+    triggers = tuple(
+        connection.execute(
+            text("SELECT tgname FROM pg_trigger WHERE tgrelid = :oid AND NOT tgisinternal ORDER BY tgname"),
+            {"oid": row.oid},
+        ).scalars()
+    )
+    return str(row.relkind), columns, keys, triggers
+
+
+def invalid_indexes(connection: Connection, schema: str, names: Sequence[str]) -> tuple[str, ...]:
+    """Which of the indexes ``names`` a failed concurrent build left INVALID."""
+    return tuple(
+        connection.execute(
+            text(
+                "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = :schema AND c.relname = ANY(:names) AND NOT i.indisvalid"
+            ),
+            {"schema": schema, "names": list(names)},
+        ).scalars()
+    )
+
+
+def dependents(connection: Connection, schema: str, table: str, columns: Sequence[str], own: Sequence[str]) -> list[str]:
+    """Objects that depend on ``columns`` of ``schema.table`` (or on the whole table when
+    ``columns`` is empty), other than the indexes ``own``, from ``pg_depend``."""
+    rows = connection.execute(
+        text(
+            "SELECT DISTINCT pg_describe_object(d.classid, d.objid, d.objsubid) AS what, c.relname "
+            "FROM pg_depend d LEFT JOIN pg_class c ON d.classid = CAST('pg_class' AS regclass) AND c.oid = d.objid "
+            "WHERE d.refclassid = CAST('pg_class' AS regclass) AND d.refobjid = CAST(:rel AS regclass) "
+            "AND d.deptype IN ('n', 'a') AND (cardinality(CAST(:columns AS text[])) = 0 OR d.refobjsubid IN "
+            "(SELECT attnum FROM pg_attribute WHERE attrelid = CAST(:rel AS regclass) AND attname = ANY(CAST(:columns AS text[]))))"
+        ),
+        {"rel": _qualified(connection, schema, table), "columns": list(columns)},
+    ).all()
+    found = []
+    for row in rows:
+        if row.relname in own or row.what.startswith(("sequence ", "type ", "default value")):
+            continue
+        found.append(str(row.what))
+    # Views reach a table through their rewrite rule; name the view, not the rule.
+    return sorted(set(found))
+
+
+def set_timeouts(connection: Connection, lock: str | None, statement: str | None, local: bool) -> None:
+    """``lock_timeout`` and ``statement_timeout`` (interval text; None or "0": unbounded)."""
+    connection.execute(
+        text("SELECT set_config('lock_timeout', :lock, :local), set_config('statement_timeout', :statement, :local)"),
+        {"lock": lock or "0", "statement": statement or "0", "local": local},
+    )
+
+
+def read_timeouts(connection: Connection) -> tuple[str, str]:
+    row = connection.execute(text("SELECT current_setting('lock_timeout'), current_setting('statement_timeout')")).one()
+    return str(row[0]), str(row[1])
+
+
+def reset_timeouts(connection: Connection) -> None:
+    connection.execute(text("RESET lock_timeout"))
+    connection.execute(text("RESET statement_timeout"))
+
+
+def timeout_kind(error: BaseException) -> str | None:
+    """``"lock"`` or ``"statement"`` when ``error`` is a PostgreSQL timeout, else None."""
+    code = getattr(getattr(error, "orig", None), "sqlstate", None)
+    return TIMEOUT_STATES.get(str(code)) if code else None
+
+
+def blockers(connection: Connection, relations: Sequence[str]) -> str:
+    """Sessions holding locks on ``relations`` or idle in a transaction: who a DDL waits on."""
+    rows = connection.execute(
+        text(
+            "SELECT DISTINCT a.pid, a.state, coalesce(left(a.query, 80), '') AS query, "
+            "date_trunc('second', now() - a.xact_start) AS age FROM pg_stat_activity a "
+            "LEFT JOIN pg_locks l ON l.pid = a.pid AND l.granted "
+            "WHERE a.pid <> pg_backend_pid() AND a.datname = current_database() AND a.xact_start IS NOT NULL "
+            "AND (l.relation = ANY(CAST(:relations AS regclass[])) OR a.state LIKE 'idle in transaction%' "
+            "OR a.wait_event_type IS NULL AND a.state = 'active') "
+            "ORDER BY a.pid"
+        ),
+        {"relations": list(relations)},
+    ).all()
+    if not rows:
+        return "no session holds it any more"
+    return "; ".join(f"pid {r.pid} ({r.state}, transaction open {r.age}: {r.query!r})" for r in rows)

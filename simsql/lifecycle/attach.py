@@ -20,6 +20,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from .. import registry
+from ..dialects import refuse_lifecycle
 from ..errors import NotAttached, SchemaError
 from ..fingerprint import DEFAULT, Fingerprinter
 from ..schema import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names
@@ -66,6 +67,7 @@ def plan_attach(
     """Read the catalog, check, and describe the attach DDL without running it. Without a
     ``fingerprinter``, an attached table keeps its recorded one (attaching again after the
     default changed is not a change of configuration), a new attachment gets the default."""
+    refuse_lifecycle(connection.dialect)
     target = catalog.describe(connection, table, source, schema)
     names = Names.for_table(table, prefix, "side_table" if side_table else "columns")
     entry = registry.read(connection, table, target.schema)
@@ -130,6 +132,7 @@ def attached_names(connection: Connection, table: str, schema: str | None) -> tu
 
 
 def plan_indexes(connection: Connection, table: str, *, schema: str | None = None, concurrently: bool = False) -> Plan:
+    refuse_lifecycle(connection.dialect)
     schema, entry = attached_names(connection, table, schema)
     state = catalog.index_state(connection, schema, entry.names)
     return ddl.create_indexes(schema, entry.names, state.holder_keys, concurrently=concurrently, invalid=state.invalid)
@@ -149,6 +152,7 @@ def create_simhash_indexes(
 def drop_simhash_indexes(
     connection: Connection, table: str, *, schema: str | None = None, concurrently: bool = False
 ) -> None:
+    refuse_lifecycle(connection.dialect)
     with apply.bounded(connection, apply.DDL):
         schema, entry = attached_names(connection, table, schema)
     apply.run(connection, ddl.drop_indexes(schema, entry.names, concurrently=concurrently))
@@ -158,6 +162,7 @@ def plan_detach(connection: Connection, table: str, *, schema: str | None = None
     """Read the catalog and describe what detaching ``table`` drops; refuses (nothing changed)
     while another object depends on it: a view over the fingerprint column, a user's index on
     it, a foreign key to the side table."""
+    refuse_lifecycle(connection.dialect)
     schema, entry = attached_names(connection, table, schema)
     facts = catalog.require_table(connection, table, schema)
     harmed = dependents(connection, schema, entry.names, facts)

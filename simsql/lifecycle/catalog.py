@@ -1,8 +1,9 @@
-"""Read what the DDL needs from PostgreSQL's catalog, and nothing else.
+"""Read what the DDL needs from the server's catalog, and nothing else.
 
 The catalog step is separate from describing DDL (:mod:`simsql.lifecycle.ddl`) so that an
-offline mode can supply the same facts from arguments. Every query here names the table by a
-bound value (``to_regclass`` / ``pg_class``), never by formatting it into SQL.
+offline mode can supply the same facts from arguments. The queries themselves differ per server
+(``pg_class`` / ``information_schema``) and live in :mod:`simsql.dialects`; every one names the
+table by a bound value, never by formatting it into SQL.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import registry as orm_registry
 
 from .. import registry
-from ..dialects import check_lifecycle_server as check_server
+from ..dialects import backend, check_server
 from ..errors import NotAttached, SchemaError
 from ..schema import Names, check_name
 from ..storage import Binding, register
@@ -37,7 +38,7 @@ class TableFacts:
     schema: str
     name: str
     kind: str
-    """``pg_class.relkind``: ``r`` table, ``p`` partitioned table, ``v`` view, ..."""
+    """``r`` table, ``p`` partitioned table (PostgreSQL's ``pg_class.relkind`` letters)."""
     columns: dict[str, Column]
     keys: tuple[str, ...]
     triggers: tuple[str, ...]
@@ -50,43 +51,13 @@ class TableFacts:
 
 def table_facts(connection: Connection, table: str, schema: str) -> TableFacts | None:
     """The catalog's description of ``schema.table``, or None when there is no such table."""
-    row = connection.execute(
-        text(
-            "SELECT c.oid, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = :schema AND c.relname = :table"
-        ),
-        {"schema": schema, "table": table},
-    ).first()
-    if row is None or row.relkind not in ("r", "p"):
+    found = backend(connection.dialect).table_facts(connection, schema, table)
+    if found is None:
         return None
-    columns = {
-        r.attname: Column(r.attname, r.type, r.typcategory == "S")
-        for r in connection.execute(
-            text(
-                "SELECT a.attname, format_type(a.atttypid, a.atttypmod) AS type, t.typcategory "
-                "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
-                "WHERE a.attrelid = :oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"
-            ),
-            {"oid": row.oid},
-        )
-    }
-    keys = tuple(
-        connection.execute(
-            text(
-                "SELECT a.attname FROM pg_constraint k CROSS JOIN LATERAL unnest(k.conkey) WITH ORDINALITY AS u(attnum, n) "
-                "JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.attnum "
-                "WHERE k.conrelid = :oid AND k.contype = 'p' ORDER BY u.n"
-            ),
-            {"oid": row.oid},
-        ).scalars()
+    kind, columns, keys, triggers = found
+    return TableFacts(
+        schema, table, kind, {name: Column(name, type_, is_text) for name, type_, is_text in columns}, keys, triggers
     )
-    triggers = tuple(
-        connection.execute(
-            text("SELECT tgname FROM pg_trigger WHERE tgrelid = :oid AND NOT tgisinternal ORDER BY tgname"),
-            {"oid": row.oid},
-        ).scalars()
-    )
-    return TableFacts(schema, table, row.relkind, columns, keys, triggers)
 
 
 def require_table(connection: Connection, table: str, schema: str | None) -> TableFacts:
@@ -132,16 +103,7 @@ def index_state(connection: Connection, schema: str, names: Names) -> IndexState
     holder = table_facts(connection, names.holder, schema)
     if holder is None:
         raise SchemaError(f"{schema}.{names.holder} does not exist; attach simsql first")
-    invalid = tuple(
-        connection.execute(
-            text(
-                "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = :schema AND c.relname = ANY(:names) AND NOT i.indisvalid"
-            ),
-            {"schema": schema, "names": list(names.indexes)},
-        ).scalars()
-    )
+    invalid = backend(connection.dialect).invalid_indexes(connection, schema, names.indexes)
     return IndexState(holder.keys, invalid)
 
 
@@ -211,20 +173,4 @@ def dependents(connection: Connection, schema: str, table: str, columns: Sequenc
     """Objects that depend on ``columns`` of ``schema.table`` (or on the whole table when
     ``columns`` is empty), other than simsql's ``own`` indexes: a view, a user's index, a
     foreign key. Dropping them would harm someone else's state."""
-    rows = connection.execute(
-        text(
-            "SELECT DISTINCT pg_describe_object(d.classid, d.objid, d.objsubid) AS what, c.relname "
-            "FROM pg_depend d LEFT JOIN pg_class c ON d.classid = CAST('pg_class' AS regclass) AND c.oid = d.objid "
-            "WHERE d.refclassid = CAST('pg_class' AS regclass) AND d.refobjid = CAST(:rel AS regclass) "
-            "AND d.deptype IN ('n', 'a') AND (cardinality(CAST(:columns AS text[])) = 0 OR d.refobjsubid IN "
-            "(SELECT attnum FROM pg_attribute WHERE attrelid = CAST(:rel AS regclass) AND attname = ANY(CAST(:columns AS text[]))))"
-        ),
-        {"rel": qualified(schema, table), "columns": list(columns)},
-    ).all()
-    found = []
-    for row in rows:
-        if row.relname in own or row.what.startswith(("sequence ", "type ", "default value")):
-            continue
-        found.append(str(row.what))
-    # Views reach a table through their rewrite rule; name the view, not the rule.
-    return sorted(set(found))
+    return list(backend(connection.dialect).dependents(connection, schema, table, columns, own))
