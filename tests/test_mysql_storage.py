@@ -173,11 +173,10 @@ def test_raw_sql_text_changes_drop_stale_fingerprints_in_both_modes(mysql_engine
 
 
 def test_live_table_operations_are_refused_clearly_not_half_run(mysql_engine: Engine) -> None:
-    """Phase B (not yet): attach/backfill on a live MySQL table say so before any SQL runs."""
+    """Phase B (not yet): attach on a live MySQL table says so before any SQL runs (backfill
+    runs there: tests/test_mysql_backfill.py)."""
     from simsql import UnsupportedDatabase
 
     Base.metadata.create_all(mysql_engine)
-    with pytest.raises(UnsupportedDatabase, match="MySQL/MariaDB"):
-        simsql.backfill(mysql_engine, Article)
     with pytest.raises(UnsupportedDatabase, match="create_all"):
         simsql.attach_table(mysql_engine, "articles", source=["body"])
