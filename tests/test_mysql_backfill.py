@@ -257,14 +257,25 @@ def test_batches_are_bounded_by_bytes(mysql_engine: Engine) -> None:
 # -- keys of every kind resume exactly ---------------------------------------------------------
 
 
-def _interrupted_then_resumed(engine: Engine, model: type, rows: list[dict[str, Any]], batch: int) -> simsql.BackfillResult:
+def _interrupted_then_resumed(engine: Engine, model: type, rows: list[dict[str, Any]], batch: int, order: list[tuple[Any, ...]]) -> simsql.BackfillResult:
+    """Stop after two batches, then resume; the resumed run's first batch must be the next
+    ``batch`` keys in the server's key ``order`` (a cursor read back wrong would start
+    elsewhere, and the catch-up pass would hide it in the totals)."""
     _create(engine, model)
     _insert(engine, model, rows)
     with pytest.raises(KeyboardInterrupt):
         simsql.backfill(engine, model, workers=0, batch_size=batch, progress=_stop_after(2))
     _check_all(engine, model, complete=False)
-    rest = simsql.backfill(engine, model, workers=0, batch_size=batch)
+    n = len(order[0])
+    first_batch: list[set[tuple[Any, ...]]] = []
+
+    def progress(done: int, total: int) -> None:
+        if not first_batch:
+            first_batch.append({row[:n] for row in _stored(engine, model) if row[-2] is not None})
+
+    rest = simsql.backfill(engine, model, workers=0, batch_size=batch, progress=progress)
     assert rest.resumed
+    assert first_batch == [set(order[: 3 * batch])]
     _check_all(engine, model)
     return rest
 
@@ -272,7 +283,8 @@ def _interrupted_then_resumed(engine: Engine, model: type, rows: list[dict[str, 
 def test_composite_keys_resume_where_they_stopped(mysql_engine: Engine) -> None:
     shelves = ["a", "B", "c", "D", "e", "F"]  # mixed case under a case-insensitive collation
     rows = [{"shelf": shelves[i % 6], "slot": i, "body": f"part {i} " + " ".join(WORDS[i % 7 :])} for i in range(60)]
-    rest = _interrupted_then_resumed(mysql_engine, Part, rows, 10)
+    order = sorted(((r["shelf"], r["slot"]) for r in rows), key=lambda k: (k[0].lower(), k[1]))
+    rest = _interrupted_then_resumed(mysql_engine, Part, rows, 10, order)
     assert (rest.rows_read, rest.rows_fingerprinted) == (40, 40)
 
 
@@ -281,31 +293,32 @@ def test_binary_keys_resume_where_they_stopped(mysql_engine: Engine) -> None:
     rng = random.Random(9)
     while len(keys) < 100:
         keys.add(bytes(rng.randrange(256) for _ in range(rng.randrange(1, 9))))
-    rows = [{"id": key, "body": f"blob {key.hex()} {WORDS[i % len(WORDS)]}"} for i, key in enumerate(sorted(keys))]
-    _create(mysql_engine, Blob)
-    _insert(mysql_engine, Blob, rows)
-    with pytest.raises(KeyboardInterrupt):
-        simsql.backfill(mysql_engine, Blob, workers=0, batch_size=10, progress=_stop_after(2))
-    state = _progress(mysql_engine, "blobs")
-    assert state is not None and state[1] == ["\\x" + sorted(keys)[19].hex()]  # bytewise order, like the server's
-    rest = simsql.backfill(mysql_engine, Blob, workers=0, batch_size=10)
-    assert rest.resumed and (rest.rows_read, rest.rows_fingerprinted) == (80, 80)
-    _check_all(mysql_engine, Blob)
+    order = sorted(keys)  # bytewise, like the server
+    rows = [{"id": key, "body": f"blob {key.hex()} {WORDS[i % len(WORDS)]}"} for i, key in enumerate(order)]
+    rest = _interrupted_then_resumed(mysql_engine, Blob, rows, 10, [(k,) for k in order])
+    assert (rest.rows_read, rest.rows_fingerprinted) == (80, 80)
+    with mysql_engine.connect() as connection:
+        assert connection.execute(text("SELECT phase FROM simsql_backfill WHERE table_name = 'blobs'")).scalar_one() == "done"
 
 
 def test_unsigned_keys_past_2_to_the_53_resume_where_they_stopped(mysql_engine: Engine) -> None:
     rows = [{"id": 2**64 - 1 - i, "body": f"huge {i} {WORDS[i % len(WORDS)]}"} for i in range(40)]
-    rest = _interrupted_then_resumed(mysql_engine, Huge, rows, 10)
+    order = sorted((r["id"],) for r in rows)
+    rest = _interrupted_then_resumed(mysql_engine, Huge, rows, 10, order)
     assert (rest.rows_read, rest.rows_fingerprinted) == (20, 20)
 
 
 # -- concurrent writers win ----------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("isolation", ["REPEATABLE READ", "READ COMMITTED"])
 @pytest.mark.parametrize("mode", list(MODES))
-def test_a_writer_racing_a_batch_keeps_no_stale_fingerprint(mysql_engine: Engine, mode: str) -> None:
-    """A writer changes a row after backfill read it and commits after backfill tried to write it."""
+def test_a_writer_racing_a_batch_keeps_no_stale_fingerprint(mysql_engine: Engine, mode: str, isolation: str) -> None:
+    """A writer changes a row after backfill read it and commits after backfill tried to write it.
+    Under READ COMMITTED an ``INSERT ... SELECT`` reads a snapshot unless it asks for locks:
+    the side-table write must lock the user's rows itself."""
     model = MODES[mode]
+    mysql_engine = mysql_engine.execution_options(isolation_level=isolation)
     table = model.__tablename__  # type: ignore[attr-defined]
     _create(mysql_engine, model)
     _insert(mysql_engine, model, [{"id": i, "title": f"title {i}", "body": f"old words {i} and more"} for i in range(1, 41)])
@@ -503,3 +516,20 @@ def test_a_backfill_killed_mid_run_resumes_where_it_stopped(mysql_engine: Engine
     assert summary["rows_fingerprinted"] == sum(1 for k in expected if k > last and expected[k] is not None)
     assert _progress(mysql_engine, "docs")[2] == "done"  # type: ignore[index]
     _check_all(mysql_engine, Doc)
+
+
+def test_the_keyset_read_after_a_composite_cursor_is_a_range_on_the_key(mysql_engine: Engine) -> None:
+    """MariaDB scans a key from its start for ``(a, b) > (x, y)``, which makes each batch
+    slower than the one before; the read it gets is a range on the primary key."""
+    from simsql.lifecycle.backfill import _resolve
+    from simsql.lifecycle.backfill_sql import batch_sql
+
+    _create(mysql_engine, Part)
+    _insert(mysql_engine, Part, [{"shelf": f"s{i % 20}", "slot": i, "body": f"part {i}"} for i in range(4000)])
+    with mysql_engine.connect() as connection:
+        connection.execute(text("ANALYZE TABLE parts"))
+        sql = batch_sql(connection.dialect, _resolve(connection, Part, None, None))
+        statement = sql.rows[True].bindparams(limit=100, **sql.cursor_params(["s7", 1907]))
+        compiled = str(statement.compile(connection, compile_kwargs={"literal_binds": True}))
+        plan = {row.table: row for row in connection.execute(text("EXPLAIN " + compiled).execution_options(no_parameters=True))}
+    assert (plan["b"].type, plan["b"].key) == ("range", "PRIMARY"), plan
