@@ -18,11 +18,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, String, Text, text
-from sqlalchemy.dialects.mysql import BIGINT, VARBINARY
+from sqlalchemy.dialects.mysql import BIGINT, DATETIME, DECIMAL, VARBINARY
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -81,6 +83,24 @@ class Huge(simsql.SimHashMixin, Base):
     __tablename__ = "huge"
     __simhash_source__ = ("body",)
     id: Mapped[int] = mapped_column(BIGINT(unsigned=True), primary_key=True, autoincrement=False)
+    body: Mapped[str | None] = mapped_column(Text)
+
+
+class Stamp(simsql.SimHashMixin, Base):
+    """A key of microsecond timestamps (the cursor keeps them as text)."""
+
+    __tablename__ = "stamps"
+    __simhash_source__ = ("body",)
+    id: Mapped[datetime] = mapped_column(DATETIME(fsp=6), primary_key=True)
+    body: Mapped[str | None] = mapped_column(Text)
+
+
+class Amount(simsql.SimHashMixin, Base):
+    """A decimal key finer than a double can tell apart."""
+
+    __tablename__ = "amounts"
+    __simhash_source__ = ("body",)
+    id: Mapped[Decimal] = mapped_column(DECIMAL(30, 10), primary_key=True)
     body: Mapped[str | None] = mapped_column(Text)
 
 
@@ -307,6 +327,18 @@ def test_unsigned_keys_past_2_to_the_53_resume_where_they_stopped(mysql_engine: 
     rows = [{"id": 2**64 - 1 - i, "body": f"huge {i} {WORDS[i % len(WORDS)]}"} for i in range(40)]
     order = sorted((r["id"],) for r in rows)
     rest = _interrupted_then_resumed(mysql_engine, Huge, rows, 10, order)
+    assert (rest.rows_read, rest.rows_fingerprinted) == (20, 20)
+
+
+@pytest.mark.parametrize("model", [Stamp, Amount], ids=["datetime", "decimal"])
+def test_temporal_and_decimal_keys_resume_where_they_stopped(mysql_engine: Engine, model: type) -> None:
+    if model is Stamp:
+        start = datetime(2024, 2, 29, 23, 59, 59, 999_980)
+        keys: list[Any] = [start + timedelta(microseconds=i) for i in range(40)]
+    else:
+        keys = [Decimal("1234567890123456.0000000001") + Decimal("0.0000000001") * i for i in range(40)]
+    rows = [{"id": key, "body": f"keyed {i} {WORDS[i % len(WORDS)]}"} for i, key in enumerate(keys)]
+    rest = _interrupted_then_resumed(mysql_engine, model, rows, 10, [(k,) for k in sorted(keys)])
     assert (rest.rows_read, rest.rows_fingerprinted) == (20, 20)
 
 
