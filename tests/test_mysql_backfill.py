@@ -501,6 +501,20 @@ def test_cli_backfills_a_mixin_table_from_a_mysql_url(mysql_engine: Engine) -> N
     assert _check_all(mysql_engine, Doc) == (featured, featured)
 
 
+def test_cli_on_a_table_the_registry_does_not_know_says_what_to_do(mysql_engine: Engine) -> None:
+    """A mixin table made by create_all, no registry: the command line cannot know its text
+    columns; it says so and names the call that can (the model knows them)."""
+    Base.metadata.create_all(mysql_engine, tables=[Doc.__table__])  # type: ignore[list-item]
+    _insert(mysql_engine, Doc, _texts(5))
+    done = subprocess.run(
+        _cli(_cli_url(mysql_engine)), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        env=_environment(), timeout=120, check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "not attached" in done.stderr and "simsql.backfill(engine, Model)" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 KILL_ROWS = 30_000
 
 

@@ -100,7 +100,9 @@ def _resolve(connection: Connection, target: type | str, schema: str | None, fin
         entry = registry.read(connection, target, schema)
         if entry is None:
             raise NotAttached(
-                f"{schema}.{target} is not attached to simsql (no registry entry); run `simsql attach` or op.add_simhash() first"
+                f"{schema}.{target} is not attached to simsql (no registry entry), so its text columns are unknown: "
+                "run `simsql attach` or op.add_simhash() first; for a model's own table (SimHashMixin or "
+                "simsql.attach(Model, ...)) call simsql.backfill(engine, Model), which reads them from the model"
             )
         table, source, names = target, entry.source, entry.names
         chosen = fingerprinter or registry.fingerprinter_from_settings(entry.settings)
