@@ -147,7 +147,7 @@ def measure(engine: Engine, size: int, workers: list[int], repeat: int) -> dict[
 # -- MySQL: three ways to write a batch without arrays ---------------------------------------------
 
 
-def _strategies(batch: list[tuple[int, int, str]]) -> dict[str, Callable[[Any], None]]:
+def _strategies(batch: list[tuple[Any, int | None, str]]) -> dict[str, Callable[[Any], None]]:
     table = BackfillArticle.__tablename__
     update = "SET b.simhash = v.fp, b.simhash_src = v.src WHERE b.simhash IS NULL OR b.simhash_src IS NULL"
 

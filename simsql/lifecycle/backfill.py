@@ -9,14 +9,20 @@ Guarantees, and how they are kept:
 * **Concurrent writers win.** Every fingerprint is written with the digest of the text it was
   computed from, and the database stores it only if the row still holds that text: the row
   trigger checks it in columns mode; in side-table mode the write locks the user's rows
-  (``FOR SHARE``) and compares digests, so a writer that changed a row after it was read
-  either commits first (the fingerprint is not stored) or waits (its trigger then removes
-  it). Rows skipped that way are picked up by the catch-up pass that follows the main pass.
+  (``FOR SHARE``; ``LOCK IN SHARE MODE`` on MySQL/MariaDB, which under ``READ COMMITTED``
+  would otherwise read a snapshot) and compares digests, so a writer that changed a row after
+  it was read either commits first (the fingerprint is not stored) or waits (its trigger then
+  removes it). Rows skipped that way are picked up by the catch-up pass that follows the main pass.
 * **Bounded.** Batches are cut by ``batch_size`` rows *and* ``max_batch_bytes`` of text, so
   a table of multi-megabyte documents does not need gigabytes; every statement runs under
-  ``lock_timeout`` / ``statement_timeout``.
+  ``lock_timeout`` / ``statement_timeout`` (their MySQL/MariaDB counterparts: see
+  :mod:`.apply`).
 * **Throughput.** Fingerprinting runs in worker processes while the main process reads the
   next batch and writes the previous one, so database time and CPU time overlap.
+
+The flow here is the same on every server; the statements, which differ (PostgreSQL writes a
+batch over ``unnest()`` arrays, MySQL/MariaDB through a session temporary table), are in
+:mod:`.backfill_sql`.
 """
 
 from __future__ import annotations
@@ -83,7 +89,7 @@ def _fingerprint_batch(fingerprinter: Fingerprinter, texts: list[str | None]) ->
     return [next(fingerprints) if t is not None else None for t in texts]
 
 
-def _resolve(connection: Connection, target: type | str, schema: str | None, fingerprinter: Fingerprinter | None) -> _Job:
+def _resolve(connection: Connection, target: type | str, schema: str | None, fingerprinter: Fingerprinter | None) -> Job:
     if isinstance(target, type):
         binding = binding_for(target)
         base: Any = binding.model.__table__  # type: ignore[attr-defined]
@@ -116,7 +122,7 @@ def _resolve(connection: Connection, target: type | str, schema: str | None, fin
             f"attached by simsql 0.1 is upgraded in place, fingerprints kept, by running `simsql attach --table {table}` "
             "again with the same settings)"
         )
-    return _Job(schema, table, info.keys, info.key_types, source, names, chosen)
+    return Job(schema, table, info.keys, info.key_types, source, names, chosen)
 
 
 def _read_progress(connection: Connection, sql: BatchSQL) -> tuple[str, list[Any] | None, bool]:
@@ -165,7 +171,7 @@ class _Counters:
 class _Run:
     """One backfill: reads keyset batches, fingerprints them (in workers), writes them."""
 
-    def __init__(self, engine: Engine, job: _Job, options: dict[str, Any], pool: ProcessPoolExecutor | None) -> None:
+    def __init__(self, engine: Engine, job: Job, options: dict[str, Any], pool: ProcessPoolExecutor | None) -> None:
         self.engine, self.job, self.pool = engine, job, pool
         self.sql = batch_sql(engine.dialect, job)
         self.batch_size: int = options["batch_size"]
@@ -334,7 +340,7 @@ def backfill(
             engine.dispose()
 
 
-def fill(engine: Engine, job: _Job, label: str, options: dict[str, Any], workers: int | None) -> BackfillResult:
+def fill(engine: Engine, job: Job, label: str, options: dict[str, Any], workers: int | None) -> BackfillResult:
     """Run one resolved job to the end (the body of :func:`backfill`; a refingerprint runs
     its shadow set through it)."""
     started = time.perf_counter()
@@ -358,7 +364,7 @@ def fill(engine: Engine, job: _Job, label: str, options: dict[str, Any], workers
     return BackfillResult(c.read, c.fingerprinted, c.empty, c.skipped, c.batches, time.perf_counter() - started, resumed)
 
 
-def fill_locked(connection: Connection, job: _Job, batch_size: int = 2000) -> int:
+def fill_locked(connection: Connection, job: Job, batch_size: int = 2000) -> int:
     """Fingerprint, in the connection's open transaction and in this process, every row the
     job still lacks; returns how many were stored. For the last rows of a refingerprint,
     while it holds a lock that keeps writers out (so none can be missed)."""
@@ -405,7 +411,7 @@ def _writer(engine: Engine, sql: BatchSQL) -> Iterator[Connection]:
                 writer.rollback()
                 sql.release(writer)
                 writer.commit()
-            except DBAPIError:
+            except Exception:  # noqa: BLE001 - best effort: the run's own error follows
                 writer.invalidate()
             raise
         sql.release(writer)

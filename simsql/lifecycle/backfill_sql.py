@@ -210,9 +210,11 @@ class MySQLBatchSQL(BatchSQL):
 
     No arrays, no ``UPDATE ... FROM``, no ``RETURNING`` on updates: a batch is loaded (one
     multi-row INSERT) into a session temporary table whose key columns have the key's own type
-    and collation, and joined from there. Measured on MariaDB 10.11 against a ``JSON_TABLE``
-    and a ``UNION ALL`` list, 20k rows: within noise of each other; the temporary table needs no
-    JSON or literal spelling of keys (binary, collations, 64-bit unsigned), so it was kept.
+    and collation, and joined from there. ``python -m benchmarks.backfill --strategies`` times
+    it against a ``JSON_TABLE`` over one JSON document and a ``UNION ALL`` of one-row SELECTs:
+    on MariaDB 10.11, 20k rows, it was level with ``JSON_TABLE`` and faster than ``UNION ALL``,
+    and it needs no JSON or literal spelling of keys (binary keys, collations, 64-bit unsigned
+    numbers all arrive as the key's own type).
 
     The guards are PostgreSQL's: in columns mode the row trigger (``BEFORE UPDATE``) nulls a
     fingerprint whose digest is not the row's text; in side-table mode the user's rows are
@@ -225,8 +227,8 @@ class MySQLBatchSQL(BatchSQL):
     DEADLOCK_ERROR = 1213  # ER_LOCK_DEADLOCK: InnoDB rolled the transaction back
 
     def __init__(self, job: Job) -> None:
-        super().__init__(job)
         self.batch = f"{self.quote(job.schema)}.{self.quote(BATCH_TABLE)}"
+        super().__init__(job)
         keys = [f"k_{i}" for i in range(self.key_count)]
         self.create = text(
             f"CREATE TEMPORARY TABLE {self.batch} ("
@@ -272,8 +274,7 @@ class MySQLBatchSQL(BatchSQL):
         return bool(arguments) and arguments[0] == self.DEADLOCK_ERROR
 
     def _write(self, keys: list[str]) -> Any:
-        job = self.job
-        batch = f"{self.quote(job.schema)}.{self.quote(BATCH_TABLE)}"
+        job, batch = self.job, self.batch
         match = " AND ".join(f"b.{k} = v.k_{i}" for i, k in enumerate(keys))
         fp, src = self.quote(job.names.fingerprint), self.quote(job.names.digest)
         if job.names.side is None:
