@@ -30,6 +30,8 @@ BLOCK_COUNT = 4
 
 REGISTRY_TABLE = "simsql_registry"
 PROGRESS_TABLE = "simsql_backfill"
+BATCH_TABLE = "simsql_backfill_batch"
+"""MySQL/MariaDB: the session temporary table a backfill loads each batch into (no arrays there)."""
 
 Mode = Literal["columns", "side_table"]
 
@@ -247,6 +249,7 @@ class Attachment:
 
 __all__ = [
     "Attachment",
+    "BATCH_TABLE",
     "BLOCK_COUNT",
     "DEFAULT_PREFIX",
     "MAX_IDENTIFIER_BYTES",

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 from .test_cli import cli, failed, ok
-from .test_mysql_lifecycle import BODIES, _build, _fingerprint, _state
+from .test_mysql_lifecycle import BODIES, _build, _state
 
 ATTACH = ("attach", "--table", "docs", "--text-column", "title", "--text-column", "body")
 
@@ -40,7 +40,8 @@ def test_attach_status_similar_dupes_detach(mysql_engine: Engine, url: str) -> N
     assert [(s["table"].split(".")[-1], s["mode"], s["rows"], s["fingerprinted"], s["missing"]) for s in status] == [
         ("docs", "columns", 5, 0, 4)
     ]
-    _fingerprint(mysql_engine)  # what `simsql backfill` does
+    backfilled = ok(cli("backfill", "--table", "docs", url=url))
+    assert "fingerprinted 4 rows" in backfilled.stdout, backfilled.stdout
     status = json.loads(ok(cli("status", "--format", "json", url=url)).stdout)
     assert (status[0]["fingerprinted"], status[0]["missing"], status[0]["stale"]) == (4, 0, 0)
 
@@ -107,6 +108,7 @@ def test_the_readmes_mysql_commands_run_as_written(mysql_engine: Engine, url: st
     result = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, f"stdout: {result.stdout}\nstderr: {result.stderr}"
     assert "attached " in result.stdout and "as before attach" in result.stdout
+    assert "fingerprinted 5 rows" in result.stdout, result.stdout
     with mysql_engine.connect() as connection:
         after = connection.execute(text("SHOW CREATE TABLE articles")).one()[1], connection.execute(text("CHECKSUM TABLE articles")).one()[1]
     assert after == before

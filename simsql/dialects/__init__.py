@@ -377,23 +377,6 @@ def check_server(connection: Connection) -> None:
     _backend(connection.dialect).check_server(connection)
 
 
-def refuse_lifecycle(dialect: Dialect) -> None:
-    """Backfill and refingerprint speak PostgreSQL only, for now: refuse MySQL/MariaDB before
-    any of their SQL runs (attach, detach, status, indexes and simsql's own migrations run
-    on both)."""
-    if is_mysql(dialect):
-        raise UnsupportedDatabase(
-            f"simsql's backfill and refingerprint do not run on {describe_server(dialect)} yet; there, rows get "
-            "their fingerprints when written through the ORM (SimHashMixin, or simsql.attach(Model, source=[...]))"
-        )
-
-
-def check_lifecycle_server(connection: Connection) -> None:
-    """:func:`check_server`, for backfill and refingerprint (see :func:`refuse_lifecycle`)."""
-    refuse_lifecycle(connection.dialect)
-    check_server(connection)
-
-
 def current_schema(connection: Connection) -> str:
     """The schema (MySQL: database) unqualified names resolve to."""
     return str(_backend(connection.dialect).current_schema(connection))
@@ -452,8 +435,6 @@ __all__ = [
     "backend",
     "block_computed",
     "block_expression_sql",
-    "check_lifecycle_server",
-    "refuse_lifecycle",
     "check_server",
     "current_schema",
     "describe_server",

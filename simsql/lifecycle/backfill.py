@@ -9,19 +9,24 @@ Guarantees, and how they are kept:
 * **Concurrent writers win.** Every fingerprint is written with the digest of the text it was
   computed from, and the database stores it only if the row still holds that text: the row
   trigger checks it in columns mode; in side-table mode the write locks the user's rows
-  (``FOR SHARE``) and compares digests, so a writer that changed a row after it was read
-  either commits first (the fingerprint is not stored) or waits (its trigger then removes
-  it). Rows skipped that way are picked up by the catch-up pass that follows the main pass.
+  (``FOR SHARE``; ``LOCK IN SHARE MODE`` on MySQL/MariaDB, which under ``READ COMMITTED``
+  would otherwise read a snapshot) and compares digests, so a writer that changed a row after
+  it was read either commits first (the fingerprint is not stored) or waits (its trigger then
+  removes it). Rows skipped that way are picked up by the catch-up pass that follows the main pass.
 * **Bounded.** Batches are cut by ``batch_size`` rows *and* ``max_batch_bytes`` of text, so
   a table of multi-megabyte documents does not need gigabytes; every statement runs under
-  ``lock_timeout`` / ``statement_timeout``.
+  ``lock_timeout`` / ``statement_timeout`` (their MySQL/MariaDB counterparts: see
+  :mod:`.apply`).
 * **Throughput.** Fingerprinting runs in worker processes while the main process reads the
   next batch and writes the previous one, so database time and CPU time overlap.
+
+The flow here is the same on every server; the statements, which differ (PostgreSQL writes a
+batch over ``unnest()`` arrays, MySQL/MariaDB through a session temporary table), are in
+:mod:`.backfill_sql`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
@@ -37,14 +42,14 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from .. import registry
-from ..bits import to_signed
-from ..dialects import check_lifecycle_server as check_server
+from ..dialects import check_server
 from ..errors import ConfigMismatch, LockTimeout, NotAttached, SchemaError
 from ..fingerprint import Fingerprinter
-from ..schema import PROGRESS_TABLE, Names
-from ..storage import binding_for, digest_sql, join_text, quote, text_digest
+from ..schema import PROGRESS_TABLE
+from ..storage import binding_for, join_text, text_digest
 from ..urls import engine_for
 from . import apply, catalog
+from .backfill_sql import BatchSQL, Fingerprinted, Job, batch_sql
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -73,23 +78,8 @@ class BackfillResult:
         return self.rows_read / self.seconds if self.seconds > 0 else 0.0
 
 
-@dataclass(frozen=True)
-class _Job:
-    """One table to backfill, resolved from the registry or a mapped class."""
-
-    schema: str
-    table: str
-    keys: tuple[str, ...]
-    key_types: tuple[str, ...]
-    source: tuple[str, ...]
-    names: Names
-    fingerprinter: Fingerprinter
-    cursor: str | None = None
-    """Key of the resume cursor in ``simsql_backfill`` (default: the table's name)."""
-
-    @property
-    def cursor_key(self) -> str:
-        return self.cursor or self.table
+_Job = Job
+"""Former name of :class:`~simsql.lifecycle.backfill_sql.Job` (refingerprint builds one)."""
 
 
 def _fingerprint_batch(fingerprinter: Fingerprinter, texts: list[str | None]) -> list[int | None]:
@@ -99,7 +89,7 @@ def _fingerprint_batch(fingerprinter: Fingerprinter, texts: list[str | None]) ->
     return [next(fingerprints) if t is not None else None for t in texts]
 
 
-def _resolve(connection: Connection, target: type | str, schema: str | None, fingerprinter: Fingerprinter | None) -> _Job:
+def _resolve(connection: Connection, target: type | str, schema: str | None, fingerprinter: Fingerprinter | None) -> Job:
     if isinstance(target, type):
         binding = binding_for(target)
         base: Any = binding.model.__table__  # type: ignore[attr-defined]
@@ -116,7 +106,9 @@ def _resolve(connection: Connection, target: type | str, schema: str | None, fin
         entry = registry.read(connection, target, schema)
         if entry is None:
             raise NotAttached(
-                f"{schema}.{target} is not attached to simsql (no registry entry); run `simsql attach` or op.add_simhash() first"
+                f"{schema}.{target} is not attached to simsql (no registry entry), so its text columns are unknown: "
+                "run `simsql attach` or op.add_simhash() first; for a model's own table (SimHashMixin or "
+                "simsql.attach(Model, ...)) call simsql.backfill(engine, Model), which reads them from the model"
             )
         table, source, names = target, entry.source, entry.names
         chosen = fingerprinter or registry.fingerprinter_from_settings(entry.settings)
@@ -130,112 +122,28 @@ def _resolve(connection: Connection, target: type | str, schema: str | None, fin
             f"attached by simsql 0.1 is upgraded in place, fingerprints kept, by running `simsql attach --table {table}` "
             "again with the same settings)"
         )
-    return _Job(schema, table, info.keys, info.key_types, source, names, chosen)
+    return Job(schema, table, info.keys, info.key_types, source, names, chosen)
 
 
-class _Statements:
-    """SQL for one job; identifiers quoted, values always bound, key values cast to the key's
-    own type (a cursor over ``bytea`` or ``uuid`` keys resumes exactly)."""
-
-    def __init__(self, job: _Job) -> None:
-        keys = [quote(k) for k in job.keys]
-        self.key_count = len(keys)
-        self.base = f"{quote(job.schema)}.{quote(job.table)}"
-        key_list = ", ".join(f"b.{k}" for k in keys)
-        last = [f"CAST(:last_{i} AS {t})" for i, t in enumerate(job.key_types)]
-        after = f"({key_list}) > ({', '.join(last)})" if len(keys) > 1 else f"b.{keys[0]} > {last[0]}"
-        if job.names.side is None:
-            # A fingerprint without its text's digest (stored by simsql 0.1, or a raw loader) is
-            # unverified: fingerprinted again.
-            missing = f"(b.{quote(job.names.fingerprint)} IS NULL OR b.{quote(job.names.digest)} IS NULL)"
-            source_from = f"{self.base} AS b"
-        else:
-            side = f"{quote(job.schema)}.{quote(job.names.side)}"
-            side_keys = [quote(k) for k in job.names.side_keys(job.keys)]
-            join = " AND ".join(f"s.{s} = b.{k}" for s, k in zip(side_keys, keys))
-            source_from = f"{self.base} AS b LEFT JOIN {side} AS s ON {join}"
-            missing = f"(s.{side_keys[0]} IS NULL OR s.{quote(job.names.digest)} IS NULL)"
-        size = " + ".join(f"coalesce(octet_length(b.{quote(c)}), 0)" for c in job.source)
-        # As text, the way the digest reads them (char(n) loses its padding in both).
-        texts = ", ".join(f"CAST(b.{quote(c)} AS text)" for c in job.source)
-        tail = f"ORDER BY {key_list} LIMIT :limit"
-        self.sizes = {
-            False: text(f"SELECT {size} FROM {source_from} WHERE {missing} {tail}"),
-            True: text(f"SELECT {size} FROM {source_from} WHERE {missing} AND {after} {tail}"),
-        }
-        self.rows = {
-            False: text(f"SELECT {key_list}, {texts} FROM {source_from} WHERE {missing} {tail}"),
-            True: text(f"SELECT {key_list}, {texts} FROM {source_from} WHERE {missing} AND {after} {tail}"),
-        }
-        self.count = text(f"SELECT count(*) FROM {source_from} WHERE {missing}")
-        self.write = self._write(job, keys)
-
-    def _write(self, job: _Job, keys: list[str]) -> Any:
-        arrays = ", ".join(
-            [f"CAST(:k_{i} AS {t}[])" for i, t in enumerate(job.key_types)]
-            + ["CAST(:fps AS bigint[])", "CAST(:srcs AS uuid[])"]
-        )
-        columns = ", ".join([f"k_{i}" for i in range(len(keys))] + ["fp", "src"])
-        match = " AND ".join(f"b.{k} = v.k_{i}" for i, k in enumerate(keys))
-        fp, src = quote(job.names.fingerprint), quote(job.names.digest)
-        if job.names.side is None:
-            # The row trigger keeps the fingerprint only if src is the digest of the row's text.
-            return text(
-                f"UPDATE {self.base} AS b SET {fp} = v.fp, {src} = v.src FROM unnest({arrays}) AS v({columns}) "
-                f"WHERE {match} AND (b.{fp} IS NULL OR b.{src} IS NULL) RETURNING b.{fp} IS NOT NULL"
-            )
-        side = f"{quote(job.schema)}.{quote(job.names.side)}"
-        side_keys = ", ".join(quote(k) for k in job.names.side_keys(job.keys))
-        return text(
-            f"INSERT INTO {side} ({side_keys}, {fp}, {src}) "
-            f"SELECT {', '.join(f'v.k_{i}' for i in range(len(keys)))}, v.fp, v.src FROM unnest({arrays}) AS v({columns}) "
-            f"JOIN {self.base} AS b ON {match} WHERE {digest_sql(job.source, 'b.')} = v.src "
-            f"ORDER BY {', '.join(f'v.k_{i}' for i in range(len(keys)))} FOR SHARE OF b "
-            f"ON CONFLICT ({side_keys}) DO UPDATE SET {fp} = excluded.{fp}, {src} = excluded.{src} "
-            f"WHERE {side}.{src} IS NULL RETURNING {fp} IS NOT NULL"
-        )
-
-
-def _encode_key(value: Any) -> Any:
-    """A key value as JSON that PostgreSQL casts back to the key's type."""
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return "\\x" + bytes(value).hex()
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
-
-
-def _cursor_params(cursor: Sequence[Any]) -> dict[str, Any]:
-    return {f"last_{i}": None if v is None else str(_encode_key(v)) for i, v in enumerate(cursor)}
-
-
-def _read_progress(connection: Connection, job: _Job) -> tuple[str, list[Any] | None, bool]:
+def _read_progress(connection: Connection, sql: BatchSQL) -> tuple[str, list[Any] | None, bool]:
+    job = sql.job
     row = connection.execute(
         text(f"SELECT config_id, phase, last_key FROM {PROGRESS_TABLE} WHERE table_schema = :schema AND table_name = :table"),
         {"schema": job.schema, "table": job.cursor_key},
     ).first()
     if row is None or row.phase == "done" or row.config_id != job.fingerprinter.config_id:
         return "scan", None, False
-    return row.phase, row.last_key, True
+    return row.phase, sql.resume_cursor(row.last_key), True
 
 
-def _save_progress(connection: Connection, job: _Job, phase: str, last_key: Sequence[Any] | None, rows: int) -> None:
-    connection.execute(
-        text(
-            f"INSERT INTO {PROGRESS_TABLE} (table_schema, table_name, config_id, phase, last_key, rows_done) "
-            "VALUES (:schema, :table, :config, :phase, CAST(:last_key AS jsonb), :rows) "
-            "ON CONFLICT (table_schema, table_name) DO UPDATE SET config_id = excluded.config_id, phase = excluded.phase, "
-            f"last_key = excluded.last_key, rows_done = {PROGRESS_TABLE}.rows_done + excluded.rows_done, updated_at = now()"
-        ),
-        {
-            "schema": job.schema,
-            "table": job.cursor_key,
-            "config": job.fingerprinter.config_id,
-            "phase": phase,
-            "last_key": None if last_key is None else json.dumps([_encode_key(v) for v in last_key]),
-            "rows": rows,
-        },
-    )
+def _to_store(keys: Sequence[Sequence[Any]], fingerprints: Sequence[int | None], texts: Sequence[str | None], side: bool) -> list[Fingerprinted]:
+    """What a batch writes: every fingerprint, and in side-table mode also a row for text
+    without features (a NULL fingerprint with its digest, so the row is not read again)."""
+    return [
+        Fingerprinted(k, f, text_digest(t))
+        for k, f, t in zip(keys, fingerprints, texts)
+        if t is not None and (f is not None or side)
+    ]
 
 
 @dataclass
@@ -263,9 +171,9 @@ class _Counters:
 class _Run:
     """One backfill: reads keyset batches, fingerprints them (in workers), writes them."""
 
-    def __init__(self, engine: Engine, job: _Job, options: dict[str, Any], pool: ProcessPoolExecutor | None) -> None:
+    def __init__(self, engine: Engine, job: Job, options: dict[str, Any], pool: ProcessPoolExecutor | None) -> None:
         self.engine, self.job, self.pool = engine, job, pool
-        self.statements = _Statements(job)
+        self.sql = batch_sql(engine.dialect, job)
         self.batch_size: int = options["batch_size"]
         self.max_bytes: int = options["max_batch_bytes"]
         self.timeouts: apply.Timeouts = options["timeouts"]
@@ -278,20 +186,20 @@ class _Run:
         """The next rows after ``cursor``: at most ``batch_size`` rows and ``max_batch_bytes`` of
         text (always at least one row). Sizes are read first, without the texts."""
         apply.set_timeouts(reader, self.timeouts)
-        params: dict[str, Any] = {"limit": self.batch_size, **(_cursor_params(cursor) if cursor else {})}
-        sizes = list(reader.execute(self.statements.sizes[cursor is not None], params).scalars())
+        params: dict[str, Any] = {"limit": self.batch_size, **(self.sql.cursor_params(cursor) if cursor else {})}
+        sizes = list(reader.execute(self.sql.sizes[cursor is not None], params).scalars())
         budget, count = self.max_bytes, 0
         for size in sizes:
             if count and size > budget:
                 break
             budget -= size
             count += 1
-        rows = list(reader.execute(self.statements.rows[cursor is not None], {**params, "limit": max(count, 1)})) if sizes else []
+        rows = list(reader.execute(self.sql.rows[cursor is not None], {**params, "limit": max(count, 1)})) if sizes else []
         reader.rollback()
         return rows
 
     def submit(self, rows: list[Any], phase: str) -> _Batch | None:
-        n = self.statements.key_count
+        n = self.sql.key_count
         rows = [r for r in rows if tuple(r[:n]) not in self.counters.seen_empty]  # found empty earlier in this run
         if not rows:
             return None
@@ -310,27 +218,17 @@ class _Run:
                 break
             except DBAPIError as error:
                 writer.rollback()
-                if getattr(getattr(error, "orig", None), "sqlstate", None) != "40P01" or attempt == RETRIES:
+                if not self.sql.is_deadlock(error) or attempt == RETRIES:
                     raise
                 time.sleep(0.05 * (attempt + 1))  # deadlocked with a writer: it won, try again
         self._count(batch, fingerprints, written)
 
     def _write_once(self, writer: Connection, batch: _Batch, fingerprints: list[int | None]) -> int:
         apply.set_timeouts(writer, self.timeouts)
-        side = self.job.names.side is not None
-        chosen = [
-            (k, None if f is None else to_signed(f), None if t is None else str(text_digest(t)))
-            for k, f, t in zip(batch.keys, fingerprints, batch.texts)
-            if f is not None or (side and t is not None)
-        ]
-        written = 0
-        if chosen:
-            params: dict[str, Any] = {f"k_{i}": [k[i] for k, _, _ in chosen] for i in range(self.statements.key_count)}
-            params["fps"] = [f for _, f, _ in chosen]
-            params["srcs"] = [s for _, _, s in chosen]
-            written = sum(1 for stored in writer.execute(self.statements.write, params).scalars() if stored)
+        chosen = _to_store(batch.keys, fingerprints, batch.texts, self.job.names.side is not None)
+        written = self.sql.store(writer, chosen) if chosen else 0
         if self.has_progress_table:
-            _save_progress(writer, self.job, batch.phase, batch.keys[-1], len(batch.keys))
+            self.sql.save_progress(writer, batch.phase, batch.keys[-1], len(batch.keys))
         writer.commit()
         return written
 
@@ -353,7 +251,7 @@ class _Run:
         while True:
             rows = self.read(reader, cursor)
             if rows:
-                cursor = list(rows[-1][: self.statements.key_count])
+                cursor = list(rows[-1][: self.sql.key_count])
                 batch = self.submit(rows, phase)
                 if batch is not None:
                     in_flight.append(batch)
@@ -442,16 +340,17 @@ def backfill(
             engine.dispose()
 
 
-def fill(engine: Engine, job: _Job, label: str, options: dict[str, Any], workers: int | None) -> BackfillResult:
+def fill(engine: Engine, job: Job, label: str, options: dict[str, Any], workers: int | None) -> BackfillResult:
     """Run one resolved job to the end (the body of :func:`backfill`; a refingerprint runs
     its shadow set through it)."""
     started = time.perf_counter()
     timeouts: apply.Timeouts = options["timeouts"]
     with _explained_timeouts(engine, label, timeouts), engine.connect() as connection:
         apply.set_timeouts(connection, timeouts)
+        sql = batch_sql(connection.dialect, job)
         has_progress_table = registry.progress_exists(connection)
-        phase, last_key, resumed = _read_progress(connection, job) if has_progress_table else ("scan", None, False)
-        total = int(connection.execute(_Statements(job).count).scalar_one())
+        phase, last_key, resumed = _read_progress(connection, sql) if has_progress_table else ("scan", None, False)
+        total = int(connection.execute(sql.count).scalar_one())
         connection.commit()
     options = dict(options, has_progress_table=has_progress_table, total=total)
     run = _Run(engine, job, options, _pool(workers, total, options["batch_size"]))
@@ -465,39 +364,55 @@ def fill(engine: Engine, job: _Job, label: str, options: dict[str, Any], workers
     return BackfillResult(c.read, c.fingerprinted, c.empty, c.skipped, c.batches, time.perf_counter() - started, resumed)
 
 
-def fill_locked(connection: Connection, job: _Job, batch_size: int = 2000) -> int:
+def fill_locked(connection: Connection, job: Job, batch_size: int = 2000) -> int:
     """Fingerprint, in the connection's open transaction and in this process, every row the
     job still lacks; returns how many were stored. For the last rows of a refingerprint,
     while it holds a lock that keeps writers out (so none can be missed)."""
-    statements = _Statements(job)
-    n, cursor, stored = statements.key_count, None, 0
+    sql = batch_sql(connection.dialect, job)
+    n, cursor, stored = sql.key_count, None, 0
+    sql.prepare(connection)
     while True:
-        params: dict[str, Any] = {"limit": batch_size, **(_cursor_params(cursor) if cursor else {})}
-        rows = list(connection.execute(statements.rows[cursor is not None], params))
+        params: dict[str, Any] = {"limit": batch_size, **(sql.cursor_params(cursor) if cursor else {})}
+        rows = list(connection.execute(sql.rows[cursor is not None], params))
         if not rows:
+            sql.release(connection)
             return stored
         cursor = list(rows[-1][:n])
         texts = [_row_text(r[n:]) for r in rows]
-        fingerprints = _fingerprint_batch(job.fingerprinter, texts)
-        side = job.names.side is not None
-        chosen = [
-            (list(r[:n]), None if f is None else to_signed(f), None if t is None else str(text_digest(t)))
-            for r, f, t in zip(rows, fingerprints, texts)
-            if f is not None or (side and t is not None)
-        ]
+        chosen = _to_store([r[:n] for r in rows], _fingerprint_batch(job.fingerprinter, texts), texts, job.names.side is not None)
         if chosen:
-            values: dict[str, Any] = {f"k_{i}": [k[i] for k, _, _ in chosen] for i in range(n)}
-            values["fps"], values["srcs"] = [f for _, f, _ in chosen], [s for _, _, s in chosen]
-            stored += sum(1 for ok in connection.execute(statements.write, values).scalars() if ok)
+            stored += sql.store(connection, chosen)
 
 
 def _run_phases(run: _Run, phase: str, last_key: list[Any] | None) -> None:
     """The scan, then a catch-up pass for rows changed behind the cursor while it ran."""
-    with run.engine.connect() as reader, run.engine.connect() as writer:
+    with run.engine.connect() as reader, _writer(run.engine, run.sql) as writer:
         for current in ("scan", "catchup"):
             if current == "scan" and phase == "catchup":
                 continue
             run.phase(reader, writer, current, last_key if current == phase else None)
         if run.has_progress_table:
-            _save_progress(writer, run.job, "done", None, 0)
+            run.sql.save_progress(writer, "done", None, 0)
             writer.commit()
+
+
+@contextmanager
+def _writer(engine: Engine, sql: BatchSQL) -> Iterator[Connection]:
+    """A connection prepared for :meth:`BatchSQL.store` (MySQL: its batch table), released
+    after. If the run failed and even the release fails, the session is discarded rather than
+    returned to the pool: the run's own error is the one to report."""
+    with engine.connect() as writer:
+        sql.prepare(writer)
+        writer.commit()
+        try:
+            yield writer
+        except BaseException:
+            try:
+                writer.rollback()
+                sql.release(writer)
+                writer.commit()
+            except Exception:  # noqa: BLE001 - best effort: the run's own error follows
+                writer.invalidate()
+            raise
+        sql.release(writer)
+        writer.commit()
