@@ -18,13 +18,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from sqlalchemy import Column, ForeignKeyConstraint, Index, Integer, Table, event, inspect, text
+from sqlalchemy import (
+    Column,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    Table,
+    event,
+    inspect,
+    text,
+)
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Mapped, Mapper, declared_attr, mapped_column
 from sqlalchemy.orm.attributes import get_history
 
-from . import registry
-from . import dialects
+from . import dialects, registry
 from .dialects import BLOCK_COUNT, block_computed, block_expression_sql
 from .errors import NotAttached, SchemaError
 from .fingerprint import DEFAULT, Fingerprinter
@@ -65,8 +73,10 @@ def quote(name: str) -> str:
 
 
 def digest_sql(columns: Sequence[str], row: str = "") -> str:
-    """SQL for the digest of a row's text; ``row`` qualifies the columns (``NEW.``, ``b.``)."""
-    return f"CAST(md5(concat_ws(chr(10), {', '.join(row + quote(c) for c in columns)})) AS uuid)"
+    """SQL for the digest of a row's text; ``row`` qualifies the columns (``NEW.``, ``b.``).
+    md5 of the text's UTF-8 bytes, as :func:`text_digest` computes it, whatever the database's
+    encoding (``md5(text)`` would hash a LATIN1 database's own bytes)."""
+    return f"CAST(md5(convert_to(concat_ws(chr(10), {', '.join(row + quote(c) for c in columns)}), 'UTF8')) AS uuid)"
 
 
 def row_trigger_body(names: Names, source: Sequence[str], *, derive_blocks: bool) -> str:

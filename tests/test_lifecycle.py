@@ -547,3 +547,39 @@ def test_a_table_dropped_by_raw_sql_can_be_created_again(engine: Engine) -> None
             "AND pronamespace = current_schema()::regnamespace"
         )).scalar_one()
     assert source.strip() == "BEGIN RETURN NEW; END"
+
+
+@pytest.mark.parametrize("side_table", [False, True])
+def test_text_in_a_non_utf8_database_keeps_its_fingerprint(admin_engine: Engine, side_table: bool) -> None:
+    """The digest is md5 of the text's UTF-8 bytes whatever the database's encoding: in a
+    LATIN1 database, ``md5(text)`` hashes LATIN1 bytes, so accented text never matched its
+    digest and no fingerprint of it was kept."""
+    import uuid
+
+    from sqlalchemy import create_engine
+
+    name = f"latin1_{uuid.uuid4().hex[:10]}"
+    with admin_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        connection.execute(
+            text(f"CREATE DATABASE \"{name}\" ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+        )
+    engine = create_engine(admin_engine.url.set(database=name))
+    try:
+        body = "Café au lait, crème brûlée and a naïve façade"
+        with engine.begin() as connection:
+            connection.execute(text("CREATE TABLE notes (id int PRIMARY KEY, body text)"))
+            connection.execute(text("INSERT INTO notes VALUES (1, :b)"), {"b": body})
+        simsql.alembic.upgrade(engine)
+        simsql.attach_table(engine, "notes", source=["body"], side_table=side_table)
+        result = simsql.backfill(engine, "notes")
+        assert (result.rows_fingerprinted, result.rows_skipped_changed) == (1, 0)
+        (status,) = simsql.status(engine)
+        assert (status.rows_fingerprinted, status.rows_missing, status.rows_stale) == (1, 0, 0)
+        holder = "notes_simhash" if side_table else "notes"
+        with engine.connect() as connection:
+            stored = connection.execute(text(f"SELECT simhash FROM {holder} WHERE id = 1")).scalar_one()
+        assert simsql.to_unsigned(stored) == simsql.Fingerprinter().fingerprint(body)
+    finally:
+        engine.dispose()
+        with admin_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            connection.execute(text(f'DROP DATABASE "{name}"'))

@@ -192,3 +192,24 @@ def test_refingerprint_not_built_for_mysql_is_refused_clearly_not_half_run(mysql
 def _run_raw(engine: Engine, sql: str) -> None:
     with engine.begin() as connection:
         connection.execute(text(sql))
+
+
+@pytest.mark.parametrize("side_table", [False, True])
+def test_text_in_a_non_utf8_column_keeps_its_fingerprint(mysql_engine: Engine, side_table: bool) -> None:
+    """The digest is md5 of the text's UTF-8 bytes on every server, whatever the column's
+    character set: a latin1 column used to be hashed in latin1, so no fingerprint of accented
+    text was ever kept (backfill counted it "changed" on every run)."""
+    body = "Café au lait, crème brûlée and a naïve façade"
+    _run_raw(mysql_engine, "CREATE TABLE notes (id INT PRIMARY KEY, body TEXT CHARACTER SET latin1)")
+    with mysql_engine.begin() as connection:
+        connection.execute(text("INSERT INTO notes VALUES (1, :b)"), {"b": body})
+    simsql.alembic.upgrade(mysql_engine)
+    simsql.attach_table(mysql_engine, "notes", source=["body"], side_table=side_table)
+    result = simsql.backfill(mysql_engine, "notes")
+    assert (result.rows_fingerprinted, result.rows_skipped_changed) == (1, 0)
+    (status,) = simsql.status(mysql_engine)
+    assert (status.rows_fingerprinted, status.rows_missing, status.rows_stale) == (1, 0, 0)
+    holder = "notes_simhash" if side_table else "notes"
+    with mysql_engine.connect() as connection:
+        stored = connection.execute(text(f"SELECT simhash FROM {holder} WHERE id = 1")).scalar_one()
+    assert stored == Fingerprinter().fingerprint(body)

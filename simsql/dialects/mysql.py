@@ -20,8 +20,23 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.pool import Pool
 from sqlalchemy.schema import CreateIndex
 
-from . import COVERING_INFO, MIN_MARIADB, MIN_MYSQL, BlockComputed, BlockExpression, EagerGuard, EagerOrder, EqualsAny, HammingDistance, RowEstimate, RunTimeLimit, WholeQuotient, block_expression_sql, describe_server
 from ..errors import UnsupportedDatabase
+from . import (
+    COVERING_INFO,
+    MIN_MARIADB,
+    MIN_MYSQL,
+    BlockComputed,
+    BlockExpression,
+    EagerGuard,
+    EagerOrder,
+    EqualsAny,
+    HammingDistance,
+    RowEstimate,
+    RunTimeLimit,
+    WholeQuotient,
+    block_expression_sql,
+    describe_server,
+)
 
 NAMES = ("mysql", "mariadb")
 
@@ -167,7 +182,9 @@ def hash_joins_expressions(dialect: Dialect) -> bool:
 # MySQL has no trigger functions and no "INSERT OR UPDATE" trigger: the same rule as the
 # PostgreSQL trigger is written twice (before insert, before update). ``MD5(CONCAT_WS(CHAR(10),
 # ...))`` is the digest of ``storage.join_text`` (NULLs skipped), 32 hex digits: the form in
-# which SQLAlchemy's ``Uuid`` stores a UUID where there is no native type.
+# which SQLAlchemy's ``Uuid`` stores a UUID where there is no native type. Each column is
+# converted to utf8mb4 first: MD5 hashes a string's bytes in its own character set, and Python
+# hashes UTF-8, so a latin1 column's accented text would never match its digest.
 
 
 def quote(name: str) -> str:
@@ -175,7 +192,7 @@ def quote(name: str) -> str:
 
 
 def digest_sql(columns: Sequence[str], row: str) -> str:
-    return f"MD5(CONCAT_WS(CHAR(10), {', '.join(row + quote(c) for c in columns)}))"
+    return f"MD5(CONCAT_WS(CHAR(10), {', '.join(f'CONVERT({row}{quote(c)} USING utf8mb4)' for c in columns)}))"
 
 
 def _unchanged(source: Sequence[str]) -> str:

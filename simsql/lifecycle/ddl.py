@@ -28,6 +28,7 @@ from ..fingerprint import Fingerprinter
 from ..schema import PROGRESS_TABLE, REGISTRY_TABLE, Names
 from ..storage import quote, row_trigger_body, stale_trigger_body, trigger_sql
 
+
 def _pg(steps: tuple[Step, ...]) -> Plan:
     return Plan(steps, "postgresql")
 
@@ -143,13 +144,18 @@ def create_side_table(target: Target, names: Names) -> Plan:
     return _pg(tuple(steps))
 
 
-def record(target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:
-    """The registry entry (simsql's revision must be applied)."""
-    sql = (
-        f"INSERT INTO {REGISTRY_TABLE} (table_schema, table_name, column_name, config_id, settings, source, mode, side_table) "
-        "VALUES (:schema, :table, :prefix, :config_id, CAST(:settings AS jsonb), CAST(:source AS text[]), :mode, :side)"
-    )
-    params = {
+REGISTRY_INSERT = (
+    f"INSERT INTO {REGISTRY_TABLE} (table_schema, table_name, column_name, config_id, settings, source, mode, side_table) "
+    "VALUES (:schema, :table, :prefix, :config_id, {settings}, {source}, :mode, :side)"
+)
+"""The registry entry's statement; each server fills in how it reads JSON settings and the
+list of source columns."""
+
+
+def registry_values(target: Target, names: Names, fingerprinter: Fingerprinter) -> dict[str, Any]:
+    """The registry entry's values, on every server (``source`` as a list: PostgreSQL's
+    ``text[]``; MySQL stores it as JSON)."""
+    return {
         "schema": target.schema,
         "table": target.table,
         "prefix": names.prefix,
@@ -159,6 +165,12 @@ def record(target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:
         "mode": names.mode,
         "side": names.side,
     }
+
+
+def record(target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:
+    """The registry entry (simsql's revision must be applied)."""
+    sql = REGISTRY_INSERT.format(settings="CAST(:settings AS jsonb)", source="CAST(:source AS text[])")
+    params = registry_values(target, names, fingerprinter)
     return _pg((Step(sql, f"record {target.schema}.{target.table} in {REGISTRY_TABLE}", params),))
 
 

@@ -34,7 +34,7 @@ from ..dialects.mysql import quote
 from ..fingerprint import Fingerprinter
 from ..schema import REGISTRY_TABLE, Names
 from ..storage import OrmTrigger
-from .ddl import Plan, Step, Target, forget
+from .ddl import REGISTRY_INSERT, Plan, Step, Target, forget, registry_values
 
 DIALECT = "mysql"
 FINGERPRINT_TYPE = "BIGINT UNSIGNED"
@@ -159,20 +159,9 @@ def side_table_sql(target: Target, names: Names) -> str:
 
 def record(target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:
     """The registry entry, written first (its undo deletes it)."""
-    sql = (
-        f"INSERT INTO {REGISTRY_TABLE} (table_schema, table_name, column_name, config_id, settings, source, mode, side_table) "
-        "VALUES (:schema, :table, :prefix, :config_id, :settings, :source, :mode, :side)"
-    )
-    params = {
-        "schema": target.schema,
-        "table": target.table,
-        "prefix": names.prefix,
-        "config_id": fingerprinter.config_id,
-        "settings": json.dumps(fingerprinter.settings, sort_keys=True),
-        "source": json.dumps(list(target.source)),
-        "mode": names.mode,
-        "side": names.side,
-    }
+    sql = REGISTRY_INSERT.format(settings=":settings", source=":source")
+    params = registry_values(target, names, fingerprinter)
+    params["source"] = json.dumps(params["source"])
     undo = f"DELETE FROM {REGISTRY_TABLE} WHERE table_schema = :schema AND table_name = :table"
     return _plan([Step(sql, f"record {target.schema}.{target.table} in {REGISTRY_TABLE}", params, undo=undo)])
 

@@ -240,7 +240,7 @@ def refingerprint(
     try:
         move, staged = _prepare(engine, target, schema, to, timeouts, abandon)
         label = f"{move.target.schema}.{move.target.table}"
-        result = dict(schema=move.target.schema, table=move.target.table, from_config=move.entry.config_id, to_config=to.config_id)
+        result: dict[str, Any] = dict(schema=move.target.schema, table=move.target.table, from_config=move.entry.config_id, to_config=to.config_id)
         if abandon:
             if staged is not None:
                 apply.run_on_engine(engine, ddl.unstage(move.target, move.shadow, move.cursor), timeouts, relations=[label])
