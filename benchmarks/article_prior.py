@@ -46,8 +46,11 @@ def english_shares() -> dict[bytes, float]:
     return shares
 
 
-@lru_cache(maxsize=1)
-def chinese_bigram_shares() -> dict[bytes, float]:
+@lru_cache(maxsize=2)
+def chinese_bigram_shares(characters: bool = True) -> dict[bytes, float]:
+    """Shares of Chinese character bigrams per bigram token, and (``characters``) of single
+    characters, for the one-character Han runs that are features of their own. A background of
+    bigram streams (:func:`benchmarks.centring.background`) leaves the characters out."""
     import jieba
 
     words: dict[str, int] = {}
@@ -75,7 +78,17 @@ def chinese_bigram_shares() -> dict[bytes, float]:
         bigram = tails[i][0] + heads[j][0]
         shares[bigram] = shares.get(bigram, 0.0) + float(outer[i, j])
     mean_length = sum(count / total * len(word) for word, count in words.items())
-    return {k.encode("utf-8"): v / mean_length for k, v in shares.items()}
+    out = {k.encode("utf-8"): v / mean_length for k, v in shares.items()}
+    if not characters:
+        return out
+    # A Han run of one character (between Latin words or punctuation) is a feature of its own;
+    # it gets the character's share, so "的" and "在" alone weigh as little as common bigrams.
+    single: dict[str, float] = {}
+    for word, count in words.items():
+        for char in word:
+            single[char] = single.get(char, 0.0) + count / total
+    out.update({k.encode("utf-8"): v / mean_length for k, v in single.items()})
+    return out
 
 
 def article_idf(share: float, tokens: float) -> float:

@@ -8,22 +8,25 @@ corpus and the 16-bit index blocks crowd. Centring compares ``V_i`` with ``W * m
 This module computes, for the 1M-article population of :mod:`benchmarks.balance`, each
 article's normalised sums ``r_i = V_i / W`` once per weighting (float32, exploration only: the
 library's exact integer path is checked separately), then the balance of any centring ``mu``.
-Backgrounds ``mu`` come from general-purpose frequency lists only (:mod:`benchmarks.build_background`);
+Backgrounds ``mu`` come from general-purpose frequency lists only (:mod:`benchmarks.article_prior`);
 the population's own mean is reported as an oracle ceiling, never shipped.
 
-Run: ``python -m benchmarks.centring [--rows 1000000]``.
+Run: ``python -m benchmarks.centring [--rows 250000]`` (the sweep, per language, into
+``benchmarks/results/centring.json``); ``--table results.json`` prints the candidate table of
+BENCHMARKS.md from an originality run; ``--crowding`` shows what crowds the buckets left after
+oracle centring (Chinese).
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import json
+import math
 import sys
 import time
+from collections.abc import Callable
 from itertools import repeat
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -141,7 +144,7 @@ def evaluate(pops: dict[str, Population], name: str, weight: Callable[[list[byte
     mean (an oracle: the ceiling of any centring, never shippable)."""
     from .article_prior import chinese_bigram_shares, english_shares
 
-    mus = {"en": background(english_shares(), weight, tokens), "zh": background(chinese_bigram_shares(), weight, tokens)}
+    mus = {"en": background(english_shares(), weight, tokens), "zh": background(chinese_bigram_shares(characters=False), weight, tokens)}
     fps: dict[str, dict[str, np.ndarray]] = {"plain": {}, "general-centred": {}, "oracle-centred": {}}
     for lang, pop in pops.items():
         r, total, han = pop.sums(weight(pop.vocab.features))
@@ -161,10 +164,39 @@ def candidates() -> dict[str, Callable[[list[bytes]], np.ndarray]]:
     from simsql.weighting import prior_table
 
     from .article_prior import article_prior
+    from .originality import fitted_idf
 
     out: dict[str, Callable[[list[bytes]], np.ndarray]] = {"v2 prior": prior_table().weights}
-    for tokens, lo, hi in ((300, 0, 4), (300, 0, 6), (300, 1, 5), (300, 1, 8), (300, 2, 6), (1000, 1, 8), (1000, 2, 6)):
-        out[f"article L{tokens} clip(idf - {lo}, 0.05, {hi - lo})"] = article_prior(tokens, lo, hi).weights
+    for tokens, lo, hi in ((300, 1, 5), (300, 2, 6), (300, 1, 8), (1000, 1, 8)):
+        out[f"article L{tokens} band {lo}-{hi}"] = article_prior(tokens, lo, hi).weights
+    out["fitted IdfTable"] = fitted_idf().weights
+    return out
+
+
+def crowding(pop: Population, fps: np.ndarray, lengths: np.ndarray, sample: int = 200) -> list[dict[str, float]]:
+    """Per 16-bit block: the fullest bucket over uniform, the share of article pairs in it that
+    share a paragraph (against random pairs), and the median share of an article's text taken by
+    its longest paragraph: whether crowding is near-duplicates the population itself contains."""
+    rng = np.random.default_rng(0)
+
+    def sharing(idx: np.ndarray) -> float:
+        sets = [set(pop.members[i].tolist()) for i in idx[:sample]]
+        pairs = [bool(a & b) for k, a in enumerate(sets) for b in sets[k + 1 :]]
+        return float(np.mean(pairs))
+
+    random_pairs = sharing(rng.choice(len(fps), sample, replace=False))
+    out = []
+    for block in range(4):
+        values = ((fps >> np.uint64(16 * block)) & np.uint64(0xFFFF)).astype(np.int64)
+        counts = np.bincount(values, minlength=1 << 16)
+        idx = np.flatnonzero(values == counts.argmax())
+        dominant = [lengths[m].max() / lengths[m].sum() for m in (pop.members[i] for i in idx[:sample])]
+        out.append({
+            "fullest_vs_uniform": float(counts.max() / (len(fps) / 65536)),
+            "pairs_sharing_a_paragraph": sharing(idx),
+            "random_pairs_sharing": random_pairs,
+            "median_longest_paragraph_share": float(np.median(dominant)),
+        })  # fmt: skip
     return out
 
 
@@ -172,13 +204,67 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.centring", description=__doc__)
     parser.add_argument("--rows", type=int, default=500_000, help="articles per language")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "centring.json")
+    parser.add_argument("--table", type=Path, default=None, metavar="ORIGINALITY_JSON",
+                        help="print the candidate table from an originality run (and --out's sweep) and exit")
+    parser.add_argument("--crowding", action="store_true",
+                        help="only: why oracle-centred v2 buckets still crowd (Chinese), printed as JSON")
     args = parser.parse_args(argv)
+    if args.table is not None:
+        print(candidate_table(args.table, args.out))
+        return 0
+    if args.crowding:
+        from simsql.weighting import prior_table
+
+        pop = Population("zh", args.rows, Fingerprinter())
+        r, _, _ = pop.sums(prior_table().weights(pop.vocab.features))
+        lengths = np.array([len(p) for p in balance._paragraphs("zh")])  # type: ignore[arg-type]
+        print(json.dumps(crowding(pop, pack(r > r.mean(axis=0)[None, :]), lengths), indent=1))
+        return 0
     fp = Fingerprinter()
     pops = {lang: Population(lang, args.rows, fp) for lang in ("en", "zh")}
     results = {name: evaluate(pops, name, weight) for name, weight in candidates().items()}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"rows_per_language": args.rows, "results": results}, indent=1) + "\n")
     return 0
+
+
+
+LIGHT = ("header_footer", "sub_1", "sub_2", "sentence_in", "sentence_out", "shuffle", "mix")
+
+
+def candidate_table(originality: Path, centred: Path | None = None) -> str:
+    """Markdown: balance, light-evasion recall at find_original's threshold and false matches per
+    candidate, from ``python -m benchmarks.originality --balance --out ...`` (and the centring
+    sweep for the centred rows)."""
+    from simsql.queries import ORIGINALITY_DISTANCE as t
+
+    data = json.loads(originality.read_text())
+    header = ["configuration", "bits of entropy (1M, mixed)", "fullest 16-bit bucket", "en: light evasions, worst kind (tuning / held out)",
+              "zh: the same", "en per-pair false-match rate (tuning / held-out pairs seen)", "zh the same (assembled pairs)"]  # fmt: skip
+    rows = []
+    for name in data["descriptions"]:
+        cells = [f"`{name}`"]
+        bal = data.get("balance", {}).get(name, {}).get("mixed")
+        cells += [f"{bal['bit_entropy']:.2f}", f"{bal['worst_bucket_vs_uniform']:.0f}x"] if bal else ["-", "-"]
+        for lang in ("en", "zh"):
+            config = data["languages"][lang]["configs"][name]
+            worst = {s: min(config["evasions"][s][k][t] for k in LIGHT) for s in ("tuning", "held_out")}
+            kind = min(LIGHT, key=lambda k: config["evasions"]["tuning"][k][t])
+            cells.append(f"{100 * worst['tuning']:.1f}% / {100 * worst['held_out']:.1f}% ({kind})")
+        for lang, split in (("en", "real"), ("zh", "assembled")):
+            fm = data["languages"][lang]["configs"][name]["false_match"]
+            cells.append(f"{fm[split]['at_most'][t] / fm[split]['pairs']:.1e} / {fm['held_out']['at_most'][t]}")
+        rows.append(cells)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
+    if centred is not None and centred.exists():
+        sweep = json.loads(centred.read_text())
+        lines += ["", f"Centring ({sweep['rows_per_language']:,} articles per language; bits of entropy, fullest bucket, mixed):", "",
+                  "| weighting | uncentred | centred on the general background | centred on the population's own mean (oracle) |",
+                  "|---|---|---|---|"]  # fmt: skip
+        for name, entry in sweep["results"].items():
+            lines.append(f"| `{name}` | " + " | ".join(f"{entry[tag]['mixed'][0]:.2f}, {entry[tag]['mixed'][1]:.0f}x"
+                                                         for tag in ("plain", "general-centred", "oracle-centred")) + " |")  # fmt: skip
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -129,8 +129,10 @@ def configurations(names: Sequence[str] | None = None) -> dict[str, tuple[str, A
         )
     for tokens, lo, hi in ((300, 1.0, 8.0), (300, 1.0, 5.0), (300, 2.0, 6.0), (1000, 1.0, 8.0)):
         makers[f"article L{tokens} band {lo:g}-{hi:g}"] = (
-            f"(1 + ln count) x clip(article IDF at L={tokens} tokens - {lo:g}, 0.05, {hi - lo:g}) "
-            "(wordfreq + jieba dict.txt bigrams, benchmarks/article_prior.py)",
+            (
+                f"(1 + ln count) x clip(article IDF at L={tokens} tokens - {lo:g}, 0.05, {hi - lo:g}) "
+                "(wordfreq + jieba dict.txt bigrams, benchmarks/article_prior.py)"
+            ),
             lambda tokens=tokens, lo=lo, hi=hi: Fingerprinter(weighting=_article_prior(tokens, lo, hi)),
         )
     chosen = names or list(makers)
