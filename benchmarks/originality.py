@@ -86,6 +86,12 @@ def banded_prior(lo: float, hi: float) -> Any:
     return IdfTable({k.decode(): max(min(v, hi) - lo, 0.0) for k, v in table._idf.items()}, default=max(min(table.default, hi) - lo, 0.0))
 
 
+def _article_prior(tokens: float, lo: float, hi: float) -> Any:
+    from .article_prior import article_prior
+
+    return article_prior(tokens, lo, hi)
+
+
 def fitted_idf() -> Any:
     """What a user who fits gets: ``IdfTable.fit`` on their own corpus (here every tuning article)."""
     from simsql import IdfTable
@@ -120,6 +126,14 @@ def configurations(names: Sequence[str] | None = None) -> dict[str, tuple[str, A
         makers[f"band {lo:g}-{hi:g}"] = (
             f"(1 + ln count) x (min(prior IDF, {hi:g}) - {lo:g})+",
             lambda lo=lo, hi=hi: Fingerprinter(weighting=banded_prior(lo, hi)),
+        )
+    for tokens, lo, hi in ((300, 1.0, 8.0), (300, 1.0, 5.0), (300, 2.0, 6.0), (1000, 1.0, 8.0)):
+        makers[f"article L{tokens} band {lo:g}-{hi:g}"] = (
+            (
+                f"(1 + ln count) x clip(article IDF at L={tokens} tokens - {lo:g}, 0.05, {hi - lo:g}) "
+                "(wordfreq + jieba dict.txt bigrams, benchmarks/article_prior.py)"
+            ),
+            lambda tokens=tokens, lo=lo, hi=hi: Fingerprinter(weighting=_article_prior(tokens, lo, hi)),
         )
     chosen = names or list(makers)
     return {name: (makers[name][0], makers[name][1]()) for name in chosen}

@@ -83,6 +83,7 @@ def fetch() -> None:
     missing = [p for p in DEBS if not list(_DEB_DIR.glob(f"{p}_*.deb"))]
     if missing:
         subprocess.run(["apt-get", "download", *missing], cwd=_DEB_DIR, check=True)
+    _X_DIR.mkdir(parents=True, exist_ok=True)  # dpkg-deb -x creates the target, not its parent
     for deb in sorted(_DEB_DIR.glob("*.deb")):
         target = _X_DIR / deb.name.split("_", 1)[0]
         if not target.exists():
