@@ -71,8 +71,9 @@ def fingerprint_set(size: int, queries: int, uniform: bool, seed: int) -> tuple[
         except corpus.CorpusUnavailable as exc:
             _log(f"corpus unavailable ({exc}); uniform fingerprints")
         else:
-            features = scale.paragraph_features(paragraphs, simsql.Fingerprinter())
-            data = scale.build(features, size, seed=seed)
+            fingerprinter = simsql.Fingerprinter()
+            features = scale.paragraph_features(paragraphs, fingerprinter)
+            data = scale.build(features, size, seed=seed, fingerprinter=fingerprinter)
             return data.fingerprints, bench.make_workloads(data, features, queries, seed=seed + 1), "real text (man pages)"
     rng = np.random.default_rng(seed)
     fingerprints = rng.integers(0, 2**64, size=size, dtype=np.uint64)
