@@ -238,7 +238,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "simsql SQL (no SQLAlchemy)": (_raw_near(MysqlBenchDoc), None),
             "BIT_COUNT scan": (_scan_near, _scan_top),
         }
-        measured = measure(mysql_engine, [w for w in workloads if w.name in args.workloads.split(",")], systems, args.scan_queries)
+        chosen = [w for w in workloads if w.name in args.workloads.split(",")]
+        measured = measure(mysql_engine, chosen, systems, args.scan_queries)
+        for driver in filter(None, args.drivers.split(",")):  # the same table through another driver
+            other = create_engine(mysql_engine.url.set(drivername=f"mysql+{driver}"))
+            others = {
+                f"simsql (mariadb, {driver})": (_near(MysqlBenchDoc), _top(MysqlBenchDoc)),
+                f"simsql SQL via {driver} (no SQLAlchemy)": (_raw_near(MysqlBenchDoc), None),
+            }
+            for name, entry in measure(other, chosen, others, args.scan_queries).items():
+                measured[name]["systems"].update(entry["systems"])
+            other.dispose()
         results["mariadb"][storage] = {"load": load, "workloads": measured}
     if args.pg_url:
         _log("PostgreSQL load")
@@ -269,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scan-queries", type=int, default=30, help="queries timed for the BIT_COUNT scan (it barely varies)")
     parser.add_argument("--storage", default="virtual", help="virtual, stored or virtual,stored")
     parser.add_argument("--workloads", default="near-dup,top-10 clustered,top-10 spread")
+    parser.add_argument("--drivers", default="", help="other SQLAlchemy MySQL drivers timed on the same table, e.g. mysqldb (mysqlclient)")
     parser.add_argument("--uniform", action="store_true", help="uniform random fingerprints instead of real text")
     parser.add_argument("--name", default="mysql")
     args = parser.parse_args(argv)

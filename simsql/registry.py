@@ -314,12 +314,13 @@ def _raw_check(connection: Connection, cursor: Any, schema: str | None, table_na
                         f"{REGISTRY_TABLE} is missing although simsql's revision is applied (dropped by hand?); "
                         "run `simsql db upgrade` to recreate it"
                     )
-            return
-        raw.execute(
-            f"SELECT config_id, settings FROM {REGISTRY_TABLE} WHERE table_schema = %s AND table_name = %s",
-            (schema or current, table_name),
-        )
-        row = raw.fetchone()
+            row = None  # no registry, nothing recorded: trusted like a passed check (CHECK_TTL)
+        else:
+            raw.execute(
+                f"SELECT config_id, settings FROM {REGISTRY_TABLE} WHERE table_schema = %s AND table_name = %s",
+                (schema or current, table_name),
+            )
+            row = raw.fetchone()
     finally:
         raw.close()
     if row is not None and row[0] != config_id:

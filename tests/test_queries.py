@@ -374,3 +374,29 @@ def test_approximate_most_similar_keeps_its_promises(
                     assert fp is not None and hamming(fp, query) == d
                     assert max_distance is None or d <= max_distance
                     assert min(hamming(a, b) for a, b in zip(simsql.blocks(fp), simsql.blocks(query))) <= probe_radius
+
+
+def test_a_database_without_the_registry_is_probed_once_not_per_query(any_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without simsql's registry (a mixin model, no `simsql db upgrade`), there is nothing to
+    check; the answer is cached like a passed check, instead of one extra round trip per query
+    (it cost near-duplicate lookups on MariaDB about half their time)."""
+    from simsql import registry
+
+    Base.metadata.create_all(any_engine)
+    with Session(any_engine) as session:
+        session.add(Article(id=1, title="t", body="the wheat harvest was late this year"))
+        session.commit()
+        fingerprint = session.scalars(select(Article.simhash)).one()
+    registry.forget(any_engine)
+    probes: list[str] = []
+    real_check = registry._raw_check
+
+    def counted(connection: Any, cursor: Any, schema: Any, table_name: str, config_id: str) -> None:
+        probes.append(table_name)
+        real_check(connection, cursor, schema, table_name, config_id)
+
+    monkeypatch.setattr(registry, "_raw_check", counted)
+    with Session(any_engine) as session:
+        for _ in range(3):
+            assert session.scalars(select(Article.id).where(simsql.similar_to(Article, fingerprint))).all() == [1]
+    assert probes == ["articles"]
