@@ -14,6 +14,7 @@ Build and print statistics with::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import hashlib
 import json
@@ -492,12 +493,46 @@ def build_cache(
     _require_pages(lang, sources)
     fingerprint = _source_fingerprint(sources)
     data_path, meta_path = _cache_paths(lang, cache_dir)
-    if not force and data_path.exists() and meta_path.exists():
-        meta = json.loads(meta_path.read_text())
-        if meta.get("fingerprint") == fingerprint:
-            return meta
+    current = _current_cache(meta_path, data_path, fingerprint, force)
+    if current is not None:
+        return current
     _require_groff()
     cache_dir.mkdir(parents=True, exist_ok=True)
+    with _build_lock(cache_dir / f".build-{lang}.lock"):
+        # another process (CI runs two test runs side by side) may have built it meanwhile
+        current = _current_cache(meta_path, data_path, fingerprint, force)
+        if current is not None:
+            return current
+        return _render_cache(lang, sources, fingerprint, data_path, meta_path, processes)
+
+
+def _current_cache(meta_path: Path, data_path: Path, fingerprint: str, force: bool) -> dict[str, Any] | None:
+    if not force and data_path.exists() and meta_path.exists():
+        meta: dict[str, Any] = json.loads(meta_path.read_text())
+        if meta.get("fingerprint") == fingerprint:
+            return meta
+    return None
+
+
+@contextlib.contextmanager
+def _build_lock(path: Path) -> Iterator[None]:
+    """One process renders a language at a time; the others wait and then read its cache."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no lock, each process renders its own copy
+        yield
+        return
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _render_cache(
+    lang: Lang, sources: Sequence[tuple[str, str]], fingerprint: str, data_path: Path, meta_path: Path, processes: int | None
+) -> dict[str, Any]:
     start = time.perf_counter()
     stats: dict[str, Any] = {}
     tmp = data_path.with_suffix(f".tmp{os.getpid()}")
