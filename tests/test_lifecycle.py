@@ -560,8 +560,12 @@ def test_text_in_a_non_utf8_database_keeps_its_fingerprint(admin_engine: Engine,
 
     name = f"latin1_{uuid.uuid4().hex[:10]}"
     with admin_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        # PostgreSQL 17+ clusters may default to the builtin C.UTF-8 locale, which no LATIN1
+        # database can use: name libc's C locale (LOCALE_PROVIDER exists from PostgreSQL 15)
+        modern = connection.dialect.server_version_info >= (15,)
+        provider = "LOCALE_PROVIDER libc " if modern else ""
         connection.execute(
-            text(f"CREATE DATABASE \"{name}\" ENCODING 'LATIN1' LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
+            text(f"CREATE DATABASE \"{name}\" ENCODING 'LATIN1' {provider}LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
         )
     engine = create_engine(admin_engine.url.set(database=name))
     try:
