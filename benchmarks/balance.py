@@ -315,7 +315,7 @@ def run(
 
 
 def _pct(x: float) -> str:
-    return f"{100 * x:.2g}%"
+    return f"{100 * x:.2g}%" if x < 0.995 else f"{100 * x:.0f}%"
 
 
 def table(path: Path = RESULTS) -> str:

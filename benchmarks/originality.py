@@ -349,14 +349,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, Any] = {"thresholds": list(THRESHOLDS), "seed": SEED, "languages": {}}
     if args.out.exists():
         results = json.loads(args.out.read_text())
-    results["recommended_threshold"] = RECOMMENDED_THRESHOLD
-    results.setdefault("descriptions", {}).update({k: v[0] for k, v in configs.items()})
+    langs = [lang for lang in args.langs.split(",") if lang]
+    if langs:  # what the stored language results were measured with; --langs "" only adds balance
+        results["recommended_threshold"] = RECOMMENDED_THRESHOLD
+        results.setdefault("descriptions", {}).update({k: v[0] for k, v in configs.items()})
     results["source_articles"] = {
         source: {lang: len(sources.articles(source, lang)) for lang in langs} for source, langs in sources.SOURCES.items()
     }
-    for lang in args.langs.split(","):
-        if lang:
-            results["languages"][lang] = run_language(lang, args.per_kind, configs)  # type: ignore[arg-type]
+    for lang in langs:
+        results["languages"][lang] = run_language(lang, args.per_kind, configs)  # type: ignore[arg-type]
     if args.balance:
         from .balance import run as run_balance
 
