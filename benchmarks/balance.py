@@ -1,26 +1,49 @@
 """Bit balance at a million rows of real text, for a user who fits nothing.
 
-Articles are random runs of real paragraphs from the tuning sources (:mod:`benchmarks.sources`,
-never the held-out one), half English and half Chinese, as a store of real articles would hold.
-Fingerprinting a million of them one by one is hours of CPU, so every paragraph's feature counts
-are computed once and an article's counts are the sum of its paragraphs' (words never cross a
-paragraph break, so this is exact for word features); weights then come from
-``Fingerprinter.feature_weights`` and the signed sums from simsql's own ``_signs``.
-:func:`verify` checks the result equals ``fingerprint_many`` on the article texts.
+Articles are assembled from real text of the tuning sources (:mod:`benchmarks.sources`, never
+the held-out one), half English and half Chinese, in one of two populations:
+
+* ``sentences`` (default): random sets of distinct real sentences (:func:`benchmarks.edits.sentences`,
+  at most a third of the shortest article each) drawn from the whole tuning corpus. Two articles
+  share a sentence rarely, and then a few percent of their text: "a million articles made of real
+  sentences", none of them a near-duplicate of another.
+* ``paragraphs``: random runs of real paragraphs. The tuning corpus holds only 23k Chinese
+  paragraphs, so each lands in about 440 of 500k articles and article pairs sharing one make up
+  most of the fullest 16-bit buckets: near-duplicates the benchmark manufactures, which a store
+  of a million distinct articles would not hold. Kept to compare with earlier figures.
+
+Fingerprinting a million articles one by one is hours of CPU, so every unit's (sentence's or
+paragraph's) feature counts are computed once and an article's counts are the sum of its units'.
+Units are joined with whitespace and cut at whitespace or punctuation, so no word and no Han
+bigram crosses a unit boundary and the sum is exact for word features (shingle size 1); weights
+then come from ``Fingerprinter.feature_weights`` and the signed sums from simsql's own
+``_signs``. :func:`verify` checks the result equals ``fingerprint_many`` on the article texts.
 
 Reported per configuration: bits of entropy (sum over the 64 bits of the binary entropy of "bit
 set"; 64 is ideal) and, for each of the four 16-bit blocks the index uses, the fullest bucket
-over the uniform expectation ``rows / 65536``.
+over the uniform expectation ``rows / 65536``; per population, how much text two articles share
+(:func:`text_sharing`), and per language and configuration whether the fullest buckets are
+made of text-sharing pairs (:func:`crowding`).
+
+Run: ``python -m benchmarks.balance [--population sentences|paragraphs|both] [--rows 1000000]
+[--configs "v2 default,v1 (0.1 default),fitted IdfTable"] [--out benchmarks/results/balance-population.json]``
+(``--table`` prints BENCHMARKS.md's tables from the results);
+``python -m benchmarks.originality --balance [--balance-population ...]`` measures the default
+population alongside the originality benchmark.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import random
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import repeat
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 
@@ -28,9 +51,19 @@ from simsql import Fingerprinter
 from simsql.fingerprint import _hash, _signs
 from simsql.weighting import quantize
 
-from . import corpus, sources
+from . import corpus, edits, sources
 
 _BATCH = 4096
+
+PopulationName = Literal["sentences", "paragraphs"]
+POPULATIONS: tuple[PopulationName, ...] = ("sentences", "paragraphs")
+DEFAULT_POPULATION: PopulationName = "sentences"
+ARTICLE_CHARS: dict[str, tuple[int, int]] = {"en": (1500, 6000), "zh": (600, 3000)}
+"""Article length range per language, drawn uniformly (chars of assembled text)."""
+_JOIN: dict[PopulationName, str] = {"sentences": " ", "paragraphs": "\n\n"}
+_MAX_UNITS: dict[PopulationName, int] = {"sentences": 400, "paragraphs": 40}
+RESULTS = Path(__file__).resolve().parent / "results" / "balance-population.json"
+CONFIGS = ("v2 default", "v1 (0.1 default)", "fitted IdfTable")
 
 
 def _log(message: str) -> None:
@@ -43,6 +76,37 @@ def _paragraphs(lang: corpus.Lang) -> list[str]:
         if lang in langs and source != sources.HELD_OUT:
             paras.extend(p for d in sources.articles(source, lang) for p in d.text.split("\n\n") if len(p) >= 20)
     return sorted(set(paras))
+
+
+def _sentences(lang: corpus.Lang) -> list[str]:
+    """Distinct sentences of the tuning paragraphs, none longer than a third of the shortest
+    article (a table or listing without full stops would otherwise be most of an article)."""
+    shortest = ARTICLE_CHARS[lang][0]
+    out = {s.strip() for p in _paragraphs(lang) for s in edits.sentences(p)}
+    return sorted(s for s in out if (20 if lang == "en" else 8) <= len(s) <= shortest // 3)
+
+
+@dataclass
+class Population:
+    """One language's articles: distinct text ``units`` and each article's unit indices."""
+
+    name: PopulationName
+    lang: str
+    units: list[str]
+    lengths: np.ndarray
+    members: list[np.ndarray]
+
+    @classmethod
+    def build(cls, name: PopulationName, lang: corpus.Lang, rows: int) -> Population:
+        units = _sentences(lang) if name == "sentences" else _paragraphs(lang)
+        lengths = np.array([len(u) for u in units])
+        lo, hi = ARTICLE_CHARS[lang]
+        seed = (1 if lang == "en" else 2) + (0 if name == "paragraphs" else 10)
+        members = _article_members(len(units), lengths, rows, seed, lo, hi, _MAX_UNITS[name])
+        return cls(name, lang, units, lengths, members)
+
+    def text(self, article: int) -> str:
+        return _JOIN[self.name].join(self.units[i] for i in self.members[article])
 
 
 class _Vocabulary:
@@ -62,16 +126,21 @@ class _Vocabulary:
         self.counts = np.array(counts, dtype=np.float64)
 
 
-def _article_members(n_paragraphs: int, lengths: np.ndarray, n: int, seed: int, min_chars: int, max_chars: int) -> list[np.ndarray]:
+def _article_members(
+    n_paragraphs: int, lengths: np.ndarray, n: int, seed: int, min_chars: int, max_chars: int, max_units: int = 40
+) -> list[np.ndarray]:
+    """``n`` articles, each distinct units drawn uniformly until a length drawn in the range."""
     rng = random.Random(seed)
     out = []
     for _ in range(n):
         target = rng.randint(min_chars, max_chars)
         chosen: list[int] = []
+        seen: set[int] = set()
         size = 0
-        while size < target and len(chosen) < 40:
+        while size < target and len(chosen) < max_units:
             i = rng.randrange(n_paragraphs)
-            if i not in chosen:
+            if i not in seen:
+                seen.add(i)
                 chosen.append(i)
                 size += int(lengths[i]) + 2
         out.append(np.array(chosen, dtype=np.int64))
@@ -106,13 +175,15 @@ def _fingerprints(members: list[np.ndarray], vocab: _Vocabulary, fp: Fingerprint
     return out
 
 
-def verify(fp: Fingerprinter, paragraphs: Sequence[str], members: list[np.ndarray], vocab: _Vocabulary) -> None:
-    sample = members[:300]
-    texts = ["\n\n".join(paragraphs[i] for i in m) for m in sample]
+def verify(fp: Fingerprinter, pop: Population, vocab: _Vocabulary, sample: int = 300) -> None:
+    """Raise unless summed unit counts give exactly ``fingerprint_many`` of the article texts."""
+    texts = [pop.text(i) for i in range(min(sample, len(pop.members)))]
     expected = np.array(fp.fingerprint_many(texts), dtype=np.uint64)
-    got = _fingerprints(sample, vocab, fp)
+    got = _fingerprints(pop.members[: len(texts)], vocab, fp)
     if not np.array_equal(expected, got):
-        raise AssertionError(f"cached-count fingerprints differ from fingerprint_many ({int((expected != got).sum())} of 300)")
+        raise AssertionError(
+            f"cached-count fingerprints differ from fingerprint_many ({int((expected != got).sum())} of {len(texts)})"
+        )
 
 
 def stats(fps: np.ndarray) -> dict[str, Any]:
@@ -134,24 +205,189 @@ def stats(fps: np.ndarray) -> dict[str, Any]:
     }
 
 
-def run(rows: int, configs: dict[str, Fingerprinter]) -> dict[str, Any]:
-    """Balance of each configuration over ``rows`` articles, half per language."""
+def _block(fps: np.ndarray, block: int) -> np.ndarray:
+    return ((fps >> np.uint64(16 * block)) & np.uint64(0xFFFF)).astype(np.int64)
+
+
+def _pairs_sharing(pop: Population, idx: np.ndarray) -> tuple[int, np.ndarray]:
+    """(pairs among articles ``idx``, the share of text of every pair that shares a unit).
+
+    A pair's share is the length of the units both hold over the length of the shorter article:
+    1 for an article wholly inside another, 0 for articles with nothing in common.
+    """
+    holders: dict[int, list[int]] = {}
+    for a in idx.tolist():
+        for u in pop.members[a].tolist():
+            holders.setdefault(u, []).append(a)
+    shared: dict[tuple[int, int], int] = {}
+    for u, arts in holders.items():
+        for k, a in enumerate(arts):
+            for b in arts[k + 1 :]:
+                shared[(a, b)] = shared.get((a, b), 0) + int(pop.lengths[u])
+    size = {a: int(pop.lengths[pop.members[a]].sum()) for a in idx.tolist()}
+    shares = np.array([c / min(size[a], size[b]) for (a, b), c in shared.items()])
+    return len(idx) * (len(idx) - 1) // 2, shares
+
+
+def _sharing_summary(pairs: int, shares: np.ndarray) -> dict[str, Any]:
+    return {
+        "pairs": pairs,
+        "sharing_a_unit": len(shares) / pairs if pairs else 0.0,
+        "mean_share": float(shares.sum() / pairs) if pairs else 0.0,
+        "share_above_half": int((shares > 0.5).sum()) / pairs if pairs else 0.0,
+        "max_share": float(shares.max()) if len(shares) else 0.0,
+    }
+
+
+def text_sharing(pop: Population, sample: int = 3000, seed: int = 0) -> dict[str, Any]:
+    """How much text articles have in common: every pair among ``sample`` random articles, and
+    how many articles hold each unit (a unit used by many articles is shared text)."""
+    idx = np.random.default_rng(seed).choice(len(pop.members), min(sample, len(pop.members)), replace=False)
+    uses = np.bincount(np.concatenate(pop.members), minlength=len(pop.units))
+    sizes = np.array([pop.lengths[m].sum() for m in pop.members])
+    return {
+        "units": len(pop.units),
+        "unit_chars_mean": float(pop.lengths.mean()),
+        "article_chars_mean": float(sizes.mean()),
+        "units_per_article_mean": float(np.mean([len(m) for m in pop.members])),
+        "articles_per_unit_mean": float(uses.mean()),
+        "articles_per_unit_max": int(uses.max()),
+        "longest_unit_share_median": float(np.median([pop.lengths[m].max() / pop.lengths[m].sum() for m in pop.members[:20000]])),
+        "random_pairs": _sharing_summary(*_pairs_sharing(pop, idx)),
+    }
+
+
+def crowding(pop: Population, fps: np.ndarray, sample: int = 1000) -> list[dict[str, Any]]:
+    """Per 16-bit block: the fullest bucket over uniform, what independent bits with the measured
+    per-bit balance would predict for it, and whether its articles share text (against random
+    pairs, :func:`text_sharing`): crowding by near-duplicates the population holds, or by bits."""
+    n = len(fps)
+    bits = np.unpackbits(fps.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+    p = bits.mean(axis=0, dtype=np.float64)
+    out = []
+    for block in range(4):
+        values = _block(fps, block)
+        counts = np.bincount(values, minlength=1 << 16)
+        idx = np.flatnonzero(values == counts.argmax())[:sample]
+        q = p[16 * block : 16 * block + 16]
+        out.append({
+            "fullest_vs_uniform": float(counts.max() / (n / 65536)),
+            "independent_bits_fullest_vs_uniform": float(np.prod(np.maximum(q, 1 - q)) * 65536),
+            "articles_in_it": int(counts.max()),
+            "pairs": _sharing_summary(*_pairs_sharing(pop, idx)),
+        })  # fmt: skip
+    return out
+
+
+def run(
+    rows: int,
+    configs: dict[str, Fingerprinter],
+    population: PopulationName = DEFAULT_POPULATION,
+    details: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Balance of each configuration over ``rows`` articles of ``population``, half per language.
+
+    ``details``, when given, receives the population's text sharing per language and the
+    crowding check of every configuration's fullest buckets per language.
+    """
     result: dict[str, Any] = {}
     per_lang: dict[str, dict[str, np.ndarray]] = {}
-    for lang, (lo, hi) in (("en", (1500, 6000)), ("zh", (600, 3000))):
-        paras = _paragraphs(lang)  # type: ignore[arg-type]
-        lengths = np.array([len(p) for p in paras])
-        members = _article_members(len(paras), lengths, rows // 2, seed=1 if lang == "en" else 2, min_chars=lo, max_chars=hi)
-        _log(f"balance {lang}: {len(paras)} paragraphs, {len(members)} articles")
+    for lang in ("en", "zh"):
+        pop = Population.build(population, lang, rows // 2)  # type: ignore[arg-type]
+        _log(f"balance {population} {lang}: {len(pop.units)} units, {len(pop.members)} articles")
+        if details is not None:
+            details.setdefault("sharing", {})[lang] = text_sharing(pop)
+            _log(f"balance {population} {lang} sharing: {details['sharing'][lang]}")
         vocabularies: dict[str, _Vocabulary] = {}
         for name, fp in configs.items():
             if fp.tokenizer != "words" or fp.shingle_size != 1:
                 continue
-            vocab = vocabularies.get(fp.chinese) or vocabularies.setdefault(fp.chinese, _Vocabulary(paras, fp))
-            verify(fp, paras, members, vocab)
-            per_lang.setdefault(name, {})[lang] = _fingerprints(members, vocab, fp)
-            _log(f"balance {lang} {name}: done")
+            vocab = vocabularies.get(fp.chinese) or vocabularies.setdefault(fp.chinese, _Vocabulary(pop.units, fp))
+            verify(fp, pop, vocab)
+            fps = per_lang.setdefault(name, {})[lang] = _fingerprints(pop.members, vocab, fp)
+            if details is not None:
+                details.setdefault("crowding", {}).setdefault(name, {})[lang] = crowding(pop, fps)
+            _log(f"balance {population} {lang} {name}: done")
     for name, by_lang in per_lang.items():
         both = np.concatenate([by_lang["en"], by_lang["zh"]])
         result[name] = {"mixed": stats(both), **{lang: stats(v) for lang, v in by_lang.items()}}
     return result
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.2g}%" if x < 0.995 else f"{100 * x:.0f}%"
+
+
+def table(path: Path = RESULTS) -> str:
+    """Markdown for BENCHMARKS.md from a results file of :func:`main`: balance per population and
+    configuration, the text the articles share, and the crowding check of the fullest buckets."""
+    data = json.loads(path.read_text())
+    pops = data["populations"]
+    lines = [("| configuration | population | bits of entropy (mixed) | fullest 16-bit bucket / uniform, 4 blocks (mixed) "
+             "| en alone: entropy, worst bucket | zh alone: the same |"), "|---|---|---|---|---|---|"]  # fmt: skip
+    names = list(dict.fromkeys(n for pop in pops.values() for n in pop["balance"]))
+    for name in names:
+        for population, pop in pops.items():
+            entry = pop["balance"].get(name)
+            if entry:
+                m = entry["mixed"]
+                alone = [f"{entry[lang]['bit_entropy']:.2f}, {entry[lang]['worst_bucket_vs_uniform']:.0f}x" for lang in ("en", "zh")]
+                lines.append(f"| `{name}` | {population} | {m['bit_entropy']:.2f} | "
+                             + " / ".join(f"{x:.0f}x" for x in m["fullest_bucket_vs_uniform"]) + f" | {alone[0]} | {alone[1]} |")  # fmt: skip
+    lines += ["", ("Text the articles share (every pair among 3,000 random articles of a language; share = text both hold "
+              "over the shorter article's):"), "",
+              ("| population | language | distinct units | units per article | articles holding a unit (mean / max) "
+              "| random pairs sharing a unit | mean share | largest share |"), "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for population, pop in pops.items():
+        for lang, sh in pop.get("sharing", {}).items():
+            r = sh["random_pairs"]
+            lines.append(f"| {population} | {lang} | {sh['units']:,} | {sh['units_per_article_mean']:.0f} | "
+                         f"{sh['articles_per_unit_mean']:.3g} / {sh['articles_per_unit_max']} | {_pct(r['sharing_a_unit'])} | "
+                         f"{_pct(r['mean_share'])} | {_pct(r['max_share'])} |")  # fmt: skip
+    lines += ["", ("Crowding check: the fullest bucket of each block (per language), what independent bits with the measured "
+              "per-bit balance would put there, and the article pairs in it (up to 1,000 articles):"), "",
+              ("| population | configuration | language | fullest bucket / uniform, 4 blocks | independent-bits expectation "
+              "| pairs sharing a unit | mean share | pairs sharing over half | largest share |"),
+              "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for population, pop in pops.items():
+        for name, by_lang in pop.get("crowding", {}).items():
+            for lang, blocks in by_lang.items():
+                cells = [" / ".join(f"{b['fullest_vs_uniform']:.0f}x" for b in blocks),
+                         " / ".join(f"{b['independent_bits_fullest_vs_uniform']:.0f}x" for b in blocks)]
+                for key in ("sharing_a_unit", "mean_share", "share_above_half", "max_share"):
+                    cells.append(" / ".join(_pct(b["pairs"][key]) for b in blocks))
+                lines.append(f"| {population} | `{name}` | {lang} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .originality import configurations
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.balance", description=__doc__)
+    parser.add_argument("--population", choices=(*POPULATIONS, "both"), default="both")
+    parser.add_argument("--rows", type=int, default=1_000_000, help="articles in all, half per language")
+    parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated names of benchmarks.originality configurations")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--table", action="store_true", help="print BENCHMARKS.md's tables from --out and exit")
+    args = parser.parse_args(argv)
+    if args.table:
+        print(table(args.out))
+        return 0
+    configs = {k: v[1] for k, v in configurations(args.configs.split(",")).items() if v[1] is not None}
+    results: dict[str, Any] = {"rows": args.rows, "article_chars": ARTICLE_CHARS, "populations": {}}
+    if args.out.exists():
+        previous = json.loads(args.out.read_text())
+        if previous.get("rows") == args.rows:
+            results = previous
+    for population in POPULATIONS if args.population == "both" else (args.population,):
+        details: dict[str, Any] = {}
+        balance = run(args.rows, configs, population, details)  # type: ignore[arg-type]
+        results["populations"][population] = {"balance": balance, **details}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
+        _log(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -14,7 +14,8 @@ the population's own mean is reported as an oracle ceiling, never shipped.
 Run: ``python -m benchmarks.centring [--rows 250000]`` (the sweep, per language, into
 ``benchmarks/results/centring.json``); ``--table results.json`` prints the candidate table of
 BENCHMARKS.md from an originality run; ``--crowding`` shows what crowds the buckets left after
-oracle centring (Chinese).
+oracle centring (Chinese; with ``--population sentences``, both languages on the population of
+:mod:`benchmarks.balance` that holds no near-duplicates).
 """
 
 from __future__ import annotations
@@ -50,11 +51,10 @@ def _is_han(features: list[bytes]) -> np.ndarray:
 class Population:
     """One language's articles as (article, feature, 1 + ln count) triples over a vocabulary."""
 
-    def __init__(self, lang: str, rows: int, fp: Fingerprinter) -> None:
-        paras = balance._paragraphs(lang)  # type: ignore[arg-type]
-        lengths = np.array([len(p) for p in paras])
-        lo, hi = (1500, 6000) if lang == "en" else (600, 3000)
-        self.members = balance._article_members(len(paras), lengths, rows, seed=1 if lang == "en" else 2, min_chars=lo, max_chars=hi)
+    def __init__(self, lang: str, rows: int, fp: Fingerprinter, population: balance.PopulationName = "paragraphs") -> None:
+        self.source = balance.Population.build(population, lang, rows)  # type: ignore[arg-type]
+        paras = self.source.units
+        self.members = self.source.members
         self.vocab = balance._Vocabulary(paras, fp)
         self.han = _is_han(self.vocab.features)
         self.hashes = np.fromiter(map(_hash, self.vocab.features, repeat(fp.seed)), np.uint64, len(self.vocab.features))
@@ -71,7 +71,7 @@ class Population:
             unique, inverse = np.unique(keys, return_inverse=True)
             counts = np.bincount(inverse, weights=vocab.counts[index])
             self.batches.append((unique // size, unique % size, 1.0 + np.log(counts), len(batch)))
-        _log(f"{lang}: {len(paras)} paragraphs, {len(self.vocab.features)} features, {len(self.members)} articles")
+        _log(f"{lang}: {len(paras)} {population}, {len(self.vocab.features)} features, {len(self.members)} articles")
 
     def sums(self, feature_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(r = V / W as float32 [articles x 64], W, W of Han features) for per-feature weights."""
@@ -208,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="print the candidate table from an originality run (and --out's sweep) and exit")
     parser.add_argument("--crowding", action="store_true",
                         help="only: why oracle-centred v2 buckets still crowd (Chinese), printed as JSON")
+    parser.add_argument("--population", choices=balance.POPULATIONS, default="paragraphs",
+                        help="articles of benchmarks.balance (the sweep and --crowding of BENCHMARKS.md: paragraphs)")
     args = parser.parse_args(argv)
     if args.table is not None:
         print(candidate_table(args.table, args.out))
@@ -215,13 +217,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.crowding:
         from simsql.weighting import prior_table
 
-        pop = Population("zh", args.rows, Fingerprinter())
-        r, _, _ = pop.sums(prior_table().weights(pop.vocab.features))
-        lengths = np.array([len(p) for p in balance._paragraphs("zh")])  # type: ignore[arg-type]
-        print(json.dumps(crowding(pop, pack(r > r.mean(axis=0)[None, :]), lengths), indent=1))
+        if args.population == "paragraphs":
+            pop = Population("zh", args.rows, Fingerprinter())
+            r, _, _ = pop.sums(prior_table().weights(pop.vocab.features))
+            print(json.dumps(crowding(pop, pack(r > r.mean(axis=0)[None, :]), pop.source.lengths), indent=1))
+            return 0
+        out = {}
+        for lang in ("en", "zh"):
+            pop = Population(lang, args.rows, Fingerprinter(), args.population)
+            r, _, _ = pop.sums(prior_table().weights(pop.vocab.features))
+            oracle = pack(r > r.mean(axis=0)[None, :])
+            out[lang] = {"oracle-centred": summary(oracle), "crowding": balance.crowding(pop.source, oracle)}
+        print(json.dumps(out, indent=1))
         return 0
     fp = Fingerprinter()
-    pops = {lang: Population(lang, args.rows, fp) for lang in ("en", "zh")}
+    pops = {lang: Population(lang, args.rows, fp, args.population) for lang in ("en", "zh")}
     results = {name: evaluate(pops, name, weight) for name, weight in candidates().items()}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"rows_per_language": args.rows, "results": results}, indent=1) + "\n")

@@ -113,6 +113,15 @@ def _threshold_table(results: dict[str, Any]) -> str:
     return table(["bits", "pairs seen", "per-pair rate", "from", "false alarms per check, 1M rows", "10M rows"], rows)
 
 
+def _balance_population(name: str) -> str:
+    """What the balance rows were measured on (:mod:`benchmarks.balance` owns the populations)."""
+    if name == "sentences":
+        return ("Articles are random sets of distinct real sentences drawn across the tuning sources (half English, "
+                "half Chinese), so that no two share more than a small part of their text.")  # fmt: skip
+    return ("Articles are random runs of real paragraphs of the tuning sources (half English, half Chinese); each "
+            "Chinese paragraph recurs in hundreds of articles, so the fullest buckets are mostly near-duplicates.")  # fmt: skip
+
+
 def _balance_table(results: dict[str, Any]) -> str:
     balance = results.get("balance")
     if not balance:
@@ -211,10 +220,11 @@ def section(results: dict[str, Any]) -> str:
         "",
         _balance_table(results),
         "",
-        "Articles are random runs of real paragraphs of the tuning sources (half English, half Chinese), fingerprinted "
-        "from cached paragraph counts with simsql's own weighting (checked equal to `fingerprint_many` on 300 of them). "
-        "`fitted IdfTable` here is fitted on the tuning articles with the default tokenizer (Han bigrams). Uniform "
-        "fingerprints would give 64 bits and about 2x (the fullest of 65,536 Poisson buckets).",
+        _balance_population(results.get("balance_population", "paragraphs")) + " Articles are fingerprinted from "
+        "cached sentence or paragraph counts with simsql's own weighting (checked equal to `fingerprint_many` on 300 of "
+        "them). `fitted IdfTable` here is fitted on the tuning articles with the default tokenizer (Han bigrams). Uniform "
+        "fingerprints would give 64 bits and about 2x (the fullest of 65,536 Poisson buckets). Both populations side by "
+        "side, with the crowding check: \"Balanced bits by default (issue 8)\" below.",
         "",
         "### Recall against false-match rate",
         "",

@@ -14,7 +14,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from benchmarks import edits  # noqa: E402
+from benchmarks import balance, edits  # noqa: E402
 from benchmarks.corpus import CorpusUnavailable, english_documents  # noqa: E402
 from benchmarks.originality import beta_binomial_cdf, distances, pair_rates  # noqa: E402
 from benchmarks.sources import html_sections, rst_sections  # noqa: E402
@@ -78,6 +78,35 @@ def test_pair_rates_set_natural_duplicates_apart() -> None:
     assert rates["natural_duplicates"][0] == 1  # EN and its extended copy: same text in fact
     assert rates["pairs"] == 2 and rates["at_most"][0] == 0
     assert distances(fps[:1], fps[2:])[0] == 63
+
+
+def _population(units: list[str], members: list[list[int]]) -> balance.Population:
+    lengths = np.array([len(u) for u in units])
+    return balance.Population("sentences", "zh", units, lengths, [np.array(m, dtype=np.int64) for m in members])
+
+
+def test_balance_sums_of_sentence_counts_are_the_fingerprints_of_the_joined_text() -> None:
+    """Units ending in a Han character next to one starting with one: a Han bigram would cross
+    the boundary if units were joined without a separator, and the cached sums would be wrong."""
+    from simsql import Fingerprinter
+
+    units = [s.strip() for s in edits.sentences(EN) + edits.sentences(ZH)] + ["没有句号的一句", "另一句也没有句号", "mixed 中文 words"]
+    rng = random.Random(5)
+    members = [rng.sample(range(len(units)), rng.randint(2, 6)) for _ in range(40)] + [[12, 13, 14]]
+    pop = _population(units, members)
+    assert "一句 另一句" in pop.text(len(members) - 1)
+    for fp in (Fingerprinter(), Fingerprinter(version=1), Fingerprinter(chinese="jieba")):
+        balance.verify(fp, pop, balance._Vocabulary(units, fp), sample=len(members))
+
+
+def test_balance_text_sharing_is_the_shorter_articles_share() -> None:
+    pop = _population(["a" * 10, "b" * 30, "c" * 60, "d" * 5], [[0, 1], [1, 2], [3], [0, 1, 2]])
+    pairs, shares = balance._pairs_sharing(pop, np.arange(4))
+    assert pairs == 6
+    # (0,1) share "b": 30 / 40; (0,3) hold all of article 0: 40 / 40; (1,3): 90 / 90; article 2 shares nothing
+    assert sorted(shares.tolist()) == [0.75, 1.0, 1.0]
+    summary = balance._sharing_summary(pairs, shares)
+    assert summary["sharing_a_unit"] == 0.5 and summary["max_share"] == 1.0 and summary["share_above_half"] == 0.5
 
 
 def test_html_and_rst_sections_keep_prose_only() -> None:
