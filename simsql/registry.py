@@ -130,11 +130,11 @@ def record_statement(
     column_name: str = DEFAULT_PREFIX,
 ) -> Any:
     """The INSERT that records an attachment (only if none exists: never overwrites one)."""
-    values = _record_values(schema, table_name, fingerprinter, source, mode, side_table, column_name)
+    values = record_values(schema, table_name, fingerprinter, source, mode, side_table, column_name)
     return insert(registry_table).values(values).on_conflict_do_nothing()
 
 
-def _record_values(
+def record_values(
     schema: str,
     table_name: str,
     fingerprinter: Fingerprinter,
@@ -171,7 +171,7 @@ def record(
     if existing is not None and existing.config_id != fingerprinter.config_id:
         raise mismatch(schema, table_name, existing, fingerprinter.config_id)
     if existing is None:
-        values = _record_values(schema, table_name, fingerprinter, source, mode, side_table, column_name)
+        values = record_values(schema, table_name, fingerprinter, source, mode, side_table, column_name)
         connection.execute(dialects.insert_new(connection, registry_table, values))
     forget(connection.engine)
 
@@ -254,7 +254,7 @@ def claim(
         return
     schema_name = schema or current_schema(connection)
     if read(connection, table_name, schema_name) is None:
-        values = _record_values(schema_name, table_name, fingerprinter, source, names.mode, names.side, names.prefix)
+        values = record_values(schema_name, table_name, fingerprinter, source, names.mode, names.side, names.prefix)
         connection.execute(dialects.insert_new(connection, registry_table, values))
 
 

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import registry
 from ..dialects import block_expression_sql
 from ..errors import SchemaError
 from ..fingerprint import Fingerprinter
@@ -146,25 +147,20 @@ def create_side_table(target: Target, names: Names) -> Plan:
 
 REGISTRY_INSERT = (
     f"INSERT INTO {REGISTRY_TABLE} (table_schema, table_name, column_name, config_id, settings, source, mode, side_table) "
-    "VALUES (:schema, :table, :prefix, :config_id, {settings}, {source}, :mode, :side)"
+    "VALUES (:table_schema, :table_name, :column_name, :config_id, {settings}, {source}, :mode, :side_table)"
 )
 """The registry entry's statement; each server fills in how it reads JSON settings and the
 list of source columns."""
 
 
 def registry_values(target: Target, names: Names, fingerprinter: Fingerprinter) -> dict[str, Any]:
-    """The registry entry's values, on every server (``source`` as a list: PostgreSQL's
-    ``text[]``; MySQL stores it as JSON)."""
-    return {
-        "schema": target.schema,
-        "table": target.table,
-        "prefix": names.prefix,
-        "config_id": fingerprinter.config_id,
-        "settings": json.dumps(fingerprinter.settings, sort_keys=True),
-        "source": list(target.source),
-        "mode": names.mode,
-        "side": names.side,
-    }
+    """:func:`simsql.registry.record_values` as bound values of a text statement (settings
+    as JSON text; ``source`` stays a list, PostgreSQL's ``text[]``)."""
+    values = registry.record_values(
+        target.schema, target.table, fingerprinter, target.source, names.mode, names.side, names.prefix
+    )
+    values["settings"] = json.dumps(values["settings"], sort_keys=True)
+    return values
 
 
 def record(target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:

@@ -162,7 +162,7 @@ def record(target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:
     sql = REGISTRY_INSERT.format(settings=":settings", source=":source")
     params = registry_values(target, names, fingerprinter)
     params["source"] = json.dumps(params["source"])
-    undo = f"DELETE FROM {REGISTRY_TABLE} WHERE table_schema = :schema AND table_name = :table"
+    undo = f"DELETE FROM {REGISTRY_TABLE} WHERE table_schema = :table_schema AND table_name = :table_name"
     return _plan([Step(sql, f"record {target.schema}.{target.table} in {REGISTRY_TABLE}", params, undo=undo)])
 
 
