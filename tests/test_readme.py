@@ -43,3 +43,18 @@ def test_readme_python_blocks_run_in_order(url: str) -> None:
     )  # fmt: skip
     assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     assert result.stdout.count("--- block") == len(code)
+
+
+def test_readme_python_blocks_run_on_mysql_unchanged(mysql_engine) -> None:  # type: ignore[no-untyped-def]
+    """The README says MySQL and MariaDB run "the same models and queries": its examples, given a
+    ``mysql://`` DATABASE_URL and nothing else, must run as written (a newcomer's first try)."""
+    code = blocks("python")
+    url = mysql_engine.url.set(drivername="mysql").render_as_string(hide_password=False)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIMSQL_", "DATABASE_URL"))}
+    env["DATABASE_URL"] = url
+    result = subprocess.run(
+        [sys.executable, "-c", f"BLOCKS = {code!r}\n{RUNNER}"],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    assert result.stdout.count("--- block") == len(code)
