@@ -78,7 +78,9 @@ def test_catalog_names_what_depends_on_columns(mysql_engine: Engine) -> None:
     _run(
         mysql_engine,
         "CREATE TABLE docs (id INT PRIMARY KEY, body TEXT, fp BIGINT UNSIGNED, fp_b0 INT AS ((fp >> 48) & 65535) VIRTUAL, "
-        "fp_twice BIGINT UNSIGNED AS (fp * 2) VIRTUAL)",
+        "fp_twice BIGINT UNSIGNED AS (fp * 2) VIRTUAL, CONSTRAINT ck_fp CHECK (fp <> 1), CONSTRAINT ck_id CHECK (id > 0))",
+        # another table's check on a column of the same name is not one of docs'
+        "CREATE TABLE others (fp BIGINT UNSIGNED, CONSTRAINT ck_others CHECK (fp <> 2))",
         "CREATE INDEX ix_mine ON docs (id, fp)",
         "CREATE INDEX ix_simsql ON docs (fp_b0, fp)",
         "CREATE VIEW fps AS SELECT id, fp FROM docs",
@@ -87,7 +89,9 @@ def test_catalog_names_what_depends_on_columns(mysql_engine: Engine) -> None:
     with mysql_engine.connect() as connection:
         schema = connection.execute(text("SELECT DATABASE()")).scalar_one()
         found = catalog.dependents(connection, schema, "docs", ["fp", "fp_b0"], own=["ix_simsql"])
-    assert found == ["generated column docs.fp_twice", "index ix_mine on table docs", f"view {schema}.fps"]
+    assert found == [
+        "check constraint ck_fp on table docs", "generated column docs.fp_twice", "index ix_mine on table docs", f"view {schema}.fps",
+    ]
 
 
 # -- the seam: time bounds --------------------------------------------------------------------

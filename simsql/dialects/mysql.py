@@ -407,11 +407,19 @@ def dependents(connection: Connection, schema: str, table: str, columns: Sequenc
         ):
             if owner == table and name not in wanted and any(quote(c) in str(expression) for c in wanted):
                 found.add(f"generated column {table}.{name}")
-        for name, clause in connection.execute(
-            text("SELECT CONSTRAINT_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
-                 "WHERE CONSTRAINT_SCHEMA = :schema AND TABLE_NAME = :table"), where
-        ):
-            if any(quote(c) in str(clause) for c in wanted):
+        # MySQL's CHECK_CONSTRAINTS has no TABLE_NAME, but its CHECK names are unique per schema,
+        # so TABLE_CONSTRAINTS names the table; MariaDB's names are per table, and it has one.
+        checks = (
+            "SELECT CONSTRAINT_NAME, CHECK_CLAUSE, TABLE_NAME FROM information_schema.CHECK_CONSTRAINTS "
+            "WHERE CONSTRAINT_SCHEMA = :schema AND TABLE_NAME = :table"
+        ) if _is_mariadb(connection) else (
+            "SELECT c.CONSTRAINT_NAME, c.CHECK_CLAUSE, t.TABLE_NAME FROM information_schema.CHECK_CONSTRAINTS c "
+            "JOIN information_schema.TABLE_CONSTRAINTS t ON t.CONSTRAINT_SCHEMA = c.CONSTRAINT_SCHEMA "
+            "AND t.CONSTRAINT_NAME = c.CONSTRAINT_NAME AND t.CONSTRAINT_TYPE = 'CHECK' "
+            "WHERE c.CONSTRAINT_SCHEMA = :schema AND t.TABLE_NAME = :table"
+        )
+        for name, clause, owner in connection.execute(text(checks), where):
+            if owner == table and any(quote(c) in str(clause) for c in wanted):
                 found.add(f"check constraint {name} on table {table}")
     else:
         for trigger in triggers_on(connection, schema, table):
