@@ -61,14 +61,16 @@ def test_catalog_facts_of_a_real_table(mysql_engine: Engine) -> None:
         assert {name for name, column in facts.columns.items() if column.is_text} == {"region", "title", "body"}
         assert facts.keys == ("region", "n")
         # key types are spelled so a side table's key can reference them (charset and collation included)
-        assert facts.key_types == ("varchar(8) CHARACTER SET ascii COLLATE ascii_bin", "bigint(20) unsigned")
+        # (MySQL >= 8.0.19 no longer shows integer display widths; MariaDB does)
+        mariadb = bool(getattr(connection.dialect, "is_mariadb", False))
+        assert facts.key_types == ("varchar(8) CHARACTER SET ascii COLLATE ascii_bin", "bigint(20) unsigned" if mariadb else "bigint unsigned")
         assert facts.triggers == ("docs_audit",)
         assert catalog.table_facts(connection, "doc_titles", schema) is None  # a view is not a table
         assert catalog.table_facts(connection, "Docs", schema) is None  # names are exact
         assert catalog.table_facts(connection, "missing", schema) is None
         target = catalog.describe(connection, "docs", ["title", "body"])
         assert (target.schema, target.keys, target.source) == (schema, ("region", "n"), ("title", "body"))
-        with pytest.raises(simsql.SchemaError, match=r"docs\.views is int\(11\), not text"):
+        with pytest.raises(simsql.SchemaError, match=r"docs\.views is int\(11\), not text" if mariadb else r"docs\.views is int, not text"):
             catalog.describe(connection, "docs", ["views"])
         with pytest.raises(simsql.SchemaError, match="does not exist"):
             catalog.describe(connection, "missing", ["body"])
@@ -108,9 +110,14 @@ def test_durations_translate_to_seconds() -> None:
 
 
 def _session_bounds(connection: Any) -> tuple[Any, ...]:
-    return tuple(connection.execute(text(
-        "SELECT @@SESSION.lock_wait_timeout, @@SESSION.innodb_lock_wait_timeout, @@SESSION.max_statement_time"
-    )).one())
+    """Lock waits in seconds; the statement bound in seconds as MariaDB's ``max_statement_time``
+    holds it, or MySQL's ``max_execution_time`` (milliseconds) in seconds."""
+    mariadb = bool(getattr(connection.dialect, "is_mariadb", False))
+    statement = "@@SESSION.max_statement_time" if mariadb else "@@SESSION.max_execution_time / 1000"
+    lock, row_lock, bound = connection.execute(text(
+        f"SELECT @@SESSION.lock_wait_timeout, @@SESSION.innodb_lock_wait_timeout, {statement}"
+    )).one()
+    return lock, row_lock, float(bound)
 
 
 def test_bounds_apply_inside_and_the_session_gets_its_own_back(mysql_engine: Engine) -> None:
@@ -121,6 +128,8 @@ def test_bounds_apply_inside_and_the_session_gets_its_own_back(mysql_engine: Eng
             with apply.bounded(connection, apply.Timeouts(None, None)):
                 assert _session_bounds(connection) == (my.UNBOUNDED_LOCK_WAIT, my.UNBOUNDED_ROW_LOCK_WAIT, 0)
             assert _session_bounds(connection) == (2, 2, 120)
+            with apply.bounded(connection, apply.Timeouts("1s", "250ms")):
+                assert _session_bounds(connection) == (1, 1, 0.25)  # a statement bound keeps its fraction
         assert _session_bounds(connection) == own
         # a bound meant to last a transaction lasts until the connection goes back to its pool
         apply.set_timeouts(connection, apply.Timeouts("3s", "1s"))
@@ -132,7 +141,9 @@ def test_bounds_apply_inside_and_the_session_gets_its_own_back(mysql_engine: Eng
 
 
 def test_a_statement_over_its_bound_is_a_statement_timeout(mysql_engine: Engine) -> None:
-    plan = Plan((Step("SELECT SLEEP(5)", "sleep"),))
+    # Two rows: MySQL ends a lone SLEEP() at max_execution_time as if it had finished (it returns
+    # 1, no error); a query that sleeps per row is stopped with ER_QUERY_TIMEOUT there too.
+    plan = Plan((Step("SELECT SLEEP(5) FROM (SELECT 1 UNION ALL SELECT 2) AS two", "sleep"),))
     with mysql_engine.connect() as connection:
         error = _within(15, lambda: apply.run(connection, plan, apply.Timeouts("1s", "300ms")))
     assert isinstance(error, simsql.LockTimeout), error
@@ -200,7 +211,7 @@ def test_a_postgresql_plan_never_runs_on_mysql(mysql_engine: Engine) -> None:
     from simsql.schema import Names
 
     plan = ddl.drop_indexes("test", Names("docs"))
-    with pytest.raises(simsql.UnsupportedDatabase, match="in postgresql's DDL only; it does not run it on MariaDB"):
+    with pytest.raises(simsql.UnsupportedDatabase, match=r"in postgresql's DDL only; it does not run it on (MariaDB|MySQL) \d+\.\d+\.\d+ yet"):
         apply.run_on_engine(mysql_engine, plan)
 
 
@@ -425,7 +436,11 @@ def test_a_table_the_server_cannot_alter_online_is_refused_and_left_as_it_was(my
         simsql.attach_table(mysql_engine, "docs", ["body"])
     message = str(refused.value)
     assert "add stored columns simhash, simhash_src to" in message
-    assert "Fulltext index creation requires a lock" in message  # the server's own reason
+    reason = (  # the server's own reason, in its own words
+        "Fulltext index creation requires a lock" if mysql_engine.dialect.is_mariadb
+        else "InnoDB presently supports one FULLTEXT index creation at a time"
+    )
+    assert reason in message
     assert "Nothing was changed (its 1 earlier statement(s) were undone)" in message
     assert _state(mysql_engine) == before
     # side-table mode leaves the table alone
@@ -609,23 +624,28 @@ def test_offline_scripts_are_refused_on_mysql(mysql_engine: Engine, tmp_path: An
 
 def test_servers_too_old_are_refused_with_the_version_found(mysql_engine: Engine) -> None:
     """The version rule on the lifecycle's paths: the real server, read as if it were MariaDB
-    10.5 (the version SQLAlchemy read at connect is what every check looks at)."""
+    10.5 or MySQL 5.7 (the version SQLAlchemy read at connect is what every check looks at)."""
     from sqlalchemy import create_engine
 
     _build(mysql_engine)
     with mysql_engine.connect():
         pass
     real = mysql_engine.dialect.server_version_info
-    mysql_engine.dialect.server_version_info = (10, 5, 22)
+    if mysql_engine.dialect.is_mariadb:
+        mysql_engine.dialect.server_version_info = (10, 5, 22)
+        refused = r"MariaDB >= 10\.6, but the server is MariaDB 10\.5\.22"
+    else:
+        mysql_engine.dialect.server_version_info = (5, 7, 44)
+        refused = r"MySQL >= 8\.0, but the server is MySQL 5\.7\.44"
     try:
         for attempt in (
             lambda: simsql.attach_table(mysql_engine, "docs", ["body"]),
             lambda: simsql.detach(mysql_engine, "docs"),
             lambda: simsql.status(mysql_engine),
         ):
-            with pytest.raises(simsql.UnsupportedDatabase, match=r"MariaDB >= 10\.6, but the server is MariaDB 10\.5\.22"):
+            with pytest.raises(simsql.UnsupportedDatabase, match=refused):
                 attempt()
-        with pytest.raises(simsql.UnsupportedDatabase, match=r"MariaDB >= 10\.6, but the server is MariaDB 10\.5\.22"):
+        with pytest.raises(simsql.UnsupportedDatabase, match=refused):
             simsql.alembic.upgrade(mysql_engine)
     finally:
         mysql_engine.dialect.server_version_info = real
