@@ -722,3 +722,52 @@ def _state_tables(engine: Engine) -> tuple[list[str], list[str]]:
         tables = sorted(connection.execute(text("SHOW TABLES")).scalars())
         triggers = sorted(connection.execute(text("SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()")).scalars())
     return tables, triggers
+
+
+def test_a_mysql_without_md5_is_refused_before_anything_is_created(mysql_engine: Engine, mysql_admin_engine: Engine) -> None:
+    """MySQL 9.6 moved MD5() into component_classic_hashing: a trigger simsql created without it
+    would fail every INSERT into the user's table. attach, backfill, status, create_all and
+    Alembic's create-trigger refuse first and name the fix; detach still runs. The component is
+    uninstalled for the test's duration (the tests' server is their own) and put back."""
+    from sqlalchemy import create_engine
+
+    from .models import Article, Base
+
+    urn = my.CLASSIC_HASHING
+    with mysql_admin_engine.connect() as admin:
+        if mysql_admin_engine.dialect.is_mariadb:
+            pytest.skip("MariaDB has MD5() built in")
+        installed = admin.execute(text("SELECT COUNT(*) FROM mysql.component WHERE component_urn = :u"), {"u": urn}).scalar()
+        if not installed:
+            try:
+                admin.execute(text("SELECT MD5('')"))
+            except Exception:  # noqa: BLE001 - missing: the refusal below is what this server gives
+                pass
+            else:
+                pytest.skip(f"MD5() is built into MySQL {mysql_admin_engine.dialect.server_version_info}")
+        _build(mysql_engine)
+        _run(mysql_engine, "CREATE TABLE memos (id INT PRIMARY KEY, body TEXT)", "INSERT INTO memos VALUES (1, 'a memo')")
+        simsql.alembic.upgrade(mysql_engine)
+        simsql.attach_table(mysql_engine, "memos", ["body"])  # attached while MD5() was there
+        if installed:
+            admin.execute(text(f"UNINSTALL COMPONENT '{urn}'"))
+        try:
+            fresh = create_engine(mysql_engine.url)  # sessions that have not seen MD5() yet
+            before = _state(fresh)
+            refused = r"has no MD5\(\) \(MySQL 9\.6 moved it into a component\): an administrator can add it with INSTALL COMPONENT 'file://component_classic_hashing'"
+            for attempt in (
+                lambda: simsql.attach_table(fresh, "docs", ["title", "body"]),
+                lambda: simsql.backfill(fresh, "memos"),
+                lambda: simsql.status(fresh),
+                lambda: Base.metadata.create_all(fresh, tables=[Article.__table__]),
+            ):
+                with pytest.raises(simsql.UnsupportedDatabase, match=refused):
+                    attempt()
+            assert _state(fresh) == before
+            simsql.detach(fresh, "memos")  # taking simsql away needs no MD5()
+            with fresh.connect() as connection:
+                assert my.triggers_on(connection, connection.execute(text("SELECT DATABASE()")).scalar_one(), "memos") == ()
+            fresh.dispose()
+        finally:
+            if installed:
+                admin.execute(text(f"INSTALL COMPONENT '{urn}'"))

@@ -140,6 +140,37 @@ def check_server(connection: Connection) -> None:
     _check_version(connection.dialect)
 
 
+_HAS_MD5 = "simsql_has_md5"
+CLASSIC_HASHING = "file://component_classic_hashing"
+
+
+def check_digest(connection: Connection) -> None:
+    """Refuse a MySQL without ``MD5()``, which simsql's triggers, backfill and status compute.
+
+    MySQL 9.6 moved ``MD5()`` out of the server into a component an administrator installs;
+    without it a trigger simsql created would fail every INSERT into the user's table ("FUNCTION
+    db.MD5 does not exist"), so nothing is created and nothing is fingerprinted; detach still
+    runs, to take such triggers away. Asked once per session (MariaDB has it built in)."""
+    if _is_mariadb(connection):
+        return
+    info = connection.connection.info
+    if info.get(_HAS_MD5):
+        return
+    try:
+        connection.exec_driver_sql("SELECT MD5('')")  # a failed statement leaves MySQL's transaction alone
+    except Exception as error:  # noqa: BLE001 - only the missing function is ours to explain
+        if getattr(getattr(error, "orig", None), "args", (None,))[0] != 1305:  # ER_SP_DOES_NOT_EXIST
+            raise
+        from . import describe_server
+
+        raise UnsupportedDatabase(
+            f"simsql's triggers compare MD5() digests, and {describe_server(connection.dialect)} has no MD5() "
+            f"(MySQL 9.6 moved it into a component): an administrator can add it with "
+            f"INSTALL COMPONENT '{CLASSIC_HASHING}'"
+        ) from None
+    info[_HAS_MD5] = True
+
+
 def current_schema(connection: Connection) -> str:
     return str(connection.execute(text("SELECT DATABASE()")).scalar_one())
 

@@ -80,6 +80,8 @@ def attach_table(
     timeouts = apply.Timeouts(lock_timeout, "10min")
     with engine.connect() as connection, apply.bounded(connection, timeouts):
         check_server(connection)
+        if is_mysql(connection.dialect):
+            mysql.check_digest(connection)
         planned = plan_attach(
             connection, table, source, schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix
         )
@@ -191,6 +193,8 @@ def status(bind: Engine | str, *, statement_timeout: str | None = "10min") -> li
     engine = _engine(bind)
     with engine.connect() as connection, apply.bounded(connection, apply.Timeouts("5s", statement_timeout)):
         check_server(connection)
+        if is_mysql(connection.dialect):
+            mysql.check_digest(connection)
         found = []
         for entry in registry.entries(connection):
             rows, fingerprinted, missing, stale, _ = _counts(connection, entry)
