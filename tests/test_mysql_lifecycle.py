@@ -62,15 +62,15 @@ def test_catalog_facts_of_a_real_table(mysql_engine: Engine) -> None:
         assert facts.keys == ("region", "n")
         # key types are spelled so a side table's key can reference them (charset and collation included)
         # (MySQL >= 8.0.19 no longer shows integer display widths; MariaDB does)
-        mariadb = bool(getattr(connection.dialect, "is_mariadb", False))
-        assert facts.key_types == ("varchar(8) CHARACTER SET ascii COLLATE ascii_bin", "bigint(20) unsigned" if mariadb else "bigint unsigned")
+        widths = bool(connection.dialect.is_mariadb) or tuple(connection.dialect.server_version_info[:3]) < (8, 0, 19)
+        assert facts.key_types == ("varchar(8) CHARACTER SET ascii COLLATE ascii_bin", "bigint(20) unsigned" if widths else "bigint unsigned")
         assert facts.triggers == ("docs_audit",)
         assert catalog.table_facts(connection, "doc_titles", schema) is None  # a view is not a table
         assert catalog.table_facts(connection, "Docs", schema) is None  # names are exact
         assert catalog.table_facts(connection, "missing", schema) is None
         target = catalog.describe(connection, "docs", ["title", "body"])
         assert (target.schema, target.keys, target.source) == (schema, ("region", "n"), ("title", "body"))
-        with pytest.raises(simsql.SchemaError, match=r"docs\.views is int\(11\), not text" if mariadb else r"docs\.views is int, not text"):
+        with pytest.raises(simsql.SchemaError, match=r"docs\.views is int\(11\), not text" if widths else r"docs\.views is int, not text"):
             catalog.describe(connection, "docs", ["views"])
         with pytest.raises(simsql.SchemaError, match="does not exist"):
             catalog.describe(connection, "missing", ["body"])
@@ -760,6 +760,8 @@ def test_a_mysql_without_md5_is_refused_before_anything_is_created(mysql_engine:
                 lambda: simsql.backfill(fresh, "memos"),
                 lambda: simsql.status(fresh),
                 lambda: Base.metadata.create_all(fresh, tables=[Article.__table__]),
+                lambda: _in_migration(fresh, lambda op: op.add_simhash("docs", ["title", "body"])),
+                lambda: _in_migration(fresh, lambda op: op.create_simhash_trigger("docs", ["title", "body"])),
             ):
                 with pytest.raises(simsql.UnsupportedDatabase, match=refused):
                     attempt()
@@ -771,3 +773,12 @@ def test_a_mysql_without_md5_is_refused_before_anything_is_created(mysql_engine:
         finally:
             if installed:
                 admin.execute(text(f"INSTALL COMPONENT '{urn}'"))
+
+
+def _in_migration(engine: Engine, operation: Callable[[Any], None]) -> None:
+    """Run one Alembic operation as a user's migration would, online."""
+    from alembic.operations import Operations
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.begin() as connection:
+        operation(Operations(MigrationContext.configure(connection)))

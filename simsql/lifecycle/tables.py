@@ -80,8 +80,6 @@ def attach_table(
     timeouts = apply.Timeouts(lock_timeout, "10min")
     with engine.connect() as connection, apply.bounded(connection, timeouts):
         check_server(connection)
-        if is_mysql(connection.dialect):
-            mysql.check_digest(connection)
         planned = plan_attach(
             connection, table, source, schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix
         )
