@@ -615,9 +615,10 @@ def blockers(connection: Connection, relations: Sequence[str]) -> str:
     return "; ".join(describe(row) for row in rows)
 
 
-ONLINE_REFUSED = (1845, 1846)
+ONLINE_REFUSED = (1845, 1846, 4092)
 """``ER_ALTER_OPERATION_NOT_SUPPORTED`` and ``..._REASON``: the requested ``ALGORITHM`` or
-``LOCK`` cannot do this change."""
+``LOCK`` cannot do this change; MySQL's ``ER_INNODB_MAX_ROW_VERSION``: the table has used up
+its instant ADD/DROP COLUMNs (64, from 9.1 255) until a rebuild, which INPLACE is."""
 
 
 def online_ddl_refused(error: BaseException) -> str | None:
