@@ -71,6 +71,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
 
 from . import registry
+from .dialects import mysql as mysql_dialect
 from .dialects import COVERING_INFO, MYSQL_NAMES, BlockComputed, BlockExpression, block_expression_sql, check_server, current_schema
 from .dialects.mysql import quote as quote_mysql
 from .errors import SchemaError, UnsupportedDatabase
@@ -522,6 +523,8 @@ def _trigger_schema(operations: Operations, operation: _TriggerOp) -> str:
 @Operations.implementation_for(CreateSimHashTriggerOp)
 def _create_trigger(operations: Operations, operation: CreateSimHashTriggerOp) -> None:
     schema = _trigger_schema(operations, operation)
+    if _mysql(operations) and not operations.get_context().as_sql:
+        mysql_dialect.check_digest(operations.get_bind())
     statements = operation.trigger.create_mysql(schema) if _mysql(operations) else operation.trigger.create_sql(schema)
     for statement in statements:
         _execute_raw(operations, statement)

@@ -800,7 +800,9 @@ def _many_by_window(binding: Binding, live: list[tuple[int, int]], limit: int, m
     rows = [
         select(
             literal(i, Integer()).label("ord"),
-            literal(fp, SimHash()).label("fp"),
+            # CAST: MySQL types a UNION's column of 64-bit literals DECIMAL, and ``^`` clips a
+            # DECIMAL above 2**63 to a signed BIGINT, so distances to such targets came out wrong
+            cast(literal(fp, SimHash()), SimHash()).label("fp"),
             *(literal(value, Integer()).label(f"b{j}") for j, value in enumerate(blocks(fp))),
         )
         for i, fp in live

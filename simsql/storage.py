@@ -606,6 +606,12 @@ def _install_trigger_on_create(table: Table, binding: Any) -> None:
         for statement in trigger.drop_sql(schema_of(target, connection), table_dropped=trigger.names.side is None):
             connection.exec_driver_sql(statement)
 
+    def check(target: Table, connection: Any, **kw: Any) -> None:
+        # before the table exists: its trigger could not work on a MySQL without MD5()
+        if dialects.is_mysql(connection.dialect):
+            dialects.mysql.check_digest(connection)
+
+    event.listen(table, "before_create", check)
     event.listen(table, "after_create", create)
     event.listen(table, "after_drop", drop)
     if "alembic" in sys.modules:

@@ -62,6 +62,20 @@ def test_old_mysql_and_mariadb_are_refused_with_their_version(version: tuple[int
         _compile(_mysql(version, mariadb))
 
 
+@pytest.mark.parametrize(
+    ("version", "mariadb", "found"),
+    [
+        ((9, 7, 4, 2), False, "MySQL 9.7.4"),  # Debian's "9.7.4-2": the package revision is not the server's
+        ((10, 11, 6, 0), True, "MariaDB 10.11.6"),  # "10.11.6-MariaDB-0+deb12u1"
+        ((10, 4), True, "MariaDB 10.4"),
+    ],
+)
+def test_a_server_is_named_by_its_release_not_its_packaging(version: tuple[int, ...], mariadb: bool, found: str) -> None:
+    from simsql.dialects import describe_server
+
+    assert describe_server(_mysql(version, mariadb)) == found  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(("version", "mariadb"), [((8, 0, 36), False), ((10, 6, 0), True), ((11, 4, 2), True)])
 def test_mysql_8_and_mariadb_10_6_compile_bit_count_over_xor(version: tuple[int, ...], mariadb: bool) -> None:
     assert "BIT_COUNT(articles.simhash ^ " in _compile(_mysql(version, mariadb))

@@ -572,6 +572,8 @@ def test_the_keyset_read_after_a_composite_cursor_is_a_range_on_the_key(mysql_en
     from simsql.lifecycle.backfill import _resolve
     from simsql.lifecycle.backfill_sql import batch_sql
 
+    from .test_mysql_queries import explain
+
     _create(mysql_engine, Part)
     _insert(mysql_engine, Part, [{"shelf": f"s{i % 20}", "slot": i, "body": f"part {i}"} for i in range(4000)])
     with mysql_engine.connect() as connection:
@@ -579,5 +581,5 @@ def test_the_keyset_read_after_a_composite_cursor_is_a_range_on_the_key(mysql_en
         sql = batch_sql(connection.dialect, _resolve(connection, Part, None, None))
         statement = sql.rows[True].bindparams(limit=100, **sql.cursor_params(["s7", 1907]))
         compiled = str(statement.compile(connection, compile_kwargs={"literal_binds": True}))
-        plan = {row.table: row for row in connection.execute(text("EXPLAIN " + compiled).execution_options(no_parameters=True))}
+        plan = {row.table: row for row in connection.execute(text(explain(connection) + compiled).execution_options(no_parameters=True))}
     assert (plan["b"].type, plan["b"].key) == ("range", "PRIMARY"), plan

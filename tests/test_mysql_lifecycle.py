@@ -61,14 +61,16 @@ def test_catalog_facts_of_a_real_table(mysql_engine: Engine) -> None:
         assert {name for name, column in facts.columns.items() if column.is_text} == {"region", "title", "body"}
         assert facts.keys == ("region", "n")
         # key types are spelled so a side table's key can reference them (charset and collation included)
-        assert facts.key_types == ("varchar(8) CHARACTER SET ascii COLLATE ascii_bin", "bigint(20) unsigned")
+        # (MySQL >= 8.0.19 no longer shows integer display widths; MariaDB does)
+        widths = bool(connection.dialect.is_mariadb) or tuple(connection.dialect.server_version_info[:3]) < (8, 0, 19)
+        assert facts.key_types == ("varchar(8) CHARACTER SET ascii COLLATE ascii_bin", "bigint(20) unsigned" if widths else "bigint unsigned")
         assert facts.triggers == ("docs_audit",)
         assert catalog.table_facts(connection, "doc_titles", schema) is None  # a view is not a table
         assert catalog.table_facts(connection, "Docs", schema) is None  # names are exact
         assert catalog.table_facts(connection, "missing", schema) is None
         target = catalog.describe(connection, "docs", ["title", "body"])
         assert (target.schema, target.keys, target.source) == (schema, ("region", "n"), ("title", "body"))
-        with pytest.raises(simsql.SchemaError, match=r"docs\.views is int\(11\), not text"):
+        with pytest.raises(simsql.SchemaError, match=r"docs\.views is int\(11\), not text" if widths else r"docs\.views is int, not text"):
             catalog.describe(connection, "docs", ["views"])
         with pytest.raises(simsql.SchemaError, match="does not exist"):
             catalog.describe(connection, "missing", ["body"])
@@ -78,7 +80,9 @@ def test_catalog_names_what_depends_on_columns(mysql_engine: Engine) -> None:
     _run(
         mysql_engine,
         "CREATE TABLE docs (id INT PRIMARY KEY, body TEXT, fp BIGINT UNSIGNED, fp_b0 INT AS ((fp >> 48) & 65535) VIRTUAL, "
-        "fp_twice BIGINT UNSIGNED AS (fp * 2) VIRTUAL)",
+        "fp_twice BIGINT UNSIGNED AS (fp * 2) VIRTUAL, CONSTRAINT ck_fp CHECK (fp <> 1), CONSTRAINT ck_id CHECK (id > 0))",
+        # another table's check on a column of the same name is not one of docs'
+        "CREATE TABLE others (fp BIGINT UNSIGNED, CONSTRAINT ck_others CHECK (fp <> 2))",
         "CREATE INDEX ix_mine ON docs (id, fp)",
         "CREATE INDEX ix_simsql ON docs (fp_b0, fp)",
         "CREATE VIEW fps AS SELECT id, fp FROM docs",
@@ -87,7 +91,9 @@ def test_catalog_names_what_depends_on_columns(mysql_engine: Engine) -> None:
     with mysql_engine.connect() as connection:
         schema = connection.execute(text("SELECT DATABASE()")).scalar_one()
         found = catalog.dependents(connection, schema, "docs", ["fp", "fp_b0"], own=["ix_simsql"])
-    assert found == ["generated column docs.fp_twice", "index ix_mine on table docs", f"view {schema}.fps"]
+    assert found == [
+        "check constraint ck_fp on table docs", "generated column docs.fp_twice", "index ix_mine on table docs", f"view {schema}.fps",
+    ]
 
 
 # -- the seam: time bounds --------------------------------------------------------------------
@@ -104,9 +110,14 @@ def test_durations_translate_to_seconds() -> None:
 
 
 def _session_bounds(connection: Any) -> tuple[Any, ...]:
-    return tuple(connection.execute(text(
-        "SELECT @@SESSION.lock_wait_timeout, @@SESSION.innodb_lock_wait_timeout, @@SESSION.max_statement_time"
-    )).one())
+    """Lock waits in seconds; the statement bound in seconds as MariaDB's ``max_statement_time``
+    holds it, or MySQL's ``max_execution_time`` (milliseconds) in seconds."""
+    mariadb = bool(getattr(connection.dialect, "is_mariadb", False))
+    statement = "@@SESSION.max_statement_time" if mariadb else "@@SESSION.max_execution_time / 1000"
+    lock, row_lock, bound = connection.execute(text(
+        f"SELECT @@SESSION.lock_wait_timeout, @@SESSION.innodb_lock_wait_timeout, {statement}"
+    )).one()
+    return lock, row_lock, float(bound)
 
 
 def test_bounds_apply_inside_and_the_session_gets_its_own_back(mysql_engine: Engine) -> None:
@@ -117,6 +128,8 @@ def test_bounds_apply_inside_and_the_session_gets_its_own_back(mysql_engine: Eng
             with apply.bounded(connection, apply.Timeouts(None, None)):
                 assert _session_bounds(connection) == (my.UNBOUNDED_LOCK_WAIT, my.UNBOUNDED_ROW_LOCK_WAIT, 0)
             assert _session_bounds(connection) == (2, 2, 120)
+            with apply.bounded(connection, apply.Timeouts("1s", "250ms")):
+                assert _session_bounds(connection) == (1, 1, 0.25)  # a statement bound keeps its fraction
         assert _session_bounds(connection) == own
         # a bound meant to last a transaction lasts until the connection goes back to its pool
         apply.set_timeouts(connection, apply.Timeouts("3s", "1s"))
@@ -128,7 +141,9 @@ def test_bounds_apply_inside_and_the_session_gets_its_own_back(mysql_engine: Eng
 
 
 def test_a_statement_over_its_bound_is_a_statement_timeout(mysql_engine: Engine) -> None:
-    plan = Plan((Step("SELECT SLEEP(5)", "sleep"),))
+    # Two rows: MySQL ends a lone SLEEP() at max_execution_time as if it had finished (it returns
+    # 1, no error); a query that sleeps per row is stopped with ER_QUERY_TIMEOUT there too.
+    plan = Plan((Step("SELECT SLEEP(5) FROM (SELECT 1 UNION ALL SELECT 2) AS two", "sleep"),))
     with mysql_engine.connect() as connection:
         error = _within(15, lambda: apply.run(connection, plan, apply.Timeouts("1s", "300ms")))
     assert isinstance(error, simsql.LockTimeout), error
@@ -196,7 +211,7 @@ def test_a_postgresql_plan_never_runs_on_mysql(mysql_engine: Engine) -> None:
     from simsql.schema import Names
 
     plan = ddl.drop_indexes("test", Names("docs"))
-    with pytest.raises(simsql.UnsupportedDatabase, match="in postgresql's DDL only; it does not run it on MariaDB"):
+    with pytest.raises(simsql.UnsupportedDatabase, match=r"in postgresql's DDL only; it does not run it on (MariaDB|MySQL) \d+\.\d+\.\d+ yet"):
         apply.run_on_engine(mysql_engine, plan)
 
 
@@ -421,7 +436,11 @@ def test_a_table_the_server_cannot_alter_online_is_refused_and_left_as_it_was(my
         simsql.attach_table(mysql_engine, "docs", ["body"])
     message = str(refused.value)
     assert "add stored columns simhash, simhash_src to" in message
-    assert "Fulltext index creation requires a lock" in message  # the server's own reason
+    reason = (  # the server's own reason, in its own words
+        "Fulltext index creation requires a lock" if mysql_engine.dialect.is_mariadb
+        else "InnoDB presently supports one FULLTEXT index creation at a time"
+    )
+    assert reason in message
     assert "Nothing was changed (its 1 earlier statement(s) were undone)" in message
     assert _state(mysql_engine) == before
     # side-table mode leaves the table alone
@@ -435,6 +454,34 @@ def test_a_table_that_cannot_change_instantly_is_changed_online(mysql_engine: En
     simsql.alembic.upgrade(mysql_engine)
     before = _state(mysql_engine)
     assert "ROW_FORMAT=COMPRESSED" in before["create"]
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"])
+    _fingerprint(mysql_engine)
+    assert _neighbours(mysql_engine, 1)[0][0] == 2
+    simsql.detach(mysql_engine, "docs")
+    assert _state(mysql_engine) == before
+
+
+def test_a_table_out_of_instant_row_versions_is_changed_online(mysql_engine: Engine) -> None:
+    """MySQL >= 8.0.29 counts instant ADD/DROP COLUMNs per table (64, 255 from 9.1) and then
+    refuses ALGORITHM=INSTANT with ER_INNODB_MAX_ROW_VERSION: attach and detach rebuild online
+    then, as for any table that cannot change instantly (a rebuild also resets the count)."""
+    _build(mysql_engine)  # connects: what the server is, is known from here on
+    if mysql_engine.dialect.is_mariadb:
+        pytest.skip("MariaDB's instant ADD/DROP COLUMN has no row-version budget")
+    exhausted = False
+    with mysql_engine.connect() as connection:
+        for _ in range(300):
+            try:
+                connection.exec_driver_sql("ALTER TABLE docs ADD COLUMN spent INT, ALGORITHM=INSTANT")
+                connection.exec_driver_sql("ALTER TABLE docs DROP COLUMN spent, ALGORITHM=INSTANT")
+            except Exception as error:  # noqa: BLE001 - which error is what the test checks
+                assert "Maximum row versions reached" in str(error), error
+                exhausted = True
+                break
+    assert exhausted, "300 instant changes and the server still allows more"
+    # (should the budget run out on a DROP, `spent` stays: a column of the user's like any other)
+    simsql.alembic.upgrade(mysql_engine)
+    before = _state(mysql_engine)
     simsql.attach_table(mysql_engine, "docs", ["title", "body"])
     _fingerprint(mysql_engine)
     assert _neighbours(mysql_engine, 1)[0][0] == 2
@@ -605,23 +652,28 @@ def test_offline_scripts_are_refused_on_mysql(mysql_engine: Engine, tmp_path: An
 
 def test_servers_too_old_are_refused_with_the_version_found(mysql_engine: Engine) -> None:
     """The version rule on the lifecycle's paths: the real server, read as if it were MariaDB
-    10.5 (the version SQLAlchemy read at connect is what every check looks at)."""
+    10.5 or MySQL 5.7 (the version SQLAlchemy read at connect is what every check looks at)."""
     from sqlalchemy import create_engine
 
     _build(mysql_engine)
     with mysql_engine.connect():
         pass
     real = mysql_engine.dialect.server_version_info
-    mysql_engine.dialect.server_version_info = (10, 5, 22)
+    if mysql_engine.dialect.is_mariadb:
+        mysql_engine.dialect.server_version_info = (10, 5, 22)
+        refused = r"MariaDB >= 10\.6, but the server is MariaDB 10\.5\.22"
+    else:
+        mysql_engine.dialect.server_version_info = (5, 7, 44)
+        refused = r"MySQL >= 8\.0, but the server is MySQL 5\.7\.44"
     try:
         for attempt in (
             lambda: simsql.attach_table(mysql_engine, "docs", ["body"]),
             lambda: simsql.detach(mysql_engine, "docs"),
             lambda: simsql.status(mysql_engine),
         ):
-            with pytest.raises(simsql.UnsupportedDatabase, match=r"MariaDB >= 10\.6, but the server is MariaDB 10\.5\.22"):
+            with pytest.raises(simsql.UnsupportedDatabase, match=refused):
                 attempt()
-        with pytest.raises(simsql.UnsupportedDatabase, match=r"MariaDB >= 10\.6, but the server is MariaDB 10\.5\.22"):
+        with pytest.raises(simsql.UnsupportedDatabase, match=refused):
             simsql.alembic.upgrade(mysql_engine)
     finally:
         mysql_engine.dialect.server_version_info = real
@@ -698,3 +750,63 @@ def _state_tables(engine: Engine) -> tuple[list[str], list[str]]:
         tables = sorted(connection.execute(text("SHOW TABLES")).scalars())
         triggers = sorted(connection.execute(text("SELECT TRIGGER_NAME FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = DATABASE()")).scalars())
     return tables, triggers
+
+
+def test_a_mysql_without_md5_is_refused_before_anything_is_created(mysql_engine: Engine, mysql_admin_engine: Engine) -> None:
+    """MySQL 9.6 moved MD5() into component_classic_hashing: a trigger simsql created without it
+    would fail every INSERT into the user's table. attach, backfill, status, create_all and
+    Alembic's create-trigger refuse first and name the fix; detach still runs. The component is
+    uninstalled for the test's duration (the tests' server is their own) and put back."""
+    from sqlalchemy import create_engine
+
+    from .models import Article, Base
+
+    urn = my.CLASSIC_HASHING
+    with mysql_admin_engine.connect() as admin:
+        if mysql_admin_engine.dialect.is_mariadb:
+            pytest.skip("MariaDB has MD5() built in")
+        installed = admin.execute(text("SELECT COUNT(*) FROM mysql.component WHERE component_urn = :u"), {"u": urn}).scalar()
+        if not installed:
+            try:
+                admin.execute(text("SELECT MD5('')"))
+            except Exception:  # noqa: BLE001 - missing: the refusal below is what this server gives
+                pass
+            else:
+                pytest.skip(f"MD5() is built into MySQL {mysql_admin_engine.dialect.server_version_info}")
+        _build(mysql_engine)
+        _run(mysql_engine, "CREATE TABLE memos (id INT PRIMARY KEY, body TEXT)", "INSERT INTO memos VALUES (1, 'a memo')")
+        simsql.alembic.upgrade(mysql_engine)
+        simsql.attach_table(mysql_engine, "memos", ["body"])  # attached while MD5() was there
+        if installed:
+            admin.execute(text(f"UNINSTALL COMPONENT '{urn}'"))
+        try:
+            fresh = create_engine(mysql_engine.url)  # sessions that have not seen MD5() yet
+            before = _state(fresh)
+            refused = r"has no MD5\(\) \(MySQL 9\.6 moved it into a component\): an administrator can add it with INSTALL COMPONENT 'file://component_classic_hashing'"
+            for attempt in (
+                lambda: simsql.attach_table(fresh, "docs", ["title", "body"]),
+                lambda: simsql.backfill(fresh, "memos"),
+                lambda: simsql.status(fresh),
+                lambda: Base.metadata.create_all(fresh, tables=[Article.__table__]),
+                lambda: _in_migration(fresh, lambda op: op.add_simhash("docs", ["title", "body"])),
+                lambda: _in_migration(fresh, lambda op: op.create_simhash_trigger("docs", ["title", "body"])),
+            ):
+                with pytest.raises(simsql.UnsupportedDatabase, match=refused):
+                    attempt()
+            assert _state(fresh) == before
+            simsql.detach(fresh, "memos")  # taking simsql away needs no MD5()
+            with fresh.connect() as connection:
+                assert my.triggers_on(connection, connection.execute(text("SELECT DATABASE()")).scalar_one(), "memos") == ()
+            fresh.dispose()
+        finally:
+            if installed:
+                admin.execute(text(f"INSTALL COMPONENT '{urn}'"))
+
+
+def _in_migration(engine: Engine, operation: Callable[[Any], None]) -> None:
+    """Run one Alembic operation as a user's migration would, online."""
+    from alembic.operations import Operations
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.begin() as connection:
+        operation(Operations(MigrationContext.configure(connection)))

@@ -59,6 +59,10 @@ def describe_server(dialect: Dialect) -> str:
     """``'MariaDB 10.5.2'``, ``'PostgreSQL 13.11'``, ``"a 'sqlite' database (3.45.1)"``: what a
     refusal names, from the version SQLAlchemy read when it connected (None before that)."""
     version = getattr(dialect, "server_version_info", None)
+    if version and dialect.name in MYSQL_NAMES:
+        # SQLAlchemy keeps every number of the version string, the packager's too ("9.7.4-2"
+        # is (9, 7, 4, 2), "10.11.6-MariaDB-0+deb12u1" is (10, 11, 6, 0)): the release is three.
+        version = version[:3]
     found = ".".join(str(part) for part in version) if version else "version unknown"
     if dialect.name == "postgresql":
         return f"PostgreSQL {found}"

@@ -140,6 +140,37 @@ def check_server(connection: Connection) -> None:
     _check_version(connection.dialect)
 
 
+_HAS_MD5 = "simsql_has_md5"
+CLASSIC_HASHING = "file://component_classic_hashing"
+
+
+def check_digest(connection: Connection) -> None:
+    """Refuse a MySQL without ``MD5()``, which simsql's triggers, backfill and status compute.
+
+    MySQL 9.6 moved ``MD5()`` out of the server into a component an administrator installs;
+    without it a trigger simsql created would fail every INSERT into the user's table ("FUNCTION
+    db.MD5 does not exist"), so nothing is created and nothing is fingerprinted; detach still
+    runs, to take such triggers away. Asked once per session (MariaDB has it built in)."""
+    if _is_mariadb(connection):
+        return
+    info = connection.connection.info
+    if info.get(_HAS_MD5):
+        return
+    try:
+        connection.exec_driver_sql("SELECT MD5('')")  # a failed statement leaves MySQL's transaction alone
+    except Exception as error:  # noqa: BLE001 - only the missing function is ours to explain
+        if getattr(getattr(error, "orig", None), "args", (None,))[0] != 1305:  # ER_SP_DOES_NOT_EXIST
+            raise
+        from . import describe_server
+
+        raise UnsupportedDatabase(
+            f"simsql's triggers compare MD5() digests, and {describe_server(connection.dialect)} has no MD5() "
+            f"(MySQL 9.6 moved it into a component): an administrator can add it with "
+            f"INSTALL COMPONENT '{CLASSIC_HASHING}'"
+        ) from None
+    info[_HAS_MD5] = True
+
+
 def current_schema(connection: Connection) -> str:
     return str(connection.execute(text("SELECT DATABASE()")).scalar_one())
 
@@ -407,11 +438,19 @@ def dependents(connection: Connection, schema: str, table: str, columns: Sequenc
         ):
             if owner == table and name not in wanted and any(quote(c) in str(expression) for c in wanted):
                 found.add(f"generated column {table}.{name}")
-        for name, clause in connection.execute(
-            text("SELECT CONSTRAINT_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS "
-                 "WHERE CONSTRAINT_SCHEMA = :schema AND TABLE_NAME = :table"), where
-        ):
-            if any(quote(c) in str(clause) for c in wanted):
+        # MySQL's CHECK_CONSTRAINTS has no TABLE_NAME, but its CHECK names are unique per schema,
+        # so TABLE_CONSTRAINTS names the table; MariaDB's names are per table, and it has one.
+        checks = (
+            "SELECT CONSTRAINT_NAME, CHECK_CLAUSE, TABLE_NAME FROM information_schema.CHECK_CONSTRAINTS "
+            "WHERE CONSTRAINT_SCHEMA = :schema AND TABLE_NAME = :table"
+        ) if _is_mariadb(connection) else (
+            "SELECT c.CONSTRAINT_NAME, c.CHECK_CLAUSE, t.TABLE_NAME FROM information_schema.CHECK_CONSTRAINTS c "
+            "JOIN information_schema.TABLE_CONSTRAINTS t ON t.CONSTRAINT_SCHEMA = c.CONSTRAINT_SCHEMA "
+            "AND t.CONSTRAINT_NAME = c.CONSTRAINT_NAME AND t.CONSTRAINT_TYPE = 'CHECK' "
+            "WHERE c.CONSTRAINT_SCHEMA = :schema AND t.TABLE_NAME = :table"
+        )
+        for name, clause, owner in connection.execute(text(checks), where):
+            if owner == table and any(quote(c) in str(clause) for c in wanted):
                 found.add(f"check constraint {name} on table {table}")
     else:
         for trigger in triggers_on(connection, schema, table):
@@ -576,9 +615,10 @@ def blockers(connection: Connection, relations: Sequence[str]) -> str:
     return "; ".join(describe(row) for row in rows)
 
 
-ONLINE_REFUSED = (1845, 1846)
+ONLINE_REFUSED = (1845, 1846, 4092)
 """``ER_ALTER_OPERATION_NOT_SUPPORTED`` and ``..._REASON``: the requested ``ALGORITHM`` or
-``LOCK`` cannot do this change."""
+``LOCK`` cannot do this change; MySQL's ``ER_INNODB_MAX_ROW_VERSION``: the table has used up
+its instant ADD/DROP COLUMNs (64, from 9.1 255) until a rebuild, which INPLACE is."""
 
 
 def online_ddl_refused(error: BaseException) -> str | None:

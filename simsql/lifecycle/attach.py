@@ -20,7 +20,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from .. import registry
-from ..dialects import is_mysql
+from ..dialects import is_mysql, mysql
 from ..errors import NotAttached, SchemaError
 from ..fingerprint import DEFAULT, Fingerprinter
 from ..schema import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names
@@ -99,6 +99,8 @@ def plan_attach(
     ``fingerprinter``, an attached table keeps its recorded one (attaching again after the
     default changed is not a change of configuration), a new attachment gets the default."""
     target = catalog.describe(connection, table, source, schema)
+    if is_mysql(connection.dialect):
+        mysql.check_digest(connection)  # every attach path (attach_table, op.add_simhash, the CLI) plans here
     names = Names.for_table(table, prefix, "side_table" if side_table else "columns")
     entry = registry.read(connection, table, target.schema)
     if fingerprinter is None:

@@ -42,7 +42,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from .. import registry
-from ..dialects import check_server
+from ..dialects import check_server, is_mysql, mysql
 from ..errors import ConfigMismatch, LockTimeout, NotAttached, SchemaError
 from ..fingerprint import Fingerprinter
 from ..schema import PROGRESS_TABLE
@@ -331,6 +331,8 @@ def backfill(
         with _explained_timeouts(engine, label, timeouts), engine.connect() as connection:
             apply.set_timeouts(connection, timeouts)
             check_server(connection)
+            if is_mysql(connection.dialect):
+                mysql.check_digest(connection)
             job = _resolve(connection, target, schema, fingerprinter)
             connection.commit()
         options = dict(batch_size=batch_size, max_batch_bytes=max_batch_bytes, timeouts=timeouts, progress=progress)

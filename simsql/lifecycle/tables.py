@@ -191,6 +191,8 @@ def status(bind: Engine | str, *, statement_timeout: str | None = "10min") -> li
     engine = _engine(bind)
     with engine.connect() as connection, apply.bounded(connection, apply.Timeouts("5s", statement_timeout)):
         check_server(connection)
+        if is_mysql(connection.dialect):
+            mysql.check_digest(connection)
         found = []
         for entry in registry.entries(connection):
             rows, fingerprinted, missing, stale, _ = _counts(connection, entry)
