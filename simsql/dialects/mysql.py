@@ -337,6 +337,13 @@ def _is_mariadb(connection: Connection) -> bool:
     return bool(getattr(connection.dialect, "is_mariadb", False))
 
 
+def _stores_no_checks(connection: Connection) -> bool:
+    """MySQL 8.0.0-8.0.15: CHECK constraints were accepted and ignored, and
+    information_schema.CHECK_CONSTRAINTS did not exist yet."""
+    version = tuple(getattr(connection.dialect, "server_version_info", None) or ())
+    return not _is_mariadb(connection) and bool(version) and version[:3] < (8, 0, 16)
+
+
 def table_facts(connection: Connection, schema: str, table: str) -> tuple[str, list[tuple[str, str, bool]], tuple[str, ...], tuple[str, ...]] | None:
     """(kind ``r`` or ``p`` for partitioned, [(column, type, is_text)], primary key, the
     table's triggers) of a base table, or None. A string column's type carries its character
@@ -440,7 +447,8 @@ def dependents(connection: Connection, schema: str, table: str, columns: Sequenc
                 found.add(f"generated column {table}.{name}")
         # MySQL's CHECK_CONSTRAINTS has no TABLE_NAME, but its CHECK names are unique per schema,
         # so TABLE_CONSTRAINTS names the table; MariaDB's names are per table, and it has one.
-        checks = (
+        # MySQL before 8.0.16 parsed CHECK clauses and kept none (nor that table): nothing to find.
+        checks = None if _stores_no_checks(connection) else (
             "SELECT CONSTRAINT_NAME, CHECK_CLAUSE, TABLE_NAME FROM information_schema.CHECK_CONSTRAINTS "
             "WHERE CONSTRAINT_SCHEMA = :schema AND TABLE_NAME = :table"
         ) if _is_mariadb(connection) else (
@@ -449,7 +457,7 @@ def dependents(connection: Connection, schema: str, table: str, columns: Sequenc
             "AND t.CONSTRAINT_NAME = c.CONSTRAINT_NAME AND t.CONSTRAINT_TYPE = 'CHECK' "
             "WHERE c.CONSTRAINT_SCHEMA = :schema AND t.TABLE_NAME = :table"
         )
-        for name, clause, owner in connection.execute(text(checks), where):
+        for name, clause, owner in connection.execute(text(checks), where) if checks else ():
             if owner == table and any(quote(c) in str(clause) for c in wanted):
                 found.add(f"check constraint {name} on table {table}")
     else:
