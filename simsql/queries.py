@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Float,
     Integer,
     Select,
@@ -56,13 +57,15 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session, aliased
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ColumnElement
+from sqlalchemy.sql.visitors import InternalTraversal
 
 from .bits import blocks, check_fingerprint, to_signed
 from .containment import MIN_CONTAINMENT, containment, shingles
 from . import registry
 from . import dialects
-from .dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_values, radius_for, ring_values, row_estimate
+from .dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_parameter, probe_values, radius_for, ring_values, row_estimate
 from .errors import EmptyDocument
 from .storage import Binding, binding_for
 from .types import SimHash
@@ -189,6 +192,61 @@ def _exclude_keys(binding: Binding, exclude: object) -> list[tuple[Any, ...]]:
 # -- similar_to ---------------------------------------------------------------------------
 
 
+class _Within(ColumnElement[bool]):
+    """What :func:`similar_to` returns: ``key IN (<rows within max_distance bits>)``, built
+    when the statement is compiled rather than when it is called.
+
+    Its cache key is the model, the bound and the bound values (the fingerprint and each
+    block's probe values) and nothing else, so a repeated query only computes that short key
+    and finds its compiled SQL in SQLAlchemy's cache: the expression tree of the per-block
+    union is built once per model and bound (per dialect), not once per call.
+    """
+
+    inherit_cache = True
+    _is_implicitly_boolean = True
+    _traverse_internals = [
+        ("model", InternalTraversal.dp_plain_obj),
+        ("max_distance", InternalTraversal.dp_plain_obj),
+        ("fingerprint", InternalTraversal.dp_clauseelement),
+        ("probes", InternalTraversal.dp_clauseelement_list),
+    ]
+
+    def __init__(self, binding: Binding, fingerprint: int, max_distance: int) -> None:
+        radius = radius_for(max_distance)
+        self.type = Boolean()
+        self.model = binding.model
+        self.max_distance = max_distance
+        self.fingerprint = _fingerprint_literal(fingerprint)
+        self.probes = [probe_parameter(probe_values(value, radius)) for value in blocks(fingerprint)]
+
+    @property
+    def _from_objects(self) -> list[Any]:
+        return list(binding_for(self.model).keys[0]._from_objects)
+
+    def expression(self) -> ColumnElement[bool]:
+        """The statement's SQL form, from this element's own bound values (so a cached
+        compilation maps every later call's values onto it)."""
+        binding = binding_for(self.model)
+        distance = hamming_expression(binding.fingerprint, self.fingerprint)
+        per_block = [
+            select(*binding.table_keys).where(equals_any(column, probes), distance <= self.max_distance)
+            for column, probes in zip(binding.blocks, self.probes)
+        ]
+        # Selected from a derived table rather than IN (<union>) directly: MariaDB rewrites an
+        # IN over a UNION into a subquery correlated per row of the outer table (a scan in
+        # disguise), while PostgreSQL plans both spellings the same.
+        union_rows = union_all(*per_block).subquery("simsql_matches")
+        matches = select(*union_rows.c)
+        if len(binding.keys) == 1:
+            return binding.keys[0].in_(matches)  # type: ignore[no-any-return]
+        return tuple_(*binding.keys).in_(matches)
+
+
+@compiles(_Within)
+def _compile_within(element: _Within, compiler: Any, **kw: Any) -> str:
+    return str(compiler.process(element.expression(), **kw))
+
+
 def similar_to(model: type, target: object, max_distance: int = 3) -> ColumnElement[bool]:
     """Boolean expression for ``.where()``: rows within ``max_distance`` bits of ``target``.
 
@@ -199,25 +257,13 @@ def similar_to(model: type, target: object, max_distance: int = 3) -> ColumnElem
     It compiles to ``key IN (<one index-only scan per block, distance filtered inside it>)``:
     the block indexes cover the fingerprint, so candidates are checked without touching the
     table, and only matches are joined back. (An ``OR`` of the four blocks would read every
-    candidate's heap row through a bitmap.)
+    candidate's heap row through a bitmap.) The values are bound parameters of a statement
+    SQLAlchemy compiles once per model and ``max_distance`` (see :class:`_Within`).
     """
     _check_distance(max_distance)
     binding = binding_for(model)
     fingerprint, _ = _resolve(binding, target)
-    radius = radius_for(max_distance)
-    distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint))
-    per_block = [
-        select(*binding.table_keys).where(equals_any(column, probe_values(value, radius)), distance <= max_distance)
-        for column, value in zip(binding.blocks, blocks(fingerprint))
-    ]
-    # Selected from a derived table rather than IN (<union>) directly: MariaDB rewrites an IN
-    # over a UNION into a subquery correlated per row of the outer table (a scan in disguise),
-    # while PostgreSQL plans both spellings the same.
-    union_rows = union_all(*per_block).subquery("simsql_matches")
-    matches = select(*union_rows.c)
-    if len(binding.keys) == 1:
-        return binding.guard(binding.keys[0].in_(matches))  # type: ignore[no-any-return]
-    return binding.guard(tuple_(*binding.keys).in_(matches))  # type: ignore[no-any-return]
+    return binding.guard(_Within(binding, fingerprint, max_distance))  # type: ignore[no-any-return]
 
 
 # -- most_similar -------------------------------------------------------------------------

@@ -90,6 +90,37 @@ def test_similar_to_is_exact(tables: Engine, mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_similar_to_compiles_once_per_bound(tables: Engine, mode: str) -> None:
+    """Repeated near-duplicate queries reuse one compiled statement per ``max_distance`` (no
+    per-call SQL building), and the cached statement carries each call's own values."""
+    from sqlalchemy import event
+
+    model = MODELS[mode]
+    fingerprints, queries = _planted_corpus(seed=5)
+    _load_fingerprints(tables, model, fingerprints)
+    stats: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: Any, parameters: Any, context: Any, executemany: bool) -> None:
+        stats.append(context._get_cache_stats())
+
+    event.listen(tables, "before_cursor_execute", record)
+    try:
+        with Session(tables) as session:
+            for max_distance in (3, 7):
+                first = len(stats)
+                for query in queries:
+                    found = set(session.scalars(select(model.id).where(simsql.similar_to(model, query, max_distance))))
+                    assert found == {key for key, _ in _brute_force(fingerprints, query, 10**9, max_distance)}
+                mine = [s for s in stats[first:] if not s.startswith("raw")]  # registry checks run raw
+                assert mine[0].startswith("generated") and all(s.startswith("cached") for s in mine[1:]), mine
+    finally:
+        event.remove(tables, "before_cursor_execute", record)
+    key_a = select(model.id).where(simsql.similar_to(model, queries[0], 3))._generate_cache_key()
+    key_b = select(model.id).where(simsql.similar_to(model, queries[1], 3))._generate_cache_key()
+    assert key_a == key_b
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("probe_radius", [0, 2])
 def test_most_similar_is_exact(tables: Engine, mode: str, probe_radius: int) -> None:
     model = MODELS[mode]

@@ -15,11 +15,12 @@ from functools import lru_cache
 from itertools import combinations
 from typing import Any
 
-from sqlalchemy import Computed, Float, Integer, bindparam
+from sqlalchemy import ARRAY, Computed, Float, Integer, bindparam
 from sqlalchemy.dialects import postgresql as _pg
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ColumnElement, TableClause
+from sqlalchemy.sql.elements import BindParameter
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
@@ -102,12 +103,12 @@ class EqualsAny(ColumnElement[bool]):
         ("values", InternalTraversal.dp_clauseelement),
     ]
 
-    def __init__(self, column: ColumnElement[Any], values: Sequence[int]) -> None:
+    def __init__(self, column: ColumnElement[Any], values: Sequence[int] | BindParameter[Any]) -> None:
         from sqlalchemy import Boolean
 
         self.type = Boolean()
         self.column = column
-        self.values = bindparam(None, list(values), type_=_INTEGER_ARRAY)
+        self.values = values if isinstance(values, BindParameter) else probe_parameter(values)
 
 
 @compiles(EqualsAny)
@@ -295,8 +296,20 @@ def hamming_expression(a: ColumnElement[Any], b: ColumnElement[Any]) -> HammingD
     return HammingDistance(a, b)
 
 
-def equals_any(column: ColumnElement[Any], values: Sequence[int]) -> ColumnElement[bool]:
-    """``column`` equals one of ``values`` (see :class:`EqualsAny`)."""
+def probe_parameter(values: Sequence[int]) -> BindParameter[Any]:
+    """``values`` as the one bound parameter :func:`equals_any` compares with: a plain integer
+    for a single value, an integer array (an ``IN`` list on MySQL) for several. Built apart
+    from the comparison so a statement can be compiled once and given new values each call."""
+    if len(values) == 1:
+        return bindparam(None, values[0], type_=Integer())
+    return bindparam(None, list(values), type_=_INTEGER_ARRAY)
+
+
+def equals_any(column: ColumnElement[Any], values: Sequence[int] | BindParameter[Any]) -> ColumnElement[bool]:
+    """``column`` equals one of ``values`` (see :class:`EqualsAny`), or the value(s) of a
+    :func:`probe_parameter`."""
+    if isinstance(values, BindParameter):
+        return EqualsAny(column, values) if isinstance(values.type, ARRAY) else column == values
     if len(values) == 1:
         return column == values[0]
     return EqualsAny(column, values)
@@ -446,6 +459,7 @@ __all__ = [
     "insert_new",
     "is_mysql",
     "prepare_self_join",
+    "probe_parameter",
     "probe_values",
     "radius_for",
     "registry_probe_sql",
