@@ -38,6 +38,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import (
     BigInteger,
     Boolean,
+    false,
     Float,
     Integer,
     Select,
@@ -341,7 +342,7 @@ def _band_affordable(binding: Binding, fingerprint: int, radius: int) -> Any:
 
 
 def _scan_branch(
-    binding: Binding, base: Select[Any], fingerprint: int, low: ColumnElement[Any] | int, high: int | None, limit: int
+    binding: Binding, base: Select[Any], fingerprint: int, low: ColumnElement[Any] | int, high: int | None, limit: int, guard: ColumnElement[bool]
 ) -> Select[Any]:
     """The last resort: the plain top-``limit`` scan, minus the rows the bands already gave.
 
@@ -350,7 +351,8 @@ def _scan_branch(
     ``ORDER BY distance LIMIT limit`` scan over the caller's filters, projecting only keys and
     distance (parallel, ``bit_count`` once per row, narrow sort tuples); keeping its rows at
     ``low`` bits or more completes the answer without duplicates, and only those rows are
-    joined back to fetch whole entities.
+    joined back to fetch whole entities. ``guard`` sits inside the scan, so where it is false
+    (MySQL/MariaDB: the bands filled the answer) the optimizer reads no row.
     """
     if binding.mode == "columns":
         scan = base
@@ -359,7 +361,7 @@ def _scan_branch(
     distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint))
     top = (
         scan.with_only_columns(*binding.keys, distance.label("distance"), maintain_column_froms=True)
-        .where(binding.fingerprint.is_not(None))
+        .where(binding.fingerprint.is_not(None), guard)
         .order_by(distance, *binding.keys)
         .limit(limit)
         .subquery()
@@ -426,15 +428,19 @@ def _band_branch(binding: Binding, base: Select[Any], fingerprint: int, radius: 
 
 
 def _guarded_bands(binding: Binding, fingerprint: int, probe_radius: int, branch_for: Any, fewer_within: Any) -> tuple[list[Select[Any]], ColumnElement[Any] | int, ColumnElement[bool]]:
-    """Bands ``0..probe_radius`` and the scan's start and guard: one mechanism, two conditions.
+    """Bands ``0..probe_radius`` and the scan's start and guard, per database.
 
-    A band past the first runs only if (1) it and every band before it are affordable
-    (:func:`_band_affordable`, on every database) and (2) the bands before it did not fill the
-    answer (an :class:`simsql.dialects.EagerGuard`: ``true`` on PostgreSQL, whose ``Append``
-    stops pulling branches at the ``LIMIT`` by itself; evaluated once on MySQL/MariaDB, which
-    materialise every branch). The scan starts where the last band that ran stopped and is
-    guarded by (2) over the bands that ran. ``fewer_within(k)`` is true when fewer than
-    ``limit`` rows lie within ``4k + 3`` bits (counted through the radius-``k`` probes).
+    PostgreSQL (lazy ``Append``, see :class:`simsql.dialects.EagerChoice`): a band past the
+    first runs only if it and every band before it are affordable (:func:`_band_affordable`);
+    the ``LIMIT`` stops the branches once the answer is full, so the scan needs no guard and
+    starts where the last band that ran stopped.
+
+    MySQL/MariaDB (every branch and every check it reaches is materialised): only band 0 runs,
+    and the scan runs only when band 0 found fewer than ``limit`` rows (``fewer_within(0)``,
+    evaluated once). Wider bands and their checks re-read crowded buckets several times, so
+    there they cost more than the scan they might spare; with band 0 alone a query answered
+    by its close neighbours costs one probe, and any other the scan plus one probe and count.
+    ``fewer_within(k)`` is true when fewer than ``limit`` rows lie within ``4k + 3`` bits.
     """
     branches = []
     guards: list[Any] = []
@@ -446,14 +452,13 @@ def _guarded_bands(binding: Binding, fingerprint: int, probe_radius: int, branch
         branch = branch_for(band, 4 * band, 4 * band + 3)
         if band > 0:
             guards.append(_band_affordable(binding, fingerprint, band))
-            unfilled = dialects.eager_guard(and_(*(fewer_within(k) for k in range(band))))
-            branch = branch.where(*ran(band), unfilled)
+            branch = branch.where(dialects.eager_choice(and_(*ran(band)), false()))
         branches.append(branch)
+    if not guards:
+        return branches, 4, dialects.eager_guard(fewer_within(0))
     whens = [(not_(select(g.c.ok).scalar_subquery()), literal(4 * (i + 1))) for i, g in enumerate(guards)]
-    scan_from = case(*whens, else_=literal(4 * (probe_radius + 1))) if whens else 4 * (probe_radius + 1)
-    # Nearest first, each band's count only if that band ran (MySQL evaluates AND/OR left to right).
-    scan_unfilled = [fewer_within(0)] + [or_(not_(and_(*ran(k))), fewer_within(k)) for k in range(1, probe_radius + 1)]
-    return branches, scan_from, dialects.eager_guard(and_(*scan_unfilled))
+    scan_from = dialects.eager_choice(case(*whens, else_=literal(4 * (probe_radius + 1))), literal(4))
+    return branches, scan_from, dialects.eager_guard(fewer_within(0))
 
 
 def _fewer_within(binding: Binding, base: Select[Any] | None, fingerprint: int, limit: int, exclusion: ColumnElement[bool] | None = None) -> Any:
@@ -485,7 +490,7 @@ def _exact_branches(binding: Binding, base: Select[Any], fingerprint: int, limit
         lambda band, low, high: _band_branch(binding, base, fingerprint, band, low, high, limit),
         _fewer_within(binding, base, fingerprint, limit),
     )
-    branches.append(_scan_branch(binding, base, fingerprint, scan_from, max_distance, limit).where(scan_guard))
+    branches.append(_scan_branch(binding, base, fingerprint, scan_from, max_distance, limit, scan_guard))
     return branches
 
 
@@ -522,11 +527,11 @@ def _key_ranking(binding: Binding, fingerprint: int, limit: int, max_distance: i
         binding, fingerprint, probe_radius, band, _fewer_within(binding, None, fingerprint, limit, exclusion)
     )
     distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)).label("distance")
-    scan = select(*table_keys, distance).where(binding.fingerprint.is_not(None))
+    scan = select(*table_keys, distance).where(binding.fingerprint.is_not(None), scan_guard)
     if exclusion is not None:
         scan = scan.where(exclusion)
     top = scan.order_by(distance, *table_keys).limit(limit).subquery()
-    tail = select(top).where(top.c.distance >= scan_from, scan_guard)
+    tail = select(top).where(top.c.distance >= scan_from)
     if max_distance is not None:
         tail = tail.where(top.c.distance <= max_distance)
     branches.append(tail.order_by(top.c.distance, *keys_of(top)).limit(limit))

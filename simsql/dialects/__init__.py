@@ -193,6 +193,38 @@ def eager_guard(condition: ColumnElement[bool]) -> EagerGuard:
     return EagerGuard(condition)
 
 
+class EagerChoice(ColumnElement[Any]):
+    """One expression where ``UNION ALL`` branches run lazily, another where they all run.
+
+    PostgreSQL pulls the branches of an ``Append`` in order and stops at the ``LIMIT``, so
+    costly branches may stay in the statement behind cheap run-time checks: there it is
+    ``lazy``. MySQL and MariaDB materialise every branch and every check they reach, so a plan
+    shaped for early stopping costs them more than it saves: there it is ``eager``, usually a
+    constant that lets the optimizer drop a branch before reading anything.
+    """
+
+    inherit_cache = True
+    _traverse_internals = [
+        ("lazy", InternalTraversal.dp_clauseelement),
+        ("eager", InternalTraversal.dp_clauseelement),
+    ]
+
+    def __init__(self, lazy: ColumnElement[Any], eager: ColumnElement[Any]) -> None:
+        self.type = lazy.type
+        self.lazy = lazy
+        self.eager = eager
+        self._is_implicitly_boolean = lazy._is_implicitly_boolean
+
+
+@compiles(EagerChoice)
+def _eager_choice_default(element: EagerChoice, compiler: Any, **kw: Any) -> str:
+    raise _refuse(compiler.dialect)
+
+
+def eager_choice(lazy: ColumnElement[Any], eager: ColumnElement[Any]) -> EagerChoice:
+    return EagerChoice(lazy, eager)
+
+
 class EagerOrder(ColumnElement[int]):
     """An ORDER BY key that matters only where ``UNION ALL`` branches all run.
 
@@ -437,6 +469,7 @@ __all__ = [
     "BlockComputed",
     "BlockExpression",
     "COVERING_INFO",
+    "EagerChoice",
     "EagerGuard",
     "EagerOrder",
     "EqualsAny",
@@ -451,6 +484,7 @@ __all__ = [
     "check_server",
     "current_schema",
     "describe_server",
+    "eager_choice",
     "eager_guard",
     "eager_order",
     "equals_any",
