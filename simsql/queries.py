@@ -59,7 +59,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session, aliased
 from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql import ColumnElement
+from sqlalchemy.sql import ColumnElement, TableClause, column
 from sqlalchemy.sql.visitors import InternalTraversal
 
 from .bits import blocks, check_fingerprint, to_signed
@@ -270,6 +270,27 @@ def similar_to(model: type, target: object, max_distance: int = 3) -> ColumnElem
 # -- most_similar -------------------------------------------------------------------------
 
 
+class _Target:
+    """The values a ranking statement compares rows with, as bound parameters made once per
+    call: the fingerprint, and per block the probe values of every radius up to
+    ``max_radius``. Every part of the statement uses these same parameters, so its shape
+    (and so its compiled form) does not depend on the values."""
+
+    def __init__(self, fingerprint: ColumnElement[Any], probes: Sequence[Any], max_radius: int) -> None:
+        self.fingerprint = fingerprint
+        self.probes = list(probes)
+        self.max_radius = max_radius
+
+    @classmethod
+    def of(cls, fingerprint: int, max_radius: int) -> _Target:
+        probes = [probe_parameter(probe_values(value, r)) for value in blocks(fingerprint) for r in range(max_radius + 1)]
+        return cls(_fingerprint_literal(fingerprint), probes, max_radius)
+
+    def probe(self, block: int, radius: int) -> Any:
+        """Block ``block``'s values within ``radius`` bits of the target's."""
+        return self.probes[block * (self.max_radius + 1) + radius]
+
+
 def _selected_model(stmt: Select[Any]) -> type:
     descriptions = stmt.column_descriptions
     entity = descriptions[0].get("entity") if descriptions else None
@@ -290,18 +311,18 @@ def _band_filter(distance: ColumnElement[Any], low: int, high: int | None) -> Co
     return and_(condition, distance <= high) if high is not None else condition
 
 
-def _band_candidates(binding: Binding, fingerprint: int, radius: int, low: int, high: int | None, exclusion: ColumnElement[bool] | None = None) -> Any:
+def _band_candidates(binding: Binding, target: _Target, radius: int, low: int, high: int | None, exclusion: ColumnElement[bool] | None = None) -> Any:
     """Rows at ``low..high`` bits sharing a block within ``radius`` bits, as (key..., distance).
 
     One index-only scan per block (the block indexes cover key and fingerprint) with the
     distance filter evaluated inside the scan, merged with UNION so a row matched through
     several blocks is counted once.
     """
-    distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)).label("distance")
+    distance = hamming_expression(binding.fingerprint, target.fingerprint).label("distance")
     condition = _band_filter(distance, low, high)
     per_block = []
-    for column, value in zip(binding.blocks, blocks(fingerprint)):
-        part = select(*binding.table_keys, distance).where(equals_any(column, probe_values(value, radius)))
+    for j, column in enumerate(binding.blocks):
+        part = select(*binding.table_keys, distance).where(equals_any(column, target.probe(j, radius)))
         for extra in (condition, exclusion):
             if extra is not None:
                 part = part.where(extra)
@@ -321,7 +342,7 @@ def _band_budget(binding: Binding) -> ColumnElement[Any]:
     return cast(func.greatest(estimate, literal(MIN_BAND_BUDGET, Float())), BigInteger)
 
 
-def _band_affordable(binding: Binding, fingerprint: int, radius: int) -> Any:
+def _band_affordable(binding: Binding, target: _Target, radius: int) -> Any:
     """A one-row CTE whose ``ok`` is true when the radius-``radius`` probes meet fewer index
     entries than the budget.
 
@@ -333,8 +354,8 @@ def _band_affordable(binding: Binding, fingerprint: int, radius: int) -> Any:
     budget = _band_budget(binding)
     entries: Any = union_all(
         *(
-            select(literal_column("1").label("hit")).select_from(binding.table).where(equals_any(column, probe_values(value, radius)))
-            for column, value in zip(binding.blocks, blocks(fingerprint))
+            select(literal_column("1").label("hit")).select_from(binding.table).where(equals_any(column, target.probe(j, radius)))
+            for j, column in enumerate(binding.blocks)
         )
     ).limit(dialects.run_time_limit(budget))
     counted = select(func.count()).select_from(entries.subquery()).scalar_subquery()
@@ -342,7 +363,7 @@ def _band_affordable(binding: Binding, fingerprint: int, radius: int) -> Any:
 
 
 def _scan_branch(
-    binding: Binding, base: Select[Any], fingerprint: int, low: ColumnElement[Any] | int, high: int | None, limit: int, guard: ColumnElement[bool]
+    binding: Binding, base: Select[Any], target: _Target, low: ColumnElement[Any] | int, high: int | None, limit: int, guard: ColumnElement[bool]
 ) -> Select[Any]:
     """The last resort: the plain top-``limit`` scan, minus the rows the bands already gave.
 
@@ -358,7 +379,7 @@ def _scan_branch(
         scan = base
     else:
         scan = base.join(binding.table, _keys_equal(binding.keys, binding.table_keys))
-    distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint))
+    distance = hamming_expression(binding.fingerprint, target.fingerprint)
     top = (
         scan.with_only_columns(*binding.keys, distance.label("distance"), maintain_column_froms=True)
         .where(binding.fingerprint.is_not(None), guard)
@@ -417,8 +438,8 @@ def _check_most_similar(stmt: object, limit: object, max_distance: int | None, p
         raise ValueError(f"probe_radius must be an int in 0..4, got {probe_radius!r}")
 
 
-def _band_branch(binding: Binding, base: Select[Any], fingerprint: int, radius: int, low: int, high: int | None, limit: int) -> Select[Any]:
-    candidates = _band_candidates(binding, fingerprint, radius, low, high)
+def _band_branch(binding: Binding, base: Select[Any], target: _Target, radius: int, low: int, high: int | None, limit: int) -> Select[Any]:
+    candidates = _band_candidates(binding, target, radius, low, high)
     return (
         base.join(candidates, _keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
         .add_columns(candidates.c.distance)
@@ -427,7 +448,7 @@ def _band_branch(binding: Binding, base: Select[Any], fingerprint: int, radius: 
     )
 
 
-def _guarded_bands(binding: Binding, fingerprint: int, probe_radius: int, branch_for: Any, fewer_within: Any) -> tuple[list[Select[Any]], ColumnElement[Any] | int, ColumnElement[bool]]:
+def _guarded_bands(binding: Binding, target: _Target, probe_radius: int, branch_for: Any, fewer_within: Any) -> tuple[list[Select[Any]], ColumnElement[Any] | int, ColumnElement[bool]]:
     """Bands ``0..probe_radius`` and the scan's start and guard, per database.
 
     PostgreSQL (lazy ``Append``, see :class:`simsql.dialects.EagerChoice`): a band past the
@@ -451,7 +472,7 @@ def _guarded_bands(binding: Binding, fingerprint: int, probe_radius: int, branch
     for band in range(probe_radius + 1):
         branch = branch_for(band, 4 * band, 4 * band + 3)
         if band > 0:
-            guards.append(_band_affordable(binding, fingerprint, band))
+            guards.append(_band_affordable(binding, target, band))
             branch = branch.where(dialects.eager_choice(and_(*ran(band)), false()))
         branches.append(branch)
     if not guards:
@@ -461,13 +482,13 @@ def _guarded_bands(binding: Binding, fingerprint: int, probe_radius: int, branch
     return branches, scan_from, dialects.eager_guard(fewer_within(0))
 
 
-def _fewer_within(binding: Binding, base: Select[Any] | None, fingerprint: int, limit: int, exclusion: ColumnElement[bool] | None = None) -> Any:
+def _fewer_within(binding: Binding, base: Select[Any] | None, target: _Target, limit: int, exclusion: ColumnElement[bool] | None = None) -> Any:
     """``fewer_within(radius)`` for :func:`_guarded_bands`: whether ``base`` (or, for the key
     ranking, the whole table minus ``exclusion``) has fewer than ``limit`` rows within
     ``4 * radius + 3`` bits; one probe of the block indexes, counted."""
 
     def fewer_within(radius: int) -> ColumnElement[bool]:
-        candidates = _band_candidates(binding, fingerprint, radius, 0, 4 * radius + 3, exclusion)
+        candidates = _band_candidates(binding, target, radius, 0, 4 * radius + 3, exclusion)
         if base is None:
             rows: Any = select(candidates.c.distance)
         else:
@@ -478,19 +499,28 @@ def _fewer_within(binding: Binding, base: Select[Any] | None, fingerprint: int, 
     return fewer_within
 
 
-def _exact_branches(binding: Binding, base: Select[Any], fingerprint: int, limit: int, max_distance: int | None, probe_radius: int) -> list[Select[Any]]:
+def _probe_reach(max_distance: int | None, probe_radius: int) -> int | None:
+    """The one radius that answers alone when the bound is within the probes' reach
+    (``max_distance < 4 * (probe_radius + 1)``), else None: bands, then the scan."""
+    if max_distance is not None and max_distance < 4 * (probe_radius + 1):
+        return radius_for(max_distance)
+    return None
+
+
+def _exact_branches(binding: Binding, base: Select[Any], target: _Target, limit: int, max_distance: int | None, probe_radius: int) -> list[Select[Any]]:
     """A bound the probes cover needs one branch (every block within its radius); otherwise
     guarded bands, then the scan (:func:`_guarded_bands`)."""
-    if max_distance is not None and max_distance < 4 * (probe_radius + 1):
-        return [_band_branch(binding, base, fingerprint, radius_for(max_distance), 0, max_distance, limit)]
+    reach = _probe_reach(max_distance, probe_radius)
+    if reach is not None:
+        return [_band_branch(binding, base, target, reach, 0, max_distance, limit)]
     branches, scan_from, scan_guard = _guarded_bands(
         binding,
-        fingerprint,
+        target,
         probe_radius,
-        lambda band, low, high: _band_branch(binding, base, fingerprint, band, low, high, limit),
-        _fewer_within(binding, base, fingerprint, limit),
+        lambda band, low, high: _band_branch(binding, base, target, band, low, high, limit),
+        _fewer_within(binding, base, target, limit),
     )
-    branches.append(_scan_branch(binding, base, fingerprint, scan_from, max_distance, limit, scan_guard))
+    branches.append(_scan_branch(binding, base, target, scan_from, max_distance, limit, scan_guard))
     return branches
 
 
@@ -509,7 +539,7 @@ def _is_plain(stmt: Select[Any], binding: Binding) -> bool:
     )
 
 
-def _key_ranking(binding: Binding, fingerprint: int, limit: int, max_distance: int | None, probe_radius: int, exclusion: ColumnElement[bool] | None) -> Any:
+def _key_ranking(binding: Binding, target: _Target, limit: int, max_distance: int | None, probe_radius: int, exclusion: ColumnElement[bool] | None) -> Any:
     """The exact top-``limit`` (key, distance) of the whole table: the plan of
     :func:`_exact_branches` without a join per branch (smaller to build and to plan)."""
     table_keys = list(binding.table_keys)
@@ -518,15 +548,16 @@ def _key_ranking(binding: Binding, fingerprint: int, limit: int, max_distance: i
         return [candidates.c[k.name] for k in table_keys]
 
     def band(radius: int, low: int, high: int | None) -> Select[Any]:
-        candidates = _band_candidates(binding, fingerprint, radius, low, high, exclusion)
+        candidates = _band_candidates(binding, target, radius, low, high, exclusion)
         return select(candidates).order_by(candidates.c.distance, *keys_of(candidates)).limit(limit)
 
-    if max_distance is not None and max_distance < 4 * (probe_radius + 1):
-        return band(radius_for(max_distance), 0, max_distance).subquery("simsql_ranked")
+    reach = _probe_reach(max_distance, probe_radius)
+    if reach is not None:
+        return band(reach, 0, max_distance).subquery("simsql_ranked")
     branches, scan_from, scan_guard = _guarded_bands(
-        binding, fingerprint, probe_radius, band, _fewer_within(binding, None, fingerprint, limit, exclusion)
+        binding, target, probe_radius, band, _fewer_within(binding, None, target, limit, exclusion)
     )
-    distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)).label("distance")
+    distance = hamming_expression(binding.fingerprint, target.fingerprint).label("distance")
     scan = select(*table_keys, distance).where(binding.fingerprint.is_not(None), scan_guard)
     if exclusion is not None:
         scan = scan.where(exclusion)
@@ -540,6 +571,52 @@ def _key_ranking(binding: Binding, fingerprint: int, limit: int, max_distance: i
     merged = union_all(*branches).subquery()
     order = (merged.c.distance, *keys_of(merged))
     return select(merged).order_by(*(dialects.eager_order(c) for c in order)).limit(limit).subquery("simsql_ranked")
+
+
+class _KeyRanking(TableClause):
+    """:func:`_key_ranking` as a derived table built when the statement is compiled.
+
+    Its cache key is the model, the plan's parameters (limit, bound, probe radius, the shape
+    of the exclusion) and the bound values, so a repeated top-k query computes that short key
+    and reuses the compiled SQL: the expression tree of the bands, checks and scan (a few
+    milliseconds of Python) is built once per shape and dialect, not once per call.
+    """
+
+    inherit_cache = True
+    _traverse_internals = TableClause._traverse_internals + [
+        ("model", InternalTraversal.dp_plain_obj),
+        ("limit", InternalTraversal.dp_plain_obj),
+        ("max_distance", InternalTraversal.dp_plain_obj),
+        ("probe_radius", InternalTraversal.dp_plain_obj),
+        ("fingerprint", InternalTraversal.dp_clauseelement),
+        ("probes", InternalTraversal.dp_clauseelement_list),
+        ("exclusion", InternalTraversal.dp_clauseelement),
+    ]
+
+    def __init__(self, binding: Binding, target: _Target, limit: int, max_distance: int | None, probe_radius: int, exclusion: ColumnElement[bool] | None) -> None:
+        keys = [column(k.name, k.type) for k in binding.table_keys]
+        super().__init__("simsql_ranked", *keys, column("distance", Integer()))
+        self.model = binding.model
+        self.limit = limit
+        self.max_distance = max_distance
+        self.probe_radius = probe_radius
+        self.fingerprint = target.fingerprint
+        self.probes = target.probes
+        self.max_radius = target.max_radius
+        self.exclusion = exclusion
+
+    def ranking(self) -> Any:
+        """The derived table this stands for, from this element's own bound values."""
+        target = _Target(self.fingerprint, self.probes, self.max_radius)
+        return _key_ranking(binding_for(self.model), target, self.limit, self.max_distance, self.probe_radius, self.exclusion)
+
+
+@compiles(_KeyRanking)
+def _compile_key_ranking(element: _KeyRanking, compiler: Any, **kw: Any) -> str:
+    linter = kw.pop("from_linter", None)
+    if linter is not None:  # the outer query joins this element, not the subquery it renders
+        linter.froms[element] = element.name
+    return str(compiler.process(element.ranking(), **kw))
 
 
 def most_similar(
@@ -582,8 +659,10 @@ def most_similar(
     schema, table = binding.registry_key
     check = {registry.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)}
 
-    if exact and _is_plain(stmt, binding):
-        ranked = _key_ranking(binding, fingerprint, limit, max_distance, probe_radius, exclusion)
+    reach = _probe_reach(max_distance, probe_radius)
+    target_values = _Target.of(fingerprint, probe_radius if reach is None else reach) if exact else None
+    if target_values is not None and _is_plain(stmt, binding):
+        ranked = _KeyRanking(binding, target_values, limit, max_distance, probe_radius, exclusion)
         return (
             stmt.add_columns(ranked.c.distance, _similarity(ranked.c.distance))
             .join(ranked, _keys_equal(binding.keys, [ranked.c[k.name] for k in binding.table_keys]))
@@ -591,8 +670,8 @@ def most_similar(
             .execution_options(**check)
         )
     base = stmt.where(exclusion) if exclusion is not None else stmt
-    if exact:
-        branches = _exact_branches(binding, base, fingerprint, limit, max_distance, probe_radius)
+    if target_values is not None:
+        branches = _exact_branches(binding, base, target_values, limit, max_distance, probe_radius)
     else:
         branches = [_approximate_branch(binding, base, fingerprint, probe_radius, max_distance, limit)]
     ranked = (union_all(*branches) if len(branches) > 1 else branches[0]).subquery("simsql_ranked")

@@ -90,9 +90,10 @@ def test_similar_to_is_exact(tables: Engine, mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_similar_to_compiles_once_per_bound(tables: Engine, mode: str) -> None:
-    """Repeated near-duplicate queries reuse one compiled statement per ``max_distance`` (no
-    per-call SQL building), and the cached statement carries each call's own values."""
+def test_queries_compile_once_per_shape(tables: Engine, mode: str) -> None:
+    """Repeated ``similar_to`` and ``most_similar`` queries reuse one compiled statement per
+    bound and limit (no per-call SQL building), and the cached statement carries each call's
+    own values."""
     from sqlalchemy import event
 
     model = MODELS[mode]
@@ -112,6 +113,14 @@ def test_similar_to_compiles_once_per_bound(tables: Engine, mode: str) -> None:
                     found = set(session.scalars(select(model.id).where(simsql.similar_to(model, query, max_distance))))
                     assert found == {key for key, _ in _brute_force(fingerprints, query, 10**9, max_distance)}
                 mine = [s for s in stats[first:] if not s.startswith("raw")]  # registry checks run raw
+                assert mine[0].startswith("generated") and all(s.startswith("cached") for s in mine[1:]), mine
+            for limit, max_distance in ((5, None), (16, 11)):
+                first = len(stats)
+                for query in queries:
+                    statement = simsql.most_similar(select(model), query, limit=limit, max_distance=max_distance)
+                    got = [(row[0].id, row.distance) for row in session.execute(statement)]
+                    assert got == _brute_force(fingerprints, query, limit, max_distance)
+                mine = [s for s in stats[first:] if not s.startswith("raw")]
                 assert mine[0].startswith("generated") and all(s.startswith("cached") for s in mine[1:]), mine
     finally:
         event.remove(tables, "before_cursor_execute", record)
