@@ -311,18 +311,22 @@ def _band_filter(distance: ColumnElement[Any], low: int, high: int | None) -> Co
     return and_(condition, distance <= high) if high is not None else condition
 
 
-def _band_candidates(binding: Binding, target: _Target, radius: int, low: int, high: int | None, exclusion: ColumnElement[bool] | None = None) -> Any:
+def _band_candidates(binding: Binding, target: _Target, radius: int, low: int, high: int | None, exclusion: ColumnElement[bool] | None = None, lazy: bool = False) -> Any:
     """Rows at ``low..high`` bits sharing a block within ``radius`` bits, as (key..., distance).
 
     One index-only scan per block (the block indexes cover key and fingerprint) with the
     distance filter evaluated inside the scan, merged with UNION so a row matched through
-    several blocks is counted once.
+    several blocks is counted once. A ``lazy`` band exists only where branches run lazily
+    (:class:`simsql.dialects.EagerChoice`): elsewhere its probes compile to ``false``, so the
+    optimizer neither reads nor estimates them (MariaDB dives into the index once per value
+    of an ``IN`` list while planning, even for a branch it will never run).
     """
     distance = hamming_expression(binding.fingerprint, target.fingerprint).label("distance")
     condition = _band_filter(distance, low, high)
     per_block = []
     for j, column in enumerate(binding.blocks):
-        part = select(*binding.table_keys, distance).where(equals_any(column, target.probe(j, radius)))
+        probe = equals_any(column, target.probe(j, radius))
+        part = select(*binding.table_keys, distance).where(dialects.eager_choice(probe, false()) if lazy else probe)
         for extra in (condition, exclusion):
             if extra is not None:
                 part = part.where(extra)
@@ -438,8 +442,8 @@ def _check_most_similar(stmt: object, limit: object, max_distance: int | None, p
         raise ValueError(f"probe_radius must be an int in 0..4, got {probe_radius!r}")
 
 
-def _band_branch(binding: Binding, base: Select[Any], target: _Target, radius: int, low: int, high: int | None, limit: int) -> Select[Any]:
-    candidates = _band_candidates(binding, target, radius, low, high)
+def _band_branch(binding: Binding, base: Select[Any], target: _Target, radius: int, low: int, high: int | None, limit: int, lazy: bool = False) -> Select[Any]:
+    candidates = _band_candidates(binding, target, radius, low, high, lazy=lazy)
     return (
         base.join(candidates, _keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
         .add_columns(candidates.c.distance)
@@ -470,7 +474,7 @@ def _guarded_bands(binding: Binding, target: _Target, probe_radius: int, branch_
         return [select(g.c.ok).scalar_subquery() for g in guards[:band]]
 
     for band in range(probe_radius + 1):
-        branch = branch_for(band, 4 * band, 4 * band + 3)
+        branch = branch_for(band, 4 * band, 4 * band + 3, band > 0)
         if band > 0:
             guards.append(_band_affordable(binding, target, band))
             branch = branch.where(dialects.eager_choice(and_(*ran(band)), false()))
@@ -517,7 +521,7 @@ def _exact_branches(binding: Binding, base: Select[Any], target: _Target, limit:
         binding,
         target,
         probe_radius,
-        lambda band, low, high: _band_branch(binding, base, target, band, low, high, limit),
+        lambda band, low, high, lazy: _band_branch(binding, base, target, band, low, high, limit, lazy),
         _fewer_within(binding, base, target, limit),
     )
     branches.append(_scan_branch(binding, base, target, scan_from, max_distance, limit, scan_guard))
@@ -547,8 +551,8 @@ def _key_ranking(binding: Binding, target: _Target, limit: int, max_distance: in
     def keys_of(candidates: Any) -> list[Any]:
         return [candidates.c[k.name] for k in table_keys]
 
-    def band(radius: int, low: int, high: int | None) -> Select[Any]:
-        candidates = _band_candidates(binding, target, radius, low, high, exclusion)
+    def band(radius: int, low: int, high: int | None, lazy: bool = False) -> Select[Any]:
+        candidates = _band_candidates(binding, target, radius, low, high, exclusion, lazy)
         return select(candidates).order_by(candidates.c.distance, *keys_of(candidates)).limit(limit)
 
     reach = _probe_reach(max_distance, probe_radius)
