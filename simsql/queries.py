@@ -18,12 +18,16 @@ probes would read is compared with a budget (a share of the table's estimated ro
 budget is skipped and the scan starts where the last band that ran stopped. A query whose only
 close neighbour is its copy thus pays four exact probes, a bounded count, and the scan.
 
-On MySQL/MariaDB, which materialise every branch of a ``UNION``, each branch past the first is
-also guarded by a count of the rows the bands before it found (:class:`simsql.dialects.EagerGuard`,
-``true`` on PostgreSQL), and ``LIMIT`` takes constants only, so the budgeted reads (the bounded
-count above, ``exact=False``'s candidate share) read all they reach there
-(:class:`simsql.dialects.RunTimeLimit`): the same answers for the exact mode, a superset of
-candidates for the approximate one, at a higher cost.
+On MySQL/MariaDB, which materialise every branch of a ``UNION`` (and plan every branch, with
+one index dive per ``IN``-list value), the exact plan is band 0 and the scan alone: the wider
+bands compile to ``false`` (:class:`simsql.dialects.EagerChoice`) and the scan runs only when
+band 0 found fewer than ``limit`` rows (:class:`simsql.dialects.EagerGuard`, a count evaluated
+once), so exact top-k costs the scan plus one probe at most. ``LIMIT`` takes constants only
+there, so ``exact=False``'s budgeted candidate share reads all it reaches
+(:class:`simsql.dialects.RunTimeLimit`): a superset of candidates, at a higher cost.
+
+Statements are built when SQLAlchemy compiles them (:class:`_Within`, :class:`_KeyRanking`):
+a call computes only the target's bound values, and repeated queries reuse the compiled SQL.
 
 With a bound the probes cover (``max_distance < 4 * (probe_radius + 1)``, e.g. ``find_original``)
 there is no scan and no band split: one probe of every block within ``radius_for(max_distance)``
@@ -643,7 +647,9 @@ def most_similar(
     Exact (the default): bands of radius ``0..probe_radius`` come from the block indexes,
     anything farther from a scan that runs only if the bands did not fill ``limit`` rows. A band
     that would read more index entries than the scan would save is skipped and left to the scan,
-    so a query whose neighbours are far costs little more than the scan itself.
+    so a query whose neighbours are far costs little more than the scan itself. On MySQL and
+    MariaDB the bands past the first are left out (they would run whatever the answer): band 0,
+    then the scan only when band 0 did not fill ``limit``.
 
     ``exact=False`` never scans: it ranks a bounded set of candidates, the rows sharing a block
     with the target, then rows whose blocks are 1 .. ``probe_radius`` bits from the target's,
