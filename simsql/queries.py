@@ -18,12 +18,16 @@ probes would read is compared with a budget (a share of the table's estimated ro
 budget is skipped and the scan starts where the last band that ran stopped. A query whose only
 close neighbour is its copy thus pays four exact probes, a bounded count, and the scan.
 
-On MySQL/MariaDB, which materialise every branch of a ``UNION``, each branch past the first is
-also guarded by a count of the rows the bands before it found (:class:`simsql.dialects.EagerGuard`,
-``true`` on PostgreSQL), and ``LIMIT`` takes constants only, so the budgeted reads (the bounded
-count above, ``exact=False``'s candidate share) read all they reach there
-(:class:`simsql.dialects.RunTimeLimit`): the same answers for the exact mode, a superset of
-candidates for the approximate one, at a higher cost.
+On MySQL/MariaDB, which materialise every branch of a ``UNION`` (and plan every branch, with
+one index dive per ``IN``-list value), the exact plan is band 0 and the scan alone: the wider
+bands compile to ``false`` (:class:`simsql.dialects.EagerChoice`) and the scan runs only when
+band 0 found fewer than ``limit`` rows (:class:`simsql.dialects.EagerGuard`, a count evaluated
+once), so exact top-k costs the scan plus one probe at most. ``LIMIT`` takes constants only
+there, so ``exact=False``'s budgeted candidate share reads all it reaches
+(:class:`simsql.dialects.RunTimeLimit`): a superset of candidates, at a higher cost.
+
+Statements are built when SQLAlchemy compiles them (:class:`_Within`, :class:`_KeyRanking`):
+a call computes only the target's bound values, and repeated queries reuse the compiled SQL.
 
 With a bound the probes cover (``max_distance < 4 * (probe_radius + 1)``, e.g. ``find_original``)
 there is no scan and no band split: one probe of every block within ``radius_for(max_distance)``
@@ -37,6 +41,8 @@ from typing import Any, NamedTuple
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
+    false,
     Float,
     Integer,
     Select,
@@ -56,13 +62,15 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session, aliased
-from sqlalchemy.sql import ColumnElement
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql import ColumnElement, TableClause, column
+from sqlalchemy.sql.visitors import InternalTraversal
 
 from .bits import blocks, check_fingerprint, to_signed
 from .containment import MIN_CONTAINMENT, containment, shingles
 from . import registry
 from . import dialects
-from .dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_values, radius_for, ring_values, row_estimate
+from .dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_parameter, probe_values, radius_for, ring_values, row_estimate
 from .errors import EmptyDocument
 from .storage import Binding, binding_for
 from .types import SimHash
@@ -189,6 +197,61 @@ def _exclude_keys(binding: Binding, exclude: object) -> list[tuple[Any, ...]]:
 # -- similar_to ---------------------------------------------------------------------------
 
 
+class _Within(ColumnElement[bool]):
+    """What :func:`similar_to` returns: ``key IN (<rows within max_distance bits>)``, built
+    when the statement is compiled rather than when it is called.
+
+    Its cache key is the model, the bound and the bound values (the fingerprint and each
+    block's probe values) and nothing else, so a repeated query only computes that short key
+    and finds its compiled SQL in SQLAlchemy's cache: the expression tree of the per-block
+    union is built once per model and bound (per dialect), not once per call.
+    """
+
+    inherit_cache = True
+    _is_implicitly_boolean = True
+    _traverse_internals = [
+        ("model", InternalTraversal.dp_plain_obj),
+        ("max_distance", InternalTraversal.dp_plain_obj),
+        ("fingerprint", InternalTraversal.dp_clauseelement),
+        ("probes", InternalTraversal.dp_clauseelement_list),
+    ]
+
+    def __init__(self, binding: Binding, fingerprint: int, max_distance: int) -> None:
+        radius = radius_for(max_distance)
+        self.type = Boolean()
+        self.model = binding.model
+        self.max_distance = max_distance
+        self.fingerprint = _fingerprint_literal(fingerprint)
+        self.probes = [probe_parameter(probe_values(value, radius)) for value in blocks(fingerprint)]
+
+    @property
+    def _from_objects(self) -> list[Any]:
+        return list(binding_for(self.model).keys[0]._from_objects)
+
+    def expression(self) -> ColumnElement[bool]:
+        """The statement's SQL form, from this element's own bound values (so a cached
+        compilation maps every later call's values onto it)."""
+        binding = binding_for(self.model)
+        distance = hamming_expression(binding.fingerprint, self.fingerprint)
+        per_block = [
+            select(*binding.table_keys).where(equals_any(column, probes), distance <= self.max_distance)
+            for column, probes in zip(binding.blocks, self.probes)
+        ]
+        # Selected from a derived table rather than IN (<union>) directly: MariaDB rewrites an
+        # IN over a UNION into a subquery correlated per row of the outer table (a scan in
+        # disguise), while PostgreSQL plans both spellings the same.
+        union_rows = union_all(*per_block).subquery("simsql_matches")
+        matches = select(*union_rows.c)
+        if len(binding.keys) == 1:
+            return binding.keys[0].in_(matches)  # type: ignore[no-any-return]
+        return tuple_(*binding.keys).in_(matches)
+
+
+@compiles(_Within)
+def _compile_within(element: _Within, compiler: Any, **kw: Any) -> str:
+    return str(compiler.process(element.expression(), **kw))
+
+
 def similar_to(model: type, target: object, max_distance: int = 3) -> ColumnElement[bool]:
     """Boolean expression for ``.where()``: rows within ``max_distance`` bits of ``target``.
 
@@ -199,28 +262,37 @@ def similar_to(model: type, target: object, max_distance: int = 3) -> ColumnElem
     It compiles to ``key IN (<one index-only scan per block, distance filtered inside it>)``:
     the block indexes cover the fingerprint, so candidates are checked without touching the
     table, and only matches are joined back. (An ``OR`` of the four blocks would read every
-    candidate's heap row through a bitmap.)
+    candidate's heap row through a bitmap.) The values are bound parameters of a statement
+    SQLAlchemy compiles once per model and ``max_distance`` (see :class:`_Within`).
     """
     _check_distance(max_distance)
     binding = binding_for(model)
     fingerprint, _ = _resolve(binding, target)
-    radius = radius_for(max_distance)
-    distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint))
-    per_block = [
-        select(*binding.table_keys).where(equals_any(column, probe_values(value, radius)), distance <= max_distance)
-        for column, value in zip(binding.blocks, blocks(fingerprint))
-    ]
-    # Selected from a derived table rather than IN (<union>) directly: MariaDB rewrites an IN
-    # over a UNION into a subquery correlated per row of the outer table (a scan in disguise),
-    # while PostgreSQL plans both spellings the same.
-    union_rows = union_all(*per_block).subquery("simsql_matches")
-    matches = select(*union_rows.c)
-    if len(binding.keys) == 1:
-        return binding.guard(binding.keys[0].in_(matches))  # type: ignore[no-any-return]
-    return binding.guard(tuple_(*binding.keys).in_(matches))  # type: ignore[no-any-return]
+    return binding.guard(_Within(binding, fingerprint, max_distance))  # type: ignore[no-any-return]
 
 
 # -- most_similar -------------------------------------------------------------------------
+
+
+class _Target:
+    """The values a ranking statement compares rows with, as bound parameters made once per
+    call: the fingerprint, and per block the probe values of every radius up to
+    ``max_radius``. Every part of the statement uses these same parameters, so its shape
+    (and so its compiled form) does not depend on the values."""
+
+    def __init__(self, fingerprint: ColumnElement[Any], probes: Sequence[Any], max_radius: int) -> None:
+        self.fingerprint = fingerprint
+        self.probes = list(probes)
+        self.max_radius = max_radius
+
+    @classmethod
+    def of(cls, fingerprint: int, max_radius: int) -> _Target:
+        probes = [probe_parameter(probe_values(value, r)) for value in blocks(fingerprint) for r in range(max_radius + 1)]
+        return cls(_fingerprint_literal(fingerprint), probes, max_radius)
+
+    def probe(self, block: int, radius: int) -> Any:
+        """Block ``block``'s values within ``radius`` bits of the target's."""
+        return self.probes[block * (self.max_radius + 1) + radius]
 
 
 def _selected_model(stmt: Select[Any]) -> type:
@@ -243,18 +315,22 @@ def _band_filter(distance: ColumnElement[Any], low: int, high: int | None) -> Co
     return and_(condition, distance <= high) if high is not None else condition
 
 
-def _band_candidates(binding: Binding, fingerprint: int, radius: int, low: int, high: int | None, exclusion: ColumnElement[bool] | None = None) -> Any:
+def _band_candidates(binding: Binding, target: _Target, radius: int, low: int, high: int | None, exclusion: ColumnElement[bool] | None = None, lazy: bool = False) -> Any:
     """Rows at ``low..high`` bits sharing a block within ``radius`` bits, as (key..., distance).
 
     One index-only scan per block (the block indexes cover key and fingerprint) with the
     distance filter evaluated inside the scan, merged with UNION so a row matched through
-    several blocks is counted once.
+    several blocks is counted once. A ``lazy`` band exists only where branches run lazily
+    (:class:`simsql.dialects.EagerChoice`): elsewhere its probes compile to ``false``, so the
+    optimizer neither reads nor estimates them (MariaDB dives into the index once per value
+    of an ``IN`` list while planning, even for a branch it will never run).
     """
-    distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)).label("distance")
+    distance = hamming_expression(binding.fingerprint, target.fingerprint).label("distance")
     condition = _band_filter(distance, low, high)
     per_block = []
-    for column, value in zip(binding.blocks, blocks(fingerprint)):
-        part = select(*binding.table_keys, distance).where(equals_any(column, probe_values(value, radius)))
+    for j, column in enumerate(binding.blocks):
+        probe = equals_any(column, target.probe(j, radius))
+        part = select(*binding.table_keys, distance).where(dialects.eager_choice(probe, false()) if lazy else probe)
         for extra in (condition, exclusion):
             if extra is not None:
                 part = part.where(extra)
@@ -274,7 +350,7 @@ def _band_budget(binding: Binding) -> ColumnElement[Any]:
     return cast(func.greatest(estimate, literal(MIN_BAND_BUDGET, Float())), BigInteger)
 
 
-def _band_affordable(binding: Binding, fingerprint: int, radius: int) -> Any:
+def _band_affordable(binding: Binding, target: _Target, radius: int) -> Any:
     """A one-row CTE whose ``ok`` is true when the radius-``radius`` probes meet fewer index
     entries than the budget.
 
@@ -286,8 +362,8 @@ def _band_affordable(binding: Binding, fingerprint: int, radius: int) -> Any:
     budget = _band_budget(binding)
     entries: Any = union_all(
         *(
-            select(literal_column("1").label("hit")).select_from(binding.table).where(equals_any(column, probe_values(value, radius)))
-            for column, value in zip(binding.blocks, blocks(fingerprint))
+            select(literal_column("1").label("hit")).select_from(binding.table).where(equals_any(column, target.probe(j, radius)))
+            for j, column in enumerate(binding.blocks)
         )
     ).limit(dialects.run_time_limit(budget))
     counted = select(func.count()).select_from(entries.subquery()).scalar_subquery()
@@ -295,7 +371,7 @@ def _band_affordable(binding: Binding, fingerprint: int, radius: int) -> Any:
 
 
 def _scan_branch(
-    binding: Binding, base: Select[Any], fingerprint: int, low: ColumnElement[Any] | int, high: int | None, limit: int
+    binding: Binding, base: Select[Any], target: _Target, low: ColumnElement[Any] | int, high: int | None, limit: int, guard: ColumnElement[bool]
 ) -> Select[Any]:
     """The last resort: the plain top-``limit`` scan, minus the rows the bands already gave.
 
@@ -304,16 +380,17 @@ def _scan_branch(
     ``ORDER BY distance LIMIT limit`` scan over the caller's filters, projecting only keys and
     distance (parallel, ``bit_count`` once per row, narrow sort tuples); keeping its rows at
     ``low`` bits or more completes the answer without duplicates, and only those rows are
-    joined back to fetch whole entities.
+    joined back to fetch whole entities. ``guard`` sits inside the scan, so where it is false
+    (MySQL/MariaDB: the bands filled the answer) the optimizer reads no row.
     """
     if binding.mode == "columns":
         scan = base
     else:
         scan = base.join(binding.table, _keys_equal(binding.keys, binding.table_keys))
-    distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint))
+    distance = hamming_expression(binding.fingerprint, target.fingerprint)
     top = (
         scan.with_only_columns(*binding.keys, distance.label("distance"), maintain_column_froms=True)
-        .where(binding.fingerprint.is_not(None))
+        .where(binding.fingerprint.is_not(None), guard)
         .order_by(distance, *binding.keys)
         .limit(limit)
         .subquery()
@@ -369,8 +446,8 @@ def _check_most_similar(stmt: object, limit: object, max_distance: int | None, p
         raise ValueError(f"probe_radius must be an int in 0..4, got {probe_radius!r}")
 
 
-def _band_branch(binding: Binding, base: Select[Any], fingerprint: int, radius: int, low: int, high: int | None, limit: int) -> Select[Any]:
-    candidates = _band_candidates(binding, fingerprint, radius, low, high)
+def _band_branch(binding: Binding, base: Select[Any], target: _Target, radius: int, low: int, high: int | None, limit: int, lazy: bool = False) -> Select[Any]:
+    candidates = _band_candidates(binding, target, radius, low, high, lazy=lazy)
     return (
         base.join(candidates, _keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
         .add_columns(candidates.c.distance)
@@ -379,16 +456,20 @@ def _band_branch(binding: Binding, base: Select[Any], fingerprint: int, radius: 
     )
 
 
-def _guarded_bands(binding: Binding, fingerprint: int, probe_radius: int, branch_for: Any, fewer_within: Any) -> tuple[list[Select[Any]], ColumnElement[Any] | int, ColumnElement[bool]]:
-    """Bands ``0..probe_radius`` and the scan's start and guard: one mechanism, two conditions.
+def _guarded_bands(binding: Binding, target: _Target, probe_radius: int, branch_for: Any, fewer_within: Any) -> tuple[list[Select[Any]], ColumnElement[Any] | int, ColumnElement[bool]]:
+    """Bands ``0..probe_radius`` and the scan's start and guard, per database.
 
-    A band past the first runs only if (1) it and every band before it are affordable
-    (:func:`_band_affordable`, on every database) and (2) the bands before it did not fill the
-    answer (an :class:`simsql.dialects.EagerGuard`: ``true`` on PostgreSQL, whose ``Append``
-    stops pulling branches at the ``LIMIT`` by itself; evaluated once on MySQL/MariaDB, which
-    materialise every branch). The scan starts where the last band that ran stopped and is
-    guarded by (2) over the bands that ran. ``fewer_within(k)`` is true when fewer than
-    ``limit`` rows lie within ``4k + 3`` bits (counted through the radius-``k`` probes).
+    PostgreSQL (lazy ``Append``, see :class:`simsql.dialects.EagerChoice`): a band past the
+    first runs only if it and every band before it are affordable (:func:`_band_affordable`);
+    the ``LIMIT`` stops the branches once the answer is full, so the scan needs no guard and
+    starts where the last band that ran stopped.
+
+    MySQL/MariaDB (every branch and every check it reaches is materialised): only band 0 runs,
+    and the scan runs only when band 0 found fewer than ``limit`` rows (``fewer_within(0)``,
+    evaluated once). Wider bands and their checks re-read crowded buckets several times, so
+    there they cost more than the scan they might spare; with band 0 alone a query answered
+    by its close neighbours costs one probe, and any other the scan plus one probe and count.
+    ``fewer_within(k)`` is true when fewer than ``limit`` rows lie within ``4k + 3`` bits.
     """
     branches = []
     guards: list[Any] = []
@@ -397,26 +478,25 @@ def _guarded_bands(binding: Binding, fingerprint: int, probe_radius: int, branch
         return [select(g.c.ok).scalar_subquery() for g in guards[:band]]
 
     for band in range(probe_radius + 1):
-        branch = branch_for(band, 4 * band, 4 * band + 3)
+        branch = branch_for(band, 4 * band, 4 * band + 3, band > 0)
         if band > 0:
-            guards.append(_band_affordable(binding, fingerprint, band))
-            unfilled = dialects.eager_guard(and_(*(fewer_within(k) for k in range(band))))
-            branch = branch.where(*ran(band), unfilled)
+            guards.append(_band_affordable(binding, target, band))
+            branch = branch.where(dialects.eager_choice(and_(*ran(band)), false()))
         branches.append(branch)
+    if not guards:
+        return branches, 4, dialects.eager_guard(fewer_within(0))
     whens = [(not_(select(g.c.ok).scalar_subquery()), literal(4 * (i + 1))) for i, g in enumerate(guards)]
-    scan_from = case(*whens, else_=literal(4 * (probe_radius + 1))) if whens else 4 * (probe_radius + 1)
-    # Nearest first, each band's count only if that band ran (MySQL evaluates AND/OR left to right).
-    scan_unfilled = [fewer_within(0)] + [or_(not_(and_(*ran(k))), fewer_within(k)) for k in range(1, probe_radius + 1)]
-    return branches, scan_from, dialects.eager_guard(and_(*scan_unfilled))
+    scan_from = dialects.eager_choice(case(*whens, else_=literal(4 * (probe_radius + 1))), literal(4))
+    return branches, scan_from, dialects.eager_guard(fewer_within(0))
 
 
-def _fewer_within(binding: Binding, base: Select[Any] | None, fingerprint: int, limit: int, exclusion: ColumnElement[bool] | None = None) -> Any:
+def _fewer_within(binding: Binding, base: Select[Any] | None, target: _Target, limit: int, exclusion: ColumnElement[bool] | None = None) -> Any:
     """``fewer_within(radius)`` for :func:`_guarded_bands`: whether ``base`` (or, for the key
     ranking, the whole table minus ``exclusion``) has fewer than ``limit`` rows within
     ``4 * radius + 3`` bits; one probe of the block indexes, counted."""
 
     def fewer_within(radius: int) -> ColumnElement[bool]:
-        candidates = _band_candidates(binding, fingerprint, radius, 0, 4 * radius + 3, exclusion)
+        candidates = _band_candidates(binding, target, radius, 0, 4 * radius + 3, exclusion)
         if base is None:
             rows: Any = select(candidates.c.distance)
         else:
@@ -427,19 +507,28 @@ def _fewer_within(binding: Binding, base: Select[Any] | None, fingerprint: int, 
     return fewer_within
 
 
-def _exact_branches(binding: Binding, base: Select[Any], fingerprint: int, limit: int, max_distance: int | None, probe_radius: int) -> list[Select[Any]]:
+def _probe_reach(max_distance: int | None, probe_radius: int) -> int | None:
+    """The one radius that answers alone when the bound is within the probes' reach
+    (``max_distance < 4 * (probe_radius + 1)``), else None: bands, then the scan."""
+    if max_distance is not None and max_distance < 4 * (probe_radius + 1):
+        return radius_for(max_distance)
+    return None
+
+
+def _exact_branches(binding: Binding, base: Select[Any], target: _Target, limit: int, max_distance: int | None, probe_radius: int) -> list[Select[Any]]:
     """A bound the probes cover needs one branch (every block within its radius); otherwise
     guarded bands, then the scan (:func:`_guarded_bands`)."""
-    if max_distance is not None and max_distance < 4 * (probe_radius + 1):
-        return [_band_branch(binding, base, fingerprint, radius_for(max_distance), 0, max_distance, limit)]
+    reach = _probe_reach(max_distance, probe_radius)
+    if reach is not None:
+        return [_band_branch(binding, base, target, reach, 0, max_distance, limit)]
     branches, scan_from, scan_guard = _guarded_bands(
         binding,
-        fingerprint,
+        target,
         probe_radius,
-        lambda band, low, high: _band_branch(binding, base, fingerprint, band, low, high, limit),
-        _fewer_within(binding, base, fingerprint, limit),
+        lambda band, low, high, lazy: _band_branch(binding, base, target, band, low, high, limit, lazy),
+        _fewer_within(binding, base, target, limit),
     )
-    branches.append(_scan_branch(binding, base, fingerprint, scan_from, max_distance, limit).where(scan_guard))
+    branches.append(_scan_branch(binding, base, target, scan_from, max_distance, limit, scan_guard))
     return branches
 
 
@@ -458,7 +547,7 @@ def _is_plain(stmt: Select[Any], binding: Binding) -> bool:
     )
 
 
-def _key_ranking(binding: Binding, fingerprint: int, limit: int, max_distance: int | None, probe_radius: int, exclusion: ColumnElement[bool] | None) -> Any:
+def _key_ranking(binding: Binding, target: _Target, limit: int, max_distance: int | None, probe_radius: int, exclusion: ColumnElement[bool] | None) -> Any:
     """The exact top-``limit`` (key, distance) of the whole table: the plan of
     :func:`_exact_branches` without a join per branch (smaller to build and to plan)."""
     table_keys = list(binding.table_keys)
@@ -466,21 +555,22 @@ def _key_ranking(binding: Binding, fingerprint: int, limit: int, max_distance: i
     def keys_of(candidates: Any) -> list[Any]:
         return [candidates.c[k.name] for k in table_keys]
 
-    def band(radius: int, low: int, high: int | None) -> Select[Any]:
-        candidates = _band_candidates(binding, fingerprint, radius, low, high, exclusion)
+    def band(radius: int, low: int, high: int | None, lazy: bool = False) -> Select[Any]:
+        candidates = _band_candidates(binding, target, radius, low, high, exclusion, lazy)
         return select(candidates).order_by(candidates.c.distance, *keys_of(candidates)).limit(limit)
 
-    if max_distance is not None and max_distance < 4 * (probe_radius + 1):
-        return band(radius_for(max_distance), 0, max_distance).subquery("simsql_ranked")
+    reach = _probe_reach(max_distance, probe_radius)
+    if reach is not None:
+        return band(reach, 0, max_distance).subquery("simsql_ranked")
     branches, scan_from, scan_guard = _guarded_bands(
-        binding, fingerprint, probe_radius, band, _fewer_within(binding, None, fingerprint, limit, exclusion)
+        binding, target, probe_radius, band, _fewer_within(binding, None, target, limit, exclusion)
     )
-    distance = hamming_expression(binding.fingerprint, _fingerprint_literal(fingerprint)).label("distance")
-    scan = select(*table_keys, distance).where(binding.fingerprint.is_not(None))
+    distance = hamming_expression(binding.fingerprint, target.fingerprint).label("distance")
+    scan = select(*table_keys, distance).where(binding.fingerprint.is_not(None), scan_guard)
     if exclusion is not None:
         scan = scan.where(exclusion)
     top = scan.order_by(distance, *table_keys).limit(limit).subquery()
-    tail = select(top).where(top.c.distance >= scan_from, scan_guard)
+    tail = select(top).where(top.c.distance >= scan_from)
     if max_distance is not None:
         tail = tail.where(top.c.distance <= max_distance)
     branches.append(tail.order_by(top.c.distance, *keys_of(top)).limit(limit))
@@ -489,6 +579,52 @@ def _key_ranking(binding: Binding, fingerprint: int, limit: int, max_distance: i
     merged = union_all(*branches).subquery()
     order = (merged.c.distance, *keys_of(merged))
     return select(merged).order_by(*(dialects.eager_order(c) for c in order)).limit(limit).subquery("simsql_ranked")
+
+
+class _KeyRanking(TableClause):
+    """:func:`_key_ranking` as a derived table built when the statement is compiled.
+
+    Its cache key is the model, the plan's parameters (limit, bound, probe radius, the shape
+    of the exclusion) and the bound values, so a repeated top-k query computes that short key
+    and reuses the compiled SQL: the expression tree of the bands, checks and scan (a few
+    milliseconds of Python) is built once per shape and dialect, not once per call.
+    """
+
+    inherit_cache = True
+    _traverse_internals = TableClause._traverse_internals + [
+        ("model", InternalTraversal.dp_plain_obj),
+        ("limit", InternalTraversal.dp_plain_obj),
+        ("max_distance", InternalTraversal.dp_plain_obj),
+        ("probe_radius", InternalTraversal.dp_plain_obj),
+        ("fingerprint", InternalTraversal.dp_clauseelement),
+        ("probes", InternalTraversal.dp_clauseelement_list),
+        ("exclusion", InternalTraversal.dp_clauseelement),
+    ]
+
+    def __init__(self, binding: Binding, target: _Target, limit: int, max_distance: int | None, probe_radius: int, exclusion: ColumnElement[bool] | None) -> None:
+        keys = [column(k.name, k.type) for k in binding.table_keys]
+        super().__init__("simsql_ranked", *keys, column("distance", Integer()))
+        self.model = binding.model
+        self.limit = limit
+        self.max_distance = max_distance
+        self.probe_radius = probe_radius
+        self.fingerprint = target.fingerprint
+        self.probes = target.probes
+        self.max_radius = target.max_radius
+        self.exclusion = exclusion
+
+    def ranking(self) -> Any:
+        """The derived table this stands for, from this element's own bound values."""
+        target = _Target(self.fingerprint, self.probes, self.max_radius)
+        return _key_ranking(binding_for(self.model), target, self.limit, self.max_distance, self.probe_radius, self.exclusion)
+
+
+@compiles(_KeyRanking)
+def _compile_key_ranking(element: _KeyRanking, compiler: Any, **kw: Any) -> str:
+    linter = kw.pop("from_linter", None)
+    if linter is not None:  # the outer query joins this element, not the subquery it renders
+        linter.froms[element] = element.name
+    return str(compiler.process(element.ranking(), **kw))
 
 
 def most_similar(
@@ -511,7 +647,9 @@ def most_similar(
     Exact (the default): bands of radius ``0..probe_radius`` come from the block indexes,
     anything farther from a scan that runs only if the bands did not fill ``limit`` rows. A band
     that would read more index entries than the scan would save is skipped and left to the scan,
-    so a query whose neighbours are far costs little more than the scan itself.
+    so a query whose neighbours are far costs little more than the scan itself. On MySQL and
+    MariaDB the bands past the first are left out (they would run whatever the answer): band 0,
+    then the scan only when band 0 did not fill ``limit``.
 
     ``exact=False`` never scans: it ranks a bounded set of candidates, the rows sharing a block
     with the target, then rows whose blocks are 1 .. ``probe_radius`` bits from the target's,
@@ -531,8 +669,10 @@ def most_similar(
     schema, table = binding.registry_key
     check = {registry.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)}
 
-    if exact and _is_plain(stmt, binding):
-        ranked = _key_ranking(binding, fingerprint, limit, max_distance, probe_radius, exclusion)
+    reach = _probe_reach(max_distance, probe_radius)
+    target_values = _Target.of(fingerprint, probe_radius if reach is None else reach) if exact else None
+    if target_values is not None and _is_plain(stmt, binding):
+        ranked = _KeyRanking(binding, target_values, limit, max_distance, probe_radius, exclusion)
         return (
             stmt.add_columns(ranked.c.distance, _similarity(ranked.c.distance))
             .join(ranked, _keys_equal(binding.keys, [ranked.c[k.name] for k in binding.table_keys]))
@@ -540,8 +680,8 @@ def most_similar(
             .execution_options(**check)
         )
     base = stmt.where(exclusion) if exclusion is not None else stmt
-    if exact:
-        branches = _exact_branches(binding, base, fingerprint, limit, max_distance, probe_radius)
+    if target_values is not None:
+        branches = _exact_branches(binding, base, target_values, limit, max_distance, probe_radius)
     else:
         branches = [_approximate_branch(binding, base, fingerprint, probe_radius, max_distance, limit)]
     ranked = (union_all(*branches) if len(branches) > 1 else branches[0]).subquery("simsql_ranked")

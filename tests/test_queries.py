@@ -90,6 +90,46 @@ def test_similar_to_is_exact(tables: Engine, mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_queries_compile_once_per_shape(tables: Engine, mode: str) -> None:
+    """Repeated ``similar_to`` and ``most_similar`` queries reuse one compiled statement per
+    bound and limit (no per-call SQL building), and the cached statement carries each call's
+    own values."""
+    from sqlalchemy import event
+
+    model = MODELS[mode]
+    fingerprints, queries = _planted_corpus(seed=5)
+    _load_fingerprints(tables, model, fingerprints)
+    stats: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: Any, parameters: Any, context: Any, executemany: bool) -> None:
+        stats.append(context._get_cache_stats())
+
+    event.listen(tables, "before_cursor_execute", record)
+    try:
+        with Session(tables) as session:
+            for max_distance in (3, 7):
+                first = len(stats)
+                for query in queries:
+                    found = set(session.scalars(select(model.id).where(simsql.similar_to(model, query, max_distance))))
+                    assert found == {key for key, _ in _brute_force(fingerprints, query, 10**9, max_distance)}
+                mine = [s for s in stats[first:] if not s.startswith("raw")]  # registry checks run raw
+                assert mine[0].startswith("generated") and all(s.startswith("cached") for s in mine[1:]), mine
+            for limit, max_distance in ((5, None), (16, 11)):
+                first = len(stats)
+                for query in queries:
+                    statement = simsql.most_similar(select(model), query, limit=limit, max_distance=max_distance)
+                    got = [(row[0].id, row.distance) for row in session.execute(statement)]
+                    assert got == _brute_force(fingerprints, query, limit, max_distance)
+                mine = [s for s in stats[first:] if not s.startswith("raw")]
+                assert mine[0].startswith("generated") and all(s.startswith("cached") for s in mine[1:]), mine
+    finally:
+        event.remove(tables, "before_cursor_execute", record)
+    key_a = select(model.id).where(simsql.similar_to(model, queries[0], 3))._generate_cache_key()
+    key_b = select(model.id).where(simsql.similar_to(model, queries[1], 3))._generate_cache_key()
+    assert key_a == key_b
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("probe_radius", [0, 2])
 def test_most_similar_is_exact(tables: Engine, mode: str, probe_radius: int) -> None:
     model = MODELS[mode]
@@ -101,6 +141,54 @@ def test_most_similar_is_exact(tables: Engine, mode: str, probe_radius: int) -> 
                 statement = simsql.most_similar(select(model), query, limit=limit, max_distance=max_distance, probe_radius=probe_radius)
                 got = [(row[0].id, row.distance) for row in session.execute(statement)]
                 assert got == _brute_force(fingerprints, query, limit, max_distance)
+
+
+def _flip(rng: random.Random, value: int, bits: int) -> int:
+    for bit in rng.sample(range(64), bits):
+        value ^= 1 << bit
+    return value
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_most_similar_exact_where_band_zero_does_or_does_not_fill(tables: Engine, mode: str) -> None:
+    """The branch points of the exact plan (MySQL/MariaDB: band 0 alone, then the scan only if
+    band 0 found fewer than ``limit`` rows): queries with limit - 1, limit and limit + 1 rows
+    within 3 bits, ties across the 3/4-bit boundary, only far rows, fewer rows than the limit,
+    NULL fingerprints, exclusions that empty band 0, and a filter; against brute force."""
+    model = MODELS[mode]
+    rng = random.Random(8)
+    limit = 5
+    fingerprints: list[int | None] = [rng.getrandbits(64) for _ in range(1500)] + [None] * 10
+    queries = [rng.getrandbits(64) | (1 << 63) for _ in range(4)] + [rng.getrandbits(64) for _ in range(3)]
+    for within, query in zip((limit - 1, limit, limit + 1, 0), queries):
+        fingerprints += [_flip(rng, query, rng.randint(0, 3)) for _ in range(within)]
+        fingerprints += [_flip(rng, query, 3), _flip(rng, query, 4), _flip(rng, query, 4)]  # ties at the boundary
+        fingerprints += [_flip(rng, query, d) for d in range(5, 13)]
+    rng.shuffle(fingerprints)
+    _load_fingerprints(tables, model, fingerprints)
+
+    def near_keys(query: int, bits: int) -> list[int]:
+        return [key for key, d in _brute_force(fingerprints, query, 10**9, bits)]
+
+    with Session(tables) as session:
+        for query in queries:
+            for size in (1, limit - 1, limit, limit + 1, 12):
+                got = [(r[0].id, r.distance) for r in session.execute(simsql.most_similar(select(model), query, limit=size))]
+                assert got == _brute_force(fingerprints, query, size, None), (query, size)
+            band_zero = near_keys(query, 3)
+            for excluded in (band_zero[:1], band_zero, band_zero[:2] + near_keys(query, 4)[-1:]):
+                statement = simsql.most_similar(select(model), query, limit=limit, exclude=excluded)
+                got = [(r[0].id, r.distance) for r in session.execute(statement)]
+                assert got == _brute_force(fingerprints, query, limit, None, keep=lambda key: key not in excluded), (query, excluded)
+            filtered = simsql.most_similar(select(model).where(model.category == "even"), query, limit=limit, exclude=band_zero[:1])
+            got = [(r[0].id, r.distance) for r in session.execute(filtered)]
+            assert got == _brute_force(fingerprints, query, limit, None, keep=lambda key: key % 2 == 0 and key not in band_zero[:1])
+            few = simsql.most_similar(select(model).where(model.id <= 3), query, limit=limit)
+            got = [(r[0].id, r.distance) for r in session.execute(few)]
+            assert got == _brute_force(fingerprints, query, limit, None, keep=lambda key: key <= 3)
+            for max_distance in (3, 4, 12, 20):
+                got = [(r[0].id, r.distance) for r in session.execute(simsql.most_similar(select(model), query, limit=limit, max_distance=max_distance))]
+                assert got == _brute_force(fingerprints, query, limit, max_distance), (query, max_distance)
 
 
 @pytest.mark.parametrize("mode", MODES)

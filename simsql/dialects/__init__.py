@@ -15,11 +15,12 @@ from functools import lru_cache
 from itertools import combinations
 from typing import Any
 
-from sqlalchemy import Computed, Float, Integer, bindparam
+from sqlalchemy import ARRAY, Computed, Float, Integer, bindparam
 from sqlalchemy.dialects import postgresql as _pg
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ColumnElement, TableClause
+from sqlalchemy.sql.elements import BindParameter
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
@@ -106,12 +107,12 @@ class EqualsAny(ColumnElement[bool]):
         ("values", InternalTraversal.dp_clauseelement),
     ]
 
-    def __init__(self, column: ColumnElement[Any], values: Sequence[int]) -> None:
+    def __init__(self, column: ColumnElement[Any], values: Sequence[int] | BindParameter[Any]) -> None:
         from sqlalchemy import Boolean
 
         self.type = Boolean()
         self.column = column
-        self.values = bindparam(None, list(values), type_=_INTEGER_ARRAY)
+        self.values = values if isinstance(values, BindParameter) else probe_parameter(values)
 
 
 @compiles(EqualsAny)
@@ -194,6 +195,38 @@ def _eager_guard_default(element: EagerGuard, compiler: Any, **kw: Any) -> str:
 
 def eager_guard(condition: ColumnElement[bool]) -> EagerGuard:
     return EagerGuard(condition)
+
+
+class EagerChoice(ColumnElement[Any]):
+    """One expression where ``UNION ALL`` branches run lazily, another where they all run.
+
+    PostgreSQL pulls the branches of an ``Append`` in order and stops at the ``LIMIT``, so
+    costly branches may stay in the statement behind cheap run-time checks: there it is
+    ``lazy``. MySQL and MariaDB materialise every branch and every check they reach, so a plan
+    shaped for early stopping costs them more than it saves: there it is ``eager``, usually a
+    constant that lets the optimizer drop a branch before reading anything.
+    """
+
+    inherit_cache = True
+    _traverse_internals = [
+        ("lazy", InternalTraversal.dp_clauseelement),
+        ("eager", InternalTraversal.dp_clauseelement),
+    ]
+
+    def __init__(self, lazy: ColumnElement[Any], eager: ColumnElement[Any]) -> None:
+        self.type = lazy.type
+        self.lazy = lazy
+        self.eager = eager
+        self._is_implicitly_boolean = lazy._is_implicitly_boolean
+
+
+@compiles(EagerChoice)
+def _eager_choice_default(element: EagerChoice, compiler: Any, **kw: Any) -> str:
+    raise _refuse(compiler.dialect)
+
+
+def eager_choice(lazy: ColumnElement[Any], eager: ColumnElement[Any]) -> EagerChoice:
+    return EagerChoice(lazy, eager)
 
 
 class EagerOrder(ColumnElement[int]):
@@ -299,8 +332,20 @@ def hamming_expression(a: ColumnElement[Any], b: ColumnElement[Any]) -> HammingD
     return HammingDistance(a, b)
 
 
-def equals_any(column: ColumnElement[Any], values: Sequence[int]) -> ColumnElement[bool]:
-    """``column`` equals one of ``values`` (see :class:`EqualsAny`)."""
+def probe_parameter(values: Sequence[int]) -> BindParameter[Any]:
+    """``values`` as the one bound parameter :func:`equals_any` compares with: a plain integer
+    for a single value, an integer array (an ``IN`` list on MySQL) for several. Built apart
+    from the comparison so a statement can be compiled once and given new values each call."""
+    if len(values) == 1:
+        return bindparam(None, values[0], type_=Integer())
+    return bindparam(None, list(values), type_=_INTEGER_ARRAY)
+
+
+def equals_any(column: ColumnElement[Any], values: Sequence[int] | BindParameter[Any]) -> ColumnElement[bool]:
+    """``column`` equals one of ``values`` (see :class:`EqualsAny`), or the value(s) of a
+    :func:`probe_parameter`."""
+    if isinstance(values, BindParameter):
+        return EqualsAny(column, values) if isinstance(values.type, ARRAY) else column == values
     if len(values) == 1:
         return column == values[0]
     return EqualsAny(column, values)
@@ -428,6 +473,7 @@ __all__ = [
     "BlockComputed",
     "BlockExpression",
     "COVERING_INFO",
+    "EagerChoice",
     "EagerGuard",
     "EagerOrder",
     "EqualsAny",
@@ -442,6 +488,7 @@ __all__ = [
     "check_server",
     "current_schema",
     "describe_server",
+    "eager_choice",
     "eager_guard",
     "eager_order",
     "equals_any",
@@ -450,6 +497,7 @@ __all__ = [
     "insert_new",
     "is_mysql",
     "prepare_self_join",
+    "probe_parameter",
     "probe_values",
     "radius_for",
     "registry_probe_sql",

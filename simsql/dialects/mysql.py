@@ -27,6 +27,7 @@ from . import (
     MIN_MYSQL,
     BlockComputed,
     BlockExpression,
+    EagerChoice,
     EagerGuard,
     EagerOrder,
     EqualsAny,
@@ -95,6 +96,10 @@ def _eager_guard(element: EagerGuard, compiler: Any, **kw: Any) -> str:
     return compiler.process(element.condition, **kw)  # type: ignore[no-any-return]
 
 
+def _eager_choice(element: EagerChoice, compiler: Any, **kw: Any) -> str:
+    return compiler.process(element.eager, **kw)  # type: ignore[no-any-return]
+
+
 def _eager_order(element: EagerOrder, compiler: Any, **kw: Any) -> str:
     return compiler.process(element.ordered, **kw)  # type: ignore[no-any-return]
 
@@ -129,6 +134,7 @@ for _name in NAMES:
     compiles(RowEstimate, _name)(_row_estimate)
     compiles(EagerOrder, _name)(_eager_order)
     compiles(EagerGuard, _name)(_eager_guard)
+    compiles(EagerChoice, _name)(_eager_choice)
     compiles(CreateIndex, _name)(_create_index)
     compiles(HammingDistance, _name)(_hamming)
     compiles(EqualsAny, _name)(_equals_any)

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import any_
 
-from . import MIN_POSTGRES, BlockExpression, EagerGuard, EagerOrder, EqualsAny, HammingDistance, RowEstimate, RunTimeLimit, WholeQuotient, block_expression_sql
+from . import MIN_POSTGRES, BlockExpression, EagerChoice, EagerGuard, EagerOrder, EqualsAny, HammingDistance, RowEstimate, RunTimeLimit, WholeQuotient, block_expression_sql
 from ..errors import UnsupportedDatabase
 
 
@@ -45,6 +45,11 @@ def _block(element: BlockExpression, compiler: Any, **kw: Any) -> str:
 @compiles(EagerGuard, "postgresql")
 def _eager_guard(element: EagerGuard, compiler: Any, **kw: Any) -> str:
     return "true"
+
+
+@compiles(EagerChoice, "postgresql")
+def _eager_choice(element: EagerChoice, compiler: Any, **kw: Any) -> str:
+    return compiler.process(element.lazy, **kw)  # type: ignore[no-any-return]
 
 
 @compiles(EagerOrder, "postgresql")
