@@ -897,7 +897,22 @@ def write(results: dict[str, Any], markdown_path: Path, plots_dir: Path) -> None
     if plt is None:
         text += "\n_Plots not drawn: matplotlib is not installed (`pip install -e .[bench]`)._\n"
     markdown_path.parent.mkdir(parents=True, exist_ok=True)
-    markdown_path.write_text(text, encoding="utf-8")
+    kept = _maintained_elsewhere(markdown_path)
+    markdown_path.write_text(text.rstrip("\n") + "\n\n" + kept if kept else text, encoding="utf-8")
+
+
+_FIRST_MARKER = re.compile(r"^<!-- [\w-]+:start -->$", re.MULTILINE)
+
+
+def _maintained_elsewhere(markdown_path: Path) -> str:
+    """The part of an existing BENCHMARKS.md this report does not own: everything from the first
+    ``<!-- name:start -->`` marker on (originality, balance, MySQL: written by other scripts or by
+    hand), kept as it is so that re-rendering one results file cannot wipe them."""
+    if not markdown_path.exists():
+        return ""
+    existing = markdown_path.read_text(encoding="utf-8")
+    marker = _FIRST_MARKER.search(existing)
+    return existing[marker.start():] if marker else ""
 
 
 def main(argv: Sequence[str] | None = None) -> int:

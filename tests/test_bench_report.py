@@ -226,3 +226,16 @@ def test_main_rerenders_from_saved_json(tmp_path: Path) -> None:
     markdown = tmp_path / "B.md"
     assert report.main([str(saved), "--markdown", str(markdown), "--plots", str(tmp_path / "p")]) == 0
     assert "| 1M | simsql | 2.11 |" in markdown.read_text(encoding="utf-8")
+
+
+def test_rerendering_keeps_the_sections_other_scripts_maintain(tmp_path: Path) -> None:
+    """The report owns the top of BENCHMARKS.md; the originality, balance and MySQL sections
+    below the first ``<!-- name:start -->`` marker come from other scripts (or a person), and
+    re-rendering from one results file once wiped them all."""
+    markdown = tmp_path / "BENCHMARKS.md"
+    tail = "<!-- mysql:start -->\n## MySQL\n\nkept 1\n<!-- mysql:end -->\n\n## Hand-written\n\nkept 2\n"
+    markdown.write_text("# old report\n\nreplaced\n\n" + tail, encoding="utf-8")
+    report.write(synthetic(), markdown, tmp_path / "plots")
+    text = markdown.read_text(encoding="utf-8")
+    assert "replaced" not in text and "| 1M | simsql | 2.11 |" in text
+    assert text.endswith(tail)
