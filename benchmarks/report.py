@@ -923,6 +923,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--plots", default=str(ROOT / "plots"))
     parser.add_argument("--headline", action="store_true", help="only print the README table")
     parser.add_argument("--latency-headline", action="store_true", help="only print the README's real-text latency table")
+    parser.add_argument("--latency-section", action="store_true",
+                        help="only print the real-text latency section (for a marked section of BENCHMARKS.md)")
     args = parser.parse_args(argv)
     results: dict[str, Any] = {}
     for name in args.results:
@@ -941,6 +943,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.latency_headline:
         print(latency_headline(results))
+        return 0
+    if args.latency_section:
+        print(latency_section(results))
         return 0
     write(results, Path(args.markdown), Path(args.plots))
     print(f"wrote {args.markdown} and plots in {args.plots}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+
+import pytest
 from pathlib import Path
 from typing import Any
 
@@ -239,3 +241,12 @@ def test_rerendering_keeps_the_sections_other_scripts_maintain(tmp_path: Path) -
     text = markdown.read_text(encoding="utf-8")
     assert "replaced" not in text and "| 1M | simsql | 2.11 |" in text
     assert text.endswith(tail)
+
+
+def test_latency_section_alone_prints_without_writing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    saved = tmp_path / "full.json"
+    saved.write_text(json.dumps(synthetic()), encoding="utf-8")
+    markdown = tmp_path / "B.md"
+    assert report.main([str(saved), "--markdown", str(markdown), "--latency-section"]) == 0
+    assert not markdown.exists()
+    assert capsys.readouterr().out.startswith("## Real-text query latency")
