@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from sqlalchemy import make_url
+from sqlalchemy import Engine, make_url
 
 from tests.readme import README, blocks
 
@@ -32,11 +32,12 @@ def url(database_url: str, schema: str) -> str:
     )
 
 
-def test_readme_python_blocks_run_in_order(url: str) -> None:
+def _run_blocks(database_url: str) -> None:
+    """Run the README's ```python blocks in order in a fresh interpreter given only DATABASE_URL."""
     code = blocks("python")
     assert len(code) >= 4, f"{README} lost its examples"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SIMSQL_", "DATABASE_URL"))}
-    env["DATABASE_URL"] = url
+    env["DATABASE_URL"] = database_url
     result = subprocess.run(
         [sys.executable, "-c", f"BLOCKS = {code!r}\n{RUNNER}"],
         env=env, capture_output=True, text=True, timeout=300, check=False,
@@ -45,16 +46,11 @@ def test_readme_python_blocks_run_in_order(url: str) -> None:
     assert result.stdout.count("--- block") == len(code)
 
 
-def test_readme_python_blocks_run_on_mysql_unchanged(mysql_engine) -> None:  # type: ignore[no-untyped-def]
+def test_readme_python_blocks_run_in_order(url: str) -> None:
+    _run_blocks(url)
+
+
+def test_readme_python_blocks_run_on_mysql_unchanged(mysql_engine: Engine) -> None:
     """The README says MySQL and MariaDB run "the same models and queries": its examples, given a
     ``mysql://`` DATABASE_URL and nothing else, must run as written (a newcomer's first try)."""
-    code = blocks("python")
-    url = mysql_engine.url.set(drivername="mysql").render_as_string(hide_password=False)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIMSQL_", "DATABASE_URL"))}
-    env["DATABASE_URL"] = url
-    result = subprocess.run(
-        [sys.executable, "-c", f"BLOCKS = {code!r}\n{RUNNER}"],
-        env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
-    assert result.stdout.count("--- block") == len(code)
+    _run_blocks(mysql_engine.url.set(drivername="mysql").render_as_string(hide_password=False))
