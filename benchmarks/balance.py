@@ -147,23 +147,28 @@ def _article_members(
     return out
 
 
+def article_counts(batch: list[np.ndarray], vocab: _Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(article within ``batch``, feature id, count) of every feature of every article, sorted by
+    article: the articles' units' cached counts summed, without tokenizing their text again."""
+    size = np.int64(len(vocab.features))
+    starts = np.concatenate([vocab.ptr[m] for m in batch])
+    ends = np.concatenate([vocab.ptr[m + 1] for m in batch])
+    owner_of_unit = np.repeat(np.arange(len(batch)), [len(m) for m in batch])
+    lengths = ends - starts
+    index = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths) + np.arange(int(lengths.sum()))
+    keys = np.repeat(owner_of_unit.astype(np.int64), lengths) * size + vocab.ids[index]
+    unique, inverse = np.unique(keys, return_inverse=True)
+    return unique // size, unique % size, np.bincount(inverse, weights=vocab.counts[index])
+
+
 def _fingerprints(members: list[np.ndarray], vocab: _Vocabulary, fp: Fingerprinter) -> np.ndarray:
     hashes = np.fromiter(map(_hash, vocab.features, repeat(fp.seed)), np.uint64, len(vocab.features))
     ones = np.ones(len(vocab.features))
     idf = fp.feature_weights(vocab.features, ones)  # log-type weightings: 1 + ln 1 = 1
     out = np.zeros(len(members), dtype=np.uint64)
-    size = np.int64(len(vocab.features))
     for lo in range(0, len(members), _BATCH):
         batch = members[lo : lo + _BATCH]
-        starts = np.concatenate([vocab.ptr[m] for m in batch])
-        ends = np.concatenate([vocab.ptr[m + 1] for m in batch])
-        owner_of_par = np.repeat(np.arange(len(batch)), [len(m) for m in batch])
-        lengths = ends - starts
-        index = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths) + np.arange(int(lengths.sum()))
-        keys = np.repeat(owner_of_par.astype(np.int64), lengths) * size + vocab.ids[index]
-        unique, inverse = np.unique(keys, return_inverse=True)
-        counts = np.bincount(inverse, weights=vocab.counts[index])
-        owner, feature = unique // size, unique % size
+        owner, feature, counts = article_counts(batch, vocab)
         if fp.weighting == "count":
             weights = counts
         else:

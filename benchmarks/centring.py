@@ -59,18 +59,10 @@ class Population:
         self.han = _is_han(self.vocab.features)
         self.hashes = np.fromiter(map(_hash, self.vocab.features, repeat(fp.seed)), np.uint64, len(self.vocab.features))
         self.batches: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
-        vocab, size = self.vocab, np.int64(len(self.vocab.features))
         for start in range(0, len(self.members), _BATCH):
             batch = self.members[start : start + _BATCH]
-            starts = np.concatenate([vocab.ptr[m] for m in batch])
-            ends = np.concatenate([vocab.ptr[m + 1] for m in batch])
-            owner_of_par = np.repeat(np.arange(len(batch)), [len(m) for m in batch])
-            n = ends - starts
-            index = np.repeat(starts - np.concatenate(([0], np.cumsum(n)[:-1])), n) + np.arange(int(n.sum()))
-            keys = np.repeat(owner_of_par.astype(np.int64), n) * size + vocab.ids[index]
-            unique, inverse = np.unique(keys, return_inverse=True)
-            counts = np.bincount(inverse, weights=vocab.counts[index])
-            self.batches.append((unique // size, unique % size, 1.0 + np.log(counts), len(batch)))
+            owner, feature, counts = balance.article_counts(batch, self.vocab)
+            self.batches.append((owner, feature, 1.0 + np.log(counts), len(batch)))
         _log(f"{lang}: {len(paras)} {population}, {len(self.vocab.features)} features, {len(self.members)} articles")
 
     def sums(self, feature_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
