@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from itertools import repeat
 from typing import Any, Literal
@@ -24,6 +24,7 @@ import numpy as np
 import xxhash
 
 from . import tokenize
+from .background import CENTRE_SCALE, Background
 from .bits import FINGERPRINT_BITS
 from .errors import ConfigMismatch, EmptyDocument
 from .weighting import IdfTable, jieba_idf_table, prior_table, quantize, validate_weights
@@ -48,8 +49,8 @@ _BYTE_BITS = np.unpackbits(
 _BYTE_OFFSETS = (np.arange(8, dtype=np.intp) * 256)[None, :]
 
 
-def _signs(hashes: np.ndarray, weights: np.ndarray, doc_index: np.ndarray, n_docs: int) -> list[int]:
-    """Signed weighted bit sums of many documents at once, reduced to fingerprints.
+def _bit_sums(hashes: np.ndarray, weights: np.ndarray, doc_index: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per document, the weight of features with each bit set ([n_docs, 64]) and the total weight.
 
     Rather than unpacking 64 bits per feature, weights are histogrammed per (document, byte
     position, byte value) with one ``bincount``, then each 256-bin histogram is multiplied by the
@@ -61,8 +62,43 @@ def _signs(hashes: np.ndarray, weights: np.ndarray, doc_index: np.ndarray, n_doc
     per_byte = np.bincount(bins.ravel(), weights=np.repeat(weights, 8), minlength=2048 * n_docs)
     set_weight = (per_byte.reshape(n_docs, 8, 256) @ _BYTE_BITS).reshape(n_docs, 64)
     total = np.bincount(doc_index, weights=weights, minlength=n_docs)
-    bits = (2.0 * set_weight - total[:, None]) > 0.0
+    return set_weight, total
+
+
+def _pack(bits: np.ndarray) -> list[int]:
     return np.packbits(bits, axis=1, bitorder="little").view("<u8").ravel().tolist()
+
+
+def _signs(hashes: np.ndarray, weights: np.ndarray, doc_index: np.ndarray, n_docs: int) -> list[int]:
+    """Signed weighted bit sums of many documents at once, reduced to fingerprints."""
+    set_weight, total = _bit_sums(hashes, weights, doc_index, n_docs)
+    return _pack((2.0 * set_weight - total[:, None]) > 0.0)
+
+
+_EXACT_INT64 = float(1 << 50)
+"""Below this total weight, ``CENTRE_SCALE * V - W * c`` fits an int64 exactly."""
+
+
+def _centred_signs(signed: np.ndarray, weight: np.ndarray, background: Background) -> list[int]:
+    """Bit ``i`` is set when ``V_i > W_latin * c_latin_i + W_han * c_han_i`` (exact integers).
+
+    ``signed`` is [n, 2, 64] (``V`` per script), ``weight`` [n, 2]. Documents too heavy for
+    int64 (never seen in practice: a total weight of 2**50 is some 10^8 distinct features) are
+    compared with Python integers instead, so no size of input changes the arithmetic.
+    """
+    centres = np.array([background.latin, background.han], dtype=np.int64)  # [2, 64]
+    heavy = weight.sum(axis=1) >= _EXACT_INT64
+    signed_int = signed.astype(np.int64)
+    weight_int = weight.astype(np.int64)
+    score = CENTRE_SCALE * signed_int.sum(axis=1) - weight_int @ centres
+    bits = score > 0
+    for row in np.flatnonzero(heavy):
+        v = [int(a) + int(b) for a, b in zip(signed[row, 0], signed[row, 1])]
+        w = [int(x) for x in weight[row]]
+        bits[row] = [
+            CENTRE_SCALE * v[i] - w[0] * background.latin[i] - w[1] * background.han[i] > 0 for i in range(64)
+        ]
+    return _pack(bits)
 
 
 def _require_str(text: object) -> str:
@@ -109,6 +145,10 @@ class Fingerprinter:
         version: algorithm version. ``Fingerprinter(version=1)`` is exactly simsql 0.1's
             default configuration (same fingerprints, same ``config_id``), for tables
             fingerprinted before the defaults changed.
+        background: a :class:`~simsql.background.Background` fitted on your table's text with
+            this same configuration: bits are centred on that corpus's own lean instead of
+            zero, which balances them (faster lookups, fewer chance matches). ``None`` (the
+            default) leaves fingerprints exactly as without it.
     """
 
     tokenizer: tokenize.TokenizerName = "words"
@@ -119,6 +159,7 @@ class Fingerprinter:
     seed: int = 0
     bits: int = 64
     version: int = ALGORITHM_VERSION
+    background: Background | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.version, bool) or self.version not in VERSIONS:
@@ -149,6 +190,19 @@ class Fingerprinter:
             raise ValueError(f"seed must be in [0, 2**64), got {self.seed}")
         if self.bits != FINGERPRINT_BITS:
             raise ValueError(f"only 64-bit fingerprints are supported (a bigint), got bits={self.bits}")
+        if self.background is not None:
+            if not isinstance(self.background, Background):
+                raise TypeError(f"background must be a simsql Background, got {type(self.background).__name__}")
+            base = self.without_background().config_id
+            if self.background.fitted_for != base:
+                raise ConfigMismatch(
+                    f"this background was fitted for configuration {self.background.fitted_for}, not {base}; "
+                    "fit it again with Background.fit(texts, fingerprinter) using these settings"
+                )
+
+    def without_background(self) -> Fingerprinter:
+        """The same configuration with no background: the one a background is fitted with."""
+        return self if self.background is None else replace(self, background=None)
 
     # -- identity ---------------------------------------------------------------------------
 
@@ -178,7 +232,7 @@ class Fingerprinter:
             "weighting": weighting_name,
             "seed": self.seed,
             "bits": self.bits,
-        }
+        } | ({"background": self.background.settings} if self.background is not None else {})
 
     @cached_property
     def config_id(self) -> str:
@@ -207,6 +261,7 @@ class Fingerprinter:
             )
         chinese = str(settings.get("chinese") or "jieba")
         try:
+            background = Background.from_settings(settings["background"]) if "background" in settings else None
             rebuilt = cls(
                 tokenizer=settings.get("tokenizer", "words"),  # type: ignore[arg-type]
                 shingle_size=int(settings.get("shingle_size") or 1),
@@ -215,6 +270,7 @@ class Fingerprinter:
                 weighting=weighting if recorded.startswith("idf:") else recorded.split(":", 1)[0],  # type: ignore[arg-type]
                 seed=int(settings.get("seed", 0)),  # type: ignore[call-overload]
                 version=int(settings.get("algorithm", 1)),  # type: ignore[call-overload]
+                background=background,
             )
         except (TypeError, ValueError) as error:
             raise ConfigMismatch(f"cannot rebuild the recorded configuration {dict(settings)}: {error}") from None
@@ -307,20 +363,51 @@ class Fingerprinter:
         return results
 
     def _fingerprint_counts(self, batch: Sequence[Counter[bytes]]) -> list[int | None]:
-        seed = self.seed
         live = [i for i, counts in enumerate(batch) if counts]
         out: list[int | None] = [None] * len(batch)
         if not live:
             return out
-        hashes = np.concatenate(
-            [np.fromiter(map(_hash, batch[i], repeat(seed)), np.uint64, len(batch[i])) for i in live]
-        )
-        weights = np.concatenate([self._weights(batch[i]) for i in live])
-        sizes = np.fromiter((len(batch[i]) for i in live), np.intp, len(live))
-        doc_index = np.repeat(np.arange(len(live), dtype=np.intp), sizes)
-        for i, fp in zip(live, _signs(hashes, weights, doc_index, len(live))):
+        if self.background is None:
+            hashes, weights, sizes = self._hashed([batch[i] for i in live])
+            doc_index = np.repeat(np.arange(len(live), dtype=np.intp), sizes)
+            fingerprints = _signs(hashes, weights, doc_index, len(live))
+        else:
+            signed, weight = self._script_sums([batch[i] for i in live])
+            fingerprints = _centred_signs(signed, weight, self.background)
+        for i, fp in zip(live, fingerprints):
             out[i] = fp
         return out
+
+    def _hashed(self, batch: Sequence[Counter[bytes]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(feature hashes, quantized weights, features per document) of non-empty documents."""
+        seed = self.seed
+        hashes = np.concatenate([np.fromiter(map(_hash, counts, repeat(seed)), np.uint64, len(counts)) for counts in batch])
+        weights = np.concatenate([self._weights(counts) for counts in batch])
+        sizes = np.fromiter((len(counts) for counts in batch), np.intp, len(batch))
+        return hashes, weights, sizes
+
+    def _script_sums(self, batch: Sequence[Counter[bytes]]) -> tuple[np.ndarray, np.ndarray]:
+        """``V`` ([n, 2, 64]) and total weight ([n, 2]) of each document's Latin (0) and Han (1)
+        features; documents without features give zeros."""
+        signed = np.zeros((len(batch), 2, 64))
+        weight = np.zeros((len(batch), 2))
+        live = [i for i, counts in enumerate(batch) if counts]
+        if not live:
+            return signed, weight
+        hashes, weights, sizes = self._hashed([batch[i] for i in live])
+        is_han = np.fromiter(
+            (tokenize.is_han_feature(f) for i in live for f in batch[i]), dtype=np.intp, count=int(sizes.sum())
+        )
+        doc_index = 2 * np.repeat(np.arange(len(live), dtype=np.intp), sizes) + is_han
+        set_weight, total = _bit_sums(hashes, weights, doc_index, 2 * len(live))
+        signed[live] = (2.0 * set_weight - total[:, None]).reshape(len(live), 2, 64)
+        weight[live] = total.reshape(len(live), 2)
+        return signed, weight
+
+    def script_sums(self, texts: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Per text, the signed bit sums ``V`` and total weights of its Latin and Han features
+        (``[n, 2, 64]`` and ``[n, 2]``): what :meth:`Background.fit` measures a corpus with."""
+        return self._script_sums([self.feature_counts(text) for text in texts])
 
 
 def _describe(text: str) -> str:

@@ -225,3 +225,17 @@ def features(
     if tokenizer == "chars":
         return char_ngrams(normalized, char_ngram_size)
     return shingles(word_tokens(normalized, chinese), shingle_size)
+
+
+_HAN_LEAD = b"\xe3"
+"""No UTF-8 sequence below this lead byte encodes a Han character (U+3400 is E3 90 80)."""
+
+
+def is_han_feature(feature: bytes) -> bool:
+    """Whether a UTF-8 feature is Han text: its first character is a Han character.
+
+    Word features are all-Han or Han-free (Han runs are segmented apart from other words), so
+    the first character decides; a character n-gram or shingle mixing scripts counts by its first.
+    Used by :class:`~simsql.background.Background` to centre each script on its own lean.
+    """
+    return feature[:1] >= _HAN_LEAD and _HAN_RUN.match(feature[:4].decode("utf-8", "ignore")) is not None
