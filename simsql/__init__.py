@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .background import Background
 from .bits import blocks, cosine_estimate, hamming, similarity, to_signed, to_unsigned
 from .errors import (
     ConfigMismatch,
@@ -28,11 +29,13 @@ from .storage import Binding, SimHashMixin, attach, binding_for
 from .lifecycle.backfill import BackfillResult, backfill
 from .lifecycle.catalog import reflect
 from .lifecycle.refingerprint import RefingerprintResult, refingerprint
+from .lifecycle.sampling import fit_background
 from .lifecycle.tables import TableStatus, attach_table, detach, status
 from .types import SimHash
 from .weighting import IdfTable
 
 __all__ = [
+    "Background",
     "BackfillResult",
     "backfill",
     "Binding",
@@ -49,6 +52,7 @@ __all__ = [
     "binding_for",
     "duplicate_groups",
     "find_original",
+    "fit_background",
     "most_similar",
     "most_similar_many",
     "near_duplicates",

@@ -166,8 +166,8 @@ class Background:
         with open(path, encoding="utf-8") as handle:
             try:
                 payload = json.load(handle)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{os.fspath(path)!r} is not a simsql background (not JSON: {error})") from None
+            except (json.JSONDecodeError, UnicodeDecodeError) as error:
+                raise ValueError(f"{os.fspath(path)!r} is not a simsql background (not UTF-8 JSON: {error})") from None
         if not isinstance(payload, dict) or payload.get("format") != _FORMAT:
             raise ValueError(f"{os.fspath(path)!r} is not a simsql background (format {_FORMAT!r})")
         background = cls.from_settings(payload)

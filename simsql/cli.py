@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import json
 import logging
 import os
@@ -36,6 +37,7 @@ from sqlalchemy.types import Text
 import simsql
 import simsql.lifecycle.apply
 import simsql.lifecycle.catalog
+import simsql.lifecycle.sampling
 import simsql.lifecycle.tables
 from simsql import registry, urls
 from simsql.dialects import is_mysql
@@ -468,6 +470,38 @@ def cmd_backfill(args: argparse.Namespace) -> int:
 # -- refingerprint ------------------------------------------------------------------------
 
 
+def _load_background(path: str) -> simsql.Background:
+    try:
+        return simsql.Background.load(path)
+    except OSError as error:
+        raise UsageError(f"cannot read {path}: {error.strerror or error}") from None
+    except (TypeError, ValueError) as error:
+        raise UsageError(str(error)) from None
+
+
+def _with_background(fingerprinter: simsql.Fingerprinter, background: simsql.Background) -> simsql.Fingerprinter:
+    try:
+        return dataclasses.replace(fingerprinter, background=background)
+    except simsql.ConfigMismatch as error:
+        raise UsageError(f"{error} (pass the same --algorithm-version/--shingle-size/--chinese/--weighting/--seed it was fitted with)") from None
+
+
+def _fit_and_save_background(engine: Engine, args: argparse.Namespace, to: simsql.Fingerprinter) -> simsql.Fingerprinter:
+    """Fit on a random sample of the table, save before moving anything (a rerun resumes with
+    ``--background FILE``), and say how the application uses it."""
+    try:
+        background = simsql.fit_background(engine, args.table, fingerprinter=to, schema=args.schema, sample=args.sample)
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+    try:
+        background.save(args.fit_background)
+    except OSError as error:
+        raise UsageError(f"cannot write {args.fit_background}: {error.strerror or error}") from None
+    print(f"fitted a background on {background.documents} texts of {args.table}; saved to {args.fit_background}")
+    print(f"  the application fingerprints with: Fingerprinter(background=Background.load({args.fit_background!r}))")
+    return _with_background(to, background)
+
+
 def cmd_refingerprint(args: argparse.Namespace) -> int:
     try:
         to = simsql.Fingerprinter(
@@ -476,8 +510,17 @@ def cmd_refingerprint(args: argparse.Namespace) -> int:
         )
     except (TypeError, ValueError) as error:
         raise UsageError(str(error)) from None
+    if args.background is not None:
+        to = _with_background(to, _load_background(args.background))
+    if args.fit_background is not None and os.path.exists(args.fit_background):
+        raise UsageError(
+            f"{args.fit_background} exists; to resume or repeat a move with that background pass --background "
+            f"{args.fit_background}, or remove the file to fit a new one"
+        )
     command = f"simsql refingerprint --table {args.table}" + (f" --schema {args.schema}" if args.schema else "")
     with open_engine(args) as engine:
+        if args.fit_background is not None and not args.abandon:
+            to = _fit_and_save_background(engine, args, to)
         try:
             with _interrupt_main_process_only(), _progress_bar(args.table, args.progress and not args.abandon) as progress:
                 result = simsql.refingerprint(
@@ -631,6 +674,8 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
         )
     except (TypeError, ValueError) as error:
         raise UsageError(str(error)) from None
+    if args.background is not None:
+        fingerprinter = _with_background(fingerprinter, _load_background(args.background))
     fingerprint = fingerprinter.fingerprint(text)
     blocks = simsql.blocks(fingerprint)
     if args.format == "json":
@@ -849,6 +894,19 @@ def _add_refingerprint(commands: Any, common: argparse.ArgumentParser) -> None:
         "--weighting", choices=("prior", "log", "count", "jieba_idf"), default=None, help="default: the version's",
     )
     refingerprint.add_argument("--seed", type=_non_negative_int, default=0)
+    centring = refingerprint.add_mutually_exclusive_group()
+    centring.add_argument(
+        "--background", metavar="FILE", help="centre bits on this background (saved by --fit-background or Background.save)",
+    )
+    centring.add_argument(
+        "--fit-background", metavar="FILE",
+        help="fit a background on a random sample of the table's text, save it to FILE (which must not exist), then "
+        "move the table to it: balanced bits for this table's own vocabulary",
+    )
+    refingerprint.add_argument(
+        "--sample", type=_positive_int, default=simsql.lifecycle.sampling.DEFAULT_SAMPLE,
+        help=f"texts read by --fit-background (default: {simsql.lifecycle.sampling.DEFAULT_SAMPLE})",
+    )
     refingerprint.add_argument(
         "--abandon", action="store_true", help="remove an unfinished refingerprint instead (the table keeps its configuration)",
     )
@@ -906,6 +964,7 @@ def _add_fingerprint(commands: Any, common: argparse.ArgumentParser, local: argp
         "--algorithm-version", type=int, choices=(1, 2), default=2, dest="algorithm_version",
         help="fingerprint algorithm version (1: simsql 0.1's defaults; default: 2)",
     )  # fmt: skip
+    fingerprint.add_argument("--background", metavar="FILE", help="centre bits on this background (see refingerprint)")
     _format_option(fingerprint, ("text", "json"))
     fingerprint.set_defaults(handler=cmd_fingerprint, parser=fingerprint)
 
