@@ -153,7 +153,7 @@ class Background:
                 continue
             lean = signed[present, script, :] / weight[present, script, None]
             centres.append(np.clip(np.rint(np.median(lean, axis=0) * CENTRE_SCALE), -CENTRE_SCALE, CENTRE_SCALE).astype(int).tolist())
-        return cls(centres[0], centres[1], base.config_id, documents)
+        return cls(tuple(centres[0]), tuple(centres[1]), base.config_id, documents)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         payload = {"format": _FORMAT, "version": 1, "documents": self.documents, **self.settings}

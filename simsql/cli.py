@@ -311,12 +311,13 @@ def cmd_attach(args: argparse.Namespace) -> int:
     with open_engine(args) as engine:
         with engine.connect() as connection:
             simsql.lifecycle.catalog.describe(connection, args.table, args.text_columns, args.schema)
+        fingerprinter = None if args.background is None else _with_background(simsql.Fingerprinter(), _load_background(args.background))
         if _ensure_registry(engine):
             print(f"installed simsql's registry (revision {', '.join(_migrations().current(engine))})")
         entry = simsql.attach_table(
             engine, args.table, args.text_columns, schema=args.schema, side_table=args.side_table,
             prefix=args.prefix, indexes=args.indexes, concurrently=args.concurrently, lock_timeout=args.lock_timeout,
-            index_lock_timeout=args.index_lock_timeout,
+            index_lock_timeout=args.index_lock_timeout, fingerprinter=fingerprinter,
         )
         print(f"attached {entry.table_schema}.{entry.table_name} ({_describe_attachment(entry)}; "
               f"text from {', '.join(entry.source)})")
@@ -815,6 +816,10 @@ def _add_attach(commands: Any, common: argparse.ArgumentParser) -> None:
         "the table already has such a column)",
     )
     attach.add_argument("--no-indexes", dest="indexes", action="store_false", help="skip the block indexes")
+    attach.add_argument(
+        "--background", metavar="FILE",
+        help="fingerprint with today's default centred on this background (see refingerprint --fit-background)",
+    )
     attach.add_argument(
         "--concurrently", action=argparse.BooleanOptionalAction, default=True,
         help="build indexes without blocking writes (default: yes; MySQL/MariaDB always build them online)",
