@@ -121,14 +121,17 @@ class Background:
         from .fingerprint import DEFAULT, _require_str
 
         base = (fingerprinter if fingerprinter is not None else DEFAULT).without_background()
-        sums: list[np.ndarray] = []
-        totals: list[np.ndarray] = []
+        leans: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])  # per script: V / W of documents holding it
+        documents = 0
         batch: list[str] = []
 
         def flush() -> None:
+            nonlocal documents
             signed, weight = base.script_sums(batch)
-            sums.append(signed)
-            totals.append(weight)
+            documents += int(np.count_nonzero(weight.sum(axis=1) > 0))
+            for script, found in enumerate(leans):
+                present = weight[:, script] > 0
+                found.append(signed[present, script, :] / weight[present, script, None])
             batch.clear()
 
         for text in texts:
@@ -137,22 +140,19 @@ class Background:
                 flush()
         if batch:
             flush()
-        signed = np.concatenate(sums) if sums else np.zeros((0, 2, _BITS))
-        weight = np.concatenate(totals) if totals else np.zeros((0, 2))
-        documents = int(np.count_nonzero(weight.sum(axis=1) > 0))
         if documents < MIN_DOCUMENTS:
             raise ValueError(
                 f"Background.fit needs at least {MIN_DOCUMENTS} texts with words, got {documents}; "
                 "fit it on a sample of the table the fingerprints will be stored in"
             )
         centres = []
-        for script in (0, 1):
-            present = weight[:, script] > 0
-            if np.count_nonzero(present) < MIN_PER_SCRIPT:
+        for found in leans:
+            lean = np.concatenate(found)
+            if len(lean) < MIN_PER_SCRIPT:
                 centres.append([0] * _BITS)
                 continue
-            lean = signed[present, script, :] / weight[present, script, None]
-            centres.append(np.clip(np.rint(np.median(lean, axis=0) * CENTRE_SCALE), -CENTRE_SCALE, CENTRE_SCALE).astype(int).tolist())
+            median = np.median(lean, axis=0)
+            centres.append(np.clip(np.rint(median * CENTRE_SCALE), -CENTRE_SCALE, CENTRE_SCALE).astype(int).tolist())
         return cls(tuple(centres[0]), tuple(centres[1]), base.config_id, documents)
 
     def save(self, path: str | os.PathLike[str]) -> None:
