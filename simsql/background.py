@@ -7,18 +7,20 @@ crowd (slower lookups) and unrelated documents agree on the leaning bits (more f
 No built-in word list can know which words a given corpus repeats: on documentation prose a
 general-purpose background predicts only a small part of the lean (BENCHMARKS.md).
 
-A :class:`Background` is that lean measured on the corpus itself: for each bit, the median of
-the normalised sum ``V_i / W`` over a sample of documents, separately for Latin-script and Han
-features (a mixed table holds both). A fingerprinter with a background sets bit ``i`` when
-``V_i`` exceeds the document's own expected lean, ``W_latin * c_latin_i + W_han * c_han_i``,
-instead of zero. Medians make every bit split the sample in half, which is what balanced
-buckets need. Centres are integers (1/4096 of a unit), so the comparison is exact integer
-arithmetic and fingerprints stay identical on every machine.
+A :class:`Background` is that lean measured on the corpus itself. A fingerprinter with one sets
+bit ``i`` when ``V_i`` exceeds the document's own expected lean, ``W_latin * c_latin_i +
+W_han * c_han_i``, instead of zero: one centre per bit for Latin-script features and one for Han
+features, so a mixed table's English and Chinese documents are each centred on their own lean.
+Centres are medians over a sample (each script's over the documents written mainly in it), so
+every bit splits the sample in half, which is what balanced buckets need. They are integers
+(1/4096 of a unit), so the comparison is exact integer arithmetic and fingerprints stay identical
+on every machine.
 
-Fit one on a sample of the table (``simsql fit-background``, or :meth:`Background.fit` on a
-few thousand texts), use it with ``Fingerprinter(background=...)``, and move the table over
-with ``simsql refingerprint --background FILE``. The background is part of the configuration:
-its 128 numbers are recorded in the registry with the rest, so the CLI can rebuild it.
+Fit one on a random sample of an attached table (``simsql refingerprint --fit-background FILE``,
+which then moves the table over online; :func:`simsql.fit_background`; or :meth:`Background.fit`
+on a few thousand texts) and fingerprint with ``Fingerprinter(background=Background.load(FILE))``.
+The background is part of the configuration: its 128 numbers are recorded in the registry with
+the rest, so backfills and the command line rebuild it by themselves.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ MIN_DOCUMENTS = 100
 """Fewer texts than this cannot say which way a corpus leans; :meth:`Background.fit` refuses."""
 
 MIN_PER_SCRIPT = 20
-"""A script (Latin or Han) seen in fewer sample documents than this gets no centring."""
+"""A script (Latin or Han) that fewer sample documents are written mainly in gets no centring."""
 
 _FORMAT = "simsql-background"
 _BITS = 64
@@ -62,6 +64,35 @@ def _centres(values: object, name: str) -> tuple[int, ...]:
             raise ValueError(f"{name} centres must be within ±{CENTRE_SCALE}, got {int(value)}")
         out.append(int(value))
     return tuple(out)
+
+
+_ROUNDS = 4
+
+
+def _fit_centres(lean: np.ndarray, share: np.ndarray) -> np.ndarray:
+    """Integer centres ([2, 64]: Latin, Han) that split each script's documents in half on every bit.
+
+    A document's bit is set when its lean ``V/W`` exceeds ``s_latin * c_latin + s_han * c_han``
+    (``s``: the script's share of its weight). Each script's centre is the median, over the
+    documents written mainly in that script, of what the centre would have to be for that
+    document to sit exactly on the threshold, given the other script's centre; alternating a few
+    times settles both (they are only weakly coupled: a document's minor script is a small share).
+    Measuring each script on its own documents matters in a mixed table: the English words of
+    Chinese documents ("linux", "-f") lean differently from English documents, and a median over
+    every document holding Latin features would centre English documents on neither.
+    """
+    centres = np.zeros((2, _BITS))
+    fitted = np.zeros((2, _BITS), dtype=np.int64)
+    for _ in range(_ROUNDS):
+        for script in (0, 1):
+            other = 1 - script
+            mainly = share[:, script] >= 0.5
+            if np.count_nonzero(mainly) < MIN_PER_SCRIPT:
+                continue
+            needed = (lean[mainly] - share[mainly, other, None] * centres[other]) / share[mainly, script, None]
+            fitted[script] = np.clip(np.rint(np.median(needed, axis=0) * CENTRE_SCALE), -CENTRE_SCALE, CENTRE_SCALE)
+            centres[script] = fitted[script] / CENTRE_SCALE
+    return fitted
 
 
 @dataclass(frozen=True)
@@ -121,17 +152,16 @@ class Background:
         from .fingerprint import DEFAULT, _require_str
 
         base = (fingerprinter if fingerprinter is not None else DEFAULT).without_background()
-        leans: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])  # per script: V / W of documents holding it
-        documents = 0
+        leans: list[np.ndarray] = []  # per document: V / W, the whole document's lean on each bit
+        shares: list[np.ndarray] = []  # per document: the Latin and Han shares of its weight
         batch: list[str] = []
 
         def flush() -> None:
-            nonlocal documents
             signed, weight = base.script_sums(batch)
-            documents += int(np.count_nonzero(weight.sum(axis=1) > 0))
-            for script, found in enumerate(leans):
-                present = weight[:, script] > 0
-                found.append(signed[present, script, :] / weight[present, script, None])
+            total = weight.sum(axis=1)
+            live = total > 0
+            leans.append(signed[live].sum(axis=1) / total[live, None])
+            shares.append(weight[live] / total[live, None])
             batch.clear()
 
         for text in texts:
@@ -140,20 +170,16 @@ class Background:
                 flush()
         if batch:
             flush()
+        lean = np.concatenate(leans) if leans else np.zeros((0, _BITS))
+        share = np.concatenate(shares) if shares else np.zeros((0, 2))
+        documents = len(lean)
         if documents < MIN_DOCUMENTS:
             raise ValueError(
                 f"Background.fit needs at least {MIN_DOCUMENTS} texts with words, got {documents}; "
                 "fit it on a sample of the table the fingerprints will be stored in"
             )
-        centres = []
-        for found in leans:
-            lean = np.concatenate(found)
-            if len(lean) < MIN_PER_SCRIPT:
-                centres.append([0] * _BITS)
-                continue
-            median = np.median(lean, axis=0)
-            centres.append(np.clip(np.rint(median * CENTRE_SCALE), -CENTRE_SCALE, CENTRE_SCALE).astype(int).tolist())
-        return cls(tuple(centres[0]), tuple(centres[1]), base.config_id, documents)
+        centres = _fit_centres(lean, share)
+        return cls(tuple(centres[0].tolist()), tuple(centres[1].tolist()), base.config_id, documents)
 
     def save(self, path: str | os.PathLike[str]) -> None:
         payload = {"format": _FORMAT, "version": 1, "documents": self.documents, **self.settings}

@@ -208,3 +208,24 @@ def test_is_han_feature() -> None:
     assert [is_han_feature(f.encode()) for f in ("复制", "㐀", "word", "ß", "カタ", "한국", "𠀀")] == [
         True, True, False, False, False, False, True,
     ]  # fmt: skip
+
+
+def test_a_mixed_table_centres_each_language_on_its_own_documents() -> None:
+    """Chinese documents carry English words of their own ("linux", "-f"), leaning differently
+    from English documents: the Latin centre must come from the English documents, or English
+    documents are centred on neither (measured: 62.6 instead of 64.0 bits on real text)."""
+    rng = random.Random(11)
+
+    def chinese(i: int) -> str:
+        han = "".join(rng.choice("的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比或但质气第向道命此变条只没结解问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总次品式活设及管特件长求老头基资边流路级少图山统接知较将组见计别她手角期根论运农指几九区强放决西被干做必战先回则任取据处队南给色光门即保治北造百规热领七海口东导器压志世金增争济阶油思术极交受联什认六共权收证改清己美再采转更单风切打白教速花带安场身车例真务具万每目至达走积示议声报斗完类八离华名确才科张信马节话米整空元况今集温传土许步群广石记需段研界拉林律叫且究观越织装影算低持音众书布复容儿须际商非验连断深难近矿千周委素技备半办青省列习响约支般史感劳便团往酸历市克何除消构府称太准精值号率族维划选标写存候毛亲快效斯院查江型眼王按格养易置派层片始却专状育厂京识适属圆包火住调满县局照参红细引听该铁价严")
+        for _ in range(rng.randrange(200, 400)))
+        return han + " " + " ".join(f"cmd{rng.randrange(12)}" for _ in range(20))
+
+    english = synthetic(300, seed=12)
+    mixed = english + [chinese(i) for i in range(300)]
+    rng.shuffle(mixed)
+    centred = Fingerprinter(background=Background.fit(mixed))
+    later_english, later_chinese = synthetic(400, seed=13), [chinese(i) for i in range(400)]
+    assert leans(BASE, later_english).mean() > 0.15
+    assert leans(centred, later_english).mean() < 0.06
+    assert leans(centred, later_chinese).mean() < 0.06
