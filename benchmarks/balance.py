@@ -17,7 +17,14 @@ paragraph's) feature counts are computed once and an article's counts are the su
 Units are joined with whitespace and cut at whitespace or punctuation, so no word and no Han
 bigram crosses a unit boundary and the sum is exact for word features (shingle size 1); weights
 then come from ``Fingerprinter.feature_weights`` and the signed sums from simsql's own
-``_signs``. :func:`verify` checks the result equals ``fingerprint_many`` on the article texts.
+``_signs`` (with a :class:`~simsql.background.Background`: per-script sums reduced by simsql's
+integer rule ``_centred_signs``). :func:`verify` checks the result equals ``fingerprint_many``
+on the article texts.
+
+``--table-background`` adds :data:`TABLE_BACKGROUND`: the v2 default centred on a background
+fitted on a random sample of the very population measured (what a user who runs
+``Background.fit`` on a sample of their table gets), beside any fitted elsewhere (the
+``"v2 + background"`` configuration of :mod:`benchmarks.originality`, fitted on tuning articles).
 
 Reported per configuration: bits of entropy (sum over the 64 bits of the binary entropy of "bit
 set"; 64 is ideal) and, for each of the four 16-bit blocks the index uses, the fullest bucket
@@ -26,7 +33,8 @@ over the uniform expectation ``rows / 65536``; per population, how much text two
 made of text-sharing pairs (:func:`crowding`).
 
 Run: ``python -m benchmarks.balance [--population sentences|paragraphs|both] [--rows 1000000]
-[--configs "v2 default,v1 (0.1 default),fitted IdfTable"] [--out benchmarks/results/balance-population.json]``
+[--configs "v2 default,v1 (0.1 default),fitted IdfTable"] [--table-background]
+[--out benchmarks/results/balance-population.json]``
 (``--table`` prints BENCHMARKS.md's tables from the results);
 ``python -m benchmarks.originality --balance [--balance-population ...]`` measures the default
 population alongside the originality benchmark.
@@ -40,15 +48,16 @@ import random
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import repeat
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from simsql import Fingerprinter
-from simsql.fingerprint import _hash, _signs
+from simsql import Fingerprinter, tokenize
+from simsql.background import Background
+from simsql.fingerprint import _bit_sums, _centred_signs, _hash, _signs
 from simsql.weighting import quantize
 
 from . import corpus, edits, sources
@@ -64,6 +73,12 @@ _JOIN: dict[PopulationName, str] = {"sentences": " ", "paragraphs": "\n\n"}
 _MAX_UNITS: dict[PopulationName, int] = {"sentences": 400, "paragraphs": 40}
 RESULTS = Path(__file__).resolve().parent / "results" / "balance-population.json"
 CONFIGS = ("v2 default", "v1 (0.1 default)", "fitted IdfTable")
+TABLE_BACKGROUND = "v2 + table background"
+"""The configuration a user gets by fitting a background on a sample of the very table measured:
+``Fingerprinter(background=Background.fit(sample))`` (:func:`table_background`)."""
+TABLE_SAMPLE = 5000
+"""Random articles per language the table background is fitted on (10,000 in all)."""
+TABLE_SEED = 30
 
 
 def _log(message: str) -> None:
@@ -162,7 +177,18 @@ def article_counts(batch: list[np.ndarray], vocab: _Vocabulary) -> tuple[np.ndar
 
 
 def _fingerprints(members: list[np.ndarray], vocab: _Vocabulary, fp: Fingerprinter) -> np.ndarray:
+    """simsql's fingerprints of the articles ``members`` from their units' cached counts.
+
+    With a background, the weighted sums are taken per script (Latin, Han) as
+    ``Fingerprinter._script_sums`` does, and reduced by simsql's own exact integer rule
+    (``_centred_signs``), so the result is the library's, not a float approximation of it.
+    """
     hashes = np.fromiter(map(_hash, vocab.features, repeat(fp.seed)), np.uint64, len(vocab.features))
+    han = (
+        np.fromiter(map(tokenize.is_han_feature, vocab.features), np.int64, len(vocab.features))
+        if fp.background is not None
+        else None
+    )
     ones = np.ones(len(vocab.features))
     idf = fp.feature_weights(vocab.features, ones)  # log-type weightings: 1 + ln 1 = 1
     out = np.zeros(len(members), dtype=np.uint64)
@@ -176,12 +202,19 @@ def _fingerprints(members: list[np.ndarray], vocab: _Vocabulary, fp: Fingerprint
             bounds = np.flatnonzero(np.diff(np.concatenate(([-1], owner))))
             top = np.maximum.reduceat(raw, bounds)
             weights = np.rint(raw * np.repeat(quantize(np.array([1.0]))[0] / top, np.diff(np.concatenate((bounds, [len(owner)])))))
-        out[lo : lo + len(batch)] = np.array(_signs(hashes[feature], weights, owner, len(batch)), dtype=np.uint64)
+        if fp.background is None or han is None:  # han is None exactly when there is no background
+            packed = _signs(hashes[feature], weights, owner, len(batch))
+        else:
+            set_weight, total = _bit_sums(hashes[feature], weights, 2 * owner + han[feature], 2 * len(batch))
+            signed = (2.0 * set_weight - total[:, None]).reshape(len(batch), 2, 64)
+            packed = _centred_signs(signed, total.reshape(len(batch), 2), fp.background)
+        out[lo : lo + len(batch)] = np.array(packed, dtype=np.uint64)
     return out
 
 
 def verify(fp: Fingerprinter, pop: Population, vocab: _Vocabulary, sample: int = 300) -> None:
-    """Raise unless summed unit counts give exactly ``fingerprint_many`` of the article texts."""
+    """Raise unless summed unit counts give exactly ``fingerprint_many`` of the article texts
+    (with a background too: the per-script sums and the integer centring are checked alike)."""
     texts = [pop.text(i) for i in range(min(sample, len(pop.members)))]
     expected = np.array(fp.fingerprint_many(texts), dtype=np.uint64)
     got = _fingerprints(pop.members[: len(texts)], vocab, fp)
@@ -189,6 +222,20 @@ def verify(fp: Fingerprinter, pop: Population, vocab: _Vocabulary, sample: int =
         raise AssertionError(
             f"cached-count fingerprints differ from fingerprint_many ({int((expected != got).sum())} of {len(texts)})"
         )
+
+
+def table_background(pops: Sequence[Population], base: Fingerprinter, per_lang: int = TABLE_SAMPLE, seed: int = TABLE_SEED) -> Background:
+    """``Background.fit`` on ``per_lang`` random articles of each population, as text.
+
+    What a user does: fit on a sample of their own table. The sample is joined to text exactly
+    as the population's articles are (:meth:`Population.text`) and goes through
+    ``Background.fit`` itself, so the centres are the library's, not recomputed from counts.
+    """
+    texts: list[str] = []
+    for pop in pops:
+        chosen = random.Random(f"{seed}:{pop.name}:{pop.lang}").sample(range(len(pop.members)), min(per_lang, len(pop.members)))
+        texts.extend(pop.text(i) for i in chosen)
+    return Background.fit(texts, base)
 
 
 def stats(fps: np.ndarray) -> dict[str, Any]:
@@ -289,16 +336,30 @@ def run(
     configs: dict[str, Fingerprinter],
     population: PopulationName = DEFAULT_POPULATION,
     details: dict[str, Any] | None = None,
+    table_backgrounds: dict[str, Fingerprinter] | None = None,
 ) -> dict[str, Any]:
     """Balance of each configuration over ``rows`` articles of ``population``, half per language.
 
     ``details``, when given, receives the population's text sharing per language and the
-    crowding check of every configuration's fullest buckets per language.
+    crowding check of every configuration's fullest buckets per language (and, for
+    ``table_backgrounds``, the fitted centres). ``table_backgrounds`` maps a name to a base
+    configuration to fit a background for on this very population (:func:`table_background`,
+    both languages together, as a mixed table would be sampled); those are measured as
+    ``Fingerprinter(background=...)`` after ``configs``.
     """
     result: dict[str, Any] = {}
     per_lang: dict[str, dict[str, np.ndarray]] = {}
-    for lang in ("en", "zh"):
-        pop = Population.build(population, lang, rows // 2)  # type: ignore[arg-type]
+    pops = [Population.build(population, lang, rows // 2) for lang in ("en", "zh")]  # type: ignore[arg-type]
+    configs = dict(configs)
+    for name, base in (table_backgrounds or {}).items():
+        t0 = time.perf_counter()
+        background = table_background(pops, base)
+        configs[name] = replace(base, background=background)
+        _log(f"balance {population} {name}: fitted on {background.documents} articles in {time.perf_counter() - t0:.0f} s")
+        if details is not None:
+            details.setdefault("backgrounds", {})[name] = {"documents": background.documents, **background.settings}
+    for pop in pops:
+        lang = pop.lang
         _log(f"balance {population} {lang}: {len(pop.units)} units, {len(pop.members)} articles")
         if details is not None:
             details.setdefault("sharing", {})[lang] = text_sharing(pop)
@@ -372,6 +433,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--population", choices=(*POPULATIONS, "both"), default="both")
     parser.add_argument("--rows", type=int, default=1_000_000, help="articles in all, half per language")
     parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated names of benchmarks.originality configurations")
+    parser.add_argument(
+        "--table-background", action="store_true",
+        help=f"also measure {TABLE_BACKGROUND!r}: v2 default with a background fitted on {TABLE_SAMPLE} random articles per language of the population",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--table", action="store_true", help="print BENCHMARKS.md's tables from --out and exit")
     args = parser.parse_args(argv)
@@ -386,7 +451,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             results = previous
     for population in POPULATIONS if args.population == "both" else (args.population,):
         details: dict[str, Any] = {}
-        balance = run(args.rows, configs, population, details)  # type: ignore[arg-type]
+        table_backgrounds = {TABLE_BACKGROUND: Fingerprinter()} if args.table_background else None
+        balance = run(args.rows, configs, population, details, table_backgrounds)  # type: ignore[arg-type]
         results["populations"][population] = {"balance": balance, **details}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=1) + "\n")

@@ -4,7 +4,9 @@ The section between ``<!-- originality:start -->`` and ``<!-- originality:end --
 BENCHMARKS.md, and between ``<!-- defaults:start -->`` and ``<!-- defaults:end -->`` in the
 README's "Defaults, and why", are replaced; everything else is left as it is.
 
-Run: ``python -m benchmarks.originality_report [results.json]``.
+Run: ``python -m benchmarks.originality_report [results.json]``; with ``--compare "A,B"`` it
+prints configurations A and B side by side from the results file instead (:func:`comparison`)
+and writes nothing.
 """
 
 from __future__ import annotations
@@ -346,8 +348,50 @@ def _replace(path: Path, start: str, end: str, body: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+COMPARE_RECALL_BITS = (11, 12, 13)
+COMPARE_FALSE_MATCH_BITS = (9, 10, 11, 12, 13)
+
+
+def comparison(results: dict[str, Any], names: Sequence[str]) -> str:
+    """Configurations ``names`` side by side, per language: evasions caught at
+    :data:`COMPARE_RECALL_BITS` (tuning and held out) and the per-pair false-match rate at
+    :data:`COMPARE_FALSE_MATCH_BITS`, natural duplicates set apart (their count in brackets).
+
+    For changes that move recall and false matches together (a background re-centres every bit),
+    so one run can show both at the distances ``find_original`` works at.
+    """
+    out: list[str] = []
+    for lang, entry in results["languages"].items():
+        configs = {name: entry["configs"][name] for name in names if name in entry["configs"]}
+        header = ["evasion", "split", *(f"{name} <= {t}" for t in COMPARE_RECALL_BITS for name in configs)]
+        rows = []
+        for split in ("tuning", "held_out"):
+            for kind in edits.EVASIONS:
+                rows.append([KIND_LABEL[kind], split.replace("_", " "),
+                             *(pct(c["evasions"][split][kind][t]) for t in COMPARE_RECALL_BITS for c in configs.values())])  # fmt: skip
+        out += [f"### {lang}: evasions caught", "", table(header, rows), ""]
+        header = ["pairs", "config", *(f"<= {t} bits" for t in COMPARE_FALSE_MATCH_BITS), "mean distance"]
+        rows = []
+        kinds = dict.fromkeys(k for c in configs.values() for k in c["false_match"])
+        for kind in kinds:
+            for name, c in configs.items():
+                fm = c["false_match"].get(kind)
+                if fm is None:
+                    continue
+                cells = [f"{sci(fm['rate'][t])} ({fm['natural_duplicates'][t]:,})" for t in COMPARE_FALSE_MATCH_BITS]
+                rows.append([f"{kind} ({fm['pairs']:,})", name, *cells, f"{fm['mean_distance']:.1f}"])
+        out += [f"### {lang}: per-pair false-match rate (natural duplicates set apart)", "", table(header, rows), ""]
+    return "\n".join(out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(argv if argv is not None else sys.argv[1:])
+    if args[:1] == ["--compare"]:
+        if len(args) < 2:
+            raise SystemExit("usage: python -m benchmarks.originality_report --compare 'A,B' [results.json]")
+        results = json.loads(Path(args[2] if len(args) > 2 else RESULTS).read_text())
+        print(comparison(results, args[1].split(",")))
+        return 0
     results = json.loads(Path(args[0] if args else RESULTS).read_text())
     plot(results)
     _replace(ROOT / "BENCHMARKS.md", "<!-- originality:start -->", "<!-- originality:end -->", section(results))
