@@ -80,6 +80,10 @@ def _latency_run(engine: Any, config: str, size: int, queries: int, args: argpar
     entry: dict[str, Any] = {"generate_seconds": time.perf_counter() - started, "config": real.fingerprinter.config_id}
     entry["verified"] = f"{scale.verify(real.paragraphs, data, real.fingerprinter, 100)}/100"
     entry["bits"] = query_bench.bit_balance(data.fingerprints)
+    if args.build_only:
+        _log(f"  cached ({entry['verified']} sampled fingerprints equal the text's; bits {entry['bits']})")
+        return entry
+    entry["load_average_before"] = os.getloadavg()
     _log(f"  load ({entry['verified']} sampled fingerprints equal the text's; bits {entry['bits']})")
     entry["simsql_load"] = query_bench.load_simsql(engine, data.fingerprints)
     with_vector = size <= args.hnsw_max
@@ -108,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--simhash-max", type=int, default=1_000_000, help="largest N for the simhash package index")
     parser.add_argument("--sections", default="fingerprint,quality,queries,ingest")
     parser.add_argument("--ingest-rows", type=int, default=None, help="rows of the lock-stall table")
-    parser.add_argument("--configs", default="default", help=f"fingerprint configurations of the latency section ({', '.join(('default', 'idf-heldout'))})")
+    parser.add_argument("--configs", default="default", help="fingerprint configurations of the latency section (default, v1, idf-heldout, background)")
+    parser.add_argument("--build-only", action="store_true", help="latency section: build, verify and cache the article sets, query nothing")
     parser.add_argument("--repeat", type=int, default=2, help="timed passes per system in the latency section")
     parser.add_argument("--name", default=None, help="results file name (default: quick or full)")
     parser.add_argument("--no-report", action="store_true", help="do not rewrite BENCHMARKS.md")

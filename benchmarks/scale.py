@@ -22,7 +22,9 @@ from itertools import repeat
 import numpy as np
 
 import simsql
-from simsql.fingerprint import _hash, _signs
+from simsql.background import Background
+from simsql.fingerprint import _bit_sums, _centred_signs, _hash, _signs
+from simsql.tokenize import is_han_feature
 from simsql.weighting import QUANT_SCALE
 
 MAX_PARAGRAPHS = 16
@@ -71,14 +73,22 @@ def _linear_in_counts(fingerprinter: simsql.Fingerprinter) -> bool:
 
 def fingerprints_of(members: np.ndarray, features: ParagraphFeatures, fingerprinter: simsql.Fingerprinter) -> np.ndarray:
     """Fingerprints (uint64) of articles given as rows of paragraph ids (-1 padded), weighted by
-    ``fingerprinter.feature_weights`` exactly as simsql weights a text (checked by :func:`verify`)."""
+    ``fingerprinter.feature_weights`` exactly as simsql weights a text (checked by :func:`verify`).
+
+    With a background, the bit sums are kept apart per script (Latin, Han: ``is_han_feature``,
+    as ``Fingerprinter._script_sums`` does) and reduced by simsql's own exact integer rule
+    (``_centred_signs``) instead of the sign of the sum."""
     out = np.empty(len(members), dtype=np.uint64)
     vocabulary = np.int64(len(features.hashes))
     # Per-feature factor: the weight of a feature seen once (1 + ln 1 = 1 for log-type weightings).
     factor = fingerprinter.feature_weights(features.vocabulary, np.ones(len(features.vocabulary)))
     linear = _linear_in_counts(fingerprinter)
-    for lo in range(0, len(members), _BATCH):
-        batch = members[lo : lo + _BATCH]
+    background = fingerprinter.background
+    han = np.fromiter(map(is_han_feature, features.vocabulary), np.intp, len(features.vocabulary)) if background is not None else None
+    # Per-script sums histogram twice as many (document, script) rows: halve the batch.
+    step = _BATCH if background is None else _BATCH // 2
+    for lo in range(0, len(members), step):
+        batch = members[lo : lo + step]
         article, slot = np.nonzero(batch >= 0)
         paragraph = batch[article, slot]
         starts = features.ptr[paragraph]
@@ -102,7 +112,13 @@ def fingerprints_of(members: np.ndarray, features: ParagraphFeatures, fingerprin
         present = np.unique(owner)
         local = np.searchsorted(present, owner)
         fingerprints = np.zeros(len(batch), dtype=np.uint64)
-        fingerprints[present] = np.array(_signs(features.hashes[feature], weights, local, len(present)), dtype=np.uint64)
+        if background is None:
+            fingerprints[present] = np.array(_signs(features.hashes[feature], weights, local, len(present)), dtype=np.uint64)
+        else:
+            rows = 2 * local + han[feature]  # type: ignore[index]
+            set_weight, total = _bit_sums(features.hashes[feature], weights, rows, 2 * len(present))
+            signed = (2.0 * set_weight - total[:, None]).reshape(len(present), 2, 64)
+            fingerprints[present] = np.array(_centred_signs(signed, total.reshape(len(present), 2), background), dtype=np.uint64)
         out[lo : lo + len(batch)] = fingerprints
     return out
 
@@ -212,18 +228,20 @@ class RealText:
     pools: tuple[tuple[int, int, float], ...]
 
 
-CONFIGS = ("default", "v1", "idf-heldout")
+CONFIGS = ("default", "v1", "idf-heldout", "background")
 """``default``: ``simsql.Fingerprinter()``. ``v1``: ``Fingerprinter(version=1)``, simsql 0.1's
 default. ``idf-heldout``: the default features weighted by an
 :class:`simsql.IdfTable` fitted on every fifth document, which no article is assembled from (a
-user who fits on their own corpus; the stand-in for balanced bits)."""
+user who fits on their own corpus; the stand-in for balanced bits). ``background``: the default
+fingerprinter centred on a :class:`simsql.background.Background` fitted on those same held-out
+documents (a user who fits a background on a sample of their own corpus)."""
 
 CHINESE_SHARE = 0.2
 
 
 def real_text(config: str = "default", limit: int | None = None) -> RealText:
     """Articles' raw material: man-page prose in English and Chinese, one document in five kept
-    aside (only the IDF fit sees it)."""
+    aside (only the IDF or background fit sees it)."""
     from . import corpus
 
     if config not in CONFIGS:
@@ -237,6 +255,9 @@ def real_text(config: str = "default", limit: int | None = None) -> RealText:
     if config == "idf-heldout":
         table = simsql.IdfTable.fit((d.text for d in held_out), fingerprinter)
         fingerprinter = simsql.Fingerprinter(weighting=table)
+    elif config == "background":
+        fitted = Background.fit((d.text for d in held_out), simsql.Fingerprinter())
+        fingerprinter = simsql.Fingerprinter(background=fitted)
     paragraphs = english_paragraphs + chinese_paragraphs
     features = paragraph_features(paragraphs, fingerprinter)
     split = len(english_paragraphs)
