@@ -503,6 +503,29 @@ def _fit_and_save_background(engine: Engine, args: argparse.Namespace, to: simsq
     return _with_background(to, background)
 
 
+def _refuse_mysql_move(engine: Engine, args: argparse.Namespace) -> None:
+    """MySQL/MariaDB cannot stage a second set of fingerprints yet: say what moves the table
+    there instead (detach, then attach with the configuration and backfill)."""
+    with engine.connect() as connection:
+        entry = registry.read(connection, args.table, args.schema or registry.current_schema(connection))
+    if entry is None:
+        return  # refingerprint's own error names the missing attachment
+    columns = " ".join(f"--text-column {shlex.quote(c)}" for c in entry.source)
+    table = shlex.quote(args.table) + (f" --schema {shlex.quote(args.schema)}" if args.schema else "")
+    background = args.fit_background or args.background
+    with_background = f" --background {shlex.quote(background)}" if background else ""
+    default_settings = (args.algorithm_version, args.shingle_size, args.chinese, args.weighting, args.seed) == (2, 1, None, None, 0)
+    settings_note = "" if default_settings else (
+        " (attach uses today's default settings, with or without a background; for others call "
+        "simsql.attach_table(..., fingerprinter=...))"
+    )
+    raise CommandError(
+        "MySQL/MariaDB cannot refingerprint a table online yet; move it offline instead (queries find nothing until "
+        f"the backfill ends): simsql detach --table {table} && simsql attach --table {table} {columns}{with_background} "
+        f"--backfill{settings_note}"
+    )
+
+
 def cmd_refingerprint(args: argparse.Namespace) -> int:
     try:
         to = simsql.Fingerprinter(
@@ -522,6 +545,8 @@ def cmd_refingerprint(args: argparse.Namespace) -> int:
     with open_engine(args) as engine:
         if args.fit_background is not None and not args.abandon:
             to = _fit_and_save_background(engine, args, to)
+        if is_mysql(engine.dialect) and not args.abandon:
+            _refuse_mysql_move(engine, args)
         try:
             with _interrupt_main_process_only(), _progress_bar(args.table, args.progress and not args.abandon) as progress:
                 result = simsql.refingerprint(

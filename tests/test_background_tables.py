@@ -176,3 +176,26 @@ def test_cli_attach_with_a_background(engine: Engine, url: str, tmp_path: Path) 
     assert _config(engine, "docs") == centred.config_id
     with_text, fingerprinted = _check(engine, _holder_sql(False), centred)
     assert fingerprinted == with_text > 2000
+
+
+def test_mysql_cli_fits_and_saves_then_says_how_to_move_offline(mysql_engine: Engine, tmp_path: Path) -> None:
+    """No online refingerprint on MySQL/MariaDB: the background is still fitted and saved, and the
+    error gives the two commands that move the table, which then work as given."""
+    _build_mysql(mysql_engine)
+    simsql.alembic.upgrade(mysql_engine)
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"])
+    url = mysql_engine.url.render_as_string(hide_password=False)
+    saved = tmp_path / "docs.json"
+    result = cli("refingerprint", "--table", "docs", "--fit-background", str(saved), "--sample", "400", url=url)
+    failed(result, 1, "cannot refingerprint a table online yet")
+    assert saved.exists()
+    advice = result.stderr.split("instead (queries find nothing until the backfill ends): ", 1)[1].strip()
+    detach, attach = advice.split(" && ")
+    assert attach.endswith(f"--text-column title --text-column body --background {saved} --backfill")
+    ok(cli(*detach.split()[1:], url=url))
+    ok(cli(*attach.split()[1:], url=url))
+    centred = Fingerprinter(background=Background.load(saved))
+    with mysql_engine.connect() as connection:
+        assert simsql.registry.read(connection, "docs", connection.execute(text("SELECT DATABASE()")).scalar_one()).config_id == centred.config_id  # type: ignore[union-attr]
+        rows = connection.execute(text("SELECT title, body, simhash FROM docs")).all()
+    assert [s for _, _, s in rows] == [centred.fingerprint("\n".join(p for p in (t, b) if p is not None)) for t, b, _ in rows]
