@@ -79,6 +79,9 @@ DEFAULT_PROBE_RADIUS = 2
 """Bands probed through the index before falling back to a scan: radius 2 covers distance
 <= 11 with 137 values per block, about 0.8% of a uniformly filled table."""
 
+MAX_PROBE_RADIUS = 4
+"""The widest probes accepted: radius 4 covers distance <= 19 with 2,517 values per block."""
+
 BAND_BUDGET = 0.01
 """A band past the first runs only if its probes meet fewer index entries than this share of
 the table's rows (see :func:`_band_budget`)."""
@@ -442,8 +445,8 @@ def _check_most_similar(stmt: object, limit: object, max_distance: int | None, p
         raise TypeError(f"most_similar() takes a select(), got {type(stmt).__name__}")
     if stmt._order_by_clauses or stmt._limit_clause is not None or stmt._offset_clause is not None:
         raise ValueError("pass a select() without order_by/limit/offset: most_similar() orders and limits it")
-    if isinstance(probe_radius, bool) or not isinstance(probe_radius, int) or not 0 <= probe_radius <= 4:
-        raise ValueError(f"probe_radius must be an int in 0..4, got {probe_radius!r}")
+    if isinstance(probe_radius, bool) or not isinstance(probe_radius, int) or not 0 <= probe_radius <= MAX_PROBE_RADIUS:
+        raise ValueError(f"probe_radius must be an int in 0..{MAX_PROBE_RADIUS}, got {probe_radius!r}")
 
 
 def _band_branch(binding: Binding, base: Select[Any], target: _Target, radius: int, low: int, high: int | None, limit: int, lazy: bool = False) -> Select[Any]:
@@ -736,7 +739,11 @@ def find_original(
     if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
         raise ValueError(f"candidates must be a positive int, got {candidates!r}")
     limit = 1 if min_containment is None else candidates
-    rows = session.execute(most_similar(select(model), text, limit=limit, max_distance=max_distance)).all()
+    # Probes that reach the bound answer in one index branch; radius-2 bands would leave the
+    # rest to a scan of the table, which an original submission (no copy within reach) always runs.
+    reach = max(DEFAULT_PROBE_RADIUS, radius_for(max_distance)) if max_distance is not None else DEFAULT_PROBE_RADIUS
+    statement = most_similar(select(model), text, limit=limit, max_distance=max_distance, probe_radius=min(reach, MAX_PROBE_RADIUS))
+    rows = session.execute(statement).all()
     if min_containment is None:
         return Match(rows[0][0], int(rows[0][1]), float(rows[0][2])) if rows else None
     binding = binding_for(model)

@@ -97,3 +97,30 @@ def test_find_original_refuses_bad_arguments(tables: Engine) -> None:
             simsql.find_original(session, model, "some text", candidates=0)
         with pytest.raises(TypeError):
             simsql.find_original(session, model, None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("max_distance", [11, 13, 15])
+def test_a_wider_check_probes_to_its_bound_instead_of_scanning(tables: Engine, max_distance: int) -> None:
+    """``find_original(max_distance=13)`` (advised with a background) must reach its bound with
+    radius-3 probes, one index branch, not run radius-2 bands and then a scan of the table for
+    every original submission. The guarded plan names its band checks ``simsql_band_<r>``."""
+    from sqlalchemy import event
+
+    model = MODELS["columns"]
+    article = _article()
+    statements: list[str] = []
+
+    def capture(conn: object, cursor: object, statement: str, *args: object) -> None:
+        statements.append(statement)
+
+    with Session(tables) as session:
+        session.add(model(title="Original", body=article))
+        session.commit()
+        event.listen(tables, "before_cursor_execute", capture)
+        try:
+            match = simsql.find_original(session, model, f"{HEADER}\n\n{article}\n\n{FOOTER}", max_distance=max_distance)
+        finally:
+            event.remove(tables, "before_cursor_execute", capture)
+    assert match is not None
+    ranking = [s for s in statements if "bit_count" in s or "BIT_COUNT" in s]
+    assert ranking and not any("simsql_band_" in s for s in ranking)
