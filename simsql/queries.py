@@ -712,6 +712,15 @@ ORIGINALITY_CANDIDATES = 16
 """How many of the nearest rows :func:`find_original` verifies by text before answering None."""
 
 
+def bounded_probe_radius(max_distance: int | None) -> int:
+    """The probe radius for a search bounded by ``max_distance``: one that reaches the bound, so
+    the block indexes answer alone (radius-2 bands would leave the rest to a scan of the table,
+    which every search with nothing within reach runs), and never less than the default."""
+    if max_distance is None:
+        return DEFAULT_PROBE_RADIUS
+    return min(max(DEFAULT_PROBE_RADIUS, radius_for(max_distance)), MAX_PROBE_RADIUS)
+
+
 def find_original(
     session: Session,
     model: type,
@@ -739,10 +748,9 @@ def find_original(
     if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
         raise ValueError(f"candidates must be a positive int, got {candidates!r}")
     limit = 1 if min_containment is None else candidates
-    # Probes that reach the bound answer in one index branch; radius-2 bands would leave the
-    # rest to a scan of the table, which an original submission (no copy within reach) always runs.
-    reach = max(DEFAULT_PROBE_RADIUS, radius_for(max_distance)) if max_distance is not None else DEFAULT_PROBE_RADIUS
-    statement = most_similar(select(model), text, limit=limit, max_distance=max_distance, probe_radius=min(reach, MAX_PROBE_RADIUS))
+    statement = most_similar(
+        select(model), text, limit=limit, max_distance=max_distance, probe_radius=bounded_probe_radius(max_distance)
+    )
     rows = session.execute(statement).all()
     if min_containment is None:
         return Match(rows[0][0], int(rows[0][1]), float(rows[0][2])) if rows else None
