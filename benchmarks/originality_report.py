@@ -265,6 +265,10 @@ def _balance_bullet(results: dict[str, Any]) -> list[str]:
             f" An IdfTable fitted on the corpus reaches {fitted['bit_entropy']:.1f} bits and "
             f"{fitted['worst_bucket_vs_uniform']:.0f}x."
         )
+    line += (
+        " A background fitted on a sample of your own table balances them fully (\"Balanced bits on your own text\" "
+        "above; BENCHMARKS.md, \"Balanced bits with a table background\")."
+    )
     return [line]
 
 
@@ -328,7 +332,7 @@ def readme_defaults(results: dict[str, Any]) -> str:
         "- **Version 1 stays available by name**: `Fingerprinter(version=1)` gives simsql 0.1's fingerprints and "
         "config id exactly, so stored tables keep working; the registry still refuses to mix configurations.",
         "- **A fitted IDF table** (`Fingerprinter(weighting=IdfTable.fit(texts))`) separates unrelated articles "
-        "best and balances bits best, but like any unbanded IDF it lets a few rare words dominate, so it catches fewer "
+        "best, but like any unbanded IDF it lets a few rare words dominate, so it catches fewer "
         "copies at the same threshold (row \"fitted IdfTable\"): fit one when false matches cost more than misses.",
         "- **Han text as character bigrams** (not jieba words): a substituted character changes two bigrams, while "
         "jieba re-segments the words around it; on the tuning sources bigrams catch more Chinese copies with fewer "
