@@ -128,7 +128,7 @@ def test_cli_fingerprint_with_a_background_equals_the_library(tmp_path: Path) ->
 def test_mysql_fit_on_the_table_then_attach_it_centred(mysql_engine: Engine) -> None:
     """MySQL/MariaDB have no online refingerprint: fit, detach, attach with the background and
     backfill. The sample is drawn with the server's own random order (``RAND()``)."""
-    _build_mysql(mysql_engine)
+    _build(mysql_engine, rows=600)
     simsql.alembic.upgrade(mysql_engine)
     simsql.attach_table(mysql_engine, "docs", ["title", "body"])
     background = simsql.fit_background(mysql_engine, "docs", sample=500)
@@ -145,43 +145,10 @@ def test_mysql_fit_on_the_table_then_attach_it_centred(mysql_engine: Engine) -> 
         simsql.backfill(mysql_engine, "docs", fingerprinter=V2, workers=0)
 
 
-def _build_mysql(engine: Engine) -> None:
-    import random
-
-    from .test_faults import _text
-
-    rng = random.Random(5)
-    with engine.begin() as connection:
-        connection.execute(text("CREATE TABLE docs (id int PRIMARY KEY, title text, body text)"))
-        connection.execute(
-            text("INSERT INTO docs VALUES (:id, :title, :body)"),
-            [{"id": i, "title": f"doc {i}", "body": _text(rng) or "short"} for i in range(1, 601)],
-        )
-
-
-def test_cli_attach_with_a_background(engine: Engine, url: str, tmp_path: Path) -> None:
-    """The path for a table never attached (and for MySQL, where refingerprint is refused): attach
-    it centred from the start. A file fitted for other settings is refused before anything is made."""
-    _build(engine)
-    other = tmp_path / "shingles.json"
-    Background.fit([f"text number {i} with some words" for i in range(150)], Fingerprinter(shingle_size=2)).save(other)
-    failed(cli("attach", "--table", "docs", "--text-column", "title", "--text-column", "body", "--background", str(other), url=url), 2, "fitted for configuration")
-    with engine.connect() as connection:
-        assert connection.execute(text("SELECT to_regclass('simsql_registry')")).scalar_one() is None
-    saved = tmp_path / "docs.json"
-    with engine.connect() as connection:
-        Background.fit(connection.execute(text("SELECT body FROM docs WHERE body IS NOT NULL LIMIT 500")).scalars()).save(saved)
-    ok(cli("attach", "--table", "docs", "--text-column", "title", "--text-column", "body", "--background", str(saved), "--backfill", url=url))
-    centred = Fingerprinter(background=Background.load(saved))
-    assert _config(engine, "docs") == centred.config_id
-    with_text, fingerprinted = _check(engine, _holder_sql(False), centred)
-    assert fingerprinted == with_text > 2000
-
-
 def test_mysql_cli_fits_and_saves_then_says_how_to_move_offline(mysql_engine: Engine, tmp_path: Path) -> None:
     """No online refingerprint on MySQL/MariaDB: the background is still fitted and saved, and the
     error gives the two commands that move the table, which then work as given."""
-    _build_mysql(mysql_engine)
+    _build(mysql_engine, rows=600)
     simsql.alembic.upgrade(mysql_engine)
     simsql.attach_table(mysql_engine, "docs", ["title", "body"])
     url = mysql_engine.url.render_as_string(hide_password=False)

@@ -32,13 +32,14 @@ def _text(rng: random.Random) -> str | None:
     return " ".join(rng.choice(WORDS) if rng.random() < 0.4 else f"w{rng.randrange(100_000)}" for _ in range(40))
 
 
-def _build(engine: Engine) -> None:
+def _build(engine: Engine, rows: int = ROWS) -> None:
+    """A ``docs`` table of ``rows`` rows (SQL both PostgreSQL and MySQL/MariaDB take)."""
     rng = random.Random(5)
     with engine.begin() as connection:
         connection.execute(text("CREATE TABLE docs (id int PRIMARY KEY, title text, body text)"))
         connection.execute(
             text("INSERT INTO docs VALUES (:id, :title, :body)"),
-            [{"id": i, "title": f"doc {i}", "body": _text(rng)} for i in range(1, ROWS + 1)],
+            [{"id": i, "title": f"doc {i}", "body": _text(rng)} for i in range(1, rows + 1)],
         )
 
 
