@@ -75,15 +75,16 @@ def _signs(hashes: np.ndarray, weights: np.ndarray, doc_index: np.ndarray, n_doc
     return _pack((2.0 * set_weight - total[:, None]) > 0.0)
 
 
-_EXACT_INT64 = float(1 << 50)
-"""Below this total weight, ``CENTRE_SCALE * V - W * c`` fits an int64 exactly."""
+_EXACT_INT64 = float(1 << 49)
+"""Below this total weight each of ``CENTRE_SCALE * V``, ``W_latin * c`` and ``W_han * c`` is under
+2**61 in magnitude, so their sum fits an int64 exactly."""
 
 
 def _centred_signs(signed: np.ndarray, weight: np.ndarray, background: Background) -> list[int]:
     """Bit ``i`` is set when ``V_i > W_latin * c_latin_i + W_han * c_han_i`` (exact integers).
 
     ``signed`` is [n, 2, 64] (``V`` per script), ``weight`` [n, 2]. Documents too heavy for
-    int64 (never seen in practice: a total weight of 2**50 is some 10^8 distinct features) are
+    int64 (never seen in practice: a total weight of 2**49 takes tens of millions of distinct features) are
     compared with Python integers instead, so no size of input changes the arithmetic.
     """
     centres = np.array([background.latin, background.han], dtype=np.int64)  # [2, 64]
