@@ -166,3 +166,22 @@ def test_mysql_cli_fits_and_saves_then_says_how_to_move_offline(mysql_engine: En
         assert simsql.registry.read(connection, "docs", connection.execute(text("SELECT DATABASE()")).scalar_one()).config_id == centred.config_id  # type: ignore[union-attr]
         rows = connection.execute(text("SELECT title, body, simhash FROM docs")).all()
     assert [s for _, _, s in rows] == [centred.fingerprint("\n".join(p for p in (t, b) if p is not None)) for t, b, _ in rows]
+
+
+def test_cli_attach_with_a_background(engine: Engine, url: str, tmp_path: Path) -> None:
+    """The path for a table never attached (and for MySQL, where refingerprint is refused): attach
+    it centred from the start. A file fitted for other settings is refused before anything is made."""
+    _build(engine)
+    other = tmp_path / "shingles.json"
+    Background.fit([f"text number {i} with some words" for i in range(150)], Fingerprinter(shingle_size=2)).save(other)
+    failed(cli("attach", "--table", "docs", "--text-column", "title", "--text-column", "body", "--background", str(other), url=url), 2, "fitted for configuration")
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT to_regclass('simsql_registry')")).scalar_one() is None
+    saved = tmp_path / "docs.json"
+    with engine.connect() as connection:
+        Background.fit(connection.execute(text("SELECT body FROM docs WHERE body IS NOT NULL LIMIT 500")).scalars()).save(saved)
+    ok(cli("attach", "--table", "docs", "--text-column", "title", "--text-column", "body", "--background", str(saved), "--backfill", url=url))
+    centred = Fingerprinter(background=Background.load(saved))
+    assert _config(engine, "docs") == centred.config_id
+    with_text, fingerprinted = _check(engine, _holder_sql(False), centred)
+    assert fingerprinted == with_text > 2000
