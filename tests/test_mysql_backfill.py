@@ -457,7 +457,7 @@ def test_a_held_row_lock_gives_up_naming_the_holder_and_keeps_earlier_batches(my
     assert "gave up after waiting 1s for a lock" in message and "idle in transaction" in message
     assert "run the same backfill again to resume" in message
     stored = {row[0]: row[-2] for row in _stored(mysql_engine, Doc)}
-    assert all(stored[i] is not None for i in range(1, 21)) and all(stored[i] is None for i in range(21, 31))
+    assert all(stored[i] is not None for i in range(1, 21)) and all(stored[i] is None for i in range(21, 31)), sorted(k for k, v in stored.items() if v is None)
     rest = simsql.backfill(mysql_engine, Doc, workers=0, batch_size=10)
     assert rest.resumed and rest.rows_fingerprinted == 10
     _check_all(mysql_engine, Doc)
