@@ -278,8 +278,11 @@ class MySQLBatchSQL(BatchSQL):
         match = " AND ".join(f"b.{k} = v.k_{i}" for i, k in enumerate(keys))
         fp, src = self.quote(job.names.fingerprint), self.quote(job.names.digest)
         if job.names.side is None:
+            # STRAIGHT_JOIN: the batch first, then each of its rows by key. Joined the other way
+            # round, the optimizer may scan the (small) table and lock rows outside the batch, so
+            # a writer holding any row anywhere stalls the batch until the lock timeout.
             return text(
-                f"UPDATE {self.base} AS b JOIN {batch} AS v ON {match} SET b.{fp} = v.fp, b.{src} = v.src "
+                f"UPDATE {batch} AS v STRAIGHT_JOIN {self.base} AS b ON {match} SET b.{fp} = v.fp, b.{src} = v.src "
                 f"WHERE b.{fp} IS NULL OR b.{src} IS NULL"
             )
         side_keys = [self.quote(k) for k in job.names.side_keys(job.keys)]
@@ -289,7 +292,7 @@ class MySQLBatchSQL(BatchSQL):
         keep = f"{self.side}.{src} IS NULL"
         return text(
             f"INSERT INTO {self.side} ({', '.join(side_keys)}, {fp}, {src}) "
-            f"SELECT {values}, v.fp, v.src FROM {batch} AS v JOIN {self.base} AS b ON {match} "
+            f"SELECT {values}, v.fp, v.src FROM {batch} AS v STRAIGHT_JOIN {self.base} AS b ON {match} "
             f"WHERE {my.digest_sql(job.source, 'b.')} = v.src ORDER BY {values} LOCK IN SHARE MODE "
             f"ON DUPLICATE KEY UPDATE {fp} = IF({keep}, VALUES({fp}), {self.side}.{fp}), "
             f"{src} = IF({keep}, VALUES({src}), {self.side}.{src})"
