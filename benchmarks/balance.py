@@ -16,9 +16,9 @@ Fingerprinting a million articles one by one is hours of CPU, so every unit's (s
 paragraph's) feature counts are computed once and an article's counts are the sum of its units'.
 Units are joined with whitespace and cut at whitespace or punctuation, so no word and no Han
 bigram crosses a unit boundary and the sum is exact for word features (shingle size 1); weights
-then come from ``Fingerprinter.feature_weights`` and the signed sums from simsql's own
-``_signs`` (with a :class:`~simsql.background.Background`: per-script sums reduced by simsql's
-integer rule ``_centred_signs``). :func:`verify` checks the result equals ``fingerprint_many``
+then come from ``Fingerprinter.feature_weights`` and the bits from simsql's own
+``weighted_fingerprints`` (with a :class:`~simsql.background.Background`: per-script sums and its
+exact integer rule). :func:`verify` checks the result equals ``fingerprint_many``
 on the article texts.
 
 ``--table-background`` adds :data:`TABLE_BACKGROUND`: the v2 default centred on a background
@@ -57,7 +57,7 @@ import numpy as np
 
 from simsql import Fingerprinter, tokenize
 from simsql.background import Background
-from simsql.fingerprint import _bit_sums, _centred_signs, _hash, _signs
+from simsql.fingerprint import _hash, weighted_fingerprints
 from simsql.weighting import quantize
 
 from . import corpus, edits, sources
@@ -181,7 +181,7 @@ def _fingerprints(members: list[np.ndarray], vocab: _Vocabulary, fp: Fingerprint
 
     With a background, the weighted sums are taken per script (Latin, Han) as
     ``Fingerprinter._script_sums`` does, and reduced by simsql's own exact integer rule
-    (``_centred_signs``), so the result is the library's, not a float approximation of it.
+    (``weighted_fingerprints``), so the result is the library's, not a float approximation of it.
     """
     hashes = np.fromiter(map(_hash, vocab.features, repeat(fp.seed)), np.uint64, len(vocab.features))
     han = (
@@ -202,12 +202,7 @@ def _fingerprints(members: list[np.ndarray], vocab: _Vocabulary, fp: Fingerprint
             bounds = np.flatnonzero(np.diff(np.concatenate(([-1], owner))))
             top = np.maximum.reduceat(raw, bounds)
             weights = np.rint(raw * np.repeat(quantize(np.array([1.0]))[0] / top, np.diff(np.concatenate((bounds, [len(owner)])))))
-        if fp.background is None or han is None:  # han is None exactly when there is no background
-            packed = _signs(hashes[feature], weights, owner, len(batch))
-        else:
-            set_weight, total = _bit_sums(hashes[feature], weights, 2 * owner + han[feature], 2 * len(batch))
-            signed = (2.0 * set_weight - total[:, None]).reshape(len(batch), 2, 64)
-            packed = _centred_signs(signed, total.reshape(len(batch), 2), fp.background)
+        packed = weighted_fingerprints(hashes[feature], weights, owner, len(batch), fp.background, None if han is None else han[feature])
         out[lo : lo + len(batch)] = np.array(packed, dtype=np.uint64)
     return out
 

@@ -23,7 +23,7 @@ import numpy as np
 
 import simsql
 from simsql.background import Background
-from simsql.fingerprint import _bit_sums, _centred_signs, _hash, _signs
+from simsql.fingerprint import _hash, weighted_fingerprints
 from simsql.tokenize import is_han_feature
 from simsql.weighting import QUANT_SCALE
 
@@ -77,7 +77,7 @@ def fingerprints_of(members: np.ndarray, features: ParagraphFeatures, fingerprin
 
     With a background, the bit sums are kept apart per script (Latin, Han: ``is_han_feature``,
     as ``Fingerprinter._script_sums`` does) and reduced by simsql's own exact integer rule
-    (``_centred_signs``) instead of the sign of the sum."""
+    (``weighted_fingerprints``) instead of the sign of the sum."""
     out = np.empty(len(members), dtype=np.uint64)
     vocabulary = np.int64(len(features.hashes))
     # Per-feature factor: the weight of a feature seen once (1 + ln 1 = 1 for log-type weightings).
@@ -112,13 +112,10 @@ def fingerprints_of(members: np.ndarray, features: ParagraphFeatures, fingerprin
         present = np.unique(owner)
         local = np.searchsorted(present, owner)
         fingerprints = np.zeros(len(batch), dtype=np.uint64)
-        if background is None:
-            fingerprints[present] = np.array(_signs(features.hashes[feature], weights, local, len(present)), dtype=np.uint64)
-        else:
-            rows = 2 * local + han[feature]  # type: ignore[index]
-            set_weight, total = _bit_sums(features.hashes[feature], weights, rows, 2 * len(present))
-            signed = (2.0 * set_weight - total[:, None]).reshape(len(present), 2, 64)
-            fingerprints[present] = np.array(_centred_signs(signed, total.reshape(len(present), 2), background), dtype=np.uint64)
+        scripts = None if han is None else han[feature]
+        fingerprints[present] = np.array(
+            weighted_fingerprints(features.hashes[feature], weights, local, len(present), background, scripts), dtype=np.uint64
+        )
         out[lo : lo + len(batch)] = fingerprints
     return out
 

@@ -102,6 +102,34 @@ def _centred_signs(signed: np.ndarray, weight: np.ndarray, background: Backgroun
     return _pack(bits)
 
 
+def _script_bit_sums(
+    hashes: np.ndarray, weights: np.ndarray, doc_index: np.ndarray, is_han: np.ndarray, n_docs: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``V`` ([n_docs, 2, 64]) and total weight ([n_docs, 2]) of each document's Latin (0) and
+    Han (1) features: one histogram over (document, script) rows."""
+    set_weight, total = _bit_sums(hashes, weights, 2 * doc_index + is_han, 2 * n_docs)
+    return (2.0 * set_weight - total[:, None]).reshape(n_docs, 2, 64), total.reshape(n_docs, 2)
+
+
+def weighted_fingerprints(
+    hashes: np.ndarray,
+    weights: np.ndarray,
+    doc_index: np.ndarray,
+    n_docs: int,
+    background: Background | None = None,
+    is_han: np.ndarray | None = None,
+) -> list[int]:
+    """Fingerprints of ``n_docs`` documents from their features' hashes and quantized weights
+    (``doc_index``: each feature's document; ``is_han``: each feature's script, needed with a
+    background). The one rule from weighted features to bits, shared by :class:`Fingerprinter`
+    and the benchmarks that fingerprint millions of articles from cached counts."""
+    if background is None:
+        return _signs(hashes, weights, doc_index, n_docs)
+    if is_han is None:
+        raise ValueError("a background centres each script apart: pass is_han for every feature")
+    return _centred_signs(*_script_bit_sums(hashes, weights, doc_index, is_han, n_docs), background)
+
+
 def _require_str(text: object) -> str:
     if isinstance(text, str):
         return text
@@ -368,13 +396,11 @@ class Fingerprinter:
         out: list[int | None] = [None] * len(batch)
         if not live:
             return out
-        if self.background is None:
-            hashes, weights, sizes = self._hashed([batch[i] for i in live])
-            doc_index = np.repeat(np.arange(len(live), dtype=np.intp), sizes)
-            fingerprints = _signs(hashes, weights, doc_index, len(live))
-        else:
-            signed, weight = self._script_sums([batch[i] for i in live])
-            fingerprints = _centred_signs(signed, weight, self.background)
+        documents = [batch[i] for i in live]
+        hashes, weights, sizes = self._hashed(documents)
+        doc_index = np.repeat(np.arange(len(live), dtype=np.intp), sizes)
+        is_han = None if self.background is None else _scripts(documents, int(sizes.sum()))
+        fingerprints = weighted_fingerprints(hashes, weights, doc_index, len(live), self.background, is_han)
         for i, fp in zip(live, fingerprints):
             out[i] = fp
         return out
@@ -395,20 +421,21 @@ class Fingerprinter:
         live = [i for i, counts in enumerate(batch) if counts]
         if not live:
             return signed, weight
-        hashes, weights, sizes = self._hashed([batch[i] for i in live])
-        is_han = np.fromiter(
-            (tokenize.is_han_feature(f) for i in live for f in batch[i]), dtype=np.intp, count=int(sizes.sum())
-        )
-        doc_index = 2 * np.repeat(np.arange(len(live), dtype=np.intp), sizes) + is_han
-        set_weight, total = _bit_sums(hashes, weights, doc_index, 2 * len(live))
-        signed[live] = (2.0 * set_weight - total[:, None]).reshape(len(live), 2, 64)
-        weight[live] = total.reshape(len(live), 2)
+        documents = [batch[i] for i in live]
+        hashes, weights, sizes = self._hashed(documents)
+        doc_index = np.repeat(np.arange(len(live), dtype=np.intp), sizes)
+        signed[live], weight[live] = _script_bit_sums(hashes, weights, doc_index, _scripts(documents, int(sizes.sum())), len(live))
         return signed, weight
 
     def script_sums(self, texts: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
         """Per text, the signed bit sums ``V`` and total weights of its Latin and Han features
         (``[n, 2, 64]`` and ``[n, 2]``): what :meth:`Background.fit` measures a corpus with."""
         return self._script_sums([self.feature_counts(text) for text in texts])
+
+
+def _scripts(documents: Sequence[Counter[bytes]], count: int) -> np.ndarray:
+    """1 for each Han feature of ``documents`` (in order), 0 for the others."""
+    return np.fromiter((tokenize.is_han_feature(f) for counts in documents for f in counts), dtype=np.intp, count=count)
 
 
 def _describe(text: str) -> str:
