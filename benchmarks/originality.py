@@ -36,15 +36,20 @@ from typing import Any
 import numpy as np
 
 from simsql.containment import shingles
-from simsql.queries import ORIGINALITY_DISTANCE
+from simsql.queries import ORIGINALITY_DISTANCE, ORIGINALITY_PROBE_RADIUS
 
 from . import corpus, edits, sources
 from .quality import _POPCOUNT, _simhash_package_many
 
 THRESHOLDS = tuple(range(21))
 RECOMMENDED_THRESHOLD = ORIGINALITY_DISTANCE
-"""find_original's default max_distance (owned by simsql.queries): the reach of radius-2 probes,
-where the tuning sources' light evasions level off (with the second stage behind it)."""
+"""find_original's default max_distance (owned by simsql.queries), where the tuning sources'
+light evasions level off (with the second stage behind it)."""
+PROBE_RADIUS = ORIGINALITY_PROBE_RADIUS
+"""find_original's default probe radius: simsql's rows count a pair as found at ``t`` bits only
+when it is within ``t`` and one of its 16-bit blocks is within this radius, as the index finds
+it (for ``t <= 4 * radius + 3`` that is every pair within ``t``). ``evasions_exact`` and
+``at_most_exact`` keep every pair within ``t`` (an index probing far enough for all of them)."""
 SEED = 8
 RESULTS = Path(__file__).resolve().parent / "results" / "originality.json"
 
@@ -65,8 +70,18 @@ def distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return _POPCOUNT[xor.view(np.uint8)].reshape(-1, 8).sum(axis=1, dtype=np.int64)
 
 
-def caught(d: np.ndarray) -> list[float]:
-    return [float(np.mean(d <= t)) for t in THRESHOLDS]
+def nearest_blocks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per pair, the fewest differing bits in any of the four 16-bit blocks (what a probe of that
+    radius needs to find the pair)."""
+    xor = np.bitwise_xor(a.astype(np.uint64), b.astype(np.uint64))
+    per_byte = _POPCOUNT[xor.view(np.uint8)].reshape(-1, 4, 2)  # blocks are whole byte pairs
+    return per_byte.sum(axis=2).min(axis=1)
+
+
+def caught(d: np.ndarray, nearest: np.ndarray | None = None) -> list[float]:
+    """Share of pairs found at each threshold; with ``nearest``, only those the probes reach."""
+    reached = np.ones(len(d), dtype=bool) if nearest is None else nearest <= PROBE_RADIUS
+    return [float(np.mean((d <= t) & reached)) for t in THRESHOLDS]
 
 
 def capped_prior(cap: float) -> Any:
@@ -234,9 +249,9 @@ NATURAL_DUPLICATE = 0.5
 """Word 5-shingle containment (of the smaller article in the larger) from which two articles of
 the corpus are the same text in fact (a section quoted in two manuals, two near-identical man
 pages): such a pair is a true match, counted apart, not a false one."""
-CLOSE = 13
-"""Pairs within this many bits are checked for natural duplicates: up to 13, so false-match
-rates at every distance from 9 to 13 bits (around ``find_original``'s default) have them set apart."""
+CLOSE = 15
+"""Pairs within this many bits are checked for natural duplicates: up to 15, so false-match
+rates at every distance around ``find_original``'s default (14) have them set apart."""
 
 
 def _containment(a: str, b: str, cache: dict[str, frozenset[int]]) -> float:
@@ -274,8 +289,9 @@ def beta_binomial_cdf(mean: float, var: float, n: int = 64) -> list[float]:
     return [sum(pmf[: t + 1]) for t in THRESHOLDS]
 
 
-def pair_rates(fps: np.ndarray, texts: Sequence[str]) -> dict[str, Any]:
-    """Per-pair rate of distance <= t over all distinct pairs.
+def pair_rates(fps: np.ndarray, texts: Sequence[str], probed: bool = True) -> dict[str, Any]:
+    """Per-pair rate of distance <= t over all distinct pairs (``probed``: and reached by
+    find_original's probes, see :data:`PROBE_RADIUS`; ``at_most_exact`` counts every pair).
 
     Pairs within ``CLOSE`` bits are checked for being the same text in fact (containment >=
     ``NATURAL_DUPLICATE``); those are reported as ``natural_duplicates`` and left out of the rate.
@@ -283,21 +299,29 @@ def pair_rates(fps: np.ndarray, texts: Sequence[str]) -> dict[str, Any]:
     n = len(fps)
     total = n * (n - 1) // 2
     hist = np.zeros(65, dtype=np.int64)
+    reached_hist = np.zeros(65, dtype=np.int64)
     natural = np.zeros(65, dtype=np.int64)
+    natural_reached = np.zeros(65, dtype=np.int64)
     cache: dict[str, np.ndarray] = {}
     close_max = 0.0
     for i in range(n - 1):
-        d = distances(np.full(n - i - 1, fps[i]), fps[i + 1 :])
+        a, b = np.full(n - i - 1, fps[i]), fps[i + 1 :]
+        d = distances(a, b)
+        reached = nearest_blocks(a, b) <= PROBE_RADIUS if probed else np.ones(len(d), dtype=bool)
         hist += np.bincount(d, minlength=65)
+        reached_hist += np.bincount(d[reached], minlength=65)
         for j in np.flatnonzero(d <= CLOSE):
             c = _containment(texts[i], texts[i + 1 + j], cache)
             if c >= NATURAL_DUPLICATE:
                 natural[d[j]] += 1
+                natural_reached[d[j]] += int(reached[j])
             else:
                 close_max = max(close_max, c)
     hist -= natural
+    reached_hist -= natural_reached
     pairs = total - int(natural.sum())
-    cumulative = np.cumsum(hist)
+    exact = np.cumsum(hist)
+    cumulative = np.cumsum(reached_hist)
     k = np.arange(65)
     mean = float((hist * k).sum() / pairs)
     var = float((hist * (k - mean) ** 2).sum() / pairs)
@@ -307,6 +331,7 @@ def pair_rates(fps: np.ndarray, texts: Sequence[str]) -> dict[str, Any]:
         "max_containment_of_false_matches": close_max,
         "at_most": [int(cumulative[t]) for t in THRESHOLDS],
         "rate": [float(cumulative[t] / pairs) for t in THRESHOLDS],
+        "at_most_exact": [int(exact[t]) for t in THRESHOLDS],
         "mean_distance": mean,
         "sd_distance": math.sqrt(var),
         "model_rate": beta_binomial_cdf(mean, var),
@@ -342,19 +367,25 @@ def run_language(lang: corpus.Lang, per_kind: int, configs: dict[str, tuple[str,
         t0 = time.perf_counter()
         entry: dict[str, Any] = {"description": description, "evasions": {}}
         entry["verified"] = {}
+        probed = config is not None  # simsql's index; the simhash package's pairs count at their distance
+        entry["evasions_exact"] = {}
         for split, pairs in sets.items():
-            dists = {kind: distances(fingerprints(config, a), fingerprints(config, b)) for kind, (a, b) in pairs.items()}
-            entry["evasions"][split] = {kind: caught(d) for kind, d in dists.items()}
+            fps = {kind: (fingerprints(config, a), fingerprints(config, b)) for kind, (a, b) in pairs.items()}
+            dists = {kind: distances(*ab) for kind, ab in fps.items()}
+            nearest = {kind: nearest_blocks(*ab) if probed else None for kind, ab in fps.items()}
+            entry["evasions"][split] = {kind: caught(d, nearest[kind]) for kind, d in dists.items()}
+            entry["evasions_exact"][split] = {kind: caught(d) for kind, d in dists.items()}
+            reached = {kind: nearest[kind] <= PROBE_RADIUS if probed else True for kind in dists}  # type: ignore[operator]
             entry["verified"][split] = {
-                kind: [float(np.mean((d <= t) & verified[split][kind])) for t in THRESHOLDS] for kind, d in dists.items()
+                kind: [float(np.mean((d <= t) & reached[kind] & verified[split][kind])) for t in THRESHOLDS]
+                for kind, d in dists.items()
             }
         if revisions:
-            entry["revisions"] = caught(
-                distances(fingerprints(config, [r[1] for r in revisions]), fingerprints(config, [r[2] for r in revisions]))
-            )
-        entry["false_match"] = {k: pair_rates(fingerprints(config, texts), texts) for k, texts in unrelated.items()}
+            a, b = fingerprints(config, [r[1] for r in revisions]), fingerprints(config, [r[2] for r in revisions])
+            entry["revisions"] = caught(distances(a, b), nearest_blocks(a, b) if probed else None)
+        entry["false_match"] = {k: pair_rates(fingerprints(config, texts), texts, probed) for k, texts in unrelated.items()}
         held_texts = [d.text for d in held]
-        held_fm = pair_rates(fingerprints(config, held_texts), held_texts)
+        held_fm = pair_rates(fingerprints(config, held_texts), held_texts, probed)
         entry["false_match"]["held_out"] = held_fm
         result["configs"][name] = entry
         _log(f"{lang} {name}: {time.perf_counter() - t0:.0f} s")
@@ -378,6 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     langs = [lang for lang in args.langs.split(",") if lang]
     if langs:  # what the stored language results were measured with; --langs "" only adds balance
         results["recommended_threshold"] = RECOMMENDED_THRESHOLD
+        results["probe_radius"] = PROBE_RADIUS
         results.setdefault("descriptions", {}).update({k: v[0] for k, v in configs.items()})
     results["source_articles"] = {
         source: {lang: len(sources.articles(source, lang)) for lang in langs} for source, langs in sources.SOURCES.items()

@@ -1,9 +1,9 @@
 """The second stage of the originality check: how much of one text another one contains.
 
 A fingerprint within a few bits says "probably the same text"; at the distances a disguised
-copy reaches (a header and footer, a few swapped words: 8-11 bits), unrelated articles of a
+copy reaches (a header and footer, a few swapped words: 8-14 bits), unrelated articles of a
 large table also turn up now and then (about 2e-5 of random pairs at 11 bits on real English
-documentation: ~20 per check at 1M rows). Reading those few candidates' text and counting
+documentation: ~20 per check at 1M rows, and more at 14). Reading those few candidates' text and counting
 shared word 5-shingles tells a copy (most shingles shared) from a coincidence (almost none)
 exactly, so the fingerprint threshold can be wide without false alarms.
 

@@ -590,7 +590,7 @@ def _originality_section(
     say("")
     say(
         "4. Originality check before publishing: find_original(session, DemoArticle, text)  "
-        f"(within {ORIGINALITY_DISTANCE} bits, then the candidates' text is compared)"
+        f"(up to {ORIGINALITY_DISTANCE} bits, then the candidates' text is compared)"
     )
     rng = random.Random(SEED + 1)
     copied = {p.source for p in planted}
