@@ -266,6 +266,18 @@ def _containment(a: str, b: str, cache: dict[str, frozenset[int]]) -> float:
     return len(sa & sb) / max(1, min(len(sa), len(sb)))
 
 
+def text_stage_cost(texts: Sequence[str]) -> float:
+    """Milliseconds to shingle one stored article: what ``find_original``'s second stage pays per
+    candidate on top of fetching its row (best of three passes over ``texts``)."""
+    best = math.inf
+    for _ in range(3):
+        started = time.perf_counter()
+        for text in texts:
+            shingles(text)
+        best = min(best, (time.perf_counter() - started) / max(len(texts), 1))
+    return best * 1e3
+
+
 def beta_binomial_cdf(mean: float, var: float, n: int = 64) -> list[float]:
     """P(distance <= t) under the beta-binomial with this mean and variance (moment fit).
 
@@ -358,6 +370,7 @@ def run_language(lang: corpus.Lang, per_kind: int, configs: dict[str, tuple[str,
     }
     result: dict[str, Any] = {
         "second_stage_keeps": {split: {k: float(v.mean()) for k, v in kinds.items()} for split, kinds in verified.items()},
+        "text_stage_ms_per_candidate": text_stage_cost([d.text for d in held]),
         "articles": {"tuning": len(tune), "held_out": len(held)},
         "unrelated_articles": {k: len(v) for k, v in unrelated.items()},
         "revisions": len(revisions),

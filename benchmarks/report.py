@@ -776,9 +776,12 @@ def latency_section(results: dict[str, Any]) -> str:
         "interleaved passes. `× scan` is the plain scan's latency over the system's for the same question, on "
         "the queries the scan answered (scans run on a subset: their cost hardly varies) "
         "(`ORDER BY bit_count(...) LIMIT`, `WHERE bit_count(...) <= t`). `find_original` rows time the "
-        "statement it runs (`most_similar(..., limit=1, max_distance=t)`), without fingerprinting the text. "
-        "Recall is against exact distances (top-10 with ties; for `find_original`: the nearest row within "
-        "the threshold, or none).",
+        "index stage it runs (`simsql.queries.originality_search(Model, q, t)`: the 16 nearest candidates from "
+        "radius-2 block probes, radius 1 at 7 bits; results before 2026-11-22 13:00 timed `most_similar(..., limit=1, "
+        "max_distance=t)` with probes reaching every row within t), without fingerprinting the text or "
+        "reading the candidates' text. Recall is against exact distances (top-10 with ties; for `find_original`: "
+        "the nearest row within the threshold, or none: below 100% at 14 bits, where radius-2 probes reach a "
+        "row 12-14 bits away only when one of its blocks is within 2 bits).",
         "",
     ]
     for config, sizes in latency.items():

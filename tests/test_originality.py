@@ -16,7 +16,8 @@ if str(_ROOT) not in sys.path:
 
 from benchmarks import balance, edits  # noqa: E402
 from benchmarks.corpus import CorpusUnavailable, english_documents  # noqa: E402
-from benchmarks.originality import beta_binomial_cdf, distances, pair_rates  # noqa: E402
+from benchmarks.originality import beta_binomial_cdf, caught, distances, nearest_blocks, pair_rates  # noqa: E402
+from benchmarks.originality_report import store_recall  # noqa: E402
 from benchmarks.sources import html_sections, rst_sections  # noqa: E402
 
 EN = (
@@ -78,6 +79,44 @@ def test_pair_rates_set_natural_duplicates_apart() -> None:
     assert rates["natural_duplicates"][0] == 1  # EN and its extended copy: same text in fact
     assert rates["pairs"] == 2 and rates["at_most"][0] == 0
     assert distances(fps[:1], fps[2:])[0] == 63
+
+
+def _spread(bits_per_block: tuple[int, int, int, int]) -> int:
+    return sum(sum(1 << (16 * (3 - block) + bit) for bit in range(count)) for block, count in enumerate(bits_per_block))
+
+
+def test_pairs_count_as_find_original_probes_reach_them() -> None:
+    """simsql's pairs are found at t bits when one block is within the probe radius (2), as
+    find_original's index finds them; every pair within 11 bits is."""
+    base = np.array([0x0123456789ABCDEF] * 4, dtype=np.uint64)
+    masks = [_spread(b) for b in ((2, 4, 4, 4), (3, 3, 3, 3), (4, 3, 3, 3), (0, 0, 0, 1))]
+    other = base ^ np.array(masks, dtype=np.uint64)
+    assert nearest_blocks(base, other).tolist() == [2, 3, 3, 0]
+    d = distances(base, other)
+    assert d.tolist() == [14, 12, 13, 1]
+    found, every = caught(d, nearest_blocks(base, other)), caught(d)
+    assert every[14] == 1.0 and found[14] == 0.5  # (3,3,3,3) and (4,3,3,3) are beyond the probes
+    assert found[11] == every[11] == 0.25
+
+
+def test_pair_rates_count_probed_pairs_apart_from_every_pair() -> None:
+    texts = ["alpha beta gamma delta", "epsilon zeta eta theta", "iota kappa lambda mu"]
+    fps = np.array([0, _spread((3, 3, 3, 3)), _spread((2, 4, 4, 4))], dtype=np.uint64)
+    rates = pair_rates(fps, texts)
+    # (0,1): 12 bits, every block 3 off (not reached); (0,2): 14 bits, one block 2 off;
+    # (1,2): 4 bits, one bit in each block
+    assert [int(distances(fps[i : i + 1], fps[j : j + 1])[0]) for i, j in ((0, 1), (0, 2), (1, 2))] == [12, 14, 4]
+    assert rates["at_most_exact"][14] == 3 and rates["at_most"][14] == 2
+    assert rates["at_most_exact"][12] == 2 and rates["at_most"][12] == 1
+    assert rates["at_most"][11] == rates["at_most_exact"][11] == 1
+
+
+def test_store_recall_is_the_pairwise_share_when_nothing_unrelated_is_near() -> None:
+    caught_by_t = [0.0] * 10 + [0.5, 0.5, 0.8, 0.9, 1.0]
+    assert store_recall(caught_by_t, [0.0] * 15, 10**7, 16) == pytest.approx(1.0)
+    assert store_recall(caught_by_t, [1e-3] * 15, 10**6, 16) == pytest.approx(0.0, abs=1e-9)  # 1,000 nearer each time
+    crowded = store_recall(caught_by_t, [0.0] * 11 + [1e-5] * 4, 10**6, 16)  # ~10 before copies past 10 bits
+    assert 0.5 < crowded < 1.0
 
 
 def _population(units: list[str], members: list[list[int]]) -> balance.Population:
