@@ -187,3 +187,50 @@ def test_the_default_check_answers_from_its_probes_without_scanning(tables: Engi
             event.remove(tables, "before_cursor_execute", capture)
     ranking = [s for s in statements if "bit_count" in s or "BIT_COUNT" in s]
     assert len(ranking) == 1 and "simsql_band_" not in ranking[0]
+
+
+def _exact_containment(a: str, b: str) -> float:
+    """The definition, on the word 5-grams themselves (no hashing)."""
+    from simsql.containment import _TOKEN
+    from simsql.tokenize import normalize
+
+    def grams(text: str) -> set[tuple[str, ...]]:
+        tokens = _TOKEN.findall(normalize(text))
+        if len(tokens) < 5:
+            return {tuple(tokens)} if tokens else set()
+        return {tuple(tokens[i : i + 5]) for i in range(len(tokens) - 4)}
+
+    ga, gb = grams(a), grams(b)
+    return len(ga & gb) / min(len(ga), len(gb)) if ga and gb else 0.0
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [
+        ("json", "json-edited"), ("json", "short"), ("short", "short-copy"), ("zh", "zh-edited"), ("json", "zh"),
+    ],
+)  # fmt: skip
+def test_shingle_hashes_give_the_containment_of_the_word_grams_themselves(pair: tuple[str, str]) -> None:
+    """Shingles are hashed, so two texts compare in time linear in their length; on real text
+    the hashed sets must have exactly the grams' sizes and overlap (no collision)."""
+    article = _article()
+    words = article.split()
+    texts = {
+        "json": article,
+        "json-edited": " ".join(w if i % 37 else "swapped" for i, w in enumerate(words)),
+        "short": "Parliament debated the tax law",
+        "short-copy": "Parliament debated the tax",
+        "zh": "美国51区的秘密基地在沙漠里面，" * 3 + "这是一段用来测试的中文文字，包含许多不同的汉字和标点。",
+        "zh-edited": "转载：美国51区的秘密基地在沙漠里面，" * 3 + "这是一段用来测试的中文文本，包含许多不同的汉字。",
+    }
+    a, b = texts[pair[0]], texts[pair[1]]
+    assert containment(a, b) == _exact_containment(a, b)
+    assert len(shingles(a)) == len(_exact_grams_count(a))
+
+
+def _exact_grams_count(text: str) -> set[tuple[str, ...]]:
+    from simsql.containment import _TOKEN
+    from simsql.tokenize import normalize
+
+    tokens = _TOKEN.findall(normalize(text))
+    return {tuple(tokens[i : i + 5]) for i in range(max(len(tokens) - 4, 1))} if tokens else set()
