@@ -3,16 +3,17 @@
 A fingerprint within a few bits says "probably the same text"; at the distances a disguised
 copy reaches (a header and footer, a few swapped words: 8-14 bits), unrelated articles of a
 large table also turn up now and then (about 2e-5 of random pairs at 11 bits on real English
-documentation: ~20 per check at 1M rows, and more at 14). Reading those few candidates' text and counting
-shared word 5-shingles tells a copy (most shingles shared) from a coincidence (almost none)
+documentation: ~20 per check at 1M rows, and more at 14). Reading those candidates' text and
+counting shared word 5-shingles tells a copy (most shingles shared) from a coincidence (almost none)
 exactly, so the fingerprint threshold can be wide without false alarms.
 
 Shingles are word 5-grams after the same normalisation as fingerprints (NFKC, case folding);
 Han characters count as one word each, so Chinese needs no segmenter here. Each distinct word is
 hashed once (xxh3 of its UTF-8 bytes) and a 5-gram's hash is a polynomial of its five word
 hashes, computed for the whole text at once: the check shingles up to ``candidates`` stored
-texts per submission, so this is its cost per candidate (about a third of hashing every joined
-5-gram). Deterministic across processes, unlike ``hash()``; nothing stores these hashes.
+texts per submission, so this is its cost per candidate (0.23 ms per English documentation
+article, 0.34 ms per Chinese one; hashing every joined 5-gram took 0.28 and 0.48). Deterministic
+across processes, unlike ``hash()``; nothing stores these hashes.
 """
 
 from __future__ import annotations
