@@ -39,7 +39,7 @@ from simsql.containment import shingles
 from simsql.queries import ORIGINALITY_DISTANCE, ORIGINALITY_PROBE_RADIUS
 
 from . import corpus, edits, sources
-from .quality import _POPCOUNT, _simhash_package_many
+from .quality import _POPCOUNT, _simhash_package_many, nearest_blocks
 
 THRESHOLDS = tuple(range(21))
 RECOMMENDED_THRESHOLD = ORIGINALITY_DISTANCE
@@ -68,14 +68,6 @@ def _to_array(values: Sequence[int | None]) -> np.ndarray:
 def distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     xor = np.bitwise_xor(a.astype(np.uint64), b.astype(np.uint64))
     return _POPCOUNT[xor.view(np.uint8)].reshape(-1, 8).sum(axis=1, dtype=np.int64)
-
-
-def nearest_blocks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per pair, the fewest differing bits in any of the four 16-bit blocks (what a probe of that
-    radius needs to find the pair)."""
-    xor = np.bitwise_xor(a.astype(np.uint64), b.astype(np.uint64))
-    per_byte = _POPCOUNT[xor.view(np.uint8)].reshape(-1, 4, 2)  # blocks are whole byte pairs
-    return per_byte.sum(axis=2).min(axis=1)
 
 
 def caught(d: np.ndarray, nearest: np.ndarray | None = None) -> list[float]:

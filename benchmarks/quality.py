@@ -49,6 +49,14 @@ SEED = 20240611
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
 
+def nearest_blocks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per pair, the fewest differing bits in any of the four 16-bit blocks: a pair is reached by
+    block probes of that radius or more (how ``find_original``'s index finds rows past the
+    probes' full reach). Blocks are whole byte pairs, so byte popcounts add up per block."""
+    xor = np.bitwise_xor(a.astype(np.uint64), b.astype(np.uint64))
+    return _POPCOUNT[xor.view(np.uint8)].reshape(-1, 4, 2).sum(axis=2).min(axis=1)
+
+
 def _distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     xor = np.bitwise_xor(a.astype(np.uint64), b.astype(np.uint64))
     return _POPCOUNT[xor.view(np.uint8)].reshape(-1, 8).sum(axis=1, dtype=np.int64)

@@ -35,6 +35,7 @@ import simsql
 from simsql.queries import ORIGINALITY_PROBE_RADIUS, originality_search
 
 from . import scale
+from .quality import nearest_blocks
 
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
@@ -63,11 +64,8 @@ def reachable_distances(fingerprints: np.ndarray, query: int, radius: int) -> np
     16-bit block within ``radius`` bits) set past 64: the ground truth of a search from probes
     alone (``find_original``), which finds every row within ``4 * radius + 3`` bits and a
     farther one only through a close block."""
-    xor = np.bitwise_xor(fingerprints, np.uint64(query))
-    per_byte = _POPCOUNT[xor.view(np.uint8)].reshape(-1, 4, 2)
-    per_block = per_byte.sum(axis=2, dtype=np.int64)
-    total = per_block.sum(axis=1)
-    return np.where(per_block.min(axis=1) <= radius, total, 65)
+    queries = np.full(len(fingerprints), query, dtype=np.uint64)
+    return np.where(nearest_blocks(fingerprints, queries) <= radius, distances(fingerprints, query), 65)
 
 
 @dataclass
