@@ -721,10 +721,10 @@ ORIGINALITY_DISTANCE = 14
 """Default threshold of :func:`find_original`. Its probes (:data:`ORIGINALITY_PROBE_RADIUS`)
 find every row within 11 bits, and a row 12-14 bits away when one of its four blocks is within 2
 bits of the submission's: 12, 13 or 14 changed bits placed at random over four blocks leave one
-block with 2 or fewer in 97%, 90% and 81% of cases. Measured on documentation prose (BENCHMARKS.md, "Originality check"), this
-catches as many light evasions as probing every row within 14 bits (radius 3) does, within a
-point, at the index cost of an 11-bit search; 11 bits alone missed 5-14% of copies with a header
-and footer or several light edits at once."""
+block with 2 or fewer in 97%, 90% and 81% of cases. Measured on documentation prose
+(BENCHMARKS.md, "Originality check"), this catches as many light evasions as probing every row
+within 14 bits (radius 3) does, within a point, at the index cost of an 11-bit search; 11 bits
+alone missed 5-14% of copies with a header and footer or several light edits at once."""
 
 ORIGINALITY_PROBE_RADIUS = 2
 """Default probe radius of :func:`find_original`: each block is probed within 2 bits (137 values
