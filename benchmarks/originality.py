@@ -70,10 +70,16 @@ def distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return _POPCOUNT[xor.view(np.uint8)].reshape(-1, 8).sum(axis=1, dtype=np.int64)
 
 
-def caught(d: np.ndarray, nearest: np.ndarray | None = None) -> list[float]:
-    """Share of pairs found at each threshold; with ``nearest``, only those the probes reach."""
-    reached = np.ones(len(d), dtype=bool) if nearest is None else nearest <= PROBE_RADIUS
-    return [float(np.mean((d <= t) & reached)) for t in THRESHOLDS]
+def reached(a: np.ndarray, b: np.ndarray, probed: bool = True) -> np.ndarray:
+    """Which pairs the index can return: with ``probed`` (simsql), those with a 16-bit block
+    within :data:`PROBE_RADIUS` bits; otherwise (the simhash package's own index) every pair."""
+    return nearest_blocks(a, b) <= PROBE_RADIUS if probed else np.ones(len(a), dtype=bool)
+
+
+def caught(d: np.ndarray, reachable: np.ndarray | None = None) -> list[float]:
+    """Share of pairs found at each threshold; with ``reachable``, only those the probes reach."""
+    mask = np.ones(len(d), dtype=bool) if reachable is None else reachable
+    return [float(np.mean((d <= t) & mask)) for t in THRESHOLDS]
 
 
 def capped_prior(cap: float) -> Any:
@@ -311,14 +317,14 @@ def pair_rates(fps: np.ndarray, texts: Sequence[str], probed: bool = True) -> di
     for i in range(n - 1):
         a, b = np.full(n - i - 1, fps[i]), fps[i + 1 :]
         d = distances(a, b)
-        reached = nearest_blocks(a, b) <= PROBE_RADIUS if probed else np.ones(len(d), dtype=bool)
+        found = reached(a, b, probed)
         hist += np.bincount(d, minlength=65)
-        reached_hist += np.bincount(d[reached], minlength=65)
+        reached_hist += np.bincount(d[found], minlength=65)
         for j in np.flatnonzero(d <= CLOSE):
             c = _containment(texts[i], texts[i + 1 + j], cache)
             if c >= NATURAL_DUPLICATE:
                 natural[d[j]] += 1
-                natural_reached[d[j]] += int(reached[j])
+                natural_reached[d[j]] += int(found[j])
             else:
                 close_max = max(close_max, c)
     hist -= natural
@@ -377,17 +383,13 @@ def run_language(lang: corpus.Lang, per_kind: int, configs: dict[str, tuple[str,
         for split, pairs in sets.items():
             fps = {kind: (fingerprints(config, a), fingerprints(config, b)) for kind, (a, b) in pairs.items()}
             dists = {kind: distances(*ab) for kind, ab in fps.items()}
-            nearest = {kind: nearest_blocks(*ab) if probed else None for kind, ab in fps.items()}
-            entry["evasions"][split] = {kind: caught(d, nearest[kind]) for kind, d in dists.items()}
+            found = {kind: reached(*ab, probed) for kind, ab in fps.items()}
+            entry["evasions"][split] = {kind: caught(d, found[kind]) for kind, d in dists.items()}
             entry["evasions_exact"][split] = {kind: caught(d) for kind, d in dists.items()}
-            reached = {kind: nearest[kind] <= PROBE_RADIUS if probed else True for kind in dists}  # type: ignore[operator]
-            entry["verified"][split] = {
-                kind: [float(np.mean((d <= t) & reached[kind] & verified[split][kind])) for t in THRESHOLDS]
-                for kind, d in dists.items()
-            }
+            entry["verified"][split] = {kind: caught(d, found[kind] & verified[split][kind]) for kind, d in dists.items()}
         if revisions:
             a, b = fingerprints(config, [r[1] for r in revisions]), fingerprints(config, [r[2] for r in revisions])
-            entry["revisions"] = caught(distances(a, b), nearest_blocks(a, b) if probed else None)
+            entry["revisions"] = caught(distances(a, b), reached(a, b, probed))
         entry["false_match"] = {k: pair_rates(fingerprints(config, texts), texts, probed) for k, texts in unrelated.items()}
         held_texts = [d.text for d in held]
         held_fm = pair_rates(fingerprints(config, held_texts), held_texts, probed)

@@ -202,11 +202,6 @@ def _balance_table(results: dict[str, Any]) -> str:
     return table(header, rows)
 
 
-def _pooled(config: dict[str, Any], split: str, t: int) -> float:
-    ev = config["evasions"][split]
-    return min(ev[k][t] for k in LIGHT)
-
-
 def plot(results: dict[str, Any], path: Path = PLOT) -> Path | None:
     try:
         import matplotlib
@@ -221,7 +216,7 @@ def plot(results: dict[str, Any], path: Path = PLOT) -> Path | None:
         for i, (name, config) in enumerate(entry["configs"].items()):
             fm = config["false_match"]["real"]
             xs = [max(fm["rate"][t], 1e-9) for t in results["thresholds"]]
-            ys = [_pooled(config, "tuning", t) for t in results["thresholds"]]
+            ys = [_light_min(config, "tuning", t) for t in results["thresholds"]]
             ax.plot(xs, ys, marker=".", label=name, color=colors[(2 * i) % 20 + (i >= 10)], linewidth=3 if name == DEFAULT else 1)
         ax.set_xscale("log")
         ax.set_xlim(1e-9, 1e-2)
@@ -317,8 +312,11 @@ def section(results: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def _light_min(config: dict[str, Any], split: str, t: int, verified: bool = False) -> float:
-    ev = config["verified" if verified else "evasions"][split]
+def _light_min(config: dict[str, Any], split: str, t: int, found: str = "evasions") -> float:
+    """The worst light kind at ``t`` bits: as ``find_original``'s probes find copies
+    (``"evasions"``) or with every row within ``t`` found (``"evasions_exact"``; results from
+    before the probe rule hold only the former, which was exact then)."""
+    ev = config.get(found, config["evasions"])[split]
     return min(ev[k][t] for k in LIGHT)
 
 
@@ -351,12 +349,6 @@ def _balance_bullet(results: dict[str, Any]) -> list[str]:
         "above; BENCHMARKS.md, \"Balanced bits with a table background\")."
     )
     return [line]
-
-
-def _light_min_exact(config: dict[str, Any], split: str, t: int) -> float:
-    """The worst light kind when every row within ``t`` bits is found (exact probes)."""
-    ev = config.get("evasions_exact", config["evasions"])[split]
-    return min(ev[k][t] for k in LIGHT)
 
 
 def readme_defaults(results: dict[str, Any]) -> str:
@@ -409,10 +401,10 @@ def readme_defaults(results: dict[str, Any]) -> str:
         f"reach every row within {4 * r + 3} bits ({4 * r + 3} = 4 x {r} + 3) and a row up to {t} bits away when one of its four "
         f"16-bit blocks is within {r} bits. Disguised copies that far out mostly are: held out, "
         f"{pct(_light_min(d, 'held_out', t))} / {pct(_light_min(zh['configs'][DEFAULT], 'held_out', t))} of the worst light kind "
-        f"(en / zh) against {pct(_light_min_exact(d, 'held_out', t))} / "
-        f"{pct(_light_min_exact(zh['configs'][DEFAULT], 'held_out', t))} for every row within {t} bits, which would need "
-        f"radius-{r + 1} probes at about four times the index work; {pct(_light_min_exact(d, 'held_out', 4 * r + 3))} / "
-        f"{pct(_light_min_exact(zh['configs'][DEFAULT], 'held_out', 4 * r + 3))} within {4 * r + 3} bits alone. "
+        f"(en / zh) against {pct(_light_min(d, 'held_out', t, 'evasions_exact'))} / "
+        f"{pct(_light_min(zh['configs'][DEFAULT], 'held_out', t, 'evasions_exact'))} for every row within {t} bits, which would need "
+        f"radius-{r + 1} probes at about four times the index work; {pct(_light_min(d, 'held_out', 4 * r + 3, 'evasions_exact'))} / "
+        f"{pct(_light_min(zh['configs'][DEFAULT], 'held_out', 4 * r + 3, 'evasions_exact'))} within {4 * r + 3} bits alone. "
         "Fingerprints alone cannot meet both targets on "
         "real text: at the widths that catch light evasions, unrelated articles match too often for a million-row "
         f"store ({sci(fm_d['rate'][t])} per pair reached at {t} bits). So `find_original` reads the nearest candidates' "

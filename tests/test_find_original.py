@@ -189,18 +189,18 @@ def test_the_default_check_answers_from_its_probes_without_scanning(tables: Engi
     assert len(ranking) == 1 and "simsql_band_" not in ranking[0]
 
 
-def _exact_containment(a: str, b: str) -> float:
-    """The definition, on the word 5-grams themselves (no hashing)."""
+def _word_grams(text: str) -> set[tuple[str, ...]]:
+    """The word 5-grams themselves (no hashing); a text shorter than 5 words is one gram."""
     from simsql.containment import _TOKEN
     from simsql.tokenize import normalize
 
-    def grams(text: str) -> set[tuple[str, ...]]:
-        tokens = _TOKEN.findall(normalize(text))
-        if len(tokens) < 5:
-            return {tuple(tokens)} if tokens else set()
-        return {tuple(tokens[i : i + 5]) for i in range(len(tokens) - 4)}
+    tokens = _TOKEN.findall(normalize(text))
+    return {tuple(tokens[i : i + 5]) for i in range(max(len(tokens) - 4, 1))} if tokens else set()
 
-    ga, gb = grams(a), grams(b)
+
+def _exact_containment(a: str, b: str) -> float:
+    """The definition, on the word 5-grams themselves."""
+    ga, gb = _word_grams(a), _word_grams(b)
     return len(ga & gb) / min(len(ga), len(gb)) if ga and gb else 0.0
 
 
@@ -225,12 +225,5 @@ def test_shingle_hashes_give_the_containment_of_the_word_grams_themselves(pair: 
     }
     a, b = texts[pair[0]], texts[pair[1]]
     assert containment(a, b) == _exact_containment(a, b)
-    assert len(shingles(a)) == len(_exact_grams_count(a))
+    assert len(shingles(a)) == len(_word_grams(a))
 
-
-def _exact_grams_count(text: str) -> set[tuple[str, ...]]:
-    from simsql.containment import _TOKEN
-    from simsql.tokenize import normalize
-
-    tokens = _TOKEN.findall(normalize(text))
-    return {tuple(tokens[i : i + 5]) for i in range(max(len(tokens) - 4, 1))} if tokens else set()

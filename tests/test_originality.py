@@ -16,8 +16,9 @@ if str(_ROOT) not in sys.path:
 
 from benchmarks import balance, edits  # noqa: E402
 from benchmarks.corpus import CorpusUnavailable, english_documents  # noqa: E402
-from benchmarks.originality import beta_binomial_cdf, caught, distances, nearest_blocks, pair_rates  # noqa: E402
+from benchmarks.originality import beta_binomial_cdf, caught, distances, pair_rates, reached  # noqa: E402
 from benchmarks.originality_report import store_recall  # noqa: E402
+from benchmarks.quality import nearest_blocks  # noqa: E402
 from benchmarks.sources import html_sections, rst_sections  # noqa: E402
 
 EN = (
@@ -94,7 +95,7 @@ def test_pairs_count_as_find_original_probes_reach_them() -> None:
     assert nearest_blocks(base, other).tolist() == [2, 3, 3, 0]
     d = distances(base, other)
     assert d.tolist() == [14, 12, 13, 1]
-    found, every = caught(d, nearest_blocks(base, other)), caught(d)
+    found, every = caught(d, reached(base, other)), caught(d)
     assert every[14] == 1.0 and found[14] == 0.5  # (3,3,3,3) and (4,3,3,3) are beyond the probes
     assert found[11] == every[11] == 0.25
 
