@@ -49,7 +49,8 @@ PROBE_RADIUS = ORIGINALITY_PROBE_RADIUS
 """find_original's default probe radius: simsql's rows count a pair as found at ``t`` bits only
 when it is within ``t`` and one of its 16-bit blocks is within this radius, as the index finds
 it (for ``t <= 4 * radius + 3`` that is every pair within ``t``). ``evasions_exact`` and
-``at_most_exact`` keep every pair within ``t`` (an index probing far enough for all of them)."""
+``at_most_exact`` keep every pair within ``t`` (an index probing far enough for all of them);
+``evasions_radius1`` counts what radius-1 probes would reach (the 7-bit search's index work)."""
 SEED = 8
 RESULTS = Path(__file__).resolve().parent / "results" / "originality.json"
 
@@ -70,10 +71,11 @@ def distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return _POPCOUNT[xor.view(np.uint8)].reshape(-1, 8).sum(axis=1, dtype=np.int64)
 
 
-def reached(a: np.ndarray, b: np.ndarray, probed: bool = True) -> np.ndarray:
+def reached(a: np.ndarray, b: np.ndarray, probed: bool = True, radius: int = PROBE_RADIUS) -> np.ndarray:
     """Which pairs the index can return: with ``probed`` (simsql), those with a 16-bit block
-    within :data:`PROBE_RADIUS` bits; otherwise (the simhash package's own index) every pair."""
-    return nearest_blocks(a, b) <= PROBE_RADIUS if probed else np.ones(len(a), dtype=bool)
+    within ``radius`` bits (:data:`PROBE_RADIUS`, find_original's); otherwise (the simhash
+    package's own index) every pair."""
+    return nearest_blocks(a, b) <= radius if probed else np.ones(len(a), dtype=bool)
 
 
 def caught(d: np.ndarray, reachable: np.ndarray | None = None) -> list[float]:
@@ -386,6 +388,10 @@ def run_language(lang: corpus.Lang, per_kind: int, configs: dict[str, tuple[str,
             found = {kind: reached(*ab, probed) for kind, ab in fps.items()}
             entry["evasions"][split] = {kind: caught(d, found[kind]) for kind, d in dists.items()}
             entry["evasions_exact"][split] = {kind: caught(d) for kind, d in dists.items()}
+            if probed:  # what radius-1 probes (the index work of the 7-bit search) would catch
+                entry.setdefault("evasions_radius1", {})[split] = {
+                    kind: caught(d, reached(*fps[kind], radius=1)) for kind, d in dists.items()
+                }
             entry["verified"][split] = {kind: caught(d, found[kind] & verified[split][kind]) for kind, d in dists.items()}
         if revisions:
             a, b = fingerprints(config, [r[1] for r in revisions]), fingerprints(config, [r[2] for r in revisions])

@@ -73,3 +73,31 @@ def test_balance_background_fingerprints_from_cached_counts_are_exact() -> None:
     balance.verify(fp, pop, balance._Vocabulary(units, fp), sample=len(members))
     plain = balance._fingerprints(members, balance._Vocabulary(units, Fingerprinter()), Fingerprinter())
     assert not np.array_equal(plain, balance._fingerprints(members, balance._Vocabulary(units, fp), fp))
+
+
+def test_probe_floor_smoke_run(database_url: str, schema: str, tmp_path: Path) -> None:
+    """benchmarks.probe_floor's figures are only worth reading if its searches answer what the
+    probes promise: each check's nearest row is the nearest one radius-r block probes can reach
+    (numpy, exact distances), on uniform and on real-text fingerprints."""
+    from benchmarks import corpus
+
+    try:
+        corpus.english_documents(limit=5)
+        corpus.chinese_documents(limit=5)
+    except corpus.CorpusUnavailable as exc:
+        pytest.skip(str(exc))
+    url = f"{database_url}{'&' if '?' in database_url else '?'}options=-csearch_path%3D{schema}"
+    out = tmp_path / "probe-floor.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.probe_floor", "--quick", "--url", url, "--rows", "3000", "--queries", "8",
+         "--repeat", "1", "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    populations = json.loads(out.read_text())["populations"]
+    assert set(populations) == {"uniform random", "real text (default fingerprints)"}
+    assert populations["uniform random"]["bits"]["entropy_bits"] > 63.5
+    for population in populations.values():
+        for search in population["searches"].values():
+            assert search["answers_equal_nearest_reachable"] == 1.0
+            assert search["explained"] == 8
