@@ -8,6 +8,7 @@ Blocks with another info string are run elsewhere: ``python alembic-revision`` a
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -32,7 +33,7 @@ def url(database_url: str, schema: str) -> str:
     )
 
 
-def _run_blocks(database_url: str) -> None:
+def _run_blocks(database_url: str) -> str:
     """Run the README's ```python blocks in order in a fresh interpreter given only DATABASE_URL."""
     code = blocks("python")
     assert len(code) >= 4, f"{README} lost its examples"
@@ -44,13 +45,31 @@ def _run_blocks(database_url: str) -> None:
     )  # fmt: skip
     assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     assert result.stdout.count("--- block") == len(code)
+    return result.stdout
+
+
+_PRINT_CLAIM = re.compile(r"^\s*print\(.*\)\s*#\s*(?:prints|e\.g\.)\s+(.+?)\s*$", re.MULTILINE)
 
 
 def test_readme_python_blocks_run_in_order(url: str) -> None:
     _run_blocks(url)
 
 
+def test_readme_prints_what_its_comments_say(url: str) -> None:
+    """A ``print(...)  # prints X`` (or ``# e.g. X``) in the README is a promise to a newcomer
+    running it: X must be in what the blocks print. (The duplicate_groups example once said
+    ``[[1, 2]]`` over rows 4 bits apart, past its 3-bit default, and printed ``[]``.)"""
+    _check_print_claims(_run_blocks(url))
+
+
+def _check_print_claims(printed: str) -> None:
+    claims = [claim for code in blocks("python") for claim in _PRINT_CLAIM.findall(code)]
+    assert claims, "the README's examples no longer say what they print"
+    for claim in claims:
+        assert claim in printed, f"README promises {claim!r}; the blocks printed:\n{printed}"
+
+
 def test_readme_python_blocks_run_on_mysql_unchanged(mysql_engine: Engine) -> None:
     """The README says MySQL and MariaDB run "the same models and queries": its examples, given a
     ``mysql://`` DATABASE_URL and nothing else, must run as written (a newcomer's first try)."""
-    _run_blocks(mysql_engine.url.set(drivername="mysql").render_as_string(hide_password=False))
+    _check_print_claims(_run_blocks(mysql_engine.url.set(drivername="mysql").render_as_string(hide_password=False)))
