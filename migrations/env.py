@@ -10,10 +10,11 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import pool
 
+from simsql import registry
 from simsql.urls import engine_for, normalise_url
 
 config = context.config
-VERSION_TABLE = config.get_main_option("version_table") or "simsql_alembic_version"
+VERSION_TABLE = config.get_main_option("version_table") or registry.VERSION_TABLE
 
 
 def run_offline() -> None:

@@ -65,7 +65,7 @@ from alembic.operations import MigrateOperation, Operations
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.operations import ops
-from sqlalchemy import Column, Computed, Engine, Text, bindparam, text
+from sqlalchemy import Column, Computed, Engine, MetaData, Table, Text, bindparam, text
 from sqlalchemy.dialects import mysql as mysql_types
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.engine import Connection
@@ -83,9 +83,9 @@ from .schema import DEFAULT_PREFIX, Names
 from .schema import metadata as _state_metadata
 from .storage import OrmTrigger, orm_trigger
 from .types import SimHash
+from .registry import VERSION_TABLE
 from .urls import engine_for, normalise_url
 
-VERSION_TABLE = "simsql_alembic_version"
 BRANCH = "simsql"
 #: The schema offline SQL uses when an operation names none (offline, nothing can ask the server).
 OFFLINE_SCHEMA = "public"
@@ -571,8 +571,21 @@ def _run_own_revisions(operations: Operations, destination: str, upgrade: bool) 
     try:
         with Operations.context(inner):
             inner.run_migrations()
+            if not upgrade and outer.as_sql and destination == "base":
+                Operations(inner).drop_table(VERSION_TABLE)  # the script leaves nothing either
+        if not upgrade and not outer.as_sql:
+            _forget_version_table(operations.get_bind())
     finally:
         operations._install_proxy()
+
+
+def _forget_version_table(connection: Connection) -> None:
+    """Drop simsql's version table once it records no revision. Alembic keeps an empty version
+    table after a downgrade to base; simsql's promise is that a downgrade leaves nothing of it
+    behind, and an upgrade creates the table again."""
+    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+    if not context.get_current_heads() and registry.version_table_exists(connection):
+        Table(VERSION_TABLE, MetaData()).drop(connection)
 
 
 @Operations.implementation_for(UpgradeSimsqlOp)
@@ -886,7 +899,14 @@ def _repair(connection: Connection) -> None:
 
 
 def downgrade(bind: str | Engine | Connection, revision: str = "base") -> None:
-    _with_connection(bind, lambda cfg: command.downgrade(cfg, revision))
+    """Undo simsql's own revisions down to ``revision``; at base nothing of simsql is left, its
+    version table included."""
+
+    def run(cfg: Config) -> None:
+        command.downgrade(cfg, revision)
+        _forget_version_table(cfg.attributes["connection"])
+
+    _with_connection(bind, run)
 
 
 def current(bind: str | Engine | Connection) -> tuple[str, ...]:

@@ -52,6 +52,10 @@ def _relation_exists(connection: Connection, name: str) -> bool:
     return dialects.relation_exists(connection, name)
 
 
+def version_table_exists(connection: Connection) -> bool:
+    return _relation_exists(connection, VERSION_TABLE)
+
+
 def registry_exists(connection: Connection, schema: str | None = None) -> bool:
     return _relation_exists(connection, REGISTRY_TABLE)
 
@@ -68,7 +72,7 @@ def require_registry(connection: Connection) -> bool:
     """
     if registry_exists(connection):
         return True
-    if _relation_exists(connection, VERSION_TABLE):
+    if version_table_exists(connection):
         applied = connection.execute(text(f"SELECT count(*) FROM {VERSION_TABLE}")).scalar_one()
         if applied:
             raise SchemaError(

@@ -73,6 +73,15 @@ def _registry_exists(engine: Engine) -> bool:
         return bool(connection.execute(text("SELECT to_regclass('simsql_registry') IS NOT NULL")).scalar_one())
 
 
+def _simsql_tables(engine: Engine) -> list[str]:
+    """simsql's own tables in the test's schema (registry, cursors, its version table)."""
+    with engine.connect() as connection:
+        return list(connection.execute(text(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+            "AND table_name LIKE 'simsql%' ORDER BY 1"
+        )).scalars())  # fmt: skip
+
+
 # -- attach, backfill, query -------------------------------------------------------------
 
 
@@ -225,6 +234,10 @@ def test_db_commands(engine: Engine, url: str) -> None:
     ok(cli("db", "downgrade", url=url))
     assert ok(cli("db", "current", url=url)).stdout == ""
     assert not _registry_exists(engine)
+    assert _simsql_tables(engine) == []  # nothing left behind, not even an empty version table
+    assert ok(cli("db", "upgrade", url=plain)).stdout.split() == ["simsql_0001"]  # and it comes back
+    ok(cli("db", "downgrade", url=url))
+    assert _simsql_tables(engine) == []
 
 
 # -- failures that must change nothing ----------------------------------------------------

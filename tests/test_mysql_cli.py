@@ -64,8 +64,8 @@ def test_attach_status_similar_dupes_detach(mysql_engine: Engine, url: str) -> N
     ok(cli("db", "downgrade", url=url))
     assert ok(cli("db", "current", url=url)).stdout == ""
     gone = _state(mysql_engine)
-    assert gone["registry"] is None  # the registry and cursors are dropped (Alembic keeps its empty version table)
-    assert set(gone["tables"]) - set(before["tables"]) == {"simsql_alembic_version"}
+    assert gone["registry"] is None  # the registry and cursors are dropped, and the version table
+    assert set(gone["tables"]) - set(before["tables"]) == set()
 
 
 def test_side_table_and_clean_refusals(mysql_engine: Engine, url: str) -> None:

@@ -186,6 +186,7 @@ def test_offline_sql_runs_as_written(tmp_path: Path, fresh_database: str) -> Non
         _psql(fresh_database, run("alembic downgrade head:base --sql", tmp_path, fresh_database).stdout, tmp_path)
         assert snapshot(engine) == before
         assert not _relation_exists(engine, "simsql_registry")
+        assert not _relation_exists(engine, "simsql_alembic_version")  # the script leaves nothing either
     finally:
         engine.dispose()
 
