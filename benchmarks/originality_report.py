@@ -488,8 +488,32 @@ def comparison(results: dict[str, Any], names: Sequence[str]) -> str:
     return "\n".join(out)
 
 
+def candidate_summary(results: dict[str, Any], names: Sequence[str], t: int) -> str:
+    """One row per configuration at ``t`` bits, as the index finds copies: the worst light kind
+    and 5% substitution (tuning / held out) per language, and the per-pair false-match rate on
+    English real / Chinese real / Chinese assembled pairs (BENCHMARKS.md's candidate tables)."""
+    en, zh = results["languages"]["en"]["configs"], results["languages"]["zh"]["configs"]
+    header = ["configuration", "en light", "en 5%", "zh light", "zh 5%", "false matches per pair"]
+    rows = []
+    for name in names:
+        cells = [f"`{name}`"]
+        for config in (en[name], zh[name]):
+            cells.append(f"{_light_min(config, 'tuning', t):.1%} / {_light_min(config, 'held_out', t):.1%}")
+            cells.append(" / ".join(f"{config['evasions'][split]['sub_5'][t]:.1%}" for split in ("tuning", "held_out")))
+        rates = (en[name]["false_match"]["real"], zh[name]["false_match"]["real"], zh[name]["false_match"]["assembled"])
+        cells.append(" / ".join(f"{fm['rate'][t]:.1e}" for fm in rates))
+        rows.append(cells)
+    return table(header, rows)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(argv if argv is not None else sys.argv[1:])
+    if args[:1] == ["--candidates"]:
+        if len(args) < 2:
+            raise SystemExit("usage: python -m benchmarks.originality_report --candidates 'A,B' [results.json]")
+        results = json.loads(Path(args[2] if len(args) > 2 else RESULTS).read_text())
+        print(candidate_summary(results, args[1].split(","), _threshold(results)))
+        return 0
     if args[:1] == ["--compare"]:
         if len(args) < 2:
             raise SystemExit("usage: python -m benchmarks.originality_report --compare 'A,B' [results.json]")
