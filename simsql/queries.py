@@ -231,7 +231,7 @@ class _Within(ColumnElement[bool]):
     def _from_objects(self) -> list[Any]:
         return list(binding_for(self.model).keys[0]._from_objects)
 
-    def expression(self) -> ColumnElement[bool]:
+    def rows_within(self) -> ColumnElement[bool]:
         """The statement's SQL form, from this element's own bound values (so a cached
         compilation maps every later call's values onto it)."""
         binding = binding_for(self.model)
@@ -252,7 +252,7 @@ class _Within(ColumnElement[bool]):
 
 @compiles(_Within)
 def _compile_within(element: _Within, compiler: Any, **kw: Any) -> str:
-    return str(compiler.process(element.expression(), **kw))
+    return str(compiler.process(element.rows_within(), **kw))
 
 
 def similar_to(model: type, target: object, max_distance: int = 3) -> ColumnElement[bool]:
@@ -570,10 +570,10 @@ def _key_ranking(binding: Binding, target: _Target, limit: int, max_distance: in
         binding, target, probe_radius, band, _fewer_within(binding, None, target, limit, exclusion)
     )
     distance = hamming_expression(binding.fingerprint, target.fingerprint).label("distance")
-    scan = select(*table_keys, distance).where(binding.fingerprint.is_not(None), scan_guard)
+    scanned = select(*table_keys, distance).where(binding.fingerprint.is_not(None), scan_guard)
     if exclusion is not None:
-        scan = scan.where(exclusion)
-    top = scan.order_by(distance, *table_keys).limit(limit).subquery()
+        scanned = scanned.where(exclusion)
+    top = scanned.order_by(distance, *table_keys).limit(limit).subquery()
     tail = select(top).where(top.c.distance >= scan_from)
     if max_distance is not None:
         tail = tail.where(top.c.distance <= max_distance)
@@ -691,7 +691,7 @@ def most_similar(
     reach = _probe_reach(max_distance, probe_radius, scan)
     target_values = _Target.of(fingerprint, probe_radius if reach is None else reach) if exact else None
     if target_values is not None and _is_plain(stmt, binding):
-        ranked = _KeyRanking(binding, target_values, limit, max_distance, probe_radius, exclusion, scan)
+        ranked: Any = _KeyRanking(binding, target_values, limit, max_distance, probe_radius, exclusion, scan)
         return (
             stmt.add_columns(ranked.c.distance, _similarity(ranked.c.distance))
             .join(ranked, _keys_equal(binding.keys, [ranked.c[k.name] for k in binding.table_keys]))
