@@ -214,7 +214,10 @@ def cmd_db_downgrade(args: argparse.Namespace) -> int:
             attached = [f"{e.table_schema}.{e.table_name}" for e in registry.entries(connection)] if present else []
         _migrations().downgrade(engine, args.revision)
         remaining = _migrations().current(engine)
-        _print_revisions(remaining)
+        for revision in remaining:
+            print(revision)
+        if not remaining:
+            print("simsql's objects are removed: nothing of simsql is left in this database", file=sys.stderr)
         if attached and not remaining:
             print(
                 "simsql: warning: the registry is gone but these tables keep their fingerprint "

@@ -231,7 +231,9 @@ def test_db_commands(engine: Engine, url: str) -> None:
     assert ok(cli("db", "current", env={"DATABASE_URL": url})).stdout.split() == ["simsql_0001"]
     history = ok(cli("db", "history")).stdout  # no database needed
     assert "-> simsql_0001 (head)" in history
-    ok(cli("db", "downgrade", url=url))
+    removed = ok(cli("db", "downgrade", url=url))
+    assert removed.stdout == "" and "nothing of simsql is left" in removed.stderr
+    assert "db upgrade" not in removed.stderr  # no advice to undo what was just asked for
     assert ok(cli("db", "current", url=url)).stdout == ""
     assert not _registry_exists(engine)
     assert _simsql_tables(engine) == []  # nothing left behind, not even an empty version table
