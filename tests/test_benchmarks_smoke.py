@@ -12,7 +12,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_benchmark_smoke_run(database_url: str, schema: str) -> None:
+@pytest.fixture
+def bench_url(database_url: str, schema: str) -> str:
+    """The test's database and schema as a URL for a benchmark subprocess; skips when the
+    corpus (Debian's man pages) is not installed."""
     from benchmarks import corpus
 
     try:
@@ -20,9 +23,12 @@ def test_benchmark_smoke_run(database_url: str, schema: str) -> None:
         corpus.chinese_documents(limit=5)
     except corpus.CorpusUnavailable as exc:
         pytest.skip(str(exc))
-    url = f"{database_url}{'&' if '?' in database_url else '?'}options=-csearch_path%3D{schema}"
+    return f"{database_url}{'&' if '?' in database_url else '?'}options=-csearch_path%3D{schema}"
+
+
+def test_benchmark_smoke_run(bench_url: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--quick", "--url", url, "--sizes", "3000", "--queries", "5",
+        [sys.executable, "-m", "benchmarks", "--quick", "--url", bench_url, "--sizes", "3000", "--queries", "5",
          "--ingest-rows", "1500", "--sections", "fingerprint,queries,latency,ingest", "--configs", "default", "--repeat", "1",
          "--name", "smoke"],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
@@ -75,21 +81,13 @@ def test_balance_background_fingerprints_from_cached_counts_are_exact() -> None:
     assert not np.array_equal(plain, balance._fingerprints(members, balance._Vocabulary(units, fp), fp))
 
 
-def test_probe_floor_smoke_run(database_url: str, schema: str, tmp_path: Path) -> None:
+def test_probe_floor_smoke_run(bench_url: str, tmp_path: Path) -> None:
     """benchmarks.probe_floor's figures are only worth reading if its searches answer what the
     probes promise: each check's nearest row is the nearest one radius-r block probes can reach
     (numpy, exact distances), on uniform and on real-text fingerprints."""
-    from benchmarks import corpus
-
-    try:
-        corpus.english_documents(limit=5)
-        corpus.chinese_documents(limit=5)
-    except corpus.CorpusUnavailable as exc:
-        pytest.skip(str(exc))
-    url = f"{database_url}{'&' if '?' in database_url else '?'}options=-csearch_path%3D{schema}"
     out = tmp_path / "probe-floor.json"
     result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.probe_floor", "--quick", "--url", url, "--rows", "3000", "--queries", "8",
+        [sys.executable, "-m", "benchmarks.probe_floor", "--quick", "--url", bench_url, "--rows", "3000", "--queries", "8",
          "--repeat", "1", "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
