@@ -79,11 +79,11 @@ from .fingerprint import DEFAULT, Fingerprinter
 from .lifecycle import attach as ddl
 from .lifecycle import catalog
 from .lifecycle import ddl as describe
+from .registry import VERSION_TABLE
 from .schema import DEFAULT_PREFIX, Names
 from .schema import metadata as _state_metadata
 from .storage import OrmTrigger, orm_trigger
 from .types import SimHash
-from .registry import VERSION_TABLE
 from .urls import engine_for, normalise_url
 
 BRANCH = "simsql"

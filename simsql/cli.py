@@ -214,10 +214,7 @@ def cmd_db_downgrade(args: argparse.Namespace) -> int:
             attached = [f"{e.table_schema}.{e.table_name}" for e in registry.entries(connection)] if present else []
         _migrations().downgrade(engine, args.revision)
         remaining = _migrations().current(engine)
-        for revision in remaining:
-            print(revision)
-        if not remaining:
-            print("simsql's objects are removed: nothing of simsql is left in this database", file=sys.stderr)
+        _print_revisions(remaining, when_none="simsql's objects are removed: nothing of simsql is left in this database")
         if attached and not remaining:
             print(
                 "simsql: warning: the registry is gone but these tables keep their fingerprint "
@@ -233,12 +230,12 @@ def cmd_db_current(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _print_revisions(revisions: Sequence[str]) -> None:
-    """Revisions on stdout, one per line (scriptable); an explanation on stderr when none."""
+def _print_revisions(revisions: Sequence[str], when_none: str = "no simsql revision applied (run `simsql db upgrade`)") -> None:
+    """Revisions on stdout, one per line (scriptable); ``when_none`` on stderr when none."""
     for revision in revisions:
         print(revision)
     if not revisions:
-        print("no simsql revision applied (run `simsql db upgrade`)", file=sys.stderr)
+        print(when_none, file=sys.stderr)
 
 
 def cmd_db_history(args: argparse.Namespace) -> int:
