@@ -20,12 +20,10 @@ from typing import Any
 
 from sqlalchemy import create_engine, text
 
+from . import log as _log
+
 ROOT = Path(__file__).resolve().parent
 RESULTS = ROOT / "results"
-
-
-def _log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def _machine(engine: Any) -> dict[str, Any]:

@@ -37,6 +37,8 @@ from simsql.schema import metadata as simsql_metadata
 from simsql.storage import text_digest
 from simsql.urls import normalise_url
 
+from . import log as _log
+
 DEFAULT_MYSQL = "mysql+pymysql://root@127.0.0.1:3306/test"
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 PLACE = "simsql_bench_backfill"
@@ -63,10 +65,6 @@ class BackfillPost(_Base):
 
 simsql.attach(BackfillPost, source=("title", "body"))
 MODELS = {"columns": BackfillArticle, "side_table": BackfillPost}
-
-
-def _log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def rows(n: int, seed: int = 1) -> list[dict[str, Any]]:

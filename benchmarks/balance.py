@@ -61,6 +61,7 @@ from simsql.fingerprint import _hash, weighted_fingerprints
 from simsql.weighting import quantize
 
 from . import corpus, edits, sources
+from . import log as _log
 
 _BATCH = 4096
 
@@ -79,10 +80,6 @@ TABLE_BACKGROUND = "v2 + table background"
 TABLE_SAMPLE = 5000
 """Random articles per language the table background is fitted on (10,000 in all)."""
 TABLE_SEED = 30
-
-
-def _log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def _paragraphs(lang: corpus.Lang) -> list[str]:

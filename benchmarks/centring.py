@@ -24,7 +24,6 @@ import argparse
 import json
 import math
 import sys
-import time
 from collections.abc import Callable
 from itertools import repeat
 from pathlib import Path
@@ -36,12 +35,9 @@ from simsql import Fingerprinter, tokenize
 from simsql.fingerprint import _BYTE_BITS, _BYTE_OFFSETS, _hash
 
 from . import balance
+from . import log as _log
 
 _BATCH = 4096
-
-
-def _log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def _is_han(features: list[bytes]) -> np.ndarray:

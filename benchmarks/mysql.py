@@ -33,10 +33,11 @@ from sqlalchemy import BigInteger, Engine, Text, create_engine, select, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
+from simsql.urls import normalise_url
 
+from . import log as _log
 from . import queries as bench
 from .queries import BenchDoc
-from simsql.urls import normalise_url
 
 
 class _Base(DeclarativeBase):
@@ -55,10 +56,6 @@ RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_MYSQL = "mysql+pymysql://root@127.0.0.1:3306/simsql_bench"
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 _BATCH = 10_000
-
-
-def _log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def fingerprint_set(size: int, queries: int, uniform: bool, seed: int) -> tuple[np.ndarray, list[bench.Workload], str]:

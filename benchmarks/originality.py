@@ -39,6 +39,7 @@ from simsql.containment import shingles
 from simsql.queries import ORIGINALITY_DISTANCE, ORIGINALITY_PROBE_RADIUS
 
 from . import corpus, edits, sources
+from . import log as _log
 from .quality import _POPCOUNT, _simhash_package_many, nearest_blocks
 
 THRESHOLDS = tuple(range(21))
@@ -55,10 +56,6 @@ SEED = 8
 RESULTS = Path(__file__).resolve().parent / "results" / "originality.json"
 
 FingerprintFn = Callable[[Sequence[str]], np.ndarray]
-
-
-def _log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def _to_array(values: Sequence[int | None]) -> np.ndarray:
