@@ -30,13 +30,12 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import xxhash
 
-if TYPE_CHECKING:
-    from .fingerprint import Fingerprinter
+from .tokenize import require_text
 
 CENTRE_SCALE = 4096
 """Centres are stored as integers in units of 1/4096 of a document's total weight."""
@@ -46,6 +45,35 @@ MIN_DOCUMENTS = 100
 
 MIN_PER_SCRIPT = 20
 """A script (Latin or Han) that fewer sample documents are written mainly in gets no centring."""
+
+
+
+class LeanMeasure(Protocol):
+    """What :meth:`Background.fit` needs of a fingerprint configuration (a
+    :class:`~simsql.Fingerprinter` is one): its identity, itself without a background, and the
+    per-script bit sums of some texts. A protocol, so this module needs nothing from
+    :mod:`simsql.fingerprint`, which builds on it."""
+
+    @property
+    def config_id(self) -> str: ...
+
+    def without_background(self) -> LeanMeasure: ...
+
+    def script_sums(self, texts: Iterable[str]) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+_default_measure: list[LeanMeasure] = []
+
+
+def set_default_measure(fingerprinter: LeanMeasure) -> None:
+    """Name the configuration :meth:`Background.fit` measures with when given none.
+
+    :mod:`simsql.fingerprint` calls this once, when it defines its ``DEFAULT``: the fingerprinter
+    module builds on this one, so the default is handed down rather than imported up (no import
+    cycle). ``import simsql`` always runs it before any caller can reach :meth:`Background.fit`.
+    """
+    _default_measure[:] = [fingerprinter]
+
 
 _FORMAT = "simsql-background"
 _BITS = 64
@@ -140,7 +168,7 @@ class Background:
             raise ValueError(f"background settings lack {missing}") from None
 
     @classmethod
-    def fit(cls, texts: Iterable[str], fingerprinter: Fingerprinter | None = None) -> Background:
+    def fit(cls, texts: Iterable[str], fingerprinter: LeanMeasure | None = None) -> Background:
         """Measure the lean of ``texts`` as ``fingerprinter`` (the default one if omitted) sees them.
 
         Give it a sample of the table the fingerprints will live in, a few thousand texts (more
@@ -149,9 +177,7 @@ class Background:
         ``ValueError``. The fingerprinter's own background, if any, is ignored: centres are
         measured on the uncentred sums.
         """
-        from .fingerprint import DEFAULT, _require_str
-
-        base = (fingerprinter if fingerprinter is not None else DEFAULT).without_background()
+        base = (fingerprinter if fingerprinter is not None else _default_measure[0]).without_background()
         leans: list[np.ndarray] = []  # per document: V / W, the whole document's lean on each bit
         shares: list[np.ndarray] = []  # per document: the Latin and Han shares of its weight
         batch: list[str] = []
@@ -165,7 +191,7 @@ class Background:
             batch.clear()
 
         for text in texts:
-            batch.append(_require_str(text))
+            batch.append(require_text(text))
             if len(batch) >= 256:
                 flush()
         if batch:

@@ -24,7 +24,7 @@ import numpy as np
 import xxhash
 
 from . import tokenize
-from .background import CENTRE_SCALE, Background
+from .background import CENTRE_SCALE, Background, set_default_measure
 from .bits import FINGERPRINT_BITS
 from .errors import ConfigMismatch, EmptyDocument
 from .weighting import IdfTable, jieba_idf_table, prior_table, quantize, validate_weights
@@ -128,19 +128,6 @@ def weighted_fingerprints(
     if is_han is None:
         raise ValueError("a background centres each script apart: pass is_han for every feature")
     return _centred_signs(*_script_bit_sums(hashes, weights, doc_index, is_han, n_docs), background)
-
-
-def _require_str(text: object) -> str:
-    if isinstance(text, str):
-        return text
-    if text is None:
-        raise TypeError("text must be a str, got None; store NULL yourself or skip the row")
-    if isinstance(text, (bytes, bytearray, memoryview)):
-        raise TypeError(
-            f"text must be a str, got {type(text).__name__}; decode it first, "
-            "for example data.decode('utf-8', errors='replace')"
-        )
-    raise TypeError(f"text must be a str, got {type(text).__name__}")
 
 
 @dataclass(frozen=True)
@@ -315,7 +302,7 @@ class Fingerprinter:
     def feature_counts(self, text: str) -> Counter[bytes]:
         """Distinct features of ``text`` as UTF-8 bytes with their counts (see :meth:`features`)."""
         encoded = tokenize.feature_counts(
-            _require_str(text), self.tokenizer, self.shingle_size, self.char_ngram_size, self.chinese
+            tokenize.require_text(text), self.tokenizer, self.shingle_size, self.char_ngram_size, self.chinese
         )
         return encoded if isinstance(encoded, Counter) else Counter(encoded)
 
@@ -455,6 +442,7 @@ def _fingerprinter(**config: object) -> Fingerprinter:
 
 
 DEFAULT = Fingerprinter()
+set_default_measure(DEFAULT)
 
 
 def simhash(text: str, **config: object) -> int:

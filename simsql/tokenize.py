@@ -40,6 +40,22 @@ _JIEBA_LOCK = threading.Lock()
 _jieba_tokenizer = None
 
 
+def require_text(text: object) -> str:
+    """``text`` itself when it is a ``str``; otherwise a ``TypeError`` that says what was given
+    and what to do (``None``: store NULL yourself; bytes: decode first). Every entry point that
+    takes text checks it here, so the messages are the same everywhere."""
+    if isinstance(text, str):
+        return text
+    if text is None:
+        raise TypeError("text must be a str, got None; store NULL yourself or skip the row")
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        raise TypeError(
+            f"text must be a str, got {type(text).__name__}; decode it first, "
+            "for example data.decode('utf-8', errors='replace')"
+        )
+    raise TypeError(f"text must be a str, got {type(text).__name__}")
+
+
 def normalize(text: str) -> str:
     """NFKC then case folding, so full-width, ligature and case variants give one feature.
 
