@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from itertools import repeat
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import xxhash
@@ -26,6 +26,7 @@ import xxhash
 from . import tokenize
 from .background import CENTRE_SCALE, Background, set_default_measure
 from .bits import FINGERPRINT_BITS
+from .signature import WIDE_WORDS, Signature, wide_seeds
 from .errors import ConfigMismatch, EmptyDocument
 from .weighting import IdfTable, jieba_idf_table, prior_table, quantize, validate_weights
 
@@ -41,6 +42,7 @@ _DEFAULT_WEIGHTING = {1: "log", 2: "prior"}
 _DEFAULT_CHINESE = {1: "jieba", 2: "bigrams"}
 
 _BATCH_DOCS = 256
+_Result = TypeVar("_Result")
 _hash = xxhash.xxh3_64_intdigest
 # _BYTE_BITS[v, i] = bit i of byte value v (least significant first).
 _BYTE_BITS = np.unpackbits(
@@ -69,10 +71,16 @@ def _pack(bits: np.ndarray) -> list[int]:
     return np.packbits(bits, axis=1, bitorder="little").view("<u8").ravel().tolist()
 
 
+def _plain_scores(hashes: np.ndarray, weights: np.ndarray, doc_index: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per document, each bit's signed weighted sum ``V`` ([n_docs, 64]; bit set when > 0) and
+    the total weight its margin is measured against."""
+    set_weight, total = _bit_sums(hashes, weights, doc_index, n_docs)
+    return 2.0 * set_weight - total[:, None], total
+
+
 def _signs(hashes: np.ndarray, weights: np.ndarray, doc_index: np.ndarray, n_docs: int) -> list[int]:
     """Signed weighted bit sums of many documents at once, reduced to fingerprints."""
-    set_weight, total = _bit_sums(hashes, weights, doc_index, n_docs)
-    return _pack((2.0 * set_weight - total[:, None]) > 0.0)
+    return _pack(_plain_scores(hashes, weights, doc_index, n_docs)[0] > 0.0)
 
 
 _EXACT_INT64 = float(1 << 49)
@@ -80,8 +88,9 @@ _EXACT_INT64 = float(1 << 49)
 2**61 in magnitude, so their sum fits an int64 exactly."""
 
 
-def _centred_signs(signed: np.ndarray, weight: np.ndarray, background: Background) -> list[int]:
-    """Bit ``i`` is set when ``V_i > W_latin * c_latin_i + W_han * c_han_i`` (exact integers).
+def _centred_bits(signed: np.ndarray, weight: np.ndarray, background: Background) -> tuple[np.ndarray, np.ndarray]:
+    """Bit ``i`` is set when ``V_i > W_latin * c_latin_i + W_han * c_han_i`` (exact integers);
+    also each bit's score ``CENTRE_SCALE * V_i - W . c_i`` (as float, for margins only).
 
     ``signed`` is [n, 2, 64] (``V`` per script), ``weight`` [n, 2]. Documents too heavy for
     int64 (never seen in practice: a total weight of 2**49 takes tens of millions of distinct features) are
@@ -99,7 +108,12 @@ def _centred_signs(signed: np.ndarray, weight: np.ndarray, background: Backgroun
         bits[row] = [
             CENTRE_SCALE * v[i] - w[0] * background.latin[i] - w[1] * background.han[i] > 0 for i in range(64)
         ]
-    return _pack(bits)
+    return bits, score.astype(np.float64)
+
+
+def _centred_signs(signed: np.ndarray, weight: np.ndarray, background: Background) -> list[int]:
+    """Fingerprints centred on ``background`` (see :func:`_centred_bits`)."""
+    return _pack(_centred_bits(signed, weight, background)[0])
 
 
 def _script_bit_sums(
@@ -128,6 +142,42 @@ def weighted_fingerprints(
     if is_han is None:
         raise ValueError("a background centres each script apart: pass is_han for every feature")
     return _centred_signs(*_script_bit_sums(hashes, weights, doc_index, is_han, n_docs), background)
+
+
+def weighted_signatures(
+    hashes: Sequence[np.ndarray],
+    weights: np.ndarray,
+    doc_index: np.ndarray,
+    n_docs: int,
+    background: Background | None = None,
+    is_han: np.ndarray | None = None,
+) -> list[Signature]:
+    """Wide signatures of ``n_docs`` documents: ``hashes[k]`` holds every feature's hash under
+    :func:`~simsql.signature.wide_seeds` ``[k]``. Word 0 follows exactly the rule of
+    :func:`weighted_fingerprints` (so it is the fingerprint, background included); words 1-3 are
+    plain signs. Margins are ``|score| / total weight`` per bit."""
+    if len(hashes) != WIDE_WORDS:
+        raise ValueError(f"a wide signature needs hashes under {WIDE_WORDS} seeds, got {len(hashes)}")
+    words, margins = [], []
+    if background is None:
+        score, total = _plain_scores(hashes[0], weights, doc_index, n_docs)
+        words.append(_pack(score > 0.0))
+    else:
+        if is_han is None:
+            raise ValueError("a background centres each script apart: pass is_han for every feature")
+        signed, weight = _script_bit_sums(hashes[0], weights, doc_index, is_han, n_docs)
+        bits, score = _centred_bits(signed, weight, background)
+        words.append(_pack(bits))
+        score, total = score / CENTRE_SCALE, weight.sum(axis=1)
+    margins.append(np.abs(score) / total[:, None])
+    for seeded in hashes[1:]:
+        score, total = _plain_scores(seeded, weights, doc_index, n_docs)
+        words.append(_pack(score > 0.0))
+        margins.append(np.abs(score) / total[:, None])
+    margin_rows = np.concatenate(margins, axis=1).tolist()
+    return [
+        Signature(tuple(word[row] for word in words), tuple(margin_rows[row])) for row in range(n_docs)
+    ]
 
 
 @dataclass(frozen=True)
@@ -359,9 +409,32 @@ class Fingerprinter:
         ``empty="none"`` returns ``None`` for texts without features instead of raising, so one
         empty row does not fail a whole batch (the database layer stores those as NULL).
         """
+        return self._per_batch(texts, empty, self._fingerprint_counts)
+
+    def signature(self, text: str) -> Signature:
+        """The wide 256-bit :class:`~simsql.signature.Signature` of ``text``, with the margin of
+        each bit; its word 0 equals :meth:`fingerprint`. Same errors as :meth:`fingerprint`."""
+        result = self.signatures_many([text], empty="none")[0]
+        if result is None:
+            raise EmptyDocument(f"text has no features to fingerprint ({_describe(text)}); store NULL or reject it")
+        return result
+
+    def signatures_many(
+        self, texts: Iterable[str], *, empty: Literal["raise", "none"] = "raise"
+    ) -> list[Signature | None]:
+        """Wide signatures of many texts (see :meth:`signature`), as :meth:`fingerprint_many`."""
+        return self._per_batch(texts, empty, self._signature_counts)
+
+    def _per_batch(
+        self,
+        texts: Iterable[str],
+        empty: Literal["raise", "none"],
+        compute: Callable[[Sequence[Counter[bytes]]], list[_Result | None]],
+    ) -> list[_Result | None]:
+        """``compute`` over the feature counts of ``texts``, :data:`_BATCH_DOCS` at a time."""
         if empty not in ("raise", "none"):
             raise ValueError(f"empty must be 'raise' or 'none', got {empty!r}")
-        results: list[int | None] = []
+        results: list[_Result | None] = []
         batch: list[Counter[bytes]] = []
         for position, text in enumerate(texts):
             counts = self.feature_counts(text)
@@ -372,30 +445,47 @@ class Fingerprinter:
                 )
             batch.append(counts)
             if len(batch) >= _BATCH_DOCS:
-                results.extend(self._fingerprint_counts(batch))
+                results.extend(compute(batch))
                 batch = []
         if batch:
-            results.extend(self._fingerprint_counts(batch))
+            results.extend(compute(batch))
         return results
 
     def _fingerprint_counts(self, batch: Sequence[Counter[bytes]]) -> list[int | None]:
+        return self._per_live_document(batch, self._fingerprints_of)
+
+    def _signature_counts(self, batch: Sequence[Counter[bytes]]) -> list[Signature | None]:
+        return self._per_live_document(batch, self._signatures_of)
+
+    def _per_live_document(
+        self,
+        batch: Sequence[Counter[bytes]],
+        compute: Callable[[Sequence[Counter[bytes]], int], list[_Result]],
+    ) -> list[_Result | None]:
+        """``compute(documents, seeds)`` over the documents that have features; ``None`` for the rest."""
         live = [i for i, counts in enumerate(batch) if counts]
-        out: list[int | None] = [None] * len(batch)
-        if not live:
-            return out
-        documents = [batch[i] for i in live]
-        hashes, weights, sizes = self._hashed(documents)
-        doc_index = np.repeat(np.arange(len(live), dtype=np.intp), sizes)
-        is_han = None if self.background is None else _scripts(documents, int(sizes.sum()))
-        fingerprints = weighted_fingerprints(hashes, weights, doc_index, len(live), self.background, is_han)
-        for i, fp in zip(live, fingerprints):
-            out[i] = fp
+        out: list[_Result | None] = [None] * len(batch)
+        if live:
+            for i, result in zip(live, compute([batch[i] for i in live], len(live))):
+                out[i] = result
         return out
+
+    def _fingerprints_of(self, documents: Sequence[Counter[bytes]], count: int) -> list[int]:
+        hashes, weights, sizes = self._hashed(documents)
+        doc_index = np.repeat(np.arange(count, dtype=np.intp), sizes)
+        is_han = None if self.background is None else _scripts(documents, int(sizes.sum()))
+        return weighted_fingerprints(hashes, weights, doc_index, count, self.background, is_han)
+
+    def _signatures_of(self, documents: Sequence[Counter[bytes]], count: int) -> list[Signature]:
+        hashes, weights, sizes = self._hashed(documents)
+        seeded = [hashes] + [_feature_hashes(documents, seed) for seed in wide_seeds(self.seed)[1:]]
+        doc_index = np.repeat(np.arange(count, dtype=np.intp), sizes)
+        is_han = None if self.background is None else _scripts(documents, int(sizes.sum()))
+        return weighted_signatures(seeded, weights, doc_index, count, self.background, is_han)
 
     def _hashed(self, batch: Sequence[Counter[bytes]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(feature hashes, quantized weights, features per document) of non-empty documents."""
-        seed = self.seed
-        hashes = np.concatenate([np.fromiter(map(_hash, counts, repeat(seed)), np.uint64, len(counts)) for counts in batch])
+        hashes = _feature_hashes(batch, self.seed)
         weights = np.concatenate([self._weights(counts) for counts in batch])
         sizes = np.fromiter((len(counts) for counts in batch), np.intp, len(batch))
         return hashes, weights, sizes
@@ -418,6 +508,11 @@ class Fingerprinter:
         """Per text, the signed bit sums ``V`` and total weights of its Latin and Han features
         (``[n, 2, 64]`` and ``[n, 2]``): what :meth:`Background.fit` measures a corpus with."""
         return self._script_sums([self.feature_counts(text) for text in texts])
+
+
+def _feature_hashes(documents: Sequence[Counter[bytes]], seed: int) -> np.ndarray:
+    """XXH3 of every feature of ``documents`` under ``seed``, in document then feature order."""
+    return np.concatenate([np.fromiter(map(_hash, counts, repeat(seed)), np.uint64, len(counts)) for counts in documents])
 
 
 def _scripts(documents: Sequence[Counter[bytes]], count: int) -> np.ndarray:
