@@ -1,24 +1,28 @@
 """The second stage of the originality check: how much of one text another one contains.
 
 A fingerprint within a few bits says "probably the same text"; at the distances a disguised
-copy reaches (a header and footer, a few swapped words: 8-14 bits), unrelated articles of a
-large table also turn up now and then (about 2e-5 of random pairs at 11 bits on real English
-documentation: ~20 per check at 1M rows, and more at 14). Reading those candidates' text and
-counting shared word 5-shingles tells a copy (most shingles shared) from a coincidence (almost none)
-exactly, so the fingerprint threshold can be wide without false alarms.
+copy reaches (a header and footer, a few swapped words), unrelated articles of a large table
+also turn up now and then (BENCHMARKS.md, "Originality check", gives the measured rates).
+Reading those candidates' text and counting shared word 5-shingles tells a copy (most shingles
+shared) from a coincidence (almost none), so the fingerprint threshold can be wide without
+false alarms.
 
 Shingles are word 5-grams after the same normalisation as fingerprints (NFKC, case folding);
 Han characters count as one word each, so Chinese needs no segmenter here. Each distinct word is
 hashed once (xxh3 of its UTF-8 bytes) and a 5-gram's hash is a polynomial of its five word
-hashes, computed for the whole text at once: the check shingles up to ``candidates`` stored
-texts per submission, so this is its cost per candidate (0.23 ms per English documentation
-article, 0.34 ms per Chinese one; hashing every joined 5-gram took 0.28 and 0.48). Deterministic
-across processes, unlike ``hash()``; nothing stores these hashes.
+hashes, computed for the whole text at once: the check shingles every candidate it confirms, so
+this is its cost per candidate (measured in BENCHMARKS.md). Deterministic across processes,
+unlike ``hash()``; nothing stores these hashes.
+
+:func:`share_of_submission` answers the platform's question, "does most of the submission come
+from one stored text?"; :func:`containment` (the share of the smaller text) is the earlier,
+symmetric measure.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import xxhash
@@ -35,27 +39,86 @@ _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _TOKEN = re.compile(f"[{_HAN}]|[^\\W_{_HAN}]+")
 
 
-def shingles(text: str, size: int = SHINGLE_WORDS) -> frozenset[int]:
-    """Hashes of the word (Han: character) ``size``-grams of ``text``; a text shorter than
-    ``size`` words is one shingle of all its words, so short texts still compare."""
+def _check(text: object, size: object) -> None:
     if not isinstance(text, str):
         raise TypeError(f"shingles() needs str, got {type(text).__name__}")
     if isinstance(size, bool) or not isinstance(size, int) or size < 1:
         raise ValueError(f"size must be a positive int, got {size!r}")
-    tokens = _TOKEN.findall(normalize(text))
-    if not tokens:
-        return frozenset()
+
+
+def _word_hashes(tokens: list[str]) -> np.ndarray:
+    """xxh3 of each token's UTF-8 bytes, each distinct word hashed once."""
     distinct: dict[str, int] = {}
     ids = np.fromiter((distinct.setdefault(t, len(distinct)) for t in tokens), dtype=np.intp, count=len(tokens))
-    word_hashes = np.fromiter(
+    return np.fromiter(
         (xxhash.xxh3_64_intdigest(w.encode("utf-8", "surrogatepass")) for w in distinct), dtype=np.uint64, count=len(distinct)
     )[ids]
-    span = min(size, len(tokens))  # a text shorter than ``size`` words is one shingle of them all
-    count = len(tokens) - span + 1
+
+
+def _grams(word_hashes: np.ndarray, span: int) -> np.ndarray:
+    """Hash of every run of ``span`` consecutive words: sum of w_i * B^(span-1-i), mod 2**64."""
+    count = len(word_hashes) - span + 1
     grams = np.zeros(count, dtype=np.uint64)
     for offset in range(span):  # wraps modulo 2**64, as a polynomial hash should
         grams = grams * _GRAM_BASE + word_hashes[offset : offset + count]
-    return frozenset(grams.tolist())
+    return grams
+
+
+def shingles(text: str, size: int = SHINGLE_WORDS) -> frozenset[int]:
+    """Hashes of the word (Han: character) ``size``-grams of ``text``; a text shorter than
+    ``size`` words is one shingle of all its words, so short texts still compare."""
+    _check(text, size)
+    tokens = _TOKEN.findall(normalize(text))
+    if not tokens:
+        return frozenset()
+    return frozenset(_grams(_word_hashes(tokens), min(size, len(tokens))).tolist())
+
+
+@dataclass(frozen=True)
+class Shingled:
+    """A text's shingles two ways: ``plain`` (every ``size`` consecutive words) and ``by_line``
+    (only runs that never cross a line break; a line shorter than ``size`` words is one shingle
+    of all its words). Reordered short lines keep their ``by_line`` shingles, while most plain
+    ones cross a line break and change."""
+
+    plain: frozenset[int]
+    by_line: frozenset[int]
+
+
+def shingled(text: str, size: int = SHINGLE_WORDS) -> Shingled:
+    """:class:`Shingled` of ``text``, from one tokenisation and one pass of word hashes."""
+    _check(text, size)
+    lines = [_TOKEN.findall(line) for line in normalize(text).split("\n")]
+    tokens = [token for line in lines for token in line]
+    if not tokens:
+        return Shingled(frozenset(), frozenset())
+    word_hashes = _word_hashes(tokens)
+    span = min(size, len(tokens))
+    plain = _grams(word_hashes, span)
+    line_of = np.repeat(np.arange(len(lines)), [len(line) for line in lines])
+    within = plain[line_of[: len(plain)] == line_of[span - 1 :]]
+    short, start = [], 0
+    for line in lines:
+        if 0 < len(line) < span:
+            short.append(int(_grams(word_hashes[start : start + len(line)], len(line))[0]))
+        start += len(line)
+    return Shingled(frozenset(plain.tolist()), frozenset(within.tolist()) | frozenset(short))
+
+
+def share_of_submission(submission: str | Shingled, stored: str | Shingled) -> float:
+    """How much of ``submission`` comes from ``stored``: the larger of ``|S ∩ T| / |S|`` over
+    plain shingles and over shingles within lines (0.0 when the submission has no words).
+
+    The originality question is "does most of the submission come from one stored text?":
+    dividing by the submission's own shingles means a long new article that quotes one
+    sentence of a short stored one scores low, while a padded copy or an excerpt of a stored
+    text scores high; the by-line measure keeps a copy whose short lines were shuffled high."""
+    s = submission if isinstance(submission, Shingled) else shingled(submission)
+    t = stored if isinstance(stored, Shingled) else shingled(stored)
+    return max(
+        len(s.plain & t.plain) / len(s.plain) if s.plain else 0.0,
+        len(s.by_line & t.by_line) / len(s.by_line) if s.by_line else 0.0,
+    )
 
 
 _GRAM_BASE = np.uint64(0x9E3779B97F4A7C15)

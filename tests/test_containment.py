@@ -1,0 +1,99 @@
+"""The originality confirmation measured over the submission: quotes are not copies, shuffled
+lines still are, and the shingle hashes stand for the word grams themselves."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from simsql.containment import MIN_CONTAINMENT, containment, share_of_submission, shingled, shingles
+from simsql.tokenize import normalize
+
+SENTENCES = [
+    "The storage engine writes every page twice so that a torn write can be repaired at startup.",
+    "Replication slots keep the write-ahead log until each subscriber has confirmed what it received.",
+    "A partial index covers only the rows its predicate admits, which keeps it small and cheap to update.",
+    "Autovacuum wakes up once a minute and visits tables whose dead tuples passed the configured share.",
+    "Logical decoding turns the binary log into a stream of row changes that other systems can apply.",
+    "Checkpoints flush dirty buffers to disk, bounding how much log must be replayed after a crash.",
+    "The planner estimates selectivity from histograms and most-common-value lists gathered by analyze.",
+    "Table inheritance lets a child table share its parent's columns while adding columns of its own.",
+    "Advisory locks are application-defined locks that the database tracks but never takes by itself.",
+    "A covering index returns every column the query needs, so the heap is never visited at all.",
+]
+QUOTED = "Advisory locks are application-defined locks that the database tracks but never takes by itself."
+
+
+def _word_grams(text: str, size: int = 5, *, by_line: bool = False) -> set[tuple[str, ...]]:
+    """The slow reference: word tuples, per line or across the whole text."""
+    from simsql.containment import _TOKEN  # the tokeniser itself; the grams are rebuilt here
+
+    parts = normalize(text).split("\n") if by_line else [normalize(text)]
+    found: set[tuple[str, ...]] = set()
+    for part in parts:
+        tokens = _TOKEN.findall(part)
+        span = min(size, len(tokens))
+        if by_line and 0 < len(tokens) < size:
+            found.add(tuple(tokens))
+            continue
+        found |= {tuple(tokens[i : i + span]) for i in range(len(tokens) - span + 1)} if tokens else set()
+    return found
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "的", "文", "x1", "\n", "\n\n", " "]), max_size=60))
+def test_shingled_counts_the_word_grams_themselves(pieces: list[str]) -> None:
+    text = " ".join(pieces)
+    result = shingled(text)
+    assert result.plain == shingles(text)
+    assert len(result.plain) == len(_word_grams(text))
+    assert len(result.by_line) == len(_word_grams(text, by_line=True))
+
+
+def test_a_long_article_quoting_one_sentence_is_not_a_copy() -> None:
+    """Issue 22: the old measure divided by the smaller set, so a new article quoting one
+    sentence of a short stored text was reported as its copy."""
+    stored = QUOTED + " It was short."
+    submission = " ".join(SENTENCES)
+    assert containment(submission, stored) >= MIN_CONTAINMENT  # the old measure: a false alarm
+    assert share_of_submission(submission, stored) < 0.2
+
+
+def test_copies_padded_excerpted_or_with_shuffled_lines_still_score_high() -> None:
+    stored = "\n".join(SENTENCES)
+    padded = "Reposted from our partner site.\n" + stored + "\nShare this article with your friends!"
+    excerpt = "\n".join(SENTENCES[2:8])
+    shuffled = "\n".join(SENTENCES[::-1])
+    assert share_of_submission(padded, stored) >= 0.8
+    assert share_of_submission(excerpt, stored) == 1.0
+    assert share_of_submission(shuffled, stored) == 1.0
+
+
+def test_shuffled_short_lines_match_only_by_line() -> None:
+    lines = [
+        "pip install simsql",
+        "simsql db upgrade",
+        "simsql attach --table docs",
+        "simsql backfill --table docs",
+        "simsql status",
+        "simsql similar --table docs --id 1",
+        "simsql detach --table docs",
+        "echo done",
+    ]
+    stored, shuffled = "\n".join(lines), "\n".join(lines[1::2] + lines[::2])
+    plain = len(shingles(shuffled) & shingles(stored)) / len(shingles(shuffled))
+    assert plain < MIN_CONTAINMENT
+    assert share_of_submission(shuffled, stored) == 1.0
+
+
+def test_unrelated_and_empty_texts() -> None:
+    assert share_of_submission("Parliament debated the new tax law for small businesses", SENTENCES[0]) == 0.0
+    assert share_of_submission("", SENTENCES[0]) == 0.0
+    assert share_of_submission(SENTENCES[0], "") == 0.0
+    assert shingled("  \n\n ...") == shingled("")
+    assert share_of_submission("美国51区的秘密基地在沙漠里面", "转载：美国51区的秘密基地在沙漠里面。") == 1.0
+    with pytest.raises(TypeError, match="needs str"):
+        shingled(None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="positive"):
+        shingled("text", 0)
