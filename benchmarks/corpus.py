@@ -168,6 +168,25 @@ def _render_cache(
     return meta
 
 
+_PREFIXES: dict[tuple[str, str, int], tuple[Document, ...]] = {}
+
+
+def _rendered_prefix(lang: Lang, pages: Sequence[tuple[str, str]], limit: int) -> tuple[Document, ...]:
+    """The first ``limit`` documents, rendered without a cache (tests, the quick run): only as
+    many pages as needed, which the keep-first filters make exactly the prefix of the full
+    corpus. Kept for the process, so a quick run's sections do not render them again."""
+    key = (lang, source_fingerprint(pages), limit)
+    if key not in _PREFIXES:
+        docs: list[Document] = []
+        stream = render_stream(lang, pages, processes=1) if limit else iter(())
+        for record in filtered(lang, stream, {}):
+            docs.append(Document(record["doc_id"], record["title"], record["text"]))
+            if len(docs) >= limit:
+                break
+        _PREFIXES[key] = tuple(docs)
+    return _PREFIXES[key]
+
+
 def _documents(lang: Lang, limit: int | None, cache_dir: Path) -> list[Document]:
     if limit is not None and limit < 0:
         raise ValueError("limit must be >= 0 or None")
@@ -181,20 +200,10 @@ def _documents(lang: Lang, limit: int | None, cache_dir: Path) -> list[Document]
     if not current:
         require_groff()
     if not current and limit is not None:
-        # A small, uncached request (tests, CI) renders only as many pages as it needs; the
-        # keep-first filters make that exactly the prefix of the full corpus.
-        docs: list[Document] = []
-        if limit == 0:
-            return docs
-        stream = render_stream(lang, pages, processes=1)
-        for record in filtered(lang, stream, {}):
-            docs.append(Document(record["doc_id"], record["title"], record["text"]))
-            if len(docs) >= limit:
-                break
-        return docs
+        return list(_rendered_prefix(lang, pages, limit))
     if not current:
         build_cache(lang, cache_dir=cache_dir)
-    docs = []
+    docs: list[Document] = []
     with data_path.open(encoding="utf-8") as f:
         for line in f:
             if limit is not None and len(docs) >= limit:

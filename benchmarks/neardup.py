@@ -91,10 +91,10 @@ class NaturalDuplicateFilter:
         self,
         doc_id: str,
         text: str,
-        shingles: np.ndarray | None = None,
+        text_shingles: np.ndarray | None = None,
         signature: np.ndarray | None = None,
     ) -> bool:
-        sh = shingles(text) if shingles is None else shingles
+        sh = shingles(text) if text_shingles is None else text_shingles
         sig = minhash(sh) if signature is None else signature
         rows = _NUM_PERM // _BANDS
         keys = [(b, sig[b * rows : (b + 1) * rows].tobytes()) for b in range(_BANDS)]

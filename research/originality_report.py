@@ -6,12 +6,13 @@ why: the measurements", which the README's "Defaults, and why" links to) and bet
 everything else is left as it is.
 
 Run: ``python -m research.originality_report [results.json]``; with ``--compare "A,B"`` it
-prints configurations A and B side by side from the results file instead (:func:`comparison`)
-and writes nothing.
+prints configurations A and B side by side from the results file instead (:func:`comparison`),
+with ``--candidates "A,B"`` their one-row summaries (:func:`candidate_summary`), and writes nothing.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import re
@@ -565,23 +566,21 @@ def candidate_summary(results: dict[str, Any], names: Sequence[str], t: int) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(argv if argv is not None else sys.argv[1:])
-    if args[:1] == ["--candidates"]:
-        if len(args) < 2:
-            raise SystemExit("usage: python -m research.originality_report --candidates 'A,B' [results.json]")
-        results = json.loads(Path(args[2] if len(args) > 2 else RESULTS).read_text())
-        print(candidate_summary(results, args[1].split(","), _threshold(results)))
-        return 0
-    if args[:1] == ["--compare"]:
-        if len(args) < 2:
-            raise SystemExit("usage: python -m research.originality_report --compare 'A,B' [results.json]")
-        results = json.loads(Path(args[2] if len(args) > 2 else RESULTS).read_text())
-        print(comparison(results, args[1].split(",")))
-        return 0
-    results = json.loads(Path(args[0] if args else RESULTS).read_text())
-    plot(results)
-    _replace(ROOT / "BENCHMARKS.md", "<!-- defaults:start -->", "<!-- defaults:end -->", defaults_section(results))
-    _replace(ROOT / "BENCHMARKS.md", "<!-- originality:start -->", "<!-- originality:end -->", section(results))
+    parser = argparse.ArgumentParser(prog="python -m research.originality_report", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("results", nargs="?", type=Path, default=RESULTS, help=f"results JSON (default: {RESULTS.relative_to(ROOT)})")
+    parser.add_argument("--compare", metavar="A,B", help="print configurations A and B side by side, write nothing")
+    parser.add_argument("--candidates", metavar="A,B", help="print the candidate summary of these configurations, write nothing")
+    args = parser.parse_args(argv)
+    results = json.loads(args.results.read_text())
+    if args.candidates:
+        print(candidate_summary(results, args.candidates.split(","), _threshold(results)))
+    elif args.compare:
+        print(comparison(results, args.compare.split(",")))
+    else:
+        plot(results)
+        _replace(ROOT / "BENCHMARKS.md", "<!-- defaults:start -->", "<!-- defaults:end -->", defaults_section(results))
+        _replace(ROOT / "BENCHMARKS.md", "<!-- originality:start -->", "<!-- originality:end -->", section(results))
     return 0
 
 

@@ -40,20 +40,22 @@ dedup, fingerprint, quality, ingest) and the real-text latency runs of ``default
 
 INTRO = """Every figure here comes from a committed results file, and every section names the command
 that measured it. This part, down to "Ingest", is rendered by `python -m benchmarks.report` from
-{files}; the sections after it are kept as they are by that command and
-rendered by the commands they name (the research sections by `research/`: see
-[research/README.md](research/README.md)). Do not edit by hand: rerun instead.
+{files}. The sections after it are kept as they are by that command and rendered by the commands
+they name (the research sections by `research/`: see [research/README.md](research/README.md)).
+Do not edit by hand: rerun instead.
 
 ## Rerun
 
-- Smoke run, a minute or two, tiny sizes (its figures mean nothing): `python -m benchmarks --quick`
-  (the embedded PostgreSQL; `--url postgresql+psycopg://...` for your server).
+- The smoke run, a minute or two at tiny sizes (its figures mean nothing): `python -m benchmarks
+  --quick` (on the embedded PostgreSQL; `--url postgresql+psycopg://...` for your server).
 - The suite at scale: `python -m benchmarks --sizes 100000,1000000,10000000 --queries 100`
-  (fingerprint, quality, queries, ingest), and the real-text latency section:
-  `python -m benchmarks --sections latency --sizes 1000000 --queries 100 --configs default,background --hnsw-max 0`.
-  MySQL and MariaDB: `python -m benchmarks.mysql --size 1000000 --queries 200`; backfill on both
-  servers: `python -m benchmarks.backfill`; online refingerprint: `python -m benchmarks.refingerprint --url URL`.
-- Render this file again: `python -m benchmarks.report [RESULTS.json ...]` (default: the committed files above)."""
+  (fingerprint, quality, queries and ingest sections), and the real-text latency section:
+  `python -m benchmarks --sections latency --sizes 1000000 --queries 100 --configs
+  default,background --hnsw-max 0`. MySQL and MariaDB: `python -m benchmarks.mysql --size 1000000
+  --queries 200`; backfill on both servers: `python -m benchmarks.backfill`; online
+  refingerprint: `python -m benchmarks.refingerprint --url URL`.
+- Render this file again: `python -m benchmarks.report [RESULTS.json ...]` (by default the
+  committed files named above)."""
 
 
 def render(results: dict[str, Any], plot_links: dict[str, str] | None = None, sources: Sequence[str] = DEFAULT_RESULTS) -> str:
