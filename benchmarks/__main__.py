@@ -1,6 +1,6 @@
 """Run the benchmark suite: ``python -m benchmarks [--quick] [--url URL] [--sizes ...]``.
 
-``python -m benchmarks --quick`` is the smoke run (a minute or two: tiny sizes, every default
+``python -m benchmarks --quick`` is the smoke run (a few minutes: tiny sizes, every default
 section). The full suite, whose results BENCHMARKS.md shows, is::
 
     python -m benchmarks --sizes 100000,1000000,10000000 --queries 100

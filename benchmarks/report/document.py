@@ -46,7 +46,7 @@ Do not edit by hand: rerun instead.
 
 ## Rerun
 
-- The smoke run, a minute or two at tiny sizes (its figures mean nothing): `python -m benchmarks
+- The smoke run, a few minutes at tiny sizes (its figures mean nothing): `python -m benchmarks
   --quick` (on the embedded PostgreSQL; `--url postgresql+psycopg://...` for your server).
 - The suite at scale: `python -m benchmarks --sizes 100000,1000000,10000000 --queries 100`
   (fingerprint, quality, queries and ingest sections), and the real-text latency section:
