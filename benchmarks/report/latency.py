@@ -125,8 +125,8 @@ def _p50_vs_scan(systems: dict[str, Any], name: str, p99: bool = False) -> str:
 
 
 def latency_headline(results: dict[str, Any]) -> str:
-    """The README's real-text table: the questions issue 8 asks, p50 (× the plain scan), with a
-    ``find_original`` column for each threshold the run measured."""
+    """A summary table of the real-text latencies: the questions issue 8 asks, p50 (× the plain
+    scan), with a ``find_original`` column for each threshold the run measured."""
     entries = [
         (config, n, entry)
         for config, sizes in (results.get("latency") or {}).items()

@@ -301,7 +301,7 @@ def _largest_with(results: dict[str, Any], workload: str, system: str) -> str | 
 
 
 def headline(results: dict[str, Any]) -> str:
-    """The README's performance table: p50 latencies at the largest N measured, with ratios."""
+    """BENCHMARKS.md's summary table: p50 latencies at the largest N measured, with ratios."""
     sizes = result_sizes(results)
     lines: list[str] = []
     if sizes:
