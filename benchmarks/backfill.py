@@ -33,11 +33,11 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 import simsql
-from simsql.schema import metadata as simsql_metadata
+from simsql import schema
 from simsql.storage import text_digest
 from simsql.urls import normalise_url
 
-from . import log as _log
+from . import log
 
 DEFAULT_MYSQL = "mysql+pymysql://root@127.0.0.1:3306/test"
 DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -107,7 +107,7 @@ def _postgresql(url: str) -> Iterator[Engine]:
 
 
 def _load(engine: Engine, data: list[dict[str, Any]]) -> None:
-    simsql_metadata.create_all(engine)
+    schema.metadata.create_all(engine)
     _Base.metadata.create_all(engine)
     with engine.begin() as connection:
         for model in MODELS.values():
@@ -138,7 +138,7 @@ def measure(engine: Engine, size: int, workers: list[int], repeat: int) -> dict[
                 best = result if best is None or result.seconds < best.seconds else best
             assert best is not None
             out[f"{mode}, workers={count}"] = {"seconds": round(best.seconds, 3), "rows_per_second": round(best.rows_per_second)}
-            _log(f"{engine.dialect.name} {mode} workers={count}: {best.rows_per_second:,.0f} rows/s")
+            log(f"{engine.dialect.name} {mode} workers={count}: {best.rows_per_second:,.0f} rows/s")
     return out
 
 
@@ -189,7 +189,7 @@ def strategies(engine: Engine, data: list[dict[str, Any]], repeat: int, batch_si
         stored = connection.execute(text(f"SELECT COUNT(*) FROM {BackfillArticle.__tablename__} WHERE simhash IS NOT NULL")).scalar_one()
         assert stored == len(data), stored
     for name, seconds in best.items():
-        _log(f"write strategy {name}: {seconds:.2f} s for {len(data)} rows")
+        log(f"write strategy {name}: {seconds:.2f} s for {len(data)} rows")
     return {name: round(seconds, 3) for name, seconds in best.items()}
 
 

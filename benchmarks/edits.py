@@ -18,7 +18,8 @@ from typing import Literal
 
 import numpy as np
 
-from benchmarks.corpus import Document, _jaccard, _shingles, family, is_chinese
+from .corpus import Document, family
+from .neardup import is_chinese, jaccard, shingles
 
 __all__ = [
     "EDIT_KINDS",
@@ -368,6 +369,25 @@ def _pair_rng(seed: int, *parts: object) -> random.Random:
     return random.Random(":".join(str(p) for p in (seed, *parts)))
 
 
+_EDIT_FUNCTIONS: dict[str, Callable[..., str]] = {
+    "insert": insert_words,
+    "delete": delete_words,
+    "substitute": substitute_words,
+    "edit": edit_words,
+}
+
+
+def _edited(doc: Document, kind: str, rate: float | None, rng: random.Random, boiler_titles: dict[str, list[str] | None]) -> str:
+    """``doc``'s text after one planted change of ``kind`` (at ``rate`` for word edits)."""
+    if kind in _EDIT_FUNCTIONS:
+        assert rate is not None
+        return _EDIT_FUNCTIONS[kind](doc.text, rate, rng)
+    if kind == "reorder":
+        return reorder_sentences(doc.text, rng)
+    titles = [t for t in boiler_titles[_lang(doc)] or () if t != doc.title] or None
+    return add_boilerplate(doc.text, rng, titles=titles)
+
+
 def planted_pairs(
     docs: Sequence[Document],
     rng_seed: int,
@@ -401,12 +421,6 @@ def planted_pairs(
     pairs: list[Pair] = []
     jobs: list[tuple[str, float | None]] = [(k, r) for k in EDIT_KINDS for r in rates]
     jobs += [("reorder", None), ("boilerplate", None)]
-    edit_fn = {
-        "insert": insert_words,
-        "delete": delete_words,
-        "substitute": substitute_words,
-        "edit": edit_words,
-    }
     for kind, rate in jobs:
         picker = _pair_rng(rng_seed, "docs", kind, rate)
         chosen = (
@@ -415,17 +429,8 @@ def planted_pairs(
             else [picker.choice(ordered) for _ in range(per_kind)]
         )
         for i, doc in enumerate(chosen):
-            rng = _pair_rng(rng_seed, kind, rate, i)
-            lang = _lang(doc)
-            if kind in edit_fn:
-                assert rate is not None
-                b = edit_fn[kind](doc.text, rate, rng)
-            elif kind == "reorder":
-                b = reorder_sentences(doc.text, rng)
-            else:
-                titles = [t for t in boiler_titles[lang] or () if t != doc.title] or None
-                b = add_boilerplate(doc.text, rng, titles=titles)
-            pairs.append(Pair(kind, rate, doc.text, b, True, lang, doc.doc_id, doc.doc_id))
+            b = _edited(doc, kind, rate, _pair_rng(rng_seed, kind, rate, i), boiler_titles)
+            pairs.append(Pair(kind, rate, doc.text, b, True, _lang(doc), doc.doc_id, doc.doc_id))
 
     n_neg = len(pairs) if negatives is None else negatives
     seen: set[tuple[str, str]] = set()
@@ -476,8 +481,8 @@ def _negatives(
             continue
         for doc in (a, b):
             if doc.doc_id not in shingle_cache:
-                shingle_cache[doc.doc_id] = _shingles(doc.text)
-        if _jaccard(shingle_cache[a.doc_id], shingle_cache[b.doc_id]) >= MAX_NEGATIVE_JACCARD:
+                shingle_cache[doc.doc_id] = shingles(doc.text)
+        if jaccard(shingle_cache[a.doc_id], shingle_cache[b.doc_id]) >= MAX_NEGATIVE_JACCARD:
             continue
         seen.add(key)
         out.append(Pair(kind, None, a.text, b.text, False, lang, a.doc_id, b.doc_id))

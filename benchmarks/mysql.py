@@ -35,9 +35,10 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 import simsql
 from simsql.urls import normalise_url
 
-from . import log as _log
-from . import queries as bench
-from .queries import BenchDoc
+from . import log
+from .hamming import distances
+from .queries import BenchDoc, Workload, load_simsql, make_workloads
+from .timing import near_recall, summary, time_queries, topk_recall
 
 
 class _Base(DeclarativeBase):
@@ -58,7 +59,7 @@ DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 _BATCH = 10_000
 
 
-def fingerprint_set(size: int, queries: int, uniform: bool, seed: int) -> tuple[np.ndarray, list[bench.Workload], str]:
+def fingerprint_set(size: int, queries: int, uniform: bool, seed: int) -> tuple[np.ndarray, list[Workload], str]:
     """Fingerprints and workloads from real text when possible, else uniform (and say which)."""
     if not uniform:
         from . import corpus, scale
@@ -66,12 +67,12 @@ def fingerprint_set(size: int, queries: int, uniform: bool, seed: int) -> tuple[
         try:
             paragraphs = corpus.paragraphs(corpus.english_documents())
         except corpus.CorpusUnavailable as exc:
-            _log(f"corpus unavailable ({exc}); uniform fingerprints")
+            log(f"corpus unavailable ({exc}); uniform fingerprints")
         else:
             fingerprinter = simsql.Fingerprinter()
             features = scale.paragraph_features(paragraphs, fingerprinter)
             data = scale.build(features, size, seed=seed, fingerprinter=fingerprinter)
-            return data.fingerprints, bench.make_workloads(data, features, queries, seed=seed + 1), "real text (man pages)"
+            return data.fingerprints, make_workloads(data, features, queries, seed=seed + 1), "real text (man pages)"
     rng = np.random.default_rng(seed)
     fingerprints = rng.integers(0, 2**64, size=size, dtype=np.uint64)
     workloads = []
@@ -80,10 +81,10 @@ def fingerprint_set(size: int, queries: int, uniform: bool, seed: int) -> tuple[
         fps = [int(fingerprints[i]) ^ (1 << int(rng.integers(0, 64))) if name == "near-dup" else int(rng.integers(0, 2**63)) for i in picked]
         near, kth = [], []
         for q in fps:
-            d = bench.distances(fingerprints, q)
+            d = distances(fingerprints, q)
             near.append({int(i) + 1 for i in np.flatnonzero(d <= 3)})
             kth.append(int(np.partition(d, 9)[9]))
-        workloads.append(bench.Workload(name, fps, near, kth))
+        workloads.append(Workload(name, fps, near, kth))
     return fingerprints, workloads, "uniform random"
 
 
@@ -181,7 +182,7 @@ def _scan_top(session: Session, q: int) -> list[int]:
     return [int(r.d) for r in session.execute(sql, {"q": q})]
 
 
-def measure(engine: Engine, workloads: list[bench.Workload], systems: dict[str, Any], scan_queries: int | None) -> dict[str, Any]:
+def measure(engine: Engine, workloads: list[Workload], systems: dict[str, Any], scan_queries: int | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with Session(engine) as session:
         for workload in workloads:
@@ -193,15 +194,15 @@ def measure(engine: Engine, workloads: list[bench.Workload], systems: dict[str, 
                 count = scan_queries if "scan" in name else None
                 if name.endswith("(no SQLAlchemy)"):  # prepared outside the clock
                     prepared = [fn(session, q) for q in workload.queries]
-                    times, answers = bench._time(lambda i: prepared[i](), list(range(len(prepared))))
+                    times, answers = time_queries(lambda i: prepared[i](), list(range(len(prepared))))
                 else:
-                    times, answers = bench._time(lambda q: fn(session, q), workload.queries[:count])
+                    times, answers = time_queries(lambda q: fn(session, q), workload.queries[:count])
                 if workload.name == "near-dup":
-                    recall = bench._near_recall(answers, workload.truth_near[:count])
+                    recall = near_recall(answers, workload.truth_near[:count])
                 else:
-                    recall = bench._topk_recall(answers, workload.truth_kth[:count])
-                rows[name] = {**bench._summary(times), "recall": recall, "queries": len(times)}
-                _log(f"    {workload.name:16} {name:22} p50 {rows[name]['p50_ms']:8.2f} ms  recall {recall:.3f}")
+                    recall = topk_recall(answers, workload.truth_kth[:count])
+                rows[name] = {**summary(times), "recall": recall, "queries": len(times)}
+                log(f"    {workload.name:16} {name:22} p50 {rows[name]['p50_ms']:8.2f} ms  recall {recall:.3f}")
             out[workload.name] = {"systems": rows, "median_kth_distance": statistics.median(workload.truth_kth)}
     return out
 
@@ -219,7 +220,7 @@ def _ratios(mysql: dict[str, Any], pg: dict[str, Any] | None) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"command": "python -m benchmarks.mysql " + " ".join(sys.argv[1:]), "load_average_start": os.getloadavg()}
-    _log(f"fingerprints N={args.size:,}")
+    log(f"fingerprints N={args.size:,}")
     fingerprints, workloads, source = fingerprint_set(args.size, args.queries, args.uniform, seed=args.size)
     results.update(size=args.size, fingerprints=source, queries_per_workload=args.queries)
     mysql_engine = _mysql_database(args.mysql_url)
@@ -227,9 +228,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         results["mysql_server"] = connection.execute(text("SELECT VERSION()")).scalar_one()
     results["mariadb"] = {}
     for storage in args.storage.split(","):
-        _log(f"MariaDB/MySQL load ({storage} blocks)")
+        log(f"MariaDB/MySQL load ({storage} blocks)")
         load = load_mysql(mysql_engine, fingerprints, stored=storage == "stored")
-        _log(f"  {load}")
+        log(f"  {load}")
         systems = {
             "simsql (mariadb)": (_near(MysqlBenchDoc), _top(MysqlBenchDoc)),
             "simsql SQL (no SQLAlchemy)": (_raw_near(MysqlBenchDoc), None),
@@ -248,12 +249,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             other.dispose()
         results["mariadb"][storage] = {"load": load, "workloads": measured}
     if args.pg_url:
-        _log("PostgreSQL load")
+        log("PostgreSQL load")
         pg_schema = f"simsql_bench_mysql_{os.getpid()}"
         pg_engine = create_engine(args.pg_url, connect_args={"options": f"-csearch_path={pg_schema}"})
         with pg_engine.begin() as connection:
             connection.execute(text(f"CREATE SCHEMA {pg_schema}"))
-        results["postgresql"] = {"load": bench.load_simsql(pg_engine, fingerprints)}
+        results["postgresql"] = {"load": load_simsql(pg_engine, fingerprints)}
         pg_systems = {"simsql (postgresql)": (_near(BenchDoc), _top(BenchDoc))}
         chosen = [w for w in workloads if w.name in args.workloads.split(",")]
         results["postgresql"]["workloads"] = measure(pg_engine, chosen, pg_systems, None)

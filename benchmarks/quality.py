@@ -36,30 +36,18 @@ import os
 import random
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from . import corpus, edits
+from . import corpus, edits, log
+from .hamming import distances
 
 THRESHOLDS: tuple[int, ...] = tuple(range(13))
 PRIOR = 1e-3
 SEED = 20240611
-_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
-
-
-def nearest_blocks(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Per pair, the fewest differing bits in any of the four 16-bit blocks: a pair is reached by
-    block probes of that radius or more (how ``find_original``'s index finds rows past the
-    probes' full reach). Blocks are whole byte pairs, so byte popcounts add up per block."""
-    xor = np.bitwise_xor(a.astype(np.uint64), b.astype(np.uint64))
-    return _POPCOUNT[xor.view(np.uint8)].reshape(-1, 4, 2).sum(axis=2).min(axis=1)
-
-
-def _distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    xor = np.bitwise_xor(a.astype(np.uint64), b.astype(np.uint64))
-    return _POPCOUNT[xor.view(np.uint8)].reshape(-1, 8).sum(axis=1, dtype=np.int64)
 
 
 def _at_most(distances: Sequence[int] | np.ndarray) -> list[float] | None:
@@ -123,7 +111,7 @@ def _random_pairs(n: int, count: int, seed: int) -> np.ndarray:
     return np.array(sorted(chosen), dtype=np.int64)
 
 
-def _simhash_package_many(texts: Sequence[str]) -> list[int | None]:
+def simhash_package_many(texts: Sequence[str]) -> list[int | None]:
     from simhash import Simhash
 
     out: list[int | None] = []
@@ -159,7 +147,7 @@ def _configs(lang: str, idf_texts: Sequence[str]) -> list[tuple[str, str, Callab
             ("jieba_idf", 'Fingerprinter(weighting="jieba_idf") (jieba\'s shipped IDF)', simsql(Fingerprinter(weighting="jieba_idf"))),
             ("bigrams", 'Fingerprinter(chinese="bigrams") (Han character bigrams)', simsql(Fingerprinter(chinese="bigrams"))),
         ]
-    configs.append(("simhash package", "simhash 2.1.2 Simhash(text) defaults (char 4-grams, count, MD5)", _simhash_package_many))
+    configs.append(("simhash package", "simhash 2.1.2 Simhash(text) defaults (char 4-grams, count, MD5)", simhash_package_many))
     return configs
 
 
@@ -167,134 +155,170 @@ def _precision(tp: float, fp: float) -> float | None:
     return tp / (tp + fp) if tp + fp > 0 else None
 
 
-def _language(lang: str, quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
-    docs = corpus.english_documents() if lang == "en" else corpus.chinese_documents()
-    limit = 60 if quick else None
-    per_kind = 3 if quick else 200
-    random_pair_count = 2_000 if quick else 100_000
-    pair_docs, idf_docs = _split(docs, limit, SEED + (0 if lang == "en" else 1))
+@dataclass
+class _Planted:
+    """One language's planted pairs, grouped, and the random pairs, over the pair half."""
 
+    documents: int
+    pair_docs: list[corpus.Document]
+    idf_docs: list[corpus.Document]
+    per_kind: int
+    positives: list[edits.Pair]
+    index: dict[str, int]
+    random_pairs: np.ndarray
+    neg_groups: dict[str, list[tuple[int, int]]]
+    pos_groups: dict[str, list[int]]
+
+    @property
+    def texts(self) -> list[str]:
+        return [d.text for d in self.pair_docs]
+
+
+def _plant(lang: str, quick: bool, log: Callable[[str], None]) -> _Planted:
+    limit = corpus.QUICK_DOCUMENTS if quick else None
+    docs = corpus.english_documents(limit) if lang == "en" else corpus.chinese_documents(limit)
+    per_kind = 3 if quick else 200
+    pair_docs, idf_docs = _split(docs, 60 if quick else None, SEED + (0 if lang == "en" else 1))
     started = time.perf_counter()
     pairs = edits.planted_pairs(pair_docs, SEED, per_kind=per_kind)
     log(f"{lang}: {len(pairs)} planted pairs from {len(pair_docs)} documents in {time.perf_counter() - started:.1f} s")
-    positives = [p for p in pairs if p.is_duplicate]
-    negatives = [p for p in pairs if not p.is_duplicate]
     index = {d.doc_id: i for i, d in enumerate(pair_docs)}
-    doc_texts = [d.text for d in pair_docs]
     if any(p.a_id not in index or (not p.is_duplicate and p.b_id not in index) for p in pairs):
         raise AssertionError("planted pair refers to a document outside the pair half")
-    random_pairs = _random_pairs(len(pair_docs), random_pair_count, SEED)
+    positives = [p for p in pairs if p.is_duplicate]
     neg_groups: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for p in negatives:
-        neg_groups[p.kind].append((index[p.a_id], index[p.b_id]))
+    for p in pairs:
+        if not p.is_duplicate:
+            neg_groups[p.kind].append((index[p.a_id], index[p.b_id]))
     pos_groups: dict[str, list[int]] = defaultdict(list)
     for k, p in enumerate(positives):
         pos_groups[p.kind if p.rate is None else f"{p.kind}@{p.rate:g}"].append(k)
+    random_pairs = _random_pairs(len(pair_docs), 2_000 if quick else 100_000, SEED)
+    return _Planted(len(docs), pair_docs, idf_docs, per_kind, positives, index, random_pairs, neg_groups, pos_groups)
 
+
+def _recall(planted: _Planted, doc_fps: list[int | None], edited_fps: list[int | None]) -> tuple[dict[str, Any], list[int | None]]:
+    """Recall per kind, per rate and pooled, with each positive's distance (None: unfingerprinted)."""
+    pos_d: list[int | None] = []
+    for p, fb in zip(planted.positives, edited_fps):
+        fa = doc_fps[planted.index[p.a_id]]
+        pos_d.append(None if fa is None or fb is None else int(bin(fa ^ fb).count("1")))
+
+    def known(members: Iterable[int]) -> list[int]:
+        return [d for d in (pos_d[k] for k in members) if d is not None]
+
+    positives = planted.positives
+    entry: dict[str, Any] = {
+        "recall": {group: _at_most(known(members)) for group, members in planted.pos_groups.items()},
+        "recall_by_rate": {
+            f"{rate:g}": _at_most(known(k for k, p in enumerate(positives) if p.rate == rate)) for rate in edits.RATES
+        },
+        "recall_all": _at_most(known(range(len(positives)))),
+        "positive_median_distance": {
+            g: float(np.median(known(m))) if known(m) else None for g, m in planted.pos_groups.items()
+        },
+    }
+    return entry, pos_d
+
+
+def _false_positives(planted: _Planted, doc_fps: list[int | None]) -> tuple[dict[str, Any], list[int], int]:
+    """FP rates per negative kind and on random pairs, the negatives' distances and how many
+    negative pairs a text the configuration cannot fingerprint left out."""
+    doc_ok = np.array([f is not None for f in doc_fps])
+    docs_arr = np.array([f if f is not None else 0 for f in doc_fps], dtype=np.uint64)
+    entry: dict[str, Any] = {}
+    fp_rate: dict[str, list[float] | None] = {}
+    neg_all: list[int] = []
+    skipped = 0
+    for kind, members in planted.neg_groups.items():
+        usable = [(i, j) for i, j in members if doc_ok[i] and doc_ok[j]]
+        skipped += len(members) - len(usable)
+        fp_rate[kind] = None
+        if usable:
+            pairs = np.array(usable)
+            d = distances(docs_arr[pairs[:, 0]], docs_arr[pairs[:, 1]])
+            neg_all.extend(d.tolist())
+            fp_rate[kind] = _at_most(d)
+            entry.setdefault("negative_mean_distance", {})[kind] = float(d.mean())
+    rp = planted.random_pairs
+    usable_random = rp[doc_ok[rp[:, 0]] & doc_ok[rp[:, 1]]]
+    rd = distances(docs_arr[usable_random[:, 0]], docs_arr[usable_random[:, 1]])
+    fp_rate["random_pairs"] = _at_most(rd)
+    entry.update(fp_rate=fp_rate, fp_count_random_pairs=[int((rd <= t).sum()) for t in THRESHOLDS], random_pairs_used=int(len(rd)))
+    entry["random_distance"] = {
+        "mean": float(rd.mean()) if rd.size else None,
+        "min": int(rd.min()) if rd.size else None,
+        "p01": float(np.percentile(rd, 1)) if rd.size else None,
+        "p50": float(np.median(rd)) if rd.size else None,
+        "histogram": np.bincount(rd, minlength=65).tolist() if rd.size else None,
+    }
+    entry.update(_bit_stats(docs_arr[doc_ok]))
+    return entry, neg_all, skipped
+
+
+def _precisions(entry: dict[str, Any], pooled: list[int], negatives: list[int]) -> None:
+    """Precision on the balanced planted set, and at :data:`PRIOR` from random-pair FP rates."""
+    pos_arr = np.array(pooled, dtype=np.int64)
+    neg_arr = np.array(negatives, dtype=np.int64)
+    entry["precision_balanced"] = [_precision(float((pos_arr <= t).sum()), float((neg_arr <= t).sum())) for t in THRESHOLDS]
+    recall, random_fp = entry["recall_all"], entry["fp_rate"]["random_pairs"]
+    entry["precision_at_prior"] = [
+        _precision((recall[t] if recall else 0.0) * PRIOR, (random_fp[t] if random_fp else 0.0) * (1 - PRIOR)) for t in THRESHOLDS
+    ]
+
+
+def _skipped(entry: dict[str, Any], name: str, planted: _Planted, doc_fps: list[int | None], edited_fps: list[int | None],
+             pos_d: list[int | None], neg_skipped: int) -> None:  # fmt: skip
+    """Record the texts a configuration could not fingerprint (the simhash package's overflow)."""
+    skipped_docs = sum(1 for f in doc_fps if f is None)
+    skipped_pos = sum(1 for d in pos_d if d is None)
+    skipped_random = len(planted.random_pairs) - entry["random_pairs_used"]
+    if not (skipped_docs or skipped_pos or neg_skipped):
+        return
+    entry["skipped"] = {"documents": skipped_docs, "positives": skipped_pos, "negatives": neg_skipped, "random_pairs": skipped_random}
+    if name == "simhash package":
+        entry["note"] = (
+            f"simhash 2.1.2 raised OverflowError (numpy 2) on {skipped_docs} of {len(doc_fps)} documents "
+            f"and {sum(1 for f in edited_fps if f is None)} edited copies; {skipped_pos} positive, "
+            f"{neg_skipped} negative and {skipped_random} random pairs with such a text are left out"
+        )
+
+
+def _measure(planted: _Planted, name: str, description: str, fingerprint: Callable[[Sequence[str]], list[int | None]]) -> dict[str, Any]:
+    """Every figure of one configuration on one language's planted and random pairs."""
+    t0 = time.perf_counter()
+    doc_fps = fingerprint(planted.texts)
+    edited_fps = fingerprint([p.b for p in planted.positives])
+    entry: dict[str, Any] = {"config": description, "fingerprint_seconds": time.perf_counter() - t0}
+    recall, pos_d = _recall(planted, doc_fps, edited_fps)
+    entry.update(recall)
+    false_positives, negatives, neg_skipped = _false_positives(planted, doc_fps)
+    entry.update(false_positives)
+    _precisions(entry, [d for d in pos_d if d is not None], negatives)
+    _skipped(entry, name, planted, doc_fps, edited_fps, pos_d, neg_skipped)
+    return entry
+
+
+def _language(lang: str, quick: bool, log: Callable[[str], None]) -> dict[str, Any]:
+    planted = _plant(lang, quick, log)
     result: dict[str, Any] = {
-        "documents": len(docs),
-        "pair_documents": len(pair_docs),
-        "idf_documents": len(idf_docs),
-        "pair_mb": sum(len(t.encode()) for t in doc_texts) / 1e6,
-        "per_kind": per_kind,
-        "positives": {k: len(v) for k, v in pos_groups.items()},
-        "negatives": {k: len(v) for k, v in neg_groups.items()},
-        "random_pairs": int(len(random_pairs)),
+        "documents": planted.documents,
+        "pair_documents": len(planted.pair_docs),
+        "idf_documents": len(planted.idf_docs),
+        "pair_mb": sum(len(t.encode()) for t in planted.texts) / 1e6,
+        "per_kind": planted.per_kind,
+        "positives": {k: len(v) for k, v in planted.pos_groups.items()},
+        "negatives": {k: len(v) for k, v in planted.neg_groups.items()},
+        "random_pairs": int(len(planted.random_pairs)),
         "configs": {},
     }
-    for name, description, fingerprint in _configs(lang, [d.text for d in idf_docs]):
-        t0 = time.perf_counter()
-        doc_fps = fingerprint(doc_texts)
-        edited_fps = fingerprint([p.b for p in positives])
-        seconds = time.perf_counter() - t0
-        doc_ok = np.array([f is not None for f in doc_fps])
-        docs_arr = np.array([f if f is not None else 0 for f in doc_fps], dtype=np.uint64)
-        entry: dict[str, Any] = {"config": description, "fingerprint_seconds": seconds}
-
-        pos_d: list[int | None] = []
-        for p, fb in zip(positives, edited_fps):
-            fa = doc_fps[index[p.a_id]]
-            pos_d.append(None if fa is None or fb is None else int(bin(fa ^ fb).count("1")))
-        recall: dict[str, list[float] | None] = {}
-        for group, members in pos_groups.items():
-            recall[group] = _at_most([pos_d[k] for k in members if pos_d[k] is not None])
-        entry["recall"] = recall
-        by_rate: dict[str, list[float] | None] = {}
-        for rate in edits.RATES:
-            by_rate[f"{rate:g}"] = _at_most(
-                [pos_d[k] for k, p in enumerate(positives) if p.rate == rate and pos_d[k] is not None]
-            )
-        entry["recall_by_rate"] = by_rate
-        pooled = [d for d in pos_d if d is not None]
-        entry["recall_all"] = _at_most(pooled)
-        entry["positive_median_distance"] = {
-            g: (float(np.median([pos_d[k] for k in m if pos_d[k] is not None])) if any(pos_d[k] is not None for k in m) else None)
-            for g, m in pos_groups.items()
-        }
-
-        fp_rate: dict[str, list[float] | None] = {}
-        neg_all: list[int] = []
-        neg_skipped = 0
-        for kind, members in neg_groups.items():
-            usable = [(i, j) for i, j in members if doc_ok[i] and doc_ok[j]]
-            neg_skipped += len(members) - len(usable)
-            if usable:
-                a = np.array([i for i, _ in usable])
-                b = np.array([j for _, j in usable])
-                d = _distances(docs_arr[a], docs_arr[b])
-                neg_all.extend(d.tolist())
-                fp_rate[kind] = _at_most(d)
-                entry.setdefault("negative_mean_distance", {})[kind] = float(d.mean())
-            else:
-                fp_rate[kind] = None
-        usable_random = random_pairs[doc_ok[random_pairs[:, 0]] & doc_ok[random_pairs[:, 1]]]
-        rd = _distances(docs_arr[usable_random[:, 0]], docs_arr[usable_random[:, 1]])
-        fp_rate["random_pairs"] = _at_most(rd)
-        entry["fp_rate"] = fp_rate
-        entry["fp_count_random_pairs"] = [int((rd <= t).sum()) for t in THRESHOLDS]
-        entry["random_pairs_used"] = int(len(rd))
-        entry["random_distance"] = {
-            "mean": float(rd.mean()) if rd.size else None,
-            "min": int(rd.min()) if rd.size else None,
-            "p01": float(np.percentile(rd, 1)) if rd.size else None,
-            "p50": float(np.median(rd)) if rd.size else None,
-            "histogram": np.bincount(rd, minlength=65).tolist() if rd.size else None,
-        }
-
-        # Precision: balanced planted set, and at a realistic prior using random-pair FP rates.
-        pos_arr = np.array(pooled, dtype=np.int64)
-        neg_arr = np.array(neg_all, dtype=np.int64)
-        entry["precision_balanced"] = [
-            _precision(float((pos_arr <= t).sum()), float((neg_arr <= t).sum())) for t in THRESHOLDS
-        ]
-        prior = []
-        for t in THRESHOLDS:
-            r = entry["recall_all"][t] if entry["recall_all"] else 0.0
-            f = fp_rate["random_pairs"][t] if fp_rate["random_pairs"] else 0.0
-            prior.append(_precision(r * PRIOR, f * (1 - PRIOR)))
-        entry["precision_at_prior"] = prior
-        entry.update(_bit_stats(docs_arr[doc_ok]))
-
-        skipped_docs = int((~doc_ok).sum())
-        skipped_pos = sum(1 for d in pos_d if d is None)
-        if skipped_docs or skipped_pos or neg_skipped:
-            entry["skipped"] = {
-                "documents": skipped_docs,
-                "positives": skipped_pos,
-                "negatives": neg_skipped,
-                "random_pairs": int(len(random_pairs) - len(rd)),
-            }
-            if name == "simhash package":
-                entry["note"] = (
-                    f"simhash 2.1.2 raised OverflowError (numpy 2) on {skipped_docs} of {len(doc_texts)} documents "
-                    f"and {sum(1 for f in edited_fps if f is None)} edited copies; {skipped_pos} positive, "
-                    f"{neg_skipped} negative and {len(random_pairs) - len(rd)} random pairs with such a text are left out"
-                )
-        result["configs"][name] = entry
+    for name, description, fingerprint in _configs(lang, [d.text for d in planted.idf_docs]):
+        entry = result["configs"][name] = _measure(planted, name, description, fingerprint)
         r3 = entry["recall_by_rate"].get("0.02")
+        random_fp = entry["fp_rate"]["random_pairs"]
         log(
-            f"{lang} {name}: {seconds:.1f} s, 2% recall<=3 {r3[3] if r3 else None}, "
-            f"random mean {entry['random_distance']['mean']}, FP<=3 {fp_rate['random_pairs'][3] if fp_rate['random_pairs'] else None}"
+            f"{lang} {name}: {entry['fingerprint_seconds']:.1f} s, 2% recall<=3 {r3[3] if r3 else None}, "
+            f"random mean {entry['random_distance']['mean']}, FP<=3 {random_fp[3] if random_fp else None}"
         )
     return result
 
@@ -332,10 +356,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", help="write the result JSON here")
     args = parser.parse_args(argv)
-
-    def log(message: str) -> None:
-        print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
-
     result = run(quick=args.quick, log=log)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as handle:

@@ -23,7 +23,7 @@ import gc
 import statistics
 import time
 import tracemalloc
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,12 +32,10 @@ from sqlalchemy import BigInteger, Engine, Table, select, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
-from simsql.queries import ORIGINALITY_PROBE_RADIUS, originality_search
 
 from . import scale
-from .quality import nearest_blocks
-
-_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+from .hamming import distances
+from .timing import near_recall, summary, time_queries, topk_recall
 
 
 class _Base(DeclarativeBase):
@@ -51,21 +49,6 @@ class BenchDoc(simsql.SimHashMixin, _Base):
     __simhash_source__ = ("body",)
     id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
     body: Mapped[str | None]
-
-
-def distances(fingerprints: np.ndarray, query: int) -> np.ndarray:
-    """Exact Hamming distances from ``query`` to every fingerprint (the ground truth)."""
-    xor = np.bitwise_xor(fingerprints, np.uint64(query))
-    return _POPCOUNT[xor.view(np.uint8)].reshape(-1, 8).sum(axis=1, dtype=np.int64)
-
-
-def reachable_distances(fingerprints: np.ndarray, query: int, radius: int) -> np.ndarray:
-    """Distances from ``query``, with rows that radius-``radius`` block probes cannot reach (no
-    16-bit block within ``radius`` bits) set past 64: the ground truth of a search from probes
-    alone (``find_original``), which finds every row within ``4 * radius + 3`` bits and a
-    farther one only through a close block."""
-    queries = np.full(len(fingerprints), query, dtype=np.uint64)
-    return np.where(nearest_blocks(fingerprints, queries) <= radius, distances(fingerprints, query), 65)
 
 
 @dataclass
@@ -87,7 +70,7 @@ def make_workloads(data: scale.ScaleSet, features: scale.ParagraphFeatures, coun
     def variants(rows: np.ndarray) -> np.ndarray:
         members = data.members[rows].copy()
         for row in members:
-            scale._mutate(row, rng, paragraphs, data.pools)
+            scale.mutate(row, rng, paragraphs, data.pools)
         return scale.fingerprints_of(members, features, data.fingerprinter)
 
     near_rows = rng.integers(0, n, size=count)
@@ -177,40 +160,52 @@ def _bytes_per_row(engine: Engine, table: str, rows: int) -> float:
     return float(total) / max(rows, 1)
 
 
-def _bits(fp: int) -> str:
-    return format(fp, "064b")
+def vector_top(session: Session, q: int) -> list[tuple[int, int]]:
+    """(id, distance) of pgvector's 10 nearest under the session's ``hnsw.ef_search``."""
+    rows = session.execute(
+        text("SELECT id, v <~> CAST(:q AS bit(64)) AS d FROM bench_vec ORDER BY v <~> CAST(:q AS bit(64)) LIMIT 10"),
+        {"q": format(q, "064b")},
+    ).all()
+    return [(int(r[0]), int(r[1])) for r in rows]
 
 
-def _time(fn: Callable[[int], Any], queries: Sequence[int], warmup: int = 3) -> tuple[list[float], list[Any]]:
-    for q in queries[:warmup]:
-        fn(q)
-    times, answers = [], []
-    for q in queries:
-        started = time.perf_counter()
-        answers.append(fn(q))
-        times.append(time.perf_counter() - started)
-    return times, answers
+def vector_recall(workload: Workload, answers: list[list[tuple[int, int]]], count: int | None = None) -> float:
+    """pgvector's recall: near-duplicates within 3 bits, or top-10 with ties."""
+    if workload.name == "near-dup":
+        return near_recall([{i for i, d in a if d <= 3} for a in answers], workload.truth_near[:count])
+    return topk_recall([[d for _, d in a] for a in answers], workload.truth_kth[:count])
 
 
-def _summary(times: list[float]) -> dict[str, float]:
-    ordered = sorted(times)
+def _exact_systems(session: Session, workload: Workload) -> dict[str, Callable[[int], Any]]:
+    """simsql and the plain scan answering one workload's question."""
+    distance = BenchDoc.simhash.hamming_distance
+    if workload.name == "near-dup":
+        return {
+            "simsql": lambda q: set(session.scalars(select(BenchDoc.id).where(simsql.similar_to(BenchDoc, q, 3)))),
+            "plain scan": lambda q: set(session.scalars(select(BenchDoc.id).where(distance(q) <= 3))),
+        }
     return {
-        "p50_ms": 1000 * statistics.median(ordered),
-        "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
-        "mean_ms": 1000 * statistics.fmean(ordered),
-        "qps": len(ordered) / sum(ordered),
+        "simsql": lambda q: [r.distance for r in session.execute(simsql.most_similar(select(BenchDoc), q, limit=10))],
+        "plain scan": lambda q: [r[1] for r in session.execute(select(BenchDoc, distance(q)).order_by(distance(q)).limit(10))],
     }
 
 
-def _near_recall(found: list[set[int]], truth: list[set[int]]) -> float:
-    wanted = sum(len(t) for t in truth)
-    return 1.0 if wanted == 0 else sum(len(f & t) for f, t in zip(found, truth)) / wanted
+def _batched(session: Session, workload: Workload) -> dict[str, float]:
+    """``most_similar_many``: every lookup in one round trip (ingest pipelines)."""
+    started = time.perf_counter()
+    batched = simsql.most_similar_many(session, BenchDoc, workload.queries, limit=10, max_distance=3)
+    elapsed = time.perf_counter() - started
+    return {"qps": len(workload.queries) / elapsed, "recall": near_recall([{k for k, _ in b} for b in batched], workload.truth_near)}
 
 
-def _topk_recall(found: list[list[int]], truth_kth: list[int]) -> float:
-    """Top-10 recall with ties: an answer is right if its true distance is within the true 10th."""
-    hits = sum(sum(1 for d in ds[:10] if d <= kth) for ds, kth in zip(found, truth_kth))
-    return hits / (10 * len(found))
+def _vector_rows(session: Session, workload: Workload) -> dict[str, Any]:
+    rows: dict[str, Any] = {}
+    for ef in (40, 200):
+        session.execute(text(f"SET hnsw.ef_search = {ef}"))
+        times, answers = time_queries(lambda q: vector_top(session, q), workload.queries)
+        rows[f"pgvector HNSW ef_search={ef}"] = {**summary(times), "recall": vector_recall(workload, answers)}
+    session.rollback()
+    return rows
 
 
 def run_queries(
@@ -220,60 +215,21 @@ def run_queries(
     query) runs on the first 30 queries only: its latency barely varies between queries."""
     scan_queries = 30 if len(fingerprints) >= 5_000_000 else None
     results: dict[str, Any] = {}
-    distance = BenchDoc.simhash.hamming_distance
     with Session(engine) as session:
         for workload in workloads:
             rows: dict[str, Any] = {}
+            for name, fn in _exact_systems(session, workload).items():
+                count = scan_queries if name == "plain scan" else None
+                times, answers = time_queries(fn, workload.queries[:count])
+                if workload.name == "near-dup":
+                    recall = near_recall(answers, workload.truth_near[:count])
+                else:
+                    recall = topk_recall(answers, workload.truth_kth[:count])
+                rows[name] = {**summary(times), "recall": recall, "queries": len(times)}
             if workload.name == "near-dup":
-                def simsql_near(q: int) -> set[int]:
-                    return set(session.scalars(select(BenchDoc.id).where(simsql.similar_to(BenchDoc, q, 3))))
-
-                def scan_near(q: int) -> set[int]:
-                    return set(session.scalars(select(BenchDoc.id).where(distance(q) <= 3)))
-
-                for name, fn in (("simsql", simsql_near), ("plain scan", scan_near)):
-                    count = scan_queries if name == "plain scan" else None
-                    times, answers = _time(fn, workload.queries[:count])
-                    rows[name] = {**_summary(times), "recall": _near_recall(answers, workload.truth_near[:count]), "queries": len(times)}
-                # Batched: many lookups in one round trip (ingest pipelines).
-                started = time.perf_counter()
-                batched = simsql.most_similar_many(session, BenchDoc, workload.queries, limit=10, max_distance=3)
-                elapsed = time.perf_counter() - started
-                rows["simsql most_similar_many"] = {
-                    "qps": len(workload.queries) / elapsed,
-                    "recall": _near_recall([{k for k, _ in b} for b in batched], workload.truth_near),
-                }
-            else:
-                def simsql_top(q: int) -> list[int]:
-                    return [r.distance for r in session.execute(simsql.most_similar(select(BenchDoc), q, limit=10))]
-
-                def scan_top(q: int) -> list[int]:
-                    return [r[1] for r in session.execute(select(BenchDoc, distance(q)).order_by(distance(q)).limit(10))]
-
-                for name, fn in (("simsql", simsql_top), ("plain scan", scan_top)):
-                    count = scan_queries if name == "plain scan" else None
-                    times, answers = _time(fn, workload.queries[:count])
-                    rows[name] = {**_summary(times), "recall": _topk_recall(answers, workload.truth_kth[:count]), "queries": len(times)}
+                rows["simsql most_similar_many"] = _batched(session, workload)
             if with_pgvector:
-                for ef in (40, 200):
-                    session.execute(text(f"SET hnsw.ef_search = {ef}"))
-
-                    def vector_top(q: int) -> list[tuple[int, int]]:
-                        return [
-                            (int(r[0]), int(r[1]))
-                            for r in session.execute(
-                                text("SELECT id, v <~> CAST(:q AS bit(64)) AS d FROM bench_vec ORDER BY v <~> CAST(:q AS bit(64)) LIMIT 10"),
-                                {"q": _bits(q)},
-                            )
-                        ]
-
-                    times, answers = _time(vector_top, workload.queries)
-                    if workload.name == "near-dup":
-                        recall = _near_recall([{i for i, d in a if d <= 3} for a in answers], workload.truth_near)
-                    else:
-                        recall = _topk_recall([[d for _, d in a] for a in answers], workload.truth_kth)
-                    rows[f"pgvector HNSW ef_search={ef}"] = {**_summary(times), "recall": recall}
-                session.rollback()
+                rows.update(_vector_rows(session, workload))
             if with_simhash_index and workload.name == "near-dup":
                 rows["simhash package"] = _simhash_package(fingerprints, workload)
             results[workload.name] = {
@@ -303,10 +259,10 @@ def _simhash_package(fingerprints: np.ndarray, workload: Workload) -> dict[str, 
         _SIMHASH_INDEX_CACHE.clear()
         _SIMHASH_INDEX_CACHE[key] = (index, build, memory)
     index, build, memory = _SIMHASH_INDEX_CACHE[key]
-    times, answers = _time(lambda q: {int(i) for i in index.get_near_dups(Simhash(q))}, workload.queries)
+    times, answers = time_queries(lambda q: {int(i) for i in index.get_near_dups(Simhash(q))}, workload.queries)
     return {
-        **_summary(times),
-        "recall": _near_recall(answers, workload.truth_near),
+        **summary(times),
+        "recall": near_recall(answers, workload.truth_near),
         "index_build_seconds": build,
         "bytes_per_row": memory / len(fingerprints),
     }
@@ -330,147 +286,3 @@ def dedup(engine: Engine, fingerprints: np.ndarray, with_simhash_index: bool) ->
                 found += sum(1 for j in index.get_near_dups(Simhash(int(fp))) if int(j) > i + 1)
             out["simhash package all-pairs"] = {"seconds": time.perf_counter() - started, "pairs": found}
     return out
-
-
-# -- real-text latency (issue 8): every query path beside the plain scan, one run -----------
-
-FIND_ORIGINAL_BITS = (7, 11, 14)
-"""Thresholds of the ``find_original`` rows, each timing the index stage ``find_original`` runs
-(:func:`simsql.queries.originality_search`, its default probe radius 2 and candidate count):
-7 bits (radius-1 probes suffice), 11 (every row radius-2 probes reach) and 14 (the default:
-radius-2 probes, rows up to 14 bits where a block is within 2; its recall against the exact
-nearest row is the price, measured beside it). Results files before 2026-11-22 measured 7 and
-10; those of 2026-11-22 before this change timed 14 bits with exact radius-3 probes."""
-
-EF_SEARCH = (10, 20, 40, 100, 200, 400)
-APPROXIMATE_RADII = (1, 2, 3)
-
-
-def bit_balance(fingerprints: np.ndarray) -> dict[str, float]:
-    """Entropy of the 64 bits and how crowded 16-bit buckets are (what block lookups pay for)."""
-    bits = ((fingerprints[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)).mean(axis=0)
-    p = np.clip(bits.astype(np.float64), 1e-12, 1 - 1e-12)
-    entropy = float(-(p * np.log2(p) + (1 - p) * np.log2(1 - p)).sum())
-    n = len(fingerprints)
-    uniform = n / 65536
-    fullest, seen = 0.0, 0.0
-    for block in range(4):
-        values = ((fingerprints >> np.uint64(16 * (3 - block))) & np.uint64(0xFFFF)).astype(np.int64)
-        counts = np.bincount(values, minlength=65536).astype(np.float64)
-        fullest = max(fullest, float(counts.max()) / uniform)
-        seen = max(seen, float((counts**2).sum()) / n / uniform)
-    return {"entropy_bits": entropy, "fullest_bucket_vs_uniform": fullest, "bucket_seen_by_a_row_vs_uniform": seen}
-
-
-def _passes(systems: dict[str, Callable[[int], Any]], queries: Sequence[int], repeat: int, subset: dict[str, int]) -> dict[str, tuple[list[float], list[Any]]]:
-    """Time every system on the same queries, ``repeat`` passes interleaved so load drifts hit
-    all systems alike; answers are kept from the first pass."""
-    out: dict[str, tuple[list[float], list[Any]]] = {name: ([], []) for name in systems}
-    for number in range(repeat):
-        for name, fn in systems.items():
-            chosen = queries[: subset.get(name, len(queries))]
-            times, answers = _time(fn, chosen, warmup=3 if number == 0 else 0)
-            out[name][0].extend(times)
-            if number == 0:
-                out[name][1].extend(answers)
-    return out
-
-
-def _find_recall(found: list[int | None], nearest: list[int], threshold: int) -> float:
-    """Share of checks answered right: the nearest distance when one is within the threshold,
-    nothing otherwise."""
-    right = sum((f is None) if d > threshold else (f == d) for f, d in zip(found, nearest))
-    return right / max(len(found), 1)
-
-
-def _latency_systems(session: Session, workload: str, thresholds: Sequence[int]) -> dict[str, Callable[[int], Any]]:
-    distance = BenchDoc.simhash.hamming_distance
-    entity = select(BenchDoc)
-
-    def first_distance(statement: Any) -> int | None:
-        row = session.execute(statement).first()
-        return None if row is None else int(row[-2] if len(row) > 2 else row[-1])
-
-    systems: dict[str, Callable[[int], Any]] = {}
-    if workload == "near-dup":
-        systems["simsql similar_to (3 bits)"] = lambda q: set(session.scalars(select(BenchDoc.id).where(simsql.similar_to(BenchDoc, q, 3))))
-        systems["plain scan (3 bits)"] = lambda q: set(session.scalars(select(BenchDoc.id).where(distance(q) <= 3)))
-    for t in thresholds if workload in ("near-dup", "top-10 spread") else ():
-        systems[f"simsql find_original ({t} bits)"] = lambda q, t=t: first_distance(
-            originality_search(BenchDoc, q, t)
-        )  # the index search of find_original (whose text stage needs the text this table lacks)
-        systems[f"plain scan ({t} bits)"] = lambda q, t=t: first_distance(select(BenchDoc, distance(q)).where(distance(q) <= t).order_by(distance(q)).limit(1))
-    systems["simsql top-10"] = lambda q: [r.distance for r in session.execute(simsql.most_similar(entity, q, limit=10))]
-    systems["plain scan top-10"] = lambda q: [r[1] for r in session.execute(select(BenchDoc, distance(q)).order_by(distance(q)).limit(10))]
-    if workload != "near-dup":
-        for radius in APPROXIMATE_RADII:
-            systems[f"simsql approximate r={radius}"] = (
-                lambda q, r=radius: [row.distance for row in session.execute(simsql.most_similar(entity, q, limit=10, exact=False, probe_radius=r))]
-            )
-    return systems
-
-
-def _vector_systems(session: Session, workload: str) -> dict[str, Callable[[int], Any]]:
-    """pgvector HNSW at several ``ef_search``: the setting is changed once per pass, not per query."""
-    systems: dict[str, Callable[[int], Any]] = {}
-    current: dict[str, int] = {}
-    for ef in EF_SEARCH if workload != "near-dup" else (40,):
-        def top(q: int, ef: int = ef) -> list[tuple[int, int]]:
-            if current.get("ef") != ef:
-                session.execute(text(f"SET hnsw.ef_search = {int(ef)}"))
-                current["ef"] = ef
-            rows = session.execute(
-                text("SELECT id, v <~> CAST(:q AS bit(64)) AS d FROM bench_vec ORDER BY v <~> CAST(:q AS bit(64)) LIMIT 10"),
-                {"q": _bits(q)},
-            ).all()
-            return [(int(r[0]), int(r[1])) for r in rows]
-
-        systems[f"pgvector HNSW ef_search={ef}"] = top
-    return systems
-
-
-def run_latency(engine: Engine, workloads: list[Workload], fingerprints: np.ndarray, *, with_pgvector: bool, thresholds: Sequence[int] = FIND_ORIGINAL_BITS, repeat: int = 2, scan_queries: int = 40) -> dict[str, Any]:
-    """Every query path on every workload, beside the plain scan, ``repeat`` interleaved passes."""
-    results: dict[str, Any] = {}
-    with Session(engine) as session:
-        for workload in workloads:
-            systems = _latency_systems(session, workload.name, thresholds)
-            if with_pgvector:
-                systems.update(_vector_systems(session, workload.name))
-            # Scans cost about the same whatever the query: fewer of them are enough (and at 10M
-            # rows exact top-10 on far neighbours is a scan too).
-            big = len(fingerprints) >= 5_000_000
-            scans = scan_queries // 2 if big else scan_queries
-            subset = {name: scans for name in systems if name.startswith("plain scan") or (big and "top-10" in name)}
-            timed = _passes(systems, workload.queries, repeat, subset)
-            nearest = [int(distances(fingerprints, q).min()) for q in workload.queries]
-            reachable = [int(reachable_distances(fingerprints, q, ORIGINALITY_PROBE_RADIUS).min()) for q in workload.queries]
-            rows: dict[str, Any] = {}
-            for name, (times, answers) in timed.items():
-                count = len(answers)
-                if "3 bits" in name:
-                    recall = _near_recall(answers, workload.truth_near[:count])
-                elif "bits)" in name:
-                    bits = int(name.rsplit("(", 1)[1].split()[0])
-                    recall = _find_recall(answers, nearest[:count], bits)
-                    if name.startswith("simsql find_original"):  # what its probes promise: always 1.0
-                        probe_recall = _find_recall(answers, reachable[:count], bits)
-                elif name.startswith("pgvector") and workload.name == "near-dup":
-                    recall = _near_recall([{i for i, d in a if d <= 3} for a in answers], workload.truth_near[:count])
-                elif name.startswith("pgvector"):
-                    recall = _topk_recall([[d for _, d in a] for a in answers], workload.truth_kth[:count])
-                else:
-                    recall = _topk_recall(answers, workload.truth_kth[:count])
-                rows[name] = {**_summary(times), "recall": recall, "queries": count, "timings": len(times)}
-                if name.startswith("simsql find_original"):
-                    rows[name]["recall_of_what_its_probes_reach"] = probe_recall
-                if count > scans:  # the same queries the scans answered, for a like-for-like p99
-                    same = [t for i, t in enumerate(times) if i % count < scans]
-                    rows[name]["same_queries_as_scan"] = _summary(same)
-            kth = np.array(workload.truth_kth)
-            results[workload.name] = {
-                "systems": rows,
-                "kth_distance_quantiles": {str(q): float(np.quantile(kth, q)) for q in (0.1, 0.5, 0.9)},
-                "nearest_within": {str(t): float(np.mean(np.array(nearest) <= t)) for t in thresholds},
-            }
-    return results

@@ -17,15 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import repeat
 
 import numpy as np
 
 import simsql
 from simsql.background import Background
-from simsql.fingerprint import _hash, weighted_fingerprints
+from simsql.fingerprint import weighted_fingerprints
 from simsql.tokenize import is_han_feature
 from simsql.weighting import QUANT_SCALE
+
+from .internals import feature_hashes
 
 MAX_PARAGRAPHS = 16
 _BATCH = 5_000
@@ -49,11 +50,11 @@ def paragraph_features(paragraphs: Sequence[str], fingerprinter: simsql.Fingerpr
     ids: list[int] = []
     counts: list[int] = []
     for text in paragraphs:
-        for feature, count in fingerprinter._feature_counts(text).items():
+        for feature, count in fingerprinter.feature_counts(text).items():
             ids.append(vocabulary.setdefault(feature, len(vocabulary)))
             counts.append(count)
         ptr.append(len(ids))
-    hashes = np.fromiter(map(_hash, vocabulary, repeat(fingerprinter.seed)), np.uint64, len(vocabulary))
+    hashes = feature_hashes(list(vocabulary), fingerprinter.seed)
     return ParagraphFeatures(
         np.array(ptr, dtype=np.int64),
         np.array(ids, dtype=np.int64),
@@ -170,7 +171,7 @@ def build(
         source = int(rng.integers(0, row))
         members[row] = members[source]
         variant_of[row] = source + 1
-        _mutate(members[row], rng, paragraphs, pools)
+        mutate(members[row], rng, paragraphs, pools)
 
     # Series: 12 variants of a base article placed consecutively at random positions.
     heads = []
@@ -180,13 +181,13 @@ def build(
             for offset in range(1, 13):
                 members[start + offset] = members[start]
                 variant_of[start + offset] = start + 1
-                _mutate(members[start + offset], rng, paragraphs, pools)
+                mutate(members[start + offset], rng, paragraphs, pools)
 
     fingerprints = fingerprints_of(members, features, fingerprinter)
     return ScaleSet(fingerprints, members, variant_of, np.array(heads, dtype=np.int64), fingerprinter, tuple(pools))
 
 
-def _mutate(row: np.ndarray, rng: np.random.Generator, paragraphs: int, pools: Sequence[tuple[int, int, float]] = ()) -> None:
+def mutate(row: np.ndarray, rng: np.random.Generator, paragraphs: int, pools: Sequence[tuple[int, int, float]] = ()) -> None:
     """Replace, drop or add one paragraph; new paragraphs come from the article's own pool."""
     lo, hi = 0, paragraphs
     for start, stop, _ in pools:

@@ -26,14 +26,12 @@ import gc
 import json
 import logging
 import os
-import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import corpus
-
-_HAN_RUN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]+")
+from .internals import HAN_RUN, warm_jieba
 
 
 def _mb(texts: Sequence[str]) -> float:
@@ -98,26 +96,60 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a and b else None
 
 
+def _package_rates(
+    entry: dict[str, Any], texts: Sequence[str], fingerprint: Callable[[Sequence[str]], object], repeats: int
+) -> str | None:
+    """The simhash package, and simsql on exactly the documents the package fingerprints; a note
+    when the package failed on some (its OverflowError under numpy 2)."""
+    ok, failed = _package_subset(texts)  # also warms the package up
+    seconds, times = _best(lambda: _simhash_many(ok), repeats)
+    entry["simhash_package"] = _rate(ok, seconds, times)
+    entry["simhash_package"]["failed_documents"] = len(failed)
+    entry["simhash_package"]["failed_mb"] = _mb(failed)
+    seconds, times = _best(lambda: fingerprint(ok), repeats)
+    entry["simsql_same_subset"] = _rate(ok, seconds, times)
+    entry["ratio_simsql_to_simhash"] = _ratio(entry["simsql_same_subset"]["mb_per_second"], entry["simhash_package"]["mb_per_second"])
+    if not failed:
+        return None
+    return (
+        f"simhash 2.1.2 raised OverflowError (numpy 2) on {len(failed)} of "
+        f"{len(texts)} documents ({_mb(failed):.2f} of {_mb(texts):.2f} MB); its figure and "
+        "the ratio use only the documents it fingerprints"
+    )
+
+
+def _jieba_rates(entry: dict[str, Any], texts: Sequence[str], repeats: int) -> None:
+    """``jieba.lcut`` alone on the whole text, and on the Han runs simsql hands it."""
+    import jieba
+
+    seconds, times = _best(lambda: [jieba.lcut(t) for t in texts], repeats)
+    entry["jieba_lcut"] = _rate(texts, seconds, times)
+    runs = [HAN_RUN.findall(t) for t in texts]
+    seconds, times = _best(lambda: [[jieba.lcut(r) for r in rs] for rs in runs], repeats)
+    entry["jieba_lcut_han_runs"] = _rate(texts, seconds, times)
+    entry["ratio_simsql_to_jieba_lcut"] = _ratio(entry["simsql"]["mb_per_second"], entry["jieba_lcut"]["mb_per_second"])
+    entry["ratio_simsql_to_jieba_lcut_han_runs"] = _ratio(entry["simsql"]["mb_per_second"], entry["jieba_lcut_han_runs"]["mb_per_second"])
+
+
 def run(quick: bool) -> dict[str, Any]:
     """Throughput figures as a JSON-able dict (see the module docstring)."""
     import jieba
 
     from simsql import Fingerprinter
-    from simsql import tokenize as simsql_tokenize
 
     logging.getLogger("simhash").setLevel(logging.ERROR)
     jieba.setLogLevel(logging.WARNING)
     started = time.perf_counter()
     load_before = os.getloadavg()
-    count = 100 if quick else None
     repeats = 1 if quick else 3
-    english = _sample(corpus.english_documents(), count)
-    chinese = _sample(corpus.chinese_documents(), count)
+    limit = corpus.QUICK_DOCUMENTS if quick else None
+    english = _sample(corpus.english_documents(limit), 100 if quick else None)
+    chinese = _sample(corpus.chinese_documents(limit), 100 if quick else None)
     fingerprinter = Fingerprinter()
 
     # Warm-up: jieba's dictionaries (global and simsql's private one) load in ~1 s.
     jieba.initialize()
-    simsql_tokenize._jieba()
+    warm_jieba()
     fingerprinter.fingerprint_many(chinese[:3] + english[:3])
     jieba.lcut(chinese[0])
 
@@ -133,35 +165,11 @@ def run(quick: bool) -> dict[str, Any]:
         entry: dict[str, Any] = {}
         seconds, times = _best(lambda: fingerprinter.fingerprint_many(texts), repeats)
         entry["simsql"] = _rate(texts, seconds, times)
-
-        ok, failed = _package_subset(texts)  # also warms the package up
-        seconds, times = _best(lambda: _simhash_many(ok), repeats)
-        entry["simhash_package"] = _rate(ok, seconds, times)
-        entry["simhash_package"]["failed_documents"] = len(failed)
-        entry["simhash_package"]["failed_mb"] = _mb(failed)
-        seconds, times = _best(lambda: fingerprinter.fingerprint_many(ok), repeats)
-        entry["simsql_same_subset"] = _rate(ok, seconds, times)
-        entry["ratio_simsql_to_simhash"] = _ratio(
-            entry["simsql_same_subset"]["mb_per_second"], entry["simhash_package"]["mb_per_second"]
-        )
-        if failed:
-            notes.append(
-                f"{lang}: simhash 2.1.2 raised OverflowError (numpy 2) on {len(failed)} of "
-                f"{len(texts)} documents ({_mb(failed):.2f} of {_mb(texts):.2f} MB); its figure and "
-                "the ratio use only the documents it fingerprints"
-            )
+        note = _package_rates(entry, texts, fingerprinter.fingerprint_many, repeats)
+        if note:
+            notes.append(f"{lang}: {note}")
         if lang == "zh":
-            seconds, times = _best(lambda: [jieba.lcut(t) for t in texts], repeats)
-            entry["jieba_lcut"] = _rate(texts, seconds, times)
-            runs = [_HAN_RUN.findall(t) for t in texts]
-            seconds, times = _best(lambda: [[jieba.lcut(r) for r in rs] for rs in runs], repeats)
-            entry["jieba_lcut_han_runs"] = _rate(texts, seconds, times)
-            entry["ratio_simsql_to_jieba_lcut"] = _ratio(
-                entry["simsql"]["mb_per_second"], entry["jieba_lcut"]["mb_per_second"]
-            )
-            entry["ratio_simsql_to_jieba_lcut_han_runs"] = _ratio(
-                entry["simsql"]["mb_per_second"], entry["jieba_lcut_han_runs"]["mb_per_second"]
-            )
+            _jieba_rates(entry, texts, repeats)
         out[lang] = entry
     notes.append(
         "jieba.lcut on the whole text also segments the Latin parts (option names, code) with its "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 
 import pytest
 from pathlib import Path
@@ -250,3 +251,26 @@ def test_latency_section_alone_prints_without_writing(tmp_path: Path, capsys: py
     assert report.main([str(saved), "--markdown", str(markdown), "--latency-section"]) == 0
     assert not markdown.exists()
     assert capsys.readouterr().out.startswith("## Real-text query latency")
+
+
+def _anchors(markdown: str) -> set[str]:
+    """GitHub's anchors for the headings of ``markdown`` (outside code blocks)."""
+    anchors: set[str] = set()
+    fenced = False
+    for line in markdown.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (heading := re.match(r"#{1,6} (.*)", line)):
+            anchors.add(re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower()).replace(" ", "-"))
+    return anchors
+
+
+@pytest.mark.parametrize("document", ["README.md", "research/README.md"])
+def test_links_into_benchmarks_md_reach_a_section(document: str) -> None:
+    """Figures live in BENCHMARKS.md and the prose links to them: a link whose section was renamed
+    would send the reader nowhere."""
+    root = Path(__file__).resolve().parents[1]
+    anchors = _anchors((root / "BENCHMARKS.md").read_text(encoding="utf-8"))
+    links = re.findall(r"\]\((?:\.\./)?BENCHMARKS\.md#([^)]+)\)", (root / document).read_text(encoding="utf-8"))
+    assert links, f"{document} no longer links to BENCHMARKS.md's sections"
+    assert sorted(set(links) - anchors) == []

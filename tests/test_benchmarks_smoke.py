@@ -54,7 +54,7 @@ def test_benchmark_smoke_run(bench_url: str) -> None:
 
 
 def test_balance_background_fingerprints_from_cached_counts_are_exact() -> None:
-    """benchmarks.balance computes background-centred fingerprints of a million articles from
+    """research.balance computes background-centred fingerprints of a million articles from
     summed unit counts, split by script; any slip (a Han feature counted as Latin, a float where
     simsql compares integers) would measure something simsql does not do. Articles here mix
     Latin and Han units, and the centres are arbitrary, so every term of the rule matters."""
@@ -62,7 +62,7 @@ def test_balance_background_fingerprints_from_cached_counts_are_exact() -> None:
 
     import numpy as np
 
-    from benchmarks import balance
+    from research import balance
     from simsql import Fingerprinter
     from simsql.background import Background
 
@@ -76,18 +76,18 @@ def test_balance_background_fingerprints_from_cached_counts_are_exact() -> None:
         [centres.randint(-600, 600) for _ in range(64)], [centres.randint(-600, 600) for _ in range(64)], Fingerprinter().config_id
     )
     fp = Fingerprinter(background=background)
-    balance.verify(fp, pop, balance._Vocabulary(units, fp), sample=len(members))
-    plain = balance._fingerprints(members, balance._Vocabulary(units, Fingerprinter()), Fingerprinter())
-    assert not np.array_equal(plain, balance._fingerprints(members, balance._Vocabulary(units, fp), fp))
+    balance.verify(fp, pop, balance.Vocabulary(units, fp), sample=len(members))
+    plain = balance._fingerprints(members, balance.Vocabulary(units, Fingerprinter()), Fingerprinter())
+    assert not np.array_equal(plain, balance._fingerprints(members, balance.Vocabulary(units, fp), fp))
 
 
 def test_probe_floor_smoke_run(bench_url: str, tmp_path: Path) -> None:
-    """benchmarks.probe_floor's figures are only worth reading if its searches answer what the
+    """research.probe_floor's figures are only worth reading if its searches answer what the
     probes promise: each check's nearest row is the nearest one radius-r block probes can reach
     (numpy, exact distances), on uniform and on real-text fingerprints."""
     out = tmp_path / "probe-floor.json"
     result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.probe_floor", "--quick", "--url", bench_url, "--rows", "3000", "--queries", "8",
+        [sys.executable, "-m", "research.probe_floor", "--quick", "--url", bench_url, "--rows", "3000", "--queries", "8",
          "--repeat", "1", "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip

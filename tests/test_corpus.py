@@ -21,7 +21,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from benchmarks import corpus  # noqa: E402
+from benchmarks import corpus, manpages, neardup  # noqa: E402
 from benchmarks.corpus import (  # noqa: E402
     CorpusUnavailable,
     Document,
@@ -118,8 +118,8 @@ def test_chinese_documents_are_chinese(zh_docs: list[Document]) -> None:
 def test_missing_man_pages_raise_with_the_install_command(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(corpus, "MAN_ROOT", tmp_path / "man")
-    monkeypatch.setattr(corpus, "ZH_ROOT", tmp_path / "man" / "zh_CN")
+    monkeypatch.setattr(manpages, "MAN_ROOT", tmp_path / "man")
+    monkeypatch.setattr(manpages, "ZH_ROOT", tmp_path / "man" / "zh_CN")
     with pytest.raises(CorpusUnavailable, match="apt-get install -y manpages"):
         english_documents(limit=1, cache_dir=tmp_path)
     with pytest.raises(CorpusUnavailable, match="manpages-zh"):
@@ -129,8 +129,8 @@ def test_missing_man_pages_raise_with_the_install_command(
 def test_cache_round_trip_matches_uncached_render(
     en_docs: list[Document], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    sources = corpus._sources("en")[:24]
-    monkeypatch.setattr(corpus, "_sources", lambda lang: sources)
+    sources = manpages.sources("en")[:24]
+    monkeypatch.setattr(corpus, "sources", lambda lang: sources)
     uncached = english_documents(limit=100, cache_dir=tmp_path)  # below limit: no cache written
     assert not (tmp_path / "manpages-en.jsonl").exists()
     meta = corpus.build_cache("en", cache_dir=tmp_path, processes=2)
@@ -226,7 +226,7 @@ def test_chinese_edits_keep_the_text_chinese(long_zh: str, rate: float) -> None:
         assert 0.5 * rate * n <= changed <= 2.5 * rate * n + 2, fn.__name__
     sub = substitute_words(long_zh, rate, random.Random(5))
     new_words = Counter(units(sub)) - Counter(units(long_zh))
-    assert new_words and all(corpus._HAN.search(w) for w in new_words)
+    assert new_words and all(neardup.HAN.search(w) for w in new_words)
 
 
 def test_character_unit_edits_for_chinese(long_zh: str) -> None:
@@ -293,8 +293,8 @@ def test_negatives_are_different_documents(pairs: list[Pair]) -> None:
     for p in negatives:
         assert p.a_id != p.b_id and p.a != p.b
         assert p.a_id.split("/")[0] == p.b_id.split("/")[0] == p.lang
-        ja, jb = corpus._shingles(p.a), corpus._shingles(p.b)
-        assert corpus._jaccard(ja, jb) < 0.5
+        ja, jb = neardup.shingles(p.a), neardup.shingles(p.b)
+        assert neardup.jaccard(ja, jb) < 0.5
         if p.kind == "hard_negative":
             assert family(p.a_id) == family(p.b_id)
     keys = [tuple(sorted((p.a_id, p.b_id))) for p in negatives]

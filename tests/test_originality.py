@@ -1,4 +1,4 @@
-"""Fast checks of the originality benchmark: evasions (benchmarks/edits.py), the tail model, and a
+"""Fast checks of the originality research (research/): evasions (benchmarks/edits.py), the tail model, and a
 tiny end-to-end smoke run of the v2 defaults on real man pages (skipped without them)."""
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:
     sys.path.insert(0, str(_ROOT))
 
-from benchmarks import balance, edits  # noqa: E402
+from benchmarks import edits  # noqa: E402
 from benchmarks.corpus import CorpusUnavailable, english_documents  # noqa: E402
-from benchmarks.originality import beta_binomial_cdf, caught, distances, pair_rates, reached  # noqa: E402
-from benchmarks.originality_report import store_recall  # noqa: E402
-from benchmarks.quality import nearest_blocks  # noqa: E402
-from benchmarks.sources import html_sections, rst_sections  # noqa: E402
+from benchmarks.hamming import distances, nearest_blocks  # noqa: E402
+from research import balance  # noqa: E402
+from research.originality import beta_binomial_cdf, caught, pair_rates, reached  # noqa: E402
+from research.originality_report import store_recall  # noqa: E402
+from research.sources import html_sections, rst_sections  # noqa: E402
 
 EN = (
     "The first paragraph explains the idea. It has two sentences.\n\n"
@@ -136,7 +137,7 @@ def test_balance_sums_of_sentence_counts_are_the_fingerprints_of_the_joined_text
     pop = _population(units, members)
     assert "一句 另一句" in pop.text(len(members) - 1)
     for fp in (Fingerprinter(), Fingerprinter(version=1), Fingerprinter(chinese="jieba")):
-        balance.verify(fp, pop, balance._Vocabulary(units, fp), sample=len(members))
+        balance.verify(fp, pop, balance.Vocabulary(units, fp), sample=len(members))
 
 
 def test_balance_text_sharing_is_the_shorter_articles_share() -> None:

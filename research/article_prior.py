@@ -28,6 +28,8 @@ import numpy as np
 
 from simsql import IdfTable, tokenize
 
+from benchmarks.internals import HAN_RUN
+
 BOUNDARY_CHARS = 3000
 MIN_SHARE = 1e-9
 
@@ -50,7 +52,7 @@ def english_shares() -> dict[bytes, float]:
 def chinese_bigram_shares(characters: bool = True) -> dict[bytes, float]:
     """Shares of Chinese character bigrams per bigram token, and (``characters``) of single
     characters, for the one-character Han runs that are features of their own. A background of
-    bigram streams (:func:`benchmarks.centring.background`) leaves the characters out."""
+    bigram streams (:func:`research.centring.background`) leaves the characters out."""
     import jieba
 
     words: dict[str, int] = {}
@@ -59,7 +61,7 @@ def chinese_bigram_shares(characters: bool = True) -> dict[bytes, float]:
             parts = line.split()
             if len(parts) >= 2:
                 word = tokenize.normalize(parts[0])
-                if tokenize._HAN_RUN.fullmatch(word):
+                if HAN_RUN.fullmatch(word):
                     words[word] = words.get(word, 0) + int(parts[1])
     total = sum(words.values())
     shares: dict[str, float] = {}

@@ -1,6 +1,6 @@
 """Bit balance at a million rows of real text, for a user who fits nothing.
 
-Articles are assembled from real text of the tuning sources (:mod:`benchmarks.sources`, never
+Articles are assembled from real text of the tuning sources (:mod:`research.sources`, never
 the held-out one), half English and half Chinese, in one of two populations:
 
 * ``sentences`` (default): random sets of distinct real sentences (:func:`benchmarks.edits.sentences`,
@@ -24,7 +24,7 @@ on the article texts.
 ``--table-background`` adds :data:`TABLE_BACKGROUND`: the v2 default centred on a background
 fitted on a random sample of the very population measured (what a user who runs
 ``Background.fit`` on a sample of their table gets), beside any fitted elsewhere (the
-``"v2 + background"`` configuration of :mod:`benchmarks.originality`, fitted on tuning articles).
+``"v2 + background"`` configuration of :mod:`research.originality`, fitted on tuning articles).
 
 Reported per configuration: bits of entropy (sum over the 64 bits of the binary entropy of "bit
 set"; 64 is ideal) and, for each of the four 16-bit blocks the index uses, the fullest bucket
@@ -32,11 +32,11 @@ over the uniform expectation ``rows / 65536``; per population, how much text two
 (:func:`text_sharing`), and per language and configuration whether the fullest buckets are
 made of text-sharing pairs (:func:`crowding`).
 
-Run: ``python -m benchmarks.balance [--population sentences|paragraphs|both] [--rows 1000000]
+Run: ``python -m research.balance [--population sentences|paragraphs|both] [--rows 1000000]
 [--configs "v2 default,v1 (0.1 default),fitted IdfTable"] [--table-background]
-[--out benchmarks/results/balance-population.json]``
+[--out research/results/balance-population.json]``
 (``--table`` prints BENCHMARKS.md's tables from the results);
-``python -m benchmarks.originality --balance [--balance-population ...]`` measures the default
+``python -m research.originality --balance [--balance-population ...]`` measures the default
 population alongside the originality benchmark.
 """
 
@@ -49,7 +49,6 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from itertools import repeat
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,11 +56,15 @@ import numpy as np
 
 from simsql import Fingerprinter, tokenize
 from simsql.background import Background
-from simsql.fingerprint import _hash, weighted_fingerprints
+from simsql.fingerprint import weighted_fingerprints
 from simsql.weighting import quantize
 
-from . import corpus, edits, sources
-from . import log as _log
+from benchmarks import edits, log
+from benchmarks.internals import feature_hashes
+from benchmarks.manpages import Lang
+
+from . import sources
+from .configurations import configurations
 
 _BATCH = 4096
 
@@ -82,7 +85,7 @@ TABLE_SAMPLE = 5000
 TABLE_SEED = 30
 
 
-def _paragraphs(lang: corpus.Lang) -> list[str]:
+def _paragraphs(lang: Lang) -> list[str]:
     paras: list[str] = []
     for source, langs in sources.SOURCES.items():
         if lang in langs and source != sources.HELD_OUT:
@@ -90,7 +93,7 @@ def _paragraphs(lang: corpus.Lang) -> list[str]:
     return sorted(set(paras))
 
 
-def _sentences(lang: corpus.Lang) -> list[str]:
+def _sentences(lang: Lang) -> list[str]:
     """Distinct sentences of the tuning paragraphs, none longer than a third of the shortest
     article (a table or listing without full stops would otherwise be most of an article)."""
     shortest = ARTICLE_CHARS[lang][0]
@@ -109,7 +112,7 @@ class Population:
     members: list[np.ndarray]
 
     @classmethod
-    def build(cls, name: PopulationName, lang: corpus.Lang, rows: int) -> Population:
+    def build(cls, name: PopulationName, lang: Lang, rows: int) -> Population:
         units = _sentences(lang) if name == "sentences" else _paragraphs(lang)
         lengths = np.array([len(u) for u in units])
         lo, hi = ARTICLE_CHARS[lang]
@@ -121,7 +124,7 @@ class Population:
         return _JOIN[self.name].join(self.units[i] for i in self.members[article])
 
 
-class _Vocabulary:
+class Vocabulary:
     """Paragraph feature counts in CSR form over one vocabulary."""
 
     def __init__(self, paragraphs: Sequence[str], fp: Fingerprinter) -> None:
@@ -159,7 +162,7 @@ def _article_members(
     return out
 
 
-def article_counts(batch: list[np.ndarray], vocab: _Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def article_counts(batch: list[np.ndarray], vocab: Vocabulary) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(article within ``batch``, feature id, count) of every feature of every article, sorted by
     article: the articles' units' cached counts summed, without tokenizing their text again."""
     size = np.int64(len(vocab.features))
@@ -173,14 +176,14 @@ def article_counts(batch: list[np.ndarray], vocab: _Vocabulary) -> tuple[np.ndar
     return unique // size, unique % size, np.bincount(inverse, weights=vocab.counts[index])
 
 
-def _fingerprints(members: list[np.ndarray], vocab: _Vocabulary, fp: Fingerprinter) -> np.ndarray:
+def _fingerprints(members: list[np.ndarray], vocab: Vocabulary, fp: Fingerprinter) -> np.ndarray:
     """simsql's fingerprints of the articles ``members`` from their units' cached counts.
 
     With a background, the weighted sums are taken per script (Latin, Han) as
     ``Fingerprinter._script_sums`` does, and reduced by simsql's own exact integer rule
     (``weighted_fingerprints``), so the result is the library's, not a float approximation of it.
     """
-    hashes = np.fromiter(map(_hash, vocab.features, repeat(fp.seed)), np.uint64, len(vocab.features))
+    hashes = feature_hashes(vocab.features, fp.seed)
     han = (
         np.fromiter(map(tokenize.is_han_feature, vocab.features), np.int64, len(vocab.features))
         if fp.background is not None
@@ -204,7 +207,7 @@ def _fingerprints(members: list[np.ndarray], vocab: _Vocabulary, fp: Fingerprint
     return out
 
 
-def verify(fp: Fingerprinter, pop: Population, vocab: _Vocabulary, sample: int = 300) -> None:
+def verify(fp: Fingerprinter, pop: Population, vocab: Vocabulary, sample: int = 300) -> None:
     """Raise unless summed unit counts give exactly ``fingerprint_many`` of the article texts
     (with a background too: the per-script sums and the integer centring are checked alike)."""
     texts = [pop.text(i) for i in range(min(sample, len(pop.members)))]
@@ -347,25 +350,25 @@ def run(
         t0 = time.perf_counter()
         background = table_background(pops, base)
         configs[name] = replace(base, background=background)
-        _log(f"balance {population} {name}: fitted on {background.documents} articles in {time.perf_counter() - t0:.0f} s")
+        log(f"balance {population} {name}: fitted on {background.documents} articles in {time.perf_counter() - t0:.0f} s")
         if details is not None:
             details.setdefault("backgrounds", {})[name] = {"documents": background.documents, **background.settings}
     for pop in pops:
         lang = pop.lang
-        _log(f"balance {population} {lang}: {len(pop.units)} units, {len(pop.members)} articles")
+        log(f"balance {population} {lang}: {len(pop.units)} units, {len(pop.members)} articles")
         if details is not None:
             details.setdefault("sharing", {})[lang] = text_sharing(pop)
-            _log(f"balance {population} {lang} sharing: {details['sharing'][lang]}")
-        vocabularies: dict[str, _Vocabulary] = {}
+            log(f"balance {population} {lang} sharing: {details['sharing'][lang]}")
+        vocabularies: dict[str, Vocabulary] = {}
         for name, fp in configs.items():
             if fp.tokenizer != "words" or fp.shingle_size != 1:
                 continue
-            vocab = vocabularies.get(fp.chinese) or vocabularies.setdefault(fp.chinese, _Vocabulary(pop.units, fp))
+            vocab = vocabularies.get(fp.chinese) or vocabularies.setdefault(fp.chinese, Vocabulary(pop.units, fp))
             verify(fp, pop, vocab)
             fps = per_lang.setdefault(name, {})[lang] = _fingerprints(pop.members, vocab, fp)
             if details is not None:
                 details.setdefault("crowding", {}).setdefault(name, {})[lang] = crowding(pop, fps)
-            _log(f"balance {population} {lang} {name}: done")
+            log(f"balance {population} {lang} {name}: done")
     for name, by_lang in per_lang.items():
         both = np.concatenate([by_lang["en"], by_lang["zh"]])
         result[name] = {"mixed": stats(both), **{lang: stats(v) for lang, v in by_lang.items()}}
@@ -419,12 +422,10 @@ def table(path: Path = RESULTS) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .originality import configurations
-
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.balance", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m research.balance", description=__doc__)
     parser.add_argument("--population", choices=(*POPULATIONS, "both"), default="both")
     parser.add_argument("--rows", type=int, default=1_000_000, help="articles in all, half per language")
-    parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated names of benchmarks.originality configurations")
+    parser.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated names of research.originality configurations")
     parser.add_argument(
         "--table-background", action="store_true",
         help=f"also measure {TABLE_BACKGROUND!r}: v2 default with a background fitted on {TABLE_SAMPLE} random articles per language of the population",
@@ -448,7 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         results["populations"][population] = {"balance": balance, **details}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=1) + "\n")
-        _log(f"wrote {args.out}")
+        log(f"wrote {args.out}")
     return 0
 
 

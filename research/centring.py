@@ -5,17 +5,17 @@ feature's hash). Common words push the same bits in every document, so bits lean
 corpus and the 16-bit index blocks crowd. Centring compares ``V_i`` with ``W * mu_i`` instead
 (``W = sum_f w_f``), where ``mu_i`` is the per-unit-weight push of "typical text" on bit ``i``.
 
-This module computes, for the 1M-article population of :mod:`benchmarks.balance`, each
+This module computes, for the 1M-article population of :mod:`research.balance`, each
 article's normalised sums ``r_i = V_i / W`` once per weighting (float32, exploration only: the
 library's exact integer path is checked separately), then the balance of any centring ``mu``.
-Backgrounds ``mu`` come from general-purpose frequency lists only (:mod:`benchmarks.article_prior`);
+Backgrounds ``mu`` come from general-purpose frequency lists only (:mod:`research.article_prior`);
 the population's own mean is reported as an oracle ceiling, never shipped.
 
-Run: ``python -m benchmarks.centring [--rows 250000]`` (the sweep, per language, into
-``benchmarks/results/centring.json``); ``--table results.json`` prints the candidate table of
+Run: ``python -m research.centring [--rows 250000]`` (the sweep, per language, into
+``research/results/centring.json``); ``--table results.json`` prints the candidate table of
 BENCHMARKS.md from an originality run; ``--crowding`` shows what crowds the buckets left after
 oracle centring (Chinese; with ``--population sentences``, both languages on the population of
-:mod:`benchmarks.balance` that holds no near-duplicates).
+:mod:`research.balance` that holds no near-duplicates).
 """
 
 from __future__ import annotations
@@ -25,23 +25,27 @@ import json
 import math
 import sys
 from collections.abc import Callable
-from itertools import repeat
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from simsql import Fingerprinter, tokenize
-from simsql.fingerprint import _BYTE_BITS, _BYTE_OFFSETS, _hash
+from simsql import Fingerprinter
+from simsql.queries import ORIGINALITY_DISTANCE
+from simsql.weighting import prior_table
+
+from benchmarks import log
+from benchmarks.internals import BYTE_BITS, BYTE_OFFSETS, HAN_RUN, feature_hashes
 
 from . import balance
-from . import log as _log
+from .article_prior import article_prior, chinese_bigram_shares, english_shares
+from .configurations import fitted_idf
 
 _BATCH = 4096
 
 
 def _is_han(features: list[bytes]) -> np.ndarray:
-    return np.fromiter((tokenize._HAN_RUN.match(f.decode("utf-8", "surrogatepass")) is not None for f in features), bool, len(features))
+    return np.fromiter((HAN_RUN.match(f.decode("utf-8", "surrogatepass")) is not None for f in features), bool, len(features))
 
 
 class Population:
@@ -51,15 +55,15 @@ class Population:
         self.source = balance.Population.build(population, lang, rows)  # type: ignore[arg-type]
         paras = self.source.units
         self.members = self.source.members
-        self.vocab = balance._Vocabulary(paras, fp)
+        self.vocab = balance.Vocabulary(paras, fp)
         self.han = _is_han(self.vocab.features)
-        self.hashes = np.fromiter(map(_hash, self.vocab.features, repeat(fp.seed)), np.uint64, len(self.vocab.features))
+        self.hashes = feature_hashes(self.vocab.features, fp.seed)
         self.batches: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
         for start in range(0, len(self.members), _BATCH):
             batch = self.members[start : start + _BATCH]
             owner, feature, counts = balance.article_counts(batch, self.vocab)
             self.batches.append((owner, feature, 1.0 + np.log(counts), len(batch)))
-        _log(f"{lang}: {len(paras)} {population}, {len(self.vocab.features)} features, {len(self.members)} articles")
+        log(f"{lang}: {len(paras)} {population}, {len(self.vocab.features)} features, {len(self.members)} articles")
 
     def sums(self, feature_weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(r = V / W as float32 [articles x 64], W, W of Han features) for per-feature weights."""
@@ -67,9 +71,9 @@ class Population:
         hash_bytes_all = self.hashes.astype("<u8").view(np.uint8).reshape(-1, 8).astype(np.intp)
         for owner, feature, logc, n_docs in self.batches:
             weights = logc * feature_weight[feature]
-            bins = hash_bytes_all[feature] + _BYTE_OFFSETS + (owner * 2048)[:, None]
+            bins = hash_bytes_all[feature] + BYTE_OFFSETS + (owner * 2048)[:, None]
             per_byte = np.bincount(bins.ravel(), weights=np.repeat(weights, 8), minlength=2048 * n_docs)
-            set_weight = (per_byte.reshape(n_docs, 8, 256) @ _BYTE_BITS).reshape(n_docs, 64)
+            set_weight = (per_byte.reshape(n_docs, 8, 256) @ BYTE_BITS).reshape(n_docs, 64)
             total = np.bincount(owner, weights=weights, minlength=n_docs)
             han = np.bincount(owner, weights=weights * self.han[feature], minlength=n_docs)
             rs.append(((2.0 * set_weight - total[:, None]) / total[:, None]).astype(np.float32))
@@ -85,8 +89,8 @@ def pack(bits: np.ndarray) -> np.ndarray:
 def push(hashes: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """Per-unit-weight push ``sum w s / sum w`` of weighted features on each of the 64 bits."""
     hash_bytes = hashes.astype("<u8").view(np.uint8).reshape(-1, 8).astype(np.intp)
-    per_byte = np.bincount((hash_bytes + _BYTE_OFFSETS).ravel(), weights=np.repeat(weights, 8), minlength=2048)
-    set_weight = (per_byte.reshape(8, 256) @ _BYTE_BITS).reshape(64)
+    per_byte = np.bincount((hash_bytes + BYTE_OFFSETS).ravel(), weights=np.repeat(weights, 8), minlength=2048)
+    set_weight = (per_byte.reshape(8, 256) @ BYTE_BITS).reshape(64)
     total = weights.sum()
     return (2.0 * set_weight - total) / total
 
@@ -123,15 +127,13 @@ def background(shares: dict[bytes, float], weight: Callable[[list[bytes]], np.nd
     """``mu``: per-unit-weight push of an article of ``tokens`` tokens drawn from ``shares``."""
     features = list(shares)
     p = np.fromiter(shares.values(), float, len(features))
-    hashes = np.fromiter(map(_hash, features, repeat(0)), np.uint64, len(features))
+    hashes = feature_hashes(features, 0)
     return push(hashes, weight(features) * expected_log_count(tokens * p))
 
 
 def evaluate(pops: dict[str, Population], name: str, weight: Callable[[list[bytes]], np.ndarray], tokens: float = 1000.0) -> dict[str, Any]:
     """Balance uncentred, centred on a general background, and centred on the population's own
     mean (an oracle: the ceiling of any centring, never shippable)."""
-    from .article_prior import chinese_bigram_shares, english_shares
-
     mus = {"en": background(english_shares(), weight, tokens), "zh": background(chinese_bigram_shares(characters=False), weight, tokens)}
     fps: dict[str, dict[str, np.ndarray]] = {"plain": {}, "general-centred": {}, "oracle-centred": {}}
     for lang, pop in pops.items():
@@ -144,16 +146,11 @@ def evaluate(pops: dict[str, Population], name: str, weight: Callable[[list[byte
     for tag, by_lang in fps.items():
         both = np.concatenate([by_lang["en"], by_lang["zh"]])
         out[tag] = {"mixed": summary(both), **{lang: summary(v) for lang, v in by_lang.items()}}
-        _log(f"{name:36s} {tag:16s} {out[tag]}")
+        log(f"{name:36s} {tag:16s} {out[tag]}")
     return out
 
 
 def candidates() -> dict[str, Callable[[list[bytes]], np.ndarray]]:
-    from simsql.weighting import prior_table
-
-    from .article_prior import article_prior
-    from .originality import fitted_idf
-
     out: dict[str, Callable[[list[bytes]], np.ndarray]] = {"v2 prior": prior_table().weights}
     for tokens, lo, hi in ((300, 1, 5), (300, 2, 6), (300, 1, 8), (1000, 1, 8)):
         out[f"article L{tokens} band {lo}-{hi}"] = article_prior(tokens, lo, hi).weights
@@ -189,7 +186,7 @@ def crowding(pop: Population, fps: np.ndarray, lengths: np.ndarray, sample: int 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.centring", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m research.centring", description=__doc__)
     parser.add_argument("--rows", type=int, default=500_000, help="articles per language")
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "centring.json")
     parser.add_argument("--table", type=Path, default=None, metavar="ORIGINALITY_JSON",
@@ -197,14 +194,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crowding", action="store_true",
                         help="only: why oracle-centred v2 buckets still crowd (Chinese), printed as JSON")
     parser.add_argument("--population", choices=balance.POPULATIONS, default="paragraphs",
-                        help="articles of benchmarks.balance (the sweep and --crowding of BENCHMARKS.md: paragraphs)")
+                        help="articles of research.balance (the sweep and --crowding of BENCHMARKS.md: paragraphs)")
     args = parser.parse_args(argv)
     if args.table is not None:
         print(candidate_table(args.table, args.out))
         return 0
     if args.crowding:
-        from simsql.weighting import prior_table
-
         if args.population == "paragraphs":
             pop = Population("zh", args.rows, Fingerprinter())
             r, _, _ = pop.sums(prior_table().weights(pop.vocab.features))
@@ -232,9 +227,9 @@ LIGHT = ("header_footer", "sub_1", "sub_2", "sentence_in", "sentence_out", "shuf
 
 def candidate_table(originality: Path, centred: Path | None = None) -> str:
     """Markdown: balance, light-evasion recall at find_original's threshold and false matches per
-    candidate, from ``python -m benchmarks.originality --balance --out ...`` (and the centring
+    candidate, from ``python -m research.originality --balance --out ...`` (and the centring
     sweep for the centred rows)."""
-    from simsql.queries import ORIGINALITY_DISTANCE as t
+    t = ORIGINALITY_DISTANCE
 
     data = json.loads(originality.read_text())
     header = ["configuration", "bits of entropy (1M, mixed)", "fullest 16-bit bucket", "en: light evasions, worst kind (tuning / held out)",

@@ -14,7 +14,7 @@ normalises text and kept only if they are one simsql token. The output is determ
 two decimals, gzip without a timestamp); its SHA-256 is pinned in ``simsql/weighting.py``, so a
 rebuilt file that differs by one byte is refused rather than silently changing fingerprints.
 
-Run: ``pip install wordfreq==3.1.1 jieba==0.42.1 && python -m benchmarks.build_prior``.
+Run: ``pip install wordfreq==3.1.1 jieba==0.42.1 && python -m research.build_prior``.
 """
 
 from __future__ import annotations

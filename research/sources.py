@@ -26,7 +26,7 @@ Pages are cut into articles at headings: consecutive sections are merged until a
 reaches ``MIN_CHARS`` (1,500 en, 600 zh) and a section longer than ``MAX_CHARS`` is cut at a
 paragraph. Code listings, navigation and tables are left out: a copier copies prose.
 
-Fetch everything once with ``python -m benchmarks.sources --fetch``.
+Fetch everything once with ``python -m research.sources --fetch``.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ from collections.abc import Iterator, Sequence
 from html.parser import HTMLParser
 from pathlib import Path
 
-from .corpus import CACHE_DIR, CorpusUnavailable, Document, Lang, chinese_documents, english_documents, is_chinese
+from benchmarks.corpus import CACHE_DIR, CorpusUnavailable, Document, chinese_documents, english_documents, is_chinese
+from benchmarks.manpages import Lang
 
 __all__ = ["HELD_OUT", "SOURCES", "articles", "fetch", "real_revisions"]
 
@@ -103,7 +104,7 @@ def fetch() -> None:
 
 def _require(path: Path) -> Path:
     if not path.exists():
-        raise CorpusUnavailable(f"{path} is missing; run: python -m benchmarks.sources --fetch")
+        raise CorpusUnavailable(f"{path} is missing; run: python -m research.sources --fetch")
     return path
 
 
@@ -288,7 +289,7 @@ def _html_files(source: str, lang: Lang) -> list[tuple[str, Path]]:
 def _django_docs(version: str) -> Iterator[tuple[str, list[tuple[str, list[str]]]]]:
     tarball = next(iter(sorted(_PYPI_DIR.glob(f"[Dd]jango-{version}.tar.gz"))), None)
     if tarball is None:
-        raise CorpusUnavailable(f"Django {version} sdist missing; run: python -m benchmarks.sources --fetch")
+        raise CorpusUnavailable(f"Django {version} sdist missing; run: python -m research.sources --fetch")
     with tarfile.open(tarball) as tar:
         for member in sorted(tar.getmembers(), key=lambda m: m.name):
             parts = member.name.split("/")
@@ -384,7 +385,7 @@ def real_revisions(lang: Lang, min_unchanged: float = 0.8) -> list[tuple[str, st
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.sources", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m research.sources", description=__doc__)
     parser.add_argument("--fetch", action="store_true", help="download and unpack the packages first")
     args = parser.parse_args(argv)
     if args.fetch:

@@ -1,12 +1,12 @@
 """The originality check of issue 8, measured: evasions caught, false matches, balanced bits.
 
-Corpus: :mod:`benchmarks.sources` (six documentation sources for tuning, ``debian-handbook``
+Corpus: :mod:`research.sources` (six documentation sources for tuning, ``debian-handbook``
 held out). For each language and each configuration:
 
 * **evasions**: up to ``--per-kind`` tuning articles (every held-out one) get each evasion of
   :data:`benchmarks.edits.EVASIONS`; a copy is *caught at t* when its fingerprint is within t
   bits of the original's. The ``simhash`` package (``Simhash(text)`` defaults) runs on the same
-  texts. Real revisions (:func:`benchmarks.sources.real_revisions`) are reported alike.
+  texts. Real revisions (:func:`research.sources.real_revisions`) are reported alike.
 * **false matches**: every distinct pair of tuning articles (English: all of them; Chinese has
   fewer articles, so besides all pairs of real articles, all pairs of articles assembled from
   disjoint sets of real paragraphs, at least 10^7 pairs); the per-pair rate at distance <= t
@@ -15,10 +15,10 @@ held out). For each language and each configuration:
   half Chinese; ``--balance-population paragraphs`` for the older runs of paragraphs, which
   repeat text across articles), fingerprinted from cached feature counts by simsql's own
   weighting (checked equal to ``fingerprint_many`` on a sample); bits of entropy and the fullest
-  16-bit bucket against the uniform expectation (:mod:`benchmarks.balance`).
+  16-bit bucket against the uniform expectation (:mod:`research.balance`).
 
-Run: ``python -m benchmarks.originality [--balance] [--out benchmarks/results/originality.json]``
-then ``python -m benchmarks.report --originality benchmarks/results/originality.json``.
+Run: ``python -m research.originality [--balance] [--out research/results/originality.json]``
+then ``python -m research.originality_report`` (BENCHMARKS.md's section and plot).
 """
 
 from __future__ import annotations
@@ -29,18 +29,24 @@ import math
 import random
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from simsql import Fingerprinter
 from simsql.containment import shingles
 from simsql.queries import ORIGINALITY_DISTANCE, ORIGINALITY_PROBE_RADIUS
 
-from . import corpus, edits, sources
-from . import log as _log
-from .quality import _POPCOUNT, _simhash_package_many, nearest_blocks
+from benchmarks import corpus, edits, log
+from benchmarks.hamming import distances, nearest_blocks
+from benchmarks.internals import fingerprints_from_counts
+from benchmarks.manpages import Lang
+from benchmarks.quality import simhash_package_many
+
+from . import balance, sources
+from .configurations import configurations, corpus_split
 
 THRESHOLDS = tuple(range(21))
 RECOMMENDED_THRESHOLD = ORIGINALITY_DISTANCE
@@ -55,17 +61,11 @@ it (for ``t <= 4 * radius + 3`` that is every pair within ``t``). ``evasions_exa
 SEED = 8
 RESULTS = Path(__file__).resolve().parent / "results" / "originality.json"
 
-FingerprintFn = Callable[[Sequence[str]], np.ndarray]
 
 
 def _to_array(values: Sequence[int | None]) -> np.ndarray:
     """uint64 fingerprints; a text the peer cannot fingerprint gets a value that matches nothing."""
     return np.array([v if v is not None else 0 for v in values], dtype=np.uint64)
-
-
-def distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    xor = np.bitwise_xor(a.astype(np.uint64), b.astype(np.uint64))
-    return _POPCOUNT[xor.view(np.uint8)].reshape(-1, 8).sum(axis=1, dtype=np.int64)
 
 
 def reached(a: np.ndarray, b: np.ndarray, probed: bool = True, radius: int = PROBE_RADIUS) -> np.ndarray:
@@ -81,112 +81,17 @@ def caught(d: np.ndarray, reachable: np.ndarray | None = None) -> list[float]:
     return [float(np.mean((d <= t) & mask)) for t in THRESHOLDS]
 
 
-def capped_prior(cap: float) -> Any:
-    """The built-in prior with every IDF above ``cap`` lowered to it (and the default = cap)."""
-    from simsql import IdfTable
-    from simsql.weighting import prior_idf
-
-    table = prior_idf()
-    return IdfTable({k.decode(): min(v, cap) for k, v in table._idf.items()}, default=cap)
-
-
-def banded_prior(lo: float, hi: float) -> Any:
-    """The built-in prior mapped to ``min(idf, hi) - lo``, floored at 0: common words drop out."""
-    from simsql import IdfTable
-    from simsql.weighting import prior_idf
-
-    table = prior_idf()
-    return IdfTable({k.decode(): max(min(v, hi) - lo, 0.0) for k, v in table._idf.items()}, default=max(min(table.default, hi) - lo, 0.0))
-
-
-def _article_prior(tokens: float, lo: float, hi: float) -> Any:
-    from .article_prior import article_prior
-
-    return article_prior(tokens, lo, hi)
-
-
-def fitted_idf() -> Any:
-    """What a user who fits gets: ``IdfTable.fit`` on their own corpus (here every tuning article)."""
-    from simsql import IdfTable
-
-    texts = [d.text for lang in ("en", "zh") for d in corpus_split(lang)[0]]  # type: ignore[arg-type]
-    return IdfTable.fit(texts)
-
-
-BACKGROUND_SAMPLE = {"en": 1500, "zh": 500}
-"""Tuning articles per language that :func:`tuning_background` fits on (2,000 in all: about the
-corpus's own mix, a quarter Chinese)."""
-BACKGROUND_SEED = 20
-
-
-def tuning_background() -> Any:
-    """What a user who fits a background on a sample of their own corpus gets:
-    ``Background.fit`` on :data:`BACKGROUND_SAMPLE` random tuning articles (fixed seed), never the
-    held-out source, so held-out recall and false matches show a background that did not see them."""
-    from simsql.background import Background
-
-    texts: list[str] = []
-    for lang, count in BACKGROUND_SAMPLE.items():
-        tune = corpus_split(lang)[0]  # type: ignore[arg-type]
-        texts.extend(d.text for d in random.Random(f"{BACKGROUND_SEED}:{lang}").sample(tune, min(count, len(tune))))
-    return Background.fit(texts)
-
-
-def configurations(names: Sequence[str] | None = None) -> dict[str, tuple[str, Any]]:
-    """name -> (description, Fingerprinter or None for the simhash package)."""
-    from simsql import Fingerprinter
-    from simsql.weighting import prior_idf
-
-    makers: dict[str, tuple[str, Callable[[], Any]]] = {
-        "v2 default": (
-            'Fingerprinter(): words (Han: character bigrams), (1 + ln count) x clip(prior IDF - 2, 0.05, 2)', Fingerprinter
-        ),
-        "v2 + background": (
-            "Fingerprinter(background=Background.fit(2,000 random tuning articles: en 1,500, zh 500)): "
-            "v2 default with bits centred on the corpus's per-bit medians",
-            lambda: Fingerprinter(background=tuning_background()),
-        ),
-        "v2 jieba": ('Fingerprinter(chinese="jieba"): the same with jieba words', lambda: Fingerprinter(chinese="jieba")),
-        "v1 (0.1 default)": ("Fingerprinter(version=1): words, 1 + ln count", lambda: Fingerprinter(version=1)),
-        "fitted IdfTable": (
-            "Fingerprinter(weighting=IdfTable.fit(tuning articles)): (1 + ln count) x fitted IDF",
-            lambda: Fingerprinter(weighting=fitted_idf()),
-        ),
-        "prior IDF unbanded": (
-            "(1 + ln count) x prior IDF (no band)", lambda: Fingerprinter(weighting=prior_idf())
-        ),
-        "prior cap 3": ("(1 + ln count) x min(prior IDF, 3)", lambda: Fingerprinter(weighting=capped_prior(3.0))),
-        "v2 shingle2": ("Fingerprinter(shingle_size=2)", lambda: Fingerprinter(shingle_size=2)),
-        "simhash package": ("simhash 2.1.2 Simhash(text): char 4-grams, counts, MD5", lambda: None),
-    }
-    for lo, hi in ((1.0, 3.0), (1.5, 4.0), (2.0, 8.0), (3.0, 8.0), (3.0, 11.0)):
-        makers[f"band {lo:g}-{hi:g}"] = (
-            f"(1 + ln count) x (min(prior IDF, {hi:g}) - {lo:g})+",
-            lambda lo=lo, hi=hi: Fingerprinter(weighting=banded_prior(lo, hi)),
-        )
-    for tokens, lo, hi in ((300, 1.0, 8.0), (300, 1.0, 5.0), (300, 2.0, 6.0), (1000, 1.0, 8.0)):
-        makers[f"article L{tokens} band {lo:g}-{hi:g}"] = (
-            (
-                f"(1 + ln count) x clip(article IDF at L={tokens} tokens - {lo:g}, 0.05, {hi - lo:g}) "
-                "(wordfreq + jieba dict.txt bigrams, benchmarks/article_prior.py)"
-            ),
-            lambda tokens=tokens, lo=lo, hi=hi: Fingerprinter(weighting=_article_prior(tokens, lo, hi)),
-        )
-    chosen = names or list(makers)
-    return {name: (makers[name][0], makers[name][1]()) for name in chosen}
-
-
 _COUNTS: dict[tuple[Any, ...], dict[str, Any]] = {}
 
 
-def fingerprints(config: Any, texts: Sequence[str]) -> np.ndarray:
+def fingerprints(config: Fingerprinter | None, texts: Sequence[str]) -> np.ndarray:
     """Fingerprints of ``texts``; feature counts are shared by configurations that tokenize alike.
 
     The same two steps as ``Fingerprinter.fingerprint_many`` (``feature_counts``, then the
     weighted sums), so the values are simsql's own; tokenizing (jieba) is the costly half.
     """
     if config is None:
-        return _to_array(_simhash_package_many(texts))
+        return _to_array(simhash_package_many(texts))
     key = (config.tokenizer, config.shingle_size, config.char_ngram_size, config.chinese)
     cache = _COUNTS.setdefault(key, {})
     counts = []
@@ -195,24 +100,12 @@ def fingerprints(config: Any, texts: Sequence[str]) -> np.ndarray:
         if c is None:
             c = cache[text] = config.feature_counts(text)
         counts.append(c)
-    out: list[int | None] = []
-    for lo in range(0, len(counts), 256):
-        out.extend(config._fingerprint_counts(counts[lo : lo + 256]))
-    return _to_array(out)
+    return _to_array(fingerprints_from_counts(config, counts))
 
 
 # --------------------------------------------------------------------------------------------
 # Texts
 # --------------------------------------------------------------------------------------------
-
-
-def corpus_split(lang: corpus.Lang) -> tuple[list[corpus.Document], list[corpus.Document]]:
-    """(tuning articles, held-out articles) of ``lang``."""
-    tune: list[corpus.Document] = []
-    for source, langs in sources.SOURCES.items():
-        if lang in langs and source != sources.HELD_OUT:
-            tune.extend(sources.articles(source, lang))
-    return tune, sources.articles(sources.HELD_OUT, lang)
 
 
 def evasion_pairs(docs: Sequence[corpus.Document], per_kind: int, seed: int) -> dict[str, tuple[list[str], list[str]]]:
@@ -352,9 +245,9 @@ def pair_rates(fps: np.ndarray, texts: Sequence[str], probed: bool = True) -> di
 # --------------------------------------------------------------------------------------------
 
 
-def run_language(lang: corpus.Lang, per_kind: int, configs: dict[str, tuple[str, Any]]) -> dict[str, Any]:
+def run_language(lang: Lang, per_kind: int, configs: dict[str, tuple[str, Any]]) -> dict[str, Any]:
     tune, held = corpus_split(lang)
-    _log(f"{lang}: {len(tune)} tuning articles, {len(held)} held out")
+    log(f"{lang}: {len(tune)} tuning articles, {len(held)} held out")
     sets = {"tuning": evasion_pairs(tune, per_kind, SEED), "held_out": evasion_pairs(held, 10**9, SEED)}
     revisions = sources.real_revisions(lang)
     unrelated = {"real": [d.text for d in tune]}
@@ -398,12 +291,12 @@ def run_language(lang: corpus.Lang, per_kind: int, configs: dict[str, tuple[str,
         held_fm = pair_rates(fingerprints(config, held_texts), held_texts, probed)
         entry["false_match"]["held_out"] = held_fm
         result["configs"][name] = entry
-        _log(f"{lang} {name}: {time.perf_counter() - t0:.0f} s")
+        log(f"{lang} {name}: {time.perf_counter() - t0:.0f} s")
     return result
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.originality", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m research.originality", description=__doc__)
     parser.add_argument("--per-kind", type=int, default=300)
     parser.add_argument("--langs", default="en,zh")
     parser.add_argument("--configs", default=None, help="comma-separated names (default: all)")
@@ -427,14 +320,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for lang in langs:
         results["languages"][lang] = run_language(lang, args.per_kind, configs)  # type: ignore[arg-type]
     if args.balance:
-        from .balance import run as run_balance
-
         chosen = {k: v[1] for k, v in configs.items() if v[1] is not None}
-        results["balance"] = run_balance(args.balance_rows, chosen, args.balance_population)
+        results["balance"] = balance.run(args.balance_rows, chosen, args.balance_population)
         results["balance_population"] = args.balance_population
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
-    _log(f"wrote {args.out}")
+    log(f"wrote {args.out}")
     return 0
 
 

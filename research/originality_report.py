@@ -1,16 +1,18 @@
-"""Render ``benchmarks/results/originality.json`` into BENCHMARKS.md, the README and a plot.
+"""Render ``research/results/originality.json`` into BENCHMARKS.md and a plot.
 
-The section between ``<!-- originality:start -->`` and ``<!-- originality:end -->`` in
-BENCHMARKS.md, and between ``<!-- defaults:start -->`` and ``<!-- defaults:end -->`` in the
-README's "Defaults, and why", are replaced; everything else is left as it is.
+The sections between ``<!-- defaults:start -->`` and ``<!-- defaults:end -->`` ("Defaults, and
+why: the measurements", which the README's "Defaults, and why" links to) and between
+``<!-- originality:start -->`` and ``<!-- originality:end -->`` in BENCHMARKS.md are replaced;
+everything else is left as it is.
 
-Run: ``python -m benchmarks.originality_report [results.json]``; with ``--compare "A,B"`` it
-prints configurations A and B side by side from the results file instead (:func:`comparison`)
-and writes nothing.
+Run: ``python -m research.originality_report [results.json]``; with ``--compare "A,B"`` it
+prints configurations A and B side by side from the results file instead (:func:`comparison`),
+with ``--candidates "A,B"`` their one-row summaries (:func:`candidate_summary`), and writes nothing.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import re
@@ -19,11 +21,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import edits, sources
+from benchmarks import edits
+
+from . import sources
 from .originality import RESULTS
 
 ROOT = Path(__file__).resolve().parent.parent
-PLOT = ROOT / "benchmarks" / "plots" / "originality_roc.png"
+PLOT = ROOT / "research" / "plots" / "originality_roc.png"
 DEFAULT = "v2 default"
 PEER = "simhash package"
 LIGHT = ("header_footer", "sub_1", "sub_2", "sentence_in", "sentence_out", "shuffle", "mix")
@@ -180,7 +184,7 @@ def _store_table(results: dict[str, Any], t: int) -> str:
 
 
 def _balance_population(name: str) -> str:
-    """What the balance rows were measured on (:mod:`benchmarks.balance` owns the populations)."""
+    """What the balance rows were measured on (:mod:`research.balance` owns the populations)."""
     if name == "sentences":
         return ("Articles are random sets of distinct real sentences drawn across the tuning sources (half English, "
                 "half Chinese), so that no two share more than a small part of their text.")  # fmt: skip
@@ -241,16 +245,15 @@ def _sources_table(results: dict[str, Any]) -> str:
     return table(["source", "role", "articles"], rows)
 
 
-def section(results: dict[str, Any]) -> str:
-    t = _threshold(results)
-    parts = [
+def _intro(results: dict[str, Any]) -> list[str]:
+    return [
         "## Originality check (issue 8): evasions, false matches, balanced bits",
         "",
-        "Regenerate: `python -m benchmarks.sources --fetch && python -m benchmarks.originality --balance && "
-        "python -m benchmarks.originality_report`.",
+        "Regenerate: `python -m research.sources --fetch && python -m research.originality --balance && "
+        "python -m research.originality_report` (results in `research/results/originality.json`).",
         "",
         "Articles are sections of documentation, 1,500-8,000 characters (English) or 600-4,000 (Chinese); "
-        "every source below is named in `benchmarks/sources.py`. Defaults were chosen on the tuning "
+        "every source below is named in `research/sources.py`. Defaults were chosen on the tuning "
         f"sources only; `{sources.HELD_OUT}` was not looked at until they were fixed.",
         "",
         _sources_table(results),
@@ -258,24 +261,32 @@ def section(results: dict[str, Any]) -> str:
         "Configurations tried: " + ", ".join(f"`{n}` ({c})" for n, c in results["descriptions"].items()
                                              if n in results["languages"]["en"]["configs"]) + ".",
         "",
-    ]
-    for lang in results["languages"]:
-        name = {"en": "English", "zh": "Chinese"}[lang]
-        parts += [f"### Evasions caught, {name} (share of copies their original is found for, within the threshold)", "",
-                  _evasion_table(results, lang, t), ""]  # fmt: skip
-    parts += [
+    ]  # fmt: skip
+
+
+def _false_match_part(results: dict[str, Any], t: int) -> list[str]:
+    r = _radius(results)
+    return [
         f"### False matches at {t} bits",
         "",
         "Every distinct pair of tuning articles (Chinese: also every pair of articles assembled from disjoint "
         "paragraphs, to pass 10^7 pairs). A pair within 15 bits whose word 5-shingle containment reaches 0.5 is "
         "the same text in fact (a section two manuals share) and is counted apart. simsql's pairs count when "
-        f"`find_original`'s radius-{_radius(results)} probes reach them (every pair within {4 * _radius(results) + 3} "
+        f"`find_original`'s radius-{r} probes reach them (every pair within {4 * r + 3} "
         "bits; farther ones when a block is that close), as its index would return them; the fit extrapolates "
         "below what the pairs can show (for every pair within t, so above the probed rate); "
         "alarms per check = rate x rows, before the text check.",
         "",
         _false_match_table(results, t),
         "",
+    ]
+
+
+def _store_part(results: dict[str, Any], t: int) -> list[str]:
+    costs = " / ".join(f"{e['text_stage_ms_per_candidate']:.2f} ms ({lang})" for lang, e in results["languages"].items()
+                       if "text_stage_ms_per_candidate" in e)  # fmt: skip
+    pairs = results["languages"]["en"]["configs"][DEFAULT]["false_match"]["real"]["pairs"]
+    return [
         "### In a large store: unrelated candidates before the copy",
         "",
         "`find_original` verifies the nearest `candidates` rows (16 by default) by their text. In a large store "
@@ -283,17 +294,21 @@ def section(results: dict[str, Any]) -> str:
         "fall outside the rows verified. Expected share caught (held-out copies, worst light kind / 5% substitution), "
         "from each copy's distance and the per-pair rate of unrelated real articles of the tuning sources "
         "(articles from the same manuals, which share topics: the crowded case), assuming "
-        "unrelated rows independent (`benchmarks.originality_report.store_recall`). Shingling one candidate's "
-        "text costs " + " / ".join(f"{e['text_stage_ms_per_candidate']:.2f} ms ({lang})" for lang, e in results["languages"].items()
-                                 if "text_stage_ms_per_candidate" in e) + " on top of fetching it.",
+        "unrelated rows independent (`research.originality_report.store_recall`). Shingling one candidate's "
+        f"text costs {costs} on top of fetching it.",
         "",
         _store_table(results, t),
         "",
-        f"The default by threshold (English, {results['languages']['en']['configs'][DEFAULT]['false_match']['real']['pairs']:,} pairs; "
+        f"The default by threshold (English, {pairs:,} pairs; "
         "the goal of fewer than 1 false alarm in 1,000 checks at 1M rows needs a per-pair rate below 1e-9):",
         "",
         _threshold_table(results),
         "",
+    ]
+
+
+def _balance_part(results: dict[str, Any]) -> list[str]:
+    return [
         "### Balanced bits at 1M rows (a user who fits nothing)",
         "",
         _balance_table(results),
@@ -306,9 +321,21 @@ def section(results: dict[str, Any]) -> str:
         "",
         "### Recall against false-match rate",
         "",
-        "![recall vs false-match rate](plots/originality_roc.png)",
+        f"![recall vs false-match rate]({PLOT.relative_to(ROOT).as_posix()})",
         "",
     ]
+
+
+def section(results: dict[str, Any]) -> str:
+    """BENCHMARKS.md's originality section: sources, evasions caught, false matches, a large
+    store, balance and the recall / false-match plot."""
+    t = _threshold(results)
+    parts = _intro(results)
+    for lang in results["languages"]:
+        name = {"en": "English", "zh": "Chinese"}[lang]
+        parts += [f"### Evasions caught, {name} (share of copies their original is found for, within the threshold)", "",
+                  _evasion_table(results, lang, t), ""]  # fmt: skip
+    parts += _false_match_part(results, t) + _store_part(results, t) + _balance_part(results)
     return "\n".join(parts)
 
 
@@ -357,16 +384,18 @@ def _balance_bullet(results: dict[str, Any]) -> list[str]:
             f"{fitted['worst_bucket_vs_uniform']:.0f}x."
         )
     line += (
-        " A background fitted on a sample of your own table balances them fully (\"Balanced bits on your own text\" "
-        "above; BENCHMARKS.md, \"Balanced bits with a table background\")."
+        " A background fitted on a sample of your own table balances them fully (\"Balanced bits with a table "
+        "background\" below)."
     )
     return [line]
 
 
-def readme_defaults(results: dict[str, Any]) -> str:
-    """The body of the README's "Defaults, and why", every figure from ``results``."""
-    t = _threshold(results)
-    r = _radius(results)
+DEFAULTS_HEADING = "## Defaults, and why: the measurements"
+"""The heading of the defaults section; the README's "Defaults, and why" links to its anchor."""
+
+
+def _defaults_table(results: dict[str, Any], t: int) -> str:
+    """One row per configuration: held-out recall, false matches per pair and check, balance."""
     en, zh = results["languages"]["en"], results["languages"]["zh"]
     names = [n for n in (DEFAULT, "v2 jieba", "v1 (0.1 default)", "fitted IdfTable", "prior IDF unbanded", "band 3-11", "v2 shingle2", PEER)
              if n in en["configs"] and n in zh["configs"]]  # fmt: skip
@@ -374,7 +403,7 @@ def readme_defaults(results: dict[str, Any]) -> str:
     for name in names:
         ce, cz = en["configs"][name], zh["configs"][name]
         fm = ce["false_match"]["real"]
-        entropy, bucket = _balance_cell(results, name.replace("prior IDF, unbanded", "prior IDF unbanded"))
+        entropy, bucket = _balance_cell(results, name)
         rows.append([
             f"**{name}**" if name == DEFAULT else name,
             f"{pct(_light_min(ce, 'held_out', t))} / {pct(_light_min(cz, 'held_out', t))}",
@@ -383,41 +412,29 @@ def readme_defaults(results: dict[str, Any]) -> str:
             f"{fm['mean_distance']:.1f}", sci(fm["rate"][t]), f"{fm['rate'][t] * 1e6:.2g} / {fm['rate'][t] * 1e7:.2g}",
             entropy, bucket,
         ])  # fmt: skip
-    d = en["configs"][DEFAULT]
-    v1 = en["configs"]["v1 (0.1 default)"]
+    return table(["configuration", f"light, <= {t} bits (en / zh)", f"5% substituted, <= {t}", "light, <= 3",
+                  "mean distance, unrelated", f"false matches per pair, <= {t}", "unrelated candidates per check at 1M / 10M (before the text check)",
+                  "bits of entropy", "fullest bucket"], rows)  # fmt: skip
+
+
+def _find_original_bullet(results: dict[str, Any], t: int) -> str:
+    r = _radius(results)
+    en, zh = results["languages"]["en"], results["languages"]["zh"]
+    d, dz = en["configs"][DEFAULT], zh["configs"][DEFAULT]
     fm_d = d["false_match"]["real"]
     keeps = min(min(v.values()) for v in (en["second_stage_keeps"]["held_out"], zh["second_stage_keeps"]["held_out"]))
     worst = {lang: max(fm["max_containment_of_false_matches"] for fm in entry["configs"][DEFAULT]["false_match"].values())
              for lang, entry in (("en", en), ("zh", zh))}  # fmt: skip
-    text = [
-        "Chosen by measurement on documentation prose from six sources and checked on a seventh held out "
-        "(`python -m benchmarks.originality --balance`, tables and sources in BENCHMARKS.md). Recall is the share of "
-        "disguised copies within the threshold of their original, on the held-out `debian-handbook` (English / "
-        "Chinese); \"light\" is the worst of header/footer, 1-2% substitution, a sentence in or out, shuffled "
-        "paragraphs and their mix. False matches: every pair of 5,861 unrelated English articles (17M pairs); "
-        "candidates per check = measured per-pair rate x rows. Balance: 1M assembled articles, half English, half Chinese "
-        "(measured for two rows only; \"fitted IdfTable\" there used bigrams, its recall and false matches jieba words).",
-        "",
-        table(["configuration", f"light, <= {t} bits (en / zh)", f"5% substituted, <= {t}", "light, <= 3",
-               "mean distance, unrelated", f"false matches per pair, <= {t}", "unrelated candidates per check at 1M / 10M (before the text check)",
-               "bits of entropy", "fullest bucket"], rows),  # fmt: skip
-        "",
-        f"- **Words, weighted `(1 + ln count) x clip(idf - 2, 0.05, 2)` with a built-in IDF prior** "
-        "(`Fingerprinter()`, algorithm version 2). The prior is jieba's own IDF table and wordfreq's English "
-        "frequencies on the same scale, shipped as a 290 kB file whose hash is pinned. Common words (\"the\", \"的\") "
-        "barely count, so they stop pushing the same bits in every document: unrelated English articles sit "
-        f"{fm_d['mean_distance']:.1f} bits apart instead of {v1['false_match']['real']['mean_distance']:.1f} (version 1). "
-        "Every rarer word counts the same, because an unbanded IDF lets a copier's few new rare words move the "
-        "fingerprint far (see the unbanded row).",
+    return (
         f"- **`find_original`: up to {t} bits from radius-{r} probes, then a second stage.** Radius-{r} block probes "
         f"reach every row within {4 * r + 3} bits ({4 * r + 3} = 4 x {r} + 3) and a row up to {t} bits away when one of its four "
         f"16-bit blocks is within {r} bits. Disguised copies that far out mostly are: held out, "
-        f"{pct(_light_min(d, 'held_out', t))} / {pct(_light_min(zh['configs'][DEFAULT], 'held_out', t))} of the worst light kind "
+        f"{pct(_light_min(d, 'held_out', t))} / {pct(_light_min(dz, 'held_out', t))} of the worst light kind "
         f"(en / zh) against {pct(_light_min(d, 'held_out', t, 'evasions_exact'))} / "
-        f"{pct(_light_min(zh['configs'][DEFAULT], 'held_out', t, 'evasions_exact'))} for every row within {t} bits, which would need "
+        f"{pct(_light_min(dz, 'held_out', t, 'evasions_exact'))} for every row within {t} bits, which would need "
         f"radius-{r + 1} probes at about four times the index work; {pct(_light_min(d, 'held_out', 4 * r + 3, 'evasions_exact'))} / "
-        f"{pct(_light_min(zh['configs'][DEFAULT], 'held_out', 4 * r + 3, 'evasions_exact'))} within {4 * r + 3} bits alone"
-        + _radius1_clause(d, zh["configs"][DEFAULT], t)
+        f"{pct(_light_min(dz, 'held_out', 4 * r + 3, 'evasions_exact'))} within {4 * r + 3} bits alone"
+        + _radius1_clause(d, dz, t)
         + ". Fingerprints alone cannot meet both targets on "
         "real text: at the widths that catch light evasions, unrelated articles match too often for a million-row "
         f"store ({sci(fm_d['rate'][t])} per pair reached at {t} bits). So `find_original` reads the nearest candidates' "
@@ -427,17 +444,59 @@ def readme_defaults(results: dict[str, Any]) -> str:
         f"{int(worst['zh'] * 100) / 100:.2f} in Chinese, where man pages share a translation colophon: a thin "
         "margin). No unrelated pair of the 17M passed both stages; that bounds false alarms per check at 1M rows "
         "by about 0.2 (95%), not yet by the 1e-3 goal, which would need ~3e9 pairs to show. "
-        "`min_containment=None` gives the fingerprint-only check.",
+        "`min_containment=None` gives the fingerprint-only check."
+    )
+
+
+def _weighting_bullet(results: dict[str, Any]) -> str:
+    en = results["languages"]["en"]["configs"]
+    return (
+        "- **Words, weighted `(1 + ln count) x clip(idf - 2, 0.05, 2)` with a built-in IDF prior** "
+        "(`Fingerprinter()`, algorithm version 2). The prior is jieba's own IDF table and wordfreq's English "
+        "frequencies on the same scale, shipped as a 290 kB file whose hash is pinned. Common words (\"the\", \"的\") "
+        "barely count, so they stop pushing the same bits in every document: unrelated English articles sit "
+        f"{en[DEFAULT]['false_match']['real']['mean_distance']:.1f} bits apart instead of "
+        f"{en['v1 (0.1 default)']['false_match']['real']['mean_distance']:.1f} (version 1). "
+        "Every rarer word counts the same, because an unbanded IDF lets a copier's few new rare words move the "
+        "fingerprint far (see the unbanded row)."
+    )
+
+
+DEFAULTS_CLOSING = (
+    "- **Version 1 stays available by name**: `Fingerprinter(version=1)` gives simsql 0.1's fingerprints and "
+    "config id exactly, so stored tables keep working; the registry still refuses to mix configurations.",
+    "- **A fitted IDF table** (`Fingerprinter(weighting=IdfTable.fit(texts))`) separates unrelated articles "
+    "best, but like any unbanded IDF it lets a few rare words dominate, so it catches fewer "
+    "copies at the same threshold (row \"fitted IdfTable\"): fit one when false matches cost more than misses.",
+    "- **Han text as character bigrams** (not jieba words): a substituted character changes two bigrams, while "
+    "jieba re-segments the words around it; on the tuning sources bigrams catch more Chinese copies with fewer "
+    "false matches (row \"v2 jieba\"), and need no dictionary. Chinese stays the weaker "
+    "language: 2-5% of characters is a larger edit than 2-5% of English words.",
+)
+
+
+def defaults_section(results: dict[str, Any]) -> str:
+    """BENCHMARKS.md's "Defaults, and why": the measurements behind each default of
+    ``Fingerprinter()`` and ``find_original``, every figure from ``results``."""
+    t = _threshold(results)
+    text = [
+        DEFAULTS_HEADING,
+        "",
+        "Chosen by measurement on documentation prose from six sources and checked on a seventh held out "
+        "(`python -m research.originality --balance`, then `python -m research.originality_report`; tables and "
+        "sources in \"Originality check\" below). Recall is the share of "
+        "disguised copies within the threshold of their original, on the held-out `debian-handbook` (English / "
+        "Chinese); \"light\" is the worst of header/footer, 1-2% substitution, a sentence in or out, shuffled "
+        "paragraphs and their mix. False matches: every pair of 5,861 unrelated English articles (17M pairs); "
+        "candidates per check = measured per-pair rate x rows. Balance: 1M assembled articles, half English, half Chinese "
+        "(measured for two rows only; \"fitted IdfTable\" there used bigrams, its recall and false matches jieba words).",
+        "",
+        _defaults_table(results, t),
+        "",
+        _weighting_bullet(results),
+        _find_original_bullet(results, t),
         *_balance_bullet(results),
-        "- **Version 1 stays available by name**: `Fingerprinter(version=1)` gives simsql 0.1's fingerprints and "
-        "config id exactly, so stored tables keep working; the registry still refuses to mix configurations.",
-        "- **A fitted IDF table** (`Fingerprinter(weighting=IdfTable.fit(texts))`) separates unrelated articles "
-        "best, but like any unbanded IDF it lets a few rare words dominate, so it catches fewer "
-        "copies at the same threshold (row \"fitted IdfTable\"): fit one when false matches cost more than misses.",
-        "- **Han text as character bigrams** (not jieba words): a substituted character changes two bigrams, while "
-        "jieba re-segments the words around it; on the tuning sources bigrams catch more Chinese copies with fewer "
-        "false matches (row \"v2 jieba\" in BENCHMARKS.md), and need no dictionary. Chinese stays the weaker "
-        "language: 2-5% of characters is a larger edit than 2-5% of English words.",
+        *DEFAULTS_CLOSING,
     ]
     return "\n".join(text)
 
@@ -507,23 +566,21 @@ def candidate_summary(results: dict[str, Any], names: Sequence[str], t: int) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = list(argv if argv is not None else sys.argv[1:])
-    if args[:1] == ["--candidates"]:
-        if len(args) < 2:
-            raise SystemExit("usage: python -m benchmarks.originality_report --candidates 'A,B' [results.json]")
-        results = json.loads(Path(args[2] if len(args) > 2 else RESULTS).read_text())
-        print(candidate_summary(results, args[1].split(","), _threshold(results)))
-        return 0
-    if args[:1] == ["--compare"]:
-        if len(args) < 2:
-            raise SystemExit("usage: python -m benchmarks.originality_report --compare 'A,B' [results.json]")
-        results = json.loads(Path(args[2] if len(args) > 2 else RESULTS).read_text())
-        print(comparison(results, args[1].split(",")))
-        return 0
-    results = json.loads(Path(args[0] if args else RESULTS).read_text())
-    plot(results)
-    _replace(ROOT / "BENCHMARKS.md", "<!-- originality:start -->", "<!-- originality:end -->", section(results))
-    _replace(ROOT / "README.md", "<!-- defaults:start -->", "<!-- defaults:end -->", readme_defaults(results))
+    parser = argparse.ArgumentParser(prog="python -m research.originality_report", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("results", nargs="?", type=Path, default=RESULTS, help=f"results JSON (default: {RESULTS.relative_to(ROOT)})")
+    parser.add_argument("--compare", metavar="A,B", help="print configurations A and B side by side, write nothing")
+    parser.add_argument("--candidates", metavar="A,B", help="print the candidate summary of these configurations, write nothing")
+    args = parser.parse_args(argv)
+    results = json.loads(args.results.read_text())
+    if args.candidates:
+        print(candidate_summary(results, args.candidates.split(","), _threshold(results)))
+    elif args.compare:
+        print(comparison(results, args.compare.split(",")))
+    else:
+        plot(results)
+        _replace(ROOT / "BENCHMARKS.md", "<!-- defaults:start -->", "<!-- defaults:end -->", defaults_section(results))
+        _replace(ROOT / "BENCHMARKS.md", "<!-- originality:start -->", "<!-- originality:end -->", section(results))
     return 0
 
 

@@ -16,8 +16,8 @@ the case that reads the whole reach:
   execution and planning time.
 
 Every answer is checked against the nearest row the probes can reach (numpy, exact distances).
-Run: ``python -m benchmarks.probe_floor [--url URL] --rows 1000000 --queries 100`` (without
-``--url``: the embedded PostgreSQL); results in ``benchmarks/results/probe-floor.json``.
+Run: ``python -m research.probe_floor [--url URL] --rows 1000000 --queries 100`` (without
+``--url``: the embedded PostgreSQL); results in ``research/results/probe-floor.json``.
 PostgreSQL only (the plan is read from its EXPLAIN).
 """
 
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -38,8 +39,10 @@ from sqlalchemy.orm import Session
 
 from simsql.queries import originality_search
 
-from . import log, scale
-from . import queries as query_bench
+from benchmarks import corpus, log, scale
+from benchmarks.hamming import bit_balance, reachable_distances
+from benchmarks.queries import BenchDoc, load_simsql
+from benchmarks.timing import summary
 
 RESULTS = Path(__file__).resolve().parent / "results" / "probe-floor.json"
 SEARCHES = (
@@ -51,18 +54,17 @@ SEARCHES = (
 
 
 def expected_uniform_entries(rows: int, radius: int) -> float:
-    """Index entries radius-``radius`` probes read on uniform fingerprints: every probed value
-    of each block holds ``rows / 65,536`` entries on average."""
-    from simsql.dialects import probe_values
-
-    return 4 * len(probe_values(0, radius)) * rows / 65536
+    """Index entries radius-``radius`` probes read on uniform fingerprints: each block is probed at
+    every 16-bit value within ``radius`` bits of the target's (137 at radius 2), and every value
+    holds ``rows / 65,536`` entries on average."""
+    return 4 * sum(math.comb(16, k) for k in range(radius + 1)) * rows / 65536
 
 
 def _plan_figures(plan: dict[str, Any]) -> dict[str, float]:
     """Entries the block index-only scans read, and the server's times, from an EXPLAIN JSON
     plan. The block indexes are the ones the mixin gives the table (its primary key is a
     constraint, not one of them)."""
-    block_indexes = {index.name for index in query_bench.BenchDoc.__table__.indexes}  # type: ignore[attr-defined]
+    block_indexes = {index.name for index in BenchDoc.__table__.indexes}  # type: ignore[attr-defined]
     entries = 0.0
 
     def walk(node: dict[str, Any]) -> None:
@@ -83,78 +85,65 @@ def _plan_figures(plan: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def measure(
-    engine: Engine,
-    fingerprints: np.ndarray,
-    queries: list[int],
-    repeat: int,
-    explained: int,
-) -> dict[str, Any]:
+def _timed(session: Session, queries: list[int], repeat: int) -> tuple[dict[str, list[float]], dict[str, list[int | None]]]:
+    """Every search of :data:`SEARCHES` over ``queries``, ``repeat`` interleaved passes after a
+    warm-up: the seconds of each call, and the first pass's answers (the nearest candidate's
+    distance, or None)."""
+
+    def nearest(q: int, bound: int, radius: int) -> int | None:
+        rows = session.execute(originality_search(BenchDoc, q, bound, probe_radius=radius)).all()
+        return int(rows[0][1]) if rows else None
+
+    times: dict[str, list[float]] = {label: [] for label, _, _ in SEARCHES}
+    answers: dict[str, list[int | None]] = {label: [] for label, _, _ in SEARCHES}
+    for label, bound, radius in SEARCHES:  # warm the plan and the buffer cache
+        for q in queries[:5]:
+            nearest(q, bound, radius)
+    for rep in range(repeat):
+        for label, bound, radius in SEARCHES:
+            for q in queries:
+                started = time.perf_counter()
+                found = nearest(q, bound, radius)
+                times[label].append(time.perf_counter() - started)
+                if rep == 0:
+                    answers[label].append(found)
+    return times, answers
+
+
+def _explained(session: Session, engine: Engine, queries: list[int], bound: int, radius: int) -> list[dict[str, float]]:
+    """The plan figures of the search for each of ``queries``, from EXPLAIN ANALYZE."""
+    plans = []
+    for q in queries:
+        statement = originality_search(BenchDoc, q, bound, probe_radius=radius)
+        sql = str(statement.compile(dialect=engine.dialect, compile_kwargs={"literal_binds": True}))
+        plan = session.execute(text(f"EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) {sql}")).scalar_one()
+        plans.append(_plan_figures(plan[0]))
+    return plans
+
+
+def measure(engine: Engine, fingerprints: np.ndarray, queries: list[int], repeat: int, explained: int) -> dict[str, Any]:
     """Time every search of :data:`SEARCHES` over ``queries`` (interleaved passes), explain a
     sample, and check each answer against the nearest row the probes can reach."""
-    out: dict[str, Any] = {
-        "bits": query_bench.bit_balance(fingerprints),
-        "searches": {},
-    }
+    out: dict[str, Any] = {"bits": bit_balance(fingerprints), "searches": {}}
     with Session(engine) as session:
-
-        def nearest(q: int, bound: int, radius: int) -> int | None:
-            """The distance of the nearest of the candidates find_original would verify."""
-            rows = session.execute(
-                originality_search(query_bench.BenchDoc, q, bound, probe_radius=radius)
-            ).all()
-            return int(rows[0][1]) if rows else None
-
-        times: dict[str, list[float]] = {label: [] for label, _, _ in SEARCHES}
-        answers: dict[str, list[int | None]] = {label: [] for label, _, _ in SEARCHES}
-        for label, bound, radius in SEARCHES:  # warm the plan and the buffer cache
-            for q in queries[:5]:
-                nearest(q, bound, radius)
-        for rep in range(repeat):
-            for label, bound, radius in SEARCHES:
-                for q in queries:
-                    started = time.perf_counter()
-                    found = nearest(q, bound, radius)
-                    times[label].append(time.perf_counter() - started)
-                    if rep == 0:
-                        answers[label].append(found)
+        times, answers = _timed(session, queries, repeat)
         for label, bound, radius in SEARCHES:
             agree = 0
             for q, found in zip(queries, answers[label]):
-                reach = query_bench.reachable_distances(fingerprints, q, radius)
-                best = int(reach.min())
+                best = int(reachable_distances(fingerprints, q, radius).min())
                 agree += found == (best if best <= bound else None)
-            plans = []
-            for q in queries[:explained]:
-                statement = originality_search(
-                    query_bench.BenchDoc, q, bound, probe_radius=radius
-                )
-                sql = str(
-                    statement.compile(
-                        dialect=engine.dialect, compile_kwargs={"literal_binds": True}
-                    )
-                )
-                plan = session.execute(
-                    text(f"EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON) {sql}")
-                ).scalar_one()
-                plans.append(_plan_figures(plan[0]))
+            plans = _explained(session, engine, queries[:explained], bound, radius)
             out["searches"][label] = {
                 "max_distance": bound,
                 "probe_radius": radius,
-                **query_bench._summary(times[label]),
+                **summary(times[label]),
                 "timings": len(times[label]),
                 "answers_equal_nearest_reachable": agree / len(queries),
                 "explained": len(plans),
                 "entries_median": statistics.median(p["entries"] for p in plans),
-                "entries_uniform_expectation": expected_uniform_entries(
-                    len(fingerprints), radius
-                ),
-                "execution_ms_median": statistics.median(
-                    p["execution_ms"] for p in plans
-                ),
-                "planning_ms_median": statistics.median(
-                    p["planning_ms"] for p in plans
-                ),
+                "entries_uniform_expectation": expected_uniform_entries(len(fingerprints), radius),
+                "execution_ms_median": statistics.median(p["execution_ms"] for p in plans),
+                "planning_ms_median": statistics.median(p["planning_ms"] for p in plans),
             }
     return out
 
@@ -170,13 +159,13 @@ def run(
     engine = create_engine(url)
     if engine.dialect.name != "postgresql":
         raise SystemExit(
-            "benchmarks.probe_floor reads PostgreSQL's EXPLAIN: give a postgresql URL"
+            "research.probe_floor reads PostgreSQL's EXPLAIN: give a postgresql URL"
         )
     results: dict[str, Any] = {
         "rows": rows,
         "queries": queries,
         "repeat": repeat,
-        "command": "python -m benchmarks.probe_floor " + " ".join(sys.argv[1:]),
+        "command": "python -m research.probe_floor " + " ".join(sys.argv[1:]),
     }
     with engine.connect() as connection:
         results["server"] = connection.execute(text("SELECT version()")).scalar_one()
@@ -186,7 +175,7 @@ def run(
         rng.integers(0, 2**64, size=rows, dtype=np.uint64),
         [int(q) for q in rng.integers(0, 2**64, size=queries, dtype=np.uint64)],
     )
-    real = scale.real_text("default", limit=200 if quick else None)
+    real = scale.real_text("default", limit=corpus.QUICK_DOCUMENTS if quick else None)
     data = scale.build_cached(real, rows, seed=rows)
     fresh = scale.random_articles(
         np.random.default_rng(rows + 1), queries, len(real.features.ptr) - 1, data.pools
@@ -202,7 +191,7 @@ def run(
     results["populations"] = {}
     for name, (fingerprints, fresh_queries) in populations.items():
         log(f"{name}: load {rows:,} rows")
-        load = query_bench.load_simsql(engine, fingerprints)
+        load = load_simsql(engine, fingerprints)
         results["populations"][name] = {
             "load": load,
             "load_average_before": os.getloadavg(),
@@ -214,7 +203,7 @@ def run(
         )
         results["populations"][name]["load_average"] = os.getloadavg()
     with engine.begin() as connection:
-        query_bench.BenchDoc.__table__.drop(connection, checkfirst=True)  # type: ignore[attr-defined]
+        BenchDoc.__table__.drop(connection, checkfirst=True)  # type: ignore[attr-defined]
     engine.dispose()
     return results
 
@@ -236,7 +225,7 @@ def table(results: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.probe_floor", description=__doc__.split("\n\n")[0]
+        prog="python -m research.probe_floor", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument(
         "--url",
