@@ -5,7 +5,8 @@ others. Words common to a whole corpus ("file", "option", "的文" in documentat
 bits the same way in every document, so on real text bits lean one way, the 16-bit index blocks
 crowd (slower lookups) and unrelated documents agree on the leaning bits (more false matches).
 No built-in word list can know which words a given corpus repeats: on documentation prose a
-general-purpose background predicts only a small part of the lean (BENCHMARKS.md).
+general-purpose background predicts only a small part of the lean (BENCHMARKS.md, "Balanced bits
+by default").
 
 A :class:`Background` is that lean measured on the corpus itself. A fingerprinter with one sets
 bit ``i`` when ``V_i`` exceeds the document's own expected lean, ``W_latin * c_latin_i +

@@ -32,8 +32,8 @@ from .tokenize import normalize
 SHINGLE_WORDS = 5
 MIN_CONTAINMENT = 0.5
 """Share of the smaller text's shingles found in the larger from which two texts are the same
-text in fact. Copies with light edits keep 0.7-1.0; unrelated documentation pairs within 12
-bits stay far below (measured in ``python -m benchmarks.originality``)."""
+text in fact: copies with light edits keep most of them, unrelated pairs close in bits almost
+none (BENCHMARKS.md, "Defaults, and why: the measurements"; ``python -m research.originality``)."""
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _TOKEN = re.compile(f"[{_HAN}]|[^\\W_{_HAN}]+")

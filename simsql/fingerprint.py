@@ -185,7 +185,7 @@ class Fingerprinter:
     """A SimHash configuration: immutable, hashable, and identified by :attr:`config_id`.
 
     The defaults were chosen by measurement on real text from six documentation sources and
-    checked on a seventh held out (see ``BENCHMARKS.md``, "Defaults, and why" in the README):
+    checked on a seventh held out (BENCHMARKS.md, "Defaults, and why: the measurements"):
     single words weighted by ``(1 + ln count) * idf`` with a built-in IDF prior. Words keep
     light edits close (word shingles do not), and the prior stops common words from pushing
     the same bits in every document, which both separates unrelated texts and keeps the

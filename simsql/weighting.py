@@ -224,7 +224,7 @@ def prior_idf() -> IdfTable:
 
     56,188 common words: jieba 0.42.1's shipped IDF (Chinese) and wordfreq 3.1.1's English
     frequencies on the same scale ("the" and "的" both 0.88); every other feature has
-    ``PRIOR_DEFAULT``, about the IDF of a rare word. Built by ``benchmarks/build_prior.py``.
+    ``PRIOR_DEFAULT``, about the IDF of a rare word. Built by ``research/build_prior.py``.
     The file ships with simsql and is checked against a pinned hash, so fingerprints cannot
     drift with an installed jieba or a damaged install.
     """
