@@ -19,7 +19,6 @@ import time
 from typing import Any
 
 from sqlalchemy import Engine, event, select, text
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ColumnElement
@@ -34,6 +33,7 @@ from .schema import (
     REGISTRY_TABLE,
     Attachment,
     progress_table,
+    record_values,
     registry_table,
 )
 
@@ -122,41 +122,6 @@ def mismatch(schema: str, table_name: str, found: Attachment, config_id: str) ->
         "rebuilds them), or move the table to the new configuration with `simsql refingerprint` "
         "(simsql.refingerprint)"
     )
-
-
-def record_statement(
-    schema: str,
-    table_name: str,
-    fingerprinter: Fingerprinter,
-    source: tuple[str, ...],
-    mode: str,
-    side_table: str | None = None,
-    column_name: str = DEFAULT_PREFIX,
-) -> Any:
-    """The INSERT that records an attachment (only if none exists: never overwrites one)."""
-    values = record_values(schema, table_name, fingerprinter, source, mode, side_table, column_name)
-    return insert(registry_table).values(values).on_conflict_do_nothing()
-
-
-def record_values(
-    schema: str,
-    table_name: str,
-    fingerprinter: Fingerprinter,
-    source: tuple[str, ...],
-    mode: str,
-    side_table: str | None,
-    column_name: str,
-) -> dict[str, Any]:
-    return {
-        "table_schema": schema,
-        "table_name": table_name,
-        "column_name": column_name,
-        "config_id": fingerprinter.config_id,
-        "settings": fingerprinter.settings,
-        "source": list(source),
-        "mode": mode,
-        "side_table": side_table,
-    }
 
 
 def record(
