@@ -78,6 +78,14 @@ class Backend(ABC):
     """:func:`simsql.refingerprint` can stage a second fingerprint set and switch to it."""
     folds_names: ClassVar[bool] = False
     """Column and index names compare case-insensitively (``Simhash`` is ``simhash``)."""
+    offline_scripts: ClassVar[bool] = True
+    """Its DDL can be printed as a script a SQL client runs as written (Alembic's ``--sql``)."""
+    stored_blocks: ClassVar[bool] = True
+    """Block columns are ``STORED`` generated columns (else ``VIRTUAL``: values only in the
+    block indexes, and a live table gains them without being copied)."""
+    include_columns: ClassVar[bool] = True
+    """Indexes ``INCLUDE`` non-key columns; else a block index's covering columns
+    (``COVERING_INFO``) are trailing key columns."""
     many_targets_plan: ClassVar[ManyTargetsPlan] = "lateral"
     """Which plan :func:`simsql.most_similar_many` builds (see :data:`ManyTargetsPlan`)."""
     activity_view: ClassVar[str] = ""

@@ -24,7 +24,7 @@ from sqlalchemy.pool import Pool
 from sqlalchemy.schema import CreateIndex
 from sqlalchemy.types import TypeEngine
 
-from ..errors import UnsupportedDatabase
+from ..errors import SchemaError, UnsupportedDatabase
 from ..schema import Names
 from . import mysql_catalog
 from .base import Backend, describe_server, version_text
@@ -56,6 +56,8 @@ MIN_MYSQL = (8, 0)
 
 MIN_MARIADB = (10, 6)
 """The oldest MariaDB still maintained when simsql added it; instant ADD COLUMN since 10.3."""
+
+MAX_IDENTIFIER_CHARACTERS = 64
 
 
 def _check_version(dialect: Dialect) -> None:
@@ -360,6 +362,9 @@ class MySQLBackend(Backend):
     online_index_builds = True
     refingerprints_online = False
     folds_names = True
+    offline_scripts = False  # trigger bodies hold several statements: the mysql client splits them without DELIMITER
+    stored_blocks = False
+    include_columns = False
     many_targets_plan = "window"  # MariaDB has no LATERAL, neither has arrays
     activity_view = "SHOW PROCESSLIST"
     registry_probe = REGISTRY_PROBE
@@ -381,6 +386,13 @@ class MySQLBackend(Backend):
 
     def check_digest(self, connection: Connection) -> None:
         check_digest(connection)
+
+    def check_identifier(self, name: str, what: str = "identifier") -> str:
+        """The server's own limit (64 characters), then simsql's (63 bytes, which every name
+        derived from ``name`` must fit on every server)."""
+        if isinstance(name, str) and len(name) > MAX_IDENTIFIER_CHARACTERS:
+            raise SchemaError(f"{what} {name!r} is {len(name)} characters long; MySQL and MariaDB names hold at most 64")
+        return super().check_identifier(name, what)
 
     @staticmethod
     def fingerprint_to_db(value: int) -> int:

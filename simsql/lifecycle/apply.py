@@ -1,4 +1,4 @@
-"""Run a :class:`~simsql.lifecycle.ddl.Plan`, every statement bounded in time.
+"""Run a :class:`~simsql.dialects.plan.Plan`, every statement bounded in time.
 
 A statement on a user's table can wait behind another session's lock forever; queued behind
 it, every other query on that table waits too. So each one runs under a bound on how long to

@@ -61,7 +61,7 @@ def describe(connection: Connection, table: str, source: Sequence[str], schema: 
 
 @dataclass(frozen=True)
 class IndexState:
-    """What :func:`simsql.lifecycle.ddl.create_indexes` needs: the holder's key columns and
+    """What a describer's ``create_indexes`` needs: the holder's key columns and
     the indexes a failed concurrent build left invalid."""
 
     holder_keys: tuple[str, ...]
