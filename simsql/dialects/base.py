@@ -62,8 +62,9 @@ class Backend(ABC):
     """The family's name in plans (:attr:`simsql.dialects.plan.Plan.dialect`)."""
     supported: ClassVar[str] = ""
     """The servers and versions it runs on, as a refusal names them (``"PostgreSQL >= 14"``)."""
-    variants: ClassVar[list[type[Backend]]]
-    """Subclasses recognised from the server itself (:meth:`detect`), most specific last."""
+    variants: ClassVar[list[type[Backend]]] = []
+    """Subclasses recognised from the server itself (:meth:`detect`), asked in the order they
+    were defined; each subclass gets its own list."""
 
     ddl: ClassVar[DDL]
     """The describer of this family's DDL (attach, indexes, detach, refingerprint)."""
