@@ -14,11 +14,11 @@ from .lifecycle.attach import (
     drop_simhash_indexes,
 )
 from .lifecycle.catalog import describe
-from .lifecycle.ddl import Target
+from .dialects.plan import Target
 from .schema import DEFAULT_PREFIX, Names, default_side_table
 
 TableInfo = Target
-"""Former name of :class:`simsql.lifecycle.ddl.Target`."""
+"""Former name of :class:`simsql.dialects.plan.Target`."""
 
 
 def side_table_name(table: str, prefix: str = DEFAULT_PREFIX) -> str:

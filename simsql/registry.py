@@ -19,13 +19,12 @@ import time
 from typing import Any
 
 from sqlalchemy import Engine, event, select, text
-from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
-from . import dialects
+from .dialects import backend
 from .errors import ConfigMismatch, SchemaError
 from .fingerprint import Fingerprinter
 from .schema import (
@@ -34,6 +33,7 @@ from .schema import (
     REGISTRY_TABLE,
     Attachment,
     progress_table,
+    record_values,
     registry_table,
 )
 
@@ -44,12 +44,12 @@ VERSION_TABLE = "simsql_alembic_version"
 
 
 def current_schema(connection: Connection) -> str:
-    return dialects.current_schema(connection)
+    return backend(connection).current_schema(connection)
 
 
 def _relation_exists(connection: Connection, name: str) -> bool:
     """Resolved as every unqualified simsql statement is (PostgreSQL: ``search_path``)."""
-    return dialects.relation_exists(connection, name)
+    return backend(connection).relation_exists(connection, name)
 
 
 def version_table_exists(connection: Connection) -> bool:
@@ -124,41 +124,6 @@ def mismatch(schema: str, table_name: str, found: Attachment, config_id: str) ->
     )
 
 
-def record_statement(
-    schema: str,
-    table_name: str,
-    fingerprinter: Fingerprinter,
-    source: tuple[str, ...],
-    mode: str,
-    side_table: str | None = None,
-    column_name: str = DEFAULT_PREFIX,
-) -> Any:
-    """The INSERT that records an attachment (only if none exists: never overwrites one)."""
-    values = record_values(schema, table_name, fingerprinter, source, mode, side_table, column_name)
-    return insert(registry_table).values(values).on_conflict_do_nothing()
-
-
-def record_values(
-    schema: str,
-    table_name: str,
-    fingerprinter: Fingerprinter,
-    source: tuple[str, ...],
-    mode: str,
-    side_table: str | None,
-    column_name: str,
-) -> dict[str, Any]:
-    return {
-        "table_schema": schema,
-        "table_name": table_name,
-        "column_name": column_name,
-        "config_id": fingerprinter.config_id,
-        "settings": fingerprinter.settings,
-        "source": list(source),
-        "mode": mode,
-        "side_table": side_table,
-    }
-
-
 def record(
     connection: Connection,
     table_name: str,
@@ -176,7 +141,7 @@ def record(
         raise mismatch(schema, table_name, existing, fingerprinter.config_id)
     if existing is None:
         values = record_values(schema, table_name, fingerprinter, source, mode, side_table, column_name)
-        connection.execute(dialects.insert_new(connection, registry_table, values))
+        connection.execute(backend(connection).insert_new(registry_table, values))
     forget(connection.engine)
 
 
@@ -259,7 +224,7 @@ def claim(
     schema_name = schema or current_schema(connection)
     if read(connection, table_name, schema_name) is None:
         values = record_values(schema_name, table_name, fingerprinter, source, names.mode, names.side, names.prefix)
-        connection.execute(dialects.insert_new(connection, registry_table, values))
+        connection.execute(backend(connection).insert_new(registry_table, values))
 
 
 class _Checked(ColumnElement[Any]):
@@ -308,7 +273,7 @@ def _raw_check(connection: Connection, cursor: Any, schema: str | None, table_na
     """The registry check on the DBAPI connection itself (the statement is mid-execution)."""
     raw = cursor.connection.cursor()
     try:
-        raw.execute(dialects.registry_probe_sql(connection.dialect), (REGISTRY_TABLE, VERSION_TABLE))
+        raw.execute(backend(connection.dialect).registry_probe, (REGISTRY_TABLE, VERSION_TABLE))
         has_registry, has_versions, current = raw.fetchone()
         if not has_registry:
             if has_versions:

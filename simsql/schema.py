@@ -21,6 +21,7 @@ from sqlalchemy import JSON, BigInteger, Column, DateTime, MetaData, String, Tab
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from .errors import SchemaError
+from .fingerprint import Fingerprinter
 
 MAX_IDENTIFIER_BYTES = 63
 """PostgreSQL's NAMEDATALEN - 1."""
@@ -225,6 +226,29 @@ progress_table = Table(
 """Backfill cursors, so an interrupted backfill resumes after its last committed batch."""
 
 
+def record_values(
+    schema: str,
+    table_name: str,
+    fingerprinter: Fingerprinter,
+    source: Sequence[str],
+    mode: str,
+    side_table: str | None,
+    column_name: str,
+) -> dict[str, Any]:
+    """One :data:`registry_table` row as column values: what every writer of the registry
+    (the ORM's first write, ``attach``'s DDL plan on each server) records."""
+    return {
+        "table_schema": schema,
+        "table_name": table_name,
+        "column_name": column_name,
+        "config_id": fingerprinter.config_id,
+        "settings": fingerprinter.settings,
+        "source": list(source),
+        "mode": mode,
+        "side_table": side_table,
+    }
+
+
 @dataclass(frozen=True)
 class Attachment:
     """One registry row: a fingerprinted table, how and with which configuration."""
@@ -261,5 +285,6 @@ __all__ = [
     "identifier",
     "metadata",
     "progress_table",
+    "record_values",
     "registry_table",
 ]

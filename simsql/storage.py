@@ -11,10 +11,8 @@ block, so blocks cannot disagree with their fingerprint whatever path a row was 
 from __future__ import annotations
 
 import hashlib
-import importlib
-import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -28,15 +26,14 @@ from sqlalchemy import (
     inspect,
     text,
 )
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Mapped, Mapper, declared_attr, mapped_column
 from sqlalchemy.orm.attributes import get_history
 
-from . import dialects, registry
-from .dialects import BLOCK_COUNT, block_computed, block_expression_sql
+from . import registry
+from .dialects import COVERING_INFO, Backend, backend, block_computed, mysql_ddl, postgresql_ddl
 from .errors import NotAttached, SchemaError
 from .fingerprint import DEFAULT, Fingerprinter
-from .schema import DEFAULT_PREFIX, Names, default_side_table
+from .schema import BLOCK_COUNT, DEFAULT_PREFIX, Names, default_side_table
 from .types import TEXT_DIGEST, SimHash
 
 _MIXIN_NAMES = Names("mixin", DEFAULT_PREFIX)
@@ -45,7 +42,6 @@ FINGERPRINT_COLUMN = _MIXIN_NAMES.fingerprint
 DIGEST_COLUMN = _MIXIN_NAMES.digest
 BLOCK_COLUMNS = _MIXIN_NAMES.blocks
 assert BLOCK_COUNT == len(BLOCK_COLUMNS)
-_PREPARER = postgresql.dialect().identifier_preparer
 
 
 # -- the invariant, kept by the database ------------------------------------------------------
@@ -53,12 +49,13 @@ _PREPARER = postgresql.dialect().identifier_preparer
 # A fingerprint is stored with the md5 of the text it was computed from (``<prefix>_src``).
 # Triggers compare it with the row's text on every write, whoever the writer (ORM, Core, raw
 # SQL, COPY): a fingerprint whose text is gone is dropped, so no stored fingerprint ever
-# describes text the row no longer holds, in either storage mode.
+# describes text the row no longer holds, in either storage mode. Each backend writes the
+# trigger in its own SQL (:meth:`simsql.dialects.Backend.create_trigger_sql`).
 
 
 def join_text(parts: Sequence[str | None]) -> str | None:
     """The text of a row: its non-NULL source values, one per line (None if all are NULL).
-    :func:`digest_sql` is the same rule in SQL."""
+    :meth:`simsql.dialects.Backend.digest_sql` is the same rule in SQL."""
     present = [p for p in parts if p is not None]
     return "\n".join(present) if present else None
 
@@ -66,95 +63,6 @@ def join_text(parts: Sequence[str | None]) -> str | None:
 def text_digest(text_value: str) -> uuid.UUID:
     """md5 of a row's text, as PostgreSQL's ``CAST(md5(...) AS uuid)`` computes it."""
     return uuid.UUID(hashlib.md5(text_value.encode("utf-8", "surrogatepass")).hexdigest())
-
-
-def quote(name: str) -> str:
-    return str(_PREPARER.quote_identifier(name))
-
-
-def digest_sql(columns: Sequence[str], row: str = "") -> str:
-    """SQL for the digest of a row's text; ``row`` qualifies the columns (``NEW.``, ``b.``).
-    md5 of the text's UTF-8 bytes, as :func:`text_digest` computes it, whatever the database's
-    encoding (``md5(text)`` would hash a LATIN1 database's own bytes)."""
-    return f"CAST(md5(convert_to(concat_ws(chr(10), {', '.join(row + quote(c) for c in columns)}), 'UTF8')) AS uuid)"
-
-
-def row_trigger_body(names: Names, source: Sequence[str], *, derive_blocks: bool) -> str:
-    """Columns mode: BEFORE INSERT OR UPDATE on the user's table.
-
-    A fingerprint is kept only if it comes with the digest of the row's current text. One
-    written without a digest (a raw loader) is kept until the text changes. ``derive_blocks``:
-    blocks are plain columns (tables altered in place) rather than generated ones.
-    """
-    fp, src = f"NEW.{quote(names.fingerprint)}", f"NEW.{quote(names.digest)}"
-    old_fp, old_src = f"OLD.{quote(names.fingerprint)}", f"OLD.{quote(names.digest)}"
-    changed = " OR ".join(f"NEW.{quote(c)} IS DISTINCT FROM OLD.{quote(c)}" for c in source)
-    blocks = "".join(
-        f"\n  NEW.{quote(name)} := {block_expression_sql(fp, i)};" for i, name in enumerate(names.blocks)
-    ) if derive_blocks else ""
-    return f"""
-BEGIN
-  IF {fp} IS NOT NULL THEN
-    IF TG_OP = 'UPDATE' AND {fp} IS DISTINCT FROM {old_fp} AND {src} IS NOT DISTINCT FROM {old_src} THEN
-      {src} := NULL;  -- a new fingerprint written without the digest of its text
-    END IF;
-    IF {src} IS NOT NULL THEN
-      IF {src} <> {digest_sql(source, "NEW.")} THEN
-        {fp} := NULL;  -- computed from text this row no longer holds
-      END IF;
-    ELSIF TG_OP = 'UPDATE' AND ({changed}) THEN
-      {fp} := NULL;
-    END IF;
-  END IF;
-  IF {fp} IS NULL THEN
-    {src} := NULL;
-  END IF;{blocks}
-  RETURN NEW;
-END
-"""
-
-
-def stale_trigger_body(schema: str, names: Names, keys: Sequence[str], source: Sequence[str]) -> str:
-    """Side-table mode: AFTER UPDATE on the user's table; deletes the side row of a row whose
-    text changed, unless it already holds the new text's fingerprint."""
-    assert names.side is not None
-    side = f"{quote(schema)}.{quote(names.side)}"
-    condition = " AND ".join(f"{quote(s)} = OLD.{quote(k)}" for s, k in zip(names.side_keys(keys), keys))
-    changed = " OR ".join(f"NEW.{quote(c)} IS DISTINCT FROM OLD.{quote(c)}" for c in source)
-    return f"""
-BEGIN
-  IF {changed} THEN
-    DELETE FROM {side} WHERE {condition}
-      AND {quote(names.digest)} IS DISTINCT FROM {digest_sql(source, "NEW.")};
-  END IF;
-  RETURN NULL;
-END
-"""
-
-
-def dollar_quote(body: str) -> str:
-    """Dollar-quote a function body with a tag that cannot occur in it."""
-    tag, n = "$simsql$", 0
-    while tag in body:
-        n += 1
-        tag = f"$simsql{n}$"
-    return f"{tag}{body}{tag}"
-
-
-FUNCTION_MARK = "-- written by simsql"
-"""First line of every trigger function simsql writes: how simsql recognises its own function
-once the table it served is gone (``DROP TABLE`` takes the trigger, not the function)."""
-
-
-def trigger_sql(schema: str, function: str, timing: str, table: str, body: str) -> tuple[str, str]:
-    """CREATE FUNCTION and CREATE TRIGGER (named like the function) for one row trigger."""
-    qualified_function = f"{quote(schema)}.{quote(function)}"
-    marked = f"\n{FUNCTION_MARK}{body}"  # no names in the comment: a newline in one would end it
-    return (
-        f"CREATE FUNCTION {qualified_function}() RETURNS trigger LANGUAGE plpgsql AS {dollar_quote(marked)}",
-        f"CREATE TRIGGER {quote(function)} {timing} ON {quote(schema)}.{quote(table)} "
-        f"FOR EACH ROW EXECUTE FUNCTION {qualified_function}()",
-    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -257,7 +165,7 @@ def _block_indexes(table: Table, names: Names, key_names: Sequence[str]) -> list
             names.index(block),
             table.c[block],
             postgresql_include=[names.fingerprint, *key_names],
-            info={dialects.COVERING_INFO: (names.fingerprint,)},
+            info={COVERING_INFO: (names.fingerprint,)},
         )
         for block in names.blocks
     ]
@@ -469,7 +377,7 @@ def _follow_orm_writes(model: type, binding: Binding) -> None:
         values = {c.name: v for c, v in zip(binding.table_keys, binding.key_of(target))}
         values[fingerprint], values[digest] = binding.stored_values(target)
         keys = [c.name for c in binding.table_keys]
-        connection.execute(dialects.upsert(connection, side, values, keys, [fingerprint, digest]))
+        connection.execute(backend(connection).upsert(side, values, keys, [fingerprint, digest]))
 
     @event.listens_for(model, "after_insert", propagate=True)
     def _side_insert(mapper: Mapper[Any], connection: Any, target: Any) -> None:
@@ -487,61 +395,59 @@ def _follow_orm_writes(model: type, binding: Binding) -> None:
 class OrmTrigger:
     """The trigger an ORM-declared holder table (mixin table, side table of :func:`attach`)
     needs on the user's table. One description, used by ``create_all`` (the Table's DDL events)
-    and by Alembic autogenerate (``op.create_simhash_trigger``), so both install the same."""
+    and by Alembic autogenerate (``op.create_simhash_trigger``), so both install the same: the
+    backend writes it (:meth:`create_statements`)."""
 
     names: Names
     source: tuple[str, ...]
     keys: tuple[str, ...]
 
+    def create_statements(self, server: Backend, schema: str | None) -> tuple[str, ...]:
+        """The statements creating the trigger on ``server`` (blocks are generated columns in
+        both modes, so the trigger does not derive them)."""
+        return server.create_trigger_sql(schema, self.names, self.source, self.keys)
+
+    def drop_statements(self, server: Backend, schema: str | None, *, table_dropped: bool = False) -> tuple[str, ...]:
+        """The statements dropping it (``table_dropped``: what the table's DROP left)."""
+        return server.drop_trigger_sql(schema, self.names, table_dropped=table_dropped)
+
+    def installed_name(self, server: Backend) -> str:
+        """The name the catalog lists the trigger under (the first, where it is several)."""
+        return server.trigger_names(self.names)[0]
+
+    # The spelling per server before :class:`simsql.dialects.Backend` (simsql.alembic's).
+
     @property
     def function(self) -> str:
-        return self.names.row_function if self.names.side is None else self.names.stale_function
+        """PostgreSQL: the trigger and its function."""
+        return postgresql_ddl.trigger_function(self.names)
 
-    def create_sql(self, schema: str) -> tuple[str, str]:
-        """CREATE FUNCTION and CREATE TRIGGER; blocks are generated columns in both modes."""
-        if self.names.side is None:
-            body = row_trigger_body(self.names, self.source, derive_blocks=False)
-            return trigger_sql(schema, self.function, "BEFORE INSERT OR UPDATE", self.names.table, body)
-        body = stale_trigger_body(schema, self.names, self.keys, self.source)
-        return trigger_sql(schema, self.function, "AFTER UPDATE", self.names.table, body)
+    def create_sql(self, schema: str) -> tuple[str, ...]:
+        """PostgreSQL: CREATE FUNCTION and CREATE TRIGGER."""
+        return postgresql_ddl.create_trigger_sql(schema, self.names, self.source, self.keys)
+
+    def drop_sql(self, schema: str, *, table_dropped: bool = False) -> tuple[str, ...]:
+        """PostgreSQL: the trigger (unless its table is gone already) and its function."""
+        return postgresql_ddl.drop_trigger_sql(schema, self.names.table, self.function, table_dropped=table_dropped)
 
     @property
     def mysql_names(self) -> tuple[str, ...]:
-        """MySQL/MariaDB: the row rule is two triggers (before insert, before update; no trigger
-        there fires on both, and triggers need no function); the stale-row rule is one."""
-        return self.names.row_triggers if self.names.side is None else (self.names.stale_function,)
+        """MySQL/MariaDB: the triggers (the row rule is two)."""
+        return mysql_ddl.trigger_names(self.names)
 
     def create_mysql(self, schema: str | None = None) -> tuple[str, ...]:
-        """CREATE TRIGGER statements of the same rules on MySQL/MariaDB (in ``schema``, else
-        the current database)."""
-        names = self.names
-        if names.side is None:
-            insert, update = names.row_triggers
-            args = (names.table, names.fingerprint, names.digest, self.source)
-            return (
-                dialects.mysql.row_trigger_sql(*args, False, insert, schema),
-                dialects.mysql.row_trigger_sql(*args, True, update, schema),
-            )
-        stale = dialects.mysql.stale_trigger_sql(
-            names.table, names.side, names.digest, self.keys, names.side_keys(self.keys), self.source,
-            names.stale_function, schema,
-        )  # fmt: skip
-        return (stale,)
+        """MySQL/MariaDB: CREATE TRIGGER statements (in ``schema``, else the current database)."""
+        return mysql_ddl.create_trigger_sql(schema, self.names, self.source, self.keys)
 
     def drop_mysql(self, schema: str | None = None) -> tuple[str, ...]:
-        where = "" if schema is None else f"{dialects.mysql.quote(schema)}."
-        return tuple(f"DROP TRIGGER IF EXISTS {where}{dialects.mysql.quote(name)}" for name in self.mysql_names)
-
-    def drop_sql(self, schema: str, *, table_dropped: bool = False) -> tuple[str, ...]:
-        """The trigger (unless its table is gone already) and its function."""
-        drop_function = f"DROP FUNCTION IF EXISTS {quote(schema)}.{quote(self.function)}()"
-        if table_dropped:
-            return (drop_function,)
-        drop_trigger = f"DROP TRIGGER IF EXISTS {quote(self.function)} ON {quote(schema)}.{quote(self.names.table)}"
-        return drop_trigger, drop_function
+        return mysql_ddl.drop_trigger_sql(schema, self.names)
 
 
-_ORM_TRIGGERS: dict[Table, Any] = {}
+_ORM_TRIGGERS: dict[Table, Callable[[], Binding]] = {}
+"""Every ORM-declared table whose ``create_all`` installs a trigger, and how to get its binding
+(called once every mapper is configured). Read by :func:`orm_trigger`, which is how Alembic's
+autogenerate comparator (``simsql.alembic``) finds the same triggers: a front end reads this
+registry, storage never reaches up to the front end."""
 
 
 def orm_trigger(table: Table) -> OrmTrigger | None:
@@ -549,82 +455,49 @@ def orm_trigger(table: Table) -> OrmTrigger | None:
     binding = _ORM_TRIGGERS.get(table)
     if binding is None:
         return None
-    bound: Binding = binding()
+    bound = binding()
     base: Any = inspect(bound.model).local_table
     names = Names(base.name, bound.names.prefix, bound.names.side)
     return OrmTrigger(names, bound.source_columns, tuple(k.name for k in bound.keys))
 
 
-def _drop_orphaned_function(connection: Any, schema: str, function: str) -> None:
-    """A trigger function simsql wrote (marked) that no trigger uses any more: its table was
-    dropped by raw SQL or ``op.drop_table``. Recreating the table must not fail on it. A
-    function of that name that simsql did not write is left alone, and CREATE then fails."""
-    orphan = connection.execute(
-        text(
-            "SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-            "WHERE n.nspname = :schema AND p.proname = :name AND p.pronargs = 0 "
-            "AND position(:mark in p.prosrc) > 0 "
-            "AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgfoid = p.oid)"
-        ),
-        {"schema": schema, "name": function, "mark": FUNCTION_MARK},
-    ).first()
-    if orphan is not None:
-        connection.exec_driver_sql(f"DROP FUNCTION {quote(schema)}.{quote(function)}()")
+def orm_trigger_tables() -> tuple[Table, ...]:
+    """The tables :func:`orm_trigger` knows, in the order they were declared."""
+    return tuple(_ORM_TRIGGERS)
 
 
-def _install_trigger_on_create(table: Table, binding: Any) -> None:
+def _install_trigger_on_create(table: Table, binding: Callable[[], Binding]) -> None:
     """``create_all`` also creates the trigger that keeps fingerprints honest (and
     ``drop_all`` its function): raw SQL and COPY writers are covered from the first row.
     ``binding`` is called at create time, when every mapper is configured. Autogenerate finds
     the same trigger through :func:`orm_trigger` (simsql.alembic's comparator)."""
     _ORM_TRIGGERS[table] = binding
 
-    def schema_of(target: Table, connection: Any) -> str:
-        return target.schema or str(connection.execute(text("SELECT current_schema()")).scalar_one())
-
-    def create(target: Table, connection: Any, **kw: Any) -> None:
-        if dialects.is_mysql(connection.dialect):
-            for statement in _mysql_triggers(target):
-                connection.exec_driver_sql(statement)
-            return
+    def trigger_of(target: Table) -> OrmTrigger:
         trigger = orm_trigger(target)
         assert trigger is not None
-        schema = schema_of(target, connection)
-        _drop_orphaned_function(connection, schema, trigger.function)
-        for statement in trigger.create_sql(schema):
+        return trigger
+
+    def create(target: Table, connection: Any, **kw: Any) -> None:
+        server, trigger = backend(connection), trigger_of(target)
+        schema = server.trigger_schema(connection, target.schema)
+        server.clear_trigger_names(connection, schema, trigger.names)
+        for statement in trigger.create_statements(server, schema):
             connection.exec_driver_sql(statement)
 
     def drop(target: Table, connection: Any, **kw: Any) -> None:
-        if dialects.is_mysql(connection.dialect):
-            trigger = orm_trigger(target)
-            assert trigger is not None
-            for statement in trigger.drop_mysql(target.schema):
-                connection.exec_driver_sql(statement)
-            return
-        trigger = orm_trigger(target)
-        assert trigger is not None
-        for statement in trigger.drop_sql(schema_of(target, connection), table_dropped=trigger.names.side is None):
+        server, trigger = backend(connection), trigger_of(target)
+        schema = server.trigger_schema(connection, target.schema)
+        for statement in trigger.drop_statements(server, schema, table_dropped=trigger.names.side is None):
             connection.exec_driver_sql(statement)
 
     def check(target: Table, connection: Any, **kw: Any) -> None:
-        # before the table exists: its trigger could not work on a MySQL without MD5()
-        if dialects.is_mysql(connection.dialect):
-            dialects.mysql.check_digest(connection)
+        # before the table exists: its trigger could not work on a server without the digest
+        backend(connection).check_digest(connection)
 
     event.listen(table, "before_create", check)
     event.listen(table, "after_create", create)
     event.listen(table, "after_drop", drop)
-    if "alembic" in sys.modules:
-        # Inside an Alembic run (env.py imports the models after Alembic): its autogenerate
-        # comparator must see this trigger even if env.py never imports simsql.alembic.
-        importlib.import_module("simsql.alembic")
-
-
-def _mysql_triggers(table: Table) -> tuple[str, ...]:
-    """The same invariant as the PostgreSQL triggers, in MySQL's trigger dialect."""
-    trigger = orm_trigger(table)
-    assert trigger is not None
-    return trigger.create_mysql(table.schema)
 
 
 def register(model: type, binding: Binding) -> None:

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import BigInteger, Float, Uuid, literal
-from sqlalchemy.dialects import mysql
+from sqlalchemy import BigInteger, Float, literal
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.types import TypeDecorator
 
-from .bits import check_fingerprint, to_signed, to_unsigned
-from .dialects import hamming_expression, is_mysql
+from .bits import check_fingerprint
+from .dialects import hamming_expression, type_rules, variant_type
 
 
 class SimHash(TypeDecorator[int]):
@@ -46,21 +45,22 @@ class SimHash(TypeDecorator[int]):
             distance = hamming_expression(self.expr, _as_fingerprint(other))
             return (literal(1.0, Float()) - distance / literal(64.0, Float())).label(None)  # type: ignore[return-value]
 
+    # The column type and the mapping of the 64 bits are the backend's
+    # (:attr:`simsql.dialects.Backend.fingerprint_type`); any other dialect gets the portable
+    # signed BIGINT, so a statement still prints without a server.
+
     def load_dialect_impl(self, dialect: Any) -> Any:
-        if is_mysql(dialect):
-            return dialect.type_descriptor(mysql.BIGINT(unsigned=True))
-        return dialect.type_descriptor(BigInteger())
+        return dialect.type_descriptor(type_rules(dialect).fingerprint_type)
 
     def process_bind_param(self, value: int | None, dialect: Any) -> int | None:
         if value is None:
             return None
-        value = check_fingerprint(value)
-        return value if is_mysql(dialect) else to_signed(value)
+        return type_rules(dialect).fingerprint_to_db(check_fingerprint(value))
 
     def process_result_value(self, value: int | None, dialect: Any) -> int | None:
         if value is None:
             return None
-        return int(value) if is_mysql(dialect) else to_unsigned(value)
+        return type_rules(dialect).fingerprint_from_db(value)
 
 
 def _as_fingerprint(other: int | ColumnElement[Any]) -> ColumnElement[Any]:
@@ -69,7 +69,8 @@ def _as_fingerprint(other: int | ColumnElement[Any]) -> ColumnElement[Any]:
     return literal(check_fingerprint(other), SimHash())
 
 
-TEXT_DIGEST = Uuid().with_variant(Uuid(native_uuid=False), "mysql", "mariadb")
-"""The md5 of a row's text (``<prefix>_src``): ``uuid`` on PostgreSQL; 32 hex digits on
+TEXT_DIGEST = variant_type("digest_type")
+"""The md5 of a row's text (``<prefix>_src``), in each backend's
+:attr:`~simsql.dialects.Backend.digest_type`: ``uuid`` on PostgreSQL; 32 hex digits on
 MySQL/MariaDB, where ``MD5()`` yields exactly that and MariaDB's own UUID type refuses md5
 values whose variant bits are not RFC 4122's ("Incorrect uuid value")."""

@@ -1,475 +1,153 @@
-"""The one place where SQL differs between databases.
+"""The one place where simsql differs between databases: the :class:`Backend` seam.
 
-Everything database-specific that simsql emits goes through here: the Hamming-distance
-expression, "column equals any of these values", the block expression of the generated
-columns, the version check, and the few statements whose spelling differs (current schema,
-"insert unless present", upsert). The constructs are dialect-neutral and compile per dialect in
-:mod:`.postgresql` (PostgreSQL >= 14) and :mod:`.mysql` (MySQL >= 8.0, MariaDB >= 10.6); any
-other backend is refused with :class:`~simsql.errors.UnsupportedDatabase` naming what it found.
+``backend(connection)`` (or an engine, or a dialect) returns the :class:`Backend` of the server
+family behind it, :class:`PostgresBackend` (PostgreSQL >= 14) or :class:`MySQLBackend`
+(MySQL >= 8.0, MariaDB >= 10.6); any other database is refused with
+:class:`~simsql.errors.UnsupportedDatabase` naming what it found. Code outside this package asks
+the backend and never branches on the server's name. Modules:
+
+* :mod:`.base` the interface and its registry; :mod:`.plan` and :mod:`.batch` the vocabulary
+  it shares with the lifecycle (DDL plans, catalog facts, backfill jobs);
+* :mod:`.constructs` SQL constructs (Hamming distance, "equals any", block expressions, ...)
+  built without a dialect and compiled per dialect;
+* one module per family (:mod:`.postgresql`, :mod:`.mysql`), with its DDL describer
+  (``*_ddl``), backfill statements (``*_backfill``) and, for MySQL, its catalog reads.
+
+A new server family is a subclass of :class:`Backend` with ``__dialect__`` set, imported below;
+a variant of a family (Citus) is a subclass of that family overriding :meth:`Backend.detect`.
+
+The module-level functions after the imports (:func:`is_mysql`, :func:`check_server`, ...) are
+the seam as it was before the :class:`Backend` class; they ask the backend.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import lru_cache
-from itertools import combinations
 from typing import Any
 
-from sqlalchemy import ARRAY, Computed, Float, Integer, bindparam
-from sqlalchemy.dialects import postgresql as _pg
 from sqlalchemy.engine import Connection, Dialect
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql import ColumnElement, TableClause
-from sqlalchemy.sql.elements import BindParameter
-from sqlalchemy.sql.functions import FunctionElement
-from sqlalchemy.sql.visitors import InternalTraversal
 
-from ..errors import UnsupportedDatabase
-
-MIN_POSTGRES = 140000
-"""``bit_count`` arrived in PostgreSQL 14."""
-
-MIN_MYSQL = (8, 0)
-"""Window functions, CTEs and ``ALGORITHM=INSTANT`` arrived in MySQL 8.0."""
-
-MIN_MARIADB = (10, 6)
-"""The oldest MariaDB still maintained when simsql added it; instant ADD COLUMN since 10.3."""
-
-MYSQL_NAMES = ("mysql", "mariadb")
-"""SQLAlchemy names the MariaDB dialect ``mariadb`` (``mariadb+pymysql://``) and reads a
-MariaDB server behind ``mysql+pymysql://`` as ``mysql``: both compile the same way."""
-
-BLOCK_COUNT = 4
-BLOCK_BITS = 16
-BLOCK_MASK = (1 << BLOCK_BITS) - 1
-
-COVERING_INFO = "simsql_covering"
-"""``Index.info`` key naming the columns a block index must also hold so lookups read only
-the index: PostgreSQL ``INCLUDE``s them, MySQL appends them to the key."""
-
-SUPPORTED = "PostgreSQL >= 14, MySQL >= 8.0 or MariaDB >= 10.6"
-
-
-def _refuse(dialect: Dialect) -> UnsupportedDatabase:
-    return UnsupportedDatabase(
-        f"simsql needs {SUPPORTED}, but this is {describe_server(dialect)}"
-    )
-
-
-def describe_server(dialect: Dialect) -> str:
-    """``'MariaDB 10.5.2'``, ``'PostgreSQL 13.11'``, ``"a 'sqlite' database (3.45.1)"``: what a
-    refusal names, from the version SQLAlchemy read when it connected (None before that)."""
-    version = getattr(dialect, "server_version_info", None)
-    if version and dialect.name in MYSQL_NAMES:
-        # SQLAlchemy keeps every number of the version string, the packager's too ("9.7.4-2"
-        # is (9, 7, 4, 2), "10.11.6-MariaDB-0+deb12u1" is (10, 11, 6, 0)): the release is three.
-        version = version[:3]
-    found = ".".join(str(part) for part in version) if version else "version unknown"
-    if dialect.name == "postgresql":
-        return f"PostgreSQL {found}"
-    if dialect.name in MYSQL_NAMES:
-        return f"{'MariaDB' if getattr(dialect, 'is_mariadb', False) else 'MySQL'} {found}"
-    return f"a {dialect.name!r} database ({found})"
-
-
-# -- constructs: built without a dialect, compiled per dialect ------------------------------
-
-
-class HammingDistance(FunctionElement[int]):
-    """``popcount(a XOR b)`` for two 64-bit fingerprints, compiled per dialect."""
-
-    type = Integer()
-    inherit_cache = True
-    name = "simsql_hamming"
-
-
-@compiles(HammingDistance)
-def _hamming_default(element: HammingDistance, compiler: Any, **kw: Any) -> str:
-    raise _refuse(compiler.dialect)
-
-
-_INTEGER_ARRAY = _pg.ARRAY(Integer)
-"""One array type for every ``EqualsAny`` bind (the PostgreSQL form; MySQL expands it)."""
-
-
-class EqualsAny(ColumnElement[bool]):
-    """``column`` equals one of ``values``: ``= ANY(:array)`` on PostgreSQL (one bind however
-    many values, so one plan cache entry per statement shape), ``IN (...)`` elsewhere.
-
-    The values travel in one bind parameter that is part of the cache key, so a cached
-    compilation never reuses another call's values.
-    """
-
-    inherit_cache = True
-    _is_implicitly_boolean = True  # a predicate: never rendered as ``(...) = 1`` where booleans are ints
-    _traverse_internals = [
-        ("column", InternalTraversal.dp_clauseelement),
-        ("values", InternalTraversal.dp_clauseelement),
-    ]
-
-    def __init__(self, column: ColumnElement[Any], values: Sequence[int] | BindParameter[Any]) -> None:
-        from sqlalchemy import Boolean
-
-        self.type = Boolean()
-        self.column = column
-        self.values = values if isinstance(values, BindParameter) else probe_parameter(values)
-
-
-@compiles(EqualsAny)
-def _equals_any_default(element: EqualsAny, compiler: Any, **kw: Any) -> str:
-    raise _refuse(compiler.dialect)
-
-
-class BlockExpression(ColumnElement[int]):
-    """Block ``index`` (0 = most significant 16 bits) of the fingerprint column ``fingerprint``,
-    as the generation expression of a block column (no table prefix: it lives in DDL)."""
-
-    type = Integer()
-    inherit_cache = True
-    _traverse_internals = [
-        ("fingerprint", InternalTraversal.dp_string),
-        ("index", InternalTraversal.dp_plain_obj),
-    ]
-
-    def __init__(self, fingerprint: str, index: int) -> None:
-        if not 0 <= index < BLOCK_COUNT:
-            raise ValueError(f"block index must be in 0..{BLOCK_COUNT - 1}, got {index}")
-        self.fingerprint = fingerprint
-        self.index = index
-
-    @property
-    def shift(self) -> int:
-        return BLOCK_BITS * (BLOCK_COUNT - 1 - self.index)
-
-
-@compiles(BlockExpression)
-def _block_default(element: BlockExpression, compiler: Any, **kw: Any) -> str:
-    # str() of a column outside any dialect (Alembic autogenerate, repr) reads as PostgreSQL's.
-    quoted = '"' + element.fingerprint.replace('"', '""') + '"'
-    return block_expression_sql(quoted, element.index)
-
-
-class BlockComputed(Computed):
-    """The generation clause of a block column: ``STORED`` on PostgreSQL (the only kind it can
-    index), ``VIRTUAL`` on MySQL/MariaDB (no row bytes, and the only kind those servers add to
-    a live table without copying it); the index holds the values either way."""
-
-    inherit_cache = True
-
-    def __init__(self, fingerprint: str, index: int) -> None:
-        super().__init__(BlockExpression(fingerprint, index), persisted=True)
-
-    def _copy(self, **kw: Any) -> BlockComputed:
-        expression = self.sqltext
-        assert isinstance(expression, BlockExpression)
-        copied = BlockComputed(expression.fingerprint, expression.index)
-        return self._schema_item_copy(copied)  # type: ignore[no-any-return]
-
-
-class EagerGuard(ColumnElement[bool]):
-    """A condition that matters only where ``UNION ALL`` branches all run.
-
-    PostgreSQL runs the branches of an ``Append`` in order and stops pulling rows once the
-    outer ``LIMIT`` is met, so a later, costlier branch (a wider band, the scan) never runs when
-    nearer ones sufficed: there the guard compiles to ``true``, which the planner removes.
-    MySQL and MariaDB materialise every branch of a derived ``UNION``; there the guard is the
-    condition itself (uncorrelated, evaluated once), so a branch whose predecessors already
-    filled the limit reads nothing.
-    """
-
-    inherit_cache = True
-    _is_implicitly_boolean = True
-    _traverse_internals = [("condition", InternalTraversal.dp_clauseelement)]
-
-    def __init__(self, condition: ColumnElement[bool]) -> None:
-        from sqlalchemy import Boolean
-
-        self.type = Boolean()
-        self.condition = condition
-
-
-@compiles(EagerGuard)
-def _eager_guard_default(element: EagerGuard, compiler: Any, **kw: Any) -> str:
-    raise _refuse(compiler.dialect)
-
-
-def eager_guard(condition: ColumnElement[bool]) -> EagerGuard:
-    return EagerGuard(condition)
-
-
-class EagerChoice(ColumnElement[Any]):
-    """One expression where ``UNION ALL`` branches run lazily, another where they all run.
-
-    PostgreSQL pulls the branches of an ``Append`` in order and stops at the ``LIMIT``, so
-    costly branches may stay in the statement behind cheap run-time checks: there it is
-    ``lazy``. MySQL and MariaDB materialise every branch and every check they reach, so a plan
-    shaped for early stopping costs them more than it saves: there it is ``eager``, usually a
-    constant that lets the optimizer drop a branch before reading anything.
-    """
-
-    inherit_cache = True
-    _traverse_internals = [
-        ("lazy", InternalTraversal.dp_clauseelement),
-        ("eager", InternalTraversal.dp_clauseelement),
-    ]
-
-    def __init__(self, lazy: ColumnElement[Any], eager: ColumnElement[Any]) -> None:
-        self.type = lazy.type
-        self.lazy = lazy
-        self.eager = eager
-        self._is_implicitly_boolean = lazy._is_implicitly_boolean
-
-
-@compiles(EagerChoice)
-def _eager_choice_default(element: EagerChoice, compiler: Any, **kw: Any) -> str:
-    raise _refuse(compiler.dialect)
-
-
-def eager_choice(lazy: ColumnElement[Any], eager: ColumnElement[Any]) -> EagerChoice:
-    return EagerChoice(lazy, eager)
-
-
-class EagerOrder(ColumnElement[int]):
-    """An ORDER BY key that matters only where ``UNION ALL`` branches all run.
-
-    The answer's order is the branches' order. PostgreSQL's ``Append`` yields them in order, and
-    a real sort key would make it read every branch before the first row (no early stop): there
-    the key is a constant expression, which the planner drops. MySQL and MariaDB give no order
-    to rows read back from a derived ``UNION``: there it is the key itself.
-    """
-
-    inherit_cache = True
-    _traverse_internals = [("ordered", InternalTraversal.dp_clauseelement)]
-
-    def __init__(self, ordered: ColumnElement[Any]) -> None:
-        self.type = Integer()
-        self.ordered = ordered  # not ``key``: SQLAlchemy names columns by their ``.key``
-
-
-@compiles(EagerOrder)
-def _eager_order_default(element: EagerOrder, compiler: Any, **kw: Any) -> str:
-    raise _refuse(compiler.dialect)
-
-
-def eager_order(key: ColumnElement[Any]) -> EagerOrder:
-    return EagerOrder(key)
-
-
-class RowEstimate(ColumnElement[float]):
-    """The server's estimate of a table's row count (PostgreSQL ``pg_class.reltuples``,
-    MySQL/MariaDB ``information_schema.TABLES.TABLE_ROWS``; 0 when never analysed or missing):
-    what a plan can compare its own work with, read at execution time, never counted."""
-
-    type = Float()
-    inherit_cache = True
-    _traverse_internals = [("table", InternalTraversal.dp_clauseelement)]
-
-    def __init__(self, table: TableClause) -> None:
-        self.table = table
-
-
-@compiles(RowEstimate)
-def _row_estimate_default(element: RowEstimate, compiler: Any, **kw: Any) -> str:
-    raise _refuse(compiler.dialect)
-
-
-def row_estimate(table: TableClause) -> RowEstimate:
-    return RowEstimate(table)
-
-
-class WholeQuotient(ColumnElement[int]):
-    """``dividend / divisor`` rounded toward zero, for non-negative integers: PostgreSQL's
-    ``/`` on integers; MySQL's ``/`` is decimal division there, its integer one is ``DIV``."""
-
-    type = Integer()
-    inherit_cache = True
-    _traverse_internals = [
-        ("dividend", InternalTraversal.dp_clauseelement),
-        ("divisor", InternalTraversal.dp_plain_obj),
-    ]
-
-    def __init__(self, dividend: ColumnElement[Any], divisor: int) -> None:
-        self.dividend = dividend
-        self.divisor = int(divisor)
-
-
-@compiles(WholeQuotient)
-def _whole_quotient_default(element: WholeQuotient, compiler: Any, **kw: Any) -> str:
-    raise _refuse(compiler.dialect)
-
-
-def whole_quotient(dividend: ColumnElement[Any], divisor: int) -> WholeQuotient:
-    return WholeQuotient(dividend, divisor)
-
-
-class RunTimeLimit(ColumnElement[int]):
-    """A ``LIMIT`` computed when the statement runs (a budget from :class:`RowEstimate`).
-
-    PostgreSQL takes any expression there and stops reading at the bound. MySQL and MariaDB
-    accept only constants in ``LIMIT``: there it compiles to "all rows" (2^64 - 1, their
-    documented idiom), so a bounded read reads everything it would reach. A bounded count then
-    gives the same comparison at a higher cost; a bounded candidate set is a superset.
-    """
-
-    type = Integer()
-    inherit_cache = True
-    _traverse_internals = [("bound", InternalTraversal.dp_clauseelement)]
-
-    def __init__(self, bound: ColumnElement[Any]) -> None:
-        self.bound = bound
-
-
-@compiles(RunTimeLimit)
-def _run_time_limit_default(element: RunTimeLimit, compiler: Any, **kw: Any) -> str:
-    raise _refuse(compiler.dialect)
-
-
-def run_time_limit(bound: ColumnElement[Any]) -> RunTimeLimit:
-    return RunTimeLimit(bound)
-
-
-def hamming_expression(a: ColumnElement[Any], b: ColumnElement[Any]) -> HammingDistance:
-    return HammingDistance(a, b)
-
-
-def probe_parameter(values: Sequence[int]) -> BindParameter[Any]:
-    """``values`` as the one bound parameter :func:`equals_any` compares with: a plain integer
-    for a single value, an integer array (an ``IN`` list on MySQL) for several. Built apart
-    from the comparison so a statement can be compiled once and given new values each call."""
-    if len(values) == 1:
-        return bindparam(None, values[0], type_=Integer())
-    return bindparam(None, list(values), type_=_INTEGER_ARRAY)
-
-
-def equals_any(column: ColumnElement[Any], values: Sequence[int] | BindParameter[Any]) -> ColumnElement[bool]:
-    """``column`` equals one of ``values`` (see :class:`EqualsAny`), or the value(s) of a
-    :func:`probe_parameter`."""
-    if isinstance(values, BindParameter):
-        return EqualsAny(column, values) if isinstance(values.type, ARRAY) else column == values
-    if len(values) == 1:
-        return column == values[0]
-    return EqualsAny(column, values)
+from ..schema import BLOCK_COUNT
+from .base import (
+    BLOCK_BITS,
+    BLOCK_MASK,
+    Backend,
+    Bind,
+    ManyTargetsPlan,
+    backend,
+    describe_server,
+    families,
+    family_of,
+    refuse,
+    supported,
+    timeout_kind,
+    type_rules,
+    variant_type,
+)
+from .constructs import (
+    COVERING_INFO,
+    BlockComputed,
+    BlockExpression,
+    EagerChoice,
+    EagerGuard,
+    EagerOrder,
+    EqualsAny,
+    HammingDistance,
+    RowEstimate,
+    RunTimeLimit,
+    WholeQuotient,
+    block_computed,
+    eager_choice,
+    eager_guard,
+    eager_order,
+    equals_any,
+    hamming_expression,
+    probe_parameter,
+    probe_values,
+    radius_for,
+    ring_values,
+    row_estimate,
+    run_time_limit,
+    whole_quotient,
+)
+from .postgresql import MIN_POSTGRES, PostgresBackend, server_version_num  # registers first: refusals name it first
+from .mysql import MIN_MARIADB, MIN_MYSQL, MySQLBackend
+
+MYSQL_NAMES = MySQLBackend.__dialect__
+"""SQLAlchemy names the MariaDB dialect ``mariadb`` and reads a MariaDB server behind
+``mysql+pymysql://`` as ``mysql``: :class:`MySQLBackend` serves both."""
+
+SUPPORTED = supported()
+"""``"PostgreSQL >= 14, MySQL >= 8.0 or MariaDB >= 10.6"``: what a refusal says simsql needs."""
 
 
 def block_expression_sql(fingerprint_sql: str, index: int, dialect: str = "postgresql") -> str:
-    """SQL deriving block ``index`` (0 = most significant) from a quoted 64-bit column."""
-    shift = BLOCK_BITS * (BLOCK_COUNT - 1 - index)
-    if dialect in MYSQL_NAMES:
-        return f"({fingerprint_sql} >> {shift}) & {BLOCK_MASK}"
-    return f"CAST(({fingerprint_sql} >> {shift}) & {BLOCK_MASK} AS INTEGER)"
-
-
-def block_computed(fingerprint: str, index: int) -> BlockComputed:
-    """The ``Computed`` clause of block column ``index`` of the fingerprint column ``fingerprint``."""
-    return BlockComputed(fingerprint, index)
-
-
-@lru_cache(maxsize=8)
-def _masks(radius: int) -> tuple[int, ...]:
-    masks = [0]
-    for r in range(1, radius + 1):
-        for bits in combinations(range(BLOCK_BITS), r):
-            masks.append(sum(1 << b for b in bits))
-    return tuple(masks)
-
-
-def probe_values(block: int, radius: int) -> list[int]:
-    """All 16-bit values within ``radius`` bits of ``block`` (1, 17, 137, 697, ... values).
-
-    Multi-index hashing: a fingerprint within ``4 * (radius + 1) - 1`` bits of the query has at
-    least one block within ``radius`` bits of the query's block (pigeonhole over 4 blocks).
-    """
-    return [block ^ mask for mask in _masks(radius)]
-
-
-def ring_values(block: int, radius: int) -> list[int]:
-    """The 16-bit values exactly ``radius`` bits from ``block`` (1, 16, 120, 560, ... values)."""
-    return [block ^ sum(1 << b for b in bits) for bits in combinations(range(BLOCK_BITS), radius)]
-
-
-def radius_for(max_distance: int) -> int:
-    """Smallest probe radius that finds every fingerprint within ``max_distance`` bits."""
-    return max(0, (max_distance + 1 + BLOCK_COUNT - 1) // BLOCK_COUNT - 1)
-
-
-# -- server checks and statements whose spelling differs ---------------------------------
-
-
-def _backend(dialect: Dialect) -> Any:
-    if dialect.name == "postgresql":
-        return postgresql
-    if dialect.name in MYSQL_NAMES:
-        return mysql
-    raise _refuse(dialect)
-
-
-def backend(dialect: Dialect) -> Any:
-    """The module that speaks ``dialect`` (:mod:`.postgresql` or :mod:`.mysql`): what the
-    lifecycle asks of the server (catalog, time bounds, lock holders) has the same names in
-    both. Any other backend is refused, naming what was found."""
-    return _backend(dialect)
+    """SQL deriving block ``index`` (0 = most significant) from a quoted 64-bit column, as the
+    server behind the dialect named ``dialect`` spells it."""
+    return type_rules(dialect).block_expression_sql(fingerprint_sql, index)
 
 
 def is_mysql(dialect: Dialect) -> bool:
-    return dialect.name in MYSQL_NAMES
+    """Whether ``dialect`` is served by :class:`MySQLBackend` (MySQL or MariaDB). Kept for
+    callers not yet asking :func:`backend` for the behaviour itself."""
+    return issubclass(type_rules(dialect), MySQLBackend)
 
 
 def server_version(connection: Connection) -> int:
     """``server_version_num`` of the connected PostgreSQL, after checking the backend."""
-    if connection.dialect.name != "postgresql":
-        raise _refuse(connection.dialect)
-    return postgresql.server_version_num(connection)
+    if not isinstance(backend(connection), PostgresBackend):
+        raise refuse(connection.dialect)
+    return server_version_num(connection)
 
 
 def check_server(connection: Connection) -> None:
     """Refuse servers simsql cannot run on, with the version that was found."""
-    _backend(connection.dialect).check_server(connection)
+    backend(connection).check_server(connection)
 
 
 def current_schema(connection: Connection) -> str:
     """The schema (MySQL: database) unqualified names resolve to."""
-    return str(_backend(connection.dialect).current_schema(connection))
+    return backend(connection).current_schema(connection)
 
 
 def relation_exists(connection: Connection, name: str) -> bool:
     """Whether ``name`` resolves to a table the way an unqualified statement would find it."""
-    return bool(_backend(connection.dialect).relation_exists(connection, name))
+    return backend(connection).relation_exists(connection, name)
 
 
 def insert_new(connection: Connection, table: Any, values: dict[str, Any]) -> Any:
     """An INSERT of ``values`` that does nothing when the primary key is already there."""
-    return _backend(connection.dialect).insert_new(table, values)
+    return backend(connection).insert_new(table, values)
 
 
 def upsert(connection: Connection, table: Any, values: dict[str, Any], keys: Sequence[str], update: Sequence[str]) -> Any:
     """INSERT ``values``, or on a primary-key conflict set the ``update`` columns from them."""
-    return _backend(connection.dialect).upsert(table, values, keys, update)
+    return backend(connection).upsert(table, values, keys, update)
 
 
 def prepare_self_join(connection: Connection) -> None:
     """Session settings for the all-pairs self-joins of ``near_duplicates`` (transaction-local
     where the server allows it)."""
-    _backend(connection.dialect).prepare_self_join(connection)
+    backend(connection).prepare_self_join(connection)
 
 
 def registry_probe_sql(dialect: Dialect) -> str:
-    """SQL run on a bare DBAPI cursor mid-statement (no SQLAlchemy): whether the registry and
-    simsql's version table exist, and the current schema; two ``%s`` parameters (their names)."""
-    return str(_backend(dialect).REGISTRY_PROBE)
+    """See :attr:`Backend.registry_probe`."""
+    return backend(dialect).registry_probe
 
 
 def hash_joins_expressions(dialect: Dialect) -> bool:
     """Whether the server hash-joins on an expression such as ``a.fp & mask = b.fp & mask``:
     PostgreSQL and MySQL >= 8.0.18 do; MariaDB would nest loops over every pair."""
-    return bool(_backend(dialect).hash_joins_expressions(dialect))
+    return backend(dialect).hash_joins_expressions()
 
-
-from . import mysql, postgresql  # noqa: E402  (registers the per-dialect compilations)
 
 __all__ = [
     "BLOCK_BITS",
     "BLOCK_COUNT",
     "BLOCK_MASK",
+    "Backend",
+    "Bind",
     "BlockComputed",
     "BlockExpression",
     "COVERING_INFO",
@@ -482,6 +160,13 @@ __all__ = [
     "MIN_MYSQL",
     "MIN_POSTGRES",
     "MYSQL_NAMES",
+    "ManyTargetsPlan",
+    "MySQLBackend",
+    "PostgresBackend",
+    "RowEstimate",
+    "RunTimeLimit",
+    "SUPPORTED",
+    "WholeQuotient",
     "backend",
     "block_computed",
     "block_expression_sql",
@@ -492,6 +177,8 @@ __all__ = [
     "eager_guard",
     "eager_order",
     "equals_any",
+    "families",
+    "family_of",
     "hamming_expression",
     "hash_joins_expressions",
     "insert_new",
@@ -501,14 +188,14 @@ __all__ = [
     "probe_values",
     "radius_for",
     "registry_probe_sql",
-    "RowEstimate",
-    "RunTimeLimit",
-    "WholeQuotient",
-    "whole_quotient",
-    "run_time_limit",
+    "relation_exists",
     "ring_values",
     "row_estimate",
-    "relation_exists",
+    "run_time_limit",
     "server_version",
+    "timeout_kind",
+    "type_rules",
     "upsert",
+    "variant_type",
+    "whole_quotient",
 ]

@@ -3,28 +3,34 @@
 The fingerprint is stored unsigned (no signed mapping: ``^`` and ``BIT_COUNT`` work on the full
 64-bit range), blocks are ``VIRTUAL`` generated columns whose values live in their indexes, and
 "any of these values" is a plain ``IN`` list (PyMySQL interpolates parameters on the client, so
-there is no server-side plan to share between radii).
+there is no server-side plan to share between radii). DDL is not transactional here: each
+statement commits at once, so every plan step carries its undo (:mod:`.mysql_ddl`); the catalog
+is read from information_schema (:mod:`.mysql_catalog`).
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, ClassVar
 
-from sqlalchemy import Integer, String, bindparam, event, text
+from sqlalchemy import Integer, String, Uuid, event, text
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.pool import Pool
 from sqlalchemy.schema import CreateIndex
+from sqlalchemy.types import TypeEngine
 
-from ..errors import UnsupportedDatabase
-from . import (
+from ..errors import SchemaError, UnsupportedDatabase
+from ..schema import Names
+from . import mysql_catalog
+from .base import Backend, describe_server, version_text
+from .batch import Job
+from .constructs import (
     COVERING_INFO,
-    MIN_MARIADB,
-    MIN_MYSQL,
     BlockComputed,
     BlockExpression,
     EagerChoice,
@@ -35,11 +41,23 @@ from . import (
     RowEstimate,
     RunTimeLimit,
     WholeQuotient,
-    block_expression_sql,
-    describe_server,
 )
+from .mysql_backfill import MySQLBatchSQL
+from .mysql_catalog import is_mariadb, triggers_on
+from .mysql_ddl import MYSQL_DDL, block_expression_sql, create_trigger_sql, digest_sql, drop_trigger_sql, quote, trigger_names
+from .plan import TableFacts
 
 NAMES = ("mysql", "mariadb")
+"""SQLAlchemy names the MariaDB dialect ``mariadb`` (``mariadb+pymysql://``) and reads a
+MariaDB server behind ``mysql+pymysql://`` as ``mysql``: both compile the same way."""
+
+MIN_MYSQL = (8, 0)
+"""Window functions, CTEs and ``ALGORITHM=INSTANT`` arrived in MySQL 8.0."""
+
+MIN_MARIADB = (10, 6)
+"""The oldest MariaDB still maintained when simsql added it; instant ADD COLUMN since 10.3."""
+
+MAX_IDENTIFIER_CHARACTERS = 64
 
 
 def _check_version(dialect: Dialect) -> None:
@@ -68,7 +86,7 @@ def _equals_any(element: EqualsAny, compiler: Any, **kw: Any) -> str:
 
 
 def _block(element: BlockExpression, compiler: Any, **kw: Any) -> str:
-    return block_expression_sql(compiler.preparer.quote_identifier(element.fingerprint), element.index, "mysql")
+    return block_expression_sql(compiler.preparer.quote_identifier(element.fingerprint), element.index)
 
 
 def _computed(element: BlockComputed, compiler: Any, **kw: Any) -> str:
@@ -157,7 +175,7 @@ def check_digest(connection: Connection) -> None:
     without it a trigger simsql created would fail every INSERT into the user's table ("FUNCTION
     db.MD5 does not exist"), so nothing is created and nothing is fingerprinted; detach still
     runs, to take such triggers away. Asked once per session (MariaDB has it built in)."""
-    if _is_mariadb(connection):
+    if is_mariadb(connection.dialect):
         return
     info = connection.connection.info
     if info.get(_HAS_MD5):
@@ -167,8 +185,6 @@ def check_digest(connection: Connection) -> None:
     except Exception as error:  # noqa: BLE001 - only the missing function is ours to explain
         if getattr(getattr(error, "orig", None), "args", (None,))[0] != 1305:  # ER_SP_DOES_NOT_EXIST
             raise
-        from . import describe_server
-
         raise UnsupportedDatabase(
             f"simsql's triggers compare MD5() digests, and {describe_server(connection.dialect)} has no MD5() "
             f"(MySQL 9.6 moved it into a component): an administrator can add it with "
@@ -202,89 +218,6 @@ def upsert(table: Any, values: dict[str, Any], keys: Sequence[str], update: Sequ
     return statement.on_duplicate_key_update({name: statement.inserted[name] for name in update})
 
 
-def prepare_self_join(connection: Connection) -> None:
-    """Nothing to set: without expression hash joins the self-joins go through the block indexes."""
-
-
-
-def hash_joins_expressions(dialect: Dialect) -> bool:
-    if getattr(dialect, "is_mariadb", False):
-        return False
-    version = getattr(dialect, "server_version_info", None) or (0,)
-    return tuple(version) >= (8, 0, 18)
-
-
-# -- triggers (the digest invariant of simsql.storage, in MySQL's dialect) ------------------
-#
-# MySQL has no trigger functions and no "INSERT OR UPDATE" trigger: the same rule as the
-# PostgreSQL trigger is written twice (before insert, before update). ``MD5(CONCAT_WS(CHAR(10),
-# ...))`` is the digest of ``storage.join_text`` (NULLs skipped), 32 hex digits: the form in
-# which SQLAlchemy's ``Uuid`` stores a UUID where there is no native type. Each column is
-# converted to utf8mb4 first: MD5 hashes a string's bytes in its own character set, and Python
-# hashes UTF-8, so a latin1 column's accented text would never match its digest.
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
-def digest_sql(columns: Sequence[str], row: str) -> str:
-    return f"MD5(CONCAT_WS(CHAR(10), {', '.join(f'CONVERT({row}{quote(c)} USING utf8mb4)' for c in columns)}))"
-
-
-def _unchanged(source: Sequence[str]) -> str:
-    return " AND ".join(f"NEW.{quote(c)} <=> OLD.{quote(c)}" for c in source)
-
-
-def _on(schema: str | None, name: str) -> str:
-    """A trigger or table name, in ``schema`` when given (a trigger lives in its table's schema,
-    and its body resolves unqualified names there)."""
-    return quote(name) if schema is None else f"{quote(schema)}.{quote(name)}"
-
-
-def row_trigger_sql(
-    table: str, fingerprint: str, digest: str, source: Sequence[str], update: bool, name: str, schema: str | None = None
-) -> str:
-    """Columns mode: a fingerprint is kept only with the digest of the row's current text."""
-    fp, src = f"NEW.{quote(fingerprint)}", f"NEW.{quote(digest)}"
-    if update:
-        rewritten = (
-            f"    IF NOT ({fp} <=> OLD.{quote(fingerprint)}) AND {src} <=> OLD.{quote(digest)} THEN SET {src} = NULL; END IF;\n"
-        )
-        no_digest = f"    ELSEIF NOT ({_unchanged(source)}) THEN SET {fp} = NULL;\n"
-    else:
-        rewritten, no_digest = "", ""
-    return (
-        f"CREATE TRIGGER {_on(schema, name)} BEFORE {'UPDATE' if update else 'INSERT'} ON {_on(schema, table)} FOR EACH ROW\n"
-        f"BEGIN\n"
-        f"  IF {fp} IS NOT NULL THEN\n"
-        f"{rewritten}"
-        f"    IF {src} IS NOT NULL THEN\n"
-        f"      IF {src} <> {digest_sql(source, 'NEW.')} THEN SET {fp} = NULL; END IF;\n"
-        f"{no_digest}"
-        f"    END IF;\n"
-        f"  END IF;\n"
-        f"  IF {fp} IS NULL THEN SET {src} = NULL; END IF;\n"
-        f"END"
-    )
-
-
-def stale_trigger_sql(
-    table: str, side: str, digest: str, keys: Sequence[str], side_keys: Sequence[str], source: Sequence[str], name: str,
-    schema: str | None = None,
-) -> str:
-    """Side-table mode: a row whose text changed loses its side row, unless that row already
-    holds the new text's fingerprint."""
-    condition = " AND ".join(f"{quote(s)} = OLD.{quote(k)}" for s, k in zip(side_keys, keys))
-    return (
-        f"CREATE TRIGGER {_on(schema, name)} AFTER UPDATE ON {_on(schema, table)} FOR EACH ROW\n"
-        f"BEGIN\n"
-        f"  IF NOT ({_unchanged(source)}) THEN\n"
-        f"    DELETE FROM {quote(side)} WHERE {condition} AND NOT ({quote(digest)} <=> {digest_sql(source, 'NEW.')});\n"
-        f"  END IF;\n"
-        f"END"
-    )
-
 
 REGISTRY_PROBE = (
     "SELECT (SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s) > 0, "
@@ -294,29 +227,12 @@ REGISTRY_PROBE = (
 """On the DBAPI cursor (format paramstyle): registry present, version table present, schema."""
 
 
-# -- the live-table lifecycle: catalog reads, time bounds, who holds a lock -----------------
-#
-# What :mod:`simsql.lifecycle.catalog` and :mod:`simsql.lifecycle.apply` ask of the server,
-# from information_schema with names as bound values. information_schema compares names
-# case-insensitively on some servers; a name is matched exactly in Python afterwards, as
-# ``lower_case_table_names=0`` (Linux) keeps ``Articles`` and ``articles`` apart.
 
-NAME = "mysql"
-
-TRANSACTIONAL_DDL = False
-"""Every DDL statement commits on its own (and commits the transaction before it): a plan's
-steps are kept one by one, so a plan that fails halfway must be undone, not rolled back."""
-
-SCOPED_TIMEOUTS = False
-"""Session variables only: no setting ends with the transaction."""
+# -- time bounds ----------------------------------------------------------------------------
 
 TIMEOUT_CODES = {1205: "lock", 1969: "statement", 3024: "statement"}
 """``ER_LOCK_WAIT_TIMEOUT`` (metadata and row locks), MariaDB's ``ER_STATEMENT_TIMEOUT``
 (``max_statement_time``), MySQL's ``ER_QUERY_TIMEOUT`` (``max_execution_time``)."""
-
-ACTIVITY_VIEW = "SHOW PROCESSLIST"
-
-TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
 
 UNBOUNDED_LOCK_WAIT = 31536000
 """The largest ``lock_wait_timeout`` (a year, in seconds): what "unbounded" sets."""
@@ -339,156 +255,6 @@ def interval_seconds(value: str | None) -> float | None:
     return seconds or None
 
 
-def _is_mariadb(connection: Connection) -> bool:
-    return bool(getattr(connection.dialect, "is_mariadb", False))
-
-
-def _stores_no_checks(connection: Connection) -> bool:
-    """MySQL 8.0.0-8.0.15: CHECK constraints were accepted and ignored, and
-    information_schema.CHECK_CONSTRAINTS did not exist yet."""
-    version = tuple(getattr(connection.dialect, "server_version_info", None) or ())
-    return not _is_mariadb(connection) and bool(version) and version[:3] < (8, 0, 16)
-
-
-def table_facts(connection: Connection, schema: str, table: str) -> tuple[str, list[tuple[str, str, bool]], tuple[str, ...], tuple[str, ...]] | None:
-    """(kind ``r`` or ``p`` for partitioned, [(column, type, is_text)], primary key, the
-    table's triggers) of a base table, or None. A string column's type carries its character
-    set and collation, so a side table's key built from it can reference it."""
-    where = {"schema": schema, "table": table}
-    found = [
-        row for row in connection.execute(
-            text("SELECT TABLE_NAME, TABLE_TYPE, CREATE_OPTIONS FROM information_schema.TABLES "
-                 "WHERE TABLE_SCHEMA = :schema AND TABLE_NAME = :table"), where
-        )
-        if row[0] == table
-    ]
-    if not found or found[0][1] != "BASE TABLE":
-        return None
-    kind = "p" if "partitioned" in str(found[0][2] or "").lower() else "r"
-    columns = []
-    for name, column_type, data_type, charset, collation, owner in connection.execute(
-        text(
-            "SELECT COLUMN_NAME, COLUMN_TYPE, DATA_TYPE, CHARACTER_SET_NAME, COLLATION_NAME, TABLE_NAME "
-            "FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = :schema AND TABLE_NAME = :table ORDER BY ORDINAL_POSITION"
-        ),
-        where,
-    ):
-        if owner != table:
-            continue
-        spelled = str(column_type)
-        if charset:
-            spelled += f" CHARACTER SET {charset} COLLATE {collation}"
-        columns.append((str(name), spelled, str(data_type).lower() in TEXT_TYPES))
-    keys = tuple(
-        str(row[0]) for row in connection.execute(
-            text("SELECT COLUMN_NAME, TABLE_NAME FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = :schema "
-                 "AND TABLE_NAME = :table AND INDEX_NAME = 'PRIMARY' ORDER BY SEQ_IN_INDEX"), where
-        )
-        if row[1] == table
-    )
-    return kind, columns, keys, triggers_on(connection, schema, table)
-
-
-def triggers_on(connection: Connection, schema: str, table: str) -> tuple[str, ...]:
-    return tuple(
-        str(row[0]) for row in connection.execute(
-            text("SELECT TRIGGER_NAME, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS "
-                 "WHERE EVENT_OBJECT_SCHEMA = :schema AND EVENT_OBJECT_TABLE = :table ORDER BY TRIGGER_NAME"),
-            {"schema": schema, "table": table},
-        )
-        if row[1] == table
-    )
-
-
-def schema_triggers(connection: Connection, schema: str) -> dict[str, str]:
-    """Every trigger of ``schema`` and its table: MySQL trigger names are unique per schema,
-    not per table, so a name simsql would use is taken whichever table holds it."""
-    return {
-        str(row[0]): str(row[1])
-        for row in connection.execute(
-            text("SELECT TRIGGER_NAME, EVENT_OBJECT_TABLE FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = :schema"),
-            {"schema": schema},
-        )
-    }
-
-
-def index_names(connection: Connection, schema: str, table: str) -> tuple[str, ...]:
-    return tuple(sorted({
-        str(row[0]) for row in connection.execute(
-            text("SELECT INDEX_NAME, TABLE_NAME FROM information_schema.STATISTICS "
-                 "WHERE TABLE_SCHEMA = :schema AND TABLE_NAME = :table"), {"schema": schema, "table": table}
-        )
-        if row[1] == table
-    }))
-
-
-def invalid_indexes(connection: Connection, schema: str, names: Sequence[str]) -> tuple[str, ...]:
-    """None: an online ``ADD INDEX`` that fails leaves no index behind."""
-    return ()
-
-
-def dependents(connection: Connection, schema: str, table: str, columns: Sequence[str], own: Sequence[str]) -> list[str]:
-    """Objects simsql did not create that use ``columns`` of ``schema.table`` (or the whole
-    table when ``columns`` is empty), other than the indexes ``own``: indexes, generated
-    columns, CHECK constraints, foreign keys, triggers (on the whole table) and views."""
-    where = {"schema": schema, "table": table}
-    wanted = set(columns)
-    found: set[str] = set()
-
-    def uses(name: Any) -> bool:
-        return not wanted or str(name) in wanted
-
-    for index, column, owner in connection.execute(
-        text("SELECT INDEX_NAME, COLUMN_NAME, TABLE_NAME FROM information_schema.STATISTICS "
-             "WHERE TABLE_SCHEMA = :schema AND TABLE_NAME = :table"), where
-    ):
-        if owner == table and index != "PRIMARY" and index not in own and uses(column):
-            found.add(f"index {index} on table {table}")
-    if wanted:
-        for name, expression, owner in connection.execute(
-            text("SELECT COLUMN_NAME, GENERATION_EXPRESSION, TABLE_NAME FROM information_schema.COLUMNS "
-                 "WHERE TABLE_SCHEMA = :schema AND TABLE_NAME = :table AND GENERATION_EXPRESSION <> ''"), where
-        ):
-            if owner == table and name not in wanted and any(quote(c) in str(expression) for c in wanted):
-                found.add(f"generated column {table}.{name}")
-        # MySQL's CHECK_CONSTRAINTS has no TABLE_NAME, but its CHECK names are unique per schema,
-        # so TABLE_CONSTRAINTS names the table; MariaDB's names are per table, and it has one.
-        # MySQL before 8.0.16 parsed CHECK clauses and kept none (nor that table): nothing to find.
-        checks = None if _stores_no_checks(connection) else (
-            "SELECT CONSTRAINT_NAME, CHECK_CLAUSE, TABLE_NAME FROM information_schema.CHECK_CONSTRAINTS "
-            "WHERE CONSTRAINT_SCHEMA = :schema AND TABLE_NAME = :table"
-        ) if _is_mariadb(connection) else (
-            "SELECT c.CONSTRAINT_NAME, c.CHECK_CLAUSE, t.TABLE_NAME FROM information_schema.CHECK_CONSTRAINTS c "
-            "JOIN information_schema.TABLE_CONSTRAINTS t ON t.CONSTRAINT_SCHEMA = c.CONSTRAINT_SCHEMA "
-            "AND t.CONSTRAINT_NAME = c.CONSTRAINT_NAME AND t.CONSTRAINT_TYPE = 'CHECK' "
-            "WHERE c.CONSTRAINT_SCHEMA = :schema AND t.TABLE_NAME = :table"
-        )
-        for name, clause, owner in connection.execute(text(checks), where) if checks else ():
-            if owner == table and any(quote(c) in str(clause) for c in wanted):
-                found.add(f"check constraint {name} on table {table}")
-    else:
-        for trigger in triggers_on(connection, schema, table):
-            found.add(f"trigger {trigger} on table {table}")
-    for name, owner, column, referenced, referenced_column in connection.execute(
-        text("SELECT CONSTRAINT_NAME, TABLE_NAME, COLUMN_NAME, REFERENCED_TABLE_NAME, REFERENCED_COLUMN_NAME "
-             "FROM information_schema.KEY_COLUMN_USAGE WHERE REFERENCED_TABLE_SCHEMA IS NOT NULL AND "
-             "((TABLE_SCHEMA = :schema AND TABLE_NAME = :table) OR (REFERENCED_TABLE_SCHEMA = :schema "
-             "AND REFERENCED_TABLE_NAME = :table))"), where
-    ):
-        # another table's foreign key to these columns, or one of these columns' own
-        theirs = referenced == table and owner != table and uses(referenced_column)
-        if theirs or (owner == table and wanted and str(column) in wanted):
-            found.add(f"constraint {name} on table {owner}")
-    qualified_table = f"{quote(schema)}.{quote(table)}"
-    needles = [f"{qualified_table}.{quote(c)}" for c in wanted] or [qualified_table]
-    for view_schema, view, definition in connection.execute(
-        text("SELECT TABLE_SCHEMA, TABLE_NAME, VIEW_DEFINITION FROM information_schema.VIEWS")
-    ):
-        if any(needle in str(definition) for needle in needles):
-            found.add(f"view {view_schema}.{view}")
-    return sorted(found)
-
-
 # Timeouts. MySQL has no transaction-scoped settings: simsql sets session variables and puts
 # the session's own values back when it is done (``bounded``), or, for a setting meant to last
 # a transaction, when the connection goes back to its pool (the ``checkin`` listener below), so
@@ -500,7 +266,7 @@ _REMEMBERED = "simsql_session_timeouts"
 def _statement_variable(connection: Connection) -> str:
     """MariaDB bounds every statement (``max_statement_time``, seconds); MySQL only SELECTs
     (``max_execution_time``, milliseconds)."""
-    return "max_statement_time" if _is_mariadb(connection) else "max_execution_time"
+    return "max_statement_time" if is_mariadb(connection.dialect) else "max_execution_time"
 
 
 def read_timeouts(connection: Connection) -> tuple[Any, ...]:
@@ -531,7 +297,7 @@ def set_timeouts(connection: Connection, lock: str | None, statement: str | None
     row_lock_wait = UNBOUNDED_ROW_LOCK_WAIT if lock_seconds is None else lock_wait
     if statement_seconds is None:
         statement_bound: float = 0
-    elif _is_mariadb(connection):
+    elif is_mariadb(connection.dialect):
         statement_bound = statement_seconds
     else:
         statement_bound = max(1, math.ceil(statement_seconds * 1000))
@@ -569,66 +335,6 @@ def timeout_kind(error: BaseException) -> str | None:
     return TIMEOUT_CODES.get(arguments[0])
 
 
-_NAME = re.compile(r'`((?:[^`]|``)*)`|"((?:[^"]|"")*)"|([^.`"]+)')
-
-
-def split_qualified(relation: str) -> tuple[str, ...]:
-    """``schema.table`` text quoted either way (backquotes, double quotes) or not, as names."""
-    return tuple(
-        m.group(1).replace("``", "`") if m.group(1) is not None
-        else m.group(2).replace('""', '"') if m.group(2) is not None else m.group(3).strip()
-        for m in _NAME.finditer(relation)
-    )
-
-
-def _lock_holders(connection: Connection, relations: Sequence[tuple[str, ...]]) -> set[int] | None:
-    """Sessions holding a metadata lock on one of ``relations``, where the server says
-    (MySQL's ``performance_schema.metadata_locks``, MariaDB's ``METADATA_LOCK_INFO`` plugin);
-    None where it does not."""
-    pairs = [r for r in relations if len(r) == 2]
-    if not pairs:
-        return None
-    if not _is_mariadb(connection) and connection.execute(text("SELECT @@performance_schema")).scalar():
-        sql = ("SELECT t.PROCESSLIST_ID, m.OBJECT_SCHEMA, m.OBJECT_NAME FROM performance_schema.metadata_locks m "
-               "JOIN performance_schema.threads t ON t.THREAD_ID = m.OWNER_THREAD_ID "
-               "WHERE m.LOCK_STATUS = 'GRANTED' AND m.OBJECT_TYPE = 'TABLE'")
-    elif connection.execute(
-        text("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'information_schema' "
-             "AND TABLE_NAME = 'METADATA_LOCK_INFO'")
-    ).scalar():
-        sql = "SELECT THREAD_ID, TABLE_SCHEMA, TABLE_NAME FROM information_schema.METADATA_LOCK_INFO"
-    else:
-        return None
-    return {int(row[0]) for row in connection.execute(text(sql)) if (row[1], row[2]) in pairs and row[0] is not None}
-
-
-def blockers(connection: Connection, relations: Sequence[str]) -> str:
-    """Sessions holding a metadata lock on ``relations`` (where the server can say), and
-    sessions of this database with an open transaction or a running statement: who a DDL
-    waits on."""
-    holders = _lock_holders(connection, [split_qualified(r) for r in relations]) or set()
-    rows = connection.execute(
-        text(
-            "SELECT p.ID, p.COMMAND, COALESCE(p.STATE, ''), LEFT(COALESCE(p.INFO, t.trx_query, ''), 80), "
-            "TIMESTAMPDIFF(SECOND, t.trx_started, NOW()), p.ID IN :holders "
-            "FROM information_schema.PROCESSLIST p LEFT JOIN information_schema.INNODB_TRX t "
-            "ON t.trx_mysql_thread_id = p.ID WHERE p.ID <> CONNECTION_ID() AND (p.ID IN :holders OR "
-            "(p.DB = DATABASE() AND (t.trx_id IS NOT NULL OR (p.COMMAND = 'Query' AND COALESCE(p.STATE, '') "
-            "NOT LIKE 'Waiting for%')))) ORDER BY p.ID"
-        ).bindparams(bindparam("holders", expanding=True)),
-        {"holders": sorted(holders) or [-1]},
-    ).all()
-    if not rows:
-        return "no session holds it any more"
-
-    def describe(row: Any) -> str:
-        state = "idle in transaction" if row[1] == "Sleep" else f"{row[1]}{': ' + row[2] if row[2] else ''}"
-        age = f", transaction open {row[4]} s" if row[4] is not None else ""
-        return f"session {row[0]} ({state}{age}: {row[3]!r})"
-
-    return "; ".join(describe(row) for row in rows)
-
-
 ONLINE_REFUSED = (1845, 1846, 4092)
 """``ER_ALTER_OPERATION_NOT_SUPPORTED`` and ``..._REASON``: the requested ``ALGORITHM`` or
 ``LOCK`` cannot do this change; MySQL's ``ER_INNODB_MAX_ROW_VERSION``: the table has used up
@@ -641,3 +347,193 @@ def online_ddl_refused(error: BaseException) -> str | None:
     if not arguments or arguments[0] not in ONLINE_REFUSED:
         return None
     return str(arguments[1]).strip() if len(arguments) > 1 else "online DDL not supported"
+
+
+class MySQLBackend(Backend):
+    """MySQL >= 8.0 and MariaDB >= 10.6 (one family: the differences between the two, such as
+    the statement-time variable or where metadata locks are listed, are read from the dialect)."""
+
+    __dialect__ = NAMES
+    name = "mysql"
+    supported = "MySQL >= 8.0 or MariaDB >= 10.6"
+    ddl = MYSQL_DDL
+
+    transactional_ddl = False
+    online_index_builds = True
+    refingerprints_online = False
+    folds_names = True
+    offline_scripts = False  # trigger bodies hold several statements: the mysql client splits them without DELIMITER
+    stored_blocks = False
+    include_columns = False
+    many_targets_plan = "window"  # MariaDB has no LATERAL, neither has arrays
+    activity_view = "SHOW PROCESSLIST"
+    registry_probe = REGISTRY_PROBE
+
+    fingerprint_type: ClassVar[TypeEngine[Any]] = mysql.BIGINT(unsigned=True)
+    digest_type: ClassVar[TypeEngine[Any]] = Uuid(native_uuid=False)
+    """32 hex digits, where ``MD5()`` yields exactly that and MariaDB's own UUID type refuses
+    md5 values whose variant bits are not RFC 4122's ("Incorrect uuid value")."""
+
+    @classmethod
+    def describe_dialect(cls, dialect: Dialect) -> str:
+        # SQLAlchemy keeps every number of the version string, the packager's too ("9.7.4-2"
+        # is (9, 7, 4, 2), "10.11.6-MariaDB-0+deb12u1" is (10, 11, 6, 0)): the release is three.
+        version = getattr(dialect, "server_version_info", None)
+        return f"{'MariaDB' if is_mariadb(dialect) else 'MySQL'} {version_text(version[:3] if version else None)}"
+
+    def check_server(self, connection: Connection) -> None:
+        check_server(connection)
+
+    def check_digest(self, connection: Connection) -> None:
+        check_digest(connection)
+
+    def check_identifier(self, name: str, what: str = "identifier") -> str:
+        """The server's own limit (64 characters), then simsql's (63 bytes, which every name
+        derived from ``name`` must fit on every server)."""
+        if isinstance(name, str) and len(name) > MAX_IDENTIFIER_CHARACTERS:
+            raise SchemaError(f"{what} {name!r} is {len(name)} characters long; MySQL and MariaDB names hold at most 64")
+        return super().check_identifier(name, what)
+
+    @staticmethod
+    def fingerprint_to_db(value: int) -> int:
+        return value
+
+    @staticmethod
+    def fingerprint_from_db(value: int) -> int:
+        return int(value)
+
+    @classmethod
+    def block_expression_sql(cls, fingerprint_sql: str, index: int) -> str:
+        return block_expression_sql(fingerprint_sql, index)
+
+    def quote(self, name: str) -> str:
+        return quote(name)
+
+    def digest_sql(self, columns: Sequence[str], row: str = "") -> str:
+        return digest_sql(columns, row)
+
+    def distinct_sql(self, a: str, b: str) -> str:
+        return f"NOT ({a} <=> {b})"
+
+    def count_where(self, condition: str) -> str:
+        return f"COALESCE(SUM(CASE WHEN {condition} THEN 1 ELSE 0 END), 0)"
+
+    def current_schema(self, connection: Connection) -> str:
+        return current_schema(connection)
+
+    def relation_exists(self, connection: Connection, name: str) -> bool:
+        return relation_exists(connection, name)
+
+    def insert_new(self, table: Any, values: dict[str, Any]) -> Any:
+        return insert_new(table, values)
+
+    def upsert(self, table: Any, values: dict[str, Any], keys: Sequence[str], update: Sequence[str]) -> Any:
+        return upsert(table, values, keys, update)
+
+    def prepare_self_join(self, connection: Connection) -> None:
+        """Nothing to set: without expression hash joins the self-joins go through the block indexes."""
+
+    def hash_joins_expressions(self) -> bool:
+        """MySQL >= 8.0.18 does; MariaDB would nest loops over every pair."""
+        version = getattr(self.dialect, "server_version_info", None) or (0,)
+        return not is_mariadb(self.dialect) and tuple(version) >= (8, 0, 18)
+
+    # -- triggers ------------------------------------------------------------------------------
+
+    def trigger_names(self, names: Names) -> tuple[str, ...]:
+        return trigger_names(names)
+
+    def create_trigger_sql(
+        self, schema: str | None, names: Names, source: Sequence[str], keys: Sequence[str], *, derive_blocks: bool = False
+    ) -> tuple[str, ...]:
+        """``derive_blocks`` does not apply: blocks are generated columns in every mode here."""
+        return create_trigger_sql(schema, names, source, keys)
+
+    def drop_trigger_sql(self, schema: str | None, names: Names, *, table_dropped: bool = False) -> tuple[str, ...]:
+        return drop_trigger_sql(schema, names)
+
+    def trigger_schema(self, connection: Connection, schema: str | None) -> str | None:
+        """The table's schema as given (None: the current database, where the table is)."""
+        return schema
+
+    # -- catalog -------------------------------------------------------------------------------
+
+    def table_facts(self, connection: Connection, schema: str, table: str) -> TableFacts | None:
+        return mysql_catalog.table_facts(connection, schema, table)
+
+    def triggers_on(self, connection: Connection, schema: str, table: str) -> tuple[str, ...]:
+        return triggers_on(connection, schema, table)
+
+    def schema_triggers(self, connection: Connection, schema: str) -> dict[str, str]:
+        """MySQL trigger names are unique per schema, not per table."""
+        return mysql_catalog.schema_triggers(connection, schema)
+
+    def index_names(self, connection: Connection, schema: str, table: str) -> tuple[str, ...]:
+        return mysql_catalog.index_names(connection, schema, table)
+
+    def dependents(self, connection: Connection, schema: str, table: str, columns: Sequence[str], own: Sequence[str]) -> list[str]:
+        return mysql_catalog.dependents(connection, schema, table, columns, own)
+
+    def primary_key_name(self, connection: Connection, schema: str, table: str) -> str:
+        return "PRIMARY"
+
+    def attach_conflicts(self, connection: Connection, facts: TableFacts, names: Names) -> list[str]:
+        return mysql_catalog.attach_conflicts(connection, facts, names)
+
+    # -- locks and time bounds -------------------------------------------------------------------
+
+    def set_timeouts(self, connection: Connection, lock: str | None, statement: str | None, local: bool) -> None:
+        set_timeouts(connection, lock, statement, local)
+
+    def read_timeouts(self, connection: Connection) -> tuple[Any, ...]:
+        return read_timeouts(connection)
+
+    def reset_timeouts(self, connection: Connection) -> None:
+        reset_timeouts(connection)
+
+    def bounded(self, connection: Connection, lock: str | None, statement: str | None) -> AbstractContextManager[None]:
+        """Session variables, set and put back (no setting here ends with the transaction)."""
+        return _bounded(connection, lock, statement)
+
+    @staticmethod
+    def timeout_kind(error: BaseException) -> str | None:
+        return timeout_kind(error)
+
+    def online_ddl_refused(self, error: BaseException) -> str | None:
+        return online_ddl_refused(error)
+
+    def blockers(self, connection: Connection, relations: Sequence[str]) -> str:
+        return mysql_catalog.blockers(connection, relations)
+
+    def lock_out_writers(self, connection: Connection, schema: str, table: str) -> None:
+        raise UnsupportedDatabase(
+            f"simsql does not lock writers out of {schema}.{table} on {self.describe_server()}: MySQL's LOCK TABLES "
+            "commits the transaction it would guard"
+        )
+
+    def try_advisory_lock(self, connection: Connection, key: int) -> bool:
+        return bool(connection.execute(text("SELECT GET_LOCK(:name, 0)"), {"name": _lock_name(key)}).scalar())
+
+    def advisory_lock(self, connection: Connection, key: int) -> None:
+        connection.execute(text("SELECT GET_LOCK(:name, :wait)"), {"name": _lock_name(key), "wait": UNBOUNDED_LOCK_WAIT})
+
+    def advisory_unlock(self, connection: Connection, key: int) -> None:
+        connection.execute(text("SELECT RELEASE_LOCK(:name)"), {"name": _lock_name(key)})
+
+    def batch_sql(self, job: Job) -> MySQLBatchSQL:
+        return MySQLBatchSQL(job)
+
+
+@contextmanager
+def _bounded(connection: Connection, lock: str | None, statement: str | None) -> Iterator[None]:
+    previous = read_timeouts(connection)
+    set_timeouts(connection, lock, statement, False)
+    try:
+        yield
+    finally:
+        restore_timeouts(connection, previous)
+
+
+def _lock_name(key: int) -> str:
+    """MySQL's named locks take a string (at most 64 characters)."""
+    return f"simsql_{key}"

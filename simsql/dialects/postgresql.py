@@ -1,12 +1,16 @@
 """PostgreSQL >= 14: ``bit_count`` over ``#`` (XOR), ``= ANY(array)``, ``ON CONFLICT``.
 
 Fingerprints are stored in a signed ``bigint`` (two's complement, see :mod:`simsql.types`);
-XOR and so every distance is the same on the signed bits.
+XOR and so every distance is the same on the signed bits. DDL is transactional, index builds
+can run ``CONCURRENTLY`` (:mod:`.postgresql_ddl`), and time bounds are ``SET LOCAL``
+settings that end with the transaction. The catalog is read from ``pg_class`` and friends,
+every table named by a bound value (``to_regclass``, ``pg_namespace``), never formatted into SQL.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import text
@@ -15,8 +19,41 @@ from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import any_
 
-from . import MIN_POSTGRES, BlockExpression, EagerChoice, EagerGuard, EagerOrder, EqualsAny, HammingDistance, RowEstimate, RunTimeLimit, WholeQuotient, block_expression_sql
-from ..errors import UnsupportedDatabase
+from ..errors import SchemaError, UnsupportedDatabase
+from ..schema import Names
+from .base import Backend, is_autocommit, version_text
+from .batch import Job
+from .constructs import (
+    BlockExpression,
+    EagerChoice,
+    EagerGuard,
+    EagerOrder,
+    EqualsAny,
+    HammingDistance,
+    RowEstimate,
+    RunTimeLimit,
+    WholeQuotient,
+)
+from .plan import Column, Partition, TableFacts
+from .postgresql_backfill import PostgresBatchSQL
+from .postgresql_ddl import (
+    FUNCTION_MARK,
+    POSTGRES_DDL,
+    create_trigger_sql,
+    digest_sql,
+    drop_trigger_sql,
+    qualified,
+    trigger_function,
+)
+
+MIN_POSTGRES = 140000
+"""``bit_count`` arrived in PostgreSQL 14."""
+
+TIMEOUT_STATES = {"55P03": "lock", "57014": "statement"}
+"""SQLSTATEs of ``lock_not_available`` and ``query_canceled``."""
+
+REGISTRY_PROBE = "SELECT to_regclass(%s) IS NOT NULL, to_regclass(%s) IS NOT NULL, current_schema()"
+"""On the DBAPI cursor (format paramstyle): registry present, version table present, schema."""
 
 
 def _refuse(found: str) -> UnsupportedDatabase:
@@ -39,7 +76,7 @@ def _equals_any(element: EqualsAny, compiler: Any, **kw: Any) -> str:
 
 @compiles(BlockExpression, "postgresql")
 def _block(element: BlockExpression, compiler: Any, **kw: Any) -> str:
-    return block_expression_sql(compiler.preparer.quote_identifier(element.fingerprint), element.index)
+    return Backend.block_expression_sql(compiler.preparer.quote_identifier(element.fingerprint), element.index)
 
 
 @compiles(EagerGuard, "postgresql")
@@ -78,207 +115,288 @@ def server_version_num(connection: Connection) -> int:
     return int(connection.execute(text("SHOW server_version_num")).scalar_one())
 
 
-def check_server(connection: Connection) -> None:
-    version = server_version_num(connection)
-    if version < MIN_POSTGRES:
-        raise _refuse(f"{version // 10000}.{version % 10000}" if version >= 100000 else str(version))
+class PostgresBackend(Backend):
+    """PostgreSQL >= 14. A variant (Citus) subclasses this and overrides what differs."""
 
+    __dialect__ = ("postgresql",)
+    name = "postgresql"
+    supported = "PostgreSQL >= 14"
+    ddl = POSTGRES_DDL
+    activity_view = "pg_stat_activity"
+    registry_probe = REGISTRY_PROBE
 
-def current_schema(connection: Connection) -> str:
-    return str(connection.execute(text("SELECT current_schema()")).scalar_one())
+    @classmethod
+    def describe_dialect(cls, dialect: Dialect) -> str:
+        return f"PostgreSQL {version_text(getattr(dialect, 'server_version_info', None))}"
 
+    def check_server(self, connection: Connection) -> None:
+        version = server_version_num(connection)
+        if version < MIN_POSTGRES:
+            raise _refuse(f"{version // 10000}.{version % 10000}" if version >= 100000 else str(version))
 
-def relation_exists(connection: Connection, name: str) -> bool:
-    """Resolved through ``search_path`` as every unqualified simsql statement is."""
-    return bool(connection.execute(text("SELECT to_regclass(:n) IS NOT NULL"), {"n": name}).scalar_one())
+    def digest_sql(self, columns: Sequence[str], row: str = "") -> str:
+        return digest_sql(columns, row)
 
+    # -- statements ------------------------------------------------------------------------------
 
-def insert_new(table: Any, values: dict[str, Any]) -> Any:
-    return postgresql.insert(table).values(values).on_conflict_do_nothing()
+    def current_schema(self, connection: Connection) -> str:
+        return str(connection.execute(text("SELECT current_schema()")).scalar_one())
 
+    def relation_exists(self, connection: Connection, name: str) -> bool:
+        """Resolved through ``search_path`` as every unqualified simsql statement is."""
+        return bool(connection.execute(text("SELECT to_regclass(:n) IS NOT NULL"), {"n": name}).scalar_one())
 
-def upsert(table: Any, values: dict[str, Any], keys: Sequence[str], update: Sequence[str]) -> Any:
-    statement = postgresql.insert(table).values(values)
-    return statement.on_conflict_do_update(
-        index_elements=list(keys), set_={name: statement.excluded[name] for name in update}
-    )
+    def insert_new(self, table: Any, values: dict[str, Any]) -> Any:
+        return postgresql.insert(table).values(values).on_conflict_do_nothing()
 
-
-def prepare_self_join(connection: Connection) -> None:
-    # Each self-join hashes the whole table; give it room so it does not spill to disk.
-    connection.execute(text("SET LOCAL work_mem = '256MB'"))
-
-
-
-def hash_joins_expressions(dialect: Dialect) -> bool:
-    return True
-
-
-REGISTRY_PROBE = "SELECT to_regclass(%s) IS NOT NULL, to_regclass(%s) IS NOT NULL, current_schema()"
-"""On the DBAPI cursor (format paramstyle): registry present, version table present, schema."""
-
-
-# -- the live-table lifecycle: catalog reads, time bounds, who holds a lock -----------------
-#
-# What :mod:`simsql.lifecycle.catalog` and :mod:`simsql.lifecycle.apply` ask of the server.
-# Tables are named by bound values (``pg_class``, ``to_regclass``), never formatted into SQL.
-
-NAME = "postgresql"
-
-TRANSACTIONAL_DDL = True
-"""DDL runs inside a transaction: a plan's transactional steps commit or vanish together."""
-
-SCOPED_TIMEOUTS = True
-"""``SET LOCAL`` bounds last until the transaction ends."""
-
-TIMEOUT_STATES = {"55P03": "lock", "57014": "statement"}
-"""SQLSTATEs of ``lock_not_available`` and ``query_canceled``."""
-
-ACTIVITY_VIEW = "pg_stat_activity"
-"""Where an administrator looks for the sessions a timeout names."""
-
-
-def _qualified(connection: Connection, schema: str, table: str) -> str:
-    quote = connection.dialect.identifier_preparer.quote_identifier
-    return f"{quote(schema)}.{quote(table)}"
-
-
-def table_facts(connection: Connection, schema: str, table: str) -> tuple[str, list[tuple[str, str, bool]], tuple[str, ...], tuple[str, ...]] | None:
-    """(relkind, [(column, type, is_text)], primary key, own triggers) of a table, or None."""
-    row = connection.execute(
-        text(
-            "SELECT c.oid, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE n.nspname = :schema AND c.relname = :table"
-        ),
-        {"schema": schema, "table": table},
-    ).first()
-    if row is None or row.relkind not in ("r", "p"):
-        return None
-    columns = [
-        (r.attname, r.type, r.typcategory == "S")
-        for r in connection.execute(
-            text(
-                "SELECT a.attname, format_type(a.atttypid, a.atttypmod) AS type, t.typcategory "
-                "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
-                "WHERE a.attrelid = :oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"
-            ),
-            {"oid": row.oid},
+    def upsert(self, table: Any, values: dict[str, Any], keys: Sequence[str], update: Sequence[str]) -> Any:
+        statement = postgresql.insert(table).values(values)
+        return statement.on_conflict_do_update(
+            index_elements=list(keys), set_={name: statement.excluded[name] for name in update}
         )
-    ]
-    keys = tuple(
-        connection.execute(
+
+    def prepare_self_join(self, connection: Connection) -> None:
+        # Each self-join hashes the whole table; give it room so it does not spill to disk.
+        connection.execute(text("SET LOCAL work_mem = '256MB'"))
+
+    # -- the trigger: a function and a trigger named like it ----------------------------------
+
+    def trigger_names(self, names: Names) -> tuple[str, ...]:
+        return (trigger_function(names),)
+
+    def create_trigger_sql(
+        self, schema: str | None, names: Names, source: Sequence[str], keys: Sequence[str], *, derive_blocks: bool = False
+    ) -> tuple[str, ...]:
+        assert schema is not None, "PostgreSQL's trigger functions are named in a schema"
+        return create_trigger_sql(schema, names, source, keys, derive_blocks=derive_blocks)
+
+    def drop_trigger_sql(self, schema: str | None, names: Names, *, table_dropped: bool = False) -> tuple[str, ...]:
+        assert schema is not None, "PostgreSQL's trigger functions are named in a schema"
+        return drop_trigger_sql(schema, names.table, trigger_function(names), table_dropped=table_dropped)
+
+    def clear_trigger_names(self, connection: Connection, schema: str | None, names: Names) -> None:
+        """A trigger function simsql wrote (marked) that no trigger uses any more: its table was
+        dropped by raw SQL or ``op.drop_table``, and recreating the table must not fail on it. A
+        function of that name that simsql did not write is left alone, and CREATE then fails."""
+        function = trigger_function(names)
+        orphan = connection.execute(
             text(
-                "SELECT a.attname FROM pg_constraint k CROSS JOIN LATERAL unnest(k.conkey) WITH ORDINALITY AS u(attnum, n) "
-                "JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.attnum "
-                "WHERE k.conrelid = :oid AND k.contype = 'p' ORDER BY u.n"
+                "SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                "WHERE n.nspname = :schema AND p.proname = :name AND p.pronargs = 0 "
+                "AND position(:mark in p.prosrc) > 0 "
+                "AND NOT EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgfoid = p.oid)"
             ),
-            {"oid": row.oid},
-        ).scalars()
-    )
-    triggers = tuple(
-        connection.execute(
-            text("SELECT tgname FROM pg_trigger WHERE tgrelid = :oid AND NOT tgisinternal ORDER BY tgname"),
-            {"oid": row.oid},
-        ).scalars()
-    )
-    return str(row.relkind), columns, keys, triggers
+            {"schema": schema, "name": function, "mark": FUNCTION_MARK},
+        ).first()
+        if orphan is not None:
+            connection.exec_driver_sql(f"DROP FUNCTION {qualified(str(schema), function)}()")
 
+    # -- catalog -------------------------------------------------------------------------------
 
-def invalid_indexes(connection: Connection, schema: str, names: Sequence[str]) -> tuple[str, ...]:
-    """Which of the indexes ``names`` a failed concurrent build left INVALID."""
-    return tuple(
-        connection.execute(
+    def table_facts(self, connection: Connection, schema: str, table: str) -> TableFacts | None:
+        row = connection.execute(
             text(
-                "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                "JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = :schema AND c.relname = ANY(:names) AND NOT i.indisvalid"
+                "SELECT c.oid, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = :schema AND c.relname = :table"
             ),
-            {"schema": schema, "names": list(names)},
-        ).scalars()
-    )
-
-
-def dependents(connection: Connection, schema: str, table: str, columns: Sequence[str], own: Sequence[str]) -> list[str]:
-    """Objects that depend on ``columns`` of ``schema.table`` (or on the whole table when
-    ``columns`` is empty), other than the indexes ``own``, from ``pg_depend``."""
-    rows = connection.execute(
-        text(
-            "SELECT DISTINCT pg_describe_object(d.classid, d.objid, d.objsubid) AS what, c.relname "
-            "FROM pg_depend d LEFT JOIN pg_class c ON d.classid = CAST('pg_class' AS regclass) AND c.oid = d.objid "
-            "WHERE d.refclassid = CAST('pg_class' AS regclass) AND d.refobjid = CAST(:rel AS regclass) "
-            "AND d.deptype IN ('n', 'a') AND (cardinality(CAST(:columns AS text[])) = 0 OR d.refobjsubid IN "
-            "(SELECT attnum FROM pg_attribute WHERE attrelid = CAST(:rel AS regclass) AND attname = ANY(CAST(:columns AS text[]))))"
-        ),
-        {"rel": _qualified(connection, schema, table), "columns": list(columns)},
-    ).all()
-    found = []
-    for row in rows:
-        if row.relname in own or row.what.startswith(("sequence ", "type ", "default value")):
-            continue
-        found.append(str(row.what))
-    # Views reach a table through their rewrite rule; name the view, not the rule.
-    return sorted(set(found))
-
-
-def set_timeouts(connection: Connection, lock: str | None, statement: str | None, local: bool) -> None:
-    """``lock_timeout`` and ``statement_timeout`` (interval text; None or "0": unbounded)."""
-    connection.execute(
-        text("SELECT set_config('lock_timeout', :lock, :local), set_config('statement_timeout', :statement, :local)"),
-        {"lock": lock or "0", "statement": statement or "0", "local": local},
-    )
-
-
-def read_timeouts(connection: Connection) -> tuple[str, str]:
-    row = connection.execute(text("SELECT current_setting('lock_timeout'), current_setting('statement_timeout')")).one()
-    return str(row[0]), str(row[1])
-
-
-def reset_timeouts(connection: Connection) -> None:
-    connection.execute(text("RESET lock_timeout"))
-    connection.execute(text("RESET statement_timeout"))
-
-
-def timeout_kind(error: BaseException) -> str | None:
-    """``"lock"`` or ``"statement"`` when ``error`` is a PostgreSQL timeout, else None."""
-    code = getattr(getattr(error, "orig", None), "sqlstate", None)
-    return TIMEOUT_STATES.get(str(code)) if code else None
-
-
-def blockers(connection: Connection, relations: Sequence[str]) -> str:
-    """Sessions holding locks on ``relations`` or idle in a transaction: who a DDL waits on."""
-    rows = connection.execute(
-        text(
-            "SELECT DISTINCT a.pid, a.state, coalesce(left(a.query, 80), '') AS query, "
-            "date_trunc('second', now() - a.xact_start) AS age FROM pg_stat_activity a "
-            "LEFT JOIN pg_locks l ON l.pid = a.pid AND l.granted "
-            "WHERE a.pid <> pg_backend_pid() AND a.datname = current_database() AND a.xact_start IS NOT NULL "
-            "AND (l.relation = ANY(CAST(:relations AS regclass[])) OR a.state LIKE 'idle in transaction%' "
-            "OR a.wait_event_type IS NULL AND a.state = 'active') "
-            "ORDER BY a.pid"
-        ),
-        {"relations": list(relations)},
-    ).all()
-    if not rows:
-        return "no session holds it any more"
-    return "; ".join(f"pid {r.pid} ({r.state}, transaction open {r.age}: {r.query!r})" for r in rows)
-
-
-def index_names(connection: Connection, schema: str, table: str) -> tuple[str, ...]:
-    return tuple(
-        connection.execute(
-            text("SELECT indexname FROM pg_indexes WHERE schemaname = :schema AND tablename = :table ORDER BY indexname"),
             {"schema": schema, "table": table},
-        ).scalars()
-    )
+        ).first()
+        if row is None or row.relkind not in ("r", "p"):
+            return None
+        columns = [
+            Column(r.attname, r.type, r.typcategory == "S")
+            for r in connection.execute(
+                text(
+                    "SELECT a.attname, format_type(a.atttypid, a.atttypmod) AS type, t.typcategory "
+                    "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
+                    "WHERE a.attrelid = :oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"
+                ),
+                {"oid": row.oid},
+            )
+        ]
+        keys = tuple(
+            connection.execute(
+                text(
+                    "SELECT a.attname FROM pg_constraint k CROSS JOIN LATERAL unnest(k.conkey) WITH ORDINALITY AS u(attnum, n) "
+                    "JOIN pg_attribute a ON a.attrelid = k.conrelid AND a.attnum = u.attnum "
+                    "WHERE k.conrelid = :oid AND k.contype = 'p' ORDER BY u.n"
+                ),
+                {"oid": row.oid},
+            ).scalars()
+        )
+        triggers = tuple(
+            connection.execute(
+                text("SELECT tgname FROM pg_trigger WHERE tgrelid = :oid AND NOT tgisinternal ORDER BY tgname"),
+                {"oid": row.oid},
+            ).scalars()
+        )
+        return TableFacts(schema, table, str(row.relkind), {c.name: c for c in columns}, keys, triggers)
+
+    def triggers_on(self, connection: Connection, schema: str, table: str) -> tuple[str, ...]:
+        return tuple(
+            connection.execute(
+                text(
+                    "SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = :schema AND c.relname = :table AND NOT t.tgisinternal ORDER BY t.tgname"
+                ),
+                {"schema": schema, "table": table},
+            ).scalars()
+        )
+
+    def schema_triggers(self, connection: Connection, schema: str) -> dict[str, str]:
+        """Every (non-internal) trigger of ``schema`` and its table."""
+        rows = connection.execute(
+            text(
+                "SELECT t.tgname, c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = :schema AND NOT t.tgisinternal"
+            ),
+            {"schema": schema},
+        )
+        return {str(name): str(table) for name, table in rows}
+
+    def index_names(self, connection: Connection, schema: str, table: str) -> tuple[str, ...]:
+        return tuple(
+            connection.execute(
+                text("SELECT indexname FROM pg_indexes WHERE schemaname = :schema AND tablename = :table ORDER BY indexname"),
+                {"schema": schema, "table": table},
+            ).scalars()
+        )
+
+    def invalid_indexes(self, connection: Connection, schema: str, names: Sequence[str]) -> tuple[str, ...]:
+        """Which of the indexes ``names`` a failed concurrent build left INVALID."""
+        return tuple(
+            connection.execute(
+                text(
+                    "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                    "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    "WHERE n.nspname = :schema AND c.relname = ANY(:names) AND NOT i.indisvalid"
+                ),
+                {"schema": schema, "names": list(names)},
+            ).scalars()
+        )
+
+    def dependents(self, connection: Connection, schema: str, table: str, columns: Sequence[str], own: Sequence[str]) -> list[str]:
+        """From ``pg_depend``: views, a user's indexes, foreign keys, ... Views reach a table
+        through their rewrite rule; the view is named, not the rule."""
+        rows = connection.execute(
+            text(
+                "SELECT DISTINCT pg_describe_object(d.classid, d.objid, d.objsubid) AS what, c.relname "
+                "FROM pg_depend d LEFT JOIN pg_class c ON d.classid = CAST('pg_class' AS regclass) AND c.oid = d.objid "
+                "WHERE d.refclassid = CAST('pg_class' AS regclass) AND d.refobjid = CAST(:rel AS regclass) "
+                "AND d.deptype IN ('n', 'a') AND (cardinality(CAST(:columns AS text[])) = 0 OR d.refobjsubid IN "
+                "(SELECT attnum FROM pg_attribute WHERE attrelid = CAST(:rel AS regclass) AND attname = ANY(CAST(:columns AS text[]))))"
+            ),
+            {"rel": qualified(schema, table), "columns": list(columns)},
+        ).all()
+        found = [
+            str(row.what) for row in rows
+            if row.relname not in own and not row.what.startswith(("sequence ", "type ", "default value"))
+        ]  # fmt: skip
+        return sorted(set(found))
+
+    def partition_tree(self, connection: Connection, schema: str, table: str) -> list[Partition]:
+        """(relation, parent, is_leaf) of a partitioned table, parents first; all in ``schema``
+        (simsql names indexes in the holder's schema)."""
+        rows = connection.execute(
+            text(
+                "SELECT c.relname, p.relname AS parent, t.isleaf, n.nspname FROM pg_partition_tree(CAST(:rel AS regclass)) t "
+                "JOIN pg_class c ON c.oid = t.relid JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "LEFT JOIN pg_class p ON p.oid = t.parentrelid ORDER BY t.level, c.relname"
+            ),
+            {"rel": qualified(schema, table)},
+        ).all()
+        elsewhere = [f"{r.nspname}.{r.relname}" for r in rows if r.nspname != schema]
+        if elsewhere:
+            raise SchemaError(
+                f"partitions of {schema}.{table} live in other schemas ({', '.join(elsewhere)}); simsql builds "
+                "per-partition indexes only for partitions in the table's own schema"
+            )
+        return [(r.relname, r.parent, bool(r.isleaf)) for r in rows]
+
+    def primary_key_name(self, connection: Connection, schema: str, table: str) -> str:
+        sql = text("SELECT conname FROM pg_constraint WHERE contype = 'p' AND conrelid = CAST(:rel AS regclass)")
+        return str(connection.execute(sql, {"rel": qualified(schema, table)}).scalar_one())
+
+    def attach_conflicts(self, connection: Connection, facts: TableFacts, names: Names) -> list[str]:
+        found = []
+        if names.side is None:
+            found += [f"column {facts.name}.{c}" for c in names.added_columns if c in facts.columns]
+        elif self.table_facts(connection, facts.schema, names.side) is not None:
+            found.append(f"table {facts.schema}.{names.side}")
+        found += [f"trigger {t} on {facts.name}" for t in names.functions if t in facts.triggers]
+        return found
+
+    # -- locks and time bounds ----------------------------------------------------------------
+
+    def set_timeouts(self, connection: Connection, lock: str | None, statement: str | None, local: bool) -> None:
+        """``lock_timeout`` and ``statement_timeout`` (interval text; None or "0": unbounded)."""
+        connection.execute(
+            text("SELECT set_config('lock_timeout', :lock, :local), set_config('statement_timeout', :statement, :local)"),
+            {"lock": lock or "0", "statement": statement or "0", "local": local},
+        )
+
+    def read_timeouts(self, connection: Connection) -> tuple[str, str]:
+        row = connection.execute(text("SELECT current_setting('lock_timeout'), current_setting('statement_timeout')")).one()
+        return str(row[0]), str(row[1])
+
+    def reset_timeouts(self, connection: Connection) -> None:
+        connection.execute(text("RESET lock_timeout"))
+        connection.execute(text("RESET statement_timeout"))
+
+    @contextmanager
+    def bounded(self, connection: Connection, lock: str | None, statement: str | None) -> Iterator[None]:
+        """``SET LOCAL`` in a transaction (the previous bounds come back after, unless the
+        transaction failed, which ends them anyway); session settings, reset after, in
+        autocommit mode."""
+        autocommit = is_autocommit(connection)
+        previous = self.read_timeouts(connection)
+        self.set_timeouts(connection, lock, statement, not autocommit)
+        try:
+            yield
+        finally:
+            if autocommit:
+                self.reset_timeouts(connection)
+        if not autocommit:
+            self.set_timeouts(connection, previous[0], previous[1], True)
+
+    @staticmethod
+    def timeout_kind(error: BaseException) -> str | None:
+        code = getattr(getattr(error, "orig", None), "sqlstate", None)
+        return TIMEOUT_STATES.get(str(code)) if code else None
+
+    def blockers(self, connection: Connection, relations: Sequence[str]) -> str:
+        """Sessions holding locks on ``relations`` or idle in a transaction."""
+        rows = connection.execute(
+            text(
+                "SELECT DISTINCT a.pid, a.state, coalesce(left(a.query, 80), '') AS query, "
+                "date_trunc('second', now() - a.xact_start) AS age FROM pg_stat_activity a "
+                "LEFT JOIN pg_locks l ON l.pid = a.pid AND l.granted "
+                "WHERE a.pid <> pg_backend_pid() AND a.datname = current_database() AND a.xact_start IS NOT NULL "
+                "AND (l.relation = ANY(CAST(:relations AS regclass[])) OR a.state LIKE 'idle in transaction%' "
+                "OR a.wait_event_type IS NULL AND a.state = 'active') "
+                "ORDER BY a.pid"
+            ),
+            {"relations": list(relations)},
+        ).all()
+        if not rows:
+            return "no session holds it any more"
+        return "; ".join(f"pid {r.pid} ({r.state}, transaction open {r.age}: {r.query!r})" for r in rows)
+
+    def lock_out_writers(self, connection: Connection, schema: str, table: str) -> None:
+        connection.exec_driver_sql(f"LOCK TABLE {qualified(schema, table)} IN SHARE ROW EXCLUSIVE MODE")
+
+    def try_advisory_lock(self, connection: Connection, key: int) -> bool:
+        return bool(connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": key}).scalar_one())
+
+    def advisory_lock(self, connection: Connection, key: int) -> None:
+        connection.execute(text("SELECT pg_advisory_lock(:key)"), {"key": key})
+
+    def advisory_unlock(self, connection: Connection, key: int) -> None:
+        connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
+
+    def batch_sql(self, job: Job) -> PostgresBatchSQL:
+        return PostgresBatchSQL(job)
 
 
-def schema_triggers(connection: Connection, schema: str) -> dict[str, str]:
-    """Every (non-internal) trigger of ``schema`` and its table."""
-    rows = connection.execute(
-        text(
-            "SELECT t.tgname, c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = :schema AND NOT t.tgisinternal"
-        ),
-        {"schema": schema},
-    )
-    return {str(name): str(table) for name, table in rows}
+__all__ = ["MIN_POSTGRES", "PostgresBackend", "REGISTRY_PROBE", "TIMEOUT_STATES", "server_version_num"]

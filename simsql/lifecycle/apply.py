@@ -1,4 +1,4 @@
-"""Run a :class:`~simsql.lifecycle.ddl.Plan`, every statement bounded in time.
+"""Run a :class:`~simsql.dialects.plan.Plan`, every statement bounded in time.
 
 A statement on a user's table can wait behind another session's lock forever; queued behind
 it, every other query on that table waits too. So each one runs under a bound on how long to
@@ -11,8 +11,8 @@ applies them as ``lock_timeout`` / ``statement_timeout``; MySQL and MariaDB as
 ``lock_wait_timeout`` and ``innodb_lock_wait_timeout`` (whole seconds, rounded up) and
 ``max_statement_time`` (MariaDB, every statement) or ``max_execution_time`` (MySQL, SELECTs
 only). MySQL has no transaction-scoped settings: there the session's own values come back
-when the bound ends, or when the connection returns to its pool. The server-specific SQL is in
-:mod:`simsql.dialects`.
+when the bound ends, or when the connection returns to its pool. The server-specific SQL is the
+backend's (:class:`simsql.dialects.Backend`).
 """
 
 from __future__ import annotations
@@ -26,12 +26,10 @@ from sqlalchemy import Engine, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
-from ..dialects import backend, describe_server, mysql, postgresql
+from ..dialects import Backend, backend, describe_server, timeout_kind
+from ..dialects.base import is_autocommit
+from ..dialects.plan import Plan, Step
 from ..errors import LockTimeout, SchemaError, UnsupportedDatabase, WouldLockTable
-from .ddl import Plan, Step
-
-TIMEOUT_STATES = postgresql.TIMEOUT_STATES
-"""SQLSTATEs of ``lock_not_available`` and ``query_canceled``."""
 
 
 @dataclass(frozen=True)
@@ -54,34 +52,21 @@ transaction in the database that is older than it: harmless to others (it blocks
 writer), so that wait is bounded generously; the build itself is not bounded."""
 
 
-def is_autocommit(connection: Connection) -> bool:
-    """Whether each statement commits on its own (needed by ``CONCURRENTLY``)."""
-    if connection.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
-        return True
-    return bool(getattr(connection.connection.dbapi_connection, "autocommit", False))
-
-
 def set_timeouts(connection: Connection, timeouts: Timeouts, *, local: bool = True) -> None:
     """Bound the statements that follow (``local``: until the transaction ends; on MySQL,
     which cannot scope a setting to a transaction, until the connection returns to its pool)."""
-    backend(connection.dialect).set_timeouts(connection, timeouts.lock, timeouts.statement, local)
+    backend(connection).set_timeouts(connection, timeouts.lock, timeouts.statement, local)
 
 
 def reset_timeouts(connection: Connection) -> None:
     """Back to the session's defaults, before a connection returns to its pool."""
-    backend(connection.dialect).reset_timeouts(connection)
-
-
-def timeout_kind(error: BaseException) -> str | None:
-    """``"lock"`` or ``"statement"`` when ``error`` is a timeout of a server simsql supports,
-    else None."""
-    return postgresql.timeout_kind(error) or mysql.timeout_kind(error)
+    backend(connection).reset_timeouts(connection)
 
 
 def blockers(connection: Connection, relations: Sequence[str]) -> str:
     """Sessions holding locks on ``relations`` (``schema.table`` text, quoted) or idle in a
     transaction: who a DDL waits on."""
-    return str(backend(connection.dialect).blockers(connection, relations))
+    return backend(connection).blockers(connection, relations)
 
 
 class _StepTimeout(Exception):
@@ -151,11 +136,12 @@ def _execute(connection: Connection, sql: str, params: Any) -> None:
 def _execute_step(connection: Connection, step: Step) -> None:
     """``step.sql``; where the server refuses its online algorithm, ``step.fallback``; where it
     refuses both, :class:`WouldLockTable` (the failed statements changed nothing)."""
+    server = backend(connection)
     try:
         _execute(connection, step.sql, step.params)
         return
     except DBAPIError as error:
-        reason = mysql.online_ddl_refused(error)
+        reason = server.online_ddl_refused(error)
         if reason is None:
             raise
         if not step.fallback:
@@ -163,7 +149,7 @@ def _execute_step(connection: Connection, step: Step) -> None:
     try:
         _execute(connection, step.fallback, step.params)
     except DBAPIError as error:
-        reason = mysql.online_ddl_refused(error)
+        reason = server.online_ddl_refused(error)
         if reason is None:
             raise
         raise _would_lock(connection, step, reason) from error
@@ -243,8 +229,8 @@ def _failed(error: BaseException, undone: _Undone) -> BaseException:
     return error
 
 
-def _check_plan(server: Any, connection: Connection, plan: Plan) -> None:
-    if plan.dialect is not None and plan.dialect != server.NAME and plan.steps:
+def _check_plan(server: Backend, connection: Connection, plan: Plan) -> None:
+    if plan.dialect is not None and plan.dialect != server.name and plan.steps:
         raise UnsupportedDatabase(
             f"{plan.steps[0].what}: simsql describes this operation in {plan.dialect}'s DDL only; it does not "
             f"run it on {describe_server(connection.dialect)} yet"
@@ -259,7 +245,7 @@ def run(connection: Connection, plan: Plan, timeouts: Timeouts = DDL) -> None:
     On MySQL/MariaDB each DDL statement commits on its own, whatever the transaction: when a
     statement fails, the ones before it are undone (their ``undo``), so a failed plan leaves
     the database as it found it; the error says so, or what the undo could not take back."""
-    server = backend(connection.dialect)
+    server = backend(connection)
     _check_plan(server, connection, plan)
     autocommit = is_autocommit(connection)
     done: list[Step] = []
@@ -267,11 +253,11 @@ def run(connection: Connection, plan: Plan, timeouts: Timeouts = DDL) -> None:
         try:
             _run_steps(connection, plan.steps, autocommit, done, timeouts)
         except _StepTimeout as timeout:
-            undone = None if server.TRANSACTIONAL_DDL else _undo(connection, done)
+            undone = None if server.transactional_ddl else _undo(connection, done)
             left = list(undone.left) if undone else []
-            raise _message(timeout, timeouts, left, f"see {server.ACTIVITY_VIEW}", undone) from timeout.error
+            raise _message(timeout, timeouts, left, f"see {server.activity_view}", undone) from timeout.error
         except (DBAPIError, WouldLockTable) as error:
-            if server.TRANSACTIONAL_DDL:
+            if server.transactional_ddl:
                 raise
             raise _failed(error, _undo(connection, done)) from error
 
@@ -280,25 +266,8 @@ def run(connection: Connection, plan: Plan, timeouts: Timeouts = DDL) -> None:
 def bounded(connection: Connection, timeouts: Timeouts) -> Iterator[None]:
     """Statements inside run under ``timeouts``; the previous settings come back after
     (on PostgreSQL unless the transaction failed, which ends ``SET LOCAL`` settings anyway)."""
-    server = backend(connection.dialect)
-    if not server.SCOPED_TIMEOUTS:
-        previous = server.read_timeouts(connection)
-        set_timeouts(connection, timeouts, local=False)
-        try:
-            yield
-        finally:
-            server.restore_timeouts(connection, previous)
-        return
-    autocommit = is_autocommit(connection)
-    previous = server.read_timeouts(connection)
-    set_timeouts(connection, timeouts, local=not autocommit)
-    try:
+    with backend(connection).bounded(connection, timeouts.lock, timeouts.statement):
         yield
-    finally:
-        if autocommit:
-            reset_timeouts(connection)
-    if not autocommit:
-        set_timeouts(connection, Timeouts(previous[0], previous[1]))
 
 
 def run_on_engine(
@@ -316,8 +285,8 @@ def run_on_engine(
     On MySQL/MariaDB, where DDL is not transactional, a statement that fails (a timeout, an
     online change the server refuses) makes the ones before it be undone, newest first, so
     the plan changes all or nothing; the error says which, or what could not be undone."""
-    server = backend(engine.dialect)
-    if not server.TRANSACTIONAL_DDL:
+    server = backend(engine)
+    if not server.transactional_ddl:
         _run_undoable(engine, server, plan, timeouts, relations)
         return
     transactional = [s for s in plan.steps if not s.concurrently]
@@ -346,7 +315,7 @@ def run_on_engine(
         raise _message(timeout, bound, committed, waited_on) from timeout.error
 
 
-def _run_undoable(engine: Engine, server: Any, plan: Plan, timeouts: Timeouts, relations: Sequence[str]) -> None:
+def _run_undoable(engine: Engine, server: Backend, plan: Plan, timeouts: Timeouts, relations: Sequence[str]) -> None:
     """:func:`run_on_engine` where each DDL statement commits at once: one statement at a
     time, each committed, and on failure the finished ones undone."""
     done: list[Step] = []

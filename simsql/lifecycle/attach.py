@@ -1,8 +1,9 @@
 """Attach simsql to an existing table and remove it again, on a live connection.
 
-Each operation is three steps: read the catalog (:mod:`.catalog`), describe the DDL
-(:mod:`.ddl`), run it bounded in time (:mod:`.apply`). The checks sit between the first two,
-so a refusal leaves the database exactly as it was:
+Each operation is three steps: read the catalog (:mod:`.catalog`), describe the DDL (the
+backend's describer, :attr:`simsql.dialects.Backend.ddl`), run it bounded in time
+(:mod:`.apply`). The checks sit between the first two, so a refusal leaves the database exactly
+as it was:
 
 * simsql never adopts an object it did not create: a column, side table or trigger that
   already holds one of simsql's names is a conflict, named in the error (choose another
@@ -20,12 +21,12 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from .. import registry
-from ..dialects import is_mysql, mysql
+from ..dialects import backend
+from ..dialects.plan import Plan, Target, TableFacts
 from ..errors import NotAttached, SchemaError
 from ..fingerprint import DEFAULT, Fingerprinter
 from ..schema import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names
-from . import apply, catalog, ddl, mysql_ddl
-from .ddl import Plan, Target
+from . import apply, catalog
 
 
 @dataclass(frozen=True)
@@ -36,47 +37,6 @@ class AttachPlan:
     names: Names
     plan: Plan
     fingerprinter: Fingerprinter
-
-
-def _conflicts(facts: catalog.TableFacts, names: Names, connection: Connection) -> list[str]:
-    if is_mysql(connection.dialect):
-        return _mysql_conflicts(facts, names, connection)
-    found = []
-    if names.side is None:
-        found += [f"column {facts.name}.{c}" for c in names.added_columns if c in facts.columns]
-    elif catalog.table_facts(connection, names.side, facts.schema) is not None:
-        found.append(f"table {facts.schema}.{names.side}")
-    found += [f"trigger {t} on {facts.name}" for t in names.functions if t in facts.triggers]
-    return found
-
-
-def _mysql_conflicts(facts: catalog.TableFacts, names: Names, connection: Connection) -> list[str]:
-    """As on PostgreSQL, with MySQL's rules: column and index names compare case-insensitively,
-    and a trigger name is taken in the whole schema, whichever table holds it."""
-    found = []
-    if names.side is None:
-        columns = {c.lower() for c in facts.columns}
-        found += [f"column {facts.name}.{c}" for c in names.added_columns if c.lower() in columns]
-        indexes = {i.lower() for i in catalog.index_names(connection, facts.schema, facts.name)}
-        found += [f"index {i} on {facts.name}" for i in names.indexes if i.lower() in indexes]
-    elif catalog.table_facts(connection, names.side, facts.schema) is not None:
-        found.append(f"table {facts.schema}.{names.side}")
-    taken = {t.lower(): table for t, table in catalog.schema_triggers(connection, facts.schema).items()}
-    found += [f"trigger {t} on {taken[t.lower()]}" for t in (*names.row_triggers, names.stale_function) if t.lower() in taken]
-    return found
-
-
-def _present(connection: Connection, target: Target, names: Names, *, recorded: bool) -> mysql_ddl.Present:
-    """MySQL: what of ``names`` exists on ``target`` now (an attach that stopped halfway)."""
-    holder = catalog.table_facts(connection, names.holder, target.schema)
-    triggers = catalog.schema_triggers(connection, target.schema)
-    return mysql_ddl.Present.of(
-        columns=list(holder.columns) if holder is not None else (),
-        triggers=[t for t, table in triggers.items() if table == target.table],
-        indexes=catalog.index_names(connection, target.schema, names.holder) if holder is not None else (),
-        side=names.side is not None and holder is not None,
-        recorded=recorded,
-    )
 
 
 def _same_attachment(entry: Attachment, target: Target, names: Names, fingerprinter: Fingerprinter) -> bool:
@@ -99,29 +59,24 @@ def plan_attach(
     ``fingerprinter``, an attached table keeps its recorded one (attaching again after the
     default changed is not a change of configuration), a new attachment gets the default."""
     target = catalog.describe(connection, table, source, schema)
-    if is_mysql(connection.dialect):
-        mysql.check_digest(connection)  # every attach path (attach_table, op.add_simhash, the CLI) plans here
+    server = backend(connection)
+    server.check_digest(connection)  # every attach path (attach_table, op.add_simhash, the CLI) plans here
     names = Names.for_table(table, prefix, "side_table" if side_table else "columns")
     entry = registry.read(connection, table, target.schema)
     if fingerprinter is None:
         fingerprinter = DEFAULT if entry is None else registry.fingerprinter_from_settings(entry.settings)
     if entry is not None:
         if _same_attachment(entry, target, names, fingerprinter):
-            if is_mysql(connection.dialect):  # finish what a run that stopped halfway left
-                present = _present(connection, target, entry.names, recorded=True)
-                return AttachPlan(target, entry.names, mysql_ddl.attach(target, entry.names, fingerprinter, present), fingerprinter)
-            holder = catalog.table_facts(connection, entry.names.holder, target.schema)
-            if holder is not None and entry.names.digest not in holder.columns:
-                # attached by simsql 0.1: add the digest and today's trigger, keep the fingerprints
-                return AttachPlan(target, entry.names, ddl.upgrade(target, entry.names), fingerprinter)
-            return AttachPlan(target, entry.names, Plan(), fingerprinter)
+            # finish what an older simsql, or a run that stopped halfway, left
+            present = catalog.present(connection, target.schema, table, entry.names, recorded=True)
+            return AttachPlan(target, entry.names, server.ddl.resume_attach(target, entry.names, fingerprinter, present), fingerprinter)
         raise SchemaError(
             f"{target.schema}.{table} is already attached ({entry.mode}, text from {', '.join(entry.source)}, "
             f"prefix {entry.prefix!r}); its fingerprints describe that text. Run `simsql detach --table {table}` "
             "first, then attach it with the new settings"
         )
     facts = catalog.require_table(connection, table, target.schema)
-    conflicts = _conflicts(facts, names, connection)
+    conflicts = server.attach_conflicts(connection, facts, names)
     if conflicts:
         raise SchemaError(
             f"{', '.join(conflicts)} already exist(s) and simsql did not create them; simsql never adopts "
@@ -129,8 +84,7 @@ def plan_attach(
         )
     if not registry.require_registry(connection):
         raise NotAttached("simsql's registry is not installed; run `simsql db upgrade` (or simsql.alembic.upgrade) first")
-    describe = mysql_ddl.attach if is_mysql(connection.dialect) else ddl.attach
-    return AttachPlan(target, names, describe(target, names, fingerprinter), fingerprinter)
+    return AttachPlan(target, names, server.ddl.attach(target, names, fingerprinter), fingerprinter)
 
 
 def add_simhash(
@@ -167,13 +121,25 @@ def attached_names(connection: Connection, table: str, schema: str | None) -> tu
     return schema, entry
 
 
+def describe_indexes(
+    connection: Connection, schema: str, names: Names, keys: Sequence[str], *, concurrently: bool = False
+) -> Plan:
+    """Read the catalog and describe the block indexes of ``names.holder`` (key columns
+    ``keys``): the one place index builds are planned. The holder may not exist yet (an attach
+    plans its indexes before it runs); what exists is kept, what a failed concurrent build left
+    invalid is rebuilt, a partitioned holder built concurrently is built partition by partition,
+    and a server that builds every index online does so whatever ``concurrently`` says."""
+    present = catalog.present(connection, schema, names.table, names, partitions=concurrently)
+    return backend(connection).ddl.create_indexes(schema, names, keys, concurrently=concurrently, present=present)
+
+
 def plan_indexes(connection: Connection, table: str, *, schema: str | None = None, concurrently: bool = False) -> Plan:
+    """:func:`describe_indexes` for an attached table, from its registry entry."""
     schema, entry = attached_names(connection, table, schema)
-    if is_mysql(connection.dialect):  # always online there; an index that exists is kept
-        present = mysql_ddl.Present.of(indexes=catalog.index_names(connection, schema, entry.names.holder))
-        return mysql_ddl.create_indexes(schema, entry.names, present=present)
-    state = catalog.index_state(connection, schema, entry.names)
-    return ddl.create_indexes(schema, entry.names, state.holder_keys, concurrently=concurrently, invalid=state.invalid)
+    holder = catalog.table_facts(connection, entry.names.holder, schema)
+    if holder is None:
+        raise SchemaError(f"{schema}.{entry.names.holder} does not exist; attach simsql first")
+    return describe_indexes(connection, schema, entry.names, holder.keys, concurrently=concurrently)
 
 
 def create_simhash_indexes(
@@ -183,7 +149,8 @@ def create_simhash_indexes(
     must be in autocommit mode; writes to the table continue while the indexes build. On
     MySQL/MariaDB every build is online (``INPLACE, LOCK=NONE``) and its metadata-lock waits
     are bounded like any DDL, since other queries queue behind a waiting ``ALTER``."""
-    timeouts = apply.INDEX_BUILD if concurrently and not is_mysql(connection.dialect) else apply.DDL
+    online_anyway = backend(connection).online_index_builds
+    timeouts = apply.INDEX_BUILD if concurrently and not online_anyway else apply.DDL
     with apply.bounded(connection, apply.DDL):
         plan = plan_indexes(connection, table, schema=schema, concurrently=concurrently)
     apply.run(connection, plan, timeouts)
@@ -194,11 +161,8 @@ def drop_simhash_indexes(
 ) -> None:
     with apply.bounded(connection, apply.DDL):
         schema, entry = attached_names(connection, table, schema)
-        if is_mysql(connection.dialect):
-            present = mysql_ddl.Present.of(indexes=catalog.index_names(connection, schema, entry.names.holder))
-            plan = mysql_ddl.drop_indexes(schema, entry.names, present)
-        else:
-            plan = ddl.drop_indexes(schema, entry.names, concurrently=concurrently)
+        present = catalog.present(connection, schema, table, entry.names)
+        plan = backend(connection).ddl.drop_indexes(schema, entry.names, concurrently=concurrently, present=present)
     apply.run(connection, plan)
 
 
@@ -214,22 +178,19 @@ def plan_detach(connection: Connection, table: str, *, schema: str | None = None
             f"detaching {schema}.{table} would drop objects simsql did not create: {'; '.join(harmed)}. "
             "Drop or change them first, then run detach again"
         )
-    if is_mysql(connection.dialect):
-        # the triggers' undo needs their text: the recorded source, the table's key as it is now
-        target = Target(schema, table, facts.keys, facts.key_types, tuple(entry.source))
-        present = _present(connection, target, entry.names, recorded=True)
-        return entry, mysql_ddl.detach(target, entry.names, present)
-    plan = ddl.detach(schema, entry.names, triggers=facts.triggers, columns=list(facts.columns))
+    server = backend(connection)
+    present = catalog.present(connection, schema, table, entry.names, recorded=True)
+    plan = server.ddl.detach(facts, entry.names, entry.source, present)
     cursor = entry.names.refingerprint_cursor
     if registry.progress_exists(connection) and connection.execute(
         text(f"SELECT 1 FROM {PROGRESS_TABLE} WHERE table_schema = :s AND table_name = :t"), {"s": schema, "t": cursor}
     ).first():
         # an unfinished refingerprint: its shadow set goes first
-        plan = ddl.unstage(catalog.describe(connection, table, entry.source, schema), entry.names.shadow(), cursor) + plan
+        plan = server.ddl.unstage(catalog.describe(connection, table, entry.source, schema), entry.names.shadow(), cursor) + plan
     return entry, plan
 
 
-def dependents(connection: Connection, schema: str, names: Names, facts: catalog.TableFacts) -> list[str]:
+def dependents(connection: Connection, schema: str, names: Names, facts: TableFacts) -> list[str]:
     """Objects simsql did not create that depend on what detaching would drop."""
     if names.side is None:
         ours = [c for c in names.added_columns if c in facts.columns]
@@ -272,6 +233,7 @@ def check_fingerprinter(entry: Attachment, fingerprinter: Fingerprinter | None) 
 __all__ = [
     "AttachPlan",
     "add_simhash",
+    "describe_indexes",
     "create_simhash_indexes",
     "drop_simhash",
     "drop_simhash_indexes",

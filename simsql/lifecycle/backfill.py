@@ -21,8 +21,8 @@ Guarantees, and how they are kept:
   next batch and writes the previous one, so database time and CPU time overlap.
 
 The flow here is the same on every server; the statements, which differ (PostgreSQL writes a
-batch over ``unnest()`` arrays, MySQL/MariaDB through a session temporary table), are in
-:mod:`.backfill_sql`.
+batch over ``unnest()`` arrays, MySQL/MariaDB through a session temporary table), are the
+backend's (:meth:`simsql.dialects.Backend.batch_sql`).
 """
 
 from __future__ import annotations
@@ -42,14 +42,14 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from .. import registry
-from ..dialects import check_server, is_mysql, mysql
+from ..dialects import backend
+from ..dialects.batch import BatchSQL, Fingerprinted, Job
 from ..errors import ConfigMismatch, LockTimeout, NotAttached, SchemaError
 from ..fingerprint import Fingerprinter
 from ..schema import PROGRESS_TABLE
 from ..storage import binding_for, join_text, text_digest
 from ..urls import engine_for
 from . import apply, catalog
-from .backfill_sql import BatchSQL, Fingerprinted, Job, batch_sql
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -76,10 +76,6 @@ class BackfillResult:
     @property
     def rows_per_second(self) -> float:
         return self.rows_read / self.seconds if self.seconds > 0 else 0.0
-
-
-_Job = Job
-"""Former name of :class:`~simsql.lifecycle.backfill_sql.Job` (refingerprint builds one)."""
 
 
 def _fingerprint_batch(fingerprinter: Fingerprinter, texts: list[str | None]) -> list[int | None]:
@@ -173,7 +169,7 @@ class _Run:
 
     def __init__(self, engine: Engine, job: Job, options: dict[str, Any], pool: ProcessPoolExecutor | None) -> None:
         self.engine, self.job, self.pool = engine, job, pool
-        self.sql = batch_sql(engine.dialect, job)
+        self.sql = backend(engine).batch_sql(job)
         self.batch_size: int = options["batch_size"]
         self.max_bytes: int = options["max_batch_bytes"]
         self.timeouts: apply.Timeouts = options["timeouts"]
@@ -330,9 +326,9 @@ def backfill(
     try:
         with _explained_timeouts(engine, label, timeouts), engine.connect() as connection:
             apply.set_timeouts(connection, timeouts)
-            check_server(connection)
-            if is_mysql(connection.dialect):
-                mysql.check_digest(connection)
+            server = backend(connection)
+            server.check_server(connection)
+            server.check_digest(connection)
             job = _resolve(connection, target, schema, fingerprinter)
             connection.commit()
         options = dict(batch_size=batch_size, max_batch_bytes=max_batch_bytes, timeouts=timeouts, progress=progress)
@@ -349,7 +345,7 @@ def fill(engine: Engine, job: Job, label: str, options: dict[str, Any], workers:
     timeouts: apply.Timeouts = options["timeouts"]
     with _explained_timeouts(engine, label, timeouts), engine.connect() as connection:
         apply.set_timeouts(connection, timeouts)
-        sql = batch_sql(connection.dialect, job)
+        sql = backend(connection).batch_sql(job)
         has_progress_table = registry.progress_exists(connection)
         phase, last_key, resumed = _read_progress(connection, sql) if has_progress_table else ("scan", None, False)
         total = int(connection.execute(sql.count).scalar_one())
@@ -370,7 +366,7 @@ def fill_locked(connection: Connection, job: Job, batch_size: int = 2000) -> int
     """Fingerprint, in the connection's open transaction and in this process, every row the
     job still lacks; returns how many were stored. For the last rows of a refingerprint,
     while it holds a lock that keeps writers out (so none can be missed)."""
-    sql = batch_sql(connection.dialect, job)
+    sql = backend(connection).batch_sql(job)
     n, cursor, stored = sql.key_count, None, 0
     sql.prepare(connection)
     while True:

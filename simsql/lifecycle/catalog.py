@@ -2,8 +2,9 @@
 
 The catalog step is separate from describing DDL (:mod:`simsql.lifecycle.ddl`) so that an
 offline mode can supply the same facts from arguments. The queries themselves differ per server
-(``pg_class`` / ``information_schema``) and live in :mod:`simsql.dialects`; every one names the
-table by a bound value, never by formatting it into SQL.
+(``pg_class`` / ``information_schema``) and belong to the backend
+(:class:`simsql.dialects.Backend`); every one names the table by a bound value, never by
+formatting it into SQL.
 """
 
 from __future__ import annotations
@@ -12,56 +13,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import MetaData, Table, inspect, text
+from sqlalchemy import MetaData, Table, inspect, orm
 from sqlalchemy.engine import Connection
-from sqlalchemy.orm import registry as orm_registry
 
 from .. import registry
-from ..dialects import backend, check_server
+from ..dialects import backend
+from ..dialects.plan import Column, Partition, Present, TableFacts, Target
 from ..errors import NotAttached, SchemaError
-from ..schema import Names, check_name
+from ..schema import Names
 from ..storage import Binding, register
-from .ddl import Target, qualified
-
-
-@dataclass(frozen=True)
-class Column:
-    name: str
-    type: str
-    is_text: bool
-
-
-@dataclass(frozen=True)
-class TableFacts:
-    """One table as the catalog describes it right now."""
-
-    schema: str
-    name: str
-    kind: str
-    """``r`` table, ``p`` partitioned table (PostgreSQL's ``pg_class.relkind`` letters)."""
-    columns: dict[str, Column]
-    keys: tuple[str, ...]
-    triggers: tuple[str, ...]
-    """Names of the table's own (non-internal) triggers."""
-
-    @property
-    def key_types(self) -> tuple[str, ...]:
-        return tuple(self.columns[k].type for k in self.keys)
 
 
 def table_facts(connection: Connection, table: str, schema: str) -> TableFacts | None:
     """The catalog's description of ``schema.table``, or None when there is no such table."""
-    found = backend(connection.dialect).table_facts(connection, schema, table)
-    if found is None:
-        return None
-    kind, columns, keys, triggers = found
-    return TableFacts(
-        schema, table, kind, {name: Column(name, type_, is_text) for name, type_, is_text in columns}, keys, triggers
-    )
+    return backend(connection).table_facts(connection, schema, table)
 
 
 def require_table(connection: Connection, table: str, schema: str | None) -> TableFacts:
-    check_name(table, "table name")
+    backend(connection).check_identifier(table, "table name")
     schema = schema or registry.current_schema(connection)
     facts = table_facts(connection, table, schema)
     if facts is None:
@@ -71,7 +40,7 @@ def require_table(connection: Connection, table: str, schema: str | None) -> Tab
 
 def describe(connection: Connection, table: str, source: Sequence[str], schema: str | None = None) -> Target:
     """Read a table's key and check its source columns exist and hold text."""
-    check_server(connection)
+    backend(connection).check_server(connection)
     if isinstance(source, str):
         source = [source]
     if not source:
@@ -92,7 +61,7 @@ def describe(connection: Connection, table: str, source: Sequence[str], schema: 
 
 @dataclass(frozen=True)
 class IndexState:
-    """What :func:`simsql.lifecycle.ddl.create_indexes` needs: the holder's key columns and
+    """What a describer's ``create_indexes`` needs: the holder's key columns and
     the indexes a failed concurrent build left invalid."""
 
     holder_keys: tuple[str, ...]
@@ -103,19 +72,38 @@ def index_state(connection: Connection, schema: str, names: Names) -> IndexState
     holder = table_facts(connection, names.holder, schema)
     if holder is None:
         raise SchemaError(f"{schema}.{names.holder} does not exist; attach simsql first")
-    invalid = backend(connection.dialect).invalid_indexes(connection, schema, names.indexes)
+    invalid = backend(connection).invalid_indexes(connection, schema, names.indexes)
     return IndexState(holder.keys, invalid)
 
 
 def index_names(connection: Connection, schema: str, table: str) -> tuple[str, ...]:
     """Names of the indexes on ``schema.table`` (MySQL: ``PRIMARY`` included)."""
-    return tuple(backend(connection.dialect).index_names(connection, schema, table))
+    return backend(connection).index_names(connection, schema, table)
 
 
 def schema_triggers(connection: Connection, schema: str) -> dict[str, str]:
     """Every trigger of ``schema`` and its table (on MySQL/MariaDB trigger names are unique
     per schema, not per table, so a name is taken whichever table holds it)."""
-    return dict(backend(connection.dialect).schema_triggers(connection, schema))
+    return backend(connection).schema_triggers(connection, schema)
+
+
+def present(
+    connection: Connection, schema: str, table: str, names: Names, *, recorded: bool = False, partitions: bool = False
+) -> Present:
+    """What of the attachment ``names`` of ``schema.table`` exists now: what an attach that
+    stopped halfway left, which block indexes to build, what a detach drops. ``partitions``:
+    read the partitions of a partitioned holder too (for builds partition by partition)."""
+    server = backend(connection)
+    triggers = server.triggers_on(connection, schema, table)
+    holder = table_facts(connection, names.holder, schema)
+    if holder is None:
+        return Present.of(triggers=triggers, recorded=recorded, fold=server.folds_names)
+    tree = server.partition_tree(connection, schema, names.holder) if partitions and holder.kind == "p" else []
+    return Present.of(
+        holder.columns, triggers, server.index_names(connection, schema, names.holder), names.side is not None, recorded,
+        holder=True, invalid=server.invalid_indexes(connection, schema, names.indexes), partitions=tree,
+        fold=server.folds_names,
+    )  # fmt: skip
 
 
 def attachment(connection: Connection, table: str, schema: str | None) -> tuple[str, Names]:
@@ -139,7 +127,7 @@ def reflect(connection: Connection, table: str, schema: str | None = None) -> ty
     base = Table(table, metadata, autoload_with=connection, schema=schema_name)
     holder = Table(names.side, metadata, autoload_with=connection, schema=schema_name) if names.side else base
     model = type(f"Reflected_{table}", (), {"__repr__": lambda self: f"<{table} {inspect(self).identity}>"})
-    orm_registry(metadata=metadata).map_imperatively(model, base)
+    orm.registry(metadata=metadata).map_imperatively(model, base)
     keys: tuple[Any, ...] = tuple(inspect(model).primary_key)
     key_names = names.side_keys([k.name for k in keys]) if names.side else [k.name for k in keys]
     register(
@@ -160,28 +148,32 @@ def reflect(connection: Connection, table: str, schema: str | None = None) -> ty
     return model
 
 
-def partition_tree(connection: Connection, table: str, schema: str) -> list[tuple[str, str | None, bool]]:
-    """(relation, parent, is_leaf) of a partitioned table, parents first; all in ``schema``
-    (simsql names indexes in the holder's schema)."""
-    rows = connection.execute(
-        text(
-            "SELECT c.relname, p.relname AS parent, t.isleaf, n.nspname FROM pg_partition_tree(CAST(:rel AS regclass)) t "
-            "JOIN pg_class c ON c.oid = t.relid JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "LEFT JOIN pg_class p ON p.oid = t.parentrelid ORDER BY t.level, c.relname"
-        ),
-        {"rel": qualified(schema, table)},
-    ).all()
-    elsewhere = [f"{r.nspname}.{r.relname}" for r in rows if r.nspname != schema]
-    if elsewhere:
-        raise SchemaError(
-            f"partitions of {schema}.{table} live in other schemas ({', '.join(elsewhere)}); simsql builds "
-            "per-partition indexes only for partitions in the table's own schema"
-        )
-    return [(r.relname, r.parent, bool(r.isleaf)) for r in rows]
+def partition_tree(connection: Connection, table: str, schema: str) -> list[Partition]:
+    """(relation, parent, is_leaf) of a partitioned table, parents first, where the server
+    builds indexes partition by partition (see :meth:`simsql.dialects.Backend.partition_tree`)."""
+    return backend(connection).partition_tree(connection, schema, table)
 
 
 def dependents(connection: Connection, schema: str, table: str, columns: Sequence[str], own: Sequence[str]) -> list[str]:
     """Objects that depend on ``columns`` of ``schema.table`` (or on the whole table when
     ``columns`` is empty), other than simsql's ``own`` indexes: a view, a user's index, a
     foreign key. Dropping them would harm someone else's state."""
-    return list(backend(connection.dialect).dependents(connection, schema, table, columns, own))
+    return backend(connection).dependents(connection, schema, table, columns, own)
+
+
+__all__ = [
+    "Column",
+    "IndexState",
+    "TableFacts",
+    "attachment",
+    "dependents",
+    "describe",
+    "index_names",
+    "index_state",
+    "partition_tree",
+    "present",
+    "reflect",
+    "require_table",
+    "schema_triggers",
+    "table_facts",
+]

@@ -35,15 +35,15 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from .. import registry
-from ..dialects import check_server
-from ..errors import LockTimeout, NotAttached, SchemaError
+from ..dialects import Backend, backend
+from ..dialects.batch import Job
+from ..dialects.plan import Target
+from ..errors import LockTimeout, NotAttached, SchemaError, UnsupportedDatabase
 from ..fingerprint import Fingerprinter
 from ..schema import PROGRESS_TABLE, Attachment, Names
 from ..urls import engine_for
-from . import apply, backfill, catalog, ddl
-from .attach import dependents
-from .ddl import Target, qualified
-from .tables import _index_plan
+from . import apply, backfill, catalog
+from .attach import dependents, describe_indexes
 
 
 @dataclass(frozen=True)
@@ -87,8 +87,12 @@ class _Move:
     def cursor(self) -> str:
         return cursor_key(self.target.table)
 
-    def job(self) -> Any:
-        return backfill._Job(
+    @property
+    def label(self) -> str:
+        return f"{self.target.schema}.{self.target.table}"
+
+    def job(self) -> Job:
+        return Job(
             self.target.schema, self.target.table, self.target.keys, self.target.key_types, self.target.source,
             self.shadow, self.to, cursor=self.cursor,
         )
@@ -117,7 +121,7 @@ def _prepare(
 ) -> tuple[_Move, str | None]:
     """Read the registry and catalog, refuse what cannot be moved (nothing changed then)."""
     with engine.connect() as connection, apply.bounded(connection, timeouts):
-        check_server(connection)
+        backend(connection).check_server(connection)
         table, schema = _table_of(connection, target, schema)
         entry = registry.read(connection, table, schema)
         if entry is None:
@@ -158,22 +162,21 @@ def _refuse_conflicts(connection: Connection, move: _Move) -> None:
 def _side_keys(connection: Connection, move: _Move) -> tuple[str, str] | None:
     if not move.names.side or not move.shadow.side:
         return None
-    sql = text(
-        "SELECT conname FROM pg_constraint WHERE contype = 'p' AND conrelid = CAST(:rel AS regclass)"
-    )
-    new = connection.execute(sql, {"rel": qualified(move.target.schema, move.shadow.side)}).scalar_one()
-    old = connection.execute(sql, {"rel": qualified(move.target.schema, move.names.side)}).scalar_one()
-    return str(new), str(old)
+    server = backend(connection)
+    new = server.primary_key_name(connection, move.target.schema, move.shadow.side)
+    old = server.primary_key_name(connection, move.target.schema, move.names.side)
+    return new, old
 
 
 def _switch(move: _Move, timeouts: apply.Timeouts) -> tuple[int, float]:
     """Lock writers out, fingerprint what they wrote since the fill, swap, record: one transaction."""
-    base = qualified(move.target.schema, move.target.table)
     with move.engine.connect() as connection:
+        server = backend(connection)
+        base = server.qualified(move.target.schema, move.target.table)
         apply.set_timeouts(connection, timeouts)
         # Readers go on; writers wait (at most their own lock_timeout) until the commit.
         try:
-            connection.exec_driver_sql(f"LOCK TABLE {base} IN SHARE ROW EXCLUSIVE MODE")
+            server.lock_out_writers(connection, move.target.schema, move.target.table)
         except DBAPIError as error:
             if apply.timeout_kind(error) is None:
                 raise
@@ -195,7 +198,7 @@ def _switch(move: _Move, timeouts: apply.Timeouts) -> tuple[int, float]:
         holder = move.names.holder
         partitions = [relation for relation, _, _ in catalog.partition_tree(connection, holder, move.target.schema)
                       if relation != holder] if catalog.require_table(connection, holder, move.target.schema).kind == "p" else []
-        plan = ddl.switch(move.target, move.names, move.shadow, move.to, move.cursor, _side_keys(connection, move), partitions)
+        plan = server.ddl.switch(move.target, move.names, move.shadow, move.to, move.cursor, _side_keys(connection, move), partitions)
         apply.run(connection, plan, timeouts)
         connection.commit()
         held = time.perf_counter() - locked
@@ -229,44 +232,64 @@ def refingerprint(
     untouched). Timeouts as
     :func:`~simsql.backfill`; :class:`~simsql.errors.LockTimeout` if the switch cannot get
     its lock within ``lock_timeout`` (run again)."""
-    if not isinstance(to, Fingerprinter):
-        raise TypeError(f"to= must be a simsql.Fingerprinter, got {type(to).__name__}")
-    for name, value in (("batch_size", batch_size), ("max_batch_bytes", max_batch_bytes)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    _check_arguments(to, batch_size, max_batch_bytes)
     started = time.perf_counter()
     timeouts = apply.Timeouts(lock_timeout, statement_timeout)
     engine = engine_for(bind) if isinstance(bind, str) else bind
     try:
         move, staged = _prepare(engine, target, schema, to, timeouts, abandon)
-        label = f"{move.target.schema}.{move.target.table}"
         result: dict[str, Any] = dict(schema=move.target.schema, table=move.target.table, from_config=move.entry.config_id, to_config=to.config_id)
-        if abandon:
-            if staged is not None:
-                apply.run_on_engine(engine, ddl.unstage(move.target, move.shadow, move.cursor), timeouts, relations=[label])
+        if abandon and staged is not None:
+            apply.run_on_engine(engine, backend(engine).ddl.unstage(move.target, move.shadow, move.cursor), timeouts, relations=[move.label])
+        if abandon or (staged is None and move.entry.config_id == to.config_id):
             return RefingerprintResult(**result, rows_fingerprinted=0, rows_at_switch=0, resumed=False, switched=False,
                                        seconds=time.perf_counter() - started)
-        if staged is None and move.entry.config_id == to.config_id:
-            return RefingerprintResult(**result, rows_fingerprinted=0, rows_at_switch=0, resumed=False, switched=False,
-                                       seconds=time.perf_counter() - started)
-        if staged is None:
-            apply.run_on_engine(engine, ddl.stage(move.target, move.shadow, to, move.cursor), timeouts, relations=[label])
         options = dict(batch_size=batch_size, max_batch_bytes=max_batch_bytes, timeouts=timeouts, progress=progress)
-        filled = backfill.fill(engine, move.job(), label, options, workers)
-        keys = move.shadow.side_keys(move.target.keys) if move.shadow.side else move.target.keys
-        with engine.connect() as connection, apply.bounded(connection, apply.DDL):
-            indexes = _index_plan(connection, move.target.schema, move.shadow, keys, True)
-        apply.run_on_engine(engine, indexes, timeouts, relations=[label],
-                            concurrent_timeouts=apply.Timeouts(index_lock_timeout, None))
-        # Rows written while the indexes were built: here, not under the switch's lock.
-        caught_up = backfill.fill(engine, move.job(), label, dict(options, progress=None), 0)
-        at_switch, held = _switch(move, timeouts)
+        filled, at_switch, held = _move(move, staged is None, options, workers, apply.Timeouts(index_lock_timeout, None))
     finally:
         if isinstance(bind, str):
             engine.dispose()
-    return RefingerprintResult(**result, rows_fingerprinted=filled.rows_fingerprinted + caught_up.rows_fingerprinted + at_switch, rows_at_switch=at_switch,
+    return RefingerprintResult(**result, rows_fingerprinted=filled + at_switch, rows_at_switch=at_switch,
                                resumed=staged is not None, switched=True, seconds=time.perf_counter() - started,
                                switch_seconds=held)
+
+
+def _check_arguments(to: Fingerprinter, batch_size: int, max_batch_bytes: int) -> None:
+    if not isinstance(to, Fingerprinter):
+        raise TypeError(f"to= must be a simsql.Fingerprinter, got {type(to).__name__}")
+    for name, value in (("batch_size", batch_size), ("max_batch_bytes", max_batch_bytes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def _refuse_offline_server(server: Backend, move: _Move) -> None:
+    """A server whose backend cannot stage a second fingerprint set is refused before any DDL."""
+    if not server.refingerprints_online:
+        raise UnsupportedDatabase(
+            f"refingerprint of {move.label}: simsql stages a second fingerprint set online on PostgreSQL only; it "
+            f"does not run it on {server.describe_server()} yet"
+        )
+
+
+def _move(
+    move: _Move, stage: bool, options: dict[str, Any], workers: int | None, index_timeouts: apply.Timeouts
+) -> tuple[int, int, float]:
+    """Stage (unless a run staged already), fill, index and switch: rows fingerprinted before
+    the switch, rows fingerprinted under its lock, seconds the lock was held."""
+    engine, timeouts, label = move.engine, options["timeouts"], move.label
+    server = backend(engine)
+    _refuse_offline_server(server, move)
+    if stage:
+        apply.run_on_engine(engine, server.ddl.stage(move.target, move.shadow, move.to, move.cursor), timeouts, relations=[label])
+    filled = backfill.fill(engine, move.job(), label, options, workers)
+    keys = move.shadow.side_keys(move.target.keys) if move.shadow.side else move.target.keys
+    with engine.connect() as connection, apply.bounded(connection, apply.DDL):
+        indexes = describe_indexes(connection, move.target.schema, move.shadow, keys, concurrently=True)
+    apply.run_on_engine(engine, indexes, timeouts, relations=[label], concurrent_timeouts=index_timeouts)
+    # Rows written while the indexes were built: here, not under the switch's lock.
+    caught_up = backfill.fill(engine, move.job(), label, dict(options, progress=None), 0)
+    at_switch, held = _switch(move, timeouts)
+    return filled.rows_fingerprinted + caught_up.rows_fingerprinted, at_switch, held
 
 
 __all__ = ["RefingerprintResult", "cursor_key", "refingerprint"]

@@ -3,7 +3,7 @@
 These are what the command line runs (``simsql attach / detach / status``) and what a script
 calls; each one reads the catalog, describes its DDL and runs it bounded in time, opening its
 own transactions (``CREATE INDEX CONCURRENTLY`` needs autocommit). On MySQL/MariaDB the DDL is
-online (:mod:`simsql.lifecycle.mysql_ddl`) and, not being transactional, undone statement by
+online (:mod:`simsql.dialects.mysql_ddl`) and, not being transactional, undone statement by
 statement when a run fails.
 """
 
@@ -17,30 +17,16 @@ from sqlalchemy import Engine, text
 from sqlalchemy.engine import Connection
 
 from .. import registry
-from ..dialects import check_server, is_mysql, mysql
+from ..dialects import backend
 from ..fingerprint import Fingerprinter
-from ..schema import DEFAULT_PREFIX, Attachment, Names
-from ..storage import digest_sql
+from ..schema import DEFAULT_PREFIX, Attachment
 from ..urls import engine_for
-from . import apply, catalog, ddl, mysql_ddl
-from .attach import attached_names, plan_attach, plan_detach
-from .ddl import Plan, qualified
+from . import apply, catalog
+from .attach import attached_names, describe_indexes, plan_attach, plan_detach
 
 
 def _engine(bind: Engine | str) -> Engine:
     return engine_for(bind) if isinstance(bind, str) else bind
-
-
-def _index_plan(connection: Connection, schema: str, names: Names, keys: Sequence[str], concurrently: bool) -> Plan:
-    holder = catalog.table_facts(connection, names.holder, schema)
-    if is_mysql(connection.dialect):  # online whatever ``concurrently`` says; existing ones kept
-        indexes = catalog.index_names(connection, schema, names.holder) if holder is not None else ()
-        return mysql_ddl.create_indexes(schema, names, keys, mysql_ddl.Present.of(indexes=indexes))
-    if holder is not None and holder.kind == "p" and concurrently:
-        tree = catalog.partition_tree(connection, names.holder, schema)
-        return ddl.create_partitioned_indexes(schema, names, keys, tree)
-    invalid = catalog.index_state(connection, schema, names).invalid if holder is not None else ()
-    return ddl.create_indexes(schema, names, keys, concurrently=concurrently, invalid=invalid)
 
 
 def attach_table(
@@ -79,7 +65,8 @@ def attach_table(
     engine = _engine(bind)
     timeouts = apply.Timeouts(lock_timeout, "10min")
     with engine.connect() as connection, apply.bounded(connection, timeouts):
-        check_server(connection)
+        server = backend(connection)
+        server.check_server(connection)
         planned = plan_attach(
             connection, table, source, schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix
         )
@@ -87,12 +74,13 @@ def attach_table(
         plan = planned.plan
         if indexes:
             keys = names.side_keys(target.keys) if names.side else target.keys
-            plan = plan + _index_plan(connection, target.schema, names, keys, concurrently)
+            plan = plan + describe_indexes(connection, target.schema, names, keys, concurrently=concurrently)
+        relation = server.qualified(target.schema, target.table)
     apply.run_on_engine(
         engine,
         plan,
         timeouts,
-        relations=[qualified(target.schema, target.table)],
+        relations=[relation],
         concurrent_timeouts=apply.Timeouts(index_lock_timeout, None),
     )
     registry.forget(engine)
@@ -118,9 +106,11 @@ def detach(bind: Engine | str, table: str, *, schema: str | None = None, lock_ti
     engine = _engine(bind)
     timeouts = apply.Timeouts(lock_timeout, "10min")
     with engine.connect() as connection, apply.bounded(connection, timeouts):
-        check_server(connection)
+        server = backend(connection)
+        server.check_server(connection)
         entry, plan = plan_detach(connection, table, schema=schema)
-    apply.run_on_engine(engine, plan, timeouts, relations=[qualified(entry.table_schema, table)])
+        relation = server.qualified(entry.table_schema, table)
+    apply.run_on_engine(engine, plan, timeouts, relations=[relation])
     registry.forget(engine)
     return entry
 
@@ -151,37 +141,21 @@ class TableStatus:
 
 def _counts(connection: Connection, entry: Attachment) -> tuple[int, int, int, int, int]:
     """rows, fingerprinted, missing, stale, unverified (a fingerprint without its text's digest)."""
-    names = entry.names
-    quote = connection.dialect.identifier_preparer.quote_identifier
-    base = f"{quote(entry.table_schema)}.{quote(entry.table_name)}"
+    names, server = entry.names, backend(connection)
+    quote = server.quote
+    base = server.qualified(entry.table_schema, entry.table_name)
     has_text = " OR ".join(f"b.{quote(c)} IS NOT NULL" for c in entry.source)
     if names.side is None:
         holder, source_from = "b", f"{base} AS b"
     else:
         facts = catalog.require_table(connection, entry.table_name, entry.table_schema)
         join = " AND ".join(f"h.{quote(s)} = b.{quote(k)}" for s, k in zip(names.side_keys(facts.keys), facts.keys))
-        side = f"{quote(entry.table_schema)}.{quote(names.side)}"
-        holder, source_from = "h", f"{base} AS b LEFT JOIN {side} AS h ON {join}"
+        holder, source_from = "h", f"{base} AS b LEFT JOIN {server.qualified(entry.table_schema, names.side)} AS h ON {join}"
     fp, src = f"{holder}.{quote(names.fingerprint)}", f"{holder}.{quote(names.digest)}"
-    if is_mysql(connection.dialect):
-        # no FILTER, no IS DISTINCT FROM there: SUM(CASE ...) and NOT <=>
-        digest = mysql.digest_sql(entry.source, "b.")
-        row = connection.execute(
-            text(
-                f"SELECT COUNT(*), COUNT({fp}), COALESCE(SUM(CASE WHEN {fp} IS NULL AND ({has_text}) THEN 1 ELSE 0 END), 0), "
-                f"COALESCE(SUM(CASE WHEN {fp} IS NOT NULL AND NOT ({src} <=> {digest}) THEN 1 ELSE 0 END), 0), "
-                f"COALESCE(SUM(CASE WHEN {fp} IS NOT NULL AND {src} IS NULL THEN 1 ELSE 0 END), 0) "
-                f"FROM {source_from}"
-            )
-        ).one()
-        return int(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4])
+    stale = f"{fp} IS NOT NULL AND {server.distinct_sql(src, server.digest_sql(entry.source, 'b.'))}"
+    counts = [f"{fp} IS NULL AND ({has_text})", stale, f"{fp} IS NOT NULL AND {src} IS NULL"]
     row = connection.execute(
-        text(
-            f"SELECT count(*), count({fp}), count(*) FILTER (WHERE {fp} IS NULL AND ({has_text})), "
-            f"count(*) FILTER (WHERE {fp} IS NOT NULL AND {src} IS DISTINCT FROM {digest_sql(entry.source, 'b.')}), "
-            f"count(*) FILTER (WHERE {fp} IS NOT NULL AND {src} IS NULL) "
-            f"FROM {source_from}"
-        )
+        text(f"SELECT count(*), count({fp}), {', '.join(server.count_where(c) for c in counts)} FROM {source_from}")
     ).one()
     return int(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4])
 
@@ -190,9 +164,9 @@ def status(bind: Engine | str, *, statement_timeout: str | None = "10min") -> li
     """Every attached table with its mode, configuration and row counts (one scan each)."""
     engine = _engine(bind)
     with engine.connect() as connection, apply.bounded(connection, apply.Timeouts("5s", statement_timeout)):
-        check_server(connection)
-        if is_mysql(connection.dialect):
-            mysql.check_digest(connection)
+        server = backend(connection)
+        server.check_server(connection)
+        server.check_digest(connection)
         found = []
         for entry in registry.entries(connection):
             rows, fingerprinted, missing, stale, _ = _counts(connection, entry)

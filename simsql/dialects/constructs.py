@@ -1,0 +1,337 @@
+"""SQL constructs built without a dialect and compiled per dialect (``@compiles``).
+
+Queries and the ORM build these once; each backend module registers how its servers spell
+them (:mod:`.postgresql`, :mod:`.mysql`). A dialect no family registered is refused when a
+statement using one is compiled, naming the server found. Also here: the multi-index probe
+sets the block columns are searched with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from itertools import combinations
+from typing import Any
+
+from sqlalchemy import ARRAY, Boolean, Computed, Float, Integer, bindparam
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql import ColumnElement, TableClause
+from sqlalchemy.sql.elements import BindParameter
+from sqlalchemy.sql.functions import FunctionElement
+from sqlalchemy.sql.visitors import InternalTraversal
+
+from ..schema import BLOCK_COUNT
+from .base import BLOCK_BITS, Backend, refuse
+
+COVERING_INFO = "simsql_covering"
+"""``Index.info`` key naming the columns a block index must also hold so lookups read only
+the index: PostgreSQL ``INCLUDE``s them, MySQL appends them to the key."""
+
+
+# -- constructs: built without a dialect, compiled per dialect ------------------------------
+
+
+class HammingDistance(FunctionElement[int]):
+    """``popcount(a XOR b)`` for two 64-bit fingerprints, compiled per dialect."""
+
+    type = Integer()
+    inherit_cache = True
+    name = "simsql_hamming"
+
+
+@compiles(HammingDistance)
+def _hamming_default(element: HammingDistance, compiler: Any, **kw: Any) -> str:
+    raise refuse(compiler.dialect)
+
+
+_INTEGER_ARRAY = postgresql.ARRAY(Integer)
+"""One array type for every ``EqualsAny`` bind (the PostgreSQL form; MySQL expands it)."""
+
+
+class EqualsAny(ColumnElement[bool]):
+    """``column`` equals one of ``values``: ``= ANY(:array)`` on PostgreSQL (one bind however
+    many values, so one plan cache entry per statement shape), ``IN (...)`` elsewhere.
+
+    The values travel in one bind parameter that is part of the cache key, so a cached
+    compilation never reuses another call's values.
+    """
+
+    inherit_cache = True
+    _is_implicitly_boolean = True  # a predicate: never rendered as ``(...) = 1`` where booleans are ints
+    _traverse_internals = [
+        ("column", InternalTraversal.dp_clauseelement),
+        ("values", InternalTraversal.dp_clauseelement),
+    ]
+
+    def __init__(self, column: ColumnElement[Any], values: Sequence[int] | BindParameter[Any]) -> None:
+        self.type = Boolean()
+        self.column = column
+        self.values = values if isinstance(values, BindParameter) else probe_parameter(values)
+
+
+@compiles(EqualsAny)
+def _equals_any_default(element: EqualsAny, compiler: Any, **kw: Any) -> str:
+    raise refuse(compiler.dialect)
+
+
+class BlockExpression(ColumnElement[int]):
+    """Block ``index`` (0 = most significant 16 bits) of the fingerprint column ``fingerprint``,
+    as the generation expression of a block column (no table prefix: it lives in DDL)."""
+
+    type = Integer()
+    inherit_cache = True
+    _traverse_internals = [
+        ("fingerprint", InternalTraversal.dp_string),
+        ("index", InternalTraversal.dp_plain_obj),
+    ]
+
+    def __init__(self, fingerprint: str, index: int) -> None:
+        if not 0 <= index < BLOCK_COUNT:
+            raise ValueError(f"block index must be in 0..{BLOCK_COUNT - 1}, got {index}")
+        self.fingerprint = fingerprint
+        self.index = index
+
+    @property
+    def shift(self) -> int:
+        return BLOCK_BITS * (BLOCK_COUNT - 1 - self.index)
+
+
+@compiles(BlockExpression)
+def _block_default(element: BlockExpression, compiler: Any, **kw: Any) -> str:
+    # str() of a column outside any dialect (Alembic autogenerate, repr) reads as PostgreSQL's.
+    quoted = '"' + element.fingerprint.replace('"', '""') + '"'
+    return Backend.block_expression_sql(quoted, element.index)
+
+
+class BlockComputed(Computed):
+    """The generation clause of a block column: ``STORED`` on PostgreSQL (the only kind it can
+    index), ``VIRTUAL`` on MySQL/MariaDB (no row bytes, and the only kind those servers add to
+    a live table without copying it); the index holds the values either way."""
+
+    inherit_cache = True
+
+    def __init__(self, fingerprint: str, index: int) -> None:
+        super().__init__(BlockExpression(fingerprint, index), persisted=True)
+
+    def _copy(self, **kw: Any) -> BlockComputed:
+        expression = self.sqltext
+        assert isinstance(expression, BlockExpression)
+        copied = BlockComputed(expression.fingerprint, expression.index)
+        return self._schema_item_copy(copied)  # type: ignore[no-any-return]
+
+
+class EagerGuard(ColumnElement[bool]):
+    """A condition that matters only where ``UNION ALL`` branches all run.
+
+    PostgreSQL runs the branches of an ``Append`` in order and stops pulling rows once the
+    outer ``LIMIT`` is met, so a later, costlier branch (a wider band, the scan) never runs when
+    nearer ones sufficed: there the guard compiles to ``true``, which the planner removes.
+    MySQL and MariaDB materialise every branch of a derived ``UNION``; there the guard is the
+    condition itself (uncorrelated, evaluated once), so a branch whose predecessors already
+    filled the limit reads nothing.
+    """
+
+    inherit_cache = True
+    _is_implicitly_boolean = True
+    _traverse_internals = [("condition", InternalTraversal.dp_clauseelement)]
+
+    def __init__(self, condition: ColumnElement[bool]) -> None:
+        self.type = Boolean()
+        self.condition = condition
+
+
+@compiles(EagerGuard)
+def _eager_guard_default(element: EagerGuard, compiler: Any, **kw: Any) -> str:
+    raise refuse(compiler.dialect)
+
+
+def eager_guard(condition: ColumnElement[bool]) -> EagerGuard:
+    return EagerGuard(condition)
+
+
+class EagerChoice(ColumnElement[Any]):
+    """One expression where ``UNION ALL`` branches run lazily, another where they all run.
+
+    PostgreSQL pulls the branches of an ``Append`` in order and stops at the ``LIMIT``, so
+    costly branches may stay in the statement behind cheap run-time checks: there it is
+    ``lazy``. MySQL and MariaDB materialise every branch and every check they reach, so a plan
+    shaped for early stopping costs them more than it saves: there it is ``eager``, usually a
+    constant that lets the optimizer drop a branch before reading anything.
+    """
+
+    inherit_cache = True
+    _traverse_internals = [
+        ("lazy", InternalTraversal.dp_clauseelement),
+        ("eager", InternalTraversal.dp_clauseelement),
+    ]
+
+    def __init__(self, lazy: ColumnElement[Any], eager: ColumnElement[Any]) -> None:
+        self.type = lazy.type
+        self.lazy = lazy
+        self.eager = eager
+        self._is_implicitly_boolean = lazy._is_implicitly_boolean
+
+
+@compiles(EagerChoice)
+def _eager_choice_default(element: EagerChoice, compiler: Any, **kw: Any) -> str:
+    raise refuse(compiler.dialect)
+
+
+def eager_choice(lazy: ColumnElement[Any], eager: ColumnElement[Any]) -> EagerChoice:
+    return EagerChoice(lazy, eager)
+
+
+class EagerOrder(ColumnElement[int]):
+    """An ORDER BY key that matters only where ``UNION ALL`` branches all run.
+
+    The answer's order is the branches' order. PostgreSQL's ``Append`` yields them in order, and
+    a real sort key would make it read every branch before the first row (no early stop): there
+    the key is a constant expression, which the planner drops. MySQL and MariaDB give no order
+    to rows read back from a derived ``UNION``: there it is the key itself.
+    """
+
+    inherit_cache = True
+    _traverse_internals = [("ordered", InternalTraversal.dp_clauseelement)]
+
+    def __init__(self, ordered: ColumnElement[Any]) -> None:
+        self.type = Integer()
+        self.ordered = ordered  # not ``key``: SQLAlchemy names columns by their ``.key``
+
+
+@compiles(EagerOrder)
+def _eager_order_default(element: EagerOrder, compiler: Any, **kw: Any) -> str:
+    raise refuse(compiler.dialect)
+
+
+def eager_order(key: ColumnElement[Any]) -> EagerOrder:
+    return EagerOrder(key)
+
+
+class RowEstimate(ColumnElement[float]):
+    """The server's estimate of a table's row count (PostgreSQL ``pg_class.reltuples``,
+    MySQL/MariaDB ``information_schema.TABLES.TABLE_ROWS``; 0 when never analysed or missing):
+    what a plan can compare its own work with, read at execution time, never counted."""
+
+    type = Float()
+    inherit_cache = True
+    _traverse_internals = [("table", InternalTraversal.dp_clauseelement)]
+
+    def __init__(self, table: TableClause) -> None:
+        self.table = table
+
+
+@compiles(RowEstimate)
+def _row_estimate_default(element: RowEstimate, compiler: Any, **kw: Any) -> str:
+    raise refuse(compiler.dialect)
+
+
+def row_estimate(table: TableClause) -> RowEstimate:
+    return RowEstimate(table)
+
+
+class WholeQuotient(ColumnElement[int]):
+    """``dividend / divisor`` rounded toward zero, for non-negative integers: PostgreSQL's
+    ``/`` on integers; MySQL's ``/`` is decimal division there, its integer one is ``DIV``."""
+
+    type = Integer()
+    inherit_cache = True
+    _traverse_internals = [
+        ("dividend", InternalTraversal.dp_clauseelement),
+        ("divisor", InternalTraversal.dp_plain_obj),
+    ]
+
+    def __init__(self, dividend: ColumnElement[Any], divisor: int) -> None:
+        self.dividend = dividend
+        self.divisor = int(divisor)
+
+
+@compiles(WholeQuotient)
+def _whole_quotient_default(element: WholeQuotient, compiler: Any, **kw: Any) -> str:
+    raise refuse(compiler.dialect)
+
+
+def whole_quotient(dividend: ColumnElement[Any], divisor: int) -> WholeQuotient:
+    return WholeQuotient(dividend, divisor)
+
+
+class RunTimeLimit(ColumnElement[int]):
+    """A ``LIMIT`` computed when the statement runs (a budget from :class:`RowEstimate`).
+
+    PostgreSQL takes any expression there and stops reading at the bound. MySQL and MariaDB
+    accept only constants in ``LIMIT``: there it compiles to "all rows" (2^64 - 1, their
+    documented idiom), so a bounded read reads everything it would reach. A bounded count then
+    gives the same comparison at a higher cost; a bounded candidate set is a superset.
+    """
+
+    type = Integer()
+    inherit_cache = True
+    _traverse_internals = [("bound", InternalTraversal.dp_clauseelement)]
+
+    def __init__(self, bound: ColumnElement[Any]) -> None:
+        self.bound = bound
+
+
+@compiles(RunTimeLimit)
+def _run_time_limit_default(element: RunTimeLimit, compiler: Any, **kw: Any) -> str:
+    raise refuse(compiler.dialect)
+
+
+def run_time_limit(bound: ColumnElement[Any]) -> RunTimeLimit:
+    return RunTimeLimit(bound)
+
+
+def hamming_expression(a: ColumnElement[Any], b: ColumnElement[Any]) -> HammingDistance:
+    return HammingDistance(a, b)
+
+
+def probe_parameter(values: Sequence[int]) -> BindParameter[Any]:
+    """``values`` as the one bound parameter :func:`equals_any` compares with: a plain integer
+    for a single value, an integer array (an ``IN`` list on MySQL) for several. Built apart
+    from the comparison so a statement can be compiled once and given new values each call."""
+    if len(values) == 1:
+        return bindparam(None, values[0], type_=Integer())
+    return bindparam(None, list(values), type_=_INTEGER_ARRAY)
+
+
+def equals_any(column: ColumnElement[Any], values: Sequence[int] | BindParameter[Any]) -> ColumnElement[bool]:
+    """``column`` equals one of ``values`` (see :class:`EqualsAny`), or the value(s) of a
+    :func:`probe_parameter`."""
+    if isinstance(values, BindParameter):
+        return EqualsAny(column, values) if isinstance(values.type, ARRAY) else column == values
+    if len(values) == 1:
+        return column == values[0]
+    return EqualsAny(column, values)
+
+
+def block_computed(fingerprint: str, index: int) -> BlockComputed:
+    """The ``Computed`` clause of block column ``index`` of the fingerprint column ``fingerprint``."""
+    return BlockComputed(fingerprint, index)
+
+
+@lru_cache(maxsize=8)
+def _masks(radius: int) -> tuple[int, ...]:
+    masks = [0]
+    for r in range(1, radius + 1):
+        for bits in combinations(range(BLOCK_BITS), r):
+            masks.append(sum(1 << b for b in bits))
+    return tuple(masks)
+
+
+def probe_values(block: int, radius: int) -> list[int]:
+    """All 16-bit values within ``radius`` bits of ``block`` (1, 17, 137, 697, ... values).
+
+    Multi-index hashing: a fingerprint within ``4 * (radius + 1) - 1`` bits of the query has at
+    least one block within ``radius`` bits of the query's block (pigeonhole over 4 blocks).
+    """
+    return [block ^ mask for mask in _masks(radius)]
+
+
+def ring_values(block: int, radius: int) -> list[int]:
+    """The 16-bit values exactly ``radius`` bits from ``block`` (1, 16, 120, 560, ... values)."""
+    return [block ^ sum(1 << b for b in bits) for bits in combinations(range(BLOCK_BITS), radius)]
+
+
+def radius_for(max_distance: int) -> int:
+    """Smallest probe radius that finds every fingerprint within ``max_distance`` bits."""
+    return max(0, (max_distance + 1 + BLOCK_COUNT - 1) // BLOCK_COUNT - 1)

@@ -1,0 +1,310 @@
+"""MySQL's and MariaDB's DDL as text: the digest triggers, and the plans that attach, index and
+detach.
+
+The objects are exactly those the ORM creates for a ``SimHashMixin`` table or the side table of
+:func:`simsql.attach` (same column types, generated expressions, covering indexes and
+triggers, from the same functions), so a table attached live and one declared in Python are
+the same. Nothing here touches a database. Choices made for big, busy tables, where MySQL DDL
+is neither transactional nor, by default, online:
+
+* every change names its algorithm: columns are added and dropped ``ALGORITHM=INSTANT``
+  (a metadata change, no rows touched), falling back to ``ALGORITHM=INPLACE, LOCK=NONE`` (an
+  online rebuild that lets writers in) where the server cannot do it instantly; indexes are
+  built and dropped ``INPLACE, LOCK=NONE``. A change the server could only make by copying the
+  table or locking out writers is refused (:class:`~simsql.errors.WouldLockTable`), never made;
+* stored and generated columns are added by separate statements (MariaDB adds ``VIRTUAL``
+  columns instantly, but not together with other changes);
+* each statement carries its undo, so a plan that stops halfway (a lock timeout, a refused
+  algorithm) is taken back statement by statement and leaves the table as it found it;
+* the registry row is written first: should the undo itself be blocked, what stays behind is
+  recorded as simsql's, so running attach again finishes it and detach removes it.
+
+The triggers: MySQL has no trigger functions and no "INSERT OR UPDATE" trigger, so the row rule
+of PostgreSQL's trigger is written twice (before insert, before update).
+``MD5(CONCAT_WS(CHAR(10), ...))`` is the digest of ``storage.join_text`` (NULLs skipped), 32 hex
+digits: the form in which SQLAlchemy's ``Uuid`` stores a UUID where there is no native type.
+Each column is converted to utf8mb4 first: MD5 hashes a string's bytes in its own character
+set, and Python hashes UTF-8, so a latin1 column's accented text would never match its digest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from ..fingerprint import Fingerprinter
+from ..schema import BLOCK_COUNT, REGISTRY_TABLE, Names
+from .base import BLOCK_BITS, BLOCK_MASK
+from .plan import DDL, REGISTRY_INSERT, Plan, Present, Step, TableFacts, Target, registry_values
+
+FINGERPRINT_TYPE = "BIGINT UNSIGNED"
+""":class:`simsql.SimHash` on MySQL: the 64 bits as they are."""
+DIGEST_TYPE = "CHAR(32)"
+"""``simsql.types.TEXT_DIGEST`` on MySQL: ``MD5()``'s 32 hex digits."""
+BLOCK_TYPE = "INT"
+INSTANT = "ALGORITHM=INSTANT"
+ONLINE = "ALGORITHM=INPLACE, LOCK=NONE"
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def qualified(schema: str, name: str) -> str:
+    return f"{quote(schema)}.{quote(name)}"
+
+
+def block_expression_sql(fingerprint_sql: str, index: int) -> str:
+    """Block ``index`` of a quoted ``BIGINT UNSIGNED`` column (no CAST: the bits are unsigned)."""
+    return f"({fingerprint_sql} >> {BLOCK_BITS * (BLOCK_COUNT - 1 - index)}) & {BLOCK_MASK}"
+
+
+def digest_sql(columns: Sequence[str], row: str) -> str:
+    return f"MD5(CONCAT_WS(CHAR(10), {', '.join(f'CONVERT({row}{quote(c)} USING utf8mb4)' for c in columns)}))"
+
+
+def _unchanged(source: Sequence[str]) -> str:
+    return " AND ".join(f"NEW.{quote(c)} <=> OLD.{quote(c)}" for c in source)
+
+
+def _on(schema: str | None, name: str) -> str:
+    """A trigger or table name, in ``schema`` when given (a trigger lives in its table's schema,
+    and its body resolves unqualified names there)."""
+    return quote(name) if schema is None else f"{quote(schema)}.{quote(name)}"
+
+
+def row_trigger_sql(
+    table: str, fingerprint: str, digest: str, source: Sequence[str], update: bool, name: str, schema: str | None = None
+) -> str:
+    """Columns mode: a fingerprint is kept only with the digest of the row's current text."""
+    fp, src = f"NEW.{quote(fingerprint)}", f"NEW.{quote(digest)}"
+    if update:
+        rewritten = (
+            f"    IF NOT ({fp} <=> OLD.{quote(fingerprint)}) AND {src} <=> OLD.{quote(digest)} THEN SET {src} = NULL; END IF;\n"
+        )
+        no_digest = f"    ELSEIF NOT ({_unchanged(source)}) THEN SET {fp} = NULL;\n"
+    else:
+        rewritten, no_digest = "", ""
+    return (
+        f"CREATE TRIGGER {_on(schema, name)} BEFORE {'UPDATE' if update else 'INSERT'} ON {_on(schema, table)} FOR EACH ROW\n"
+        f"BEGIN\n"
+        f"  IF {fp} IS NOT NULL THEN\n"
+        f"{rewritten}"
+        f"    IF {src} IS NOT NULL THEN\n"
+        f"      IF {src} <> {digest_sql(source, 'NEW.')} THEN SET {fp} = NULL; END IF;\n"
+        f"{no_digest}"
+        f"    END IF;\n"
+        f"  END IF;\n"
+        f"  IF {fp} IS NULL THEN SET {src} = NULL; END IF;\n"
+        f"END"
+    )
+
+
+def stale_trigger_sql(
+    table: str, side: str, digest: str, keys: Sequence[str], side_keys: Sequence[str], source: Sequence[str], name: str,
+    schema: str | None = None,
+) -> str:  # fmt: skip
+    """Side-table mode: a row whose text changed loses its side row, unless that row already
+    holds the new text's fingerprint."""
+    condition = " AND ".join(f"{quote(s)} = OLD.{quote(k)}" for s, k in zip(side_keys, keys))
+    return (
+        f"CREATE TRIGGER {_on(schema, name)} AFTER UPDATE ON {_on(schema, table)} FOR EACH ROW\n"
+        f"BEGIN\n"
+        f"  IF NOT ({_unchanged(source)}) THEN\n"
+        f"    DELETE FROM {quote(side)} WHERE {condition} AND NOT ({quote(digest)} <=> {digest_sql(source, 'NEW.')});\n"
+        f"  END IF;\n"
+        f"END"
+    )
+
+
+def trigger_names(names: Names) -> tuple[str, ...]:
+    """The row rule is two triggers (before insert, before update; no trigger here fires on
+    both, and triggers need no function); the stale-row rule is one."""
+    return names.row_triggers if names.side is None else (names.stale_function,)
+
+
+def create_trigger_sql(schema: str | None, names: Names, source: Sequence[str], keys: Sequence[str]) -> tuple[str, ...]:
+    """CREATE TRIGGER statements of the attachment (in ``schema``, else the current database)."""
+    if names.side is None:
+        insert, update = names.row_triggers
+        fields = (names.table, names.fingerprint, names.digest, source)
+        return row_trigger_sql(*fields, False, insert, schema), row_trigger_sql(*fields, True, update, schema)
+    side_keys = names.side_keys(keys)
+    return (stale_trigger_sql(names.table, names.side, names.digest, keys, side_keys, source, names.stale_function, schema),)
+
+
+def drop_trigger_sql(schema: str | None, names: Names) -> tuple[str, ...]:
+    where = "" if schema is None else f"{quote(schema)}."
+    return tuple(f"DROP TRIGGER IF EXISTS {where}{quote(name)}" for name in trigger_names(names))
+
+
+def _alter(schema: str, table: str, changes: Sequence[str], algorithm: str) -> str:
+    return f"ALTER TABLE {qualified(schema, table)} {', '.join(changes)}, {algorithm}"
+
+
+def _blocks(names: Names) -> list[tuple[str, str]]:
+    """(block column, its definition): generated from the fingerprint, VIRTUAL as the ORM's."""
+    fingerprint = quote(names.fingerprint)
+    return [
+        (name, f"{quote(name)} {BLOCK_TYPE} GENERATED ALWAYS AS ({block_expression_sql(fingerprint, i)}) VIRTUAL")
+        for i, name in enumerate(names.blocks)
+    ]
+
+
+def _drop_trigger(schema: str, name: str) -> str:
+    return f"DROP TRIGGER {qualified(schema, name)}"
+
+
+def _index_columns(names: Names, block: str) -> str:
+    """The block, then the fingerprint: what ``dialects.mysql``'s CREATE INDEX gives the ORM's
+    block indexes (InnoDB appends the primary key to every secondary index by itself)."""
+    return f"{quote(block)}, {quote(names.fingerprint)}"
+
+
+class MySQLDDL(DDL):
+    """MySQL >= 8.0 and MariaDB >= 10.6: each statement committed at once, with its undo."""
+
+    name = "mysql"
+
+    def _column_steps(self, schema: str, table: str, names: Names, present: Present, *, adding: bool) -> list[Step]:
+        """Adding: stored columns, then the generated ones; dropping: the reverse. Each statement
+        instant where the server can, else online; its undo is the opposite statement."""
+        stored = [(names.fingerprint, f"{quote(names.fingerprint)} {FINGERPRINT_TYPE} NULL"),
+                  (names.digest, f"{quote(names.digest)} {DIGEST_TYPE} NULL")]  # fmt: skip
+        groups = [("stored", stored), ("generated", _blocks(names))]
+        steps = []
+        for kind, columns in groups if adding else reversed(groups):
+            wanted = [(n, d) for n, d in columns if present.has_column(n) != adding]
+            if not wanted:
+                continue
+            add = [f"ADD COLUMN {definition}" for _, definition in wanted]
+            drop = [f"DROP COLUMN {quote(name)}" for name, _ in reversed(wanted)]
+            forward, backward = (add, drop) if adding else (drop, add)
+            what = f"{'add' if adding else 'drop'} {kind} columns {', '.join(n for n, _ in wanted)} {'to' if adding else 'from'} {schema}.{table}"
+            steps.append(Step(
+                _alter(schema, table, forward, INSTANT), what,
+                undo=_alter(schema, table, backward, INSTANT), fallback=_alter(schema, table, forward, ONLINE), online=True,
+            ))  # fmt: skip
+        return steps
+
+    def triggers(self, target: Target, names: Names) -> list[tuple[str, str]]:
+        """(name, CREATE TRIGGER) of the attachment: the row rule before insert and before update
+        (columns mode), or the stale-row rule after update (side-table mode); the same ones
+        ``create_all`` installs for the ORM."""
+        return list(zip(trigger_names(names), create_trigger_sql(target.schema, names, target.source, target.keys)))
+
+    def _create_triggers(self, target: Target, names: Names, present: Present) -> list[Step]:
+        return [
+            Step(sql, f"create trigger {name} on {target.schema}.{target.table}", undo=_drop_trigger(target.schema, name))
+            for name, sql in self.triggers(target, names)
+            if not present.has_trigger(name)
+        ]
+
+    def side_table_sql(self, target: Target, names: Names) -> str:
+        """The side table as the ORM declares it: the key (the base table's key columns and types),
+        fingerprint, digest, generated blocks, deleted with its row."""
+        assert names.side is not None
+        side_keys = names.side_keys(target.keys)
+        keys = ", ".join(f"{quote(k)} {t} NOT NULL" for k, t in zip(side_keys, target.key_types))
+        own = ", ".join(quote(k) for k in side_keys)
+        blocks = ", ".join(definition for _, definition in _blocks(names))
+        return (
+            f"CREATE TABLE {qualified(target.schema, names.side)} ({keys}, "
+            f"{quote(names.fingerprint)} {FINGERPRINT_TYPE} NULL, {quote(names.digest)} {DIGEST_TYPE} NULL, {blocks}, "
+            f"PRIMARY KEY ({own}), FOREIGN KEY ({own}) REFERENCES {qualified(target.schema, target.table)} "
+            f"({', '.join(quote(k) for k in target.keys)}) ON DELETE CASCADE)"
+        )
+
+    def record(self, target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:
+        """The registry entry, written first (its undo deletes it)."""
+        sql = REGISTRY_INSERT.format(settings=":settings", source=":source")
+        params = registry_values(target, names, fingerprinter)
+        params["source"] = json.dumps(params["source"])
+        undo = f"DELETE FROM {REGISTRY_TABLE} WHERE table_schema = :table_schema AND table_name = :table_name"
+        return self.plan([Step(sql, f"record {target.schema}.{target.table} in {REGISTRY_TABLE}", params, undo=undo)])
+
+    def attach(self, target: Target, names: Names, fingerprinter: Fingerprinter, present: Present = Present()) -> Plan:
+        """The registry entry, then the columns (or side table) and triggers; what ``present``
+        holds already is skipped. Indexes are :meth:`create_indexes`."""
+        steps = [] if present.recorded else list(self.record(target, names, fingerprinter).steps)
+        if names.side:
+            if not present.side:
+                drop = f"DROP TABLE {qualified(target.schema, names.side)}"
+                steps.append(Step(self.side_table_sql(target, names), f"create side table {target.schema}.{names.side}", undo=drop))
+        else:
+            steps += self._column_steps(target.schema, target.table, names, present, adding=True)
+        steps += self._create_triggers(target, names, present)
+        return self.plan(steps)
+
+    def resume_attach(self, target: Target, names: Names, fingerprinter: Fingerprinter, present: Present) -> Plan:
+        """Finish what a run that stopped halfway (and could not be undone) left."""
+        return self.attach(target, names, fingerprinter, present)
+
+    def create_indexes(
+        self, schema: str, names: Names, holder_keys: Sequence[str] = (), *, concurrently: bool = False,
+        present: Present = Present(),
+    ) -> Plan:  # fmt: skip
+        """One online build per missing block index, whatever ``concurrently`` says (writers
+        carry on; only the metadata lock at its start and end waits, bounded)."""
+        holder = names.holder
+        steps = []
+        for index, block in zip(names.indexes, names.blocks):
+            if present.has_index(index):
+                continue
+            add = f"ADD INDEX {quote(index)} ({_index_columns(names, block)})"
+            steps.append(Step(
+                _alter(schema, holder, [add], ONLINE), f"build index {index} on {schema}.{holder}",
+                undo=_alter(schema, holder, [f"DROP INDEX {quote(index)}"], ONLINE), online=True,
+            ))  # fmt: skip
+        return self.plan(steps)
+
+    def drop_indexes(self, schema: str, names: Names, *, concurrently: bool = False, present: Present | None = None) -> Plan:
+        """The block indexes (those ``present``; all when unknown, offline), online, in one statement."""
+        dropped = [(i, b) for i, b in zip(names.indexes, names.blocks) if present is None or present.has_index(i)]
+        if not dropped:
+            return self.plan([])
+        drops = [f"DROP INDEX {quote(index)}" for index, _ in dropped]
+        adds = [f"ADD INDEX {quote(index)} ({_index_columns(names, block)})" for index, block in dropped]
+        return self.plan([Step(
+            _alter(schema, names.holder, drops, ONLINE), f"drop block indexes of {schema}.{names.holder}",
+            undo=_alter(schema, names.holder, adds, ONLINE), online=True,
+        )])  # fmt: skip
+
+    def detach(self, table: TableFacts, names: Names, source: Sequence[str], present: Present) -> Plan:
+        """Remove what :meth:`attach` and :meth:`create_indexes` created, of what is ``present``:
+        triggers first (a trigger naming a dropped column would fail every write), then indexes,
+        generated and stored columns (or the side table), then the registry entry and cursor.
+        Each statement but the last ones can be undone (the triggers' undo needs their text: the
+        recorded source, the table's key as it is now), so a detach that stops halfway puts the
+        attachment back (fingerprints of dropped stored columns are gone: backfill refills them)."""
+        target = Target(table.schema, table.name, table.keys, table.key_types, tuple(source))
+        steps = [
+            Step(_drop_trigger(target.schema, name), f"drop trigger {name}", undo=sql)
+            for name, sql in self.triggers(target, names)
+            if present.has_trigger(name)
+        ]
+        if names.side:
+            if present.side:
+                steps.append(Step(
+                    f"DROP TABLE {qualified(target.schema, names.side)}", f"drop side table {target.schema}.{names.side}",
+                    undo=self.side_table_sql(target, names),
+                ))  # fmt: skip
+        else:
+            steps += self.drop_indexes(target.schema, names, present=present).steps
+            steps += self._column_steps(target.schema, target.table, names, present, adding=False)
+        return self.plan(steps) + self.forget(target.schema, target.table)
+
+
+MYSQL_DDL = MySQLDDL()
+
+__all__ = [
+    "MYSQL_DDL",
+    "MySQLDDL",
+    "create_trigger_sql",
+    "digest_sql",
+    "drop_trigger_sql",
+    "quote",
+    "row_trigger_sql",
+    "stale_trigger_sql",
+    "trigger_names",
+]

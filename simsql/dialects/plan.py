@@ -1,0 +1,244 @@
+"""What the lifecycle and a backend say to each other: catalog facts in, DDL plans out.
+
+The lifecycle reads the catalog (:class:`TableFacts`, :class:`Present`), asks the backend's
+describer (:class:`DDL`) for a :class:`Plan`, and runs it. A plan is text, so Alembic's offline
+mode can print it and tests can read it; nothing in this module touches a database. The split is
+Alembic's own (``ops`` describe, ``toimpl`` run).
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..errors import SchemaError
+from ..fingerprint import Fingerprinter
+from ..schema import PROGRESS_TABLE, REGISTRY_TABLE, Names, record_values
+
+
+@dataclass(frozen=True)
+class Step:
+    """One statement. ``concurrently`` ones must run outside a transaction block, alone.
+
+    Where DDL is not transactional (MySQL/MariaDB) a step also says how to take it back
+    (``undo``, run with the same ``params``) so a plan that stops halfway can leave the table
+    as it found it; ``fallback`` is the same change by a slower online algorithm, tried when
+    the server refuses ``sql``'s; an ``online`` step may run long without blocking writers
+    (an index build, an online rebuild), so only its lock waits are bounded.
+    """
+
+    sql: str
+    what: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    concurrently: bool = False
+    undo: str = ""
+    fallback: str = ""
+    online: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Statements in the order they must run; transactional ones form one transaction.
+    ``dialect``: the backend (:attr:`Backend.name`) the statements are written for (None: any)."""
+
+    steps: tuple[Step, ...] = ()
+    dialect: str | None = None
+
+    def __add__(self, other: Plan) -> Plan:
+        if self.dialect and other.dialect and self.dialect != other.dialect:
+            raise ValueError(f"cannot join a {self.dialect} plan and a {other.dialect} plan")
+        return Plan(self.steps + other.steps, self.dialect or other.dialect)
+
+    def __bool__(self) -> bool:
+        return bool(self.steps)
+
+    @property
+    def sql(self) -> list[str]:
+        return [step.sql for step in self.steps]
+
+
+@dataclass(frozen=True)
+class Target:
+    """What DDL needs to know about the user's table (from the catalog or from arguments)."""
+
+    schema: str
+    table: str
+    keys: tuple[str, ...]
+    key_types: tuple[str, ...]
+    source: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.table
+
+    def __post_init__(self) -> None:
+        if not self.keys:
+            raise SchemaError(f"table {self.schema}.{self.table} has no primary key; simsql needs one to find rows again")
+        if not self.source:
+            raise SchemaError("name at least one text column to fingerprint")
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    is_text: bool
+
+
+@dataclass(frozen=True)
+class TableFacts:
+    """One table as the catalog describes it right now."""
+
+    schema: str
+    name: str
+    kind: str
+    """``r`` table, ``p`` partitioned table (PostgreSQL's ``pg_class.relkind`` letters)."""
+    columns: dict[str, Column]
+    keys: tuple[str, ...]
+    triggers: tuple[str, ...]
+    """Names of the table's own (non-internal) triggers."""
+
+    @property
+    def key_types(self) -> tuple[str, ...]:
+        return tuple(self.columns[k].type for k in self.keys)
+
+
+Partition = tuple[str, str | None, bool]
+"""(relation, parent, is_leaf) of one member of a partitioned table, parents first."""
+
+
+@dataclass(frozen=True)
+class Present:
+    """What of an attachment exists already, as the catalog found it: the holder's columns and
+    indexes, the user table's triggers, whether the side table and the registry row exist, the
+    indexes a failed concurrent build left invalid, and the partitions of a partitioned holder
+    (read for concurrent builds only). Names compare case-insensitively where the server
+    compares them so (``fold``; MySQL/MariaDB column and index names)."""
+
+    columns: frozenset[str] = frozenset()
+    triggers: frozenset[str] = frozenset()
+    indexes: frozenset[str] = frozenset()
+    side: bool = False
+    recorded: bool = False
+    holder: bool = False
+    invalid: tuple[str, ...] = ()
+    partitions: tuple[Partition, ...] = ()
+    fold: bool = True
+
+    @classmethod
+    def of(
+        cls, columns: Iterable[str] = (), triggers: Iterable[str] = (), indexes: Iterable[str] = (),
+        side: bool = False, recorded: bool = False, *, holder: bool = False, invalid: Sequence[str] = (),
+        partitions: Sequence[Partition] = (), fold: bool = True,
+    ) -> Present:  # fmt: skip
+        def names(found: Iterable[str]) -> frozenset[str]:
+            return frozenset(n.lower() if fold else n for n in found)
+
+        return cls(names(columns), names(triggers), names(indexes), side, recorded, holder, tuple(invalid),
+                   tuple(partitions), fold)  # fmt: skip
+
+    def _key(self, name: str) -> str:
+        return name.lower() if self.fold else name
+
+    def has_column(self, name: str) -> bool:
+        return self._key(name) in self.columns
+
+    def has_trigger(self, name: str) -> bool:
+        return self._key(name) in self.triggers
+
+    def has_index(self, name: str) -> bool:
+        return self._key(name) in self.indexes
+
+
+REGISTRY_INSERT = (
+    f"INSERT INTO {REGISTRY_TABLE} (table_schema, table_name, column_name, config_id, settings, source, mode, side_table) "
+    "VALUES (:table_schema, :table_name, :column_name, :config_id, {settings}, {source}, :mode, :side_table)"
+)
+"""The registry entry's statement; each server fills in how it reads JSON settings and the
+list of source columns."""
+
+
+def registry_values(target: Target, names: Names, fingerprinter: Fingerprinter) -> dict[str, Any]:
+    """:func:`simsql.schema.record_values` as bound values of a text statement (settings
+    as JSON text; ``source`` stays a list, PostgreSQL's ``text[]``)."""
+    values = record_values(
+        target.schema, target.table, fingerprinter, target.source, names.mode, names.side, names.prefix
+    )
+    values["settings"] = json.dumps(values["settings"], sort_keys=True)
+    return values
+
+
+class DDL(ABC):
+    """Describes simsql's DDL on one server family as a :class:`Plan`, and runs nothing.
+
+    One implementation per backend (:attr:`simsql.dialects.Backend.ddl`). Every method takes
+    what the catalog said, or the same values given by hand for offline SQL, and returns the
+    statements in the order they must run. The objects described are exactly those the ORM
+    creates for a ``SimHashMixin`` table or the side table of :func:`simsql.attach`.
+    """
+
+    name: ClassVar[str]
+    """The backend the plans are written for (:attr:`Plan.dialect`)."""
+
+    def plan(self, steps: Iterable[Step]) -> Plan:
+        return Plan(tuple(steps), self.name)
+
+    @abstractmethod
+    def attach(self, target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:
+        """Fingerprint columns (or the side table), the trigger(s) that keep the digest
+        invariant, and the registry entry; the indexes are :meth:`create_indexes`."""
+
+    @abstractmethod
+    def resume_attach(self, target: Target, names: Names, fingerprinter: Fingerprinter, present: Present) -> Plan:
+        """An attachment recorded with these settings already: what is left to do (an
+        attachment made by an older simsql, a run that stopped halfway); empty when whole."""
+
+    @abstractmethod
+    def create_indexes(
+        self, schema: str, names: Names, holder_keys: Sequence[str], *, concurrently: bool = False,
+        present: Present = Present(),
+    ) -> Plan:  # fmt: skip
+        """Covering indexes on the four blocks of ``names.holder``; ``present`` says which
+        exist, which a failed build left invalid, and the partitions of a partitioned holder."""
+
+    @abstractmethod
+    def drop_indexes(self, schema: str, names: Names, *, concurrently: bool = False, present: Present | None = None) -> Plan:
+        """The block indexes (those ``present``; all when unknown)."""
+
+    @abstractmethod
+    def detach(self, table: TableFacts, names: Names, source: Sequence[str], present: Present) -> Plan:
+        """Remove what :meth:`attach` and :meth:`create_indexes` created, of what is ``present``,
+        then the registry entry and backfill cursor. ``table``: the user's table as it is now;
+        ``source``: the recorded text columns."""
+
+    def forget(self, schema: str, table: str, *, progress: bool = True) -> Plan:
+        """Delete the registry entry and the backfill cursor of a table (portable SQL)."""
+        params = {"schema": schema, "table": table}
+        where = "WHERE table_schema = :schema AND table_name = :table"
+        steps = [Step(f"DELETE FROM {REGISTRY_TABLE} {where}", f"remove {schema}.{table} from {REGISTRY_TABLE}", params)]
+        if progress:
+            steps.append(Step(f"DELETE FROM {PROGRESS_TABLE} {where}", f"remove backfill cursor of {schema}.{table}", params))
+        return Plan(tuple(steps))
+
+    # -- a refingerprint's shadow set, where the backend refingerprints online ----------------
+
+    def stage(self, target: Target, shadow: Names, fingerprinter: Fingerprinter, cursor: str) -> Plan:
+        """The shadow fingerprint set and its resume cursor, in one transaction."""
+        raise NotImplementedError(f"{type(self).__name__} does not describe a refingerprint")
+
+    def unstage(self, target: Target, shadow: Names, cursor: str) -> Plan:
+        """Remove a shadow set (an abandoned refingerprint); the attachment is untouched."""
+        raise NotImplementedError(f"{type(self).__name__} does not describe a refingerprint")
+
+    def switch(
+        self, target: Target, names: Names, shadow: Names, fingerprinter: Fingerprinter, cursor: str,
+        side_keys: tuple[str, str] | None = None, partitions: Sequence[str] = (),
+    ) -> Plan:  # fmt: skip
+        """Replace the attachment's fingerprints by the shadow set, in one transaction."""
+        raise NotImplementedError(f"{type(self).__name__} does not describe a refingerprint")
+
+
+__all__ = ["Column", "DDL", "Partition", "Plan", "Present", "REGISTRY_INSERT", "Step", "TableFacts", "Target", "registry_values"]
