@@ -1,0 +1,36 @@
+"""``simsql demo``: the guided tour, on an embedded PostgreSQL or an explicit ``--url`` only."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from simsql.cli.common import EXIT_OK, URL_VARIABLES, CommandError, normalise_url
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Only an explicit ``--url`` is used: the demo creates tables, and must not do so in
+    whatever database ``DATABASE_URL`` happens to point at."""
+    try:
+        from simsql.demo import run_demo  # type: ignore[import-not-found, unused-ignore]
+    except ImportError as error:
+        raise CommandError(f"the demo is not available in this installation ({error})") from None
+    explicit = getattr(args, "url", None)
+    url = normalise_url(explicit).render_as_string(hide_password=False) if explicit else None
+    run_demo(url, out=sys.stdout)
+    return EXIT_OK
+
+
+def add_demo(commands: Any, common: argparse.ArgumentParser, local: argparse.ArgumentParser) -> None:
+    demo = commands.add_parser(
+        "demo", parents=[local], help="a guided tour on demo data",
+        description="Runs on --url if given, else on an embedded PostgreSQL that simsql starts itself. "
+        f"{' and '.join(URL_VARIABLES)} are not read, so the demo never writes into your application's "
+        "database by accident.",
+    )
+    demo.add_argument(
+        "--url", default=argparse.SUPPRESS,
+        help="PostgreSQL URL to run the demo on, in a schema of its own (default: the embedded PostgreSQL)",
+    )
+    demo.set_defaults(handler=cmd_demo, parser=demo)

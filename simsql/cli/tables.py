@@ -1,0 +1,185 @@
+"""``simsql attach / detach / status``: give a live table fingerprints, take them away, and
+report every attached table.
+
+``attach`` checks the table and columns before installing anything, so a typo leaves the
+database untouched; it then offers to backfill (asked on a terminal, else told how).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlalchemy.engine import Connection
+
+import simsql
+import simsql.lifecycle.catalog
+import simsql.lifecycle.tables
+from simsql.cli.backfill import print_backfill_summary, run_backfill
+from simsql.cli.common import EXIT_OK, backfill_command, load_background, open_engine, with_background
+from simsql.cli.database import ensure_registry, migrations
+from simsql.cli.options import backfill_options, format_option, lock_timeout_option, table_options
+from simsql.cli.output import write_json, write_records
+from simsql.dialects import is_mysql
+
+
+def rows_to_fingerprint(connection: Connection, table: str, schema: str | None) -> int:
+    """Rows a backfill would fingerprint (the library counts them; kept for scripts)."""
+    return simsql.lifecycle.tables.pending_rows(connection, table, schema)
+
+
+def _confirm(question: str) -> bool:
+    """``[Y/n]`` on stderr (stdout stays for results); end of input means no."""
+    sys.stderr.write(f"{question} [Y/n] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline()
+    if not answer:
+        sys.stderr.write("\n")
+        return False
+    return answer.strip().lower() in ("", "y", "yes")
+
+
+def _should_backfill(args: argparse.Namespace, pending: int) -> bool:
+    if pending == 0 or args.backfill is False:
+        return False
+    if args.backfill or args.yes:
+        return True
+    if sys.stdin.isatty():
+        return _confirm(f"Backfill {pending} rows now?")
+    return False
+
+
+def _describe_attachment(entry: Any) -> str:
+    names = entry.names
+    if names.side:
+        return f"side table {entry.table_schema}.{names.side}"
+    return f"columns {names.fingerprint}, {names.digest}, {names.blocks[0]}..{names.blocks[-1]}"
+
+
+def _offer_backfill(engine: Engine, args: argparse.Namespace) -> None:
+    pending = simsql.lifecycle.tables.pending_rows(engine, args.table, args.schema)
+    if _should_backfill(args, pending):
+        result = run_backfill(
+            engine, args.table, args.schema, batch_size=args.batch_size, workers=args.workers, show_progress=True
+        )
+        print_backfill_summary(result, "text", sys.stdout)
+    elif pending:
+        command = backfill_command(args.table, args.schema)
+        print(f"{pending} rows have no fingerprint yet; fingerprint them with: {command}")
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    """Validates before installing anything (a typo leaves the database untouched), installs
+    simsql's registry if missing, then attaches; a rerun finishes an interrupted attach."""
+    with open_engine(args) as engine:
+        with engine.connect() as connection:
+            simsql.lifecycle.catalog.describe(connection, args.table, args.text_columns, args.schema)
+        fingerprinter = None if args.background is None else with_background(simsql.Fingerprinter(), load_background(args.background))
+        if ensure_registry(engine):
+            print(f"installed simsql's registry (revision {', '.join(migrations().current(engine))})")
+        entry = simsql.attach_table(
+            engine, args.table, args.text_columns, schema=args.schema, side_table=args.side_table,
+            prefix=args.prefix, indexes=args.indexes, concurrently=args.concurrently, lock_timeout=args.lock_timeout,
+            index_lock_timeout=args.index_lock_timeout, fingerprinter=fingerprinter,
+        )
+        print(f"attached {entry.table_schema}.{entry.table_name} ({_describe_attachment(entry)}; "
+              f"text from {', '.join(entry.source)})")
+        if args.indexes:
+            # backend-seam: how this server builds indexes without blocking writes.
+            how = " (built online)" if is_mysql(engine.dialect) else " (built concurrently)" if args.concurrently else ""
+            print(f"block indexes ready{how}")
+        else:
+            print("no block indexes built (--no-indexes): queries will scan; rerun attach without it to build them")
+        _offer_backfill(engine, args)
+    return EXIT_OK
+
+
+def cmd_detach(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        entry = simsql.detach(engine, args.table, schema=args.schema, lock_timeout=args.lock_timeout)
+    print(f"detached {entry.table_schema}.{entry.table_name}: removed {_describe_attachment(entry)}, "
+          "its trigger, indexes and registry entry; the table and its data are as before attach")
+    return EXIT_OK
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    with open_engine(args) as engine:
+        found = simsql.status(engine)
+    records = [
+        {
+            "table": f"{s.schema}.{s.table}", "mode": s.mode, "prefix": s.prefix, "source": ",".join(s.source),
+            "config_id": s.config_id, "rows": s.rows, "fingerprinted": s.rows_fingerprinted,
+            "missing": s.rows_missing, "stale": s.rows_stale,
+        }
+        for s in found
+    ]
+    if args.format == "json":
+        write_json([{**r, "settings": s.settings} for r, s in zip(records, found)], sys.stdout)
+    else:
+        write_records(args.format, list(records[0]) if records else ["table"], records, sys.stdout)
+        if not records:
+            print("no table is attached (run `simsql attach --table ...`)", file=sys.stderr)
+    return EXIT_OK
+
+
+def add_attach(commands: Any, common: argparse.ArgumentParser) -> None:
+    attach = commands.add_parser(
+        "attach", parents=[common], help="add fingerprints to an existing table",
+        description="Add fingerprint columns (or a side table), their trigger and indexes to a table, "
+        "installing simsql's registry first if needed; then offer to backfill existing rows.",
+    )
+    table_options(attach)
+    attach.add_argument(
+        "--text-column", dest="text_columns", action="append", required=True, metavar="COLUMN",
+        help="a text column to fingerprint; repeat for several (joined by newlines, in this order)",
+    )
+    attach.add_argument("--side-table", action="store_true", help="keep fingerprints in <table>_simhash; the table is not altered")
+    attach.add_argument(
+        "--prefix", default="simhash",
+        help="name of the fingerprint column, prefix of the others (default: simhash; choose another if "
+        "the table already has such a column)",
+    )
+    attach.add_argument("--no-indexes", dest="indexes", action="store_false", help="skip the block indexes")
+    attach.add_argument(
+        "--background", metavar="FILE",
+        help="fingerprint with today's default centred on this background (see refingerprint --fit-background)",
+    )
+    attach.add_argument(
+        "--concurrently", action=argparse.BooleanOptionalAction, default=True,
+        help="build indexes without blocking writes (default: yes; MySQL/MariaDB always build them online)",
+    )
+    attach.add_argument(
+        "--backfill", action=argparse.BooleanOptionalAction, default=None,
+        help="fingerprint existing rows now (default: ask on a terminal, else no)",
+    )
+    attach.add_argument("-y", "--yes", action="store_true", help="answer yes to questions (backfills)")
+    lock_timeout_option(attach)
+    attach.add_argument(
+        "--index-lock-timeout", default="10min",
+        help="longest wait of a concurrent index build for older transactions to end (default: 10min; "
+        "PostgreSQL only: on MySQL/MariaDB a waiting ALTER blocks other queries, so --lock-timeout bounds it)",
+    )
+    backfill_options(attach)
+    attach.set_defaults(handler=cmd_attach, parser=attach)
+
+
+def add_detach(commands: Any, common: argparse.ArgumentParser) -> None:
+    detach = commands.add_parser(
+        "detach", parents=[common], help="remove everything simsql added to a table",
+        description="Drop the fingerprint columns (or side table), trigger, indexes and registry entry of a "
+        "table: it is left as it was before attach. Refuses while another object (a view, an index, a "
+        "foreign key) depends on them.",
+    )
+    table_options(detach)
+    lock_timeout_option(detach)
+    detach.set_defaults(handler=cmd_detach, parser=detach)
+
+
+def add_status(commands: Any, common: argparse.ArgumentParser) -> None:
+    status = commands.add_parser(
+        "status", parents=[common], help="attached tables: mode, configuration, rows fingerprinted, missing, stale",
+    )
+    format_option(status, ("table", "json", "csv"))
+    status.set_defaults(handler=cmd_status, parser=status)
