@@ -130,12 +130,12 @@ from hypothesis import strategies as st  # noqa: E402
 
 @given(st.integers(0, 2**64 - 1), st.sets(st.integers(0, 63), max_size=3))
 def test_pair_masks_catch_every_pair_within_three_bits(a: int, flips: set[int]) -> None:
-    from simsql.queries import _pair_masks
+    from simsql.queries import pair_masks
 
     b = a
     for bit in flips:
         b ^= 1 << bit
-    assert any((a & mask) == (b & mask) for mask in _pair_masks())
+    assert any((a & mask) == (b & mask) for mask in pair_masks())
 
 
 def test_plain_mysql_urls_run_on_pymysql_and_explicit_drivers_are_kept() -> None:

@@ -1,0 +1,75 @@
+"""Similarity queries: a Select in, a Select out, composable with the caller's own filters.
+
+Candidates come from the 16-bit block indexes; the Hamming distance is computed only for them.
+Every function is exact (it returns what a full scan ordered by distance would return) except
+``most_similar(..., exact=False)``, which says what it gives up.
+
+One module per reason to change, lowest first:
+
+- :mod:`~simsql.queries.targets`: a target resolved to its fingerprint, excluded keys, and the
+  checks on arguments every query shares;
+- :mod:`~simsql.queries.planner`: which rows a search reads (probes, bands, the budgeted scan,
+  the statements built at compile time); how ``most_similar`` stays exact is told there;
+- :mod:`~simsql.queries.nearest`: :func:`similar_to` and :func:`most_similar`;
+- :mod:`~simsql.queries.originality`: :func:`find_original` and its index stage;
+- :mod:`~simsql.queries.duplicates`: :func:`near_duplicates` and :func:`duplicate_groups`;
+- :mod:`~simsql.queries.batch`: :func:`most_similar_many`.
+
+Every name below is importable from ``simsql.queries`` as it was when this was one module.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import ModuleType
+from typing import Any
+
+from . import planner
+from .batch import most_similar_many
+from .duplicates import DuplicatePair, duplicate_groups, near_duplicates, near_duplicates_query, pair_masks
+from .nearest import Match, most_similar, similar_to
+from .originality import (
+    ORIGINALITY_CANDIDATES,
+    ORIGINALITY_DISTANCE,
+    ORIGINALITY_PROBE_RADIUS,
+    bounded_probe_radius,
+    find_original,
+    originality_search,
+)
+from .planner import BAND_BUDGET, DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS, MIN_BAND_BUDGET
+from .targets import MAX_EXACT_BLOCK_DISTANCE
+
+_pair_masks = pair_masks
+"""Deprecated spelling of :func:`pair_masks`, kept while tests still import it."""
+
+_PLANNER_SETTINGS = frozenset({"BAND_BUDGET", "MIN_BAND_BUDGET"})
+
+
+class _Package(ModuleType):
+    """This package's module object, forwarding the planner's budget settings.
+
+    The planner reads :data:`BAND_BUDGET` and :data:`MIN_BAND_BUDGET` from its own module, so a
+    value set as ``simsql.queries.BAND_BUDGET`` (as tests tune it, from the days this package
+    was one module) is set on :mod:`simsql.queries.planner` too; without this it would change
+    nothing. Setting them on the planner is the direct way.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _PLANNER_SETTINGS:
+            setattr(planner, name, value)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+__all__ = [
+    "DuplicatePair",
+    "Match",
+    "duplicate_groups",
+    "find_original",
+    "most_similar",
+    "most_similar_many",
+    "near_duplicates",
+    "near_duplicates_query",
+    "similar_to",
+]

@@ -1,0 +1,103 @@
+"""The originality check: is a submitted text a copy of a row already stored?
+
+Two stages, each with its own reason to change: the index stage (:func:`originality_search`,
+the nearest candidates from the block probes, never a scan) and the text stage
+(:func:`find_original`, word-shingle containment of each candidate's own text). The defaults
+below were tuned on documentation prose; BENCHMARKS.md ("Originality check") holds the measurements.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Select, select
+from sqlalchemy.orm import Session
+
+from ..containment import MIN_CONTAINMENT, containment, shingles
+from ..dialects import radius_for
+from ..storage import binding_for
+from .nearest import Match, most_similar
+from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS
+
+ORIGINALITY_DISTANCE = 14
+"""Default threshold of :func:`find_original`. Its probes (:data:`ORIGINALITY_PROBE_RADIUS`)
+find every row within 11 bits, and a row 12-14 bits away when one of its four blocks is within 2
+bits of the submission's: 12, 13 or 14 changed bits placed at random over four blocks leave one
+block with 2 or fewer in 97%, 90% and 81% of cases. Measured on documentation prose
+(BENCHMARKS.md, "Originality check"), this catches as many light evasions as probing every row
+within 14 bits (radius 3) does, within a point, at the index cost of an 11-bit search; 11 bits
+alone missed 5-14% of copies with a header and footer or several light edits at once."""
+
+ORIGINALITY_PROBE_RADIUS = 2
+"""Default probe radius of :func:`find_original`: each block is probed within 2 bits (137 values
+per block, every row within ``4 * 2 + 3 = 11`` bits). Radius 3 (697 values per block) would
+make the 14-bit bound exact at about four times the index work."""
+
+ORIGINALITY_CANDIDATES = 16
+"""How many of the nearest rows :func:`find_original` verifies by text before answering None."""
+
+
+def bounded_probe_radius(max_distance: int | None) -> int:
+    """The probe radius for a search bounded by ``max_distance``: one that reaches the bound, so
+    the block indexes answer alone (radius-2 bands would leave the rest to a scan of the table,
+    which every search with nothing within reach runs), and never less than the default."""
+    if max_distance is None:
+        return DEFAULT_PROBE_RADIUS
+    return min(max(DEFAULT_PROBE_RADIUS, radius_for(max_distance)), MAX_PROBE_RADIUS)
+
+
+def originality_search(
+    model: type, target: object, max_distance: int = ORIGINALITY_DISTANCE, *,
+    probe_radius: int | None = ORIGINALITY_PROBE_RADIUS, limit: int = ORIGINALITY_CANDIDATES,
+) -> Select[Any]:  # fmt: skip
+    """The index stage of :func:`find_original`: ``(Model, distance, similarity)`` of the nearest
+    ``limit`` candidates for a text or fingerprint, from the block probes alone (never a scan of
+    the table). One statement for the check and for the benchmark that times it."""
+    if probe_radius is None:
+        probe_radius = bounded_probe_radius(max_distance)
+    return most_similar(select(model), target, limit=limit, max_distance=max_distance, probe_radius=probe_radius, scan=False)
+
+
+def find_original(
+    session: Session,
+    model: type,
+    text: str,
+    max_distance: int = ORIGINALITY_DISTANCE,
+    *,
+    probe_radius: int | None = ORIGINALITY_PROBE_RADIUS,
+    min_containment: float | None = MIN_CONTAINMENT,
+    candidates: int = ORIGINALITY_CANDIDATES,
+) -> Match | None:
+    """The originality check: the nearest existing row that ``text`` is a copy of, or None.
+
+    Two stages. The block index finds candidate rows, nearest first: every row within
+    ``4 * probe_radius + 3`` bits (11 by default), and rows farther out, up to ``max_distance``
+    (14), where one of their 16-bit blocks is within ``probe_radius`` bits of the submission's
+    (``most_similar(..., scan=False)``; ``probe_radius=None`` probes far enough for every row
+    within ``max_distance``, at several times the index work). Then each candidate's own text is
+    compared with ``text`` and accepted when at least
+    ``min_containment`` of the smaller one's word 5-shingles are in the other
+    (:mod:`simsql.containment`). At 14 bits a large table holds some unrelated rows by chance
+    (about 1e-4 of pairs of documentation articles); the second stage turns them away, so the
+    threshold can be wide enough to catch disguised copies. ``min_containment=None`` skips it (fingerprints only:
+    the nearest row within ``max_distance`` is the answer). At most ``candidates`` rows are
+    read. Raises :class:`EmptyDocument` for text without words.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"find_original() checks a text (str), got {type(text).__name__}")
+    if min_containment is not None and not 0.0 < min_containment <= 1.0:
+        raise ValueError(f"min_containment must be in (0, 1] or None, got {min_containment!r}")
+    if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
+        raise ValueError(f"candidates must be a positive int, got {candidates!r}")
+    statement = originality_search(model, text, max_distance, probe_radius=probe_radius, limit=1 if min_containment is None else candidates)
+    rows = session.execute(statement).all()
+    if min_containment is None:
+        return Match(rows[0][0], int(rows[0][1]), float(rows[0][2])) if rows else None
+    binding = binding_for(model)
+    submitted = shingles(text)
+    for row, distance, similarity in rows:
+        stored = binding.text_of(row)
+        if stored is not None and containment(submitted, shingles(stored)) >= min_containment:
+            return Match(row, int(distance), float(similarity))
+    return None
+

@@ -1,0 +1,524 @@
+"""The candidate planner: the statements that find a target's nearest rows through the block
+indexes. Public functions (:mod:`simsql.queries.nearest`) check their arguments and resolve the
+target; this module decides which rows are read, and in what order.
+
+Candidates come from the 16-bit block indexes; the Hamming distance is computed only for them.
+Every plan is exact (it returns what a full scan ordered by distance would return) except
+``most_similar(..., exact=False)``'s, which says what it gives up.
+
+How ``most_similar`` stays exact without a distance bound (multi-index hashing): probing each
+block with every value within ``r`` bits finds every row within ``4r + 3`` bits. The statement
+is a ``UNION ALL`` of *bands*: band ``k`` probes radius ``k`` and keeps rows at distance
+``4k .. 4k+3``, sorted; a last branch scans for anything farther. PostgreSQL runs the branches of
+an ``Append`` in order and stops pulling rows once ``LIMIT`` is satisfied, so a query whose
+neighbours are near never executes the wider probes or the scan.
+
+The plan adapts to the data when it runs: real text skews SimHash bits, so some 16-bit buckets
+hold hundreds of times their share of rows, and a wide band over crowded buckets can cost a good
+part of a scan. Before a band past the first runs, a bounded count of the index entries its
+probes would read is compared with a budget (a share of the table's estimated rows); a band over
+budget is skipped and the scan starts where the last band that ran stopped. A query whose only
+close neighbour is its copy thus pays four exact probes, a bounded count, and the scan.
+
+On MySQL/MariaDB, which materialise every branch of a ``UNION`` (and plan every branch, with
+one index dive per ``IN``-list value), the exact plan is band 0 and the scan alone: the wider
+bands compile to ``false`` (:class:`simsql.dialects.EagerChoice`) and the scan runs only when
+band 0 found fewer than ``limit`` rows (:class:`simsql.dialects.EagerGuard`, a count evaluated
+once), so exact top-k costs the scan plus one probe at most. ``LIMIT`` takes constants only
+there, so ``exact=False``'s budgeted candidate share reads all it reaches
+(:class:`simsql.dialects.RunTimeLimit`): a superset of candidates, at a higher cost.
+
+Statements are built when SQLAlchemy compiles them (:class:`Within`, :class:`_KeyRanking`):
+a call computes only the target's bound values, and repeated queries reuse the compiled SQL.
+
+With a bound the probes cover (``max_distance < 4 * (probe_radius + 1)``, e.g. ``find_original``)
+there is no scan and no band split: one probe of every block within ``radius_for(max_distance)``
+bits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Float,
+    Integer,
+    Select,
+    and_,
+    case,
+    cast,
+    false,
+    func,
+    literal,
+    literal_column,
+    not_,
+    select,
+    tuple_,
+    union,
+    union_all,
+)
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.orm import aliased
+from sqlalchemy.sql import ColumnElement, TableClause, column
+from sqlalchemy.sql.visitors import InternalTraversal
+
+from .. import dialects
+from ..bits import blocks
+from ..dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_parameter, probe_values, radius_for, ring_values, row_estimate
+from ..storage import Binding, binding_for
+from .targets import fingerprint_literal, keys_equal
+
+DEFAULT_PROBE_RADIUS = 2
+"""Bands probed through the index before falling back to a scan: radius 2 covers distance
+<= 11 with 137 values per block, about 0.8% of a uniformly filled table."""
+
+MAX_PROBE_RADIUS = 4
+"""The widest probes accepted: radius 4 covers distance <= 19 with 2,517 values per block."""
+
+BAND_BUDGET = 0.01
+"""A band past the first runs only if its probes meet fewer index entries than this share of
+the table's rows (see :func:`_band_budget`)."""
+
+MIN_BAND_BUDGET = 5000
+"""Budget floor: below this many entries a band is cheap whatever the table's size."""
+
+
+class Within(ColumnElement[bool]):
+    """What :func:`simsql.queries.similar_to` returns: ``key IN (<rows within max_distance bits>)``, built
+    when the statement is compiled rather than when it is called.
+
+    Its cache key is the model, the bound and the bound values (the fingerprint and each
+    block's probe values) and nothing else, so a repeated query only computes that short key
+    and finds its compiled SQL in SQLAlchemy's cache: the expression tree of the per-block
+    union is built once per model and bound (per dialect), not once per call.
+    """
+
+    inherit_cache = True
+    _is_implicitly_boolean = True
+    _traverse_internals = [
+        ("model", InternalTraversal.dp_plain_obj),
+        ("max_distance", InternalTraversal.dp_plain_obj),
+        ("fingerprint", InternalTraversal.dp_clauseelement),
+        ("probes", InternalTraversal.dp_clauseelement_list),
+    ]
+
+    def __init__(self, binding: Binding, fingerprint: int, max_distance: int) -> None:
+        radius = radius_for(max_distance)
+        self.type = Boolean()
+        self.model = binding.model
+        self.max_distance = max_distance
+        self.fingerprint = fingerprint_literal(fingerprint)
+        self.probes = [probe_parameter(probe_values(value, radius)) for value in blocks(fingerprint)]
+
+    @property
+    def _from_objects(self) -> list[Any]:
+        return list(binding_for(self.model).keys[0]._from_objects)
+
+    def rows_within(self) -> ColumnElement[bool]:
+        """The statement's SQL form, from this element's own bound values (so a cached
+        compilation maps every later call's values onto it)."""
+        binding = binding_for(self.model)
+        distance = hamming_expression(binding.fingerprint, self.fingerprint)
+        per_block = [
+            select(*binding.table_keys).where(equals_any(column, probes), distance <= self.max_distance)
+            for column, probes in zip(binding.blocks, self.probes)
+        ]
+        # Selected from a derived table rather than IN (<union>) directly: MariaDB rewrites an
+        # IN over a UNION into a subquery correlated per row of the outer table (a scan in
+        # disguise), while PostgreSQL plans both spellings the same.
+        union_rows = union_all(*per_block).subquery("simsql_matches")
+        matches = select(*union_rows.c)
+        if len(binding.keys) == 1:
+            return binding.keys[0].in_(matches)  # type: ignore[no-any-return]
+        return tuple_(*binding.keys).in_(matches)
+
+
+@compiles(Within)
+def _compile_within(element: Within, compiler: Any, **kw: Any) -> str:
+    return str(compiler.process(element.rows_within(), **kw))
+
+
+class _Target:
+    """The values a ranking statement compares rows with, as bound parameters made once per
+    call: the fingerprint, and per block the probe values of every radius up to
+    ``max_radius``. Every part of the statement uses these same parameters, so its shape
+    (and so its compiled form) does not depend on the values."""
+
+    def __init__(self, fingerprint: ColumnElement[Any], probes: Sequence[Any], max_radius: int) -> None:
+        self.fingerprint = fingerprint
+        self.probes = list(probes)
+        self.max_radius = max_radius
+
+    @classmethod
+    def of(cls, fingerprint: int, max_radius: int) -> _Target:
+        probes = [probe_parameter(probe_values(value, r)) for value in blocks(fingerprint) for r in range(max_radius + 1)]
+        return cls(fingerprint_literal(fingerprint), probes, max_radius)
+
+    def probe(self, block: int, radius: int) -> Any:
+        """Block ``block``'s values within ``radius`` bits of the target's."""
+        return self.probes[block * (self.max_radius + 1) + radius]
+
+
+
+def _band_filter(distance: ColumnElement[Any], low: int, high: int | None) -> ColumnElement[bool] | None:
+    """``low <= distance <= high`` with the distance computed once per candidate: a whole band
+    (``4k .. 4k+3``) is ``distance / 4 = k``."""
+    if low == 0:
+        return distance <= high if high is not None else None
+    if high is not None and high - low == BLOCK_COUNT - 1 and low % BLOCK_COUNT == 0:
+        whole_band = dialects.whole_quotient(distance, BLOCK_COUNT)
+        return whole_band == low // BLOCK_COUNT
+    condition = distance >= low
+    return and_(condition, distance <= high) if high is not None else condition
+
+
+def _band_candidates(binding: Binding, target: _Target, radius: int, low: int, high: int | None, exclusion: ColumnElement[bool] | None = None, lazy: bool = False) -> Any:
+    """Rows at ``low..high`` bits sharing a block within ``radius`` bits, as (key..., distance).
+
+    One index-only scan per block (the block indexes cover key and fingerprint) with the
+    distance filter evaluated inside the scan, merged with UNION so a row matched through
+    several blocks is counted once. A ``lazy`` band exists only where branches run lazily
+    (:class:`simsql.dialects.EagerChoice`): elsewhere its probes compile to ``false``, so the
+    optimizer neither reads nor estimates them (MariaDB dives into the index once per value
+    of an ``IN`` list while planning, even for a branch it will never run).
+    """
+    distance = hamming_expression(binding.fingerprint, target.fingerprint).label("distance")
+    condition = _band_filter(distance, low, high)
+    per_block = []
+    for j, column in enumerate(binding.blocks):
+        probe = equals_any(column, target.probe(j, radius))
+        part = select(*binding.table_keys, distance).where(dialects.eager_choice(probe, false()) if lazy else probe)
+        for extra in (condition, exclusion):
+            if extra is not None:
+                part = part.where(extra)
+        per_block.append(part)
+    return union(*per_block).subquery()
+
+
+def _band_budget(binding: Binding) -> ColumnElement[Any]:
+    """Most index entries a band may read before the scan is the cheaper way to its rows.
+
+    A band reads its candidates through the block indexes at about the cost per entry at which
+    the scan reads rows, so a band that would read more than :data:`BAND_BUDGET` of the table
+    is not worth running when the scan must follow anyway. The table size is the planner's
+    estimate, read when the statement runs (a floor keeps small or unanalysed tables on bands).
+    """
+    estimate = row_estimate(binding.table) * literal(BAND_BUDGET, Float())
+    return cast(func.greatest(estimate, literal(MIN_BAND_BUDGET, Float())), BigInteger)
+
+
+def _band_affordable(binding: Binding, target: _Target, radius: int) -> Any:
+    """A one-row CTE whose ``ok`` is true when the radius-``radius`` probes meet fewer index
+    entries than the budget.
+
+    Counted with ``LIMIT budget`` over the covering block indexes (index-only, no distance
+    computed), so the check costs at most one budget of entries; PostgreSQL evaluates it once,
+    when the band's branch is first pulled, and never for a query whose nearer bands already
+    filled ``limit``.
+    """
+    budget = _band_budget(binding)
+    entries: Any = union_all(
+        *(
+            select(literal_column("1").label("hit")).select_from(binding.table).where(equals_any(column, target.probe(j, radius)))
+            for j, column in enumerate(binding.blocks)
+        )
+    ).limit(dialects.run_time_limit(budget))
+    counted = select(func.count()).select_from(entries.subquery()).scalar_subquery()
+    return select((counted < budget).label("ok")).cte(f"simsql_band_{radius}")
+
+
+def _scan_branch(
+    binding: Binding, base: Select[Any], target: _Target, low: ColumnElement[Any] | int, high: int | None, limit: int, guard: ColumnElement[bool]
+) -> Select[Any]:
+    """The last resort: the plain top-``limit`` scan, minus the rows the bands already gave.
+
+    This branch runs only when the bands produced fewer than ``limit`` rows, i.e. the bands
+    returned *every* row closer than ``low`` bits. The inner query is the plain
+    ``ORDER BY distance LIMIT limit`` scan over the caller's filters, projecting only keys and
+    distance (parallel, ``bit_count`` once per row, narrow sort tuples); keeping its rows at
+    ``low`` bits or more completes the answer without duplicates, and only those rows are
+    joined back to fetch whole entities. ``guard`` sits inside the scan, so where it is false
+    (MySQL/MariaDB: the bands filled the answer) the optimizer reads no row.
+    """
+    if binding.mode == "columns":
+        scan = base
+    else:
+        scan = base.join(binding.table, keys_equal(binding.keys, binding.table_keys))
+    distance = hamming_expression(binding.fingerprint, target.fingerprint)
+    top = (
+        scan.with_only_columns(*binding.keys, distance.label("distance"), maintain_column_froms=True)
+        .where(binding.fingerprint.is_not(None), guard)
+        .order_by(distance, *binding.keys)
+        .limit(limit)
+        .subquery()
+    )
+    top_keys = [top.c[key.name] for key in binding.keys]
+    branch = base.join(top, keys_equal(binding.keys, top_keys)).add_columns(top.c.distance)
+    branch = branch.where(top.c.distance >= low)
+    if high is not None:
+        branch = branch.where(top.c.distance <= high)
+    # LIMIT although the join yields at most ``limit`` rows: MySQL and MariaDB drop an ORDER BY
+    # from a UNION branch that has no LIMIT, and the answer's order is the branches' order.
+    return branch.order_by(top.c.distance, *binding.keys).limit(limit)
+
+
+def _approximate_branch(binding: Binding, base: Select[Any], fingerprint: int, radius: int, max_distance: int | None, limit: int) -> Select[Any]:
+    """The nearest of a bounded set of candidates: every row sharing a block with the target,
+    then, per block, rows whose block is 1, 2, ... ``radius`` bits from the target's, nearest
+    rings first, until that block's share of the budget (:func:`_band_budget`) is spent."""
+    distance = hamming_expression(binding.fingerprint, fingerprint_literal(fingerprint)).label("distance")
+    share = cast(_band_budget(binding) / literal(BLOCK_COUNT), BigInteger)
+
+    def ring(column: Any, value: int, r: int) -> Select[Any]:
+        part = select(*binding.table_keys, distance).where(equals_any(column, ring_values(value, r)))
+        return part.where(distance <= max_distance) if max_distance is not None else part
+
+    parts: list[Any] = []
+    for column, value in zip(binding.blocks, blocks(fingerprint)):
+        parts.append(ring(column, value, 0))
+        if radius > 0:
+            # Each block gets an equal share, so one crowded bucket of skewed fingerprints
+            # cannot starve the other blocks; within a block the nearer rings come first.
+            farther = union_all(*(ring(column, value, r) for r in range(1, radius + 1))).limit(dialects.run_time_limit(share)).subquery()
+            parts.append(select(farther))
+    merged = union(*parts).subquery()
+    merged_keys = [merged.c[k.name] for k in binding.table_keys]
+    # Rank keys and distances first: only the top rows are joined back to the caller's select.
+    nearest = select(merged).order_by(merged.c.distance, *merged_keys).limit(limit).subquery()
+    return (
+        base.join(nearest, keys_equal(binding.keys, [nearest.c[k.name] for k in binding.table_keys]))
+        .add_columns(nearest.c.distance)
+        .order_by(nearest.c.distance, *binding.keys)
+    )
+
+
+def _band_branch(binding: Binding, base: Select[Any], target: _Target, radius: int, low: int, high: int | None, limit: int, lazy: bool = False) -> Select[Any]:
+    candidates = _band_candidates(binding, target, radius, low, high, lazy=lazy)
+    return (
+        base.join(candidates, keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
+        .add_columns(candidates.c.distance)
+        .order_by(candidates.c.distance, *binding.keys)
+        .limit(limit)
+    )
+
+
+def _guarded_bands(binding: Binding, target: _Target, probe_radius: int, branch_for: Any, fewer_within: Any) -> tuple[list[Select[Any]], ColumnElement[Any] | int, ColumnElement[bool]]:
+    """Bands ``0..probe_radius`` and the scan's start and guard, per database.
+
+    PostgreSQL (lazy ``Append``, see :class:`simsql.dialects.EagerChoice`): a band past the
+    first runs only if it and every band before it are affordable (:func:`_band_affordable`);
+    the ``LIMIT`` stops the branches once the answer is full, so the scan needs no guard and
+    starts where the last band that ran stopped.
+
+    MySQL/MariaDB (every branch and every check it reaches is materialised): only band 0 runs,
+    and the scan runs only when band 0 found fewer than ``limit`` rows (``fewer_within(0)``,
+    evaluated once). Wider bands and their checks re-read crowded buckets several times, so
+    there they cost more than the scan they might spare; with band 0 alone a query answered
+    by its close neighbours costs one probe, and any other the scan plus one probe and count.
+    ``fewer_within(k)`` is true when fewer than ``limit`` rows lie within ``4k + 3`` bits.
+    """
+    branches = []
+    guards: list[Any] = []
+
+    def ran(band: int) -> list[Any]:  # band ``band`` ran: it and all before it were affordable
+        return [select(g.c.ok).scalar_subquery() for g in guards[:band]]
+
+    for band in range(probe_radius + 1):
+        branch = branch_for(band, 4 * band, 4 * band + 3, band > 0)
+        if band > 0:
+            guards.append(_band_affordable(binding, target, band))
+            branch = branch.where(dialects.eager_choice(and_(*ran(band)), false()))
+        branches.append(branch)
+    if not guards:
+        return branches, 4, dialects.eager_guard(fewer_within(0))
+    whens = [(not_(select(g.c.ok).scalar_subquery()), literal(4 * (i + 1))) for i, g in enumerate(guards)]
+    scan_from = dialects.eager_choice(case(*whens, else_=literal(4 * (probe_radius + 1))), literal(4))
+    return branches, scan_from, dialects.eager_guard(fewer_within(0))
+
+
+def _fewer_within(binding: Binding, base: Select[Any] | None, target: _Target, limit: int, exclusion: ColumnElement[bool] | None = None) -> Any:
+    """``fewer_within(radius)`` for :func:`_guarded_bands`: whether ``base`` (or, for the key
+    ranking, the whole table minus ``exclusion``) has fewer than ``limit`` rows within
+    ``4 * radius + 3`` bits; one probe of the block indexes, counted."""
+
+    def fewer_within(radius: int) -> ColumnElement[bool]:
+        candidates = _band_candidates(binding, target, radius, 0, 4 * radius + 3, exclusion)
+        if base is None:
+            rows: Any = select(candidates.c.distance)
+        else:
+            within = base.join(candidates, keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
+            rows = within.with_only_columns(*binding.keys)
+        return select(func.count()).select_from(rows.subquery()).scalar_subquery() < limit
+
+    return fewer_within
+
+
+def _probe_reach(max_distance: int | None, probe_radius: int, scan: bool = True) -> int | None:
+    """The one radius that answers alone when the bound is within the probes' reach
+    (``max_distance < 4 * (probe_radius + 1)``), else None: bands, then the scan. Without the
+    scan, the probes answer alone whatever the bound (farther rows only where a block is close)."""
+    if max_distance is not None and max_distance < 4 * (probe_radius + 1):
+        return radius_for(max_distance)
+    return None if scan else probe_radius
+
+
+def _exact_branches(binding: Binding, base: Select[Any], target: _Target, limit: int, max_distance: int | None, probe_radius: int, scan: bool = True) -> list[Select[Any]]:
+    """A bound the probes cover (or a search without the scan) needs one branch (every block
+    within its radius); otherwise guarded bands, then the scan (:func:`_guarded_bands`)."""
+    reach = _probe_reach(max_distance, probe_radius, scan)
+    if reach is not None:
+        return [_band_branch(binding, base, target, reach, 0, max_distance, limit)]
+    branches, scan_from, scan_guard = _guarded_bands(
+        binding,
+        target,
+        probe_radius,
+        lambda band, low, high, lazy: _band_branch(binding, base, target, band, low, high, limit, lazy),
+        _fewer_within(binding, base, target, limit),
+    )
+    branches.append(_scan_branch(binding, base, target, scan_from, max_distance, limit, scan_guard))
+    return branches
+
+
+def _is_plain(stmt: Select[Any], binding: Binding) -> bool:
+    """``select(Model)`` with nothing that filters or multiplies rows: ranking can then run on
+    keys and distances alone and fetch the entities once, at the end."""
+    return (
+        binding.mode == "columns"
+        and len(stmt._raw_columns) == 1
+        and stmt.whereclause is None
+        and not stmt._from_obj
+        and not stmt._setup_joins
+        and not stmt._group_by_clauses
+        and not stmt._having_criteria
+        and not stmt._distinct
+    )
+
+
+def _key_ranking(binding: Binding, target: _Target, limit: int, max_distance: int | None, probe_radius: int, exclusion: ColumnElement[bool] | None, scan: bool = True) -> Any:
+    """The exact top-``limit`` (key, distance) of the whole table: the plan of
+    :func:`_exact_branches` without a join per branch (smaller to build and to plan)."""
+    table_keys = list(binding.table_keys)
+
+    def keys_of(candidates: Any) -> list[Any]:
+        return [candidates.c[k.name] for k in table_keys]
+
+    def band(radius: int, low: int, high: int | None, lazy: bool = False) -> Select[Any]:
+        candidates = _band_candidates(binding, target, radius, low, high, exclusion, lazy)
+        return select(candidates).order_by(candidates.c.distance, *keys_of(candidates)).limit(limit)
+
+    reach = _probe_reach(max_distance, probe_radius, scan)
+    if reach is not None:
+        return band(reach, 0, max_distance).subquery("simsql_ranked")
+    branches, scan_from, scan_guard = _guarded_bands(
+        binding, target, probe_radius, band, _fewer_within(binding, None, target, limit, exclusion)
+    )
+    distance = hamming_expression(binding.fingerprint, target.fingerprint).label("distance")
+    scanned = select(*table_keys, distance).where(binding.fingerprint.is_not(None), scan_guard)
+    if exclusion is not None:
+        scanned = scanned.where(exclusion)
+    top = scanned.order_by(distance, *table_keys).limit(limit).subquery()
+    tail = select(top).where(top.c.distance >= scan_from)
+    if max_distance is not None:
+        tail = tail.where(top.c.distance <= max_distance)
+    branches.append(tail.order_by(top.c.distance, *keys_of(top)).limit(limit))
+    # The answer's order is the branches' order: kept by PostgreSQL's Append, made explicit
+    # where a derived UNION has none (see :class:`simsql.dialects.EagerOrder`).
+    merged = union_all(*branches).subquery()
+    order = (merged.c.distance, *keys_of(merged))
+    return select(merged).order_by(*(dialects.eager_order(c) for c in order)).limit(limit).subquery("simsql_ranked")
+
+
+class _KeyRanking(TableClause):
+    """:func:`_key_ranking` as a derived table built when the statement is compiled.
+
+    Its cache key is the model, the plan's parameters (limit, bound, probe radius, the shape
+    of the exclusion) and the bound values, so a repeated top-k query computes that short key
+    and reuses the compiled SQL: the expression tree of the bands, checks and scan (a few
+    milliseconds of Python) is built once per shape and dialect, not once per call.
+    """
+
+    inherit_cache = True
+    _traverse_internals = TableClause._traverse_internals + [
+        ("model", InternalTraversal.dp_plain_obj),
+        ("limit", InternalTraversal.dp_plain_obj),
+        ("max_distance", InternalTraversal.dp_plain_obj),
+        ("probe_radius", InternalTraversal.dp_plain_obj),
+        ("scan", InternalTraversal.dp_plain_obj),
+        ("fingerprint", InternalTraversal.dp_clauseelement),
+        ("probes", InternalTraversal.dp_clauseelement_list),
+        ("exclusion", InternalTraversal.dp_clauseelement),
+    ]
+
+    def __init__(
+        self, binding: Binding, target: _Target, limit: int, max_distance: int | None, probe_radius: int,
+        exclusion: ColumnElement[bool] | None, scan: bool = True,
+    ) -> None:  # fmt: skip
+        keys = [column(k.name, k.type) for k in binding.table_keys]
+        super().__init__("simsql_ranked", *keys, column("distance", Integer()))
+        self.model = binding.model
+        self.limit = limit
+        self.max_distance = max_distance
+        self.probe_radius = probe_radius
+        self.scan = scan
+        self.fingerprint = target.fingerprint
+        self.probes = target.probes
+        self.max_radius = target.max_radius
+        self.exclusion = exclusion
+
+    def ranking(self) -> Any:
+        """The derived table this stands for, from this element's own bound values."""
+        target = _Target(self.fingerprint, self.probes, self.max_radius)
+        return _key_ranking(binding_for(self.model), target, self.limit, self.max_distance, self.probe_radius, self.exclusion, self.scan)
+
+
+@compiles(_KeyRanking)
+def _compile_key_ranking(element: _KeyRanking, compiler: Any, **kw: Any) -> str:
+    linter = kw.pop("from_linter", None)
+    if linter is not None:  # the outer query joins this element, not the subquery it renders
+        linter.froms[element] = element.name
+    return str(compiler.process(element.ranking(), **kw))
+
+
+
+
+def nearest_statement(
+    stmt: Select[Any], model: type, fingerprint: int, limit: int, max_distance: int | None,
+    exclusion: ColumnElement[bool] | None, *, probe_radius: int, exact: bool, scan: bool,
+) -> Select[Any]:  # fmt: skip
+    """``stmt``'s top-``limit`` rows by distance to ``fingerprint`` as ``(entity, distance,
+    similarity)``, ordered by distance then key: the plan :func:`simsql.queries.most_similar`
+    documents, for arguments it has already checked.
+
+    A plain ``select(Model)`` is ranked on keys and distances alone (:class:`_KeyRanking`, built
+    at compile time) and joined to the entities once; any other select is filtered and joined in
+    every branch. ``exact=False`` ranks the budgeted candidates of :func:`_approximate_branch`.
+    """
+    binding = binding_for(model)
+    reach = _probe_reach(max_distance, probe_radius, scan)
+    target = _Target.of(fingerprint, probe_radius if reach is None else reach) if exact else None
+    if target is not None and _is_plain(stmt, binding):
+        ranked: Any = _KeyRanking(binding, target, limit, max_distance, probe_radius, exclusion, scan)
+        return (
+            stmt.add_columns(ranked.c.distance, _similarity(ranked.c.distance))
+            .join(ranked, keys_equal(binding.keys, [ranked.c[k.name] for k in binding.table_keys]))
+            .order_by(ranked.c.distance, *binding.keys)
+        )
+    base = stmt.where(exclusion) if exclusion is not None else stmt
+    if target is not None:
+        branches = _exact_branches(binding, base, target, limit, max_distance, probe_radius, scan)
+    else:
+        branches = [_approximate_branch(binding, base, fingerprint, probe_radius, max_distance, limit)]
+    ranked = (union_all(*branches) if len(branches) > 1 else branches[0]).subquery("simsql_ranked")
+    entity: Any = aliased(model, ranked)
+    return (
+        select(entity, ranked.c.distance, _similarity(ranked.c.distance))
+        .order_by(*(dialects.eager_order(c) for c in (ranked.c.distance, *(ranked.c[k.name] for k in binding.keys))))
+        .limit(limit)
+    )
+
+
+def _similarity(distance: ColumnElement[Any]) -> ColumnElement[float]:
+    return (literal(1.0, Float()) - distance / literal(64.0, Float())).label("similarity")

@@ -1,0 +1,119 @@
+"""What every query is asked about: a target resolved to its fingerprint, the rows to leave out,
+and the checks on the arguments the public functions share.
+
+A caller's mistake (a limit of 0, a distance of 65, a lone string where a list of targets was
+meant) is refused here with a ``TypeError`` or ``ValueError`` naming the value found, before any
+statement is built, rather than surfacing later as a database error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import and_, literal, not_, tuple_
+from sqlalchemy.sql import ColumnElement
+
+from ..bits import check_fingerprint
+from ..dialects import BLOCK_COUNT
+from ..errors import EmptyDocument
+from ..storage import Binding
+from ..types import SimHash
+
+MAX_EXACT_BLOCK_DISTANCE = BLOCK_COUNT - 1
+"""The widest bound answered by rows sharing a whole block (pigeonhole over the four blocks):
+near-duplicate joins and batch lookups are exact up to it and refuse more."""
+
+
+def resolve_target(binding: Binding, target: object) -> tuple[int, tuple[Any, ...] | None]:
+    """A target's fingerprint, and the key to exclude when the target is a row itself.
+
+    Text is fingerprinted with the model's own fingerprinter; an int is taken as a fingerprint
+    (checked to fit 64 bits); a model instance gives its stored fingerprint and its key. Raises
+    :class:`EmptyDocument` for a row without text, ``TypeError`` for anything else.
+    """
+    if isinstance(target, str):
+        return binding.fingerprinter.fingerprint(target), None
+    if isinstance(target, int) and not isinstance(target, bool):
+        return check_fingerprint(target, "target"), None
+    if isinstance(target, binding.model):
+        fingerprint = binding.fingerprint_of(target)
+        if fingerprint is None:
+            raise EmptyDocument(f"row {binding.key_of(target)!r} of {binding.table.name} has no text to compare")
+        return fingerprint, binding.key_of(target)
+    raise TypeError(
+        f"target must be text (str), a fingerprint (int) or an instance of {binding.model.__name__}, "
+        f"got {type(target).__name__}"
+    )
+
+
+def check_distance(max_distance: int | None) -> None:
+    """Refuse a bound that is not None or an int in 0..64."""
+    if max_distance is None:
+        return
+    if isinstance(max_distance, bool) or not isinstance(max_distance, int):
+        raise TypeError(f"max_distance must be an int, got {type(max_distance).__name__}")
+    if not 0 <= max_distance <= 64:
+        raise ValueError(f"max_distance must be in 0..64, got {max_distance}")
+
+
+def check_limit(limit: object) -> int:
+    """``limit`` itself when it is a positive int (a bool is refused, not read as 0 or 1)."""
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"limit must be a positive int, got {type(limit).__name__} {limit!r}")
+    if limit < 1:
+        raise ValueError(f"limit must be a positive int, got {limit}")
+    return limit
+
+
+def check_targets(targets: object) -> list[object]:
+    """The targets of a batch as a list; a lone str or bytes is refused, not split into characters."""
+    if isinstance(targets, (str, bytes, bytearray)):
+        raise TypeError(
+            f"targets must be a sequence of targets (texts, fingerprints or rows), got a single "
+            f"{type(targets).__name__}; wrap it in a list: [text]"
+        )
+    if not isinstance(targets, Iterable):
+        raise TypeError(f"targets must be a sequence of targets, got {type(targets).__name__}")
+    return list(targets)
+
+
+def fingerprint_literal(fingerprint: int) -> ColumnElement[Any]:
+    """A fingerprint as a bound value of the column's own type (signed in the database)."""
+    return literal(fingerprint, SimHash())
+
+
+def keys_equal(left: Sequence[Any], right: Sequence[Any]) -> ColumnElement[bool]:
+    """The join condition of two primary keys given column by column."""
+    return and_(*(a == b for a, b in zip(left, right)))
+
+
+def key_value(values: Sequence[Any]) -> Any:
+    """A primary key as callers see it: the value itself, or a tuple for a composite key."""
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def exclude_keys(binding: Binding, exclude: object) -> list[tuple[Any, ...]]:
+    """The keys of ``exclude`` (None, a row, a key, or a collection of either) as tuples."""
+    if exclude is None:
+        return []
+    items = exclude if isinstance(exclude, (list, tuple, set, frozenset)) else [exclude]
+    keys = []
+    for item in items:
+        if isinstance(item, binding.model):
+            keys.append(binding.key_of(item))
+        elif isinstance(item, tuple):
+            keys.append(item)
+        else:
+            keys.append((item,))
+    return keys
+
+
+def exclusion(binding: Binding, exclude: Iterable[tuple[Any, ...]]) -> ColumnElement[bool] | None:
+    """The filter leaving out rows with the given keys, or None when there are none."""
+    keys = list(exclude)
+    if not keys:
+        return None
+    if len(binding.keys) == 1:
+        return binding.keys[0].not_in([k[0] for k in keys])
+    return not_(tuple_(*binding.keys).in_([tuple(k) for k in keys]))
