@@ -1,0 +1,141 @@
+"""Autogenerate comparators: what ``alembic revision --autogenerate`` cannot see by itself.
+
+- :func:`compare_triggers`: the trigger ``create_all`` installs for an ORM-declared table
+  (through the table's DDL events) comes out as ``op.create_simhash_trigger`` when the database
+  lacks it, so a database built by migrations drops stale fingerprints like a created one.
+- :func:`compare_for_mysql`: on MySQL/MariaDB simsql's columns and block indexes are rewritten
+  into the form ``create_all`` gives them there, in types a migration renders without simsql.
+
+Importing this module registers both (``comparators.dispatch_for``), after Alembic's own
+comparison of the same table where Alembic supports priorities.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from alembic.autogenerate import comparators
+from alembic.autogenerate.api import AutogenContext
+from alembic.operations import ops
+from sqlalchemy import Column, Computed
+from sqlalchemy.dialects.mysql import BIGINT
+from sqlalchemy.engine import Connection
+
+from ..dialects import COVERING_INFO, MYSQL_NAMES, BlockComputed, BlockExpression, block_expression_sql, current_schema, mysql
+from ..lifecycle import catalog
+from ..storage import orm_trigger
+from ..types import SimHash
+from .ops import CreateSimHashTriggerOp
+
+
+def _trigger_installed(connection: Connection, schema: str | None, table: str, trigger: str) -> bool:
+    return catalog.schema_triggers(connection, schema or current_schema(connection)).get(trigger) == table
+
+
+def compare_triggers(
+    context: AutogenContext, table_ops: Any, schema: str | None, name: str, conn_table: Any, metadata_table: Any
+) -> Any:
+    """Autogenerate: a table whose ``create_all`` would install simsql's trigger gets
+    ``op.create_simhash_trigger`` when the database lacks it (a new table, or one that just
+    gained ``SimHashMixin``), so a migrated database drops stale fingerprints like a created one."""
+    trigger = orm_trigger(metadata_table) if metadata_table is not None else None
+    # backend-seam: the server families that have simsql's trigger
+    if trigger is None or context.dialect is None or context.dialect.name not in ("postgresql", *MYSQL_NAMES):
+        return None
+    # backend-seam: on MySQL the row rule is two triggers; the first one stands for both
+    installed_as = trigger.mysql_names[0] if context.dialect.name in MYSQL_NAMES else trigger.function
+    if conn_table is None or context.connection is None or not _trigger_installed(
+        context.connection, schema, trigger.names.table, installed_as
+    ):
+        table_ops.ops.append(CreateSimHashTriggerOp.from_trigger(trigger, schema))
+    return None
+
+
+def _mysql_column(column: Column[Any]) -> Column[Any]:
+    """A simsql column as the ORM creates it on MySQL, in types a migration renders without
+    simsql: the fingerprint ``BIGINT UNSIGNED`` (a plain ``sa.BigInteger()`` would be signed
+    there and refuse half of all fingerprints), the blocks ``VIRTUAL`` with MySQL's expression."""
+    # backend-seam: MySQL's fingerprint type and block expression, spelled here for the renderer
+    if isinstance(column.type, SimHash):
+        return Column(column.name, BIGINT(unsigned=True), nullable=column.nullable)
+    computed = column.computed
+    if isinstance(computed, BlockComputed):
+        expression = computed.sqltext
+        assert isinstance(expression, BlockExpression)
+        sql = block_expression_sql(mysql.quote(expression.fingerprint), expression.index, "mysql")
+        return Column(column.name, column.type, Computed(sql, persisted=False), nullable=column.nullable)
+    return column
+
+
+def _model_index(operation: ops.CreateIndexOp, metadata: Any) -> Any:
+    """The index of the models (``metadata``, one MetaData or several) that ``operation`` creates."""
+    key = f"{operation.schema}.{operation.table_name}" if operation.schema else operation.table_name
+    for each in metadata if isinstance(metadata, Sequence) else [metadata]:
+        table = each.tables.get(key) if each is not None else None
+        for index in table.indexes if table is not None else ():
+            if index.name == operation.index_name:
+                return index
+    return None
+
+
+def _mysql_index(operation: ops.CreateIndexOp, metadata: Any) -> ops.CreateIndexOp:
+    """A block index as the ORM creates it on MySQL: the fingerprint as a trailing key column
+    (no ``INCLUDE`` there), not a ``postgresql_include`` MySQL ignores."""
+    index = _model_index(operation, metadata)
+    covering = index.info.get(COVERING_INFO) if index is not None else None
+    if not covering:
+        return operation
+    own = [c.name for c in index.columns]
+    kw = {k: v for k, v in operation.kw.items() if k != "postgresql_include"}
+    return ops.CreateIndexOp(operation.index_name, operation.table_name, own + [c for c in covering if c not in own],
+                             schema=operation.schema, unique=operation.unique, **kw)  # fmt: skip
+
+
+def _column_names(columns: Sequence[Any]) -> list[str]:
+    return [getattr(c, "name", str(c)) for c in columns]
+
+
+def _mysql_ops(operations: list[Any], metadata: Any) -> None:
+    for position, operation in enumerate(operations):
+        if isinstance(operation, ops.CreateTableOp):
+            operation.columns = [_mysql_column(c) if isinstance(c, Column) else c for c in operation.columns]
+        elif isinstance(operation, ops.AddColumnOp):
+            operation.column = _mysql_column(operation.column)
+        elif isinstance(operation, ops.CreateIndexOp):
+            operations[position] = _mysql_index(operation, metadata)
+        elif isinstance(operation, ops.ModifyTableOps):
+            _mysql_ops(operation.ops, metadata)
+    # A block index the database already holds in its covering form is no change (the model
+    # declares the block alone; MySQL's CREATE INDEX appends the fingerprint): drop the pair.
+    held: dict[str, list[str]] = {}
+    for operation in operations:
+        reflected = getattr(operation, "_reverse", None) if isinstance(operation, ops.DropIndexOp) else None
+        if reflected is not None:
+            held[str(operation.index_name)] = _column_names(reflected.columns)
+    same = {
+        o.index_name for o in operations
+        if isinstance(o, ops.CreateIndexOp) and held.get(str(o.index_name)) == _column_names(o.columns)
+    }  # fmt: skip
+    operations[:] = [o for o in operations if not (isinstance(o, (ops.DropIndexOp, ops.CreateIndexOp)) and o.index_name in same)]
+
+
+def compare_for_mysql(context: AutogenContext, upgrade_ops: Any, schemas: Any) -> Any:
+    """Autogenerate on MySQL/MariaDB: simsql's columns and indexes come out as ``create_all``
+    makes them there (see :func:`_mysql_column`, :func:`_mysql_index`); on PostgreSQL nothing
+    changes."""
+    # backend-seam: only MySQL/MariaDB rewrite the compared columns and indexes
+    if context.dialect is None or context.dialect.name not in MYSQL_NAMES:
+        return None
+    _mysql_ops(upgrade_ops.ops, context.metadata)
+    return None
+
+
+try:  # Alembic >= 1.18: after the columns and indexes of the same table
+    from alembic.util import DispatchPriority
+
+    comparators.dispatch_for("table", priority=DispatchPriority.LAST)(compare_triggers)
+    comparators.dispatch_for("schema", priority=DispatchPriority.LAST)(compare_for_mysql)
+except ImportError:  # pragma: no cover - older Alembic
+    comparators.dispatch_for("table")(compare_triggers)
+    comparators.dispatch_for("schema")(compare_for_mysql)

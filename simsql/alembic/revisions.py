@@ -1,0 +1,158 @@
+"""simsql's own revisions (its registry, backfill cursor and SQL functions), always recorded in
+simsql's own version table ``simsql_alembic_version``, whoever applies them: ``simsql db
+upgrade`` and :func:`upgrade` as a standalone Alembic run, ``op.upgrade_simsql()`` through
+:func:`run_own_revisions` inside an application's migration. One record is why ``simsql db
+current`` and the application's history always agree.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.operations import Operations
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, MetaData, Table
+from sqlalchemy.engine import Connection
+
+from .. import registry, schema
+from ..dialects import check_server
+from ..registry import VERSION_TABLE
+from ..urls import engine_for, normalise_url
+
+BRANCH = "simsql"
+
+
+def script_location() -> str:
+    """Filesystem path of simsql's Alembic environment (inside the installed package)."""
+    return str(importlib.resources.files("simsql.migrations"))
+
+
+def versions_path() -> str:
+    """Where simsql's revision files are. Not for your ``version_locations``: applied from your
+    history they would be recorded in your version table and not in simsql's, and ``alembic
+    revision`` could write your migrations next to them; use ``op.upgrade_simsql()`` instead."""
+    return str(importlib.resources.files("simsql.migrations").joinpath("versions"))
+
+
+def config(bind: str | Engine | Connection) -> Config:
+    """An Alembic ``Config`` for simsql's own revisions on ``bind`` (URL, engine or connection)."""
+    cfg = Config()
+    cfg.set_main_option("script_location", script_location())
+    cfg.set_main_option("version_table", VERSION_TABLE)
+    if isinstance(bind, str):
+        url = normalise_url(bind).render_as_string(hide_password=False)
+        cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    elif isinstance(bind, Engine):
+        cfg.set_main_option("sqlalchemy.url", bind.url.render_as_string(hide_password=False).replace("%", "%%"))
+    else:
+        cfg.attributes["connection"] = bind
+    return cfg
+
+
+def _with_connection(bind: str | Engine | Connection, action: Any) -> Any:
+    if isinstance(bind, Connection):
+        return action(config(bind))
+    engine = engine_for(bind) if isinstance(bind, str) else bind
+    try:
+        with engine.begin() as connection:
+            return action(config(connection))
+    finally:
+        if isinstance(bind, str):
+            engine.dispose()
+
+
+def upgrade(bind: str | Engine | Connection, revision: str = "heads") -> None:
+    """Create or update simsql's own objects (registry, helper functions); recreates the
+    registry tables if they were dropped by hand while the revision stayed recorded."""
+
+    def run(cfg: Config) -> None:
+        # before Alembic creates its version table (which MySQL would keep: DDL commits there)
+        check_server(cfg.attributes["connection"])
+        command.upgrade(cfg, revision)
+        connection = cfg.attributes.get("connection")
+        if connection is not None:
+            _repair(connection)
+
+    _with_connection(bind, run)
+
+
+def _repair(connection: Connection) -> None:
+    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+    if context.get_current_heads():
+        schema.metadata.create_all(connection, checkfirst=True)
+
+
+def downgrade(bind: str | Engine | Connection, revision: str = "base") -> None:
+    """Undo simsql's own revisions down to ``revision``; at base nothing of simsql is left, its
+    version table included."""
+
+    def run(cfg: Config) -> None:
+        command.downgrade(cfg, revision)
+        forget_version_table(cfg.attributes["connection"])
+
+    _with_connection(bind, run)
+
+
+def current(bind: str | Engine | Connection) -> tuple[str, ...]:
+    """Applied simsql revisions (empty when simsql's objects are not installed)."""
+
+    def read(cfg: Config) -> tuple[str, ...]:
+        connection = cfg.attributes["connection"]
+        context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+        return tuple(context.get_current_heads())
+
+    return _with_connection(bind, read)  # type: ignore[no-any-return]
+
+
+def history() -> list[tuple[str, str | None, str]]:
+    """simsql's revisions, newest first: (revision, down revision, message)."""
+    scripts = ScriptDirectory(script_location())
+    return [
+        (s.revision, s.down_revision if isinstance(s.down_revision, str) or s.down_revision is None else ",".join(s.down_revision), (s.doc or "").strip())
+        for s in scripts.walk_revisions()
+    ]
+
+
+def forget_version_table(connection: Connection) -> None:
+    """Drop simsql's version table once it records no revision. Alembic keeps an empty version
+    table after a downgrade to base; simsql's promise is that a downgrade leaves nothing of it
+    behind, and an upgrade creates the table again."""
+    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+    if not context.get_current_heads() and registry.version_table_exists(connection):
+        Table(VERSION_TABLE, MetaData()).drop(connection)
+
+
+def run_own_revisions(operations: Operations, destination: str, upgrade: bool) -> None:
+    """Run simsql's revisions on the migration's own connection (or into its offline script),
+    recorded in simsql's version table. A nested migration context replaces Alembic's ``op``
+    proxy while it runs; the application's is put back afterwards."""
+    outer = operations.get_context()
+    script = ScriptDirectory(script_location())
+
+    def steps(revision: Any, _context: Any) -> Any:
+        if upgrade:
+            return script._upgrade_revs(destination, revision)
+        return script._downgrade_revs(destination, revision)
+
+    opts: dict[str, Any] = {"version_table": VERSION_TABLE, "fn": steps, "script": script}
+    if outer.as_sql:
+        # Offline nothing can be read: an upgrade starts from no simsql revision, a downgrade
+        # from simsql's newest.
+        opts.update(as_sql=True, literal_binds=True, output_buffer=outer.output_buffer,
+                    starting_rev=None if upgrade else script.get_current_head())  # fmt: skip
+        inner = MigrationContext.configure(dialect_name=outer.dialect.name, opts=opts)
+    else:
+        inner = MigrationContext.configure(connection=operations.get_bind(), opts=opts)
+    try:
+        with Operations.context(inner):
+            inner.run_migrations()
+            if not upgrade and outer.as_sql and destination == "base":
+                Operations(inner).drop_table(VERSION_TABLE)  # the script leaves nothing either
+        if not upgrade and not outer.as_sql:
+            forget_version_table(operations.get_bind())
+    finally:
+        operations._install_proxy()
