@@ -18,14 +18,16 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 import simsql
-from simsql import Fingerprinter
+import simsql.alembic
+from simsql import Fingerprinter, operations
+from simsql.fingerprint import DEFAULT
+from simsql.storage import join_text, text_digest
 
 WORDS = (
     "index query planner vacuum replication backup schema table column tuple page buffer transaction lock "
     "snapshot isolation commit rollback cursor join aggregate window partition trigger function sequence"
 ).split()
 ROWS = 3000
-DEFAULT = Fingerprinter()
 
 
 def is_mysql(engine: Engine | Connection) -> bool:
@@ -69,13 +71,9 @@ def explain(connection: Connection) -> str:
     return "EXPLAIN " if getattr(connection.dialect, "is_mariadb", False) else "EXPLAIN FORMAT=TRADITIONAL "
 
 
-
 def add_simhash(engine: Engine, table: str, source: tuple[str, ...] = ("title", "body"), **options: Any) -> None:
     """simsql's registry, then its Alembic operation on ``table`` (columns and trigger, no
     indexes), as a migration would run it."""
-    import simsql.alembic
-    from simsql import operations
-
     simsql.alembic.upgrade(engine)
     with engine.begin() as connection:
         operations.add_simhash(connection, table, list(source), **options)
@@ -173,13 +171,13 @@ def progress(engine: Engine, table: str) -> tuple[int, list[Any] | None, str] | 
 def wait_for_rows(engine: Engine, process: Any, rows: int, table: str = "articles", seconds: float = 30) -> None:
     """Until a backfill run by ``process`` has committed ``rows`` rows, failing if it ends first."""
     deadline = time.monotonic() + seconds
-    while (state := progress(engine, table)) is None or state[0] < rows:
+    while (saved := progress(engine, table)) is None or saved[0] < rows:
         assert process.poll() is None, f"backfill ended before it could be stopped: {process.communicate()}"
         assert time.monotonic() < deadline, "backfill made no progress"
         time.sleep(0.01)
 
 
-KILL_ROWS = 30_000
+KILL_ROWS = 30_000  # rows of the tables a backfill is killed on
 
 
 def build_big_articles(engine: Engine) -> None:
@@ -302,16 +300,13 @@ def state(engine: Engine, table: str = "docs") -> dict[str, Any]:
 def fingerprint_by_hand(engine: Engine, side: str | None = None, prefix: str = "simhash") -> None:
     """What a backfill does, by hand: each row of ``docs`` gets its fingerprint and the digest
     of its text, written as each server stores them (PostgreSQL: signed, a uuid)."""
-    from simsql.fingerprint import DEFAULT as fingerprinter
-    from simsql.storage import join_text, text_digest
-
     mysql = is_mysql(engine)
     with engine.begin() as connection:
         for key, title, body in connection.execute(text("SELECT id, title, body FROM docs")).all():
             joined = join_text([title, body])
             if joined is None:
                 continue
-            fingerprint, digest = fingerprinter.fingerprint_many([joined], empty="none")[0], text_digest(joined)
+            fingerprint, digest = DEFAULT.fingerprint_many([joined], empty="none")[0], text_digest(joined)
             values = {"fp": fingerprint if mysql else simsql.to_signed(fingerprint), "src": digest.hex if mysql else digest, "id": key}
             if side is None:
                 connection.execute(text(f"UPDATE docs SET {prefix} = :fp, {prefix}_src = :src WHERE id = :id"), values)

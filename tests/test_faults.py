@@ -28,21 +28,23 @@ import simsql.alembic
 from .command_line import command, environment
 from .models import KEYED_MODES, Doc
 from .tables import (
+    KILL_ROWS,
     build_big_articles,
     build_docs,
     check_fingerprints,
     check_model,
     create_models,
     expected,
+    fingerprints_by,
     holder_sql,
     insert_rows,
     progress,
     stored,
     texts,
-    unsigned,
     wait_for_rows,
     writer,
 )
+
 
 def _table(engine: Engine, side_table: bool, how: str, rows: int) -> tuple[str, Any, Callable[..., tuple[int, int]]]:
     """A table of ``rows`` rows without fingerprints: attached live (``docs``) or mapped (the
@@ -140,19 +142,13 @@ def test_a_writer_racing_a_batch_keeps_no_stale_fingerprint(any_engine: Engine, 
 
 
 def _fingerprint_of(engine: Engine, table: str, target: Any, side_table: bool, key: int) -> int | None:
+    """Row ``key``'s stored fingerprint (None: none stored)."""
     if isinstance(target, str):
-        return {row[0]: row[3] for row in _rows(engine, holder_sql(side_table, table))}.get(key)
+        return fingerprints_by(engine, f"SELECT id, simhash FROM {table}_simhash" if side_table else f"SELECT id, simhash FROM {table}").get(key)
     return {row[0]: row[-2] for row in stored(engine, target)}[key]
 
 
-def _rows(engine: Engine, sql: str) -> list[tuple[Any, ...]]:
-    with engine.connect() as connection:
-        return [(row[0], row[1], row[2], unsigned(engine, row[3])) for row in connection.execute(text(sql))]
-
-
 # -- killed with SIGKILL, then run again ----------------------------------------------------------
-
-KILL_ROWS = 30_000
 
 
 def test_a_backfill_killed_mid_run_resumes_where_it_stopped(mysql_engine: Engine, mysql_cli_url: str) -> None:
