@@ -9,6 +9,13 @@ MySQL/MariaDB, in the same order: ``SIMSQL_TEST_MYSQL_URL``; a testcontainers My
 Docker answers; the local service at ``mysql+pymysql://root@127.0.0.1:3306/test``. With none,
 the MySQL tests are skipped with one line saying so, never failed. Each test gets its own
 database (MySQL's schema), dropped afterwards.
+
+A behaviour that runs on every server is one test taking ``any_engine`` (or ``tables``, the
+shared models created there, or ``any_url``, the same database as a user types its URL): pytest
+runs it once per server, ``test_x[postgresql]`` and ``test_x[mysql]``. A test that only means
+something on one server takes ``engine``/``url`` or ``mysql_engine``/``mysql_cli_url``.
+Builders and comparisons shared by the modules are in tests/tables.py, the command line runner
+in tests/command_line.py, the ORM models in tests/models.py.
 """
 
 from __future__ import annotations
@@ -137,10 +144,42 @@ def mysql_engine(mysql_url: str, mysql_admin_engine: Engine) -> Iterator[Engine]
         connection.execute(text(f"DROP DATABASE `{name}`"))
 
 
-@pytest.fixture(params=["postgresql", "mysql"])
+@pytest.fixture
+def url(database_url: str, schema: str) -> str:
+    """The test's PostgreSQL database with its schema as search_path, as a user would pass it."""
+    separator = "&" if "?" in database_url else "?"
+    return f"{database_url}{separator}options=-csearch_path%3D{schema}"
+
+
+@pytest.fixture
+def mysql_cli_url(mysql_engine: Engine) -> str:
+    """The test's MySQL database as a user writes it: a plain ``mysql://`` URL (no driver named)."""
+    return mysql_engine.url.set(drivername="mysql").render_as_string(hide_password=False)
+
+
+SERVERS = ["postgresql", "mysql"]
+
+
+@pytest.fixture(params=SERVERS)
 def any_engine(request: pytest.FixtureRequest) -> Engine:
     """The test's engine on each database simsql supports: PostgreSQL, then MySQL/MariaDB."""
     return request.getfixturevalue("engine" if request.param == "postgresql" else "mysql_engine")  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def any_url(any_engine: Engine, request: pytest.FixtureRequest) -> str:
+    """``any_engine``'s database as a user passes it to the command line."""
+    mysql = any_engine.dialect.name in ("mysql", "mariadb")
+    return request.getfixturevalue("mysql_cli_url" if mysql else "url")  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def tables(any_engine: Engine) -> Engine:
+    """``any_engine`` with the shared models' tables (tests/models.py) created."""
+    from tests.models import Base
+
+    Base.metadata.create_all(any_engine)
+    return any_engine
 
 
 @pytest.hookimpl(hookwrapper=True)

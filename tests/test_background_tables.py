@@ -20,15 +20,14 @@ import simsql.alembic
 from simsql import Background, Fingerprinter
 from simsql.errors import ConfigMismatch, NotAttached
 
-from .test_cli import cli, failed, ok, url  # noqa: F401  (url: a fixture)
-from .test_faults import _build
-from .test_refingerprint import _check, _config, _holder_sql
+from .command_line import cli, failed, ok
+from .tables import build_docs, check_fingerprints, config_id, holder_sql
 
 V2 = Fingerprinter()
 
 
 def _attached(engine: Engine) -> None:
-    _build(engine)
+    build_docs(engine)
     simsql.alembic.upgrade(engine)
     simsql.attach_table(engine, "docs", ["title", "body"])
     simsql.backfill(engine, "docs", workers=0)
@@ -49,9 +48,9 @@ def test_fit_on_the_table_then_move_it_online(engine: Engine) -> None:
     assert background.documents > 900 and background.fitted_for == V2.config_id
     centred = Fingerprinter(background=background)
     assert simsql.refingerprint(engine, "docs", to=centred, workers=0).switched
-    with_text, fingerprinted = _check(engine, _holder_sql(False), centred)
+    with_text, fingerprinted = check_fingerprints(engine, holder_sql(False), centred)
     assert fingerprinted == with_text > 2000
-    assert _config(engine, "docs") == centred.config_id
+    assert config_id(engine, "docs") == centred.config_id
     after = _lean(engine)
     assert before > 0.05, "the test table's common words should lean the bits (else this proves nothing)"
     assert after < before / 2
@@ -90,8 +89,8 @@ def test_cli_fits_saves_and_moves_then_resumes_with_the_file(engine: Engine, url
     assert f"saved to {saved}" in moved.stdout and "Background.load(" in moved.stdout
     background = Background.load(saved)
     centred = Fingerprinter(background=background)
-    assert _config(engine, "docs") == centred.config_id
-    with_text, fingerprinted = _check(engine, _holder_sql(False), centred)
+    assert config_id(engine, "docs") == centred.config_id
+    with_text, fingerprinted = check_fingerprints(engine, holder_sql(False), centred)
     assert fingerprinted == with_text > 2000
     # Fitting again would pick another sample and another configuration: refused, the file kept.
     failed(cli("refingerprint", "--table", "docs", "--fit-background", str(saved), url=url), 2, "--background")
@@ -111,7 +110,7 @@ def test_cli_refuses_a_background_of_other_settings_and_bad_files(engine: Engine
     junk.write_text("[1, 2, 3]")
     failed(cli("refingerprint", "--table", "docs", "--background", str(junk), url=url), 2, "not a simsql background")
     failed(cli("refingerprint", "--table", "docs", "--background", str(tmp_path / "missing.json"), url=url), 2, "cannot read")
-    assert _config(engine, "docs") == V2.config_id
+    assert config_id(engine, "docs") == V2.config_id
 
 
 def test_cli_fingerprint_with_a_background_equals_the_library(tmp_path: Path) -> None:
@@ -128,7 +127,7 @@ def test_cli_fingerprint_with_a_background_equals_the_library(tmp_path: Path) ->
 def test_mysql_fit_on_the_table_then_attach_it_centred(mysql_engine: Engine) -> None:
     """MySQL/MariaDB have no online refingerprint: fit, detach, attach with the background and
     backfill. The sample is drawn with the server's own random order (``RAND()``)."""
-    _build(mysql_engine, rows=600)
+    build_docs(mysql_engine, rows=600)
     simsql.alembic.upgrade(mysql_engine)
     simsql.attach_table(mysql_engine, "docs", ["title", "body"])
     background = simsql.fit_background(mysql_engine, "docs", sample=500)
@@ -148,7 +147,7 @@ def test_mysql_fit_on_the_table_then_attach_it_centred(mysql_engine: Engine) -> 
 def test_mysql_cli_fits_and_saves_then_says_how_to_move_offline(mysql_engine: Engine, tmp_path: Path) -> None:
     """No online refingerprint on MySQL/MariaDB: the background is still fitted and saved, and the
     error gives the two commands that move the table, which then work as given."""
-    _build(mysql_engine, rows=600)
+    build_docs(mysql_engine, rows=600)
     simsql.alembic.upgrade(mysql_engine)
     simsql.attach_table(mysql_engine, "docs", ["title", "body"])
     url = mysql_engine.url.render_as_string(hide_password=False)
@@ -171,7 +170,7 @@ def test_mysql_cli_fits_and_saves_then_says_how_to_move_offline(mysql_engine: En
 def test_cli_attach_with_a_background(engine: Engine, url: str, tmp_path: Path) -> None:
     """The path for a table never attached (and for MySQL, where refingerprint is refused): attach
     it centred from the start. A file fitted for other settings is refused before anything is made."""
-    _build(engine)
+    build_docs(engine)
     other = tmp_path / "shingles.json"
     Background.fit([f"text number {i} with some words" for i in range(150)], Fingerprinter(shingle_size=2)).save(other)
     failed(cli("attach", "--table", "docs", "--text-column", "title", "--text-column", "body", "--background", str(other), url=url), 2, "fitted for configuration")
@@ -182,6 +181,6 @@ def test_cli_attach_with_a_background(engine: Engine, url: str, tmp_path: Path) 
         Background.fit(connection.execute(text("SELECT body FROM docs WHERE body IS NOT NULL LIMIT 500")).scalars()).save(saved)
     ok(cli("attach", "--table", "docs", "--text-column", "title", "--text-column", "body", "--background", str(saved), "--backfill", url=url))
     centred = Fingerprinter(background=Background.load(saved))
-    assert _config(engine, "docs") == centred.config_id
-    with_text, fingerprinted = _check(engine, _holder_sql(False), centred)
+    assert config_id(engine, "docs") == centred.config_id
+    with_text, fingerprinted = check_fingerprints(engine, holder_sql(False), centred)
     assert fingerprinted == with_text > 2000

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import create_engine, select
+from sqlalchemy import Engine, create_engine, select
+from sqlalchemy.engine import make_url
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 
 import simsql
@@ -117,11 +119,32 @@ def test_probe_sets_have_the_multi_index_sizes() -> None:
     assert [radius_for(d) for d in (0, 3, 4, 7, 8, 11, 12)] == [0, 0, 1, 1, 2, 2, 3]
 
 
-def test_live_server_is_new_enough(engine) -> None:  # type: ignore[no-untyped-def]
+def _under_each_name(engine: Engine) -> Iterator[Engine]:
+    """``engine``, and on MariaDB the same server reached as ``mariadb+pymysql`` too."""
+    if engine.dialect.name == "postgresql":
+        yield engine
+        return
+    url = make_url(str(engine.url.render_as_string(hide_password=False)))
+    for name in ("mysql+pymysql", "mariadb+pymysql") if engine.dialect.is_mariadb else ("mysql+pymysql",):  # type: ignore[attr-defined]
+        named = create_engine(url.set(drivername=name))
+        try:
+            yield named
+        finally:
+            named.dispose()
+
+
+def test_live_server_is_new_enough_under_every_dialect_name(any_engine: Engine) -> None:
+    """The live server passes the version check, and answers a similarity query, under every
+    dialect name that reaches it."""
     from simsql.dialects import check_server
 
-    with engine.connect() as connection:
-        check_server(connection)
+    from .models import Base
+
+    for engine in _under_each_name(any_engine):
+        Base.metadata.create_all(engine)
+        with engine.connect() as connection:
+            check_server(connection)
+            connection.execute(select(Article.id).where(simsql.similar_to(Article, 5, 3))).all()
 
 
 from hypothesis import given  # noqa: E402

@@ -1,16 +1,22 @@
-"""Fault suite: the lifecycle under concurrent writers, lock holders and kills, on a real
-PostgreSQL, checked against fingerprints computed independently in Python.
+"""Fault suite: backfill under concurrent writers, a writer racing a batch, kills and a server
+restart, on every server, checked against fingerprints computed independently in Python.
 
-Rerunnable (each test has its own schema). The SIGKILL-during-backfill test lives with the
-command line tests (``test_cli.py::test_backfill_interrupted_then_killed_resumes``); lock
-holders during attach and backfill are in ``test_lifecycle.py`` (``*_behind_*``).
+Rerunnable (each test has its own schema or database). Tables are attached live (tests/tables.py
+``build_docs``) or mapped (tests/models.py), in both storage modes. The SIGKILL-and-Ctrl-C test
+on PostgreSQL lives with the command line tests
+(``test_cli.py::test_backfill_interrupted_then_killed_resumes``); lock holders during attach,
+detach and backfill are in tests/test_bounds.py.
 """
 
 from __future__ import annotations
 
-import random
+import json
+import os
+import signal
+import subprocess
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,116 +25,186 @@ from sqlalchemy import Engine, text
 import simsql
 import simsql.alembic
 
-WORDS = (
-    "index query planner vacuum replication backup schema table column tuple page buffer transaction lock "
-    "snapshot isolation commit rollback cursor join aggregate window partition trigger function sequence"
-).split()
-ROWS = 3000
+from .command_line import command, environment
+from .models import KEYED_MODES, Doc
+from .tables import (
+    KILL_ROWS,
+    build_big_articles,
+    build_docs,
+    check_fingerprints,
+    check_model,
+    create_models,
+    expected,
+    fingerprints_by,
+    holder_sql,
+    insert_rows,
+    progress,
+    stored,
+    texts,
+    wait_for_rows,
+    writer,
+)
 
 
-def _text(rng: random.Random) -> str | None:
-    if rng.random() < 0.02:
-        return None
-    return " ".join(rng.choice(WORDS) if rng.random() < 0.4 else f"w{rng.randrange(100_000)}" for _ in range(40))
+def _table(engine: Engine, side_table: bool, how: str, rows: int) -> tuple[str, Any, Callable[..., tuple[int, int]]]:
+    """A table of ``rows`` rows without fingerprints: attached live (``docs``) or mapped (the
+    mode's model). Returns its name, what backfill is given, and its check (complete=...)."""
+    if how == "attached":
+        build_docs(engine, rows)
+        simsql.alembic.upgrade(engine)
+        simsql.attach_table(engine, "docs", source=["title", "body"], side_table=side_table)
+        sql = holder_sql(side_table)
+        return "docs", "docs", lambda complete=True: _complete(check_fingerprints(engine, sql), complete)
+    model = KEYED_MODES["side_table" if side_table else "columns"]
+    create_models(engine, model)
+    insert_rows(engine, model, texts(rows, seed=5))
+    return model.__tablename__, model, lambda complete=True: check_model(engine, model, complete=complete)  # type: ignore[attr-defined]
 
 
-def _build(engine: Engine, rows: int = ROWS) -> None:
-    """A ``docs`` table of ``rows`` rows (SQL both PostgreSQL and MySQL/MariaDB take)."""
-    rng = random.Random(5)
-    with engine.begin() as connection:
-        connection.execute(text("CREATE TABLE docs (id int PRIMARY KEY, title text, body text)"))
-        connection.execute(
-            text("INSERT INTO docs VALUES (:id, :title, :body)"),
-            [{"id": i, "title": f"doc {i}", "body": _text(rng)} for i in range(1, rows + 1)],
-        )
+def _complete(counts: tuple[int, int], complete: bool) -> tuple[int, int]:
+    """check_fingerprints' counts; with ``complete``, every row with text has its fingerprint."""
+    assert not complete or counts[0] == counts[1], f"{counts[0] - counts[1]} rows with text have no fingerprint"
+    return counts
 
 
-def _writer(engine: Engine, seed: int, stop: threading.Event, counts: dict[str, int]) -> None:
-    """Updates, inserts and deletes in small transactions, some touching several rows."""
-    rng = random.Random(seed)
-    with engine.connect() as connection:
-        while not stop.is_set():
-            kind = rng.random()
-            if kind < 0.8:
-                ids = rng.sample(range(1, ROWS + 1), rng.choice((1, 1, 3)))
-                for key in sorted(ids):
-                    connection.execute(text("UPDATE docs SET body = :b WHERE id = :id"), {"b": _text(rng), "id": key})
-            elif kind < 0.9:
-                connection.execute(
-                    text("INSERT INTO docs VALUES (:id, 'new', :b) ON CONFLICT DO NOTHING"),
-                    {"id": ROWS + 1 + rng.randrange(10_000), "b": _text(rng)},
-                )
-            else:
-                connection.execute(text("DELETE FROM docs WHERE id = :id"), {"id": rng.randrange(1, ROWS + 1)})
-            connection.commit()
-            counts["writes"] += 1
+WRITERS = [("postgresql", "attached"), ("mysql", "attached"), ("mysql", "mapped")]  # the slowest tests: not every pair
 
 
-def _check_no_stale(engine: Engine, holder_sql: str) -> tuple[int, int]:
-    """Every stored fingerprint equals the one Python computes from the row's current text.
-    Returns (rows with text, rows with a fingerprint)."""
-    with engine.connect() as connection:
-        rows = connection.execute(text(holder_sql)).all()
-    with_text = fingerprinted = 0
-    for key, title, body, stored in rows:
-        parts = [p for p in (title, body) if p is not None]
-        expected = simsql.simhash("\n".join(parts)) if parts else None
-        with_text += expected is not None
-        if stored is not None:
-            fingerprinted += 1
-            assert simsql.to_unsigned(stored) == expected, f"row {key} keeps a fingerprint of text it no longer holds"
-    return with_text, fingerprinted
-
-
+@pytest.mark.parametrize(("any_engine", "how"), WRITERS, indirect=["any_engine"])
 @pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
-def test_backfill_with_concurrent_writers_never_stores_a_stale_fingerprint(engine: Engine, side_table: bool) -> None:
-    _build(engine)
-    simsql.alembic.upgrade(engine)
-    simsql.attach_table(engine, "docs", source=["title", "body"], side_table=side_table)
-    holder_sql = (
-        "SELECT d.id, d.title, d.body, s.simhash FROM docs d LEFT JOIN docs_simhash s ON s.id = d.id"
-        if side_table
-        else "SELECT id, title, body, simhash FROM docs"
-    )
+def test_backfill_with_concurrent_writers_never_stores_a_stale_fingerprint(any_engine: Engine, side_table: bool, how: str) -> None:
+    rows = 3000
+    table, target, check = _table(any_engine, side_table, how, rows)
     stop = threading.Event()
     counts = {"writes": 0}
-    writers = [threading.Thread(target=_writer, args=(engine, seed, stop, counts)) for seed in range(3)]
-    for writer in writers:
-        writer.start()
+    writers = [threading.Thread(target=writer, args=(any_engine, seed, stop, counts, table, rows)) for seed in range(3)]
+    for thread in writers:
+        thread.start()
     try:
-        result = simsql.backfill(engine, "docs", batch_size=100, workers=2)
-        _check_no_stale(engine, holder_sql)  # while the writers still run
+        result = simsql.backfill(any_engine, target, batch_size=100, workers=2)
+        check(complete=False)  # while the writers still run
     finally:
         stop.set()
-        for writer in writers:
-            writer.join(30)
+        for thread in writers:
+            thread.join(30)
     assert counts["writes"] > 50, "the writers barely ran; the test proved nothing"
     assert result.rows_fingerprinted > 0
-    _check_no_stale(engine, holder_sql)
-    simsql.backfill(engine, "docs", workers=0)  # what the writers left NULL
-    with_text, fingerprinted = _check_no_stale(engine, holder_sql)
-    assert fingerprinted == with_text  # every row with text has its fingerprint (text yields features)
-    report = simsql.status(engine)[0]
-    assert (report.rows_missing, report.rows_stale) == (0, 0)
+    check(complete=False)
+    simsql.backfill(any_engine, target, workers=0)  # what the writers left without one
+    featured, fingerprinted = check()
+    assert featured == fingerprinted > 0
+    if how == "attached":
+        report = simsql.status(any_engine)[0]
+        assert (report.rows_missing, report.rows_stale) == (0, 0)
 
 
-def test_lock_holder_during_detach_gives_up_and_keeps_the_attachment(engine: Engine) -> None:
-    _build(engine)
-    simsql.alembic.upgrade(engine)
-    simsql.attach_table(engine, "docs", source=["body"])
+RACES = [
+    ("postgresql", "attached", "READ COMMITTED"),
+    ("postgresql", "mapped", "READ COMMITTED"),
+    ("mysql", "attached", "READ COMMITTED"),
+    ("mysql", "mapped", "REPEATABLE READ"),  # InnoDB's default
+    ("mysql", "mapped", "READ COMMITTED"),
+]
+
+
+@pytest.mark.parametrize(("any_engine", "how", "isolation"), RACES, indirect=["any_engine"])
+@pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
+def test_a_writer_racing_a_batch_keeps_no_stale_fingerprint(any_engine: Engine, side_table: bool, how: str, isolation: str) -> None:
+    """A writer changes a row after backfill read it and commits after backfill tried to write it.
+    Under READ COMMITTED a MySQL ``INSERT ... SELECT`` reads a snapshot unless it asks for
+    locks: the side-table write must lock the user's rows itself. (PostgreSQL's backfill runs
+    at its default, READ COMMITTED: under REPEATABLE READ its write fails with a serialization
+    error instead of waiting.)"""
+    engine = any_engine.execution_options(isolation_level=isolation)
+    table, target, check = _table(engine, side_table, how, 40)
+    new = "entirely different words written by another session"
+    with engine.connect() as connection:
+        title = connection.execute(text(f"SELECT title FROM {table} WHERE id = 7")).scalar_one()
     holder = engine.connect()
-    holder.execute(text("SELECT count(*) FROM docs"))  # a reader in an open transaction
-    try:
-        started = time.monotonic()
-        with pytest.raises(simsql.LockTimeout, match="held by: pid"):
-            simsql.detach(engine, "docs", lock_timeout="1s")
-        assert time.monotonic() - started < 15
-    finally:
-        holder.rollback()
-        holder.close()
-    assert [s.table for s in simsql.status(engine)] == ["docs"]
-    simsql.detach(engine, "docs")
+    holder.execute(text(f"UPDATE {table} SET body = :b WHERE id = 7"), {"b": new})  # not committed yet
+    outcome: dict[str, Any] = {}
 
+    def run() -> None:
+        outcome["result"] = simsql.backfill(engine, target, workers=0)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(1.5)  # backfill has read the old text by now, and waits for the writer's row lock
+    holder.commit()
+    holder.close()
+    thread.join(30)
+    assert not thread.is_alive() and "result" in outcome
+    assert _fingerprint_of(engine, table, target, side_table, 7) in (None, expected(Doc, title, new))
+    check(complete=False)
+    simsql.backfill(engine, target, workers=0)
+    assert _fingerprint_of(engine, table, target, side_table, 7) == expected(Doc, title, new)
+    check()
+
+
+def _fingerprint_of(engine: Engine, table: str, target: Any, side_table: bool, key: int) -> int | None:
+    """Row ``key``'s stored fingerprint (None: none stored)."""
+    if isinstance(target, str):
+        return fingerprints_by(engine, f"SELECT id, simhash FROM {table}_simhash" if side_table else f"SELECT id, simhash FROM {table}").get(key)
+    return {row[0]: row[-2] for row in stored(engine, target)}[key]
+
+
+# -- killed with SIGKILL, then run again ----------------------------------------------------------
+
+
+def test_a_backfill_killed_mid_run_resumes_where_it_stopped(mysql_engine: Engine, mysql_cli_url: str) -> None:
+    """SIGKILL while batches commit: exactly the rows up to the saved cursor have their
+    fingerprints (the batch in flight left nothing), and a rerun reads only the rest."""
+    create_models(mysql_engine, Doc)
+    rows = texts(KILL_ROWS, seed=11)
+    insert_rows(mysql_engine, Doc, rows)
+    binding = simsql.binding_for(Doc)
+    with mysql_engine.begin() as connection:  # the registry entry a table gets from its first ORM write
+        simsql.registry.claim(connection, binding.names.table, None, binding.fingerprinter, binding.source_columns, binding.names)
+    backfill = ("backfill", "--table", "docs", "--workers", "0")
+    killed = subprocess.Popen(
+        command(mysql_cli_url, *backfill, "--batch-size", "500", "--no-progress"),
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment(),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while (state := progress(mysql_engine, "docs")) is None or state[0] < 3000:
+            assert killed.poll() is None, f"backfill ended before it could be killed: {killed.communicate()}"
+            assert time.monotonic() < deadline, "backfill made no progress"
+            time.sleep(0.01)
+        os.kill(killed.pid, signal.SIGKILL)
+    finally:
+        if killed.poll() is None:
+            killed.kill()
+        killed.communicate(timeout=30)
+    assert killed.returncode == -signal.SIGKILL
+    _resumes_after_the_kill(mysql_engine, mysql_cli_url, rows, backfill)
+
+
+def _resumes_after_the_kill(engine: Engine, url: str, rows: list[dict[str, Any]], backfill: tuple[str, ...]) -> None:
+    rows_done, last_key, phase = progress(engine, "docs")  # type: ignore[misc]
+    assert phase == "scan" and last_key is not None and rows_done == last_key[0] < KILL_ROWS
+    last = last_key[0]
+    kept = {row[0]: row[-2] for row in stored(engine, Doc)}
+    wanted = {r["id"]: expected(Doc, r["title"], r["body"]) for r in rows}
+    assert all(kept[k] == wanted[k] for k in wanted if k <= last)  # every committed batch kept
+    assert all(kept[k] is None for k in wanted if k > last)  # nothing of the batch in flight
+    empty_before = sum(1 for k in wanted if k <= last and wanted[k] is None)
+
+    rerun = subprocess.run(
+        command(url, *backfill, "--batch-size", "2000", "--format", "json"),
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, env=environment(), timeout=300, check=False,
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    summary = json.loads(rerun.stdout)
+    assert summary["resumed"] is True
+    # Finished batches were not read again: only the rest, plus the featureless rows rechecked.
+    assert summary["rows_read"] == KILL_ROWS - last + empty_before
+    assert summary["rows_fingerprinted"] == sum(1 for k in wanted if k > last and wanted[k] is not None)
+    assert progress(engine, "docs")[2] == "done"  # type: ignore[index]
+    check_model(engine, Doc)
+
+
+# -- the server itself goes away ------------------------------------------------------------------
 
 
 def test_server_restart_mid_backfill_then_resume() -> None:
@@ -143,15 +219,9 @@ def test_server_restart_mid_backfill_then_resume() -> None:
 
 
 def _restart_mid_backfill_then_resume(data_dir: Any) -> None:
-    import os
-    import subprocess
-    import sys
-
     from sqlalchemy import create_engine
 
     from simsql.embedded import EmbeddedPostgresUnavailable, embedded_url, stop_embedded
-
-    from .test_cli import _build_big_legacy, _progress, _wait_for_rows
 
     try:
         try:
@@ -159,16 +229,14 @@ def _restart_mid_backfill_then_resume(data_dir: Any) -> None:
         except EmbeddedPostgresUnavailable as error:
             pytest.skip(f"no embedded PostgreSQL here: {error}")
         engine = create_engine(url)
-        _build_big_legacy(engine)
+        build_big_articles(engine)
         simsql.alembic.upgrade(engine)
         simsql.attach_table(engine, "articles", source=["title", "body"], indexes=False)
-        environment = {k: v for k, v in os.environ.items() if k not in ("SIMSQL_DATABASE_URL", "DATABASE_URL")}
-        command = [sys.executable, "-m", "simsql.cli", "--url", url, "backfill", "--table", "articles",
-                   "--batch-size", "300", "--workers", "0", "--no-progress"]
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   env=environment, text=True)
+        argv = command(url, "backfill", "--table", "articles", "--batch-size", "300", "--workers", "0", "--no-progress")
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   env=environment(), text=True)
         try:
-            _wait_for_rows(engine, process, 1500)  # type: ignore[arg-type]
+            wait_for_rows(engine, process, 1500)  # type: ignore[arg-type]
             engine.dispose()
             stop_embedded(data_dir)
             _, err = process.communicate(timeout=60)
@@ -180,14 +248,14 @@ def _restart_mid_backfill_then_resume(data_dir: Any) -> None:
 
         url = embedded_url(data_dir)  # restart
         engine = create_engine(url)
-        done_before = _progress(engine)[0]  # type: ignore[index]
+        done_before = progress(engine, "articles")[0]  # type: ignore[index]
         result = simsql.backfill(engine, "articles", workers=0)
         assert result.resumed and result.rows_read < 30_000 - done_before + 400
         with engine.connect() as connection:
             rows = connection.execute(text("SELECT id, title, body, simhash FROM articles")).all()
-        for key, title, body, stored in rows:
-            expected = simsql.simhash(f"{title}\n{body}") if body is not None else None
-            assert (None if stored is None else simsql.to_unsigned(stored)) == expected, key
+        for key, title, body, fingerprint in rows:
+            wanted = simsql.simhash(f"{title}\n{body}") if body is not None else None
+            assert (None if fingerprint is None else simsql.to_unsigned(fingerprint)) == wanted, key
         engine.dispose()
     finally:
         stop_embedded(data_dir)

@@ -1,5 +1,6 @@
-"""The originality check end to end: disguised copies are caught at the default threshold, and
-the second stage (shared word 5-shingles) keeps coincidental fingerprints out."""
+"""The originality check end to end, on every server (``tables``: tests/conftest.py): disguised
+copies are caught at the default threshold, and the second stage (shared word 5-shingles) keeps
+coincidental fingerprints out."""
 
 from __future__ import annotations
 
@@ -14,15 +15,9 @@ from sqlalchemy.orm import Session
 import simsql
 from simsql.containment import containment, shingles
 
-from .models import MODELS, Base
+from .models import MODELS
 
 MODES = ["columns", "side_table"]
-
-
-@pytest.fixture
-def tables(engine: Engine) -> Engine:
-    Base.metadata.create_all(engine)
-    return engine
 
 
 def _article() -> str:

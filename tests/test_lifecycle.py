@@ -1,38 +1,170 @@
-"""attach -> backfill -> query -> detach on a real PostgreSQL: nothing lost, nothing stale.
+"""attach -> backfill -> query -> detach on a live table, on every server: nothing lost, nothing
+stale, the table as it was before attach once detached, and whatever simsql cannot do safely
+refused before anything changed.
 
-Each test reproduces one way the lifecycle used to lose data or answer wrong (issue 9).
+Each PostgreSQL-only test reproduces one way the lifecycle used to lose data or answer wrong
+(issue 9); each MySQL-only test, something only MySQL/MariaDB can get wrong (online DDL,
+instant column limits, MD5() in a component, server versions). Storage invariants:
+tests/test_storage.py; backfill: tests/test_backfill.py; lock holders: tests/test_bounds.py;
+catalog reading: tests/test_catalog.py; Alembic operations: tests/test_alembic_ops.py.
 """
 
 from __future__ import annotations
 
-import threading
-import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, String, Text, select, text, update
+from sqlalchemy import Engine, Text, select, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 import simsql.alembic
 from simsql import operations
-from simsql.errors import ConfigMismatch, SchemaError
+from simsql.dialects import mysql as my
+from simsql.errors import SchemaError
 
+from .tables import (
+    BODIES,
+    add_simhash,
+    build_live_docs,
+    fingerprint_by_hand,
+    groups,
+    is_mysql,
+    neighbours,
+    run,
+    state,
+)
 from .test_migrations import build_legacy, snapshot
 
-
-def _attach(engine: Engine, table: str = "articles", source: tuple[str, ...] = ("title", "body"), **options: Any) -> None:
-    simsql.alembic.upgrade(engine)
-    with engine.begin() as connection:
-        operations.add_simhash(connection, table, list(source), **options)
+OLD = "the quick brown fox jumps over the lazy dog near the river bank today"
 
 
-def _fingerprints(engine: Engine, sql: str) -> dict[Any, int | None]:
+def _counts(engine: Engine) -> tuple[int, int, int, int]:
+    """(rows, fingerprinted, missing, stale) of the one attached table."""
+    report = simsql.status(engine)[0]
+    return report.rows, report.rows_fingerprinted, report.rows_missing, report.rows_stale
+
+
+def _postgresql_leftovers(engine: Engine) -> tuple[int, int]:
+    """Relations named like simsql's and functions of simsql's for docs, in the test's schema."""
     with engine.connect() as connection:
-        return {row[0]: None if row[1] is None else simsql.to_unsigned(row[1]) for row in connection.execute(text(sql))}
+        return tuple(connection.execute(text(
+            "SELECT (SELECT count(*) FROM pg_class WHERE relnamespace = CAST(current_schema() AS regnamespace) "
+            "AND relname LIKE '%simhash%'), (SELECT count(*) FROM pg_proc WHERE proname LIKE 'simsql_docs%' "
+            "AND pronamespace = CAST(current_schema() AS regnamespace))"
+        )).one())
 
 
-# -- 1. never adopt, never drop a user's object ----------------------------------------------
+# -- attach, query, status, detach: the same on every server -----------------------------------
+
+
+@pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
+def test_attach_query_detach_restores_the_table_exactly(any_engine: Engine, side_table: bool) -> None:
+    build_live_docs(any_engine)
+    simsql.alembic.upgrade(any_engine)
+    before = state(any_engine)
+    entry = simsql.attach_table(any_engine, "docs", ["title", "body"], side_table=side_table)
+    assert (entry.mode, entry.side_table) == (("side_table", "docs_simhash") if side_table else ("columns", None))
+    assert _counts(any_engine) == (5, 0, 4, 0) and simsql.status(any_engine)[0].mode == entry.mode
+    fingerprint_by_hand(any_engine, "docs_simhash" if side_table else None)
+    assert _counts(any_engine) == (5, 4, 0, 0)
+    assert simsql.backfill(any_engine, "docs", workers=0).rows_fingerprinted == 0  # the digests by hand are the server's
+
+    assert neighbours(any_engine, 1)[0][0] == 2
+    assert groups(any_engine) == [[1, 2]]
+
+    # the trigger: a raw UPDATE of the text leaves no fingerprint of the old text behind
+    run(any_engine, "UPDATE docs SET body = 'rewritten entirely, nothing like before' WHERE id = 2")
+    assert _counts(any_engine)[1:] == (3, 1, 0)
+    assert groups(any_engine) == []
+    assert simsql.backfill(any_engine, "docs", workers=0).rows_fingerprinted == 1
+    assert _counts(any_engine) == (5, 4, 0, 0)
+
+    removed = simsql.detach(any_engine, "docs")
+    assert removed.table_name == "docs"
+    with any_engine.begin() as connection:  # the text as it was: the table is as before attach
+        connection.execute(text("UPDATE docs SET body = :b WHERE id = 2"), {"b": BODIES[2]})
+    assert state(any_engine) == before
+    assert simsql.status(any_engine) == []
+    if not is_mysql(any_engine):
+        assert _postgresql_leftovers(any_engine) == (0, 0)
+
+
+def test_attaching_again_with_the_same_settings_changes_nothing_and_other_settings_are_refused(any_engine: Engine) -> None:
+    build_live_docs(any_engine)
+    simsql.alembic.upgrade(any_engine)
+    simsql.attach_table(any_engine, "docs", ["title", "body"])
+    attached = state(any_engine)
+    simsql.attach_table(any_engine, "docs", ["title", "body"])
+    assert state(any_engine) == attached
+    with pytest.raises(simsql.SchemaError, match="already attached .*detach --table docs"):
+        simsql.attach_table(any_engine, "docs", ["body"])
+    with pytest.raises(simsql.SchemaError, match="already attached"):
+        simsql.attach_table(any_engine, "docs", ["title", "body"], side_table=True)
+    with pytest.raises(simsql.ConfigMismatch):
+        simsql.attach_table(any_engine, "docs", ["title", "body"], fingerprinter=simsql.Fingerprinter(shingle_size=2))
+    assert state(any_engine) == attached
+
+
+def _dependents(engine: Engine) -> list[tuple[str, str, str]]:
+    """(create, drop, how detach names it) for objects of the user's on simsql's columns."""
+    if is_mysql(engine):
+        return [
+            ("CREATE VIEW prints AS SELECT id, simhash FROM docs", "DROP VIEW prints", r"view .*\.prints"),
+            ("CREATE INDEX mine ON docs (simhash_b1, id)", "DROP INDEX mine ON docs", "index mine on table docs"),
+        ]
+    return [
+        ("CREATE VIEW prints AS SELECT id, simhash FROM docs", "DROP VIEW prints", "rule _RETURN on view prints"),
+        ("CREATE INDEX mine ON docs (simhash_b1, id)", "DROP INDEX mine", "index mine"),
+    ]
+
+
+def test_detach_refuses_to_harm_what_depends_on_simsql(any_engine: Engine) -> None:
+    build_live_docs(any_engine)
+    simsql.alembic.upgrade(any_engine)
+    simsql.attach_table(any_engine, "docs", ["body"])
+    for create, drop, named in _dependents(any_engine):
+        run(any_engine, create)
+        before = state(any_engine)
+        with pytest.raises(simsql.SchemaError, match=f"would drop objects simsql did not create: {named}"):
+            simsql.detach(any_engine, "docs")
+        assert state(any_engine) == before
+        if "VIEW" in create:
+            with any_engine.connect() as connection:
+                assert connection.execute(text("SELECT count(*) FROM prints")).scalar() == 5
+        run(any_engine, drop)
+    simsql.detach(any_engine, "docs")
+
+    simsql.attach_table(any_engine, "docs", ["body"], side_table=True)
+    run(any_engine, "CREATE TABLE likes (doc_id INT PRIMARY KEY, FOREIGN KEY (doc_id) REFERENCES docs_simhash (id))")
+    before = state(any_engine)
+    constraint = "likes_ibfk_1" if is_mysql(any_engine) else "likes_doc_id_fkey"
+    with pytest.raises(simsql.SchemaError, match=f"constraint {constraint} on table likes"):
+        simsql.detach(any_engine, "docs")
+    assert state(any_engine) == before
+
+
+def _write_behind_the_triggers(engine: Engine, sql: str) -> None:
+    """Run ``sql`` with simsql's triggers out of the way (PostgreSQL: replica role; MySQL: the
+    update trigger dropped)."""
+    if is_mysql(engine):
+        run(engine, "DROP TRIGGER simsql_docs_blocks_upd", sql)
+    else:
+        run(engine, "SET LOCAL session_replication_role = replica", sql)  # triggers off
+
+
+def test_status_counts_rows_written_behind_the_triggers(any_engine: Engine) -> None:
+    build_live_docs(any_engine)
+    simsql.alembic.upgrade(any_engine)
+    simsql.attach_table(any_engine, "docs", ["title", "body"])
+    fingerprint_by_hand(any_engine)
+    assert simsql.backfill(any_engine, "docs", workers=0).rows_fingerprinted == 0
+    _write_behind_the_triggers(any_engine, "UPDATE docs SET body = 'edited behind simsql' WHERE id IN (2, 3)")
+    assert _counts(any_engine)[1:] == (4, 0, 2)
+
+
+# -- PostgreSQL: what the lifecycle used to get wrong there --------------------------------------
 
 
 @pytest.mark.parametrize("column_type", ["bigint", "text"])
@@ -48,7 +180,7 @@ def test_a_users_own_simhash_column_is_never_adopted(engine: Engine, column_type
     assert snapshot(engine) == before
 
     # Another prefix attaches beside it; detaching takes away only what simsql added.
-    _attach(engine, prefix="sim")
+    add_simhash(engine, "articles", prefix="sim")
     simsql.backfill(engine, "articles", workers=0)
     with engine.begin() as connection:
         connection.execute(text("UPDATE articles SET body = body || ' more' WHERE id = 3"))  # trigger fires
@@ -60,109 +192,9 @@ def test_a_users_own_simhash_column_is_never_adopted(engine: Engine, column_type
     assert kept == 20
 
 
-# -- 2, 3. no stored fingerprint describes text the row no longer holds --------------------
-
-
-class Base(DeclarativeBase):
-    pass
-
-
-class Doc(simsql.SimHashMixin, Base):
-    __tablename__ = "docs"
-    __simhash_source__ = ("body",)
-    id: Mapped[int] = mapped_column(primary_key=True)
-    body: Mapped[str | None] = mapped_column(Text)
-
-
-class Note(Base):
-    __tablename__ = "notes"
-    id: Mapped[int] = mapped_column(primary_key=True)
-    body: Mapped[str | None] = mapped_column(Text)
-
-
-simsql.attach(Note, source=("body",))
-
-OLD = "the quick brown fox jumps over the lazy dog near the river bank today"
-NEW = "completely different words about databases indexes and query planners"
-
-
-def _holder_sql(model: type) -> str:
-    return f"SELECT id, simhash FROM {simsql.binding_for(model).table.name}"
-
-
-@pytest.mark.parametrize("model", [Doc, Note], ids=["mixin", "orm_side_table"])
-@pytest.mark.parametrize("writer", ["orm_bulk", "core", "raw_sql"])
-def test_text_changed_by_any_writer_never_keeps_its_old_fingerprint(engine: Engine, model: type, writer: str) -> None:
-    Base.metadata.create_all(engine)
-    with Session(engine) as session:
-        session.add(model(id=1, body=OLD))
-        session.commit()
-        if writer == "orm_bulk":
-            session.execute(update(model).where(model.id == 1).values(body=NEW))  # type: ignore[attr-defined]
-        elif writer == "core":
-            session.connection().execute(update(model.__table__).values(body=NEW))  # type: ignore[attr-defined]
-        else:
-            session.execute(text(f"UPDATE {model.__tablename__} SET body = :b", ), {"b": NEW})  # type: ignore[attr-defined]
-        session.commit()
-        stored = _fingerprints(engine, _holder_sql(model)).get(1)
-        assert stored in (None, simsql.simhash(NEW))
-        assert session.execute(select(model.id).where(simsql.similar_to(model, OLD, 0))).all() == []  # type: ignore[attr-defined]
-    simsql.backfill(engine, model, workers=0)
-    assert _fingerprints(engine, _holder_sql(model))[1] == simsql.simhash(NEW)
-
-
-def test_a_recomputed_equal_fingerprint_is_kept(engine: Engine) -> None:
-    """Editing punctuation changes the text, not its fingerprint: the ORM's correct value
-    must survive on a table attached in place (it used to be nulled as 'stale' because it
-    equalled the old one)."""
-    from .test_migrations import LegacyArticle
-
-    build_legacy(engine, rows=5)
-    _attach(engine)
-    with Session(engine) as session:
-        article = session.get(LegacyArticle, 2)
-        assert article is not None
-        article.body = "hello world again and again"
-        session.commit()
-        article.body = "hello, world! again and again..."
-        session.commit()
-    assert simsql.simhash("title 2\nhello, world! again and again...") == simsql.simhash("title 2\nhello world again and again")
-    stored = _fingerprints(engine, "SELECT id, simhash FROM articles")[2]
-    assert stored == simsql.simhash("title 2\nhello world again and again")
-
-
-@pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
-def test_backfill_racing_a_writer_keeps_no_stale_fingerprint(engine: Engine, side_table: bool) -> None:
-    """A writer changes a row after backfill read it and commits after backfill wrote it."""
-    build_legacy(engine, rows=40)
-    _attach(engine, side_table=side_table)
-    writer = engine.connect()
-    writer.execute(text("UPDATE articles SET body = :b WHERE id = 7"), {"b": NEW})  # not committed yet
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:
-        outcome["result"] = simsql.backfill(engine, "articles", workers=0)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join(1.5)  # backfill has read the old text by now; it may wait for the writer's lock
-    writer.commit()
-    writer.close()
-    thread.join(30)
-    assert not thread.is_alive()
-    holder = "articles_simhash" if side_table else "articles"
-    stored = _fingerprints(engine, f"SELECT id, simhash FROM {holder}").get(7)
-    assert stored in (None, simsql.simhash(f"title 7\n{NEW}"))
-    simsql.backfill(engine, "articles", workers=0)
-    assert _fingerprints(engine, f"SELECT id, simhash FROM {holder}")[7] == simsql.simhash(f"title 7\n{NEW}")
-
-
-# -- 4. re-attach ----------------------------------------------------------------------------
-
-
 def test_attaching_again_with_other_settings_is_refused_and_same_settings_change_nothing(engine: Engine) -> None:
     build_legacy(engine, rows=20)
-    _attach(engine, source=("body",))
+    add_simhash(engine, "articles", ("body",))
     simsql.backfill(engine, "articles", workers=0)
     before = snapshot(engine)
     with engine.begin() as connection:
@@ -176,41 +208,9 @@ def test_attaching_again_with_other_settings_is_refused_and_same_settings_change
         assert connection.execute(text("SELECT to_regclass('articles_simhash')")).scalar() is None
 
 
-# -- 5. configuration checks -----------------------------------------------------------------
-
-
-def test_mixin_tables_are_registered_and_checked(engine: Engine) -> None:
-    simsql.alembic.upgrade(engine)
-    Base.metadata.create_all(engine)
-    with Session(engine) as session:
-        session.add(Doc(id=1, body=OLD))
-        session.commit()
-    with engine.connect() as connection:
-        entry = simsql.registry.read(connection, "docs")
-    assert entry is not None and entry.config_id == simsql.Fingerprinter().config_id and entry.mode == "columns"
-
-    class OtherBase(DeclarativeBase):
-        pass
-
-    class OtherDoc(simsql.SimHashMixin, OtherBase):
-        __tablename__ = "docs"
-        __simhash_source__ = ("body",)
-        __simhash_fingerprinter__ = simsql.Fingerprinter(shingle_size=2)
-        id: Mapped[int] = mapped_column(primary_key=True)
-        body: Mapped[str | None] = mapped_column(Text)
-
-    with Session(engine) as session:
-        session.add(OtherDoc(id=2, body=NEW))
-        with pytest.raises(ConfigMismatch):
-            session.commit()
-        session.rollback()
-        with pytest.raises(ConfigMismatch):
-            session.execute(select(OtherDoc.id).where(simsql.similar_to(OtherDoc, OLD))).all()
-
-
 def test_a_registry_dropped_by_hand_is_reported_and_repaired(engine: Engine, schema: str) -> None:
     build_legacy(engine, rows=10)
-    _attach(engine)
+    add_simhash(engine, "articles")
     with engine.begin() as connection:
         connection.execute(text("DROP TABLE simsql_registry"))
     with engine.connect() as connection, pytest.raises(SchemaError, match="db upgrade"):
@@ -224,15 +224,12 @@ def test_a_registry_dropped_by_hand_is_reported_and_repaired(engine: Engine, sch
     assert simsql.alembic.current(engine) == ()
 
 
-# -- 8. names are cut by bytes, one rule everywhere -------------------------------------------
-
-
 def test_long_multibyte_table_names_get_four_distinct_indexes(engine: Engine) -> None:
     name = "文" * 17
     with engine.begin() as connection:
         connection.execute(text(f'CREATE TABLE "{name}" (id int PRIMARY KEY, body text)'))
         connection.execute(text(f'INSERT INTO "{name}" VALUES (1, :b)'), {"b": OLD})
-    _attach(engine, table=name, source=("body",))
+    add_simhash(engine, name, ("body",))
     with engine.connect() as connection:
         connection = connection.execution_options(isolation_level="AUTOCOMMIT")
         operations.create_simhash_indexes(connection, name, concurrently=True)
@@ -270,225 +267,6 @@ def test_orm_and_migrations_name_long_indexes_alike(engine: Engine) -> None:
     assert set(simsql.binding_for(Long).names.indexes) <= built
 
 
-# -- 9. composite and binary keys -------------------------------------------------------------
-
-
-class Part(Base):
-    __tablename__ = "parts"
-    shelf: Mapped[str] = mapped_column(String(10), primary_key=True)
-    slot: Mapped[int] = mapped_column(primary_key=True)
-    body: Mapped[str | None] = mapped_column(Text)
-
-
-simsql.attach(Part, source=("body",))
-
-
-def test_composite_keys_backfill_reflect_and_query(engine: Engine) -> None:
-    simsql.alembic.upgrade(engine)
-    Base.metadata.create_all(engine)
-    with engine.begin() as connection:
-        connection.execute(
-            Part.__table__.insert(),  # type: ignore[attr-defined]
-            [{"shelf": f"s{i % 3}", "slot": i, "body": f"{OLD} {i}" if i != 4 else NEW} for i in range(12)],
-        )
-    result = simsql.backfill(engine, Part, workers=0, batch_size=5)
-    assert result.rows_fingerprinted == 12
-    with engine.connect() as connection:
-        model = simsql.reflect(connection, "parts")
-    with Session(engine) as session:
-        found = session.execute(select(Part.shelf, Part.slot).where(simsql.similar_to(Part, NEW, 0))).all()
-        assert found == [("s1", 4)]
-        again = session.execute(select(model).where(simsql.similar_to(model, NEW, 0))).scalars().all()
-        assert [(r.shelf, r.slot) for r in again] == [("s1", 4)]
-
-
-def test_binary_keys_resume_where_they_stopped(engine: Engine) -> None:
-    with engine.begin() as connection:
-        connection.execute(text("CREATE TABLE blobs (id bytea PRIMARY KEY, body text)"))
-        connection.execute(
-            text("INSERT INTO blobs SELECT decode(lpad(to_hex(i), 4, '0'), 'hex'), :b || i FROM generate_series(0, 99) i"),
-            {"b": OLD},
-        )
-    _attach(engine, table="blobs", source=("body",))
-    calls = []
-
-    def stop_after_two(done: int, total: int) -> None:
-        calls.append(done)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        simsql.backfill(engine, "blobs", workers=0, batch_size=10, progress=stop_after_two)
-    rest = simsql.backfill(engine, "blobs", workers=0, batch_size=10)
-    assert rest.resumed and rest.rows_read == 80 and rest.rows_fingerprinted == 80
-    fingerprints = _fingerprints(engine, "SELECT body, simhash FROM blobs")
-    assert all(fp == simsql.simhash(body) for body, fp in fingerprints.items())
-
-
-# -- 11. backfill memory is bounded by bytes ----------------------------------------------------
-
-
-def test_backfill_batches_are_bounded_by_bytes(engine: Engine) -> None:
-    with engine.begin() as connection:
-        connection.execute(text("CREATE TABLE big (id int PRIMARY KEY, body text)"))
-        connection.execute(
-            text("INSERT INTO big SELECT i, repeat(:w || i || ' ', 60) FROM generate_series(1, 10) i"), {"w": "word"}
-        )
-    _attach(engine, table="big", source=("body",))
-    result = simsql.backfill(engine, "big", workers=0, batch_size=100, max_batch_bytes=1000)
-    assert result.rows_fingerprinted == 10
-    assert result.batches >= 5  # about 420 bytes a row: at most two rows a batch
-
-
-# -- detach and status ------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
-def test_detach_restores_the_table_exactly(engine: Engine, side_table: bool) -> None:
-    build_legacy(engine, rows=60)
-    simsql.alembic.upgrade(engine)
-    before = snapshot(engine)
-    simsql.attach_table(engine, "articles", source=["title", "body"], side_table=side_table)
-    simsql.backfill(engine, "articles", workers=0)
-    report = {s.table: s for s in simsql.status(engine)}["articles"]
-    assert (report.mode, report.rows_fingerprinted, report.rows_missing, report.rows_stale) == (
-        "side_table" if side_table else "columns", 59, 0, 0
-    )
-    removed = simsql.detach(engine, "articles")
-    assert removed.table_name == "articles"
-    assert snapshot(engine) == before
-    assert simsql.status(engine) == []
-    with engine.connect() as connection:
-        leftovers = connection.execute(
-            text(
-                "SELECT count(*) FROM pg_class WHERE relnamespace = CAST(current_schema() AS regnamespace) "
-                "AND relname LIKE '%simhash%'"
-            )
-        ).scalar()
-        functions = connection.execute(
-            text(
-                "SELECT count(*) FROM pg_proc WHERE proname LIKE 'simsql_articles%' "
-                "AND pronamespace = CAST(current_schema() AS regnamespace)"
-            )
-        ).scalar()
-    assert (leftovers, functions) == (0, 0)
-
-
-def test_detach_refuses_to_harm_objects_that_depend_on_simsql(engine: Engine) -> None:
-    build_legacy(engine, rows=5)
-    simsql.alembic.upgrade(engine)
-    simsql.attach_table(engine, "articles", source=["body"])
-    with engine.begin() as connection:
-        connection.execute(text("CREATE VIEW article_prints AS SELECT id, simhash FROM articles"))
-    before = snapshot(engine)
-    with pytest.raises(SchemaError, match="article_prints"):
-        simsql.detach(engine, "articles")
-    assert snapshot(engine) == before
-    with engine.connect() as connection:
-        assert connection.execute(text("SELECT count(*) FROM article_prints")).scalar() == 5
-
-
-def test_status_counts_stale_rows_written_behind_the_trigger(engine: Engine) -> None:
-    build_legacy(engine, rows=30)
-    simsql.alembic.upgrade(engine)
-    simsql.attach_table(engine, "articles", source=["title", "body"])
-    simsql.backfill(engine, "articles", workers=0)
-    with engine.begin() as connection:
-        connection.execute(text("SET LOCAL session_replication_role = replica"))  # triggers off
-        connection.execute(text("UPDATE articles SET body = 'edited behind simsql' WHERE id IN (2, 3)"))
-    report = simsql.status(engine)[0]
-    assert (report.rows_fingerprinted, report.rows_stale) == (30, 2)
-
-
-# -- 6. every statement on a user's table is bounded ------------------------------------------
-
-
-def _holding(engine: Engine, sql: str) -> Any:
-    holder = engine.connect()
-    holder.execute(text(sql))
-    return holder
-
-
-def _within(seconds: float, work: Any) -> BaseException | None:
-    """Run ``work`` in a thread; fail the test if it is still waiting after ``seconds``."""
-    outcome: dict[str, BaseException | None] = {"error": None}
-
-    def run() -> None:
-        try:
-            work()
-        except BaseException as error:  # noqa: BLE001 - handed back to the test
-            outcome["error"] = error
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"still waiting after {seconds} s"
-    return outcome["error"]
-
-
-def test_attach_behind_an_exclusive_lock_gives_up_and_changes_nothing(engine: Engine) -> None:
-    build_legacy(engine, rows=10)
-    simsql.alembic.upgrade(engine)
-    before = snapshot(engine)
-    holder = _holding(engine, "LOCK TABLE articles IN ACCESS EXCLUSIVE MODE")
-    try:
-        started = time.monotonic()
-        error = _within(
-            20, lambda: simsql.attach_table(engine, "articles", source=["body"], lock_timeout="1s")
-        )
-        assert isinstance(error, simsql.LockTimeout), error
-        assert time.monotonic() - started < 15
-        assert "held by: pid" in str(error) and "Nothing of the failed transaction was kept" in str(error)
-    finally:
-        holder.rollback()
-        holder.close()
-    assert snapshot(engine) == before
-
-
-def test_concurrent_index_build_behind_an_idle_transaction_gives_up_and_says_so(engine: Engine) -> None:
-    build_legacy(engine, rows=10)
-    simsql.alembic.upgrade(engine)
-    holder = _holding(engine, "BEGIN ISOLATION LEVEL REPEATABLE READ")
-    holder.execute(text("SELECT count(*) FROM comments"))  # an old snapshot, idle in transaction
-    try:
-        error = _within(
-            30,
-            lambda: simsql.attach_table(engine, "articles", source=["body"], lock_timeout="1s", index_lock_timeout="2s"),
-        )
-        assert isinstance(error, simsql.LockTimeout), error
-        message = str(error)
-        assert "idle in transaction" in message and "build index" in message
-        assert "next run drops and rebuilds it" in message
-    finally:
-        holder.rollback()
-        holder.close()
-    simsql.attach_table(engine, "articles", source=["body"])  # the rerun completes the attachment
-    with engine.connect() as connection:
-        valid = connection.execute(
-            text(
-                "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                "WHERE c.relname LIKE 'ix_articles_simhash_b_' AND i.indisvalid "
-                "AND c.relnamespace = CAST(current_schema() AS regnamespace)"
-            )
-        ).scalar()
-    assert valid == 4
-
-
-def test_backfill_behind_an_exclusive_lock_gives_up(engine: Engine) -> None:
-    build_legacy(engine, rows=10)
-    _attach(engine)
-    holder = _holding(engine, "LOCK TABLE articles IN ACCESS EXCLUSIVE MODE")
-    try:
-        error = _within(20, lambda: simsql.backfill(engine, "articles", workers=0, lock_timeout="1s"))
-        assert isinstance(error, simsql.LockTimeout), error
-    finally:
-        holder.rollback()
-        holder.close()
-
-
-# -- 7. partitioned tables ----------------------------------------------------------------------
-
-
 def test_partitioned_tables(engine: Engine) -> None:
     with engine.begin() as connection:
         connection.execute(text("CREATE TABLE events (id int, region text, body text, PRIMARY KEY (id, region)) PARTITION BY LIST (region)"))
@@ -517,73 +295,227 @@ def test_partitioned_tables(engine: Engine) -> None:
     simsql.detach(engine, "events")
 
 
-def test_a_table_dropped_by_raw_sql_can_be_created_again(engine: Engine) -> None:
-    """DROP TABLE takes the trigger but leaves its function; create_all must not then fail on
-    simsql's own orphaned function, while a function simsql did not write is never replaced."""
-    from .models import Base, Post
-
-    Base.metadata.create_all(engine)
-    with engine.begin() as connection:
-        connection.execute(text("DROP TABLE posts_simhash, comments, posts, articles"))
-    Base.metadata.create_all(engine)  # failed: function simsql_articles_blocks already exists
-    with Session(engine) as session:
-        session.add(Post(id=1, title="Harvest", body="A wet spring delayed the wheat harvest."))
-        session.commit()
-        session.execute(text("UPDATE posts SET body = 'Something else entirely' WHERE id = 1"))
-        session.commit()
-        assert session.execute(text("SELECT count(*) FROM posts_simhash")).scalar_one() == 0
-
-    with engine.begin() as connection:
-        connection.execute(text("DROP TABLE posts_simhash, comments, posts, articles"))
-        connection.execute(text(
-            "CREATE OR REPLACE FUNCTION simsql_articles_blocks() RETURNS trigger LANGUAGE plpgsql "
-            "AS $$ BEGIN RETURN NEW; END $$"
-        ))
-    with pytest.raises(Exception, match="simsql_articles_blocks"):
-        Base.metadata.create_all(engine)
-    with engine.connect() as connection:
-        source = connection.execute(text(
-            "SELECT prosrc FROM pg_proc WHERE proname = 'simsql_articles_blocks' "
-            "AND pronamespace = current_schema()::regnamespace"
-        )).scalar_one()
-    assert source.strip() == "BEGIN RETURN NEW; END"
+# -- MySQL/MariaDB: what only they can get wrong -------------------------------------------------
 
 
-@pytest.mark.parametrize("side_table", [False, True])
-def test_text_in_a_non_utf8_database_keeps_its_fingerprint(admin_engine: Engine, side_table: bool) -> None:
-    """The digest is md5 of the text's UTF-8 bytes whatever the database's encoding: in a
-    LATIN1 database, ``md5(text)`` hashes LATIN1 bytes, so accented text never matched its
-    digest and no fingerprint of it was kept."""
-    import uuid
+def test_attach_builds_what_the_orm_builds(mysql_engine: Engine) -> None:
+    """A table attached live and one declared with SimHashMixin get the same columns and indexes."""
+    from .models import Base
 
+    Base.metadata.create_all(mysql_engine, tables=[Base.metadata.tables["articles"]])
+    run(mysql_engine, "CREATE TABLE plain (id INT AUTO_INCREMENT PRIMARY KEY, title VARCHAR(200), body TEXT, category VARCHAR(20) NOT NULL)")
+    simsql.alembic.upgrade(mysql_engine)
+    simsql.attach_table(mysql_engine, "plain", ["title", "body"])
+
+    def simsql_lines(table: str) -> list[str]:
+        with mysql_engine.connect() as connection:
+            create = connection.execute(text(f"SHOW CREATE TABLE {table}")).one()[1]
+        return sorted(line.strip().rstrip(",").replace(f"ix_{table}_", "ix_") for line in create.splitlines() if "simhash" in line)
+
+    assert simsql_lines("plain") == simsql_lines("articles")
+    assert len(simsql_lines("plain")) == 10  # 6 columns, 4 indexes
+
+
+def test_conflicts_are_refused_and_change_nothing(mysql_engine: Engine) -> None:
+    build_live_docs(mysql_engine)
+    simsql.alembic.upgrade(mysql_engine)
+    run(mysql_engine, "CREATE TABLE other (id INT PRIMARY KEY)")
+    cases = [
+        ("ALTER TABLE docs ADD COLUMN SimHash BIGINT", "ALTER TABLE docs DROP COLUMN SimHash", r"column docs\.simhash"),
+        ("CREATE TRIGGER simsql_docs_blocks_ins BEFORE INSERT ON other FOR EACH ROW SET NEW.id = NEW.id",
+         "DROP TRIGGER simsql_docs_blocks_ins", "trigger simsql_docs_blocks_ins on other"),
+        ("CREATE INDEX ix_docs_simhash_b0 ON docs (title)", "DROP INDEX ix_docs_simhash_b0 ON docs", "index ix_docs_simhash_b0 on docs"),
+    ]
+    for create, drop, named in cases:
+        run(mysql_engine, create)
+        before = state(mysql_engine)
+        with pytest.raises(simsql.SchemaError, match=named + ".*another column prefix"):
+            simsql.attach_table(mysql_engine, "docs", ["body"])
+        assert state(mysql_engine) == before
+        run(mysql_engine, drop)
+    run(mysql_engine, "CREATE TABLE docs_simhash (id INT PRIMARY KEY)")
+    before = state(mysql_engine)
+    with pytest.raises(simsql.SchemaError, match=r"table .*\.docs_simhash already exist"):
+        simsql.attach_table(mysql_engine, "docs", ["body"], side_table=True)
+    assert state(mysql_engine) == before
+
+    # another prefix attaches beside a user's column, and detach takes only simsql's away
+    run(mysql_engine, "DROP TABLE docs_simhash", "ALTER TABLE docs ADD COLUMN simhash BIGINT", "UPDATE docs SET simhash = id * 7")
+    before = state(mysql_engine)
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"], prefix="fp")
+    fingerprint_by_hand(mysql_engine, prefix="fp")
+    assert neighbours(mysql_engine, 1)[0][0] == 2
+    simsql.detach(mysql_engine, "docs")
+    assert state(mysql_engine) == before
+
+
+def test_a_rerun_finishes_an_attachment_that_stopped_halfway(mysql_engine: Engine) -> None:
+    """What an undo that was itself blocked leaves (recorded, columns, no triggers or indexes):
+    attaching again adds only the rest; detach would remove it."""
+    build_live_docs(mysql_engine)
+    simsql.alembic.upgrade(mysql_engine)
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"])
+    complete = state(mysql_engine)
+    run(
+        mysql_engine,
+        "DROP TRIGGER simsql_docs_blocks_upd",
+        "ALTER TABLE docs DROP INDEX ix_docs_simhash_b2, DROP INDEX ix_docs_simhash_b3",
+    )
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"])
+    assert state(mysql_engine)["triggers"] == complete["triggers"]
+    assert sorted(state(mysql_engine)["create"].splitlines()) == sorted(complete["create"].splitlines())
+
+
+def test_a_table_the_server_cannot_alter_online_is_refused_and_left_as_it_was(mysql_engine: Engine) -> None:
+    build_live_docs(mysql_engine, ", FULLTEXT KEY docs_body (body)")
+    simsql.alembic.upgrade(mysql_engine)
+    before = state(mysql_engine)
+    with pytest.raises(simsql.WouldLockTable) as refused:
+        simsql.attach_table(mysql_engine, "docs", ["body"])
+    message = str(refused.value)
+    assert "add stored columns simhash, simhash_src to" in message
+    reason = (  # the server's own reason, in its own words
+        "Fulltext index creation requires a lock" if mysql_engine.dialect.is_mariadb
+        else "InnoDB presently supports one FULLTEXT index creation at a time"
+    )
+    assert reason in message
+    assert "Nothing was changed (its 1 earlier statement(s) were undone)" in message
+    assert state(mysql_engine) == before
+    # side-table mode leaves the table alone
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"], side_table=True)
+    fingerprint_by_hand(mysql_engine, "docs_simhash")
+    assert neighbours(mysql_engine, 1)[0][0] == 2
+
+
+def test_a_table_that_cannot_change_instantly_is_changed_online(mysql_engine: Engine) -> None:
+    build_live_docs(mysql_engine, options="ROW_FORMAT=COMPRESSED")
+    simsql.alembic.upgrade(mysql_engine)
+    before = state(mysql_engine)
+    assert "ROW_FORMAT=COMPRESSED" in before["create"]
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"])
+    fingerprint_by_hand(mysql_engine)
+    assert neighbours(mysql_engine, 1)[0][0] == 2
+    simsql.detach(mysql_engine, "docs")
+    assert state(mysql_engine) == before
+
+
+def test_a_table_out_of_instant_row_versions_is_changed_online(mysql_engine: Engine) -> None:
+    """MySQL >= 8.0.29 counts instant ADD/DROP COLUMNs per table (64, 255 from 9.1) and then
+    refuses ALGORITHM=INSTANT with ER_INNODB_MAX_ROW_VERSION: attach and detach rebuild online
+    then, as for any table that cannot change instantly (a rebuild also resets the count)."""
+    build_live_docs(mysql_engine)  # connects: what the server is, is known from here on
+    if mysql_engine.dialect.is_mariadb:
+        pytest.skip("MariaDB's instant ADD/DROP COLUMN has no row-version budget")
+    exhausted = False
+    with mysql_engine.connect() as connection:
+        for _ in range(300):
+            try:
+                connection.exec_driver_sql("ALTER TABLE docs ADD COLUMN spent INT, ALGORITHM=INSTANT")
+                connection.exec_driver_sql("ALTER TABLE docs DROP COLUMN spent, ALGORITHM=INSTANT")
+            except Exception as error:  # noqa: BLE001 - which error is what the test checks
+                assert "Maximum row versions reached" in str(error), error
+                exhausted = True
+                break
+    assert exhausted, "300 instant changes and the server still allows more"
+    # (should the budget run out on a DROP, `spent` stays: a column of the user's like any other)
+    simsql.alembic.upgrade(mysql_engine)
+    before = state(mysql_engine)
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"])
+    fingerprint_by_hand(mysql_engine)
+    assert neighbours(mysql_engine, 1)[0][0] == 2
+    simsql.detach(mysql_engine, "docs")
+    assert state(mysql_engine) == before
+
+
+def test_servers_too_old_are_refused_with_the_version_found(mysql_engine: Engine) -> None:
+    """The version rule on the lifecycle's paths: the real server, read as if it were MariaDB
+    10.5 or MySQL 5.7 (the version SQLAlchemy read at connect is what every check looks at)."""
     from sqlalchemy import create_engine
 
-    name = f"latin1_{uuid.uuid4().hex[:10]}"
-    with admin_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-        # PostgreSQL 17+ clusters may default to the builtin C.UTF-8 locale, which no LATIN1
-        # database can use: name libc's C locale (LOCALE_PROVIDER exists from PostgreSQL 15)
-        modern = connection.dialect.server_version_info >= (15,)
-        provider = "LOCALE_PROVIDER libc " if modern else ""
-        connection.execute(
-            text(f"CREATE DATABASE \"{name}\" ENCODING 'LATIN1' {provider}LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0")
-        )
-    engine = create_engine(admin_engine.url.set(database=name))
+    build_live_docs(mysql_engine)
+    with mysql_engine.connect():
+        pass
+    real = mysql_engine.dialect.server_version_info
+    if mysql_engine.dialect.is_mariadb:
+        mysql_engine.dialect.server_version_info = (10, 5, 22)
+        refused = r"MariaDB >= 10\.6, but the server is MariaDB 10\.5\.22"
+    else:
+        mysql_engine.dialect.server_version_info = (5, 7, 44)
+        refused = r"MySQL >= 8\.0, but the server is MySQL 5\.7\.44"
     try:
-        body = "Café au lait, crème brûlée and a naïve façade"
-        with engine.begin() as connection:
-            connection.execute(text("CREATE TABLE notes (id int PRIMARY KEY, body text)"))
-            connection.execute(text("INSERT INTO notes VALUES (1, :b)"), {"b": body})
-        simsql.alembic.upgrade(engine)
-        simsql.attach_table(engine, "notes", source=["body"], side_table=side_table)
-        result = simsql.backfill(engine, "notes")
-        assert (result.rows_fingerprinted, result.rows_skipped_changed) == (1, 0)
-        (status,) = simsql.status(engine)
-        assert (status.rows_fingerprinted, status.rows_missing, status.rows_stale) == (1, 0, 0)
-        holder = "notes_simhash" if side_table else "notes"
-        with engine.connect() as connection:
-            stored = connection.execute(text(f"SELECT simhash FROM {holder} WHERE id = 1")).scalar_one()
-        assert simsql.to_unsigned(stored) == simsql.Fingerprinter().fingerprint(body)
+        for attempt in (
+            lambda: simsql.attach_table(mysql_engine, "docs", ["body"]),
+            lambda: simsql.detach(mysql_engine, "docs"),
+            lambda: simsql.status(mysql_engine),
+        ):
+            with pytest.raises(simsql.UnsupportedDatabase, match=refused):
+                attempt()
+        with pytest.raises(simsql.UnsupportedDatabase, match=refused):
+            simsql.alembic.upgrade(mysql_engine)
     finally:
-        engine.dispose()
-        with admin_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-            connection.execute(text(f'DROP DATABASE "{name}"'))
+        mysql_engine.dialect.server_version_info = real
+    assert state(mysql_engine)["tables"] == ["doc_titles", "docs", "notes"]
+    with pytest.raises(simsql.UnsupportedDatabase, match=r"'sqlite' database \(3\."):
+        simsql.attach_table(create_engine("sqlite://"), "docs", ["body"])
+
+
+def test_a_mysql_without_md5_is_refused_before_anything_is_created(mysql_engine: Engine, mysql_admin_engine: Engine) -> None:
+    """MySQL 9.6 moved MD5() into component_classic_hashing: a trigger simsql created without it
+    would fail every INSERT into the user's table. attach, backfill, status, create_all and
+    Alembic's create-trigger refuse first and name the fix; detach still runs. The component is
+    uninstalled for the test's duration (the tests' server is their own) and put back."""
+    from sqlalchemy import create_engine
+
+    from .models import Article, Base
+
+    urn = my.CLASSIC_HASHING
+    with mysql_admin_engine.connect() as admin:
+        if mysql_admin_engine.dialect.is_mariadb:
+            pytest.skip("MariaDB has MD5() built in")
+        installed = admin.execute(text("SELECT COUNT(*) FROM mysql.component WHERE component_urn = :u"), {"u": urn}).scalar()
+        if not installed:
+            try:
+                admin.execute(text("SELECT MD5('')"))
+            except Exception:  # noqa: BLE001 - missing: the refusal below is what this server gives
+                pass
+            else:
+                pytest.skip(f"MD5() is built into MySQL {mysql_admin_engine.dialect.server_version_info}")
+        build_live_docs(mysql_engine)
+        run(mysql_engine, "CREATE TABLE memos (id INT PRIMARY KEY, body TEXT)", "INSERT INTO memos VALUES (1, 'a memo')")
+        simsql.alembic.upgrade(mysql_engine)
+        simsql.attach_table(mysql_engine, "memos", ["body"])  # attached while MD5() was there
+        if installed:
+            admin.execute(text(f"UNINSTALL COMPONENT '{urn}'"))
+        try:
+            fresh = create_engine(mysql_engine.url)  # sessions that have not seen MD5() yet
+            before = state(fresh)
+            refused = r"has no MD5\(\) \(MySQL 9\.6 moved it into a component\): an administrator can add it with INSTALL COMPONENT 'file://component_classic_hashing'"
+            for attempt in (
+                lambda: simsql.attach_table(fresh, "docs", ["title", "body"]),
+                lambda: simsql.backfill(fresh, "memos"),
+                lambda: simsql.status(fresh),
+                lambda: Base.metadata.create_all(fresh, tables=[Article.__table__]),
+                lambda: _in_migration(fresh, lambda op: op.add_simhash("docs", ["title", "body"])),
+                lambda: _in_migration(fresh, lambda op: op.create_simhash_trigger("docs", ["title", "body"])),
+            ):
+                with pytest.raises(simsql.UnsupportedDatabase, match=refused):
+                    attempt()
+            assert state(fresh) == before
+            simsql.detach(fresh, "memos")  # taking simsql away needs no MD5()
+            with fresh.connect() as connection:
+                assert my.triggers_on(connection, connection.execute(text("SELECT DATABASE()")).scalar_one(), "memos") == ()
+            fresh.dispose()
+        finally:
+            if installed:
+                admin.execute(text(f"INSTALL COMPONENT '{urn}'"))
+
+
+def _in_migration(engine: Engine, operation: Callable[[Any], None]) -> None:
+    """Run one Alembic operation as a user's migration would, online."""
+    from alembic.operations import Operations
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.begin() as connection:
+        operation(Operations(MigrationContext.configure(connection)))
+
+

@@ -3,7 +3,8 @@
 Tables filled with the old configuration keep working when it is named; the registry refuses
 mixes; ``simsql.refingerprint`` moves a table to another configuration online (concurrent
 writers, SIGKILL and rerun, both storage modes); a table attached by simsql 0.1 is upgraded in
-place by attaching it again. Every fingerprint is checked against one computed in Python.
+place by attaching it again. Every fingerprint is checked against one computed in Python. On
+MySQL/MariaDB, where refingerprint is not built yet, it is refused before anything changes.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from typing import Any
@@ -27,33 +27,11 @@ from simsql import Fingerprinter
 from simsql.dialects import block_expression_sql
 from simsql.errors import ConfigMismatch, SchemaError
 
-from .test_cli import URL_VARIABLES, cli, ok, url  # noqa: F401  (url: a fixture)
-from .test_faults import ROWS, _build, _writer
+from .command_line import cli, command, environment, ok
+from .tables import ROWS, build_docs, check_fingerprints, config_id, holder_sql, writer
 
 V1 = Fingerprinter(version=1)
 V2 = Fingerprinter()
-
-
-def _holder_sql(side_table: bool, table: str = "docs") -> str:
-    if side_table:
-        return f"SELECT d.id, d.title, d.body, s.simhash, s.simhash_src FROM {table} d LEFT JOIN {table}_simhash s ON s.id = d.id"
-    return f"SELECT id, title, body, simhash, simhash_src FROM {table}"
-
-
-def _check(engine: Engine, sql: str, fingerprinter: Fingerprinter) -> tuple[int, int]:
-    """Every stored fingerprint is ``fingerprinter``'s of the row's current text; returns
-    (rows with text, rows with a fingerprint)."""
-    with engine.connect() as connection:
-        rows = connection.execute(text(sql)).all()
-    with_text = fingerprinted = 0
-    for key, title, body, stored, _ in rows:
-        parts = [p for p in (title, body) if p is not None]
-        expected = fingerprinter.fingerprint("\n".join(parts)) if parts else None
-        with_text += expected is not None
-        if stored is not None:
-            fingerprinted += 1
-            assert simsql.to_unsigned(stored) == expected, f"row {key}: not {fingerprinter.config_id} of its text"
-    return with_text, fingerprinted
 
 
 def _leftovers(engine: Engine) -> list[str]:
@@ -72,11 +50,6 @@ def _leftovers(engine: Engine) -> list[str]:
                 )
             ).scalars()
         )
-
-
-def _config(engine: Engine, table: str) -> str:
-    with engine.connect() as connection:
-        return str(connection.execute(text("SELECT config_id FROM simsql_registry WHERE table_name = :t"), {"t": table}).scalar_one())
 
 
 # -- the old configuration, named explicitly ----------------------------------------------
@@ -112,7 +85,7 @@ def test_version_1_named_on_a_mixin_keeps_working_and_the_default_is_refused(eng
         assert stored == {i: V1.fingerprint(b) for i, b in bodies.items()}
         found = session.scalars(select(Note.id).where(simsql.similar_to(Note, bodies[3], max_distance=0))).all()
         assert 3 in found
-    assert _config(engine, "notes") == V1.config_id
+    assert config_id(engine, "notes") == V1.config_id
     with Session(engine) as session, pytest.raises(ConfigMismatch, match=V1.config_id):
         session.scalars(select(NewNote.id).where(simsql.similar_to(NewNote, bodies[3]))).all()
     with Session(engine) as session, pytest.raises(ConfigMismatch):
@@ -133,12 +106,12 @@ def test_version_1_named_on_a_mixin_keeps_working_and_the_default_is_refused(eng
 
 
 def test_version_1_attach_backfill_and_query_by_name(engine: Engine) -> None:
-    _build(engine)
+    build_docs(engine)
     simsql.alembic.upgrade(engine)
     entry = simsql.attach_table(engine, "docs", ["title", "body"], fingerprinter=V1)
     assert entry.config_id == V1.config_id
     simsql.backfill(engine, "docs", workers=0)  # the recorded configuration, rebuilt from settings
-    with_text, fingerprinted = _check(engine, _holder_sql(False), V1)
+    with_text, fingerprinted = check_fingerprints(engine, holder_sql(False), V1)
     assert fingerprinted == with_text > 0
     with pytest.raises(ConfigMismatch, match="refingerprint"):
         simsql.backfill(engine, "docs", fingerprinter=V2, workers=0)
@@ -155,39 +128,39 @@ def test_version_1_attach_backfill_and_query_by_name(engine: Engine) -> None:
 
 @pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
 def test_refingerprint_with_concurrent_writers(engine: Engine, side_table: bool) -> None:
-    _build(engine)
+    build_docs(engine)
     simsql.alembic.upgrade(engine)
     simsql.attach_table(engine, "docs", ["title", "body"], side_table=side_table, fingerprinter=V1)
     simsql.backfill(engine, "docs", workers=0)
-    sql = _holder_sql(side_table)
+    sql = holder_sql(side_table)
     checked_midway: list[bool] = []
 
     def midway(done: int, total: int) -> None:
         """During the fill: the table is still wholly version 1, and version 2 is refused."""
         if checked_midway:
             return
-        assert _config(engine, "docs") == V1.config_id
-        _check(engine, sql, V1)
+        assert config_id(engine, "docs") == V1.config_id
+        check_fingerprints(engine, sql, V1)
         with pytest.raises(ConfigMismatch):
             simsql.backfill(engine, "docs", fingerprinter=V2, workers=0)
         checked_midway.append(True)
 
     stop, counts = threading.Event(), {"writes": 0}
-    writers = [threading.Thread(target=_writer, args=(engine, seed, stop, counts)) for seed in range(2)]
+    writers = [threading.Thread(target=writer, args=(engine, seed, stop, counts)) for seed in range(2)]
     for writer in writers:
         writer.start()
     try:
         result = simsql.refingerprint(engine, "docs", to=V2, batch_size=100, workers=2, progress=midway)
-        _check(engine, sql, V2)  # right after the switch, writers still running
+        check_fingerprints(engine, sql, V2)  # right after the switch, writers still running
     finally:
         stop.set()
         for writer in writers:
             writer.join(30)
     assert checked_midway and counts["writes"] > 50, "the writers barely ran; the test proved nothing"
     assert result.switched and (result.from_config, result.to_config) == (V1.config_id, V2.config_id)
-    assert _config(engine, "docs") == V2.config_id
+    assert config_id(engine, "docs") == V2.config_id
     simsql.backfill(engine, "docs", workers=0)  # rows the writers changed after the switch
-    with_text, fingerprinted = _check(engine, sql, V2)
+    with_text, fingerprinted = check_fingerprints(engine, sql, V2)
     assert fingerprinted == with_text > ROWS // 2
     report = simsql.status(engine)[0]
     assert (report.config_id, report.rows_missing, report.rows_stale) == (V2.config_id, 0, 0)
@@ -203,12 +176,12 @@ def test_refingerprint_with_concurrent_writers(engine: Engine, side_table: bool)
     # And back again: the names a switch leaves are free for the next run.
     assert simsql.refingerprint(engine, "docs", to=V1, workers=0).switched
     simsql.backfill(engine, "docs", workers=0)
-    assert _check(engine, sql, V1)[1] == _check(engine, sql, V1)[0]
+    assert check_fingerprints(engine, sql, V1)[1] == check_fingerprints(engine, sql, V1)[0]
     assert _leftovers(engine) == []
 
 
 def test_refingerprint_refuses_a_second_target_until_abandoned(engine: Engine) -> None:
-    _build(engine)
+    build_docs(engine)
     simsql.alembic.upgrade(engine)
     simsql.attach_table(engine, "docs", ["title", "body"], fingerprinter=V1)
     assert not simsql.refingerprint(engine, "docs", to=V1).switched  # already there: nothing to do
@@ -225,9 +198,9 @@ def test_refingerprint_refuses_a_second_target_until_abandoned(engine: Engine) -
     with pytest.raises(SchemaError, match="in progress"):
         simsql.refingerprint(engine, "docs", to=other)
     simsql.refingerprint(engine, "docs", to=other, abandon=True)
-    assert _leftovers(engine) == [] and _config(engine, "docs") == V1.config_id
+    assert _leftovers(engine) == [] and config_id(engine, "docs") == V1.config_id
     assert simsql.refingerprint(engine, "docs", to=other, workers=0).switched
-    assert _config(engine, "docs") == other.config_id
+    assert config_id(engine, "docs") == other.config_id
 
 
 def _stage_only(engine: Engine, to: Fingerprinter) -> bool:
@@ -271,10 +244,8 @@ def test_refingerprint_killed_then_rerun_finishes(engine: Engine, url: str) -> N
         )
     simsql.alembic.upgrade(engine)
     simsql.attach_table(engine, "articles", ["title", "body"], fingerprinter=V1)
-    environment = {k: v for k, v in os.environ.items() if k not in URL_VARIABLES}
-    command = [sys.executable, "-m", "simsql.cli", "--url", url, "refingerprint", "--table", "articles",
-               "--batch-size", "200", "--workers", "0", "--no-progress"]
-    killed = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment)
+    argv = command(url, "refingerprint", "--table", "articles", "--batch-size", "200", "--workers", "0", "--no-progress")
+    killed = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment())
     try:
         deadline = time.monotonic() + 120
         while (done := _cursor(engine)) is None or done < 1000:
@@ -286,13 +257,13 @@ def test_refingerprint_killed_then_rerun_finishes(engine: Engine, url: str) -> N
         if killed.poll() is None:
             killed.kill()
         killed.wait()
-    assert _config(engine, "articles") == V1.config_id  # killed mid-fill: still wholly version 1
+    assert config_id(engine, "articles") == V1.config_id  # killed mid-fill: still wholly version 1
     done_before = _cursor(engine)
     assert done_before is not None and done_before < KILL_ROWS
     again = ok(cli("refingerprint", "--table", "articles", "--no-progress", "--workers", "0", url=url, timeout=600))
     assert "resumed" in again.stdout and V2.config_id in again.stdout
-    assert _config(engine, "articles") == V2.config_id
-    with_text, fingerprinted = _check(engine, _holder_sql(False, "articles"), V2)
+    assert config_id(engine, "articles") == V2.config_id
+    with_text, fingerprinted = check_fingerprints(engine, holder_sql(False, "articles"), V2)
     assert fingerprinted == with_text == KILL_ROWS  # every row has a title
     assert _leftovers(engine) == []
 
@@ -349,7 +320,7 @@ def _attach_like_0_1(engine: Engine, side_table: bool) -> None:
 
 @pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
 def test_a_table_attached_by_0_1_is_upgraded_by_attaching_again(engine: Engine, side_table: bool) -> None:
-    _build(engine)
+    build_docs(engine)
     simsql.alembic.upgrade(engine)
     _attach_like_0_1(engine, side_table)
     with pytest.raises(SchemaError, match="simsql attach --table docs"):
@@ -357,35 +328,35 @@ def test_a_table_attached_by_0_1_is_upgraded_by_attaching_again(engine: Engine, 
     with engine.connect() as connection:
         before = connection.execute(text(f"SELECT id, simhash FROM {'docs_simhash' if side_table else 'docs'} ORDER BY id")).all()
     simsql.attach_table(engine, "docs", ["title", "body"], side_table=side_table, fingerprinter=V1)
-    sql = _holder_sql(side_table)
+    sql = holder_sql(side_table)
     with engine.connect() as connection:
         kept = connection.execute(text(f"SELECT id, simhash FROM {'docs_simhash' if side_table else 'docs'} ORDER BY id")).all()
     assert kept == before  # nothing lost: every fingerprint kept, marked for verification (no digest)
     assert simsql.status(engine)[0].rows_stale == len(before)
     result = simsql.backfill(engine, "docs", workers=0)
     assert result.rows_fingerprinted >= len(before)
-    with_text, fingerprinted = _check(engine, sql, V1)  # row 5's stale fingerprint was replaced
+    with_text, fingerprinted = check_fingerprints(engine, sql, V1)  # row 5's stale fingerprint was replaced
     assert fingerprinted == with_text
     report = simsql.status(engine)[0]
     assert (report.rows_missing, report.rows_stale) == (0, 0)
     # Today's trigger now guards it: a text change drops the fingerprint.
     with engine.begin() as connection:
         connection.execute(text("UPDATE docs SET body = 'changed text' WHERE id = 7"))
-    _check(engine, sql, V1)
+    check_fingerprints(engine, sql, V1)
     assert simsql.status(engine)[0].rows_missing == 1
     # And it can move on to the new configuration.
     assert simsql.refingerprint(engine, "docs", to=V2, workers=0).switched
-    with_text, fingerprinted = _check(engine, sql, V2)
+    with_text, fingerprinted = check_fingerprints(engine, sql, V2)
     assert fingerprinted == with_text
 
 
 def test_simsql_attach_again_upgrades_a_0_1_table_and_backfills_it(engine: Engine, url: str) -> None:
-    _build(engine)
+    build_docs(engine)
     simsql.alembic.upgrade(engine)
     _attach_like_0_1(engine, side_table=False)
     attach = ("attach", "--table", "docs", "--text-column", "title", "--text-column", "body")
     ok(cli(*attach, "--backfill", "--workers", "0", url=url, timeout=300))
-    with_text, fingerprinted = _check(engine, _holder_sql(False), V1)
+    with_text, fingerprinted = check_fingerprints(engine, holder_sql(False), V1)
     assert fingerprinted == with_text
     report = simsql.status(engine)[0]
     assert (report.config_id, report.rows_missing, report.rows_stale) == (V1.config_id, 0, 0)
@@ -440,7 +411,7 @@ def test_a_partitioned_table_moves_there_and_back(engine: Engine) -> None:
     simsql.backfill(engine, "docs", workers=0)
     for to in (V2, V1, V2):  # each switch leaves every index name free for the next run
         assert simsql.refingerprint(engine, "docs", to=to, workers=0).switched
-        with_text, fingerprinted = _check(engine, _holder_sql(False), to)
+        with_text, fingerprinted = check_fingerprints(engine, holder_sql(False), to)
         assert fingerprinted == with_text == 60
         with engine.connect() as connection:
             indexes = connection.execute(text(
@@ -453,7 +424,7 @@ def test_a_partitioned_table_moves_there_and_back(engine: Engine) -> None:
 
 
 def test_detach_removes_an_unfinished_refingerprint_too(engine: Engine) -> None:
-    _build(engine)
+    build_docs(engine)
     simsql.alembic.upgrade(engine)
     simsql.attach_table(engine, "docs", ["title", "body"], fingerprinter=V1)
     assert _stage_only(engine, V2)
@@ -464,3 +435,21 @@ def test_detach_removes_an_unfinished_refingerprint_too(engine: Engine) -> None:
             "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'docs'"
         )).scalars().all()
     assert sorted(columns) == ["body", "id", "title"]
+
+
+def test_refingerprint_not_built_for_mysql_is_refused_clearly_not_half_run(mysql_engine: Engine) -> None:
+    """Refingerprint (not yet on MySQL) says so before any of its DDL runs; attach, detach and
+    status (tests/test_lifecycle.py) and backfill (tests/test_backfill.py) run there."""
+    from simsql import UnsupportedDatabase
+
+    from .tables import run
+
+    run(mysql_engine, "CREATE TABLE docs (id INT PRIMARY KEY, body TEXT)")
+    simsql.alembic.upgrade(mysql_engine)
+    simsql.attach_table(mysql_engine, "docs", source=["body"])
+    with mysql_engine.connect() as connection:
+        before = connection.execute(text("SHOW CREATE TABLE docs")).one()[1]
+    with pytest.raises(UnsupportedDatabase, match="does not run it on (MySQL|MariaDB)"):
+        simsql.refingerprint(mysql_engine, "docs", to=Fingerprinter(shingle_size=2))
+    with mysql_engine.connect() as connection:
+        assert connection.execute(text("SHOW CREATE TABLE docs")).one()[1] == before
