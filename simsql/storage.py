@@ -30,7 +30,7 @@ from sqlalchemy.orm import Mapped, Mapper, declared_attr, mapped_column
 from sqlalchemy.orm.attributes import get_history
 
 from . import registry
-from .dialects import COVERING_INFO, Backend, backend, block_computed, mysql_ddl, postgresql_ddl
+from .dialects import COVERING_INFO, Backend, backend, block_computed
 from .errors import NotAttached, SchemaError
 from .fingerprint import DEFAULT, Fingerprinter
 from .schema import BLOCK_COUNT, DEFAULT_PREFIX, Names, default_side_table
@@ -414,33 +414,6 @@ class OrmTrigger:
     def installed_name(self, server: Backend) -> str:
         """The name the catalog lists the trigger under (the first, where it is several)."""
         return server.trigger_names(self.names)[0]
-
-    # The spelling per server before :class:`simsql.dialects.Backend` (simsql.alembic's).
-
-    @property
-    def function(self) -> str:
-        """PostgreSQL: the trigger and its function."""
-        return postgresql_ddl.trigger_function(self.names)
-
-    def create_sql(self, schema: str) -> tuple[str, ...]:
-        """PostgreSQL: CREATE FUNCTION and CREATE TRIGGER."""
-        return postgresql_ddl.create_trigger_sql(schema, self.names, self.source, self.keys)
-
-    def drop_sql(self, schema: str, *, table_dropped: bool = False) -> tuple[str, ...]:
-        """PostgreSQL: the trigger (unless its table is gone already) and its function."""
-        return postgresql_ddl.drop_trigger_sql(schema, self.names.table, self.function, table_dropped=table_dropped)
-
-    @property
-    def mysql_names(self) -> tuple[str, ...]:
-        """MySQL/MariaDB: the triggers (the row rule is two)."""
-        return mysql_ddl.trigger_names(self.names)
-
-    def create_mysql(self, schema: str | None = None) -> tuple[str, ...]:
-        """MySQL/MariaDB: CREATE TRIGGER statements (in ``schema``, else the current database)."""
-        return mysql_ddl.create_trigger_sql(schema, self.names, self.source, self.keys)
-
-    def drop_mysql(self, schema: str | None = None) -> tuple[str, ...]:
-        return mysql_ddl.drop_trigger_sql(schema, self.names)
 
 
 _ORM_TRIGGERS: dict[Table, Callable[[], Binding]] = {}

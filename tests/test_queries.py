@@ -361,8 +361,8 @@ def test_most_similar_stays_exact_when_bands_are_skipped(tables: Engine, mode: s
     A budget of 1 skips every band past the first, 40 skips some (depending on the query), and
     10**6 none; the answer must not depend on it.
     """
-    monkeypatch.setattr(simsql.queries, "BAND_BUDGET", 0.0)
-    monkeypatch.setattr(simsql.queries, "MIN_BAND_BUDGET", budget)
+    monkeypatch.setattr(simsql.queries.planner, "BAND_BUDGET", 0.0)
+    monkeypatch.setattr(simsql.queries.planner, "MIN_BAND_BUDGET", budget)
     model = MODELS[mode]
     fingerprints, queries = _planted_corpus(seed=11)
     _load_fingerprints(tables, model, fingerprints)
@@ -383,8 +383,8 @@ def test_approximate_most_similar_keeps_its_promises(
     """``exact=False``: every row within 3 bits is found, in order; with an unspent budget every
     row within ``4 * probe_radius + 3`` bits too; whatever else is returned is a real row at its
     true distance whose block is within ``probe_radius`` bits of the target's."""
-    monkeypatch.setattr(simsql.queries, "BAND_BUDGET", 0.0)
-    monkeypatch.setattr(simsql.queries, "MIN_BAND_BUDGET", budget)
+    monkeypatch.setattr(simsql.queries.planner, "BAND_BUDGET", 0.0)
+    monkeypatch.setattr(simsql.queries.planner, "MIN_BAND_BUDGET", budget)
     model = MODELS[mode]
     fingerprints, queries = _planted_corpus(seed=12)
     _load_fingerprints(tables, model, fingerprints)

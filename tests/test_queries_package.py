@@ -30,18 +30,6 @@ def test_every_name_of_the_single_module_still_imports() -> None:
     ]  # fmt: skip
     missing = [name for name in names if not hasattr(simsql.queries, name)]
     assert not missing
-    assert simsql.queries._pair_masks is simsql.queries.pair_masks
-
-
-def test_budget_set_on_the_package_reaches_the_planner(monkeypatch: pytest.MonkeyPatch) -> None:
-    """tests/test_queries.py tunes the band budget as ``simsql.queries.BAND_BUDGET``; the
-    planner, which reads it, must see the value, and see the default again afterwards."""
-    default = planner.MIN_BAND_BUDGET
-    with monkeypatch.context() as patch:
-        patch.setattr(simsql.queries, "MIN_BAND_BUDGET", 7)
-        patch.setattr(simsql.queries, "BAND_BUDGET", 0.0)
-        assert (planner.MIN_BAND_BUDGET, planner.BAND_BUDGET) == (7, 0.0)
-    assert planner.MIN_BAND_BUDGET == default == simsql.queries.MIN_BAND_BUDGET
 
 
 @pytest.mark.parametrize("name", ORDER)

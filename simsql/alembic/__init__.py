@@ -22,7 +22,7 @@ agree and either order works. Your history stays one branch: ``alembic revision`
 into simsql's package, ``alembic upgrade head`` sees one head, no ``depends_on`` is needed.
 
 On MySQL/MariaDB the operations run online only (their DDL is described by
-:mod:`simsql.lifecycle.mysql_ddl`: instant or online, undone statement by statement if one
+:mod:`simsql.dialects.mysql_ddl`: instant or online, undone statement by statement if one
 fails); offline scripts are refused there (trigger bodies would need the ``mysql`` client's
 ``DELIMITER``), and ``concurrently`` changes nothing (index builds are always online).
 

@@ -19,10 +19,10 @@ from alembic.autogenerate import comparators
 from alembic.autogenerate.api import AutogenContext
 from alembic.operations import ops
 from sqlalchemy import Column, Computed
-from sqlalchemy.dialects.mysql import BIGINT
 from sqlalchemy.engine import Connection
 
-from ..dialects import COVERING_INFO, MYSQL_NAMES, BlockComputed, BlockExpression, block_expression_sql, current_schema, mysql
+from ..dialects import COVERING_INFO, Backend, BlockComputed, BlockExpression, backend, current_schema
+from ..errors import UnsupportedDatabase
 from ..lifecycle import catalog
 from ..storage import orm_trigger
 from ..types import SimHash
@@ -33,6 +33,17 @@ def _trigger_installed(connection: Connection, schema: str | None, table: str, t
     return catalog.schema_triggers(connection, schema or current_schema(connection)).get(trigger) == table
 
 
+def _server(context: AutogenContext) -> Backend | None:
+    """The backend of the compared database; ``None`` where simsql does not run (nothing of
+    simsql's to compare there)."""
+    if context.dialect is None:
+        return None
+    try:
+        return backend(context.dialect)
+    except UnsupportedDatabase:
+        return None
+
+
 def compare_triggers(
     context: AutogenContext, table_ops: Any, schema: str | None, name: str, conn_table: Any, metadata_table: Any
 ) -> Any:
@@ -40,11 +51,10 @@ def compare_triggers(
     ``op.create_simhash_trigger`` when the database lacks it (a new table, or one that just
     gained ``SimHashMixin``), so a migrated database drops stale fingerprints like a created one."""
     trigger = orm_trigger(metadata_table) if metadata_table is not None else None
-    # backend-seam: the server families that have simsql's trigger
-    if trigger is None or context.dialect is None or context.dialect.name not in ("postgresql", *MYSQL_NAMES):
+    server = _server(context)
+    if trigger is None or server is None:
         return None
-    # backend-seam: on MySQL the row rule is two triggers; the first one stands for both
-    installed_as = trigger.mysql_names[0] if context.dialect.name in MYSQL_NAMES else trigger.function
+    installed_as = trigger.installed_name(server)
     if conn_table is None or context.connection is None or not _trigger_installed(
         context.connection, schema, trigger.names.table, installed_as
     ):
@@ -52,19 +62,19 @@ def compare_triggers(
     return None
 
 
-def _mysql_column(column: Column[Any]) -> Column[Any]:
-    """A simsql column as the ORM creates it on MySQL, in types a migration renders without
-    simsql: the fingerprint ``BIGINT UNSIGNED`` (a plain ``sa.BigInteger()`` would be signed
-    there and refuse half of all fingerprints), the blocks ``VIRTUAL`` with MySQL's expression."""
-    # backend-seam: MySQL's fingerprint type and block expression, spelled here for the renderer
+def _created_column(column: Column[Any], server: Backend) -> Column[Any]:
+    """A simsql column as the ORM creates it on ``server``, in types a migration renders without
+    simsql: the server's fingerprint type (MySQL: ``BIGINT UNSIGNED``; a plain
+    ``sa.BigInteger()`` would be signed there and refuse half of all fingerprints), the blocks
+    generated with the server's own expression, stored or not as the server keeps them."""
     if isinstance(column.type, SimHash):
-        return Column(column.name, BIGINT(unsigned=True), nullable=column.nullable)
+        return Column(column.name, server.fingerprint_type, nullable=column.nullable)
     computed = column.computed
     if isinstance(computed, BlockComputed):
         expression = computed.sqltext
         assert isinstance(expression, BlockExpression)
-        sql = block_expression_sql(mysql.quote(expression.fingerprint), expression.index, "mysql")
-        return Column(column.name, column.type, Computed(sql, persisted=False), nullable=column.nullable)
+        sql = server.block_expression_sql(server.quote(expression.fingerprint), expression.index)
+        return Column(column.name, column.type, Computed(sql, persisted=server.stored_blocks), nullable=column.nullable)
     return column
 
 
@@ -79,9 +89,9 @@ def _model_index(operation: ops.CreateIndexOp, metadata: Any) -> Any:
     return None
 
 
-def _mysql_index(operation: ops.CreateIndexOp, metadata: Any) -> ops.CreateIndexOp:
-    """A block index as the ORM creates it on MySQL: the fingerprint as a trailing key column
-    (no ``INCLUDE`` there), not a ``postgresql_include`` MySQL ignores."""
+def _covering_index(operation: ops.CreateIndexOp, metadata: Any) -> ops.CreateIndexOp:
+    """A block index as the ORM creates it on a server without ``INCLUDE`` (MySQL): the
+    fingerprint as a trailing key column, not a ``postgresql_include`` the server ignores."""
     index = _model_index(operation, metadata)
     covering = index.info.get(COVERING_INFO) if index is not None else None
     if not covering:
@@ -96,16 +106,16 @@ def _column_names(columns: Sequence[Any]) -> list[str]:
     return [getattr(c, "name", str(c)) for c in columns]
 
 
-def _mysql_ops(operations: list[Any], metadata: Any) -> None:
+def _as_created(operations: list[Any], metadata: Any, server: Backend) -> None:
     for position, operation in enumerate(operations):
         if isinstance(operation, ops.CreateTableOp):
-            operation.columns = [_mysql_column(c) if isinstance(c, Column) else c for c in operation.columns]
+            operation.columns = [_created_column(c, server) if isinstance(c, Column) else c for c in operation.columns]
         elif isinstance(operation, ops.AddColumnOp):
-            operation.column = _mysql_column(operation.column)
+            operation.column = _created_column(operation.column, server)
         elif isinstance(operation, ops.CreateIndexOp):
-            operations[position] = _mysql_index(operation, metadata)
+            operations[position] = _covering_index(operation, metadata)
         elif isinstance(operation, ops.ModifyTableOps):
-            _mysql_ops(operation.ops, metadata)
+            _as_created(operation.ops, metadata, server)
     # A block index the database already holds in its covering form is no change (the model
     # declares the block alone; MySQL's CREATE INDEX appends the fingerprint): drop the pair.
     held: dict[str, list[str]] = {}
@@ -121,13 +131,13 @@ def _mysql_ops(operations: list[Any], metadata: Any) -> None:
 
 
 def compare_for_mysql(context: AutogenContext, upgrade_ops: Any, schemas: Any) -> Any:
-    """Autogenerate on MySQL/MariaDB: simsql's columns and indexes come out as ``create_all``
-    makes them there (see :func:`_mysql_column`, :func:`_mysql_index`); on PostgreSQL nothing
-    changes."""
-    # backend-seam: only MySQL/MariaDB rewrite the compared columns and indexes
-    if context.dialect is None or context.dialect.name not in MYSQL_NAMES:
+    """Autogenerate where ``create_all`` makes simsql's columns and indexes in another form than
+    the models declare (MySQL/MariaDB: virtual blocks, no ``INCLUDE``): they come out in that
+    form (see :func:`_created_column`, :func:`_covering_index`); on PostgreSQL nothing changes."""
+    server = _server(context)
+    if server is None or (server.stored_blocks and server.include_columns):
         return None
-    _mysql_ops(upgrade_ops.ops, context.metadata)
+    _as_created(upgrade_ops.ops, context.metadata, server)
     return None
 
 

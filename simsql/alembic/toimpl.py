@@ -17,7 +17,7 @@ from sqlalchemy import Text, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from .. import registry
-from ..dialects import MYSQL_NAMES, current_schema, mysql
+from ..dialects import Backend, backend, current_schema
 from ..errors import SchemaError, UnsupportedDatabase
 from ..fingerprint import DEFAULT
 from ..lifecycle import attach, ddl
@@ -44,17 +44,18 @@ OFFLINE_SCHEMA = "public"
 _log = logging.getLogger(__name__)  # a child of "simsql.alembic": its handlers and level apply
 
 
-def _on_mysql(operations: Operations) -> bool:
-    # backend-seam: the migration's dialect decides trigger SQL, autocommit and offline support
-    return operations.get_context().dialect.name in MYSQL_NAMES
+def _server(operations: Operations) -> Backend:
+    """The backend of the migration's dialect (offline there is no connection to ask)."""
+    return backend(operations.get_context().dialect)
 
 
 def _offline(operations: Operations) -> bool:
-    """Whether Alembic writes a script (``--sql``). Refused on MySQL/MariaDB: simsql's triggers
-    there have bodies of several statements, which the ``mysql`` client would cut at their
-    first ``;`` without a ``DELIMITER`` line that SQL scripts cannot carry portably."""
+    """Whether Alembic writes a script (``--sql``). Refused where the backend cannot write one
+    (MySQL/MariaDB: simsql's triggers there have bodies of several statements, which the
+    ``mysql`` client would cut at their first ``;`` without a ``DELIMITER`` line that SQL
+    scripts cannot carry portably)."""
     offline = bool(operations.get_context().as_sql)
-    if offline and _on_mysql(operations):  # backend-seam: offline scripts are PostgreSQL's only
+    if offline and not _server(operations).offline_scripts:
         raise UnsupportedDatabase(
             "simsql's Alembic operations do not write offline (--sql) scripts for MySQL/MariaDB: their trigger "
             "bodies hold several statements, which the mysql client splits without DELIMITER. Run the migration "
@@ -67,7 +68,7 @@ def _autocommit(operations: Operations, concurrently: bool, work: Any) -> None:
     """``CONCURRENTLY`` cannot run in a transaction block: Alembic commits around it (offline it
     writes the COMMIT and BEGIN into the script). MySQL/MariaDB build indexes online inside
     any transaction (DDL commits on its own there)."""
-    if concurrently and not _on_mysql(operations):  # backend-seam: concurrent builds need autocommit on PostgreSQL
+    if concurrently and not _server(operations).online_index_builds:
         with operations.get_context().autocommit_block():
             work()
     else:
@@ -75,7 +76,8 @@ def _autocommit(operations: Operations, concurrently: bool, work: Any) -> None:
 
 
 def _statement(step: ddl.Step) -> Any:
-    # backend-seam: list parameters bind as PostgreSQL arrays (offline scripts are PostgreSQL's only)
+    # list parameters bind as arrays: only servers with offline scripts come here, and only they
+    # (PostgreSQL) take a step with parameters
     params = [
         bindparam(name, value, type_=ARRAY(Text) if isinstance(value, list) else None)
         for name, value in step.params.items()
@@ -223,30 +225,28 @@ def _trigger_schema(operations: Operations, operation: TriggerOp) -> str:
 @Operations.implementation_for(CreateSimHashTriggerOp)
 def _create_trigger(operations: Operations, operation: CreateSimHashTriggerOp) -> None:
     schema = _trigger_schema(operations, operation)
-    # backend-seam: MySQL checks its digest function and writes two triggers; PostgreSQL a function and one
-    if _on_mysql(operations) and not operations.get_context().as_sql:
-        mysql.check_digest(operations.get_bind())
-    statements = operation.trigger.create_mysql(schema) if _on_mysql(operations) else operation.trigger.create_sql(schema)
-    for statement in statements:
+    server = _server(operations)
+    if not operations.get_context().as_sql:
+        server.check_digest(operations.get_bind())
+    for statement in operation.trigger.create_statements(server, schema):
         _execute_raw(operations, statement)
 
 
 @Operations.implementation_for(DropSimHashTriggerOp)
 def _drop_trigger(operations: Operations, operation: DropSimHashTriggerOp) -> None:
     schema = _trigger_schema(operations, operation)
-    # backend-seam: the trigger's DROP statements per server family
-    statements = operation.trigger.drop_mysql(schema) if _on_mysql(operations) else operation.trigger.drop_sql(schema)
-    for statement in statements:
+    for statement in operation.trigger.drop_statements(_server(operations), schema):
         _execute_raw(operations, statement)
 
 
 def _execute_raw(operations: Operations, statement: str) -> None:
-    """Online on MySQL, straight to the driver: a trigger body may hold ``%`` or ``:name``
-    text, which a bound ``text()`` would read as parameters."""
-    if _on_mysql(operations):  # backend-seam: MySQL trigger bodies bypass bound-parameter parsing
-        operations.get_bind().exec_driver_sql(statement)
-    else:
+    """Online, straight to the driver, as the lifecycle runs its DDL: a trigger body may hold
+    ``%`` or ``:name`` text, which a bound ``text()`` would read as parameters. Offline, into the
+    script (only servers that write scripts get here)."""
+    if operations.get_context().as_sql:
         operations.execute(text(statement))
+    else:
+        operations.get_bind().exec_driver_sql(statement)
 
 
 @Operations.implementation_for(UpgradeSimsqlOp)

@@ -28,7 +28,7 @@ from simsql.cli.common import (
 )
 from simsql.cli.options import backfill_options, lock_timeout_option, non_negative_int, positive_int, table_options
 from simsql.cli.progress import interrupt_main_process_only, progress_bar
-from simsql.dialects import is_mysql
+from simsql.dialects import backend
 
 
 def _fit_and_save_background(engine: Engine, args: argparse.Namespace, to: simsql.Fingerprinter) -> simsql.Fingerprinter:
@@ -89,8 +89,7 @@ def cmd_refingerprint(args: argparse.Namespace) -> int:
     with open_engine(args) as engine:
         if args.fit_background is not None and not args.abandon:
             to = _fit_and_save_background(engine, args, to)
-        # backend-seam: whether this server can stage a second set of fingerprints online.
-        if is_mysql(engine.dialect) and not args.abandon:
+        if not backend(engine).refingerprints_online and not args.abandon:
             _refuse_mysql_move(engine, args)
         try:
             with interrupt_main_process_only(), progress_bar(args.table, args.progress and not args.abandon) as progress:

@@ -22,7 +22,7 @@ from simsql.cli.common import EXIT_OK, backfill_command, load_background, open_e
 from simsql.cli.database import ensure_registry, migrations
 from simsql.cli.options import backfill_options, format_option, lock_timeout_option, table_options
 from simsql.cli.output import write_json, write_records
-from simsql.dialects import is_mysql
+from simsql.dialects import backend
 
 
 def rows_to_fingerprint(connection: Connection, table: str, schema: str | None) -> int:
@@ -87,8 +87,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
         print(f"attached {entry.table_schema}.{entry.table_name} ({_describe_attachment(entry)}; "
               f"text from {', '.join(entry.source)})")
         if args.indexes:
-            # backend-seam: how this server builds indexes without blocking writes.
-            how = " (built online)" if is_mysql(engine.dialect) else " (built concurrently)" if args.concurrently else ""
+            how = " (built online)" if backend(engine).online_index_builds else " (built concurrently)" if args.concurrently else ""
             print(f"block indexes ready{how}")
         else:
             print("no block indexes built (--no-indexes): queries will scan; rerun attach without it to build them")

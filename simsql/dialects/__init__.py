@@ -16,7 +16,7 @@ the backend and never branches on the server's name. Modules:
 A new server family is a subclass of :class:`Backend` with ``__dialect__`` set, imported below;
 a variant of a family (Citus) is a subclass of that family overriding :meth:`Backend.detect`.
 
-The module-level functions after the imports (:func:`is_mysql`, :func:`check_server`, ...) are
+The module-level functions after the imports (:func:`check_server`, :func:`current_schema`, ...) are
 the seam as it was before the :class:`Backend` class; they ask the backend.
 """
 
@@ -85,12 +85,6 @@ def block_expression_sql(fingerprint_sql: str, index: int, dialect: str = "postg
     """SQL deriving block ``index`` (0 = most significant) from a quoted 64-bit column, as the
     server behind the dialect named ``dialect`` spells it."""
     return type_rules(dialect).block_expression_sql(fingerprint_sql, index)
-
-
-def is_mysql(dialect: Dialect) -> bool:
-    """Whether ``dialect`` is served by :class:`MySQLBackend` (MySQL or MariaDB). Kept for
-    callers not yet asking :func:`backend` for the behaviour itself."""
-    return issubclass(type_rules(dialect), MySQLBackend)
 
 
 def server_version(connection: Connection) -> int:
@@ -182,7 +176,6 @@ __all__ = [
     "hamming_expression",
     "hash_joins_expressions",
     "insert_new",
-    "is_mysql",
     "prepare_self_join",
     "probe_parameter",
     "probe_values",

@@ -20,11 +20,6 @@ Every name below is importable from ``simsql.queries`` as it was when this was o
 
 from __future__ import annotations
 
-import sys
-from types import ModuleType
-from typing import Any
-
-from . import planner
 from .batch import most_similar_many
 from .duplicates import DuplicatePair, duplicate_groups, near_duplicates, near_duplicates_query, pair_masks
 from .nearest import Match, most_similar, similar_to
@@ -38,29 +33,6 @@ from .originality import (
 )
 from .planner import BAND_BUDGET, DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS, MIN_BAND_BUDGET
 from .targets import MAX_EXACT_BLOCK_DISTANCE
-
-_pair_masks = pair_masks
-"""Deprecated spelling of :func:`pair_masks`, kept while tests still import it."""
-
-_PLANNER_SETTINGS = frozenset({"BAND_BUDGET", "MIN_BAND_BUDGET"})
-
-
-class _Package(ModuleType):
-    """This package's module object, forwarding the planner's budget settings.
-
-    The planner reads :data:`BAND_BUDGET` and :data:`MIN_BAND_BUDGET` from its own module, so a
-    value set as ``simsql.queries.BAND_BUDGET`` (as tests tune it, from the days this package
-    was one module) is set on :mod:`simsql.queries.planner` too; without this it would change
-    nothing. Setting them on the planner is the direct way.
-    """
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _PLANNER_SETTINGS:
-            setattr(planner, name, value)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package
 
 __all__ = [
     "DuplicatePair",

@@ -51,10 +51,9 @@ def most_similar_many(
     if not live:
         return results
 
-    # backend-seam: the plan for many targets is the server's choice (LATERAL over arrays on
-    # PostgreSQL, a ranked UNION on MySQL/MariaDB); it becomes a Backend member, which Citus
-    # will override, instead of this branch.
-    if dialects.is_mysql(session.get_bind().dialect):
+    # The plan for many targets is the server's choice (LATERAL over arrays on PostgreSQL, a
+    # ranked UNION where there is no LATERAL); a variant such as Citus overrides it.
+    if dialects.backend(session.get_bind()).many_targets_plan == "window":
         statement = _many_by_window(binding, live, limit, max_distance)
     else:
         statement = _many_by_lateral(binding, live, limit, max_distance)
