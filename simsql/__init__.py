@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 from .background import Background
 from .bits import blocks, cosine_estimate, hamming, similarity, to_signed, to_unsigned
 from .errors import (
@@ -25,12 +28,12 @@ from .queries import (
     near_duplicates,
     similar_to,
 )
-from .storage import Binding, SimHashMixin, attach, binding_for
+from .storage import Binding, SimHashMixin, attach_model, binding_for
 from .lifecycle.backfill import BackfillResult, backfill
 from .lifecycle.catalog import reflect
 from .lifecycle.refingerprint import RefingerprintResult, refingerprint
 from .lifecycle.sampling import fit_background
-from .lifecycle.tables import TableStatus, attach_table, detach, status
+from .lifecycle.tables import TableStatus, attach_table, detach_table, status
 from .types import SimHash
 from .weighting import IdfTable
 
@@ -43,9 +46,9 @@ __all__ = [
     "Match",
     "SimHash",
     "SimHashMixin",
-    "attach",
+    "attach_model",
     "attach_table",
-    "detach",
+    "detach_table",
     "status",
     "TableStatus",
     "LockTimeout",
@@ -79,4 +82,22 @@ __all__ = [
     "to_unsigned",
 ]
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
+
+DEPRECATED_NAMES = {"attach": "attach_model", "detach": "detach_table"}
+"""Names of simsql 0.2 and the functions that replace them. ``simsql.attach`` (an ORM model's
+side table) read too much like ``simsql.attach_table`` (a live table); ``simsql.detach`` undoes
+the latter. The old names keep working, with a ``DeprecationWarning``, until simsql 0.4."""
+
+
+def __getattr__(name: str) -> Any:
+    """The deprecated names of :data:`DEPRECATED_NAMES`, with a warning (PEP 562)."""
+    if name in DEPRECATED_NAMES:
+        replacement = DEPRECATED_NAMES[name]
+        warnings.warn(
+            f"simsql.{name} is deprecated and will be removed in simsql 0.4; use simsql.{replacement}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return globals()[replacement]
+    raise AttributeError(f"module 'simsql' has no attribute {name!r}")

@@ -257,7 +257,7 @@ def binding_for(model: type) -> Binding:
         f"{model.__name__} has no fingerprints. If a migration or `simsql attach` added them to "
         f"{table}, inherit simsql.SimHashMixin (its columns are the ones they add) or query "
         f"simsql.reflect(connection, {table!r}); to keep them in a side table instead, call "
-        f"simsql.attach({model.__name__}, source=[...]) before creating the tables"
+        f"simsql.attach_model({model.__name__}, source=[...]) before creating the tables"
     )
 
 
@@ -290,7 +290,7 @@ def _fingerprint_on_update(mapper: Mapper[Any], connection: Any, target: Any) ->
         target.simhash, target.simhash_src = binding.stored_values(target)
 
 
-def attach(
+def attach_model(
     model: type,
     source: Sequence[str],
     *,
@@ -307,7 +307,7 @@ def attach(
     """
     mapper: Any = inspect(model, raiseerr=False)
     if mapper is None or not isinstance(mapper, Mapper):
-        raise TypeError(f"attach() needs a mapped class, got {model!r}")
+        raise TypeError(f"attach_model() needs a mapped class, got {model!r}")
     source = _check_source(model, mapper, source)
     fingerprinter = fingerprinter or DEFAULT
     existing = _SIDE_BINDINGS.get(model)
@@ -342,7 +342,7 @@ def _check_source(model: type, mapper: Any, source: Sequence[str]) -> tuple[str,
         source = (source,)
     source = tuple(source)
     if not source:
-        raise ValueError("attach() needs at least one source column")
+        raise ValueError("attach_model() needs at least one source column")
     for name in source:
         if name not in mapper.attrs:
             raise SchemaError(f"{model.__name__} has no mapped attribute {name!r}")

@@ -55,7 +55,7 @@ class Comment(Base):
     post_id: Mapped[int] = mapped_column(ForeignKey("posts.id", ondelete="CASCADE"))
 
 
-POST_BINDING = simsql.attach(Post, source=("title", "body"))
+POST_BINDING = simsql.attach_model(Post, source=("title", "body"))
 MODELS = {"columns": Article, "side_table": Post}
 
 
@@ -127,6 +127,6 @@ class Amount(simsql.SimHashMixin, KeyedBase):
     body: Mapped[str | None] = mapped_column(Text)
 
 
-simsql.attach(SideDoc, source=("title", "body"))
-simsql.attach(Part, source=("body",))
+simsql.attach_model(SideDoc, source=("title", "body"))
+simsql.attach_model(Part, source=("body",))
 KEYED_MODES = {"columns": Doc, "side_table": SideDoc}

@@ -133,7 +133,7 @@ def test_mysql_fit_on_the_table_then_attach_it_centred(mysql_engine: Engine) -> 
     background = simsql.fit_background(mysql_engine, "docs", sample=500)
     assert background.documents > 450
     centred = Fingerprinter(background=background)
-    simsql.detach(mysql_engine, "docs")
+    simsql.detach_table(mysql_engine, "docs")
     simsql.attach_table(mysql_engine, "docs", ["title", "body"], fingerprinter=centred)
     simsql.backfill(mysql_engine, "docs", workers=0)
     with mysql_engine.connect() as connection:

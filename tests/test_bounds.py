@@ -129,7 +129,7 @@ def test_detach_behind_a_held_lock_gives_up_and_keeps_the_attachment(any_engine:
     holder = _holding(any_engine, "SELECT count(*) FROM docs")  # a reader in an open transaction
     try:
         started = time.monotonic()
-        error = within(30, lambda: simsql.detach(any_engine, "docs", lock_timeout="1s"))
+        error = within(30, lambda: simsql.detach_table(any_engine, "docs", lock_timeout="1s"))
         assert isinstance(error, simsql.LockTimeout), error
         assert time.monotonic() - started < 15
         gave_up = "drop trigger simsql_docs_blocks_ins: gave up" if is_mysql(any_engine) else "held by: pid"
@@ -139,7 +139,7 @@ def test_detach_behind_a_held_lock_gives_up_and_keeps_the_attachment(any_engine:
         holder.close()
     assert state(any_engine) == attached
     assert [(s.table, s.rows_fingerprinted) for s in simsql.status(any_engine)] == [("docs", 4)]
-    simsql.detach(any_engine, "docs")
+    simsql.detach_table(any_engine, "docs")
     assert simsql.status(any_engine) == []
 
 

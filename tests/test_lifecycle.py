@@ -81,7 +81,7 @@ def test_attach_query_detach_restores_the_table_exactly(any_engine: Engine, side
     assert simsql.backfill(any_engine, "docs", workers=0).rows_fingerprinted == 1
     assert _counts(any_engine) == (5, 4, 0, 0)
 
-    removed = simsql.detach(any_engine, "docs")
+    removed = simsql.detach_table(any_engine, "docs")
     assert removed.table_name == "docs"
     with any_engine.begin() as connection:  # the text as it was: the table is as before attach
         connection.execute(text("UPDATE docs SET body = :b WHERE id = 2"), {"b": BODIES[2]})
@@ -128,20 +128,20 @@ def test_detach_refuses_to_harm_what_depends_on_simsql(any_engine: Engine) -> No
         run(any_engine, create)
         before = state(any_engine)
         with pytest.raises(simsql.SchemaError, match=f"would drop objects simsql did not create: {named}"):
-            simsql.detach(any_engine, "docs")
+            simsql.detach_table(any_engine, "docs")
         assert state(any_engine) == before
         if "VIEW" in create:
             with any_engine.connect() as connection:
                 assert connection.execute(text("SELECT count(*) FROM prints")).scalar() == 5
         run(any_engine, drop)
-    simsql.detach(any_engine, "docs")
+    simsql.detach_table(any_engine, "docs")
 
     simsql.attach_table(any_engine, "docs", ["body"], side_table=True)
     run(any_engine, "CREATE TABLE likes (doc_id INT PRIMARY KEY, FOREIGN KEY (doc_id) REFERENCES docs_simhash (id))")
     before = state(any_engine)
     constraint = "likes_ibfk_1" if is_mysql(any_engine) else "likes_doc_id_fkey"
     with pytest.raises(simsql.SchemaError, match=f"constraint {constraint} on table likes"):
-        simsql.detach(any_engine, "docs")
+        simsql.detach_table(any_engine, "docs")
     assert state(any_engine) == before
 
 
@@ -292,7 +292,7 @@ def test_partitioned_tables(engine: Engine) -> None:
     with Session(engine) as session:
         rows = session.execute(select(model).where(simsql.similar_to(model, f"{OLD}17", 0))).scalars().all()
     assert [(r.id, r.region) for r in rows] == [(17, "us")]
-    simsql.detach(engine, "events")
+    simsql.detach_table(engine, "events")
 
 
 # -- MySQL/MariaDB: what only they can get wrong -------------------------------------------------
@@ -345,7 +345,7 @@ def test_conflicts_are_refused_and_change_nothing(mysql_engine: Engine) -> None:
     simsql.attach_table(mysql_engine, "docs", ["title", "body"], prefix="fp")
     fingerprint_by_hand(mysql_engine, prefix="fp")
     assert neighbours(mysql_engine, 1)[0][0] == 2
-    simsql.detach(mysql_engine, "docs")
+    simsql.detach_table(mysql_engine, "docs")
     assert state(mysql_engine) == before
 
 
@@ -395,7 +395,7 @@ def test_a_table_that_cannot_change_instantly_is_changed_online(mysql_engine: En
     simsql.attach_table(mysql_engine, "docs", ["title", "body"])
     fingerprint_by_hand(mysql_engine)
     assert neighbours(mysql_engine, 1)[0][0] == 2
-    simsql.detach(mysql_engine, "docs")
+    simsql.detach_table(mysql_engine, "docs")
     assert state(mysql_engine) == before
 
 
@@ -423,7 +423,7 @@ def test_a_table_out_of_instant_row_versions_is_changed_online(mysql_engine: Eng
     simsql.attach_table(mysql_engine, "docs", ["title", "body"])
     fingerprint_by_hand(mysql_engine)
     assert neighbours(mysql_engine, 1)[0][0] == 2
-    simsql.detach(mysql_engine, "docs")
+    simsql.detach_table(mysql_engine, "docs")
     assert state(mysql_engine) == before
 
 
@@ -445,7 +445,7 @@ def test_servers_too_old_are_refused_with_the_version_found(mysql_engine: Engine
     try:
         for attempt in (
             lambda: simsql.attach_table(mysql_engine, "docs", ["body"]),
-            lambda: simsql.detach(mysql_engine, "docs"),
+            lambda: simsql.detach_table(mysql_engine, "docs"),
             lambda: simsql.status(mysql_engine),
         ):
             with pytest.raises(simsql.UnsupportedDatabase, match=refused):
@@ -501,7 +501,7 @@ def test_a_mysql_without_md5_is_refused_before_anything_is_created(mysql_engine:
                 with pytest.raises(simsql.UnsupportedDatabase, match=refused):
                     attempt()
             assert state(fresh) == before
-            simsql.detach(fresh, "memos")  # taking simsql away needs no MD5()
+            simsql.detach_table(fresh, "memos")  # taking simsql away needs no MD5()
             with fresh.connect() as connection:
                 assert my.triggers_on(connection, connection.execute(text("SELECT DATABASE()")).scalar_one(), "memos") == ()
             fresh.dispose()

@@ -428,7 +428,7 @@ def test_detach_removes_an_unfinished_refingerprint_too(engine: Engine) -> None:
     simsql.alembic.upgrade(engine)
     simsql.attach_table(engine, "docs", ["title", "body"], fingerprinter=V1)
     assert _stage_only(engine, V2)
-    simsql.detach(engine, "docs")
+    simsql.detach_table(engine, "docs")
     assert _leftovers(engine) == []
     with engine.connect() as connection:
         columns = connection.execute(text(

@@ -250,7 +250,7 @@ class Note(WriterBase):
     body: Mapped[str | None] = mapped_column(Text)
 
 
-simsql.attach(Note, source=("body",))
+simsql.attach_model(Note, source=("body",))
 
 OLD = "the quick brown fox jumps over the lazy dog near the river bank today"
 NEW = "completely different words about databases indexes and query planners"

@@ -97,7 +97,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 def cmd_detach(args: argparse.Namespace) -> int:
     with open_engine(args) as engine:
-        entry = simsql.detach(engine, args.table, schema=args.schema, lock_timeout=args.lock_timeout)
+        entry = simsql.detach_table(engine, args.table, schema=args.schema, lock_timeout=args.lock_timeout)
     print(f"detached {entry.table_schema}.{entry.table_name}: removed {_describe_attachment(entry)}, "
           "its trigger, indexes and registry entry; the table and its data are as before attach")
     return EXIT_OK

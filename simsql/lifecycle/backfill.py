@@ -104,7 +104,7 @@ def _resolve(connection: Connection, target: type | str, schema: str | None, fin
             raise NotAttached(
                 f"{schema}.{target} is not attached to simsql (no registry entry), so its text columns are unknown: "
                 "run `simsql attach` or op.add_simhash() first; for a model's own table (SimHashMixin or "
-                "simsql.attach(Model, ...)) call simsql.backfill(engine, Model), which reads them from the model"
+                "simsql.attach_model(Model, ...)) call simsql.backfill(engine, Model), which reads them from the model"
             )
         table, source, names = target, entry.source, entry.names
         chosen = fingerprinter or registry.fingerprinter_from_settings(entry.settings)

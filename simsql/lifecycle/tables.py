@@ -90,7 +90,7 @@ def attach_table(
     return entry
 
 
-def detach(bind: Engine | str, table: str, *, schema: str | None = None, lock_timeout: str | None = "5s") -> Attachment:
+def detach_table(bind: Engine | str, table: str, *, schema: str | None = None, lock_timeout: str | None = "5s") -> Attachment:
     """Remove exactly what simsql created on ``table``: its trigger and function, the columns
     or side table with their indexes, the registry entry and backfill cursor. The table, its
     data, its own indexes and triggers are left as they were before attach.
