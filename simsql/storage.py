@@ -240,7 +240,7 @@ def _mixin_binding(model: type) -> Binding:
 
 
 def binding_for(model: type) -> Binding:
-    """The :class:`Binding` of a mapped class (mixin or :func:`attach`), or :class:`NotAttached`."""
+    """The :class:`Binding` of a mapped class (mixin or :func:`attach_model`), or :class:`NotAttached`."""
     if not isinstance(model, type):
         raise TypeError(f"expected a mapped class, got {type(model).__name__}")
     binding = _SIDE_BINDINGS.get(model)
@@ -393,7 +393,7 @@ def _follow_orm_writes(model: type, binding: Binding) -> None:
 
 @dataclass(frozen=True)
 class OrmTrigger:
-    """The trigger an ORM-declared holder table (mixin table, side table of :func:`attach`)
+    """The trigger an ORM-declared holder table (mixin table, side table of :func:`attach_model`)
     needs on the user's table. One description, used by ``create_all`` (the Table's DDL events)
     and by Alembic autogenerate (``op.create_simhash_trigger``), so both install the same: the
     backend writes it (:meth:`create_statements`)."""
@@ -474,5 +474,5 @@ def _install_trigger_on_create(table: Table, binding: Callable[[], Binding]) -> 
 
 
 def register(model: type, binding: Binding) -> None:
-    """Make ``binding_for(model)`` return ``binding`` (used by :func:`attach` and reflection)."""
+    """Make ``binding_for(model)`` return ``binding`` (used by :func:`attach_model` and reflection)."""
     _SIDE_BINDINGS[model] = binding

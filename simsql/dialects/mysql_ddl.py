@@ -2,7 +2,7 @@
 detach.
 
 The objects are exactly those the ORM creates for a ``SimHashMixin`` table or the side table of
-:func:`simsql.attach` (same column types, generated expressions, covering indexes and
+:func:`simsql.attach_model` (same column types, generated expressions, covering indexes and
 triggers, from the same functions), so a table attached live and one declared in Python are
 the same. Nothing here touches a database. Choices made for big, busy tables, where MySQL DDL
 is neither transactional nor, by default, online:

@@ -177,7 +177,7 @@ class DDL(ABC):
     One implementation per backend (:attr:`simsql.dialects.Backend.ddl`). Every method takes
     what the catalog said, or the same values given by hand for offline SQL, and returns the
     statements in the order they must run. The objects described are exactly those the ORM
-    creates for a ``SimHashMixin`` table or the side table of :func:`simsql.attach`.
+    creates for a ``SimHashMixin`` table or the side table of :func:`simsql.attach_model`.
     """
 
     name: ClassVar[str]
