@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
 import warnings
 from typing import Any
 
@@ -28,7 +30,7 @@ from .queries import (
     near_duplicates,
     similar_to,
 )
-from .storage import Binding, SimHashMixin, attach_model, binding_for
+from .storage import Binding, SimHashMixin, attach_model, binding_for, on_trigger_table
 from .lifecycle.backfill import BackfillResult, backfill
 from .lifecycle.catalog import reflect
 from .lifecycle.refingerprint import RefingerprintResult, refingerprint
@@ -83,6 +85,18 @@ __all__ = [
 ]
 
 __version__ = "0.3.0"
+
+
+
+def _load_alembic_integration(table: object) -> None:
+    """A model with simsql's trigger declared while Alembic runs (``env.py`` importing the
+    application's models): load ``simsql.alembic`` so autogenerate compares the trigger too, with
+    nothing to add to ``env.py``. Outside Alembic nothing more is imported (Alembic is slow to import)."""
+    if "alembic" in sys.modules:
+        importlib.import_module("simsql.alembic")
+
+
+on_trigger_table(_load_alembic_integration)
 
 DEPRECATED_NAMES = {"attach": "attach_model", "detach": "detach_table"}
 """Names of simsql 0.2 and the functions that replace them. ``simsql.attach`` (an ORM model's

@@ -423,6 +423,19 @@ autogenerate comparator (``simsql.alembic``) finds the same triggers: a front en
 registry, storage never reaches up to the front end."""
 
 
+_TRIGGER_TABLE_LISTENERS: list[Callable[[Table], None]] = []
+
+
+def on_trigger_table(listener: Callable[[Table], None]) -> None:
+    """Call ``listener(table)`` whenever a table whose ``create_all`` installs a trigger is
+    declared (a ``SimHashMixin`` model, the side table of :func:`attach_model`).
+
+    The hook by which a layer above learns of them without storage importing it: the package's
+    top level uses it to load simsql's Alembic integration when the model is declared inside an
+    Alembic run (an application's ``env.py``), so autogenerate sees the trigger."""
+    _TRIGGER_TABLE_LISTENERS.append(listener)
+
+
 def orm_trigger(table: Table) -> OrmTrigger | None:
     """The trigger ``create_all`` installs with ``table``, if any (every mapper configured)."""
     binding = _ORM_TRIGGERS.get(table)
@@ -445,6 +458,8 @@ def _install_trigger_on_create(table: Table, binding: Callable[[], Binding]) -> 
     ``binding`` is called at create time, when every mapper is configured. Autogenerate finds
     the same trigger through :func:`orm_trigger` (simsql.alembic's comparator)."""
     _ORM_TRIGGERS[table] = binding
+    for listener in _TRIGGER_TABLE_LISTENERS:
+        listener(table)
 
     def trigger_of(target: Table) -> OrmTrigger:
         trigger = orm_trigger(target)
