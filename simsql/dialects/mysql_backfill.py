@@ -20,11 +20,10 @@ class MySQLBatchSQL(BatchSQL):
 
     No arrays, no ``UPDATE ... FROM``, no ``RETURNING`` on updates: a batch is loaded (one
     multi-row INSERT) into a session temporary table whose key columns have the key's own type
-    and collation, and joined from there. ``python -m benchmarks.backfill --strategies`` times
-    it against a ``JSON_TABLE`` over one JSON document and a ``UNION ALL`` of one-row SELECTs:
-    on MariaDB 10.11, 20k rows, it was level with ``JSON_TABLE`` and faster than ``UNION ALL``,
-    and it needs no JSON or literal spelling of keys (binary keys, collations, 64-bit unsigned
-    numbers all arrive as the key's own type).
+    and collation, and joined from there. Unlike a ``JSON_TABLE`` over one JSON document or a
+    ``UNION ALL`` of one-row SELECTs (``python -m benchmarks.backfill --strategies`` times all
+    three), it needs no JSON or literal spelling of keys: binary keys, collations and 64-bit
+    unsigned numbers all arrive as the key's own type.
 
     The guards are PostgreSQL's: in columns mode the row trigger (``BEFORE UPDATE``) nulls a
     fingerprint whose digest is not the row's text; in side-table mode the user's rows are

@@ -10,7 +10,7 @@ virtual environment and, on exit, signals whatever process a stale ``postmaster.
 What callers get, and why:
 
 * **Where.** One cluster per data directory, :func:`default_data_dir` unless one is given. The
-  first call creates it (``initdb``, about a second); later calls start it (about 0.1 s) or
+  first call creates it (``initdb``); later calls start it, which is much quicker, or
   find it already running, in this process or another one. Calls are serialised across
   processes by a lock file beside the data directory (``.<name>.lock``).
 * **How to reach it.** On POSIX the server listens on a Unix socket inside its data directory

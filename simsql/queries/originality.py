@@ -23,15 +23,16 @@ ORIGINALITY_DISTANCE = 14
 """Default threshold of :func:`find_original`. Its probes (:data:`ORIGINALITY_PROBE_RADIUS`)
 find every row within 11 bits, and a row 12-14 bits away when one of its four blocks is within 2
 bits of the submission's: 12, 13 or 14 changed bits placed at random over four blocks leave one
-block with 2 or fewer in 97%, 90% and 81% of cases. Measured on documentation prose
-(BENCHMARKS.md, "Originality check"), this catches as many light evasions as probing every row
-within 14 bits (radius 3) does, within a point, at the index cost of an 11-bit search; 11 bits
-alone missed 5-14% of copies with a header and footer or several light edits at once."""
+block with 2 or fewer in 97%, 90% and 81% of cases. Measured on documentation prose,
+this catches nearly as many light evasions as probing every row within 14 bits (radius 3), at
+the index cost of an 11-bit search, and clearly more than 11 bits alone (BENCHMARKS.md,
+"Defaults, and why: the measurements" and "Originality check")."""
 
 ORIGINALITY_PROBE_RADIUS = 2
 """Default probe radius of :func:`find_original`: each block is probed within 2 bits (137 values
 per block, every row within ``4 * 2 + 3 = 11`` bits). Radius 3 (697 values per block) would
-make the 14-bit bound exact at about four times the index work."""
+make the 14-bit bound exact at several times the index work (the values probed per block
+are the cost: 697 against 137)."""
 
 ORIGINALITY_CANDIDATES = 16
 """How many of the nearest rows :func:`find_original` verifies by text before answering None."""
@@ -78,7 +79,7 @@ def find_original(
     compared with ``text`` and accepted when at least
     ``min_containment`` of the smaller one's word 5-shingles are in the other
     (:mod:`simsql.containment`). At 14 bits a large table holds some unrelated rows by chance
-    (about 1e-4 of pairs of documentation articles); the second stage turns them away, so the
+    (BENCHMARKS.md, "False matches at 14 bits"); the second stage turns them away, so the
     threshold can be wide enough to catch disguised copies. ``min_containment=None`` skips it (fingerprints only:
     the nearest row within ``max_distance`` is the answer). At most ``candidates`` rows are
     read. Raises :class:`EmptyDocument` for text without words.

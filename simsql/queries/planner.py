@@ -436,8 +436,8 @@ class _KeyRanking(TableClause):
 
     Its cache key is the model, the plan's parameters (limit, bound, probe radius, the shape
     of the exclusion) and the bound values, so a repeated top-k query computes that short key
-    and reuses the compiled SQL: the expression tree of the bands, checks and scan (a few
-    milliseconds of Python) is built once per shape and dialect, not once per call.
+    and reuses the compiled SQL: the expression tree of the bands, checks and scan (milliseconds of
+    Python work) is built once per shape and dialect, not once per call.
     """
 
     inherit_cache = True
