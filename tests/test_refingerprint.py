@@ -147,15 +147,15 @@ def test_refingerprint_with_concurrent_writers(engine: Engine, side_table: bool)
 
     stop, counts = threading.Event(), {"writes": 0}
     writers = [threading.Thread(target=writer, args=(engine, seed, stop, counts)) for seed in range(2)]
-    for writer in writers:
-        writer.start()
+    for thread in writers:
+        thread.start()
     try:
         result = simsql.refingerprint(engine, "docs", to=V2, batch_size=100, workers=2, progress=midway)
         check_fingerprints(engine, sql, V2)  # right after the switch, writers still running
     finally:
         stop.set()
-        for writer in writers:
-            writer.join(30)
+        for thread in writers:
+            thread.join(30)
     assert checked_midway and counts["writes"] > 50, "the writers barely ran; the test proved nothing"
     assert result.switched and (result.from_config, result.to_config) == (V1.config_id, V2.config_id)
     assert config_id(engine, "docs") == V2.config_id
