@@ -4,6 +4,7 @@ margin, pinned outputs, and margin-directed probes checked against brute force."
 from __future__ import annotations
 
 import itertools
+import random
 from pathlib import Path
 
 import numpy as np
@@ -107,17 +108,25 @@ def test_a_background_centres_word_zero_only() -> None:
     assert centred.margins[64:] == plain.margins[64:]
 
 
+def _document(seed: int, words: int = 600) -> str:
+    """A deterministic text of Zipf-distributed words (no file needed): a hard case for SimHash,
+    since every word is as informative as in real prose and none is boilerplate."""
+    rng = random.Random(seed)
+    vocabulary = [f"word{i}" for i in range(5000)]
+    return " ".join(rng.choices(vocabulary, [1 / (i + 1) for i in range(5000)], k=words))
+
+
 def test_light_edits_flip_low_margin_bits() -> None:
     """What margin-directed probing rests on: the bits an edit flips had small margins."""
     flipped, every = [], []
-    for text in _seed_texts() or TEXTS[3:4]:
-        sentences = text.split("。") if "。" in text else text.split(". ")
-        edited = ("。" if "。" in text else ". ").join(sentences[: len(sentences) * 9 // 10])
+    for seed in range(4):
+        text = _document(seed)
+        edited = " ".join(text.split()[:540])  # the last tenth cut
         before, after = BASE.signature(text), BASE.signature(edited)
         changed = before.value ^ after.value
         flipped += [before.margins[bit] for bit in range(WIDE_BITS) if changed >> bit & 1]
         every += list(before.margins)
-    assert flipped, "the edits changed no bit: the check says nothing"
+    assert len(flipped) >= 20, "the edits changed few bits: the check says little"
     assert np.median(flipped) < np.median(every) / 2
 
 
@@ -201,24 +210,19 @@ def test_bad_input() -> None:
 
 
 def test_probes_find_copies_that_share_no_block() -> None:
-    """Every 4th word replaced in each seed article's first 4,000 characters: where no block of
-    the copy equals the original's (pigeonhole alone would miss it), margin-directed probes
-    still reach one of its blocks within 256 lookups."""
-    texts = _seed_texts()
-    if not texts:
-        pytest.skip("the seed articles (../shared/seeds) are not here")
+    """Every 6th word replaced: where no block of the copy equals the original's (pigeonhole
+    alone would miss it), margin-directed probes still reach one of its blocks within 256
+    lookups."""
     unreached, probed = [], 0
-    for number, source in enumerate(texts):
-        text = source[:4000]
-        separator = " " if " " in text else ""
-        tokens = text.split() if separator else list(text)
-        edited = separator.join(f"replaced{i}" if i % 4 == 1 else t for i, t in enumerate(tokens))
-        original, copy = BASE.signature(text), BASE.signature(edited)
+    for seed in range(10):
+        tokens = _document(seed).split()
+        edited = " ".join(f"replaced{i}" if i % 6 == 1 else t for i, t in enumerate(tokens))
+        original, copy = BASE.signature(" ".join(tokens)), BASE.signature(edited)
         theirs = set(enumerate(copy.blocks()))
         if theirs & set(enumerate(original.blocks())):
             continue
         probed += 1
         if not any((p.block, p.value) in theirs for p in probes(original, budget=256)):
-            unreached.append(number)
-    assert probed >= 2, "no copy without a shared block: the test checks nothing"
+            unreached.append(seed)
+    assert probed >= 3, "few copies without a shared block: the test checks little"
     assert unreached == []
