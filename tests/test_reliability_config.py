@@ -123,3 +123,58 @@ def test_forget_still_drops_an_engines_cached_checks(any_engine: Engine) -> None
     registry.forget(any_engine)  # ... until forgotten
     with any_engine.connect() as connection, pytest.raises(ConfigMismatch):
         registry.check(connection, "docs", None, OTHER.config_id)
+
+
+# -- item 11: __simhash_source__ as one string, or of a type that is refused ----------------------
+
+
+class StringBase(DeclarativeBase):
+    pass
+
+
+class Titled(simsql.SimHashMixin, StringBase):
+    """``__simhash_source__`` given as one column name, not a sequence of them."""
+
+    __tablename__ = "titled"
+    __simhash_source__ = "body"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    b: Mapped[str | None] = mapped_column(Text)  # one-letter attributes a per-character reading would find
+    o: Mapped[str | None] = mapped_column(Text)
+    d: Mapped[str | None] = mapped_column(Text)
+    y: Mapped[str | None] = mapped_column(Text)
+    body: Mapped[str | None] = mapped_column(Text)
+
+
+def test_a_string_source_is_one_column() -> None:
+    assert Titled.__simhash_source__ == ("body",)
+    binding = simsql.binding_for(Titled)
+    assert binding.source == ("body",) and binding.source_columns == ("body",)
+    assert binding.fingerprint_of(Titled(id=1, b="x", o="y", d="z", y="w", body=BODY)) == simsql.simhash(BODY)
+
+
+def test_a_string_source_fingerprints_its_column(any_engine: Engine) -> None:
+    StringBase.metadata.create_all(any_engine)
+    with Session(any_engine) as session:
+        session.add(Titled(id=1, b="b", o="o", d="d", y="y", body=BODY))
+        session.commit()
+        stored = session.execute(select(Titled.simhash)).scalar_one()
+    assert stored == simsql.simhash(BODY)  # the SimHash column reads back unsigned
+
+
+@pytest.mark.parametrize(
+    ("source", "named"),
+    [(5, "int"), ({"title", "body"}, "set"), (["body", 3], "int"), (b"body", "bytes"), ({"body": 1}, "dict")],
+)
+def test_a_source_of_another_type_is_refused_when_the_class_is_created(source: object, named: str) -> None:
+    class BadBase(DeclarativeBase):
+        pass
+
+    with pytest.raises(TypeError, match=rf"Bad\.__simhash_source__ .*column name.*{named}"):
+
+        class Bad(simsql.SimHashMixin, BadBase):
+            __tablename__ = "bad"
+            __simhash_source__ = source
+            id: Mapped[int] = mapped_column(primary_key=True)
+            body: Mapped[str | None] = mapped_column(Text)
+
+    assert "bad" not in BadBase.metadata.tables  # refused before the class was mapped
