@@ -8,6 +8,7 @@ current`` and the application's history always agree.
 from __future__ import annotations
 
 import importlib.resources
+import shlex
 from typing import Any
 
 from alembic import command
@@ -20,6 +21,7 @@ from sqlalchemy.engine import Connection
 
 from .. import registry, schema
 from ..dialects import check_server
+from ..errors import SchemaError
 from ..registry import VERSION_TABLE
 from ..urls import engine_for, normalise_url
 
@@ -88,22 +90,60 @@ def _repair(connection: Connection) -> None:
 
 def downgrade(bind: str | Engine | Connection, revision: str = "base") -> None:
     """Undo simsql's own revisions down to ``revision``; at base nothing of simsql is left, its
-    version table included."""
+    version table included.
+
+    Refused with :class:`SchemaError` while the registry lists attached tables (their columns,
+    triggers and indexes would outlive the registry that records them); the message names them
+    and the ``simsql detach`` commands that release them, and nothing is removed."""
 
     def run(cfg: Config) -> None:
+        connection = cfg.attributes["connection"]
+        if revision not in _applied(connection):
+            refuse_while_attached(connection)
         command.downgrade(cfg, revision)
-        forget_version_table(cfg.attributes["connection"])
+        forget_version_table(connection)
 
     _with_connection(bind, run)
+
+
+def _applied(connection: Connection) -> tuple[str, ...]:
+    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+    return tuple(context.get_current_heads())
+
+
+def attached_tables(connection: Connection) -> list[schema.Attachment]:
+    """The tables the registry records as attached; none when there is no registry (never
+    installed, or dropped by hand: a downgrade then removes what is left)."""
+    return registry.entries(connection) if registry.registry_exists(connection) else []
+
+
+def detach_commands(connection: Connection, attached: list[schema.Attachment]) -> str:
+    """The ``simsql detach`` command of each table, ready to paste into a shell."""
+    here = registry.current_schema(connection)
+    return "; ".join(
+        f"simsql detach --table {shlex.quote(entry.table_name)}"
+        + ("" if entry.table_schema == here else f" --schema {shlex.quote(entry.table_schema)}")
+        for entry in attached
+    )
+
+
+def refuse_while_attached(connection: Connection) -> None:
+    """:class:`SchemaError` when removing simsql's objects would strand attached tables."""
+    attached = attached_tables(connection)
+    if attached:
+        names = ", ".join(f"{entry.table_schema}.{entry.table_name}" for entry in attached)
+        raise SchemaError(
+            f"simsql's objects are still used by attached tables ({names}): removing them would leave those "
+            "tables' fingerprint columns, triggers and indexes with no registry. Nothing was removed. Detach "
+            f"them first ({detach_commands(connection, attached)}), then run `simsql db downgrade` again"
+        )
 
 
 def current(bind: str | Engine | Connection) -> tuple[str, ...]:
     """Applied simsql revisions (empty when simsql's objects are not installed)."""
 
     def read(cfg: Config) -> tuple[str, ...]:
-        connection = cfg.attributes["connection"]
-        context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
-        return tuple(context.get_current_heads())
+        return _applied(cfg.attributes["connection"])
 
     return _with_connection(bind, read)  # type: ignore[no-any-return]
 
