@@ -6,7 +6,8 @@ declared in :mod:`simsql.schema`) records it per table, so writes and queries wi
 configuration are refused with :class:`~simsql.errors.ConfigMismatch` instead of returning
 quietly wrong neighbours.
 
-Checks are cached per engine and table: after the first statement they cost a dict lookup.
+Checks are cached per engine object (weakly, never by its address) and table: after the
+first statement they cost a dict lookup.
 A database where simsql's revision was never applied is not checked (``create_all`` only
 applications); a registry dropped by hand while its revision is recorded is an error, never a
 silent loss of the checks.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from typing import Any
 
 from sqlalchemy import Engine, event, select, text
@@ -172,7 +174,14 @@ def fingerprinter_from_settings(settings: dict[str, Any]) -> Fingerprinter:
     return Fingerprinter.from_settings(settings)
 
 
-_checked: dict[tuple[int, str | None, str, str], float] = {}
+Target = tuple[str | None, str, str]
+"""(schema as the caller named it, table, config_id): what one passed check vouches for."""
+
+_checked: weakref.WeakKeyDictionary[Engine, dict[Target, float]] = weakref.WeakKeyDictionary()
+"""Passed checks per engine object. Keyed by the engine itself, weakly, never by ``id()``: an
+address is reused once an engine is collected, and a new engine there (perhaps on another
+database, or after the registry changed) would inherit checks it never ran. An engine's
+entries go with it."""
 _lock = threading.Lock()
 
 CHECK_TTL = 10.0
@@ -182,28 +191,31 @@ registry again and is refused, instead of writing or querying with the old one u
 restarts. One indexed registry read per table and engine every 10 s."""
 
 
-def _fresh(key: tuple[int, str | None, str, str]) -> bool:
-    checked_at = _checked.get(key)
+def _fresh(engine: Engine, target: Target) -> bool:
+    with _lock:
+        checked_at = _checked.get(engine, {}).get(target)
     return checked_at is not None and time.monotonic() - checked_at < CHECK_TTL
+
+
+def _passed(engine: Engine, target: Target) -> None:
+    with _lock:
+        _checked.setdefault(engine, {})[target] = time.monotonic()
 
 
 def forget(engine: Engine) -> None:
     """Drop cached checks for ``engine`` (after the registry changed)."""
     with _lock:
-        for key in [k for k in _checked if k[0] == id(engine)]:
-            del _checked[key]
+        _checked.pop(engine, None)
 
 
 def check(connection: Connection, table_name: str, schema: str | None, config_id: str) -> None:
     """Raise :class:`ConfigMismatch` if ``table_name`` was filled with another configuration."""
-    key = (id(connection.engine), schema, table_name, config_id)
-    if _fresh(key):
+    if _fresh(connection.engine, (schema, table_name, config_id)):
         return
     entry = read(connection, table_name, schema)
     if entry is not None and entry.config_id != config_id:
         raise mismatch(entry.table_schema, table_name, entry, config_id)
-    with _lock:
-        _checked[key] = time.monotonic()
+    _passed(connection.engine, (schema, table_name, config_id))
 
 
 def claim(
@@ -217,7 +229,7 @@ def claim(
     """Record a table the registry does not know yet (a mixin or ORM side table made by
     ``create_all``) with the configuration of its first writer; no-op when simsql's revision
     was never applied, or once checked on this engine."""
-    if _fresh((id(connection.engine), schema, table_name, fingerprinter.config_id)):
+    if _fresh(connection.engine, (schema, table_name, fingerprinter.config_id)):
         return
     if not require_registry(connection):
         return
@@ -265,7 +277,7 @@ def _check_compiled(
 ) -> None:
     targets = getattr(getattr(context, "compiled", None), "_simsql_checks", None)
     for schema, table_name, config_id in targets or ():
-        if not _fresh((id(connection.engine), schema, table_name, config_id)):
+        if not _fresh(connection.engine, (schema, table_name, config_id)):
             _raw_check(connection, cursor, schema, table_name, config_id)
 
 
@@ -298,8 +310,7 @@ def _raw_check(connection: Connection, cursor: Any, schema: str | None, table_na
             f"{config_id}; use the same Fingerprinter settings as the data, or move the table to the new "
             "configuration with `simsql refingerprint`"
         )
-    with _lock:
-        _checked[(id(connection.engine), schema, table_name, config_id)] = time.monotonic()
+    _passed(connection.engine, (schema, table_name, config_id))
 
 
 CHECK_OPTION = "simsql_config_check"

@@ -171,6 +171,31 @@ def _block_indexes(table: Table, names: Names, key_names: Sequence[str]) -> list
     ]
 
 
+def source_names(source: object, owner: str) -> tuple[str, ...]:
+    """The source column names ``owner`` declares, in the order their text is joined.
+
+    One name may be given as a plain string (``"body"``), never read as its characters. Any
+    other value must be a list or tuple of names: a set has no order (its iteration order
+    changes between processes, and with it every fingerprint), and anything else is a
+    mistake. :class:`TypeError` names ``owner`` and what it was given; empty gives ``()``.
+    """
+    if isinstance(source, str):
+        return (source,)
+    if source is None:
+        return ()
+    if isinstance(source, (list, tuple)):
+        wrong = [name for name in source if not isinstance(name, str)]
+        if not wrong:
+            return tuple(source)
+        given = f"a {type(source).__name__} holding {type(wrong[0]).__name__} {wrong[0]!r}"
+    else:
+        given = f"{type(source).__name__} {source!r}"
+    raise TypeError(
+        f"{owner} must be a column name or a list or tuple of column names (their text is joined "
+        f"in that order), got {given}"
+    )
+
+
 class SimHashMixin:
     """Declarative mixin: a ``simhash`` column, four derived block columns and their indexes.
 
@@ -188,6 +213,13 @@ class SimHashMixin:
 
     __simhash_source__: ClassVar[Sequence[str]] = ()
     __simhash_fingerprinter__: ClassVar[Fingerprinter] = DEFAULT
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        """Checks (and makes a tuple of) ``__simhash_source__`` as the class is created, before
+        SQLAlchemy maps it: a wrong type fails at its declaration, not at the first write."""
+        if "__simhash_source__" in cls.__dict__:
+            cls.__simhash_source__ = source_names(cls.__dict__["__simhash_source__"], f"{cls.__name__}.__simhash_source__")
+        super().__init_subclass__(**kw)
 
     @declared_attr
     def simhash(cls) -> Mapped[int | None]:
@@ -213,7 +245,7 @@ for _index, _name in enumerate(BLOCK_COLUMNS):
 
 def _mixin_binding(model: type) -> Binding:
     mapper: Any = inspect(model)
-    source = tuple(getattr(model, "__simhash_source__", ()) or ())
+    source = source_names(getattr(model, "__simhash_source__", ()), f"{model.__name__}.__simhash_source__")
     if not source:
         raise NotAttached(f"{model.__name__} uses SimHashMixin but declares no __simhash_source__")
     for name in source:
@@ -338,9 +370,7 @@ def attach_model(
 
 
 def _check_source(model: type, mapper: Any, source: Sequence[str]) -> tuple[str, ...]:
-    if isinstance(source, str):
-        source = (source,)
-    source = tuple(source)
+    source = source_names(source, "attach_model()'s source")
     if not source:
         raise ValueError("attach_model() needs at least one source column")
     for name in source:

@@ -8,6 +8,10 @@ current`` and the application's history always agree.
 from __future__ import annotations
 
 import importlib.resources
+import shlex
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from alembic import command
@@ -17,9 +21,11 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, MetaData, Table
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import SQLAlchemyError
 
 from .. import registry, schema
-from ..dialects import check_server
+from ..dialects import backend, check_server
+from ..errors import SchemaError
 from ..registry import VERSION_TABLE
 from ..urls import engine_for, normalise_url
 
@@ -53,21 +59,62 @@ def config(bind: str | Engine | Connection) -> Config:
     return cfg
 
 
-def _with_connection(bind: str | Engine | Connection, action: Any) -> Any:
+def _with_connection(bind: str | Engine | Connection, action: Any, one_at_a_time: bool = False) -> Any:
+    """``action`` on a connection to ``bind``, in a transaction of its own unless ``bind`` is a
+    connection (then the caller's). ``one_at_a_time``: under :func:`migration_lock`."""
     if isinstance(bind, Connection):
         return action(config(bind))
     engine = engine_for(bind) if isinstance(bind, str) else bind
     try:
-        with engine.begin() as connection:
-            return action(config(connection))
+        with engine.connect() as connection:
+            with migration_lock(connection) if one_at_a_time else nullcontext():
+                with connection.begin():
+                    return action(config(connection))
     finally:
         if isinstance(bind, str):
             engine.dispose()
 
 
+def migration_lock_key(schema_name: str) -> int:
+    """The advisory lock of simsql's migrations in one schema (MySQL: one database): upgrades
+    of two schemas never wait for each other."""
+    return zlib.crc32(f"simsql migrations {schema_name}".encode())
+
+
+@contextmanager
+def migration_lock(connection: Connection) -> Iterator[None]:
+    """Upgrades and downgrades of simsql's objects in this schema, one at a time.
+
+    Several processes starting at once (deployments, workers each running ``simsql db
+    upgrade``) would otherwise race to create the version table and the registry, and the
+    losers fail with the server's "already exists". The lock is the session's, taken before
+    the migration's transaction begins and released after it ended: a waiter starts once the
+    winner committed, finds the revision applied and has nothing to do. Released however the
+    block ends; if the release itself fails, the connection is closed, which releases it too.
+    """
+    server = backend(connection)
+    key = migration_lock_key(registry.current_schema(connection))
+    server.advisory_lock(connection, key)
+    connection.commit()
+    try:
+        yield
+    finally:
+        try:
+            if connection.in_transaction():
+                connection.rollback()
+            server.advisory_unlock(connection, key)
+            connection.commit()
+        except SQLAlchemyError:
+            connection.invalidate()  # never back to the pool still holding the lock
+
+
 def upgrade(bind: str | Engine | Connection, revision: str = "heads") -> None:
     """Create or update simsql's own objects (registry, helper functions); recreates the
-    registry tables if they were dropped by hand while the revision stayed recorded."""
+    registry tables if they were dropped by hand while the revision stayed recorded.
+
+    Given a URL or an engine, concurrent upgrades of one schema wait for each other
+    (:func:`migration_lock`) and all succeed; given a connection, the caller's transaction
+    decides, and serialising is the caller's."""
 
     def run(cfg: Config) -> None:
         # before Alembic creates its version table (which MySQL would keep: DDL commits there)
@@ -77,7 +124,7 @@ def upgrade(bind: str | Engine | Connection, revision: str = "heads") -> None:
         if connection is not None:
             _repair(connection)
 
-    _with_connection(bind, run)
+    _with_connection(bind, run, one_at_a_time=True)
 
 
 def _repair(connection: Connection) -> None:
@@ -88,22 +135,60 @@ def _repair(connection: Connection) -> None:
 
 def downgrade(bind: str | Engine | Connection, revision: str = "base") -> None:
     """Undo simsql's own revisions down to ``revision``; at base nothing of simsql is left, its
-    version table included."""
+    version table included.
+
+    Refused with :class:`SchemaError` while the registry lists attached tables (their columns,
+    triggers and indexes would outlive the registry that records them); the message names them
+    and the ``simsql detach`` commands that release them, and nothing is removed."""
 
     def run(cfg: Config) -> None:
+        connection = cfg.attributes["connection"]
+        if revision not in _applied(connection):
+            refuse_while_attached(connection)
         command.downgrade(cfg, revision)
-        forget_version_table(cfg.attributes["connection"])
+        forget_version_table(connection)
 
-    _with_connection(bind, run)
+    _with_connection(bind, run, one_at_a_time=True)
+
+
+def _applied(connection: Connection) -> tuple[str, ...]:
+    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
+    return tuple(context.get_current_heads())
+
+
+def attached_tables(connection: Connection) -> list[schema.Attachment]:
+    """The tables the registry records as attached; none when there is no registry (never
+    installed, or dropped by hand: a downgrade then removes what is left)."""
+    return registry.entries(connection) if registry.registry_exists(connection) else []
+
+
+def detach_commands(connection: Connection, attached: list[schema.Attachment]) -> str:
+    """The ``simsql detach`` command of each table, ready to paste into a shell."""
+    here = registry.current_schema(connection)
+    return "; ".join(
+        f"simsql detach --table {shlex.quote(entry.table_name)}"
+        + ("" if entry.table_schema == here else f" --schema {shlex.quote(entry.table_schema)}")
+        for entry in attached
+    )
+
+
+def refuse_while_attached(connection: Connection) -> None:
+    """:class:`SchemaError` when removing simsql's objects would strand attached tables."""
+    attached = attached_tables(connection)
+    if attached:
+        names = ", ".join(f"{entry.table_schema}.{entry.table_name}" for entry in attached)
+        raise SchemaError(
+            f"simsql's objects are still used by attached tables ({names}): removing them would leave those "
+            "tables' fingerprint columns, triggers and indexes with no registry. Nothing was removed. Detach "
+            f"them first ({detach_commands(connection, attached)}), then run `simsql db downgrade` again"
+        )
 
 
 def current(bind: str | Engine | Connection) -> tuple[str, ...]:
     """Applied simsql revisions (empty when simsql's objects are not installed)."""
 
     def read(cfg: Config) -> tuple[str, ...]:
-        connection = cfg.attributes["connection"]
-        context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
-        return tuple(context.get_current_heads())
+        return _applied(cfg.attributes["connection"])
 
     return _with_connection(bind, read)  # type: ignore[no-any-return]
 

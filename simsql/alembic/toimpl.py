@@ -36,7 +36,7 @@ from .ops import (
     UpgradeSimsqlOp,
     key_names,
 )
-from .revisions import run_own_revisions
+from .revisions import attached_tables, detach_commands, run_own_revisions
 
 #: The schema offline SQL uses when an operation names none (offline, nothing can ask the server).
 OFFLINE_SCHEMA = "public"
@@ -258,13 +258,13 @@ def _upgrade_simsql(operations: Operations, operation: UpgradeSimsqlOp) -> None:
 def _downgrade_simsql(operations: Operations, operation: DowngradeSimsqlOp) -> None:
     if not _offline(operations):
         connection = operations.get_bind()
-        if registry.registry_exists(connection):
-            attached = registry.entries(connection)
-            if attached:
-                _log.warning(
-                    "simsql's objects are kept: %s still use(s) them; detach those first "
-                    "(`simsql detach --table NAME`), then `simsql db downgrade`",
-                    ", ".join(f"{e.table_schema}.{e.table_name}" for e in attached),
-                )
-                return
+        attached = attached_tables(connection)
+        if attached:
+            _log.warning(
+                "simsql's objects are kept: %s still use(s) them; detach those first (%s), "
+                "then `simsql db downgrade`",
+                ", ".join(f"{e.table_schema}.{e.table_name}" for e in attached),
+                detach_commands(connection, attached),
+            )
+            return
     run_own_revisions(operations, operation.revision, upgrade=False)

@@ -34,20 +34,12 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 
 
 def cmd_db_downgrade(args: argparse.Namespace) -> int:
+    """Refused (SchemaError, exit 1, nothing removed) while tables are attached: see
+    :func:`simsql.alembic.downgrade`."""
     with open_engine(args) as engine:
-        with engine.connect() as connection:
-            # A registry dropped by hand must not block the downgrade that removes it anyway.
-            present = registry.registry_exists(connection)
-            attached = [f"{e.table_schema}.{e.table_name}" for e in registry.entries(connection)] if present else []
         migrations().downgrade(engine, args.revision)
         remaining = migrations().current(engine)
         _print_revisions(remaining, when_none="simsql's objects are removed: nothing of simsql is left in this database")
-        if attached and not remaining:
-            print(
-                "simsql: warning: the registry is gone but these tables keep their fingerprint "
-                f"columns and triggers: {', '.join(attached)}",
-                file=sys.stderr,
-            )
     return EXIT_OK
 
 
