@@ -1,0 +1,78 @@
+"""Issue 21: what happens to an attached table that simsql does not expect, on every server.
+
+A table dropped or replaced outside simsql (``DROP TABLE``, pandas ``to_sql(if_exists="replace")``)
+reads as such in ``simsql status`` while the other tables read as usual, and ``simsql detach``
+of it clears what simsql recorded. Rows whose text has no words count apart, so a finished
+backfill reads as finished. A table name holding ``%`` (or quotes) works through every command.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import Engine, text
+
+import simsql
+import simsql.alembic
+
+from .command_line import cli, ok
+from .tables import is_mysql, run
+
+
+def _create(engine: Engine, table: str) -> None:
+    quoted = engine.dialect.identifier_preparer.quote_identifier(table).replace("%%", "%")
+    with engine.begin() as connection:
+        connection.execute(text(f"CREATE TABLE {quoted} (id INT PRIMARY KEY, body TEXT)"))
+        connection.execute(
+            text(f"INSERT INTO {quoted} (id, body) VALUES (1, :a), (2, :b), (3, NULL)"),
+            {"a": "the quick brown fox jumps over the lazy dog", "b": "a quick brown fox jumps over the lazy dog"},
+        )
+
+
+def _registered(engine: Engine) -> list[tuple[str, str]]:
+    with engine.connect() as connection:
+        registry = connection.execute(text("SELECT table_name FROM simsql_registry")).scalars().all()
+        progress = connection.execute(text("SELECT table_name FROM simsql_backfill")).scalars().all()
+    return sorted([("registry", t) for t in registry] + [("progress", t) for t in progress])
+
+
+def _states(engine: Engine) -> dict[str, tuple[str, int, int]]:
+    return {s.table: (s.state, s.rows, s.rows_missing) for s in simsql.status(engine)}
+
+
+@pytest.mark.parametrize("how", ["dropped", "replaced"])
+def test_a_table_dropped_outside_simsql_reads_as_gone_and_detach_clears_it(any_engine: Engine, any_url: str, how: str) -> None:
+    simsql.alembic.upgrade(any_engine)
+    for table in ("keep", "lost"):
+        _create(any_engine, table)
+        simsql.attach_table(any_engine, table, ["body"])
+        simsql.backfill(any_engine, table, workers=0)
+    run(any_engine, "DROP TABLE lost")
+    if how == "replaced":  # what pandas' to_sql(if_exists="replace") does
+        run(any_engine, "CREATE TABLE lost (id INT PRIMARY KEY, body TEXT)", "INSERT INTO lost VALUES (7, 'new text')")
+    gone = "gone" if how == "dropped" else "replaced"
+    assert _states(any_engine) == {"keep": ("attached", 3, 0), "lost": (gone, 0, 0)}
+    report = {s["table"].split(".")[-1]: s for s in json.loads(ok(cli("status", "--format", "json", url=any_url)).stdout)}
+    assert (report["keep"]["state"], report["keep"]["fingerprinted"], report["lost"]["state"]) == ("attached", 2, gone)
+
+    detached = ok(cli("detach", "--table", "lost", url=any_url))
+    assert "outside simsql" in detached.stdout and "registry entry" in detached.stdout
+    assert _registered(any_engine) == [("progress", "keep"), ("registry", "keep")]
+    assert _states(any_engine) == {"keep": ("attached", 3, 0)}
+    if how == "replaced":
+        with any_engine.connect() as connection:
+            assert connection.execute(text("SELECT id, body FROM lost")).all() == [(7, "new text")]
+
+
+def test_detach_table_of_a_dropped_table_clears_its_entry(any_engine: Engine) -> None:
+    simsql.alembic.upgrade(any_engine)
+    _create(any_engine, "lost")
+    simsql.attach_table(any_engine, "lost", ["body"], side_table=True)
+    simsql.backfill(any_engine, "lost", workers=0)
+    if is_mysql(any_engine):  # the side table's foreign key stands in the way
+        run(any_engine, "SET FOREIGN_KEY_CHECKS = 0", "DROP TABLE lost")
+    else:
+        run(any_engine, "DROP TABLE lost CASCADE")
+    assert simsql.detach_table(any_engine, "lost").table_name == "lost"
+    assert _registered(any_engine) == [] and simsql.status(any_engine) == []
