@@ -292,8 +292,9 @@ class PostgresDDL(DDL):
             steps.append(Step(f"DROP TABLE {qualified(schema, names.side)}", f"drop side table {schema}.{names.side}"))
         else:
             kept = [c for c in reversed(names.added_columns) if columns is None or c in columns]
-            drops = ", ".join(f"DROP COLUMN {quote(c)}" for c in kept)
-            steps.append(Step(f"ALTER TABLE {base} {drops}", f"drop columns from {schema}.{names.table}"))
+            if kept:  # none on a table replaced outside simsql
+                drops = ", ".join(f"DROP COLUMN {quote(c)}" for c in kept)
+                steps.append(Step(f"ALTER TABLE {base} {drops}", f"drop columns from {schema}.{names.table}"))
         return self.plan(steps) + self.forget(schema, names.table)
 
     # -- a way forward: upgrade a 0.1 attachment, refingerprint to another configuration ------
