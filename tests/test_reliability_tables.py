@@ -76,3 +76,21 @@ def test_detach_table_of_a_dropped_table_clears_its_entry(any_engine: Engine) ->
         run(any_engine, "DROP TABLE lost CASCADE")
     assert simsql.detach_table(any_engine, "lost").table_name == "lost"
     assert _registered(any_engine) == [] and simsql.status(any_engine) == []
+
+
+@pytest.mark.parametrize("table", ["odd%name", 'odd%%s"name'])
+def test_a_percent_in_a_table_name_works_through_every_command(any_engine: Engine, any_url: str, table: str) -> None:
+    simsql.alembic.upgrade(any_engine)
+    _create(any_engine, "plain")
+    simsql.attach_table(any_engine, "plain", ["body"])
+    _create(any_engine, table)
+    ok(cli("attach", "--table", table, "--text-column", "body", "--no-backfill", url=any_url))
+    assert "rows_fingerprinted=2" in repr(simsql.backfill(any_engine, table, workers=0))
+    ok(cli("backfill", "--table", table, url=any_url))
+    report = {s["table"].split(".")[-1]: s for s in json.loads(ok(cli("status", "--format", "json", url=any_url)).stdout)}
+    assert (report[table]["state"], report[table]["fingerprinted"], report[table]["missing"]) == ("attached", 2, 0)
+    assert report["plain"]["state"] == "attached"
+    ok(cli("detach", "--table", table, url=any_url))
+    assert [s.table for s in simsql.status(any_engine)] == ["plain"]
+    with any_engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM simsql_registry")).scalar() == 1
