@@ -23,7 +23,7 @@ from sqlalchemy.dialects import postgresql
 
 from ..fingerprint import Fingerprinter
 from ..schema import PROGRESS_TABLE, REGISTRY_TABLE, Names
-from .base import Backend
+from .base import Backend, sql_identifier
 from .plan import DDL, REGISTRY_INSERT, Partition, Plan, Present, Step, TableFacts, Target, registry_values
 
 _PREPARER = postgresql.dialect().identifier_preparer
@@ -37,7 +37,7 @@ STALE_TIMING = "AFTER UPDATE"
 
 
 def quote(name: str) -> str:
-    return str(_PREPARER.quote_identifier(name))
+    return sql_identifier(_PREPARER, name)
 
 
 def qualified(schema: str, name: str) -> str:
