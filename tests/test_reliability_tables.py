@@ -94,3 +94,24 @@ def test_a_percent_in_a_table_name_works_through_every_command(any_engine: Engin
     assert [s.table for s in simsql.status(any_engine)] == ["plain"]
     with any_engine.connect() as connection:
         assert connection.execute(text("SELECT count(*) FROM simsql_registry")).scalar() == 1
+
+
+@pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
+def test_rows_without_words_count_apart_and_a_finished_backfill_reads_as_finished(any_engine: Engine, any_url: str, side_table: bool) -> None:
+    simsql.alembic.upgrade(any_engine)
+    _create(any_engine, "notes")  # 2 rows with words, 1 without text
+    run(any_engine, "INSERT INTO notes (id, body) VALUES (4, ''), (5, '!!! ... ?'), (6, '   ')")
+    simsql.attach_table(any_engine, "notes", ["body"], side_table=side_table)
+    assert simsql.backfill(any_engine, "notes", workers=0).rows_fingerprinted == 2
+    report = simsql.status(any_engine)[0]
+    assert (report.rows, report.rows_fingerprinted, report.rows_missing, report.rows_no_text, report.rows_stale) == (6, 2, 0, 3, 0)
+    assert simsql.backfill(any_engine, "notes", workers=0).rows_read == 0  # nothing left to do, nothing read again
+    cli_report = json.loads(ok(cli("status", "--format", "json", url=any_url)).stdout)[0]
+    assert (cli_report["missing"], cli_report["no_text"]) == (0, 3)
+
+    run(any_engine, "UPDATE notes SET body = 'words at last, quite a few of them' WHERE id = 5")
+    report = simsql.status(any_engine)[0]
+    assert (report.rows_fingerprinted, report.rows_missing, report.rows_no_text) == (2, 1, 2)
+    assert simsql.backfill(any_engine, "notes", workers=0).rows_fingerprinted == 1
+    report = simsql.status(any_engine)[0]
+    assert (report.rows_fingerprinted, report.rows_missing, report.rows_no_text) == (3, 0, 2)
