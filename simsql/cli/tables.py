@@ -127,7 +127,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         {
             "table": f"{s.schema}.{s.table}", "mode": s.mode, "prefix": s.prefix, "source": ",".join(s.source),
             "config_id": s.config_id, "rows": s.rows, "fingerprinted": s.rows_fingerprinted,
-            "missing": s.rows_missing, "stale": s.rows_stale, "state": _state_text(s),
+            "missing": s.rows_missing, "no_text": s.rows_no_text, "stale": s.rows_stale, "state": _state_text(s),
         }
         for s in found
     ]
@@ -199,7 +199,7 @@ def add_detach(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def add_status(commands: Any, common: argparse.ArgumentParser) -> None:
     status = commands.add_parser(
-        "status", parents=[common], help="attached tables: mode, configuration, rows fingerprinted, missing, stale",
+        "status", parents=[common], help="attached tables: mode, configuration, rows fingerprinted, missing, without words, stale; and tables dropped or replaced outside simsql",
     )
     format_option(status, ("table", "json", "csv"))
     status.set_defaults(handler=cmd_status, parser=status)

@@ -55,7 +55,8 @@ def row_trigger_body(names: Names, source: Sequence[str], *, derive_blocks: bool
     """Columns mode: BEFORE INSERT OR UPDATE on the user's table.
 
     A fingerprint is kept only if it comes with the digest of the row's current text. One
-    written without a digest (a raw loader) is kept until the text changes. ``derive_blocks``:
+    written without a digest (a raw loader) is kept until the text changes. A digest without a
+    fingerprint marks text without words (a backfill found none): kept while the text stays. ``derive_blocks``:
     blocks are plain columns (tables altered in place) rather than generated ones.
     """
     fp, src = f"NEW.{quote(names.fingerprint)}", f"NEW.{quote(names.digest)}"
@@ -78,8 +79,10 @@ BEGIN
       {fp} := NULL;
     END IF;
   END IF;
-  IF {fp} IS NULL THEN
-    {src} := NULL;
+  IF {fp} IS NULL AND {src} IS NOT NULL THEN
+    IF {src} <> {digest_sql(source, "NEW.")} THEN
+      {src} := NULL;  -- kept only as the mark of text without words, while the text stays
+    END IF;
   END IF;{blocks}
   RETURN NEW;
 END
