@@ -199,7 +199,9 @@ def add_detach(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def add_status(commands: Any, common: argparse.ArgumentParser) -> None:
     status = commands.add_parser(
-        "status", parents=[common], help="attached tables: mode, configuration, rows fingerprinted, missing, without words, stale; and tables dropped or replaced outside simsql",
+        "status", parents=[common],
+        help="attached tables: mode, configuration, rows fingerprinted, missing, without words, stale; "
+        "tables dropped or replaced outside simsql read as gone/replaced",
     )
     format_option(status, ("table", "json", "csv"))
     status.set_defaults(handler=cmd_status, parser=status)

@@ -188,7 +188,8 @@ def _counts(connection: Connection, entry: Attachment) -> tuple[int, int, int, i
     changed = server.distinct_sql(src, server.digest_sql(entry.source, "b."))
     stale = f"{fp} IS NOT NULL AND {changed}"
     no_text = f"{fp} IS NULL AND ({has_text}) AND {src} IS NOT NULL AND NOT ({changed})"
-    counts = [f"{fp} IS NULL AND ({has_text}) AND ({src} IS NULL OR {changed})", stale, f"{fp} IS NOT NULL AND {src} IS NULL", no_text]
+    missing = f"{fp} IS NULL AND ({has_text}) AND ({src} IS NULL OR {changed})"
+    counts = [missing, stale, f"{fp} IS NOT NULL AND {src} IS NULL", no_text]
     row = connection.execute(
         text(f"SELECT count(*), count({fp}), {', '.join(server.count_where(c) for c in counts)} FROM {source_from}")
     ).one()
