@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 import simsql
 import simsql.lifecycle.catalog
 import simsql.lifecycle.tables
+import simsql.registry
 from simsql.cli.backfill import print_backfill_summary, run_backfill
 from simsql.cli.common import EXIT_OK, backfill_command, load_background, open_engine, with_background
 from simsql.cli.database import ensure_registry, migrations
@@ -95,12 +96,28 @@ def cmd_attach(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _state_before_detach(engine: Engine, args: argparse.Namespace) -> str | None:
+    with engine.connect() as connection:
+        entry = simsql.registry.read(connection, args.table, args.schema)
+        return None if entry is None else simsql.lifecycle.tables.attachment_state(connection, entry)
+
+
 def cmd_detach(args: argparse.Namespace) -> int:
     with open_engine(args) as engine:
+        state = _state_before_detach(engine, args)
         entry = simsql.detach_table(engine, args.table, schema=args.schema, lock_timeout=args.lock_timeout)
+    if state in (simsql.lifecycle.tables.GONE, simsql.lifecycle.tables.REPLACED):
+        what = "was dropped" if state == simsql.lifecycle.tables.GONE else "was replaced (without its fingerprints)"
+        print(f"{entry.table_schema}.{entry.table_name} {what} outside simsql: cleared its registry entry "
+              "and backfill progress")
+        return EXIT_OK
     print(f"detached {entry.table_schema}.{entry.table_name}: removed {_describe_attachment(entry)}, "
           "its trigger, indexes and registry entry; the table and its data are as before attach")
     return EXIT_OK
+
+
+def _state_text(status: simsql.lifecycle.tables.TableStatus) -> str:
+    return status.state if status.problem is None else f"{status.state}: {status.problem}"
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -110,7 +127,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         {
             "table": f"{s.schema}.{s.table}", "mode": s.mode, "prefix": s.prefix, "source": ",".join(s.source),
             "config_id": s.config_id, "rows": s.rows, "fingerprinted": s.rows_fingerprinted,
-            "missing": s.rows_missing, "stale": s.rows_stale,
+            "missing": s.rows_missing, "no_text": s.rows_no_text, "stale": s.rows_stale, "state": _state_text(s),
         }
         for s in found
     ]
@@ -120,6 +137,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         write_records(args.format, list(records[0]) if records else ["table"], records, sys.stdout)
         if not records:
             print("no table is attached (run `simsql attach --table ...`)", file=sys.stderr)
+    for s in found:
+        if s.state in (simsql.lifecycle.tables.GONE, simsql.lifecycle.tables.REPLACED):
+            print(f"{s.schema}.{s.table} was {'dropped' if s.state == 'gone' else 'replaced'} outside simsql; "
+                  f"clear its entry with: simsql detach --table {s.table}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -178,7 +199,9 @@ def add_detach(commands: Any, common: argparse.ArgumentParser) -> None:
 
 def add_status(commands: Any, common: argparse.ArgumentParser) -> None:
     status = commands.add_parser(
-        "status", parents=[common], help="attached tables: mode, configuration, rows fingerprinted, missing, stale",
+        "status", parents=[common],
+        help="attached tables: mode, configuration, rows fingerprinted, missing, without words, stale; "
+        "tables dropped or replaced outside simsql read as gone/replaced",
     )
     format_option(status, ("table", "json", "csv"))
     status.set_defaults(handler=cmd_status, parser=status)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Literal
 
-from sqlalchemy import BigInteger, Uuid
+from sqlalchemy import BigInteger, Uuid, text
 from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.types import TypeEngine
 
@@ -165,8 +165,9 @@ class Backend(ABC):
         return f"CAST(({fingerprint_sql} >> {shift}) & {BLOCK_MASK} AS INTEGER)"
 
     def quote(self, name: str) -> str:
-        """An identifier, always quoted, by the dialect's preparer."""
-        return str(self.dialect.identifier_preparer.quote_identifier(name))
+        """An identifier, always quoted, by the dialect's preparer's rule, as SQL text (see
+        :func:`sql_identifier`)."""
+        return sql_identifier(self.dialect.identifier_preparer, name)
 
     def qualified(self, schema: str, name: str) -> str:
         return f"{self.quote(schema)}.{self.quote(name)}"
@@ -331,6 +332,24 @@ class Backend(ABC):
     @abstractmethod
     def batch_sql(self, job: Job) -> BatchSQL:
         """The statements of a backfill ``job`` on this server."""
+
+
+def sql_identifier(preparer: Any, name: str) -> str:
+    """``name`` quoted by ``preparer``'s rule, as the server reads it. The preparer's own
+    ``quote_identifier`` also doubles ``%`` where the driver formats parameters with ``%``,
+    which only a compiled statement wants: simsql's SQL text is escaped once, where it runs
+    (``text()``, or :func:`execute_sql`), so a ``%`` in a name reaches the server as it is."""
+    return f"{preparer.initial_quote}{name.replace(preparer.escape_quote, preparer.escape_to_quote)}{preparer.final_quote}"
+
+
+def execute_sql(connection: Connection, sql: str, params: dict[str, Any] | None = None) -> Any:
+    """Run SQL text written by simsql. With ``params``: bound through ``text()``, which escapes
+    ``%`` for the driver. Without: handed to the driver as it is (``no_parameters``), so
+    neither a ``%`` nor a ``:name`` in a quoted identifier or a trigger body is read as a
+    parameter. The one place simsql's raw SQL meets the driver's parameter syntax."""
+    if params:
+        return connection.execute(text(sql), params)
+    return connection.exec_driver_sql(sql, execution_options={"no_parameters": True})
 
 
 def version_text(version: Sequence[Any] | None) -> str:

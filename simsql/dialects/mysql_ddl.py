@@ -76,7 +76,9 @@ def _on(schema: str | None, name: str) -> str:
 def row_trigger_sql(
     table: str, fingerprint: str, digest: str, source: Sequence[str], update: bool, name: str, schema: str | None = None
 ) -> str:
-    """Columns mode: a fingerprint is kept only with the digest of the row's current text."""
+    """Columns mode: a fingerprint is kept only with the digest of the row's current text; a
+    digest without a fingerprint (text without words, found so by a backfill) only while the
+    text stays."""
     fp, src = f"NEW.{quote(fingerprint)}", f"NEW.{quote(digest)}"
     if update:
         rewritten = (
@@ -95,7 +97,9 @@ def row_trigger_sql(
         f"{no_digest}"
         f"    END IF;\n"
         f"  END IF;\n"
-        f"  IF {fp} IS NULL THEN SET {src} = NULL; END IF;\n"
+        f"  IF {fp} IS NULL AND {src} IS NOT NULL THEN\n"
+        f"    IF {src} <> {digest_sql(source, 'NEW.')} THEN SET {src} = NULL; END IF;\n"
+        f"  END IF;\n"
         f"END"
     )
 

@@ -21,7 +21,7 @@ from sqlalchemy.sql import any_
 
 from ..errors import SchemaError, UnsupportedDatabase
 from ..schema import Names
-from .base import Backend, is_autocommit, version_text
+from .base import Backend, execute_sql, is_autocommit, version_text
 from .batch import Job
 from .constructs import (
     BlockExpression,
@@ -189,7 +189,7 @@ class PostgresBackend(Backend):
             {"schema": schema, "name": function, "mark": FUNCTION_MARK},
         ).first()
         if orphan is not None:
-            connection.exec_driver_sql(f"DROP FUNCTION {qualified(str(schema), function)}()")
+            execute_sql(connection, f"DROP FUNCTION {qualified(str(schema), function)}()")
 
     # -- catalog -------------------------------------------------------------------------------
 
@@ -384,7 +384,7 @@ class PostgresBackend(Backend):
         return "; ".join(f"pid {r.pid} ({r.state}, transaction open {r.age}: {r.query!r})" for r in rows)
 
     def lock_out_writers(self, connection: Connection, schema: str, table: str) -> None:
-        connection.exec_driver_sql(f"LOCK TABLE {qualified(schema, table)} IN SHARE ROW EXCLUSIVE MODE")
+        execute_sql(connection, f"LOCK TABLE {qualified(schema, table)} IN SHARE ROW EXCLUSIVE MODE")
 
     def try_advisory_lock(self, connection: Connection, key: int) -> bool:
         return bool(connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": key}).scalar_one())

@@ -23,7 +23,7 @@ from sqlalchemy.dialects import postgresql
 
 from ..fingerprint import Fingerprinter
 from ..schema import PROGRESS_TABLE, REGISTRY_TABLE, Names
-from .base import Backend
+from .base import Backend, sql_identifier
 from .plan import DDL, REGISTRY_INSERT, Partition, Plan, Present, Step, TableFacts, Target, registry_values
 
 _PREPARER = postgresql.dialect().identifier_preparer
@@ -37,7 +37,7 @@ STALE_TIMING = "AFTER UPDATE"
 
 
 def quote(name: str) -> str:
-    return str(_PREPARER.quote_identifier(name))
+    return sql_identifier(_PREPARER, name)
 
 
 def qualified(schema: str, name: str) -> str:
@@ -55,7 +55,8 @@ def row_trigger_body(names: Names, source: Sequence[str], *, derive_blocks: bool
     """Columns mode: BEFORE INSERT OR UPDATE on the user's table.
 
     A fingerprint is kept only if it comes with the digest of the row's current text. One
-    written without a digest (a raw loader) is kept until the text changes. ``derive_blocks``:
+    written without a digest (a raw loader) is kept until the text changes. A digest without a
+    fingerprint marks text without words (a backfill found none): kept while the text stays. ``derive_blocks``:
     blocks are plain columns (tables altered in place) rather than generated ones.
     """
     fp, src = f"NEW.{quote(names.fingerprint)}", f"NEW.{quote(names.digest)}"
@@ -78,8 +79,10 @@ BEGIN
       {fp} := NULL;
     END IF;
   END IF;
-  IF {fp} IS NULL THEN
-    {src} := NULL;
+  IF {fp} IS NULL AND {src} IS NOT NULL THEN
+    IF {src} <> {digest_sql(source, "NEW.")} THEN
+      {src} := NULL;  -- kept only as the mark of text without words, while the text stays
+    END IF;
   END IF;{blocks}
   RETURN NEW;
 END
@@ -292,8 +295,9 @@ class PostgresDDL(DDL):
             steps.append(Step(f"DROP TABLE {qualified(schema, names.side)}", f"drop side table {schema}.{names.side}"))
         else:
             kept = [c for c in reversed(names.added_columns) if columns is None or c in columns]
-            drops = ", ".join(f"DROP COLUMN {quote(c)}" for c in kept)
-            steps.append(Step(f"ALTER TABLE {base} {drops}", f"drop columns from {schema}.{names.table}"))
+            if kept:  # none on a table replaced outside simsql
+                drops = ", ".join(f"DROP COLUMN {quote(c)}" for c in kept)
+                steps.append(Step(f"ALTER TABLE {base} {drops}", f"drop columns from {schema}.{names.table}"))
         return self.plan(steps) + self.forget(schema, names.table)
 
     # -- a way forward: upgrade a 0.1 attachment, refingerprint to another configuration ------

@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from ..dialects import Backend, backend, describe_server, timeout_kind
-from ..dialects.base import is_autocommit
+from ..dialects.base import execute_sql, is_autocommit
 from ..dialects.plan import Plan, Step
 from ..errors import LockTimeout, SchemaError, UnsupportedDatabase, WouldLockTable
 
@@ -127,10 +127,7 @@ def _message(
 
 
 def _execute(connection: Connection, sql: str, params: Any) -> None:
-    if params:
-        connection.execute(text(sql), dict(params))
-    else:  # no bind parsing: a quoted identifier may contain ":name"
-        connection.exec_driver_sql(sql)
+    execute_sql(connection, sql, dict(params) if params else None)
 
 
 def _execute_step(connection: Connection, step: Step) -> None:

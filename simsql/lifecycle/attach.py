@@ -171,14 +171,17 @@ def plan_detach(connection: Connection, table: str, *, schema: str | None = None
     while another object depends on it: a view over the fingerprint column, a user's index on
     it, a foreign key to the side table."""
     schema, entry = attached_names(connection, table, schema)
-    facts = catalog.require_table(connection, table, schema)
+    server = backend(connection)
+    server.check_identifier(table, "table name")
+    facts = catalog.table_facts(connection, table, schema)
+    if facts is None:  # dropped outside simsql: only what simsql recorded is left to clear
+        return entry, forget_entry(connection, schema, entry.names)
     harmed = dependents(connection, schema, entry.names, facts)
     if harmed:
         raise SchemaError(
             f"detaching {schema}.{table} would drop objects simsql did not create: {'; '.join(harmed)}. "
             "Drop or change them first, then run detach again"
         )
-    server = backend(connection)
     present = catalog.present(connection, schema, table, entry.names, recorded=True)
     plan = server.ddl.detach(facts, entry.names, entry.source, present)
     cursor = entry.names.refingerprint_cursor
@@ -190,10 +193,23 @@ def plan_detach(connection: Connection, table: str, *, schema: str | None = None
     return entry, plan
 
 
+def forget_entry(connection: Connection, schema: str, names: Names) -> Plan:
+    """Clear what simsql recorded of a table dropped outside it: its registry entry, its
+    backfill and refingerprint cursors (a side table left behind is kept: it may hold a foreign
+    key's target, and simsql drops nothing it cannot see the whole of)."""
+    ddl, progress = backend(connection).ddl, registry.progress_exists(connection)
+    plan = ddl.forget(schema, names.table, progress=progress)
+    if progress:
+        plan = plan + Plan(ddl.forget(schema, names.refingerprint_cursor).steps[1:])
+    return plan
+
+
 def dependents(connection: Connection, schema: str, names: Names, facts: TableFacts) -> list[str]:
     """Objects simsql did not create that depend on what detaching would drop."""
     if names.side is None:
         ours = [c for c in names.added_columns if c in facts.columns]
+        if not ours:  # a table replaced outside simsql: nothing of simsql's is left on it
+            return []
         return catalog.dependents(connection, schema, names.table, ours, own=names.indexes)
     if catalog.table_facts(connection, names.side, schema) is None:
         return []

@@ -132,14 +132,11 @@ def _read_progress(connection: Connection, sql: BatchSQL) -> tuple[str, list[Any
     return row.phase, sql.resume_cursor(row.last_key), True
 
 
-def _to_store(keys: Sequence[Sequence[Any]], fingerprints: Sequence[int | None], texts: Sequence[str | None], side: bool) -> list[Fingerprinted]:
-    """What a batch writes: every fingerprint, and in side-table mode also a row for text
-    without features (a NULL fingerprint with its digest, so the row is not read again)."""
-    return [
-        Fingerprinted(k, f, text_digest(t))
-        for k, f, t in zip(keys, fingerprints, texts)
-        if t is not None and (f is not None or side)
-    ]
+def _to_store(keys: Sequence[Sequence[Any]], fingerprints: Sequence[int | None], texts: Sequence[str | None]) -> list[Fingerprinted]:
+    """What a batch writes: every fingerprint, and for text without features a NULL
+    fingerprint with its digest (the mark that the row is done: it is not read again, and
+    status counts it as "no text" while the text stays)."""
+    return [Fingerprinted(k, f, text_digest(t)) for k, f, t in zip(keys, fingerprints, texts) if t is not None]
 
 
 @dataclass
@@ -221,7 +218,7 @@ class _Run:
 
     def _write_once(self, writer: Connection, batch: _Batch, fingerprints: list[int | None]) -> int:
         apply.set_timeouts(writer, self.timeouts)
-        chosen = _to_store(batch.keys, fingerprints, batch.texts, self.job.names.side is not None)
+        chosen = _to_store(batch.keys, fingerprints, batch.texts)
         written = self.sql.store(writer, chosen) if chosen else 0
         if self.has_progress_table:
             self.sql.save_progress(writer, batch.phase, batch.keys[-1], len(batch.keys))
@@ -377,7 +374,7 @@ def fill_locked(connection: Connection, job: Job, batch_size: int = 2000) -> int
             return stored
         cursor = list(rows[-1][:n])
         texts = [_row_text(r[n:]) for r in rows]
-        chosen = _to_store([r[:n] for r in rows], _fingerprint_batch(job.fingerprinter, texts), texts, job.names.side is not None)
+        chosen = _to_store([r[:n] for r in rows], _fingerprint_batch(job.fingerprinter, texts), texts)
         if chosen:
             stored += sql.store(connection, chosen)
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
 from .. import registry
 from ..dialects import backend
@@ -123,6 +124,14 @@ class TableStatus:
     ``rows_stale``: fingerprints whose recorded text digest differs from the row's text now
     (writes that bypassed the triggers, e.g. ``session_replication_role = replica``), or that
     were stored without a digest. Both are 0 on a healthy, backfilled table.
+    ``rows_no_text``: rows whose text has no words (empty, punctuation only), found so by a
+    backfill: done, apart from ``rows_missing``.
+
+    ``state``: ``"attached"``; ``"gone"`` when the table was dropped outside simsql,
+    ``"replaced"`` when a table of that name exists without simsql's fingerprints (pandas'
+    ``to_sql(if_exists="replace")``): counts are 0 then, and ``detach_table`` clears the entry;
+    ``"unreadable"`` when counting failed (``problem`` says why). One such table never hides
+    the others.
     """
 
     schema: str
@@ -137,10 +146,34 @@ class TableStatus:
     rows_fingerprinted: int
     rows_missing: int
     rows_stale: int
+    state: str = "attached"
+    problem: str | None = None
+    rows_no_text: int = 0
 
 
-def _counts(connection: Connection, entry: Attachment) -> tuple[int, int, int, int, int]:
-    """rows, fingerprinted, missing, stale, unverified (a fingerprint without its text's digest)."""
+GONE = "gone"
+REPLACED = "replaced"
+
+
+def attachment_state(connection: Connection, entry: Attachment) -> str:
+    """``"attached"``, or what happened to the table outside simsql: ``"gone"`` (no such table)
+    or ``"replaced"`` (a table of that name without simsql's fingerprint column or side table)."""
+    facts = catalog.table_facts(connection, entry.table_name, entry.table_schema)
+    if facts is None:
+        return GONE
+    names = entry.names
+    holder = facts if names.side is None else catalog.table_facts(connection, names.side, entry.table_schema)
+    if holder is None:
+        return REPLACED
+    if backend(connection).folds_names:  # MySQL/MariaDB: column names compare without case
+        return "attached" if names.fingerprint.lower() in {c.lower() for c in holder.columns} else REPLACED
+    return "attached" if names.fingerprint in holder.columns else REPLACED
+
+
+def _counts(connection: Connection, entry: Attachment) -> tuple[int, int, int, int, int, int]:
+    """rows, fingerprinted, missing, stale, unverified (a fingerprint without its text's digest),
+    no text (text without words: no fingerprint, but the digest of the text a backfill found
+    so, which the triggers clear when the text changes)."""
     names, server = entry.names, backend(connection)
     quote = server.quote
     base = server.qualified(entry.table_schema, entry.table_name)
@@ -152,12 +185,15 @@ def _counts(connection: Connection, entry: Attachment) -> tuple[int, int, int, i
         join = " AND ".join(f"h.{quote(s)} = b.{quote(k)}" for s, k in zip(names.side_keys(facts.keys), facts.keys))
         holder, source_from = "h", f"{base} AS b LEFT JOIN {server.qualified(entry.table_schema, names.side)} AS h ON {join}"
     fp, src = f"{holder}.{quote(names.fingerprint)}", f"{holder}.{quote(names.digest)}"
-    stale = f"{fp} IS NOT NULL AND {server.distinct_sql(src, server.digest_sql(entry.source, 'b.'))}"
-    counts = [f"{fp} IS NULL AND ({has_text})", stale, f"{fp} IS NOT NULL AND {src} IS NULL"]
+    changed = server.distinct_sql(src, server.digest_sql(entry.source, "b."))
+    stale = f"{fp} IS NOT NULL AND {changed}"
+    no_text = f"{fp} IS NULL AND ({has_text}) AND {src} IS NOT NULL AND NOT ({changed})"
+    missing = f"{fp} IS NULL AND ({has_text}) AND ({src} IS NULL OR {changed})"
+    counts = [missing, stale, f"{fp} IS NOT NULL AND {src} IS NULL", no_text]
     row = connection.execute(
         text(f"SELECT count(*), count({fp}), {', '.join(server.count_where(c) for c in counts)} FROM {source_from}")
     ).one()
-    return int(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4])
+    return int(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4]), int(row[5])
 
 
 def status(bind: Engine | str, *, statement_timeout: str | None = "10min") -> list[TableStatus]:
@@ -167,16 +203,24 @@ def status(bind: Engine | str, *, statement_timeout: str | None = "10min") -> li
         server = backend(connection)
         server.check_server(connection)
         server.check_digest(connection)
-        found = []
-        for entry in registry.entries(connection):
-            rows, fingerprinted, missing, stale, _ = _counts(connection, entry)
-            found.append(
-                TableStatus(
-                    entry.table_schema, entry.table_name, entry.mode, entry.prefix, entry.side_table, entry.source,
-                    entry.config_id, entry.settings, rows, fingerprinted, missing, stale,
-                )
-            )
-    return found
+        return [_table_status(connection, entry) for entry in registry.entries(connection)]
+
+
+def _table_status(connection: Connection, entry: Attachment) -> TableStatus:
+    """One table's status; a table dropped, replaced or unreadable reads as such (in a
+    savepoint, so a failed count leaves the transaction usable for the next table)."""
+    state, problem, counts = attachment_state(connection, entry), None, (0, 0, 0, 0, 0, 0)
+    if state == "attached":
+        try:
+            with connection.begin_nested():
+                counts = _counts(connection, entry)
+        except DBAPIError as error:
+            state, problem = "unreadable", str(error.orig if error.orig is not None else error).strip().splitlines()[0]
+    rows, fingerprinted, missing, stale, _, no_text = counts
+    return TableStatus(
+        entry.table_schema, entry.table_name, entry.mode, entry.prefix, entry.side_table, entry.source,
+        entry.config_id, entry.settings, rows, fingerprinted, missing, stale, state, problem, no_text,
+    )  # fmt: skip
 
 
 def pending_rows(bind: Engine | Connection, table: str, schema: str | None = None) -> int:

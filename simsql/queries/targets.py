@@ -9,7 +9,10 @@ statement is built, rather than surfacing later as a database error.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import date, time, timedelta
+from decimal import Decimal
 from typing import Any
+from uuid import UUID
 
 from sqlalchemy import and_, literal, not_, tuple_
 from sqlalchemy.sql import ColumnElement
@@ -57,12 +60,20 @@ def check_distance(max_distance: int | None) -> None:
         raise ValueError(f"max_distance must be in 0..64, got {max_distance}")
 
 
+MAX_LIMIT = 2**63 - 1
+"""The largest ``LIMIT`` every server reads (a signed 64-bit integer); more is refused here
+rather than by the driver."""
+
+
 def check_limit(limit: object) -> int:
-    """``limit`` itself when it is a positive int (a bool is refused, not read as 0 or 1)."""
+    """``limit`` itself when it is an int in 1..:data:`MAX_LIMIT` (a bool is refused, not read
+    as 0 or 1)."""
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise TypeError(f"limit must be a positive int, got {type(limit).__name__} {limit!r}")
     if limit < 1:
         raise ValueError(f"limit must be a positive int, got {limit}")
+    if limit > MAX_LIMIT:
+        raise ValueError(f"limit must be at most {MAX_LIMIT} (2**63 - 1, the largest LIMIT a server reads), got {limit}")
     return limit
 
 
@@ -93,20 +104,45 @@ def key_value(values: Sequence[Any]) -> Any:
     return values[0] if len(values) == 1 else tuple(values)
 
 
+KEY_VALUES = (int, str, bytes, float, Decimal, UUID, date, time, timedelta)
+"""Values a primary key column holds (a ``datetime`` is a ``date``); a value of the key column's
+own Python type is taken too."""
+
+
 def exclude_keys(binding: Binding, exclude: object) -> list[tuple[Any, ...]]:
-    """The keys of ``exclude`` (None, a row, a key, or a collection of either) as tuples."""
+    """The keys of ``exclude`` (None, a row, a key, or a collection of either) as tuples.
+    Anything else (a row of another model, an object no key column holds, a key of the wrong
+    number of columns) is refused with TypeError/ValueError before a statement is built."""
     if exclude is None:
         return []
     items = exclude if isinstance(exclude, (list, tuple, set, frozenset)) else [exclude]
-    keys = []
-    for item in items:
-        if isinstance(item, binding.model):
-            keys.append(binding.key_of(item))
-        elif isinstance(item, tuple):
-            keys.append(item)
-        else:
-            keys.append((item,))
-    return keys
+    return [_key(binding, item) for item in items]
+
+
+def _key(binding: Binding, item: object) -> tuple[Any, ...]:
+    if isinstance(item, binding.model):
+        return binding.key_of(item)
+    values = item if isinstance(item, tuple) else (item,)
+    model, columns = binding.model.__name__, [key.name for key in binding.keys]
+    if len(values) != len(columns):
+        raise ValueError(f"exclude: a key of {model} has {len(columns)} column(s) ({', '.join(columns)}), got {item!r}")
+    for value, key in zip(values, binding.keys):
+        if not _holds(key, value):
+            raise TypeError(
+                f"exclude takes rows of {model}, their keys ({', '.join(columns)}) or a collection of either; "
+                f"got {type(value).__name__} {value!r}"
+            )
+    return values
+
+
+def _holds(key: Any, value: object) -> bool:
+    """Whether the key column ``key`` can hold ``value``."""
+    if isinstance(value, KEY_VALUES):
+        return True
+    try:
+        return isinstance(value, key.type.python_type)
+    except NotImplementedError:  # a type that does not say: refuse only what is surely no key
+        return not isinstance(value, (dict, type(None))) and type(value) is not object
 
 
 def exclusion(binding: Binding, exclude: Iterable[tuple[Any, ...]]) -> ColumnElement[bool] | None:
