@@ -30,7 +30,7 @@ from sqlalchemy.orm import Mapped, Mapper, declared_attr, mapped_column
 from sqlalchemy.orm.attributes import get_history
 
 from . import registry
-from .dialects import COVERING_INFO, Backend, backend, block_computed
+from .dialects import COVERING_INFO, Backend, backend, block_computed, execute_sql
 from .errors import NotAttached, SchemaError
 from .fingerprint import DEFAULT, Fingerprinter
 from .schema import BLOCK_COUNT, DEFAULT_PREFIX, Names, default_side_table
@@ -501,13 +501,13 @@ def _install_trigger_on_create(table: Table, binding: Callable[[], Binding]) -> 
         schema = server.trigger_schema(connection, target.schema)
         server.clear_trigger_names(connection, schema, trigger.names)
         for statement in trigger.create_statements(server, schema):
-            connection.exec_driver_sql(statement)
+            execute_sql(connection, statement)
 
     def drop(target: Table, connection: Any, **kw: Any) -> None:
         server, trigger = backend(connection), trigger_of(target)
         schema = server.trigger_schema(connection, target.schema)
         for statement in trigger.drop_statements(server, schema, table_dropped=trigger.names.side is None):
-            connection.exec_driver_sql(statement)
+            execute_sql(connection, statement)
 
     def check(target: Table, connection: Any, **kw: Any) -> None:
         # before the table exists: its trigger could not work on a server without the digest

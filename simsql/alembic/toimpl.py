@@ -17,7 +17,7 @@ from sqlalchemy import Text, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from .. import registry
-from ..dialects import Backend, backend, current_schema
+from ..dialects import Backend, backend, current_schema, execute_sql
 from ..errors import SchemaError, UnsupportedDatabase
 from ..fingerprint import DEFAULT
 from ..lifecycle import attach, ddl
@@ -246,7 +246,7 @@ def _execute_raw(operations: Operations, statement: str) -> None:
     if operations.get_context().as_sql:
         operations.execute(text(statement))
     else:
-        operations.get_bind().exec_driver_sql(statement)
+        execute_sql(operations.get_bind(), statement)
 
 
 @Operations.implementation_for(UpgradeSimsqlOp)
