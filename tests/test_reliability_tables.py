@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, Integer, String, select, text
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 import simsql.alembic
@@ -116,3 +117,39 @@ def test_rows_without_words_count_apart_and_a_finished_backfill_reads_as_finishe
     assert simsql.backfill(any_engine, "notes", workers=0).rows_fingerprinted == 1
     report = simsql.status(any_engine)[0]
     assert (report.rows_fingerprinted, report.rows_missing, report.rows_no_text) == (3, 0, 2)
+
+
+def test_a_mixin_model_named_with_percent_creates_writes_and_queries(any_engine: Engine) -> None:
+    """The ORM path of item 5: ``create_all`` installs the trigger of a ``SimHashMixin`` table
+    named ``odd%name`` (its SQL reached the driver's %-formatting before), writes fingerprint
+    it, and a query finds the copy; ``drop_all`` takes it away again."""
+    class Base(DeclarativeBase):
+        pass
+
+    class Odd(simsql.SimHashMixin, Base):
+        __tablename__ = "odd%name"
+        __simhash_source__ = "body"
+        id: Mapped[int] = mapped_column(Integer, primary_key=True)
+        body: Mapped[str] = mapped_column(String(200))
+
+    Base.metadata.create_all(any_engine)
+    try:
+        with Session(any_engine) as session:
+            session.add_all([Odd(id=1, body=SENTENCE), Odd(id=2, body=SENTENCE + " again")])
+            session.commit()
+        with any_engine.begin() as connection:  # behind the ORM: the trigger keeps it honest
+            quoted = any_engine.dialect.identifier_preparer.quote_identifier("odd%name").replace("%%", "%")
+            connection.exec_driver_sql(
+                f"UPDATE {quoted} SET body = 'an unrelated text about parliament and taxes' WHERE id = 2",
+                execution_options={"no_parameters": True},
+            )
+        with Session(any_engine) as session:
+            stale = session.execute(select(Odd.simhash).where(Odd.id == 2)).scalar_one()
+            found = session.execute(simsql.most_similar(select(Odd), SENTENCE, limit=1)).all()
+        assert stale is None  # the trigger cleared the fingerprint of the text it no longer matches
+        assert [row[0].id for row in found] == [1]
+    finally:
+        Base.metadata.drop_all(any_engine)
+
+
+SENTENCE = "the quick brown fox jumps over the lazy dog near the river bank"
