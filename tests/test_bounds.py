@@ -301,10 +301,10 @@ def _columns(engine: Engine, table: str) -> list[str]:
 
 
 def test_a_postgresql_plan_never_runs_on_mysql(mysql_engine: Engine) -> None:
-    from simsql.lifecycle import ddl
+    from simsql.dialects.postgresql_ddl import POSTGRES_DDL
     from simsql.schema import Names
 
-    plan = ddl.drop_indexes("test", Names("docs"))
+    plan = POSTGRES_DDL.drop_indexes("test", Names("docs"))
     with pytest.raises(simsql.UnsupportedDatabase, match=r"in postgresql's DDL only; it does not run it on (MariaDB|MySQL) \d+\.\d+\.\d+ yet"):
         apply.run_on_engine(mysql_engine, plan)
 

@@ -20,7 +20,9 @@ from .. import registry
 from ..dialects import Backend, backend, current_schema, execute_sql
 from ..errors import SchemaError, UnsupportedDatabase
 from ..fingerprint import DEFAULT
-from ..lifecycle import attach, ddl
+from ..dialects.plan import Plan, Step, Target
+from ..dialects.postgresql_ddl import POSTGRES_DDL
+from ..lifecycle import attach
 from ..schema import Names
 from .ops import (
     AddSimHashOp,
@@ -75,7 +77,7 @@ def _autocommit(operations: Operations, concurrently: bool, work: Any) -> None:
         work()
 
 
-def _statement(step: ddl.Step) -> Any:
+def _statement(step: Step) -> Any:
     # list parameters bind as arrays: only servers with offline scripts come here, and only they
     # (PostgreSQL) take a step with parameters
     params = [
@@ -85,7 +87,7 @@ def _statement(step: ddl.Step) -> Any:
     return text(step.sql).bindparams(*params) if params else text(step.sql)
 
 
-def _emit(operations: Operations, plan: ddl.Plan) -> None:
+def _emit(operations: Operations, plan: Plan) -> None:
     """Write a plan into the offline script; consecutive ``CONCURRENTLY`` statements share one
     stretch outside the migration's transaction."""
     steps = list(plan.steps)
@@ -97,7 +99,7 @@ def _emit(operations: Operations, plan: ddl.Plan) -> None:
         _autocommit(operations, concurrently, lambda run=run: _execute_all(operations, run))
 
 
-def _execute_all(operations: Operations, steps: Sequence[ddl.Step]) -> None:
+def _execute_all(operations: Operations, steps: Sequence[Step]) -> None:
     for step in steps:
         operations.execute(_statement(step))
 
@@ -141,7 +143,7 @@ def _offline_keys(operation: AttachmentOp | IndexesOp) -> tuple[tuple[str, ...],
     return key_names(key), types
 
 
-def _check_primary_key(target: ddl.Target, operation: AddSimHashOp) -> None:
+def _check_primary_key(target: Target, operation: AddSimHashOp) -> None:
     expected = key_names(operation.primary_key)
     if expected and tuple(expected) != tuple(target.keys):
         raise SchemaError(
@@ -154,10 +156,10 @@ def _check_primary_key(target: ddl.Target, operation: AddSimHashOp) -> None:
 def _add_simhash(operations: Operations, operation: AddSimHashOp) -> None:
     if _offline(operations):
         keys, types = _offline_keys(operation)
-        target = ddl.Target(operation.schema or OFFLINE_SCHEMA, operation.table_name, keys, types, operation.source)
+        target = Target(operation.schema or OFFLINE_SCHEMA, operation.table_name, keys, types, operation.source)
         names = _names(operation)
         _offline_state(operations)[(target.schema, target.table)] = (names, target.keys)
-        _emit(operations, ddl.attach(target, names, operation.fingerprinter or DEFAULT))
+        _emit(operations, _server(operations).ddl.attach(target, names, operation.fingerprinter or DEFAULT))
         return
     target = attach.add_simhash(
         operations.get_bind(),
@@ -175,9 +177,11 @@ def _add_simhash(operations: Operations, operation: AddSimHashOp) -> None:
 def _drop_simhash(operations: Operations, operation: DropSimHashOp) -> None:
     if _offline(operations):
         schema, names, _ = _offline_names(operations, operation)
-        # The trigger attach created in this mode (online, the catalog says which exist).
+        # The trigger attach created in this mode (online, the catalog says which exist). Offline
+        # there is no catalog to describe the table from, so this is PostgreSQL's describer by
+        # name: the only backend that writes offline scripts (``offline_scripts``).
         created = names.stale_function if names.side else names.row_function
-        _emit(operations, ddl.detach(schema, names, triggers=(created,)))
+        _emit(operations, POSTGRES_DDL.drop_attachment(schema, names, triggers=(created,)))
         return
     attach.drop_simhash(operations.get_bind(), operation.table_name, schema=operation.schema)
 
@@ -188,7 +192,7 @@ def _create_indexes(operations: Operations, operation: CreateSimHashIndexesOp) -
         schema, names, keys = _offline_names(operations, operation)
         keys = keys or _offline_keys(operation)[0]
         holder_keys = names.side_keys(keys) if names.side else keys
-        _emit(operations, ddl.create_indexes(schema, names, holder_keys, concurrently=operation.concurrently))
+        _emit(operations, _server(operations).ddl.create_indexes(schema, names, holder_keys, concurrently=operation.concurrently))
         return
     _autocommit(
         operations,
@@ -203,7 +207,7 @@ def _create_indexes(operations: Operations, operation: CreateSimHashIndexesOp) -
 def _drop_indexes(operations: Operations, operation: DropSimHashIndexesOp) -> None:
     if _offline(operations):
         schema, names, _ = _offline_names(operations, operation)
-        _emit(operations, ddl.drop_indexes(schema, names, concurrently=operation.concurrently))
+        _emit(operations, _server(operations).ddl.drop_indexes(schema, names, concurrently=operation.concurrently))
         return
     _autocommit(
         operations,
