@@ -27,7 +27,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.orm import Mapped, Mapper, declared_attr, mapped_column
-from sqlalchemy.orm.attributes import get_history
+from sqlalchemy.orm.attributes import get_history, set_attribute
 
 from . import registry
 from .dialects import COVERING_INFO, Backend, backend, block_computed, execute_sql
@@ -307,11 +307,20 @@ def _add_block_indexes(mapper: Mapper[Any], cls: type) -> None:
     _install_trigger_on_create(table, lambda: binding_for(cls))
 
 
+def _store_fingerprint(binding: Binding, target: Any) -> None:
+    """Set the row's fingerprint and digest through SQLAlchemy's instrumentation, not the
+    class's ``__setattr__``: a SQLModel (pydantic) model refuses attributes that are not
+    pydantic fields, and the mixin's columns are SQLAlchemy's only. Same effect otherwise."""
+    fingerprint, digest = binding.stored_values(target)
+    set_attribute(target, FINGERPRINT_COLUMN, fingerprint)
+    set_attribute(target, DIGEST_COLUMN, digest)
+
+
 @event.listens_for(SimHashMixin, "before_insert", propagate=True)
 def _fingerprint_on_insert(mapper: Mapper[Any], connection: Any, target: Any) -> None:
     binding = binding_for(type(target))
     binding.check_config(connection, claim=True)
-    target.simhash, target.simhash_src = binding.stored_values(target)
+    _store_fingerprint(binding, target)
 
 
 @event.listens_for(SimHashMixin, "before_update", propagate=True)
@@ -319,7 +328,7 @@ def _fingerprint_on_update(mapper: Mapper[Any], connection: Any, target: Any) ->
     binding = binding_for(type(target))
     if binding.source_changed(target):
         binding.check_config(connection, claim=True)
-        target.simhash, target.simhash_src = binding.stored_values(target)
+        _store_fingerprint(binding, target)
 
 
 def attach_model(

@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("backends", ("dialects",)),
     ("storage and queries", ("types", "registry", "storage", "queries")),
     ("lifecycle", ("lifecycle", "operations")),
-    ("front ends", ("alembic", "cli", "demo", "embedded")),
+    ("front ends", ("alembic", "cli", "demo", "embedded", "sqlmodel")),
 )
 """Lowest first. A module may import from its own layer and those before it, never after."""
 

@@ -502,7 +502,8 @@ def nearest_statement(
     if target is not None and _is_plain(stmt, binding):
         ranked: Any = _KeyRanking(binding, target, limit, max_distance, probe_radius, exclusion, scan)
         return (
-            stmt.add_columns(ranked.c.distance, _similarity(ranked.c.distance))
+            _as_select(stmt)
+            .add_columns(ranked.c.distance, _similarity(ranked.c.distance))
             .join(ranked, keys_equal(binding.keys, [ranked.c[k.name] for k in binding.table_keys]))
             .order_by(ranked.c.distance, *binding.keys)
         )
@@ -518,6 +519,18 @@ def nearest_statement(
         .order_by(*(dialects.eager_order(c) for c in (ranked.c.distance, *(ranked.c[k.name] for k in binding.keys))))
         .limit(limit)
     )
+
+
+def _as_select(stmt: Select[Any]) -> Select[Any]:
+    """``stmt`` as SQLAlchemy's own :class:`Select`, everything else kept (a copy, as its
+    generative methods make). A subclass keeps its class through ``add_columns``, and SQLModel's
+    ``session.exec`` reads a ``select(Model)`` (its ``SelectOfScalar``) as scalars: the
+    distance and similarity added here would be dropped, leaving only the model."""
+    if type(stmt) is Select:
+        return stmt
+    plain = Select.__new__(Select)
+    plain.__dict__ = {k: v for k, v in stmt.__dict__.copy().items() if k not in stmt._memoized_keys}
+    return plain
 
 
 def _similarity(distance: ColumnElement[Any]) -> ColumnElement[float]:
