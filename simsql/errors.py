@@ -59,3 +59,11 @@ class WouldLockTable(SchemaError):
     the server's reason and says what was left as it was. Side-table mode does not alter the
     user's table at all.
     """
+
+
+class MissingDependency(SimsqlError, ImportError):
+    """What was asked for needs a package this installation does not have: a database driver
+    named in a URL, or a part of simsql installed as an extra (``simsql[embedded]``,
+    ``simsql[jieba]``, ``simsql[sqlmodel]``). The message names the package and the ``pip
+    install`` that adds it. An :class:`ImportError`, so code that guards an optional import
+    with ``except ImportError`` keeps working."""

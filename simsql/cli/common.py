@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Engine
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
@@ -67,7 +67,7 @@ def open_engine(args: argparse.Namespace) -> Iterator[Engine]:
     url = resolve_url(getattr(args, "url", None))
     log.info("database: %s", url.render_as_string(hide_password=True))
     try:
-        engine = create_engine(url)
+        engine = urls.engine_for(url)  # an asyncio or missing driver: a SimsqlError naming the ones that work
     except ArgumentError as error:  # unknown dialect or driver
         raise UsageError(f"invalid database URL: {error}") from None
     try:
