@@ -11,7 +11,8 @@ What this module adds is types. ``session.exec`` reads its statement's class: a 
 rows; :func:`most_similar` here says so to the type checker, so that ``session.exec(...)`` is
 typed ``TupleResult[tuple[Model, int, float]]`` instead of matching no overload.
 
-Needs SQLModel (``pip install "simsql[sqlmodel]"``); importing it without says that.
+Needs SQLModel (``pip install "simsql[sqlmodel]"``); importing it without raises
+:class:`~simsql.errors.MissingDependency` saying so.
 """
 
 from __future__ import annotations
@@ -19,14 +20,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import queries
+from .errors import MissingDependency
 from .queries import DEFAULT_PROBE_RADIUS
 
 try:
     import sqlmodel  # noqa: F401  (the dependency this module exists for)
-except ModuleNotFoundError as error:  # pragma: no cover - the test extra installs SQLModel
-    raise ModuleNotFoundError(
-        'simsql.sqlmodel needs SQLModel: pip install "simsql[sqlmodel]"', name=error.name
-    ) from error
+except ModuleNotFoundError as error:
+    raise MissingDependency('simsql.sqlmodel needs SQLModel: pip install "simsql[sqlmodel]"', name="sqlmodel") from error
 
 if TYPE_CHECKING:
     from sqlmodel.sql.expression import Select, SelectOfScalar

