@@ -90,7 +90,19 @@ def driver_url(request: pytest.FixtureRequest) -> str:
         url = request.getfixturevalue("mysql_engine").url
     else:
         url = request.getfixturevalue("pg_database")
-    return str(url.set(drivername=request.param).render_as_string(hide_password=False))
+    url = url.set(drivername=request.param)
+    if request.param == "postgresql+pg8000" and "host" in url.query:
+        url = _pg8000_socket(url)
+    return str(url.render_as_string(hide_password=False))
+
+
+def _pg8000_socket(url: URL) -> URL:
+    """A server reached through its Unix socket (the embedded PostgreSQL's URL names the socket
+    directory as libpq's ``host``): pg8000 takes the socket file itself, as ``unix_sock``
+    (docs/drivers.md)."""
+    port = url.query.get("port", "5432")
+    socket = f"{url.query['host']}/.s.PGSQL.{port}"
+    return url.difference_update_query(["host", "port"]).update_query_dict({"unix_sock": socket})
 
 
 def _mixin_flow(engine: Engine) -> None:
