@@ -89,6 +89,7 @@ def test_insert_and_update_fingerprint_the_row(sqlmodel_engine: Engine) -> None:
         session.commit()
         assert story.simhash == simsql.simhash("a\n" + ORIGINAL)
         assert story.simhash_src == text_digest("a\n" + ORIGINAL)
+        assert "simhash" not in story.model_dump()  # SQLAlchemy's columns, not pydantic fields
         story.body = OTHER
         session.add(story)
         session.commit()
