@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import queries
 from .errors import MissingDependency
-from .queries import DEFAULT_PROBE_RADIUS
+from .queries.planner import DEFAULT_PROBE_RADIUS
 
 try:
     import sqlmodel  # noqa: F401  (the dependency this module exists for)
