@@ -163,10 +163,19 @@ def _section(markdown: str, anchor: str) -> str:
 PAGES = [path for path in sorted(DOCS.glob("*.md")) if python_blocks(path, "postgresql")]
 
 
+def _requirements(page: Path) -> None:
+    """Skip, with the reason, a page whose ``<!-- requires: module, ... -->`` is not installed
+    (the test extra installs them all, so CI runs every page)."""
+    for needed in re.findall(r"<!--\s*requires:\s*(.*?)\s*-->", page.read_text(encoding="utf-8")):
+        for module in needed.split(","):
+            pytest.importorskip(module.strip())
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda path: path.name)
 def test_docs_python_blocks_run_twice_on_postgresql(page: Path, url: str) -> None:
     """A page's Python blocks, in order, as one script in a fresh interpreter given only
     ``DATABASE_URL``; then again on the same database (a reader's second try must work too)."""
+    _requirements(page)
     code = python_blocks(page, "postgresql")
     for _ in range(2):
         check_print_claims(code, run_blocks(code, f"docs/{page.name}", url), f"docs/{page.name}")
@@ -175,6 +184,7 @@ def test_docs_python_blocks_run_twice_on_postgresql(page: Path, url: str) -> Non
 @pytest.mark.parametrize("page", PAGES, ids=lambda path: path.name)
 def test_docs_python_blocks_run_on_mysql(page: Path, mysql_engine: Engine) -> None:
     """The same on MySQL/MariaDB, but for blocks marked ``<!-- postgresql only: why -->``."""
+    _requirements(page)
     code = python_blocks(page, "mysql")
     mysql_url = mysql_engine.url.set(drivername="mysql").render_as_string(hide_password=False)
     check_print_claims(code, run_blocks(code, f"docs/{page.name}", mysql_url), f"docs/{page.name}")
