@@ -16,7 +16,7 @@ DOCS = ROOT / "docs"
 #: The URL the README writes where a user puts their own; tests put theirs in its place.
 PLACEHOLDER_URL = "postgresql+psycopg://user@host/dbname"
 
-_FENCE = re.compile(r"(?:^<!--\s*(.*?)\s*-->\n)?^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+_FENCE = re.compile(r"(?:^<!--[ \t]*([^\n]*?)[ \t]*-->\n)?^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 #: A block preceded by ``<!-- not run: why -->`` is a fragment; by ``<!-- postgresql only: why -->``
 #: it runs on PostgreSQL only. Any other comment right above a block is refused (a typo would
 #: otherwise skip nothing, silently).
