@@ -422,13 +422,13 @@ README_URL = "mysql://user:pass@host/dbname"
 
 
 def test_the_readmes_mysql_commands_run_as_written(mysql_engine: Engine, mysql_cli_url: str) -> None:
-    """The README's ``sh mysql`` block, line by line in one shell, with the test's database in
+    """docs/mysql.md's ``sh mysql`` block, line by line in one shell, with the test's database in
     place of the user's; on a table like the README's ``articles``."""
     from pathlib import Path
 
-    from .readme import blocks, commands
+    from .readme import DOCS, blocks, commands
 
-    (block,) = blocks("sh mysql")
+    (block,) = blocks("sh mysql", DOCS / "mysql.md")
     lines = commands(block)
     assert lines[0] == f"export DATABASE_URL={README_URL}"
     run(mysql_engine, "CREATE TABLE articles (id INT AUTO_INCREMENT PRIMARY KEY, title VARCHAR(200), body TEXT)")
