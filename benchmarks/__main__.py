@@ -99,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--build-only", action="store_true", help="latency section: build, verify and cache the article sets, query nothing")
     parser.add_argument("--repeat", type=int, default=2, help="timed passes per system in the latency section")
     parser.add_argument("--name", default=None, help="results file name (default: quick or full)")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS, help="where <name>.json is written")
     parser.add_argument("--no-report", action="store_true", help="do not rewrite BENCHMARKS.md")
     return parser
 
@@ -243,8 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     engine = create_engine(args.url or embedded_url())
     command = "python -m benchmarks " + " ".join(argv if argv is not None else sys.argv[1:])
     results: dict[str, Any] = {"quick": args.quick, "machine": _machine(engine), "command": command}
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"{args.name or ('quick' if args.quick else 'full')}.json"
+    args.results_dir.mkdir(parents=True, exist_ok=True)
+    out = args.results_dir / f"{args.name or ('quick' if args.quick else 'full')}.json"
 
     def save(section: str, value: Any) -> None:
         results[section] = value

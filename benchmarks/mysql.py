@@ -59,13 +59,18 @@ DEFAULT_PG = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 _BATCH = 10_000
 
 
-def fingerprint_set(size: int, queries: int, uniform: bool, seed: int) -> tuple[np.ndarray, list[Workload], str]:
-    """Fingerprints and workloads from real text when possible, else uniform (and say which)."""
+def fingerprint_set(
+    size: int, queries: int, uniform: bool, seed: int, documents: int | None = None
+) -> tuple[np.ndarray, list[Workload], str]:
+    """Fingerprints and workloads from real text when possible, else uniform (and say which).
+
+    ``documents`` caps how many man pages the articles are assembled from (all by default); a
+    smoke run takes a few hundred, so a fresh checkout renders those instead of the corpus."""
     if not uniform:
         from . import corpus, scale
 
         try:
-            paragraphs = corpus.paragraphs(corpus.english_documents())
+            paragraphs = corpus.paragraphs(corpus.english_documents(documents))
         except corpus.CorpusUnavailable as exc:
             log(f"corpus unavailable ({exc}); uniform fingerprints")
         else:
@@ -221,7 +226,7 @@ def _ratios(mysql: dict[str, Any], pg: dict[str, Any] | None) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"command": "python -m benchmarks.mysql " + " ".join(sys.argv[1:]), "load_average_start": os.getloadavg()}
     log(f"fingerprints N={args.size:,}")
-    fingerprints, workloads, source = fingerprint_set(args.size, args.queries, args.uniform, seed=args.size)
+    fingerprints, workloads, source = fingerprint_set(args.size, args.queries, args.uniform, seed=args.size, documents=args.documents)
     results.update(size=args.size, fingerprints=source, queries_per_workload=args.queries)
     mysql_engine = _mysql_database(args.mysql_url)
     with mysql_engine.connect() as connection:
@@ -279,11 +284,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workloads", default="near-dup,top-10 clustered,top-10 spread")
     parser.add_argument("--drivers", default="", help="other SQLAlchemy MySQL drivers timed on the same table, e.g. mysqldb (mysqlclient)")
     parser.add_argument("--uniform", action="store_true", help="uniform random fingerprints instead of real text")
+    parser.add_argument("--documents", type=int, default=None, help="man pages the real-text articles come from (default: all)")
     parser.add_argument("--name", default="mysql")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS, help="where <name>.json is written")
     args = parser.parse_args(argv)
     results = run(args)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.name}.json").write_text(json.dumps(results, indent=1, default=str))
+    args.results_dir.mkdir(parents=True, exist_ok=True)
+    (args.results_dir / f"{args.name}.json").write_text(json.dumps(results, indent=1, default=str))
     print(json.dumps(results["ratios"], indent=1))
     return 0
 

@@ -26,15 +26,15 @@ def bench_url(database_url: str, schema: str) -> str:
     return f"{database_url}{'&' if '?' in database_url else '?'}options=-csearch_path%3D{schema}"
 
 
-def test_benchmark_smoke_run(bench_url: str) -> None:
+def test_benchmark_smoke_run(bench_url: str, tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--quick", "--url", bench_url, "--sizes", "3000", "--queries", "5",
          "--ingest-rows", "1500", "--sections", "fingerprint,queries,latency,ingest", "--configs", "default", "--repeat", "1",
-         "--name", "smoke"],
+         "--name", "smoke", "--results-dir", str(tmp_path)],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    results = json.loads((ROOT / "benchmarks" / "results" / "smoke.json").read_text())
+    results = json.loads((tmp_path / "smoke.json").read_text())
     workloads = results["queries"]["3000"]["workloads"]
     for workload in workloads.values():
         assert workload["systems"]["simsql"]["recall"] == 1.0
