@@ -28,7 +28,6 @@ backend's (:meth:`simsql.dialects.Backend.batch_sql`).
 from __future__ import annotations
 
 import os
-import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -50,6 +49,7 @@ from ..schema import PROGRESS_TABLE
 from ..storage import binding_for, join_text, text_digest
 from ..urls import engine_for
 from . import apply, catalog
+from .workers import worker_pool
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -261,13 +261,13 @@ def _row_text(values: Sequence[Any]) -> str | None:
     return join_text(list(values))
 
 
-def _pool(workers: int | None, total: int, batch_size: int) -> ProcessPoolExecutor | None:
+def _pool(engine: Engine, workers: int | None, total: int, batch_size: int) -> ProcessPoolExecutor | None:
+    """The fingerprinting workers (see :mod:`.workers` for why they die with this process)."""
     if workers is None:
         workers = min(4, os.cpu_count() or 1)
     if workers <= 0 or total <= batch_size:
         return None
-    # Workers ignore Ctrl-C: the main process decides, and a worker traceback helps nobody.
-    return ProcessPoolExecutor(max_workers=workers, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
+    return worker_pool(workers, engine)
 
 
 @contextmanager
@@ -348,7 +348,7 @@ def fill(engine: Engine, job: Job, label: str, options: dict[str, Any], workers:
         total = int(connection.execute(sql.count).scalar_one())
         connection.commit()
     options = dict(options, has_progress_table=has_progress_table, total=total)
-    run = _Run(engine, job, options, _pool(workers, total, options["batch_size"]))
+    run = _Run(engine, job, options, _pool(engine, workers, total, options["batch_size"]))
     try:
         with _explained_timeouts(engine, label, timeouts):
             _run_phases(run, phase, last_key)
