@@ -317,7 +317,8 @@ def backfill(
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
     timeouts = apply.Timeouts(lock_timeout, statement_timeout)
-    engine = engine_for(bind) if isinstance(bind, str) else bind
+    owned = engine_for(bind) if isinstance(bind, str) else bind
+    engine = _isolated(owned)
     label = target if isinstance(target, str) else getattr(target, "__tablename__", target.__name__)
     label = f"{schema}.{label}" if schema else label
     try:
@@ -332,7 +333,14 @@ def backfill(
         return fill(engine, job, label, options, workers)
     finally:
         if isinstance(bind, str):
-            engine.dispose()
+            owned.dispose()
+
+
+def _isolated(engine: Engine) -> Engine:
+    """``engine`` whose connections run at the backfill's own isolation level
+    (:attr:`simsql.dialects.Backend.backfill_isolation`), set on checkout and reset on return to
+    the pool, so a role whose default is REPEATABLE READ or SERIALIZABLE changes nothing."""
+    return engine.execution_options(isolation_level=backend(engine).backfill_isolation)
 
 
 def fill(engine: Engine, job: Job, label: str, options: dict[str, Any], workers: int | None) -> BackfillResult:
@@ -340,6 +348,7 @@ def fill(engine: Engine, job: Job, label: str, options: dict[str, Any], workers:
     its shadow set through it)."""
     started = time.perf_counter()
     timeouts: apply.Timeouts = options["timeouts"]
+    engine = _isolated(engine)
     with _explained_timeouts(engine, label, timeouts), engine.connect() as connection:
         apply.set_timeouts(connection, timeouts)
         sql = backend(connection).batch_sql(job)
