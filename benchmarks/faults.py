@@ -7,7 +7,8 @@ every row checked.
 Builds ``faults_docs`` (id, title, body; text made in Python) in the URL's database (schema: the
 connection's current one), attaches it (columns mode) without a backfill, and per round:
 
-1. starts ``--writers`` writer processes (raw SQL, one row per transaction: the triggers clear a
+1. changes every row's title (so the backfill has the whole table to do), and starts
+   ``--writers`` writer processes (raw SQL, one row per transaction: the triggers clear a
    changed row's fingerprint, so every write makes work for the backfill);
 2. starts ``simsql backfill --workers 2`` and SIGKILLs it a random time (up to ``--longest``
    seconds) after its fingerprinting workers start;
@@ -203,6 +204,8 @@ def one_round(url: str, engine: Engine, number: int, rng: random.Random, options
     """Writers, a killed backfill, a killed and resumed refingerprint (where online), a final
     backfill with the writers stopped, and the check."""
     online = backend(engine).refingerprints_online
+    with engine.begin() as connection:  # every row changes: the triggers clear every fingerprint, a whole table to do
+        connection.execute(text(f"UPDATE {TABLE} SET title = :title"), {"title": f"round {number}"})
     context = multiprocessing.get_context("spawn")
     stop, counts = context.Event(), context.Array("l", 2)
     writers = [
