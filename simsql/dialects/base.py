@@ -79,6 +79,11 @@ class Backend(ABC):
     """:func:`simsql.refingerprint` can stage a second fingerprint set and switch to it."""
     folds_names: ClassVar[bool] = False
     """Column and index names compare case-insensitively (``Simhash`` is ``simhash``)."""
+    backfill_isolation: ClassVar[str] = "READ COMMITTED"
+    """The isolation level a backfill's connections set for themselves, whatever the role's or
+    server's default: the level its batch statements are written for. PostgreSQL's batch UPDATE
+    re-reads a row a writer changed meanwhile under READ COMMITTED; under REPEATABLE READ or
+    SERIALIZABLE it fails with a serialization error instead."""
     offline_scripts: ClassVar[bool] = True
     """Its DDL can be printed as a script a SQL client runs as written (Alembic's ``--sql``)."""
     stored_blocks: ClassVar[bool] = True

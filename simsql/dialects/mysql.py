@@ -362,6 +362,7 @@ class MySQLBackend(Backend):
     online_index_builds = True
     refingerprints_online = False
     folds_names = True
+    backfill_isolation = "REPEATABLE READ"  # InnoDB's default; its reads that decide lock (LOCK IN SHARE MODE)
     offline_scripts = False  # trigger bodies hold several statements: the mysql client splits them without DELIMITER
     stored_blocks = False
     include_columns = False

@@ -298,6 +298,10 @@ class MySQLDDL(DDL):
             steps += self._column_steps(target.schema, target.table, names, present, adding=False)
         return self.plan(steps) + self.forget(target.schema, target.table)
 
+    def drop_leftovers(self, schema: str, side_tables: Sequence[str], names: Names) -> Plan:
+        # Triggers go with their table on MySQL/MariaDB: only side tables can be left.
+        return self.plan(Step(f"DROP TABLE {qualified(schema, side)}", f"drop side table {schema}.{side}") for side in side_tables)
+
 
 MYSQL_DDL = MySQLDDL()
 

@@ -223,6 +223,13 @@ class DDL(ABC):
             steps.append(Step(f"DELETE FROM {PROGRESS_TABLE} {where}", f"remove backfill cursor of {schema}.{table}", params))
         return Plan(tuple(steps))
 
+    def drop_leftovers(self, schema: str, side_tables: Sequence[str], names: Names) -> Plan:
+        """What simsql created for a table dropped outside it that the drop left behind: the
+        ``side_tables`` (found in the catalog, nothing of the user's depending on them), and
+        whatever else the server keeps apart from the table (PostgreSQL: the trigger functions
+        of ``names`` and of its shadow set). The registry entry is :meth:`forget`'s."""
+        raise NotImplementedError(f"{type(self).__name__} does not describe a dropped table's leftovers")
+
     # -- a refingerprint's shadow set, where the backend refingerprints online ----------------
 
     def stage(self, target: Target, shadow: Names, fingerprinter: Fingerprinter, cursor: str) -> Plan:

@@ -275,7 +275,15 @@ class PostgresDDL(DDL):
         )
 
     def detach(self, table: TableFacts, names: Names, source: Sequence[str], present: Present) -> Plan:
-        return self.drop_attachment(table.schema, names, triggers=table.triggers, columns=list(table.columns))
+        # A table replaced outside simsql lost its triggers with the old table; their functions stay.
+        gone = [f for f in names.functions if f not in table.triggers]
+        return self.plan(_drop_functions(table.schema, gone)) + self.drop_attachment(
+            table.schema, names, triggers=table.triggers, columns=list(table.columns)
+        )
+
+    def drop_leftovers(self, schema: str, side_tables: Sequence[str], names: Names) -> Plan:
+        steps = [Step(f"DROP TABLE {qualified(schema, side)}", f"drop side table {schema}.{side}") for side in side_tables]
+        return self.plan(steps + _drop_functions(schema, [*names.functions, *names.shadow().functions]))
 
     def drop_attachment(
         self, schema: str, names: Names, *, triggers: Sequence[str] = (), columns: Sequence[str] | None = None
@@ -409,3 +417,12 @@ __all__ = [
     "trigger_function",
     "trigger_sql",
 ]
+
+
+def _drop_functions(schema: str, functions: Sequence[str]) -> list[Step]:
+    """Trigger functions whose trigger went with its table (``IF EXISTS``: a table dropped
+    before its attachment was whole has fewer)."""
+    return [
+        Step(f"DROP FUNCTION IF EXISTS {qualified(schema, f)}()", f"drop function {f} (its trigger went with the table)")
+        for f in functions
+    ]

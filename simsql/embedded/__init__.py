@@ -39,7 +39,9 @@ What callers get, and why:
   ``/var/lib/simsql/postgresql-<version>``. Root's default data directory is
   ``/var/lib/simsql/pg``, one cluster for every process running as root on the machine; root
   refuses a data directory that another account owns or that a directory writable by other
-  users leads to (anyone could swap it for their own).
+  users leads to (anyone could swap it for their own), and one that is a symbolic link or lies
+  below a directory or link of another user's (checked on the path as written, before any link
+  is followed).
 * **Locale.** The cluster uses PostgreSQL's built-in ``C.UTF-8`` locale instead of the operating
   system's: ``initdb`` otherwise fails wherever ``LANG`` names a locale the system has not
   generated (common in containers), and the built-in one sorts and case-maps identically on
@@ -59,12 +61,12 @@ from __future__ import annotations
 import logging
 import os
 
-from .account import check_location, ensure_account
+from .account import check_location, check_written_path, ensure_account
 from .cluster import check_major_version, initdb
 from .errors import EmbeddedPostgresUnavailable
 from .install import can_run, copy_install, server_install, wheel_install
 from .locking import file_lock, guard
-from .paths import default_data_dir, has_cluster, make_parent, resolve_data_dir, socket_dir
+from .paths import default_data_dir, has_cluster, make_parent, resolve_data_dir, socket_dir, written_data_dir
 from .postmaster import identify, read_postmaster, remove_stale_lock_files, settled_server
 from .server import start, start_failure, stop_server
 from .users import register_user, write_users
@@ -98,6 +100,7 @@ def embedded_url(data_dir: str | os.PathLike[str] | None = None) -> str:
     pgdata = resolve_data_dir(data_dir)
     with guard:
         install = server_install()
+        check_written_path(written_data_dir(data_dir))  # root: before the link is trusted
         check_location(pgdata)
         make_parent(pgdata)
         socket_dir(pgdata)  # refuse a path too long for a socket before creating anything

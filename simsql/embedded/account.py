@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import shutil
 import stat
 import subprocess
@@ -19,7 +20,9 @@ from typing import Any
 from .errors import EmbeddedPostgresUnavailable
 from .paths import ROOT_HOME, is_root
 
-__all__ = ["ACCOUNT", "account_kwargs", "blocking_ancestor", "check_location", "ensure_account", "run_tool"]
+__all__ = [
+    "ACCOUNT", "account_kwargs", "blocking_ancestor", "check_location", "check_written_path", "ensure_account", "run_tool",
+]  # fmt: skip
 
 _log = logging.getLogger(__name__)
 
@@ -122,3 +125,47 @@ def check_location(pgdata: Path) -> None:
             "root, so simsql will not take it over. If it is an embedded cluster of an older simsql, "
             f"stop its server and `chown -R {ACCOUNT}: {pgdata}`; otherwise use another directory."
         )
+
+
+def _owner_name(uid: int) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def check_written_path(pgdata: Path) -> None:
+    """Under root, refuse a data directory (as the caller wrote it, before any link is followed)
+    that is a symbolic link, or that belongs, or lies below a directory or link that belongs, to
+    a user other than root and the server's account.
+
+    Such a user could point it at a directory of theirs, or swap it between the check and
+    ``initdb``; root would then create a cluster there and hand it to its account. Checking
+    the resolved path, as :func:`check_location` does, cannot see that. Raises before anything
+    is written. As a normal user it does nothing: a user's own links are theirs to make.
+    """
+    if not is_root():
+        return
+    account_uid, _ = ensure_account()
+    trusted = {os.geteuid(), account_uid}
+    if pgdata.is_symlink():
+        raise EmbeddedPostgresUnavailable(
+            f"Running as root, the data directory {pgdata} is a symbolic link (to {os.readlink(pgdata)}, made by "
+            f"{_owner_name(pgdata.lstat().st_uid)!r}), and root follows none: whoever can make it could point it "
+            "at a directory of theirs. Remove the link and pass the real directory if it is root's, or set "
+            f"SIMSQL_HOME elsewhere (the default is {ROOT_HOME})."
+        )
+    for path in (pgdata, *pgdata.parents):
+        try:
+            owner = path.lstat().st_uid
+        except FileNotFoundError:
+            continue
+        if owner not in trusted:
+            where = "belongs" if path == pgdata else f"lies below {path}, which belongs"
+            raise EmbeddedPostgresUnavailable(
+                f"Running as root, the data directory {pgdata} {where} to {_owner_name(owner)!r}, not to root "
+                f"or {ACCOUNT!r}: that user could replace it with a directory or link of theirs. Use a "
+                f"directory only root owns (the default {ROOT_HOME / 'pg'}), or run as that user."
+            )

@@ -18,7 +18,7 @@ from .errors import EmbeddedPostgresUnavailable
 
 __all__ = [
     "MAX_SOCKET_PATH", "ROOT_HOME", "SOCKET_PORT", "default_data_dir", "has_cluster", "is_root",
-    "make_dir", "make_parent", "resolve_data_dir", "socket_dir",
+    "make_dir", "make_parent", "resolve_data_dir", "socket_dir", "written_data_dir",
 ]  # fmt: skip
 
 #: Where root's state lives: the default cluster and, when needed, a copy of the binaries.
@@ -62,6 +62,13 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path:
     """The absolute data directory a caller means: :func:`default_data_dir` for None."""
     path = default_data_dir() if data_dir is None else Path(data_dir)
     return path.expanduser().resolve()
+
+
+def written_data_dir(data_dir: str | os.PathLike[str] | None) -> Path:
+    """The data directory as the caller wrote it, made absolute but with no link followed: what
+    root checks before trusting :func:`resolve_data_dir`'s answer."""
+    path = default_data_dir() if data_dir is None else Path(data_dir)
+    return Path(os.path.abspath(path.expanduser()))
 
 
 def has_cluster(pgdata: Path) -> bool:

@@ -174,8 +174,8 @@ def plan_detach(connection: Connection, table: str, *, schema: str | None = None
     server = backend(connection)
     server.check_identifier(table, "table name")
     facts = catalog.table_facts(connection, table, schema)
-    if facts is None:  # dropped outside simsql: only what simsql recorded is left to clear
-        return entry, forget_entry(connection, schema, entry.names)
+    if facts is None:  # dropped outside simsql: what the drop left of simsql's, and its records
+        return entry, dropped_leftovers(connection, schema, entry) + forget_entry(connection, schema, entry.names)
     harmed = dependents(connection, schema, entry.names, facts)
     if harmed:
         raise SchemaError(
@@ -193,10 +193,30 @@ def plan_detach(connection: Connection, table: str, *, schema: str | None = None
     return entry, plan
 
 
+def dropped_leftovers(connection: Connection, schema: str, entry: Attachment) -> Plan:
+    """What simsql created for a table dropped outside it that the drop left behind: its side
+    table (and a refingerprint's shadow side table), PostgreSQL's trigger functions. Refuses
+    (:class:`SchemaError`, nothing changed) while an object simsql did not create depends on a
+    side table, as detaching a table still there does."""
+    sides: list[str] = []
+    harmed: list[str] = []
+    for names in (entry.names, entry.names.shadow()):
+        if names.side is None or catalog.table_facts(connection, names.side, schema) is None:
+            continue
+        sides.append(names.side)
+        found = catalog.dependents(connection, schema, names.side, [], own=names.indexes)
+        harmed += [d for d in found if not (d.startswith("constraint ") and d.endswith(f" on table {names.side}"))]
+    if harmed:
+        raise SchemaError(
+            f"{schema}.{entry.table_name} was dropped outside simsql; detaching it drops its side table, on which "
+            f"objects simsql did not create depend: {'; '.join(harmed)}. Drop or change them first, then run detach again"
+        )
+    return backend(connection).ddl.drop_leftovers(schema, sides, entry.names)
+
+
 def forget_entry(connection: Connection, schema: str, names: Names) -> Plan:
     """Clear what simsql recorded of a table dropped outside it: its registry entry, its
-    backfill and refingerprint cursors (a side table left behind is kept: it may hold a foreign
-    key's target, and simsql drops nothing it cannot see the whole of)."""
+    backfill and refingerprint cursors."""
     ddl, progress = backend(connection).ddl, registry.progress_exists(connection)
     plan = ddl.forget(schema, names.table, progress=progress)
     if progress:

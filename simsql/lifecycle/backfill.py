@@ -28,7 +28,6 @@ backend's (:meth:`simsql.dialects.Backend.batch_sql`).
 from __future__ import annotations
 
 import os
-import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -50,6 +49,7 @@ from ..schema import PROGRESS_TABLE
 from ..storage import binding_for, join_text, text_digest
 from ..urls import engine_for
 from . import apply, catalog
+from .workers import worker_pool
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -261,13 +261,13 @@ def _row_text(values: Sequence[Any]) -> str | None:
     return join_text(list(values))
 
 
-def _pool(workers: int | None, total: int, batch_size: int) -> ProcessPoolExecutor | None:
+def _pool(engine: Engine, workers: int | None, total: int, batch_size: int) -> ProcessPoolExecutor | None:
+    """The fingerprinting workers (see :mod:`.workers` for why they die with this process)."""
     if workers is None:
         workers = min(4, os.cpu_count() or 1)
     if workers <= 0 or total <= batch_size:
         return None
-    # Workers ignore Ctrl-C: the main process decides, and a worker traceback helps nobody.
-    return ProcessPoolExecutor(max_workers=workers, initializer=signal.signal, initargs=(signal.SIGINT, signal.SIG_IGN))
+    return worker_pool(workers, engine)
 
 
 @contextmanager
@@ -317,7 +317,8 @@ def backfill(
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
     timeouts = apply.Timeouts(lock_timeout, statement_timeout)
-    engine = engine_for(bind) if isinstance(bind, str) else bind
+    owned = engine_for(bind) if isinstance(bind, str) else bind
+    engine = _isolated(owned)
     label = target if isinstance(target, str) else getattr(target, "__tablename__", target.__name__)
     label = f"{schema}.{label}" if schema else label
     try:
@@ -332,7 +333,14 @@ def backfill(
         return fill(engine, job, label, options, workers)
     finally:
         if isinstance(bind, str):
-            engine.dispose()
+            owned.dispose()
+
+
+def _isolated(engine: Engine) -> Engine:
+    """``engine`` whose connections run at the backfill's own isolation level
+    (:attr:`simsql.dialects.Backend.backfill_isolation`), set on checkout and reset on return to
+    the pool, so a role whose default is REPEATABLE READ or SERIALIZABLE changes nothing."""
+    return engine.execution_options(isolation_level=backend(engine).backfill_isolation)
 
 
 def fill(engine: Engine, job: Job, label: str, options: dict[str, Any], workers: int | None) -> BackfillResult:
@@ -340,6 +348,7 @@ def fill(engine: Engine, job: Job, label: str, options: dict[str, Any], workers:
     its shadow set through it)."""
     started = time.perf_counter()
     timeouts: apply.Timeouts = options["timeouts"]
+    engine = _isolated(engine)
     with _explained_timeouts(engine, label, timeouts), engine.connect() as connection:
         apply.set_timeouts(connection, timeouts)
         sql = backend(connection).batch_sql(job)
@@ -348,7 +357,7 @@ def fill(engine: Engine, job: Job, label: str, options: dict[str, Any], workers:
         total = int(connection.execute(sql.count).scalar_one())
         connection.commit()
     options = dict(options, has_progress_table=has_progress_table, total=total)
-    run = _Run(engine, job, options, _pool(workers, total, options["batch_size"]))
+    run = _Run(engine, job, options, _pool(engine, workers, total, options["batch_size"]))
     try:
         with _explained_timeouts(engine, label, timeouts):
             _run_phases(run, phase, last_key)
