@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("backends", ("dialects",)),
     ("storage and queries", ("types", "registry", "storage", "steps", "queries")),
     ("lifecycle", ("lifecycle", "operations")),
-    ("front ends", ("alembic", "cli", "demo", "embedded")),
+    ("front ends", ("alembic", "asyncio", "cli", "demo", "embedded")),
 )
 """Lowest first. A module may import from its own layer and those before it, never after."""
 

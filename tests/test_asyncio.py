@@ -9,15 +9,33 @@ sync API, and compares. ``asyncio.run`` drives each coroutine: no event-loop plu
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
-from sqlalchemy import Engine, text
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy import Engine, select, text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
+from sqlalchemy.orm import Session
 
+import simsql
+import simsql.alembic
+from simsql import asyncio as simsql_async
 from simsql.dialects import backend
-from tests.tables import is_mysql, run
+from tests.models import Article, Doc
+from tests.tables import (
+    WORDS,
+    build_docs,
+    check_fingerprints,
+    check_model,
+    create_models,
+    holder_sql,
+    insert_rows,
+    is_mysql,
+    run,
+    state,
+    texts,
+)
 
 T = TypeVar("T")
 
@@ -77,3 +95,193 @@ def test_asyncpg_reads_the_one_byte_char_catalog_columns_as_text(async_case: tup
     found = on(engine, driver, facts)
     assert found is not None and found.kind == "r"
     assert found.columns["title"].is_text and not found.columns["n"].is_text
+
+
+# -- queries: the same steps, driven sync and async -----------------------------------------
+
+def _corpus() -> list[dict[str, Any]]:
+    """Articles with copies: exact, one word changed, a paragraph appended; the rest unrelated."""
+    rng = random.Random(11)
+    originals = [" ".join(rng.choice(WORDS) if rng.random() < 0.3 else f"w{rng.randrange(10**6)}" for _ in range(80)) for _ in range(40)]
+    rows = [{"id": i + 1, "title": f"article {i + 1}", "body": body} for i, body in enumerate(originals)]
+    for n, body in enumerate(originals[:12]):
+        copy = body if n % 3 == 0 else body.replace(body.split()[5], "changed", 1) if n % 3 == 1 else body + " and one more line"
+        rows.append({"id": 100 + n, "title": f"article {n + 1}", "body": copy})
+    return rows
+
+
+PROBES = ["w1 w2 w3 nothing like it at all here in this text", "index query planner vacuum"]
+
+
+def _sync_answers(engine: Engine) -> dict[str, Any]:
+    rows = _corpus()
+    probes = [r["title"] + "\n" + r["body"] for r in rows[:15]] + PROBES
+    with Session(engine) as session:
+        return {
+            "find_original": [_key(simsql.find_original(session, Article, p)) for p in probes],
+            "fingerprints_only": [_key(simsql.find_original(session, Article, p, min_containment=None)) for p in probes],
+            "near_duplicates": simsql.near_duplicates(session, Article, 3),
+            "duplicate_groups": simsql.duplicate_groups(session, Article, 3),
+            "most_similar_many": simsql.most_similar_many(session, Article, probes, limit=3),
+            "most_similar": [(r[0].id, r[1]) for r in session.execute(simsql.most_similar(select(Article), probes[1], limit=5))],
+            "similar_to": sorted(session.scalars(select(Article.id).where(simsql.similar_to(Article, probes[1], 3)))),
+        }
+
+
+async def _async_answers(session: AsyncSession) -> dict[str, Any]:
+    rows = _corpus()
+    probes = [r["title"] + "\n" + r["body"] for r in rows[:15]] + PROBES
+    return {
+        "find_original": [_key(await simsql_async.find_original(session, Article, p)) for p in probes],
+        "fingerprints_only": [_key(await simsql_async.find_original(session, Article, p, min_containment=None)) for p in probes],
+        "near_duplicates": await simsql_async.near_duplicates(session, Article, 3),
+        "duplicate_groups": await simsql_async.duplicate_groups(session, Article, 3),
+        "most_similar_many": await simsql_async.most_similar_many(session, Article, probes, limit=3),
+        "most_similar": [(r[0].id, r[1]) for r in await session.execute(simsql.most_similar(select(Article), probes[1], limit=5))],
+        "similar_to": sorted(await session.scalars(select(Article.id).where(simsql.similar_to(Article, probes[1], 3)))),
+    }
+
+
+def _key(match: simsql.Match | None) -> tuple[int, int] | None:
+    return None if match is None else (match.row.id, match.distance)
+
+
+def _articles(engine: Engine) -> None:
+    create_models(engine, Article)
+    with Session(engine) as session:
+        session.add_all(Article(**row) for row in _corpus())
+        session.commit()
+
+
+def test_queries_give_the_sync_answers(async_case: tuple[Engine, str]) -> None:
+    engine, driver = async_case
+    _articles(engine)
+    wanted = _sync_answers(engine)
+    assert wanted["near_duplicates"] and wanted["duplicate_groups"] and any(wanted["find_original"])
+    assert wanted["find_original"][-2:] == [None, None]
+
+    async def answers(async_engine: AsyncEngine) -> dict[str, Any]:
+        async with AsyncSession(async_engine) as session:
+            return await _async_answers(session)
+
+    assert on(engine, driver, answers) == wanted
+
+
+def test_every_async_bind_is_taken_and_a_sync_one_is_refused(async_case: tuple[Engine, str]) -> None:
+    """AsyncSession, AsyncConnection and AsyncEngine give the same rows; a sync Session is
+    refused with a TypeError naming what to use instead."""
+    engine, driver = async_case
+    _articles(engine)
+    probe = _corpus()[0]["title"] + "\n" + _corpus()[0]["body"]
+
+    async def three(async_engine: AsyncEngine) -> list[Any]:
+        async with AsyncSession(async_engine) as session, async_engine.connect() as connection:
+            return [
+                _key(await simsql_async.find_original(bind, Article, probe))
+                for bind in (session, connection, async_engine)
+            ] + [await simsql_async.duplicate_groups(connection, Article)]
+
+    found = on(engine, driver, three)
+    assert found[0] == found[1] == found[2] == (1, 0)
+    assert found[3] == _sync_answers(engine)["duplicate_groups"]
+    with Session(engine) as session, pytest.raises(TypeError, match="sync Session"):
+        asyncio.run(simsql_async.find_original(session, Article, probe))  # type: ignore[arg-type]
+
+
+# -- lifecycle: attach, status, backfill, detach --------------------------------------------
+
+@pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
+def test_attach_backfill_status_detach_give_the_sync_answers(async_case: tuple[Engine, str], side_table: bool) -> None:
+    """The async lifecycle on a live table, then the sync one on the same data: the same
+    attachment, the same counts before and after, the same fingerprints; detach restores the
+    table exactly."""
+    engine, driver = async_case
+    build_docs(engine, 400)
+    simsql.alembic.upgrade(engine)
+    before = state(engine)
+
+    async def lifecycle(async_engine: AsyncEngine) -> tuple[Any, ...]:
+        entry = await simsql_async.attach_table(async_engine, "docs", ["title", "body"], side_table=side_table)
+        pending = await simsql_async.status(async_engine)
+        seen: list[tuple[int, int]] = []
+        result = await simsql_async.backfill(async_engine, "docs", batch_size=64, progress=lambda d, t: seen.append((d, t)))
+        done = await simsql_async.status(async_engine)
+        assert done == simsql.status(engine)  # the sync status of what the async run left
+        fingerprints = check_fingerprints(engine, holder_sql(side_table))
+        removed = await simsql_async.detach_table(async_engine, "docs")
+        return entry, pending, result, done, fingerprints, removed, seen
+
+    entry, pending, result, done, fingerprints, removed, seen = on(engine, driver, lifecycle)
+    assert state(engine) == before
+    assert removed == entry
+    with_text, fingerprinted = fingerprints
+    assert fingerprinted == with_text > 300 and done[0].rows_missing == 0 and done[0].rows_fingerprinted == fingerprinted
+    assert seen and seen[-1][0] == result.rows_read and result.batches > 1
+
+    sync_entry = simsql.attach_table(engine, "docs", ["title", "body"], side_table=side_table)
+    assert simsql.status(engine) == pending and sync_entry == entry
+    sync_result = simsql.backfill(engine, "docs", batch_size=64, workers=0)
+    assert simsql.status(engine) == done
+    assert check_fingerprints(engine, holder_sql(side_table)) == fingerprints
+    assert (result.rows_read, result.rows_fingerprinted, result.rows_empty, result.batches, result.resumed) == (
+        sync_result.rows_read, sync_result.rows_fingerprinted, sync_result.rows_empty, sync_result.batches, sync_result.resumed
+    )
+
+
+def test_backfill_of_a_model_and_a_cancelled_backfill_resumes(async_case: tuple[Engine, str]) -> None:
+    """A mapped class as the target; a run cancelled after two batches keeps them and the next
+    run (async) resumes after them."""
+    engine, driver = async_case
+    create_models(engine, Doc)
+    insert_rows(engine, Doc, texts(500))
+
+    async def cancelled_then_resumed(async_engine: AsyncEngine) -> tuple[int, Any]:
+        batches = 0
+        task: asyncio.Task[Any]
+
+        def count(done: int, total: int) -> None:
+            nonlocal batches
+            batches += 1
+            if batches == 2:
+                task.cancel()
+
+        task = asyncio.ensure_future(simsql_async.backfill(async_engine, Doc, batch_size=50, progress=count))
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return batches, await simsql_async.backfill(async_engine, Doc, batch_size=50)
+
+    batches, resumed = on(engine, driver, cancelled_then_resumed)
+    assert batches >= 2 and resumed.resumed and resumed.rows_read < 500
+    assert check_model(engine, Doc) == check_model(engine, Doc)
+    with_text, fingerprinted = check_model(engine, Doc)
+    assert with_text == fingerprinted
+
+
+@pytest.mark.parametrize("driver", ["psycopg_async", "asyncpg", "aiomysql"], indirect=True)
+def test_attach_waiting_for_a_lock_leaves_the_event_loop_free(async_case: tuple[Engine, str]) -> None:
+    """While attach waits for a lock another session holds, the event loop runs other tasks:
+    one sees attach waiting (from the server's own list of sessions) and ends the transaction
+    holding the lock, and attach then finishes. Were the loop blocked for the whole call, the
+    holder could never let go and attach would give up (LockTimeout)."""
+    engine, driver = async_case
+    build_docs(engine, 20)
+    simsql.alembic.upgrade(engine)
+    waiting_sql = (
+        "SELECT count(*) FROM information_schema.processlist WHERE state LIKE 'Waiting for table metadata lock'"
+        if is_mysql(engine) else
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+    )  # fmt: skip
+
+    async def contend(async_engine: AsyncEngine) -> tuple[bool, Any]:
+        async with async_engine.connect() as holder, async_engine.connect() as watcher:
+            await holder.execute(text("SELECT count(*) FROM docs"))  # an open transaction that read the table
+            attach = asyncio.ensure_future(simsql_async.attach_table(async_engine, "docs", ["body"], lock_timeout="60s"))
+            while not (await watcher.execute(text(waiting_sql))).scalar_one():
+                await watcher.rollback()
+                await asyncio.sleep(0.02)
+            still_waiting = not attach.done()
+            await holder.rollback()
+            return still_waiting, await attach
+
+    still_waiting, entry = on(engine, driver, contend)
+    assert still_waiting and entry.table_name == "docs"
