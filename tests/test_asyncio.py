@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
+import types
+from pathlib import Path
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
@@ -287,3 +290,22 @@ def test_attach_waiting_for_a_lock_leaves_the_event_loop_free(async_case: tuple[
 
     still_waiting, entry = on(engine, driver, contend)
     assert still_waiting and entry.table_name == "docs"
+
+
+def test_the_example_of_docs_async_runs_twice(async_case: tuple[Engine, str], capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/async.md's example, on each driver, twice in a row (it recreates its table)."""
+    engine, driver = async_case
+    page = (Path(__file__).resolve().parent.parent / "docs" / "async.md").read_text(encoding="utf-8")
+    code = page.split("```python\n", 1)[1].split("```", 1)[0]
+    module = types.ModuleType(f"docs_async_{driver}")  # a module: the ORM resolves annotations in it
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(code, "docs/async.md", "exec"), module.__dict__)
+    finally:
+        del sys.modules[module.__name__]
+    namespace = module.__dict__
+    for _ in range(2):
+        on(engine, driver, lambda async_engine: namespace["main"](async_engine.url.render_as_string(hide_password=False)))
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "copy of 1 at 0 bits" and printed[-1] == "groups: [[1, 2]]"
+    assert printed == printed[len(printed) // 2 :] * 2
