@@ -309,3 +309,24 @@ def test_the_example_of_docs_async_runs_twice(async_case: tuple[Engine, str], ca
     printed = capsys.readouterr().out.splitlines()
     assert printed[0] == "copy of 1 at 0 bits" and printed[-1] == "groups: [[1, 2]]"
     assert printed == printed[len(printed) // 2 :] * 2
+
+
+def test_the_configuration_check_of_a_filter_runs_on_every_async_driver(async_case: tuple[Engine, str]) -> None:
+    """``similar_to`` checks the table's configuration from inside the statement's execution
+    (on the driver's own cursor); on a fresh engine that check is the first thing to run. It
+    used the sync drivers' cursor API and their ``%s`` placeholders (asyncpg has neither)."""
+    engine, driver = async_case
+    _articles(engine)
+    probe = _corpus()[0]["title"] + "\n" + _corpus()[0]["body"]
+    statement = select(Article.id).where(simsql.similar_to(Article, probe, 3)).order_by(Article.id)
+    with Session(engine) as session:
+        wanted = list(session.scalars(statement))
+
+    async def filtered(async_engine: AsyncEngine) -> list[int]:
+        async with AsyncSession(async_engine) as session:
+            return list(await session.scalars(statement))
+
+    assert on(engine, driver, filtered) == wanted == [1, 100]
+    run(engine, "UPDATE simsql_registry SET config_id = 'sh2-000000000000'")
+    with pytest.raises(simsql.ConfigMismatch, match="sh2-000000000000"):
+        on(engine, driver, filtered)
