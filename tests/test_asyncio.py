@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import pytest
 from sqlalchemy import Engine, select, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
 from sqlalchemy.orm import Session
 
@@ -25,6 +26,7 @@ import simsql
 import simsql.alembic
 from simsql import asyncio as simsql_async
 from simsql.dialects import backend
+from simsql.steps import Call, Compute, Execute, Steps, run_sync_steps
 from tests.models import Article, Doc
 from tests.tables import (
     WORDS,
@@ -330,3 +332,45 @@ def test_the_configuration_check_of_a_filter_runs_on_every_async_driver(async_ca
     run(engine, "UPDATE simsql_registry SET config_id = 'sh2-000000000000'")
     with pytest.raises(simsql.ConfigMismatch, match="sh2-000000000000"):
         on(engine, driver, filtered)
+
+
+def test_models_written_through_an_async_session_get_the_sync_fingerprints(async_case: tuple[Engine, str]) -> None:
+    """SimHashMixin rows added through an AsyncSession: fingerprinted at flush (the table claimed
+    in simsql's registry on the way), exactly as Python computes them."""
+    engine, driver = async_case
+    create_models(engine, Article)
+
+    async def write(async_engine: AsyncEngine) -> None:
+        async with AsyncSession(async_engine) as session:
+            session.add_all(Article(**row) for row in _corpus())
+            await session.commit()
+
+    on(engine, driver, write)
+    with_text, fingerprinted = check_fingerprints(engine, "SELECT id, title, body, simhash FROM articles")
+    assert with_text == fingerprinted == len(_corpus())
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM simsql_registry WHERE table_name = 'articles'")).scalar_one() == 1
+
+
+def _answer_or_fallback() -> Steps[list[Any]]:
+    """An operation of one's own written as steps: a failing statement's error arrives at its
+    yield, where the operation handles it."""
+    try:
+        yield Execute(text("SELECT no_such_column FROM no_such_table"))
+    except DBAPIError:
+        yield Call(lambda connection: connection.rollback())  # PostgreSQL: the transaction failed
+    rows = yield Execute(text("SELECT 1 + 1"))
+    doubled = yield Compute(lambda: [2 * r[0] for r in rows])
+    return doubled  # type: ignore[no-any-return]
+
+
+def test_one_operation_of_steps_runs_sync_and_async(async_case: tuple[Engine, str]) -> None:
+    engine, driver = async_case
+    with engine.connect() as connection:
+        wanted = run_sync_steps(connection, _answer_or_fallback())
+
+    async def driven(async_engine: AsyncEngine) -> list[Any]:
+        async with async_engine.connect() as connection:
+            return await simsql_async.run_async_steps(connection, _answer_or_fallback())
+
+    assert on(engine, driver, driven) == wanted == [4]
