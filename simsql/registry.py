@@ -285,7 +285,7 @@ def _raw_check(connection: Connection, cursor: Any, schema: str | None, table_na
     """The registry check on the DBAPI connection itself (the statement is mid-execution)."""
     # the DBAPI connection through the pool's proxy: an async driver's adapted cursor has no
     # ``cursor.connection``
-    raw = connection.connection.cursor()
+    raw: Any = connection.connection.cursor()
     try:
         raw.execute(_positional(connection, backend(connection.dialect).registry_probe), (REGISTRY_TABLE, VERSION_TABLE))
         has_registry, has_versions, current = raw.fetchone()
