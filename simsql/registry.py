@@ -283,9 +283,11 @@ def _check_compiled(
 
 def _raw_check(connection: Connection, cursor: Any, schema: str | None, table_name: str, config_id: str) -> None:
     """The registry check on the DBAPI connection itself (the statement is mid-execution)."""
-    raw = cursor.connection.cursor()
+    # the DBAPI connection through the pool's proxy: an async driver's adapted cursor has no
+    # ``cursor.connection``
+    raw: Any = connection.connection.cursor()
     try:
-        raw.execute(backend(connection.dialect).registry_probe, (REGISTRY_TABLE, VERSION_TABLE))
+        raw.execute(_positional(connection, backend(connection.dialect).registry_probe), (REGISTRY_TABLE, VERSION_TABLE))
         has_registry, has_versions, current = raw.fetchone()
         if not has_registry:
             if has_versions:
@@ -298,7 +300,7 @@ def _raw_check(connection: Connection, cursor: Any, schema: str | None, table_na
             row = None  # no registry, nothing recorded: trusted like a passed check (CHECK_TTL)
         else:
             raw.execute(
-                f"SELECT config_id, settings FROM {REGISTRY_TABLE} WHERE table_schema = %s AND table_name = %s",
+                _positional(connection, f"SELECT config_id, settings FROM {REGISTRY_TABLE} WHERE table_schema = %s AND table_name = %s"),
                 (schema or current, table_name),
             )
             row = raw.fetchone()
@@ -311,6 +313,17 @@ def _raw_check(connection: Connection, cursor: Any, schema: str | None, table_na
             "configuration with `simsql refingerprint`"
         )
     _passed(connection.engine, (schema, table_name, config_id))
+
+
+def _positional(connection: Connection, sql: str) -> str:
+    """``sql``, written with ``%s`` placeholders, in the driver's own positional style: asyncpg
+    takes ``$1``, ``$2`` (``numeric_dollar``); psycopg, PyMySQL and aiomysql take ``%s``."""
+    style = connection.dialect.paramstyle
+    markers = {"numeric_dollar": "${}", "numeric": ":{}", "qmark": "?"}.get(style)
+    if markers is None:
+        return sql
+    head, *rest = sql.split("%s")
+    return head + "".join(markers.format(number) + part for number, part in enumerate(rest, 1))
 
 
 CHECK_OPTION = "simsql_config_check"

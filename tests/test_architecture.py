@@ -25,9 +25,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("text and bits", ("errors", "bits", "signature", "tokenize", "weighting", "background", "fingerprint", "containment")),
     ("schema and names", ("schema", "urls")),
     ("backends", ("dialects",)),
-    ("storage and queries", ("types", "registry", "storage", "queries")),
+    ("storage and queries", ("types", "registry", "storage", "steps", "queries")),
     ("lifecycle", ("lifecycle", "operations")),
-    ("front ends", ("alembic", "cli", "demo", "embedded", "sqlmodel")),
+    ("front ends", ("alembic", "asyncio", "cli", "demo", "embedded", "sqlmodel")),
 )
 """Lowest first. A module may import from its own layer and those before it, never after."""
 

@@ -196,7 +196,9 @@ class PostgresBackend(Backend):
     def table_facts(self, connection: Connection, schema: str, table: str) -> TableFacts | None:
         row = connection.execute(
             text(
-                "SELECT c.oid, c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                # relkind and typcategory are the one-byte "char" type, which asyncpg returns as
+                # bytes: cast to text so every driver reads the letter as a str
+                "SELECT c.oid, CAST(c.relkind AS text) AS relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                 "WHERE n.nspname = :schema AND c.relname = :table"
             ),
             {"schema": schema, "table": table},
@@ -207,7 +209,7 @@ class PostgresBackend(Backend):
             Column(r.attname, r.type, r.typcategory == "S")
             for r in connection.execute(
                 text(
-                    "SELECT a.attname, format_type(a.atttypid, a.atttypmod) AS type, t.typcategory "
+                    "SELECT a.attname, format_type(a.atttypid, a.atttypmod) AS type, CAST(t.typcategory AS text) AS typcategory "
                     "FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
                     "WHERE a.attrelid = :oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"
                 ),

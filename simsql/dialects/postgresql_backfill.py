@@ -38,7 +38,9 @@ class PostgresBatchSQL(BatchSQL):
         return f"CAST({column} AS text)"
 
     def after(self, keys: Sequence[str]) -> str:
-        last = [f"CAST(:last_{i} AS {t})" for i, t in enumerate(self.job.key_types)]
+        # the cursor is bound as text (cursor_params) and cast from text: asyncpg types a
+        # parameter by its cast and refuses a str for "CAST($1 AS integer)"
+        last = [f"CAST(CAST(:last_{i} AS text) AS {t})" for i, t in enumerate(self.job.key_types)]
         if len(keys) > 1:
             return f"({self.key_list}) > ({', '.join(last)})"
         return f"b.{keys[0]} > {last[0]}"

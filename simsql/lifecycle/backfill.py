@@ -31,7 +31,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -164,7 +164,7 @@ class _Counters:
 class _Run:
     """One backfill: reads keyset batches, fingerprints them (in workers), writes them."""
 
-    def __init__(self, engine: Engine, job: Job, options: dict[str, Any], pool: ProcessPoolExecutor | None) -> None:
+    def __init__(self, engine: Engine, job: Job, options: dict[str, Any], pool: Executor | None) -> None:
         self.engine, self.job, self.pool = engine, job, pool
         self.sql = backend(engine).batch_sql(job)
         self.batch_size: int = options["batch_size"]
@@ -313,22 +313,14 @@ def backfill(
     longer than ``lock_timeout`` or runs longer than ``statement_timeout`` raises
     :class:`~simsql.errors.LockTimeout`.
     """
-    for name, value in (("batch_size", batch_size), ("max_batch_bytes", max_batch_bytes)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    check_sizes(batch_size, max_batch_bytes)
     timeouts = apply.Timeouts(lock_timeout, statement_timeout)
     owned = engine_for(bind) if isinstance(bind, str) else bind
     engine = _isolated(owned)
-    label = target if isinstance(target, str) else getattr(target, "__tablename__", target.__name__)
-    label = f"{schema}.{label}" if schema else label
+    label = label_of(target, schema)
     try:
         with _explained_timeouts(engine, label, timeouts), engine.connect() as connection:
-            apply.set_timeouts(connection, timeouts)
-            server = backend(connection)
-            server.check_server(connection)
-            server.check_digest(connection)
-            job = _resolve(connection, target, schema, fingerprinter)
-            connection.commit()
+            job = start_backfill(connection, target, schema, fingerprinter, timeouts)
         options = dict(batch_size=batch_size, max_batch_bytes=max_batch_bytes, timeouts=timeouts, progress=progress)
         return fill(engine, job, label, options, workers)
     finally:
@@ -350,14 +342,10 @@ def fill(engine: Engine, job: Job, label: str, options: dict[str, Any], workers:
     timeouts: apply.Timeouts = options["timeouts"]
     engine = _isolated(engine)
     with _explained_timeouts(engine, label, timeouts), engine.connect() as connection:
-        apply.set_timeouts(connection, timeouts)
-        sql = backend(connection).batch_sql(job)
-        has_progress_table = registry.progress_exists(connection)
-        phase, last_key, resumed = _read_progress(connection, sql) if has_progress_table else ("scan", None, False)
-        total = int(connection.execute(sql.count).scalar_one())
-        connection.commit()
-    options = dict(options, has_progress_table=has_progress_table, total=total)
-    run = _Run(engine, job, options, _pool(engine, workers, total, options["batch_size"]))
+        start = start_fill(connection, job, timeouts)
+    phase, last_key, resumed = start.phase, start.last_key, start.resumed
+    options = dict(options, has_progress_table=start.has_progress_table, total=start.total)
+    run = _Run(engine, job, options, _pool(engine, workers, start.total, options["batch_size"]))
     try:
         with _explained_timeouts(engine, label, timeouts):
             _run_phases(run, phase, last_key)
@@ -420,3 +408,69 @@ def _writer(engine: Engine, sql: BatchSQL) -> Iterator[Connection]:
             raise
         sql.release(writer)
         writer.commit()
+
+
+# -- the pieces a caller driving the batches itself shares (simsql.asyncio's backfill) ----------
+
+
+def check_sizes(batch_size: int, max_batch_bytes: int) -> None:
+    """``batch_size`` and ``max_batch_bytes`` must be positive ints (ValueError)."""
+    for name, value in (("batch_size", batch_size), ("max_batch_bytes", max_batch_bytes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def label_of(target: type | str, schema: str | None) -> str:
+    """How messages name the backfilled table."""
+    label = target if isinstance(target, str) else getattr(target, "__tablename__", target.__name__)
+    return f"{schema}.{label}" if schema else label
+
+
+def start_backfill(
+    connection: Connection, target: type | str, schema: str | None, fingerprinter: Fingerprinter | None, timeouts: apply.Timeouts
+) -> Job:
+    """The checks and catalog reads that start a backfill (the server, its digest function,
+    the registry, the table): the job to run. Committed, so no transaction stays open."""
+    apply.set_timeouts(connection, timeouts)
+    server = backend(connection)
+    server.check_server(connection)
+    server.check_digest(connection)
+    job = _resolve(connection, target, schema, fingerprinter)
+    connection.commit()
+    return job
+
+
+@dataclass(frozen=True)
+class FillStart:
+    """Where a run of a job starts: the saved cursor (``phase``, ``last_key``; ``resumed`` when
+    there was one), whether the progress table exists, and the rows to do (an estimate)."""
+
+    phase: str
+    last_key: list[Any] | None
+    resumed: bool
+    has_progress_table: bool
+    total: int
+
+
+def start_fill(connection: Connection, job: Job, timeouts: apply.Timeouts) -> FillStart:
+    """Read where the job stopped last time and count what is left; committed."""
+    apply.set_timeouts(connection, timeouts)
+    sql = backend(connection).batch_sql(job)
+    has_progress_table = registry.progress_exists(connection)
+    phase, last_key, resumed = _read_progress(connection, sql) if has_progress_table else ("scan", None, False)
+    total = int(connection.execute(sql.count).scalar_one())
+    connection.commit()
+    return FillStart(phase, last_key, resumed, has_progress_table, total)
+
+
+def open_run(engine: Engine, job: Job, options: dict[str, Any], fingerprint_in: Executor) -> _Run:
+    """A run whose batches the caller drives (reading, writing, counting by the same rules as
+    :func:`fill`), fingerprinting in ``fingerprint_in``; ``options`` as :func:`fill` completes
+    them (``has_progress_table`` and ``total`` from :class:`FillStart`)."""
+    return _Run(engine, job, options, fingerprint_in)
+
+
+def raise_explained(engine: Engine, label: str, timeouts: apply.Timeouts, error: BaseException) -> None:
+    """Raise ``error``, a PostgreSQL timeout as :class:`LockTimeout` naming who held the table."""
+    with _explained_timeouts(engine, label, timeouts):
+        raise error

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Engine, text
 from sqlalchemy.engine import Connection
@@ -19,6 +19,7 @@ from sqlalchemy.exc import DBAPIError
 
 from .. import registry
 from ..dialects import backend
+from ..dialects.plan import Plan
 from ..fingerprint import Fingerprinter
 from ..schema import DEFAULT_PREFIX, Attachment
 from ..urls import engine_for
@@ -65,28 +66,61 @@ def attach_table(
     the error says what stayed, recorded as simsql's: run attach again to finish, or detach."""
     engine = _engine(bind)
     timeouts = apply.Timeouts(lock_timeout, "10min")
-    with engine.connect() as connection, apply.bounded(connection, timeouts):
+    options = dict(schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix)
+    with engine.connect() as connection:
+        planned = describe_attach_table(connection, table, source, options, timeouts, indexes=indexes, concurrently=concurrently)
+    return run_attach_table(engine, planned, timeouts, index_lock_timeout)
+
+
+class PlannedChange(NamedTuple):
+    """An attach or detach described and not yet run: its plan, the ``schema.table`` it works
+    on (named in lock-wait messages), and the table's schema and name."""
+
+    plan: Plan
+    relation: str
+    schema: str
+    table: str
+
+
+def describe_attach_table(
+    connection: Connection,
+    table: str,
+    source: Sequence[str],
+    options: dict[str, Any],
+    timeouts: apply.Timeouts,
+    *,
+    indexes: bool = True,
+    concurrently: bool = True,
+) -> PlannedChange:
+    """The first half of :func:`attach_table` (catalog reads, no change): what it will run.
+    ``options``: its ``schema``, ``fingerprinter``, ``side_table`` and ``prefix``."""
+    with apply.bounded(connection, timeouts):
         server = backend(connection)
         server.check_server(connection)
-        planned = plan_attach(
-            connection, table, source, schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix
-        )
+        planned = plan_attach(connection, table, source, **options)
         names, target = planned.names, planned.target
         plan = planned.plan
         if indexes:
             keys = names.side_keys(target.keys) if names.side else target.keys
             plan = plan + describe_indexes(connection, target.schema, names, keys, concurrently=concurrently)
-        relation = server.qualified(target.schema, target.table)
+        return PlannedChange(plan, server.qualified(target.schema, target.table), target.schema, table)
+
+
+def run_attach_table(
+    engine: Engine, planned: PlannedChange, timeouts: apply.Timeouts, index_lock_timeout: str | None
+) -> Attachment:
+    """The second half of :func:`attach_table`: run the plan (each step on connections of its
+    own, concurrent index builds in autocommit) and read back the registry entry."""
     apply.run_on_engine(
         engine,
-        plan,
+        planned.plan,
         timeouts,
-        relations=[relation],
+        relations=[planned.relation],
         concurrent_timeouts=apply.Timeouts(index_lock_timeout, None),
     )
     registry.forget(engine)
     with engine.connect() as connection:
-        entry = registry.read(connection, table, target.schema)
+        entry = registry.read(connection, planned.table, planned.schema)
     assert entry is not None
     return entry
 
@@ -106,14 +140,28 @@ def detach_table(bind: Engine | str, table: str, *, schema: str | None = None, l
     stored columns were already dropped)."""
     engine = _engine(bind)
     timeouts = apply.Timeouts(lock_timeout, "10min")
-    with engine.connect() as connection, apply.bounded(connection, timeouts):
+    with engine.connect() as connection:
+        entry, planned = describe_detach_table(connection, table, schema, timeouts)
+    run_detach_table(engine, planned, timeouts)
+    return entry
+
+
+def describe_detach_table(
+    connection: Connection, table: str, schema: str | None, timeouts: apply.Timeouts
+) -> tuple[Attachment, PlannedChange]:
+    """The first half of :func:`detach_table` (catalog reads, no change): the entry it removes
+    and what it will run."""
+    with apply.bounded(connection, timeouts):
         server = backend(connection)
         server.check_server(connection)
         entry, plan = plan_detach(connection, table, schema=schema)
-        relation = server.qualified(entry.table_schema, table)
-    apply.run_on_engine(engine, plan, timeouts, relations=[relation])
+        return entry, PlannedChange(plan, server.qualified(entry.table_schema, table), entry.table_schema, table)
+
+
+def run_detach_table(engine: Engine, planned: PlannedChange, timeouts: apply.Timeouts) -> None:
+    """The second half of :func:`detach_table`: run its plan."""
+    apply.run_on_engine(engine, planned.plan, timeouts, relations=[planned.relation])
     registry.forget(engine)
-    return entry
 
 
 @dataclass(frozen=True)
@@ -199,7 +247,13 @@ def _counts(connection: Connection, entry: Attachment) -> tuple[int, int, int, i
 def status(bind: Engine | str, *, statement_timeout: str | None = "10min") -> list[TableStatus]:
     """Every attached table with its mode, configuration and row counts (one scan each)."""
     engine = _engine(bind)
-    with engine.connect() as connection, apply.bounded(connection, apply.Timeouts("5s", statement_timeout)):
+    with engine.connect() as connection:
+        return status_of(connection, statement_timeout)
+
+
+def status_of(connection: Connection, statement_timeout: str | None = "10min") -> list[TableStatus]:
+    """:func:`status` on an open connection (the async API's step)."""
+    with apply.bounded(connection, apply.Timeouts("5s", statement_timeout)):
         server = backend(connection)
         server.check_server(connection)
         server.check_digest(connection)

@@ -12,11 +12,13 @@ from typing import Any
 
 from sqlalchemy import BigInteger, Integer, Select, bindparam, cast, func, literal, literal_column, select, union, union_all
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from .. import dialects
 from ..bits import blocks, to_signed
 from ..dialects import BLOCK_COUNT, hamming_expression
+from ..steps import Call, Compute, Execute, Steps, run_sync_steps
 from ..storage import Binding, binding_for
 from ..types import SimHash
 from .targets import MAX_EXACT_BLOCK_DISTANCE, check_distance, check_limit, check_targets, key_value, resolve_target
@@ -34,33 +36,49 @@ def most_similar_many(
     Returns, per target and in order, up to ``limit`` ``(primary key, distance)`` pairs within
     ``max_distance`` (<= 3, exact), nearest first. A text without features gets ``[]``.
     """
+    return run_sync_steps(session, most_similar_many_steps(model, targets, limit, max_distance))
+
+
+def most_similar_many_steps(
+    model: type, targets: Sequence[object], limit: int = 10, max_distance: int = 3
+) -> Steps[list[list[tuple[Any, int]]]]:
+    """:func:`most_similar_many` as steps (:mod:`simsql.steps`): the configuration check, the
+    targets' fingerprints (a :class:`~simsql.steps.Compute` step), one statement."""
     check_limit(limit)
     targets = check_targets(targets)
     check_distance(max_distance)
     if max_distance > MAX_EXACT_BLOCK_DISTANCE:
         raise ValueError(f"most_similar_many() supports max_distance <= 3, got {max_distance}")
     binding = binding_for(model)
-    binding.check_config(session.connection())
-    fingerprints: list[int | None] = []
-    texts = [t for t in targets if isinstance(t, str)]
-    text_fps = iter(binding.fingerprinter.fingerprint_many(texts, empty="none"))
-    for target in targets:
-        fingerprints.append(next(text_fps) if isinstance(target, str) else resolve_target(binding, target)[0])
+    plan = yield Call(lambda connection: _check_and_plan(binding, connection))
+    fingerprints: list[int | None] = yield Compute(lambda: _fingerprints(binding, targets))
     live = [(i, fp) for i, fp in enumerate(fingerprints) if fp is not None]
     results: list[list[tuple[Any, int]]] = [[] for _ in targets]
     if not live:
         return results
-
     # The plan for many targets is the server's choice (LATERAL over arrays on PostgreSQL, a
     # ranked UNION where there is no LATERAL); a variant such as Citus overrides it.
-    if dialects.backend(session.get_bind()).many_targets_plan == "window":
+    if plan == "window":
         statement = _many_by_window(binding, live, limit, max_distance)
     else:
         statement = _many_by_lateral(binding, live, limit, max_distance)
     width = len(binding.table_keys)
-    for row in session.execute(statement):
+    for row in (yield Execute(statement)):
         results[row[0]].append((key_value(row[1 : 1 + width]), int(row[-1])))
     return results
+
+
+def _check_and_plan(binding: Binding, connection: Connection) -> str:
+    """The configuration check; the server's plan for many targets."""
+    binding.check_config(connection)
+    return dialects.backend(connection).many_targets_plan
+
+
+def _fingerprints(binding: Binding, targets: Sequence[object]) -> list[int | None]:
+    """Each target's fingerprint (None for a text without features), texts in one batch."""
+    texts = [t for t in targets if isinstance(t, str)]
+    text_fps = iter(binding.fingerprinter.fingerprint_many(texts, empty="none"))
+    return [next(text_fps) if isinstance(t, str) else resolve_target(binding, t)[0] for t in targets]
 
 
 def _many_by_lateral(binding: Binding, live: list[tuple[int, int]], limit: int, max_distance: int) -> Select[Any]:

@@ -8,14 +8,17 @@ scan and are refused.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy import and_, literal, select, tuple_, union
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from .. import dialects
 from ..dialects import BLOCK_COUNT, hamming_expression
-from ..storage import binding_for
+from ..steps import Call, Execute, Steps, run_sync_steps
+from ..storage import Binding, binding_for
 from ..types import SimHash
 from .targets import MAX_EXACT_BLOCK_DISTANCE, check_distance, key_value
 
@@ -100,18 +103,41 @@ def near_duplicates_query(model: type, max_distance: int = 3, dialect: Any = Non
 def near_duplicates(session: Session, model: type, max_distance: int = 3) -> list[DuplicatePair]:
     """Every pair of rows within ``max_distance`` bits (<= 3), ordered by keys: the crawler
     deduplication job, done by the database with block self-joins."""
+    return run_sync_steps(session, near_duplicates_steps(model, max_distance))
+
+
+def near_duplicates_steps(model: type, max_distance: int = 3) -> Steps[list[DuplicatePair]]:
+    """:func:`near_duplicates` as steps (:mod:`simsql.steps`), for the sync and async APIs: the
+    configuration check and the self-join settings, then the self-joins."""
     binding = binding_for(model)
-    binding.check_config(session.connection())
     width = len(binding.table_keys)
-    dialects.prepare_self_join(session.connection())
-    rows = session.execute(near_duplicates_query(model, max_distance, session.get_bind().dialect)).all()
+    dialect = yield Call(lambda connection: _prepare(binding, connection))
+    rows = yield Execute(near_duplicates_query(model, max_distance, dialect))
     pairs = [DuplicatePair(key_value(r[:width]), key_value(r[width : 2 * width]), int(r[-1])) for r in rows]
     pairs.sort(key=lambda p: (p.a, p.b))
     return pairs
 
 
+def _prepare(binding: Binding, connection: Connection) -> Any:
+    """The configuration check and the self-join settings; the connection's dialect."""
+    binding.check_config(connection)
+    dialects.prepare_self_join(connection)
+    return connection.dialect
+
+
 def duplicate_groups(session: Session, model: type, max_distance: int = 3) -> list[list[Any]]:
     """Connected clusters of near-duplicates (transitively linked), each sorted, largest first."""
+    return run_sync_steps(session, duplicate_groups_steps(model, max_distance))
+
+
+def duplicate_groups_steps(model: type, max_distance: int = 3) -> Steps[list[list[Any]]]:
+    """:func:`duplicate_groups` as steps (:mod:`simsql.steps`)."""
+    pairs = yield from near_duplicates_steps(model, max_distance)
+    return groups_of(pairs)
+
+
+def groups_of(pairs: Sequence[DuplicatePair]) -> list[list[Any]]:
+    """The connected clusters of ``pairs`` (union-find), each sorted, largest first."""
     parent: dict[Any, Any] = {}
 
     def find(x: Any) -> Any:
@@ -121,7 +147,7 @@ def duplicate_groups(session: Session, model: type, max_distance: int = 3) -> li
             x = parent[x]
         return x
 
-    for pair in near_duplicates(session, model, max_distance):
+    for pair in pairs:
         ra, rb = find(pair.a), find(pair.b)
         if ra != rb:
             parent[max(ra, rb)] = min(ra, rb)

@@ -8,6 +8,7 @@ below were tuned on documentation prose; BENCHMARKS.md ("Originality check") hol
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Select, select
@@ -15,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from ..containment import MIN_CONTAINMENT, containment, shingles
 from ..dialects import radius_for
+from ..steps import Compute, Execute, Steps, run_sync_steps
 from ..storage import binding_for
 from .nearest import Match, most_similar
 from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS
@@ -84,16 +86,49 @@ def find_original(
     the nearest row within ``max_distance`` is the answer). At most ``candidates`` rows are
     read. Raises :class:`EmptyDocument` for text without words.
     """
+    return run_sync_steps(
+        session,
+        find_original_steps(
+            model, text, max_distance, probe_radius=probe_radius, min_containment=min_containment, candidates=candidates
+        ),
+    )
+
+
+def find_original_steps(
+    model: type,
+    text: str,
+    max_distance: int = ORIGINALITY_DISTANCE,
+    *,
+    probe_radius: int | None = ORIGINALITY_PROBE_RADIUS,
+    min_containment: float | None = MIN_CONTAINMENT,
+    candidates: int = ORIGINALITY_CANDIDATES,
+) -> Steps[Match | None]:
+    """:func:`find_original` as steps (:mod:`simsql.steps`): the one owner of its rules, driven
+    by the sync API and by :func:`simsql.asyncio.find_original`. The submission's fingerprint
+    and the candidates' text comparison are :class:`~simsql.steps.Compute` steps (CPU work,
+    off the event loop in async), the search one :class:`~simsql.steps.Execute`."""
     if not isinstance(text, str):
         raise TypeError(f"find_original() checks a text (str), got {type(text).__name__}")
     if min_containment is not None and not 0.0 < min_containment <= 1.0:
         raise ValueError(f"min_containment must be in (0, 1] or None, got {min_containment!r}")
     if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
         raise ValueError(f"candidates must be a positive int, got {candidates!r}")
-    statement = originality_search(model, text, max_distance, probe_radius=probe_radius, limit=1 if min_containment is None else candidates)
-    rows = session.execute(statement).all()
+    limit = 1 if min_containment is None else candidates
+    statement = yield Compute(
+        lambda: originality_search(model, text, max_distance, probe_radius=probe_radius, limit=limit)
+    )
+    rows = yield Execute(statement)
     if min_containment is None:
         return Match(rows[0][0], int(rows[0][1]), float(rows[0][2])) if rows else None
+    threshold = min_containment
+    found: Match | None = yield Compute(lambda: first_contained(model, text, rows, threshold))
+    return found
+
+
+def first_contained(model: type, text: str, rows: Sequence[Any], min_containment: float) -> Match | None:
+    """The text stage: the first of ``rows`` (``(row, distance, similarity)``, nearest first)
+    whose own text shares at least ``min_containment`` of the smaller one's word 5-shingles
+    with ``text``."""
     binding = binding_for(model)
     submitted = shingles(text)
     for row, distance, similarity in rows:
@@ -101,4 +136,3 @@ def find_original(
         if stored is not None and containment(submitted, shingles(stored)) >= min_containment:
             return Match(row, int(distance), float(similarity))
     return None
-

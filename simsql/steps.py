@@ -1,0 +1,95 @@
+"""Operations written as steps, apart from the I/O that runs them ("sans-IO").
+
+An operation that talks to the database more than once (the originality check: a search, then
+the texts of its candidates; the duplicate groups: a configuration check, a session setting,
+the self-joins) is a generator. It *yields* what it needs next and *receives* the answer:
+
+- :class:`Execute`: a statement to run; the operation receives its rows (a list);
+- :class:`Call`: a short step on the connection itself (a registry check, a catalog read, a
+  session setting), written as an ordinary function of a sync ``Connection``;
+- :class:`Compute`: CPU work without I/O (fingerprinting a long text, comparing candidate
+  texts); the operation receives what the function returns.
+
+Its ``return`` value is the operation's answer. :func:`run_sync_steps` drives such a generator
+on a ``Session`` or ``Connection`` (the sync API), :func:`simsql.asyncio.run_async_steps` on an
+``AsyncSession`` or ``AsyncConnection`` (awaiting each statement, running ``Compute`` in a
+worker thread). Both drive the same generator, so the sync and async APIs cannot drift: each
+rule (which statement, how rows become an answer) is written once, in the operation.
+
+An error raised while answering a step is thrown into the generator at that ``yield``, so an
+operation may handle it (or let it propagate, the usual case).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, Union
+
+from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session
+
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Execute:
+    """Run ``statement`` with ``params``; the operation receives every row (``.all()``)."""
+
+    statement: Any
+    params: Any = None
+
+
+@dataclass(frozen=True)
+class Call(Generic[R]):
+    """Run ``function(connection)`` on the connection in use (a ``Session``'s connection, in its
+    transaction); the operation receives its return value. For short steps made of a few
+    statements that already exist as sync functions (registry checks, catalog reads, session
+    settings): the async driver runs it through SQLAlchemy's ``run_sync``, where each of its
+    statements is awaited on the event loop like any other."""
+
+    function: Callable[[Connection], R]
+
+
+@dataclass(frozen=True)
+class Compute(Generic[R]):
+    """CPU work without I/O; the operation receives ``function()``. The sync driver calls it in
+    place, the async driver in a worker thread (``asyncio.to_thread``), so a long text's
+    fingerprint does not hold up the event loop. ``function`` must not touch the database."""
+
+    function: Callable[[], R]
+
+
+Step = Union[Execute, Call[Any], Compute[Any]]
+Steps = Generator[Step, Any, R]
+"""An operation: yields :data:`Step` s, receives their answers, returns its result."""
+
+
+def answer_sync(bind: Session | Connection, step: Step) -> Any:
+    """What ``step`` asks for, on a sync ``Session`` or ``Connection``."""
+    if isinstance(step, Execute):
+        return list(bind.execute(step.statement, step.params).all())
+    if isinstance(step, Call):
+        return step.function(bind.connection() if isinstance(bind, Session) else bind)
+    if isinstance(step, Compute):
+        return step.function()
+    raise TypeError(f"not a step: {step!r}")
+
+
+def run_sync_steps(bind: Session | Connection, steps: Steps[R]) -> R:
+    """Drive ``steps`` to its result on ``bind``, answering each step as it is yielded."""
+    answer: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = steps.send(answer) if error is None else steps.throw(error)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        answer, error = None, None
+        try:
+            answer = answer_sync(bind, step)
+        except Exception as raised:  # noqa: BLE001 - handed to the operation at its yield
+            error = raised
+
+
+__all__ = ["Call", "Compute", "Execute", "Step", "Steps", "answer_sync", "run_sync_steps"]
