@@ -1,12 +1,28 @@
-"""The ``simsql`` command line as a user runs it: a real subprocess, ``python -m simsql.cli``,
-with no database URL inherited from the environment unless the test gives one."""
+"""The ``simsql`` command line as a user runs it: a separate process running ``python -m
+simsql.cli``, with no database URL inherited from the environment unless the test gives one.
+
+``cli`` forks it from tests/cli_forkserver.py (one interpreter that has imported simsql, shared
+by the session: the calls skip Python's start-up and the imports, not the process); ``command``
+gives the argv of a fresh interpreter, for tests that start, signal and stop it themselves.
+``SIMSQL_TEST_CLI_FORKSERVER=0`` makes ``cli`` start a fresh interpreter each time too.
+"""
 
 from __future__ import annotations
 
+import atexit
+import json
+import locale
 import os
+import socket
 import subprocess
 import sys
+import tempfile
+import threading
 from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from .cli_forkserver import HEADER
 
 URL_VARIABLES = ("SIMSQL_DATABASE_URL", "DATABASE_URL")
 
@@ -31,7 +47,11 @@ def cli(
     """Run the real entry point; without ``input`` stdin is not a terminal (and is empty)."""
     variables = environment()
     variables.update(env or {})
-    argv = [sys.executable, "-m", "simsql.cli", *(("--url", url) if url else ()), *args]
+    arguments = [*(("--url", url) if url else ()), *args]
+    server = _forkserver()
+    if server is not None:
+        return server.run(arguments, input, variables, timeout)
+    argv = [sys.executable, "-m", "simsql.cli", *arguments]
     return subprocess.run(
         argv,
         input=input,
@@ -54,3 +74,87 @@ def failed(result: subprocess.CompletedProcess[str], code: int, message: str) ->
     assert "simsql: error:" in result.stderr
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+class _ForkServer:
+    """The client of tests/cli_forkserver.py; one per test session, started on first use."""
+
+    def __init__(self) -> None:
+        self.directory = tempfile.mkdtemp(prefix="simsql-cli-")
+        self.path = os.path.join(self.directory, "socket")
+        root = Path(__file__).resolve().parent.parent
+        lifeline, self.lifeline = os.pipe()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.cli_forkserver", self.path, str(lifeline)],
+            cwd=root, env=environment(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True, pass_fds=[lifeline],
+        )
+        os.close(lifeline)
+        assert self.process.stdout is not None
+        if self.process.stdout.readline().strip() != "ready":
+            raise RuntimeError("the command line's fork server did not start")
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            os.close(self.lifeline)  # the server exits when this pipe ends
+            self.process.wait(timeout=10)
+
+    def run(self, arguments: list[str], input: str | None, env: Mapping[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+        encoding = locale.getpreferredencoding(False)
+        with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
+            if input is None:
+                stdin_file: IO[Any] = open(os.devnull, "rb")
+            else:
+                stdin.write(input.encode(encoding))
+                stdin.seek(0)
+                stdin_file = stdin
+            try:
+                status = self._call(arguments, dict(env), [stdin_file.fileno(), stdout.fileno(), stderr.fileno()], timeout)
+            finally:
+                if input is None:
+                    stdin_file.close()
+            stdout.seek(0)
+            stderr.seek(0)
+            argv = [sys.executable, "-m", "simsql.cli", *arguments]
+            out, err = stdout.read().decode(encoding), stderr.read().decode(encoding)
+            if status is None:
+                raise subprocess.TimeoutExpired(argv, timeout, out, err)
+            return subprocess.CompletedProcess(argv, os.waitstatus_to_exitcode(status), out, err)
+
+    def _call(self, arguments: list[str], env: dict[str, str], fds: list[int], timeout: float) -> int | None:
+        """The child's wait status, or None when it outlived ``timeout`` (it is then killed)."""
+        request = json.dumps({"argv": arguments, "env": env, "cwd": os.getcwd()}).encode()
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.connect(self.path)
+            socket.send_fds(connection, [b"x"], fds)
+            connection.sendall(HEADER.pack(len(request)) + request)
+            replies = connection.makefile("r")
+            pid = json.loads(replies.readline())["pid"]
+            killed = threading.Event()
+
+            def kill() -> None:
+                killed.set()
+                try:
+                    os.kill(pid, 9)
+                except ProcessLookupError:
+                    pass
+
+            timer = threading.Timer(timeout, kill)
+            timer.start()
+            try:
+                status = int(json.loads(replies.readline())["status"])
+            finally:
+                timer.cancel()
+            return None if killed.is_set() else status
+
+
+_SERVER: list[_ForkServer | None] = []
+
+
+def _forkserver() -> _ForkServer | None:
+    """The session's fork server, or None where there is none (not Linux/macOS, or turned off)."""
+    if os.environ.get("SIMSQL_TEST_CLI_FORKSERVER", "1") == "0" or not hasattr(os, "fork"):
+        return None
+    if not _SERVER:
+        _SERVER.append(_ForkServer())
+    return _SERVER[0]
