@@ -505,10 +505,10 @@ class MySQLBackend(Backend):
     def blockers(self, connection: Connection, relations: Sequence[str]) -> str:
         return mysql_catalog.blockers(connection, relations)
 
-    def lock_out_writers(self, connection: Connection, schema: str, table: str) -> None:
+    def lock_exclusively(self, connection: Connection, schema: str, tables: Sequence[str]) -> None:
         raise UnsupportedDatabase(
-            f"simsql does not lock writers out of {schema}.{table} on {self.describe_server()}: MySQL's LOCK TABLES "
-            "commits the transaction it would guard"
+            f"simsql does not lock {schema}.{', '.join(tables)} for a switch on {self.describe_server()}: MySQL's "
+            "LOCK TABLES commits the transaction it would guard"
         )
 
     def try_advisory_lock(self, connection: Connection, key: int) -> bool:
