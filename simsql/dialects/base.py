@@ -329,6 +329,12 @@ class Backend(ABC):
     def advisory_unlock(self, connection: Connection, key: int) -> None:
         """Release the session-level lock ``key``."""
 
+    @abstractmethod
+    def advisory_xact_lock(self, connection: Connection, key: int) -> None:
+        """Wait for the lock ``key`` and hold it until the connection's open transaction ends,
+        committed or rolled back (its changes visible to the next holder): for work inside a
+        transaction that is not simsql's to end (an application's migration)."""
+
     # -- backfill ----------------------------------------------------------------------------
 
     @abstractmethod

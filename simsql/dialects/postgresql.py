@@ -396,6 +396,9 @@ class PostgresBackend(Backend):
     def advisory_unlock(self, connection: Connection, key: int) -> None:
         connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
 
+    def advisory_xact_lock(self, connection: Connection, key: int) -> None:
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+
     def batch_sql(self, job: Job) -> PostgresBatchSQL:
         return PostgresBatchSQL(job)
 
