@@ -178,6 +178,31 @@ def test_a_writer_that_checked_before_the_switch_is_refused_after_it(any_engine:
     _all_current(any_engine, table)
 
 
+@pytest.mark.parametrize("mode", ["columns", "side_table"])
+def test_an_old_writer_in_autocommit_mode_is_refused_and_its_row_reads_as_missing(any_engine: Engine, mode: str) -> None:
+    """Each statement commits on its own there, so the write is in before the confirmation can
+    refuse it: its fingerprint is cleared, status counts the row missing, backfill fills it."""
+    old, _, table = _build(any_engine, mode)
+    autocommit = any_engine.execution_options(isolation_level="AUTOCOMMIT")
+    with Session(autocommit) as session:
+        session.get(old, 1).body = "an edit by the old application before the move"
+        session.commit()
+    _switch(any_engine, table, mode == "side_table")
+    with Session(autocommit) as session, pytest.raises(ConfigMismatch, match=V2.config_id):
+        session.add(old(id=ROWS + 1, title="late", body="a row written by the old application after the move"))
+        session.commit()
+    rows = {row[0]: row for row in _rows(any_engine, table)}
+    assert rows[ROWS + 1][3] is None  # kept (committed), without the old fingerprint
+    (report,) = [r for r in simsql.status(any_engine) if r.table == table]
+    assert (report.rows_missing, report.rows_stale) == (1, 0)
+    _all_current(any_engine, table)
+
+
+def _rows(engine: Engine, table: str) -> list[Any]:
+    with engine.connect() as connection:
+        return list(connection.execute(text(_holder_sql(table))).all())
+
+
 # -- items 2 and 3: old writers running through the switch -----------------------------------
 
 
