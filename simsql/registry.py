@@ -231,7 +231,9 @@ def check(connection: Connection, table_name: str, schema: str | None, config_id
 
 
 _confirmed: weakref.WeakKeyDictionary[Any, set[Target]] = weakref.WeakKeyDictionary()
-"""Writes confirmed per open transaction (SQLAlchemy's root transaction object, weakly)."""
+"""Writes confirmed per open transaction, weakly: SQLAlchemy's innermost transaction object
+(a savepoint's, if one is open). A savepoint rolled back releases the locks taken in it
+(PostgreSQL), so what was confirmed there is confirmed again in the next one or in its parent."""
 
 
 def confirm(connection: Connection, table_name: str, schema: str | None, config_id: str) -> None:
@@ -259,7 +261,7 @@ def confirm(connection: Connection, table_name: str, schema: str | None, config_
     the write is already committed then, so its caller must undo it on a refusal. Tables
     the registry does not record (simsql's revision not applied) are not confirmed."""
     engine, target = connection.engine, (schema, table_name, config_id)
-    transaction = None if is_autocommit(connection) else connection.get_transaction()
+    transaction = None if is_autocommit(connection) else connection.get_nested_transaction() or connection.get_transaction()
     with _lock:
         if transaction is not None and target in _confirmed.get(transaction, ()):
             return

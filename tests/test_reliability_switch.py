@@ -203,6 +203,23 @@ def _rows(engine: Engine, table: str) -> list[Any]:
         return list(connection.execute(text(_holder_sql(table))).all())
 
 
+def test_a_write_confirmed_in_a_savepoint_rolled_back_is_confirmed_again(engine: Engine) -> None:
+    """The savepoint's rollback released the table lock its write took, so the switch could
+    commit while the transaction stayed open: the next write must not trust that confirmation."""
+    old, _, table = _build(engine, "columns")
+    with Session(engine) as session:
+        with session.begin_nested() as savepoint:
+            session.add(old(id=ROWS + 1, title="kept back", body="a row the application changes its mind about"))
+            session.flush()  # written and confirmed in the savepoint
+            savepoint.rollback()
+        _switch(engine, table, False)
+        with pytest.raises(ConfigMismatch, match=V2.config_id):
+            session.add(old(id=ROWS + 2, title="late", body="a row written by the old application after the move"))
+            session.commit()
+    with engine.connect() as connection:
+        assert connection.execute(text(f"SELECT count(*) FROM {table} WHERE id > {ROWS}")).scalar_one() == 0
+
+
 # -- items 2 and 3: old writers running through the switch -----------------------------------
 
 
