@@ -220,6 +220,31 @@ def test_a_write_confirmed_in_a_savepoint_rolled_back_is_confirmed_again(engine:
         assert connection.execute(text(f"SELECT count(*) FROM {table} WHERE id > {ROWS}")).scalar_one() == 0
 
 
+@pytest.mark.parametrize("mode", ["columns", "side_table"])
+def test_a_backfill_with_the_old_configuration_stops_at_the_switch(any_engine: Engine, mode: str) -> None:
+    """A backfill is a writer too: one started with V1 before the table moved wrote V1's
+    fingerprints into it afterwards (rows loaded without any, behind its cursor's reach)."""
+    old, _, table = _build(any_engine, mode)
+    with any_engine.begin() as connection:  # loaded by raw SQL: no fingerprints yet
+        connection.execute(text(f"INSERT INTO {table} (id, title, body) VALUES (:id, 'raw', :body)"),
+                           [{"id": ROWS + i, "body": f"loaded in bulk, row {i} about vacuum and indexes"} for i in range(1, 301)])  # fmt: skip
+    switched: list[bool] = []
+
+    def midway(done: int, total: int) -> None:
+        if switched:
+            return
+        switched.append(True)
+        _switch(any_engine, table, mode == "side_table")
+        with any_engine.begin() as connection:  # more rows, after the move, for the old backfill to reach
+            connection.execute(text(f"INSERT INTO {table} (id, title, body) VALUES (:id, 'raw', :body)"),
+                               [{"id": ROWS + 1000 + i, "body": f"loaded after the move, row {i}"} for i in range(1, 301)])  # fmt: skip
+
+    with pytest.raises(ConfigMismatch, match=V2.config_id):
+        simsql.backfill(any_engine, old, workers=0, batch_size=50, progress=midway)
+    assert switched
+    _all_current(any_engine, table)
+
+
 # -- items 2 and 3: old writers running through the switch -----------------------------------
 
 
