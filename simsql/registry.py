@@ -7,7 +7,9 @@ configuration are refused with :class:`~simsql.errors.ConfigMismatch` instead of
 quietly wrong neighbours.
 
 Checks are cached per engine object (weakly, never by its address) and table: after the
-first statement they cost a dict lookup.
+first statement they cost a dict lookup. Writes are also confirmed once per transaction,
+after their first statement on the table (:func:`confirm`): a cached check cannot see a
+table move to another configuration, and a stored fingerprint cannot say which one made it.
 A database where simsql's revision was never applied is not checked (``create_all`` only
 applications); a registry dropped by hand while its revision is recorded is an error, never a
 silent loss of the checks.
