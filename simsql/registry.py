@@ -7,7 +7,9 @@ configuration are refused with :class:`~simsql.errors.ConfigMismatch` instead of
 quietly wrong neighbours.
 
 Checks are cached per engine object (weakly, never by its address) and table: after the
-first statement they cost a dict lookup.
+first statement they cost a dict lookup. Writes are also confirmed once per transaction,
+after their first statement on the table (:func:`confirm`): a cached check cannot see a
+table move to another configuration, and a stored fingerprint cannot say which one made it.
 A database where simsql's revision was never applied is not checked (``create_all`` only
 applications); a registry dropped by hand while its revision is recorded is an error, never a
 silent loss of the checks.
@@ -27,6 +29,7 @@ from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
 from .dialects import backend
+from .dialects.base import is_autocommit
 from .errors import ConfigMismatch, SchemaError
 from .fingerprint import Fingerprinter
 from .schema import (
@@ -197,15 +200,26 @@ def _fresh(engine: Engine, target: Target) -> bool:
     return checked_at is not None and time.monotonic() - checked_at < CHECK_TTL
 
 
-def _passed(engine: Engine, target: Target) -> None:
+_recorded: weakref.WeakKeyDictionary[Engine, dict[Target, str]] = weakref.WeakKeyDictionary()
+"""Where the registry recorded each checked target (its schema), as of its last check:
+what :func:`confirm` reads again without resolving the schema."""
+
+
+def _passed(engine: Engine, target: Target, recorded_in: str | None = None) -> None:
     with _lock:
         _checked.setdefault(engine, {})[target] = time.monotonic()
+        recorded = _recorded.setdefault(engine, {})
+        if recorded_in is None:
+            recorded.pop(target, None)
+        else:
+            recorded[target] = recorded_in
 
 
 def forget(engine: Engine) -> None:
     """Drop cached checks for ``engine`` (after the registry changed)."""
     with _lock:
         _checked.pop(engine, None)
+        _recorded.pop(engine, None)
 
 
 def check(connection: Connection, table_name: str, schema: str | None, config_id: str) -> None:
@@ -215,7 +229,59 @@ def check(connection: Connection, table_name: str, schema: str | None, config_id
     entry = read(connection, table_name, schema)
     if entry is not None and entry.config_id != config_id:
         raise mismatch(entry.table_schema, table_name, entry, config_id)
-    _passed(connection.engine, (schema, table_name, config_id))
+    _passed(connection.engine, (schema, table_name, config_id), None if entry is None else entry.table_schema)
+
+
+_confirmed: weakref.WeakKeyDictionary[Any, set[Target]] = weakref.WeakKeyDictionary()
+"""Writes confirmed per open transaction, weakly: SQLAlchemy's innermost transaction object
+(a savepoint's, if one is open). A savepoint rolled back releases the locks taken in it
+(PostgreSQL), so what was confirmed there is confirmed again in the next one or in its parent."""
+
+
+def confirm(connection: Connection, table_name: str, schema: str | None, config_id: str) -> None:
+    """After a write to ``table_name`` in the connection's transaction: raise
+    :class:`ConfigMismatch` (the caller's transaction must then roll back) if the table has
+    moved to another configuration since this process last checked.
+
+    Why after the write, and why it is enough once per transaction: a configuration changes
+    only while its changer holds the table exclusively (``simsql refingerprint``'s switch takes
+    ``ACCESS EXCLUSIVE`` before it touches the registry; detach and attach alter the table).
+    The write took a lock on the table that the changer waits for until this transaction
+    ends; so the configuration read now, as last committed (a locking read: PostgreSQL's
+    ``REPEATABLE READ`` refuses it with a serialization failure rather than read an older
+    row, and InnoDB reads the newest), holds for every later write of this transaction. The
+    check before the write (:func:`check`) is cached for ``CHECK_TTL`` seconds and a write can
+    wait for the switch after it: neither could stop old fingerprints from landing in a
+    table that has moved on, where nothing marks them as of the other configuration (a
+    fingerprint stores no configuration, and its digest still matches the text), so status
+    and backfill could never find them again. Refused instead, none is ever stored.
+
+    The read takes a shared lock on the registry row until the transaction ends; it never
+    waits for a changer (which updates that row only once it holds the table), so it adds
+    no lock cycle. Costs one indexed read per writing transaction and table. A connection
+    in autocommit mode (each statement its own transaction) is confirmed after every write:
+    the write is already committed then, so its caller must undo it on a refusal. Tables
+    the registry does not record (simsql's revision not applied) are not confirmed."""
+    engine, target = connection.engine, (schema, table_name, config_id)
+    transaction = None if is_autocommit(connection) else connection.get_nested_transaction() or connection.get_transaction()
+    with _lock:
+        if transaction is not None and target in _confirmed.get(transaction, ()):
+            return
+        where = _recorded.get(engine, {}).get(target)
+    if where is None:
+        check(connection, table_name, schema, config_id)
+        with _lock:
+            where = _recorded.get(engine, {}).get(target)
+        if where is None:
+            return
+    statement = select(registry_table).where(registry_table.c.table_schema == where, registry_table.c.table_name == table_name)
+    row = connection.execute(statement.with_for_update(read=True)).first()
+    if row is not None and row.config_id != config_id:
+        forget(engine)
+        raise mismatch(where, table_name, _entry(row), config_id)
+    if transaction is not None:
+        with _lock:
+            _confirmed.setdefault(transaction, set()).add(target)
 
 
 def claim(
@@ -307,12 +373,13 @@ def _raw_check(connection: Connection, cursor: Any, schema: str | None, table_na
     finally:
         raw.close()
     if row is not None and row[0] != config_id:
+        forget(connection.engine)
         raise ConfigMismatch(
             f"{schema or current}.{table_name} holds fingerprints of config {row[0]} ({row[1]}), but this uses "
             f"{config_id}; use the same Fingerprinter settings as the data, or move the table to the new "
             "configuration with `simsql refingerprint`"
         )
-    _passed(connection.engine, (schema, table_name, config_id))
+    _passed(connection.engine, (schema, table_name, config_id), None if row is None else schema or current)
 
 
 def _positional(connection: Connection, sql: str) -> str:
@@ -347,6 +414,7 @@ __all__ = [
     "PROGRESS_TABLE",
     "REGISTRY_TABLE",
     "check",
+    "confirm",
     "current_schema",
     "entries",
     "fingerprinter_from_settings",

@@ -25,13 +25,15 @@ from sqlalchemy import (
     event,
     inspect,
     text,
+    update,
 )
 from sqlalchemy.orm import Mapped, Mapper, declared_attr, mapped_column
 from sqlalchemy.orm.attributes import get_history, set_attribute
 
 from . import registry
 from .dialects import COVERING_INFO, Backend, backend, block_computed, execute_sql
-from .errors import NotAttached, SchemaError
+from .dialects.base import is_autocommit
+from .errors import ConfigMismatch, NotAttached, SchemaError
 from .fingerprint import DEFAULT, Fingerprinter
 from .schema import BLOCK_COUNT, DEFAULT_PREFIX, Names, default_side_table
 from .types import TEXT_DIGEST, SimHash
@@ -128,6 +130,23 @@ class Binding:
         if claim:
             registry.claim(connection, name, schema, self.fingerprinter, self.source_columns, self.names)
         registry.check(connection, name, schema, self.fingerprinter.config_id)
+
+    def confirm_config(self, connection: Any, instance: object) -> None:
+        """After ``instance``'s fingerprint was written in ``connection``'s transaction: refuse
+        it (:func:`simsql.registry.confirm`, :class:`~simsql.errors.ConfigMismatch`, nothing
+        of the transaction kept) if the table moved to another configuration since the check
+        before the write. In autocommit mode the write is already committed: its fingerprint
+        is cleared first, so the row reads as missing and a backfill fingerprints it with the
+        table's configuration."""
+        schema, name = self.registry_key
+        try:
+            registry.confirm(connection, name, schema, self.fingerprinter.config_id)
+        except ConfigMismatch:
+            if is_autocommit(connection):
+                where = [column == value for column, value in zip(self.table_keys, self.key_of(instance))]
+                values = {self.names.fingerprint: None, self.names.digest: None}
+                connection.execute(update(self.table).where(*where).values(values))
+            raise
 
     def guard(self, expression: Any) -> Any:
         """``expression`` unchanged in SQL, but the statement it ends up in checks this
@@ -331,6 +350,18 @@ def _fingerprint_on_update(mapper: Mapper[Any], connection: Any, target: Any) ->
         _store_fingerprint(binding, target)
 
 
+@event.listens_for(SimHashMixin, "after_insert", propagate=True)
+def _confirm_insert(mapper: Mapper[Any], connection: Any, target: Any) -> None:
+    binding_for(type(target)).confirm_config(connection, target)
+
+
+@event.listens_for(SimHashMixin, "after_update", propagate=True)
+def _confirm_update(mapper: Mapper[Any], connection: Any, target: Any) -> None:
+    binding = binding_for(type(target))
+    if binding.source_changed(target):
+        binding.confirm_config(connection, target)
+
+
 def attach_model(
     model: type,
     source: Sequence[str],
@@ -417,6 +448,7 @@ def _follow_orm_writes(model: type, binding: Binding) -> None:
         values[fingerprint], values[digest] = binding.stored_values(target)
         keys = [c.name for c in binding.table_keys]
         connection.execute(backend(connection).upsert(side, values, keys, [fingerprint, digest]))
+        binding.confirm_config(connection, target)
 
     @event.listens_for(model, "after_insert", propagate=True)
     def _side_insert(mapper: Mapper[Any], connection: Any, target: Any) -> None:

@@ -82,7 +82,7 @@ def migration_lock_key(schema_name: str) -> int:
 
 
 @contextmanager
-def migration_lock(connection: Connection) -> Iterator[None]:
+def migration_lock(connection: Connection, *, until_transaction_ends: bool = False) -> Iterator[None]:
     """Upgrades and downgrades of simsql's objects in this schema, one at a time.
 
     Several processes starting at once (deployments, workers each running ``simsql db
@@ -91,8 +91,16 @@ def migration_lock(connection: Connection) -> Iterator[None]:
     the migration's transaction begins and released after it ended: a waiter starts once the
     winner committed, finds the revision applied and has nothing to do. Released however the
     block ends; if the release itself fails, the connection is closed, which releases it too.
+
+    ``until_transaction_ends``: on a connection inside a transaction that is not simsql's to
+    end (an application's migration running ``op.upgrade_simsql()``), the same lock is held
+    until that transaction ends instead, since what it guards is committed only then.
     """
     server = backend(connection)
+    if until_transaction_ends:
+        server.advisory_xact_lock(connection, migration_lock_key(registry.current_schema(connection)))
+        yield
+        return
     key = migration_lock_key(registry.current_schema(connection))
     server.advisory_lock(connection, key)
     connection.commit()
@@ -233,7 +241,10 @@ def run_own_revisions(operations: Operations, destination: str, upgrade: bool) -
     else:
         inner = MigrationContext.configure(connection=operations.get_bind(), opts=opts)
     try:
-        with Operations.context(inner):
+        # Online: one migration of simsql's objects at a time, as `simsql db upgrade` (the
+        # application's transaction holds the lock); before the version table is read.
+        lock = nullcontext() if outer.as_sql else migration_lock(operations.get_bind(), until_transaction_ends=True)
+        with lock, Operations.context(inner):
             inner.run_migrations()
             if not upgrade and outer.as_sql and destination == "base":
                 Operations(inner).drop_table(VERSION_TABLE)  # the script leaves nothing either

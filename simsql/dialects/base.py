@@ -317,8 +317,10 @@ class Backend(ABC):
         """Who a DDL on ``relations`` (``schema.table`` text) waits on, as a message says it."""
 
     @abstractmethod
-    def lock_out_writers(self, connection: Connection, schema: str, table: str) -> None:
-        """Until the transaction ends, writers of ``schema.table`` wait and readers go on."""
+    def lock_exclusively(self, connection: Connection, schema: str, tables: Sequence[str]) -> None:
+        """Until the transaction ends, nobody else reads or writes ``tables`` (of ``schema``),
+        taken in the order given. The strongest lock a change of them needs, taken first:
+        upgrading a weaker lock later would wait for sessions that wait for it (a deadlock)."""
 
     @abstractmethod
     def try_advisory_lock(self, connection: Connection, key: int) -> bool:
@@ -331,6 +333,12 @@ class Backend(ABC):
     @abstractmethod
     def advisory_unlock(self, connection: Connection, key: int) -> None:
         """Release the session-level lock ``key``."""
+
+    @abstractmethod
+    def advisory_xact_lock(self, connection: Connection, key: int) -> None:
+        """Wait for the lock ``key`` and hold it until the connection's open transaction ends,
+        committed or rolled back (its changes visible to the next holder): for work inside a
+        transaction that is not simsql's to end (an application's migration)."""
 
     # -- backfill ----------------------------------------------------------------------------
 
@@ -452,7 +460,13 @@ def variant_type(attribute: str) -> TypeEngine[Any]:
 
 
 def is_autocommit(connection: Connection) -> bool:
-    """Whether each statement commits on its own (needed by ``CONCURRENTLY``)."""
+    """Whether each statement commits on its own (needed by ``CONCURRENTLY``). PyMySQL and
+    mysqlclient name a *method* ``autocommit`` (always true as a value): their state is
+    ``get_autocommit()``."""
     if connection.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
         return True
-    return bool(getattr(connection.connection.dbapi_connection, "autocommit", False))
+    dbapi_connection = connection.connection.dbapi_connection
+    getter = getattr(dbapi_connection, "get_autocommit", None)
+    if callable(getter):
+        return bool(getter())
+    return bool(getattr(dbapi_connection, "autocommit", False))

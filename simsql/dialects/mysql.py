@@ -506,10 +506,10 @@ class MySQLBackend(Backend):
     def blockers(self, connection: Connection, relations: Sequence[str]) -> str:
         return mysql_catalog.blockers(connection, relations)
 
-    def lock_out_writers(self, connection: Connection, schema: str, table: str) -> None:
+    def lock_exclusively(self, connection: Connection, schema: str, tables: Sequence[str]) -> None:
         raise UnsupportedDatabase(
-            f"simsql does not lock writers out of {schema}.{table} on {self.describe_server()}: MySQL's LOCK TABLES "
-            "commits the transaction it would guard"
+            f"simsql does not lock {schema}.{', '.join(tables)} for a switch on {self.describe_server()}: MySQL's "
+            "LOCK TABLES commits the transaction it would guard"
         )
 
     def try_advisory_lock(self, connection: Connection, key: int) -> bool:
@@ -520,6 +520,14 @@ class MySQLBackend(Backend):
 
     def advisory_unlock(self, connection: Connection, key: int) -> None:
         connection.execute(text("SELECT RELEASE_LOCK(:name)"), {"name": _lock_name(key)})
+
+    def advisory_xact_lock(self, connection: Connection, key: int) -> None:
+        """MySQL's named locks belong to the session: taken now, released when SQLAlchemy ends
+        the transaction. Its ``commit`` event comes before the driver's COMMIT, so the release
+        commits first (the driver's own COMMIT then finds nothing to do): the next holder
+        sees every change."""
+        self.advisory_lock(connection, key)
+        _release_with_transaction(connection, _lock_name(key))
 
     def batch_sql(self, job: Job) -> MySQLBatchSQL:
         return MySQLBatchSQL(job)
@@ -533,6 +541,25 @@ def _bounded(connection: Connection, lock: str | None, statement: str | None) ->
         yield
     finally:
         restore_timeouts(connection, previous)
+
+
+def _release_with_transaction(connection: Connection, name: str) -> None:
+    dbapi_connection: Any = connection.connection.dbapi_connection
+    released: list[bool] = []
+
+    def end(finish: Any) -> None:
+        if released:
+            return
+        released.append(True)
+        finish()
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute("SELECT RELEASE_LOCK(%s)", (name,))
+        finally:
+            cursor.close()
+
+    event.listen(connection, "commit", lambda _connection: end(dbapi_connection.commit))
+    event.listen(connection, "rollback", lambda _connection: end(dbapi_connection.rollback))
 
 
 def _lock_name(key: int) -> str:

@@ -385,8 +385,9 @@ class PostgresBackend(Backend):
             return "no session holds it any more"
         return "; ".join(f"pid {r.pid} ({r.state}, transaction open {r.age}: {r.query!r})" for r in rows)
 
-    def lock_out_writers(self, connection: Connection, schema: str, table: str) -> None:
-        execute_sql(connection, f"LOCK TABLE {qualified(schema, table)} IN SHARE ROW EXCLUSIVE MODE")
+    def lock_exclusively(self, connection: Connection, schema: str, tables: Sequence[str]) -> None:
+        relations = ", ".join(qualified(schema, table) for table in tables)
+        execute_sql(connection, f"LOCK TABLE {relations} IN ACCESS EXCLUSIVE MODE")
 
     def try_advisory_lock(self, connection: Connection, key: int) -> bool:
         return bool(connection.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": key}).scalar_one())
@@ -396,6 +397,9 @@ class PostgresBackend(Backend):
 
     def advisory_unlock(self, connection: Connection, key: int) -> None:
         connection.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": key})
+
+    def advisory_xact_lock(self, connection: Connection, key: int) -> None:
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
 
     def batch_sql(self, job: Job) -> PostgresBatchSQL:
         return PostgresBatchSQL(job)

@@ -220,6 +220,10 @@ class _Run:
         apply.set_timeouts(writer, self.timeouts)
         chosen = _to_store(batch.keys, fingerprints, batch.texts)
         written = self.sql.store(writer, chosen) if chosen else 0
+        if chosen and self.job.cursor is None:
+            # A table's own fingerprints (not a refingerprint's shadow set): refused, batch and
+            # all, once the table moved to another configuration (registry.confirm says why).
+            registry.confirm(writer, self.job.table, self.job.schema, self.job.fingerprinter.config_id)
         if self.has_progress_table:
             self.sql.save_progress(writer, batch.phase, batch.keys[-1], len(batch.keys))
         writer.commit()

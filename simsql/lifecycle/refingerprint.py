@@ -13,11 +13,23 @@ end:
    (resumable after any kill: each batch commits its fingerprints with its cursor). Queries
    meanwhile use the current set and configuration, complete and untouched.
 3. **index**: the shadow's block indexes, built concurrently.
-4. **switch** (one transaction, bounded by ``lock_timeout``): writers are locked out, the rows
-   written since the fill are fingerprinted under the lock (so the new set is complete), the
-   old trigger and fingerprints are dropped, the shadow set takes the attachment's names, and
-   the registry entry moves to the new configuration. Readers see the old table or the new
-   one, never a mix; a query with the old configuration is refused from then on.
+4. **switch** (one transaction, bounded by ``lock_timeout``): the table (and its side tables)
+   locked exclusively, the rows written since the fill are fingerprinted under the lock (so
+   the new set is complete), the old trigger and fingerprints are dropped, the shadow set
+   takes the attachment's names, and the registry entry moves to the new configuration.
+   Readers see the old table or the new one, never a mix; a query with the old
+   configuration is refused from then on.
+
+Writers during the switch. The switch takes the one lock it needs (``ACCESS EXCLUSIVE``)
+before anything else, while it holds nothing a writer could wait for: so it waits for open
+writers and readers to finish (at most ``lock_timeout``), and they wait for it, but no cycle
+can form and nobody gets a deadlock error. (It used to take ``SHARE ROW EXCLUSIVE`` and then
+need ``ACCESS EXCLUSIVE`` for its DDL: a writer that had read the table and then waited to
+write closed a cycle.) The lock is held for the catch-up of the last rows and the DDL, a
+fraction of a second on a table whose writers the fill kept up with. A writer configured with
+the old Fingerprinter whose write lands after the switch is refused by the confirmation every
+ORM write makes in its own transaction (:func:`simsql.registry.confirm`), so no fingerprint
+of the old configuration enters the moved table through simsql.
 
 Killed anywhere, a rerun continues: before the switch it finds its cursor and goes on; the
 switch is atomic. Simpler ways were rejected: updating fingerprints in place mixes the two
@@ -169,14 +181,17 @@ def _side_keys(connection: Connection, move: _Move) -> tuple[str, str] | None:
 
 
 def _switch(move: _Move, timeouts: apply.Timeouts) -> tuple[int, float]:
-    """Lock writers out, fingerprint what they wrote since the fill, swap, record: one transaction."""
+    """Lock the table, fingerprint what writers wrote since the fill, swap, record: one
+    transaction. The exclusive lock comes first, before the transaction holds anything (see
+    the module's notes on writers during the switch)."""
     with move.engine.connect() as connection:
         server = backend(connection)
         base = server.qualified(move.target.schema, move.target.table)
         apply.set_timeouts(connection, timeouts)
-        # Readers go on; writers wait (at most their own lock_timeout) until the commit.
+        # Base table first, as ORM writers take it before its side table: the same order.
+        tables = [move.target.table, *(side for side in (move.names.side, move.shadow.side) if side)]
         try:
-            server.lock_out_writers(connection, move.target.schema, move.target.table)
+            server.lock_exclusively(connection, move.target.schema, tables)
         except DBAPIError as error:
             if apply.timeout_kind(error) is None:
                 raise
@@ -226,8 +241,11 @@ def refingerprint(
 
     Until the switch, the table keeps its configuration: queries and writers with it work as
     before, and the registry refuses ``to``. After it, only ``to`` is accepted (deploy it with
-    the switch: a process that checked the registry before it trusts that check for at most
-    ``registry.CHECK_TTL`` seconds, then is refused). Interrupt it anywhere, even with SIGKILL:
+    the switch): an ORM write with the old configuration is refused from the switch's commit
+    on, whatever it checked before; a query that checked the registry before trusts that
+    check for at most ``registry.CHECK_TTL`` seconds, then is refused. Writers and readers
+    wait for the switch's lock (never a deadlock), held for the last rows and the DDL.
+    Interrupt it anywhere, even with SIGKILL:
     the same call resumes. ``abandon`` removes an unfinished run instead (the attachment is
     untouched). Timeouts as
     :func:`~simsql.backfill`; :class:`~simsql.errors.LockTimeout` if the switch cannot get
