@@ -77,7 +77,7 @@ from .ops import (
     drop_simhash_indexes,
     upgrade_simsql,
 )
-from .revisions import BRANCH, config, current, downgrade, history, script_location, upgrade, versions_path
+from .revisions import BRANCH, config, current, downgrade, history, install, script_location, upgrade, versions_path
 from .toimpl import OFFLINE_SCHEMA
 
 __all__ = [
@@ -102,6 +102,7 @@ __all__ = [
     "drop_simhash",
     "drop_simhash_indexes",
     "history",
+    "install",
     "render",
     "script_location",
     "toimpl",

@@ -23,11 +23,19 @@ from ..fingerprint import Fingerprinter
 from ..schema import DEFAULT_PREFIX, Attachment
 from ..urls import engine_for
 from . import apply, catalog
-from .attach import attached_names, describe_indexes, plan_attach, plan_detach
+from .attach import attached_names, describe_indexes, install_when_needed, plan_attach, plan_detach
 
 
 def _engine(bind: Engine | str) -> Engine:
     return engine_for(bind) if isinstance(bind, str) else bind
+
+
+def _install_after_checking(engine: Engine, table: str, source: Sequence[str], schema: str | None) -> None:
+    """simsql's own objects installed when missing (:func:`simsql.alembic.install`, as ``simsql
+    attach`` does), once the table and its text columns are found: a typo installs nothing."""
+    with engine.connect() as connection:
+        catalog.describe(connection, table, source, schema)
+    install_when_needed(engine)
 
 
 def attach_table(
@@ -62,8 +70,10 @@ def attach_table(
     queue behind it). If one fails, those before it are undone, so nothing changes; a table the
     server could only alter by copying it or locking out writers (a FULLTEXT index, say) is
     refused with :class:`~simsql.errors.WouldLockTable`. Should the undo itself be blocked,
-    the error says what stayed, recorded as simsql's: run attach again to finish, or detach."""
+    the error says what stayed, recorded as simsql's: run attach again to finish, or detach.
+    simsql's own objects are installed first when missing, as ``simsql attach`` does."""
     engine = _engine(bind)
+    _install_after_checking(engine, table, source, schema)
     timeouts = apply.Timeouts(lock_timeout, "10min")
     with engine.connect() as connection, apply.bounded(connection, timeouts):
         server = backend(connection)
@@ -71,8 +81,7 @@ def attach_table(
         planned = plan_attach(
             connection, table, source, schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix
         )
-        names, target = planned.names, planned.target
-        plan = planned.plan
+        names, target, plan = planned.names, planned.target, planned.plan
         if indexes:
             keys = names.side_keys(target.keys) if names.side else target.keys
             plan = plan + describe_indexes(connection, target.schema, names, keys, concurrently=concurrently)
