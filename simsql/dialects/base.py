@@ -315,6 +315,10 @@ class Backend(ABC):
     def lock_out_writers(self, connection: Connection, schema: str, table: str) -> None:
         """Until the transaction ends, writers of ``schema.table`` wait and readers go on."""
 
+    def analyze(self, connection: Connection, schema: str, table: str) -> None:
+        """Refresh the planner's statistics of ``table`` (after a bulk load)."""
+        connection.execute(text(f"ANALYZE {self.qualified(schema, table)}"))
+
     @abstractmethod
     def try_advisory_lock(self, connection: Connection, key: int) -> bool:
         """Take the session-level lock ``key`` if free; whether it was taken."""
