@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from simsql.cli.common import EXIT_OK, URL_VARIABLES, CommandError, normalise_url
+from simsql.cli.common import EXIT_OK, URL_VARIABLES, CommandError, normalise_url, supported_engine
 from simsql.cli.options import positive_int
 
 
@@ -19,6 +19,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except ImportError as error:
         raise CommandError(f"the demo is not available in this installation ({error})") from None
     explicit = getattr(args, "url", None)
+    if explicit:
+        supported_engine(normalise_url(explicit)).dispose()  # refused before anything is created
     url = normalise_url(explicit).render_as_string(hide_password=False) if explicit else None
     run_demo(url, out=sys.stdout, limit=getattr(args, "limit", None))
     return EXIT_OK

@@ -62,7 +62,7 @@ class AttachPlan:
 
 def _same_attachment(entry: Attachment, target: Target, names: Names, fingerprinter: Fingerprinter) -> bool:
     if entry.config_id != fingerprinter.config_id:
-        raise registry.mismatch(target.schema, target.table, entry, fingerprinter.config_id)
+        raise registry.mismatch(target.schema, target.table, entry, fingerprinter.config_id, fingerprinter.settings)
     return entry.source == target.source and entry.mode == names.mode and entry.prefix == names.prefix
 
 
@@ -263,7 +263,7 @@ def check_fingerprinter(entry: Attachment, fingerprinter: Fingerprinter | None) 
     if fingerprinter is None:
         return registry.fingerprinter_from_settings(entry.settings)
     if fingerprinter.config_id != entry.config_id:
-        raise registry.mismatch(entry.table_schema, entry.table_name, entry, fingerprinter.config_id)
+        raise registry.mismatch(entry.table_schema, entry.table_name, entry, fingerprinter.config_id, fingerprinter.settings)
     return fingerprinter
 
 
