@@ -136,3 +136,15 @@ def test_the_users_include_object_keeps_working(tmp_path: Path, any_engine: Engi
         connection.execute(text("CREATE TABLE legacy (id int PRIMARY KEY)"))
         connection.execute(text("CREATE TABLE other_legacy (id int PRIMARY KEY)"))
     assert _operations(_autogenerate(project, "legacy"))[:1] == ["op.drop_table('other_legacy')"]
+
+
+def test_a_model_that_gains_the_mixin_after_attach(tmp_path: Path, any_engine: Engine, any_url: str) -> None:
+    """The README's path: attach a live table, then let its model inherit ``SimHashMixin``;
+    the columns, indexes and trigger attach made are what the model declares: no change."""
+    project = _project(tmp_path, _alembic_url(any_engine, any_url))
+    _simsql_applied(project, any_url, side_table=False)
+    models = project / "models.py"
+    models.write_text(models.read_text().replace(
+        'class Note(Base):', 'class Note(simsql.SimHashMixin, Base):\n    __simhash_source__ = ("body",)'
+    ))  # fmt: skip
+    assert _operations(_autogenerate(project, "note_mixin")) == []
