@@ -60,7 +60,7 @@ registers the operations, their implementations, renderers and comparators with 
 
 from __future__ import annotations
 
-from . import compare, render, toimpl
+from . import compare, own, render, toimpl
 from .ops import (
     AddSimHashOp,
     CreateSimHashIndexesOp,
@@ -104,6 +104,7 @@ __all__ = [
     "drop_simhash_indexes",
     "history",
     "install",
+    "own",
     "render",
     "script_location",
     "toimpl",
