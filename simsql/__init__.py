@@ -32,6 +32,7 @@ from .queries import (
 )
 from .storage import Binding, SimHashMixin, attach_model, binding_for, on_trigger_table
 from .lifecycle.backfill import BackfillResult, backfill
+from .lifecycle.attach import install_with
 from .lifecycle.catalog import reflect
 from .lifecycle.refingerprint import RefingerprintResult, refingerprint
 from .lifecycle.sampling import fit_background
@@ -97,6 +98,15 @@ def _load_alembic_integration(table: object) -> None:
 
 
 on_trigger_table(_load_alembic_integration)
+
+
+def _install(engine: Any) -> bool:
+    """simsql's own objects installed when missing: :func:`simsql.alembic.install`, imported
+    only when an attach needs it (Alembic is slow to import)."""
+    return bool(importlib.import_module("simsql.alembic").install(engine))
+
+
+install_with(_install)
 
 DEPRECATED_NAMES = {"attach": "attach_model", "detach": "detach_table"}
 """Names of simsql 0.2 and the functions that replace them. ``simsql.attach`` (an ORM model's

@@ -17,6 +17,7 @@ silent loss of the checks.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import weakref
@@ -28,6 +29,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
+from .background import Background
 from .dialects import backend
 from .dialects.base import is_autocommit
 from .errors import ConfigMismatch, SchemaError
@@ -120,12 +122,40 @@ def entries(connection: Connection) -> list[Attachment]:
     return [_entry(row) for row in connection.execute(select(registry_table).order_by(*registry_table.primary_key))]
 
 
-def mismatch(schema: str, table_name: str, found: Attachment, config_id: str) -> ConfigMismatch:
+def _setting_text(name: str, value: Any) -> str:
+    """One recorded setting as a person reads it: a background (128 centres) by what it was
+    fitted for and its digest, not its numbers."""
+    if value is None:
+        return "none"
+    if name == "background" and isinstance(value, dict):
+        try:
+            digest = Background.from_settings(value).digest[:8]
+        except (TypeError, ValueError, KeyError):
+            digest = "?"
+        return f"fitted for {value.get('fitted_for')}, centres {digest}"
+    return str(value)
+
+
+def settings_difference(recorded: dict[str, Any], wanted: dict[str, Any] | None) -> str:
+    """The settings two configurations differ in (``seed: 0 -> 7``), or the recorded ones in
+    short when the other is unknown; never a background's 128 centres."""
+    if wanted is None:
+        return ", ".join(f"{k}: {_setting_text(k, v)}" for k, v in sorted(recorded.items()) if v is not None)
+    differ = sorted(k for k in recorded.keys() | wanted.keys() if recorded.get(k) != wanted.get(k))
+    return "; ".join(f"{k}: {_setting_text(k, recorded.get(k))} -> {_setting_text(k, wanted.get(k))}" for k in differ)
+
+
+def mismatch(
+    schema: str, table_name: str, found: Attachment, config_id: str, wanted: dict[str, Any] | None = None
+) -> ConfigMismatch:
+    """The refusal of ``config_id`` on a table recorded with another configuration; given the
+    ``wanted`` settings, it names the settings that differ (recorded -> wanted)."""
+    what = "differs in" if wanted is not None else "recorded as"
     return ConfigMismatch(
-        f"{schema}.{table_name} holds fingerprints of config {found.config_id} ({found.settings}), "
-        f"but this uses {config_id}; use the same Fingerprinter settings as the data (Fingerprinter.from_settings "
-        "rebuilds them), or move the table to the new configuration with `simsql refingerprint` "
-        "(simsql.refingerprint)"
+        f"{schema}.{table_name} holds fingerprints of config {found.config_id}, but this uses {config_id} "
+        f"({what} {settings_difference(found.settings, wanted)}); use the same Fingerprinter settings as the data "
+        "(Fingerprinter.from_settings rebuilds them), or move the table to the new configuration with `simsql "
+        "refingerprint` (simsql.refingerprint)"
     )
 
 
@@ -143,7 +173,7 @@ def record(
     schema = schema or current_schema(connection)
     existing = read(connection, table_name, schema)
     if existing is not None and existing.config_id != fingerprinter.config_id:
-        raise mismatch(schema, table_name, existing, fingerprinter.config_id)
+        raise mismatch(schema, table_name, existing, fingerprinter.config_id, fingerprinter.settings)
     if existing is None:
         values = record_values(schema, table_name, fingerprinter, source, mode, side_table, column_name)
         connection.execute(backend(connection).insert_new(registry_table, values))
@@ -375,7 +405,8 @@ def _raw_check(connection: Connection, cursor: Any, schema: str | None, table_na
     if row is not None and row[0] != config_id:
         forget(connection.engine)
         raise ConfigMismatch(
-            f"{schema or current}.{table_name} holds fingerprints of config {row[0]} ({row[1]}), but this uses "
+            f"{schema or current}.{table_name} holds fingerprints of config {row[0]} "
+            f"({settings_difference(row[1] if isinstance(row[1], dict) else json.loads(row[1]), None)}), but this uses "
             f"{config_id}; use the same Fingerprinter settings as the data, or move the table to the new "
             "configuration with `simsql refingerprint`"
         )

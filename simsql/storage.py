@@ -543,12 +543,19 @@ def _install_trigger_on_create(table: Table, binding: Callable[[], Binding]) -> 
         server.clear_trigger_names(connection, schema, trigger.names)
         for statement in trigger.create_statements(server, schema):
             execute_sql(connection, statement)
+        # recorded where simsql is installed, so its command line sees the table like an
+        # attached one (status, backfill, similar, dupes); nothing is installed otherwise
+        bound = binding()
+        table_schema, name = bound.registry_key
+        registry.claim(connection, name, table_schema, bound.fingerprinter, bound.source_columns, bound.names)
 
     def drop(target: Table, connection: Any, **kw: Any) -> None:
         server, trigger = backend(connection), trigger_of(target)
         schema = server.trigger_schema(connection, target.schema)
         for statement in trigger.drop_statements(server, schema, table_dropped=trigger.names.side is None):
             execute_sql(connection, statement)
+        table_schema, name = binding().registry_key
+        registry.remove(connection, name, table_schema)  # what create recorded
 
     def check(target: Table, connection: Any, **kw: Any) -> None:
         # before the table exists: its trigger could not work on a server without the digest

@@ -30,13 +30,16 @@ OPERATIONS = {
 
 # What tests, migrations, the CLI and the README use from ``simsql.alembic``, plus the typed twins.
 PUBLIC = [
-    "BRANCH", "OFFLINE_SCHEMA", "PrimaryKey", "config", "current", "downgrade", "history", "script_location",
+    "BRANCH", "OFFLINE_SCHEMA", "PrimaryKey", "config", "current", "downgrade", "history", "install", "script_location",
     "upgrade", "versions_path", "add_simhash", "drop_simhash", "create_simhash_indexes", "drop_simhash_indexes",
     "upgrade_simsql", "downgrade_simsql", *(cls.__name__ for cls in OPERATIONS.values()),
 ]  # fmt: skip
 
 # Which sibling modules each module may import: the order the package is drawn in.
-SIBLINGS = {"ops": set(), "revisions": set(), "toimpl": {"ops", "revisions"}, "render": {"ops"}, "compare": {"ops"}}
+SIBLINGS = {
+    "ops": set(), "revisions": set(), "toimpl": {"ops", "revisions"}, "render": {"ops"}, "own": {"revisions"},
+    "compare": {"ops", "own"},
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", PUBLIC)
@@ -57,6 +60,7 @@ def test_import_registers_the_comparators() -> None:
     registered = {fn for entries in comparators._registry.values() for fn, _ in entries}
     assert simsql.alembic.compare.compare_triggers in registered
     assert simsql.alembic.compare.compare_for_mysql in registered
+    assert simsql.alembic.own.leave_simsqls_objects in registered
 
 
 def _tree(module: str) -> ast.Module:

@@ -59,8 +59,8 @@ def _same_address_as(monkeypatch: pytest.MonkeyPatch, address: int, engine: Engi
 
 
 def test_a_new_engine_at_a_disposed_engines_address_is_checked(any_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    DefaultBase.metadata.create_all(any_engine)  # before simsql is installed: nothing recorded
     simsql.alembic.upgrade(any_engine)
-    DefaultBase.metadata.create_all(any_engine)
     # A process configured with OTHER reads the table while nothing is recorded: the check passes.
     first = any_engine.execution_options()  # an engine object of its own on the same database
     with Session(first) as session:

@@ -51,15 +51,16 @@ Alembic and runs autogenerate through Alembic's API imports ``simsql.alembic`` i
 
 The package is drawn the way Alembic draws its own operations: :mod:`.ops` (what each operation
 carries, ``op.add_simhash`` and the typed twins, ``reverse()``), :mod:`.toimpl` (running them,
-online or offline), :mod:`.render` and :mod:`.compare` (autogenerate), and :mod:`.revisions`
-(simsql's own revisions in its own version table: :func:`upgrade`, :func:`downgrade`,
-:func:`current`, :func:`history`). Importing the package imports all of them, which is what
+online or offline), :mod:`.render` and :mod:`.compare` (autogenerate), :mod:`.own` (simsql's own objects, which
+autogenerate leaves out of an application's revisions), and :mod:`.revisions` (simsql's own
+revisions in its own version table: :func:`upgrade`, :func:`downgrade`, :func:`current`,
+:func:`history`, and :func:`install`, which ``simsql attach`` and ``attach_table`` call). Importing the package imports all of them, which is what
 registers the operations, their implementations, renderers and comparators with Alembic.
 """
 
 from __future__ import annotations
 
-from . import compare, render, toimpl
+from . import compare, own, render, toimpl
 from .ops import (
     AddSimHashOp,
     CreateSimHashIndexesOp,
@@ -77,7 +78,7 @@ from .ops import (
     drop_simhash_indexes,
     upgrade_simsql,
 )
-from .revisions import BRANCH, config, current, downgrade, history, script_location, upgrade, versions_path
+from .revisions import BRANCH, config, current, downgrade, history, install, script_location, upgrade, versions_path
 from .toimpl import OFFLINE_SCHEMA
 
 __all__ = [
@@ -102,6 +103,8 @@ __all__ = [
     "drop_simhash",
     "drop_simhash_indexes",
     "history",
+    "install",
+    "own",
     "render",
     "script_location",
     "toimpl",

@@ -5,8 +5,10 @@
   lacks it, so a database built by migrations drops stale fingerprints like a created one.
 - :func:`compare_for_mysql`: on MySQL/MariaDB simsql's columns and block indexes are rewritten
   into the form ``create_all`` gives them there, in types a migration renders without simsql.
+- :func:`leave_simsqls_objects`: simsql's own objects never appear in an application's
+  revision (see :mod:`.own`).
 
-Importing this module registers both (``comparators.dispatch_for``), after Alembic's own
+Importing this module registers all three (``comparators.dispatch_for``), after Alembic's own
 comparison of the same table where Alembic supports priorities.
 """
 
@@ -27,6 +29,7 @@ from ..lifecycle import catalog
 from ..storage import orm_trigger
 from ..types import SimHash
 from .ops import CreateSimHashTriggerOp
+from .own import leave_simsqls_objects
 
 
 def _trigger_installed(connection: Connection, schema: str | None, table: str, trigger: str) -> bool:
@@ -146,6 +149,8 @@ try:  # Alembic >= 1.18: after the columns and indexes of the same table
 
     comparators.dispatch_for("table", priority=DispatchPriority.LAST)(compare_triggers)
     comparators.dispatch_for("schema", priority=DispatchPriority.LAST)(compare_for_mysql)
+    comparators.dispatch_for("schema", priority=DispatchPriority.LAST)(leave_simsqls_objects)
 except ImportError:  # pragma: no cover - older Alembic
     comparators.dispatch_for("table")(compare_triggers)
     comparators.dispatch_for("schema")(compare_for_mysql)
+    comparators.dispatch_for("schema")(leave_simsqls_objects)

@@ -135,6 +135,24 @@ def upgrade(bind: str | Engine | Connection, revision: str = "heads") -> None:
     _with_connection(bind, run, one_at_a_time=True)
 
 
+def install(bind: str | Engine) -> bool:
+    """Install simsql's own objects when its registry is missing (:func:`upgrade` to the
+    newest revision, under the migration lock); returns whether it had to.
+
+    The one rule of "install when needed": ``simsql attach`` and :func:`simsql.attach_table`
+    both call it, so a script and the command line leave the same database behind."""
+    engine = engine_for(bind) if isinstance(bind, str) else bind
+    try:
+        with engine.connect() as connection:
+            if registry.registry_exists(connection):
+                return False
+        upgrade(engine)
+        return True
+    finally:
+        if isinstance(bind, str):
+            engine.dispose()
+
+
 def _repair(connection: Connection) -> None:
     context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
     if context.get_current_heads():

@@ -105,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="simsql",
         parents=[common_options(suppress=False)],
-        description="SimHash near-duplicate detection inside PostgreSQL.",
+        description="SimHash near-duplicate detection inside PostgreSQL and MySQL/MariaDB.",
         epilog="Exit codes: 0 ok, 1 error, 2 usage error, 130 interrupted.",
     )
     parser.add_argument("--version", action="version", version=f"simsql {simsql.__version__}")

@@ -21,6 +21,8 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 
 import simsql
 from simsql import urls
+from simsql.dialects import backend
+from simsql.errors import UnsupportedDatabase
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -66,14 +68,27 @@ def open_engine(args: argparse.Namespace) -> Iterator[Engine]:
     a usage error, before any connection is tried."""
     url = resolve_url(getattr(args, "url", None))
     log.info("database: %s", url.render_as_string(hide_password=True))
+    engine = supported_engine(url)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def supported_engine(url: URL) -> Engine:
+    """An engine on ``url``, not connected yet; a URL no dialect reads, or a server simsql
+    does not run on (``sqlite:///x``), is a usage error before any connection is tried, so
+    nothing is created (SQLite would create the file)."""
     try:
         engine = urls.engine_for(url)  # an asyncio or missing driver: a SimsqlError naming the ones that work
     except ArgumentError as error:  # unknown dialect or driver
         raise UsageError(f"invalid database URL: {error}") from None
     try:
-        yield engine
-    finally:
+        backend(engine.dialect)
+    except UnsupportedDatabase as error:
         engine.dispose()
+        raise UsageError(str(error)) from None
+    return engine
 
 
 def database_message(error: DBAPIError) -> str:

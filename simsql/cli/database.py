@@ -14,7 +14,6 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from simsql import registry
 from simsql.cli.common import EXIT_OK, open_engine
 
 
@@ -68,12 +67,9 @@ def cmd_db_history(args: argparse.Namespace) -> int:
 
 
 def ensure_registry(engine: Engine) -> bool:
-    """Install simsql's own objects if missing; returns whether it had to."""
-    with engine.connect() as connection:
-        if registry.registry_exists(connection):
-            return False
-    migrations().upgrade(engine)
-    return True
+    """Install simsql's own objects if missing (:func:`simsql.alembic.install`, which
+    :func:`simsql.attach_table` calls too); returns whether it had to."""
+    return bool(migrations().install(engine))
 
 
 def add_db_commands(commands: Any, common: argparse.ArgumentParser, local: argparse.ArgumentParser) -> None:

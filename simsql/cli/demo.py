@@ -1,4 +1,5 @@
-"""``simsql demo``: the guided tour, on an embedded PostgreSQL or an explicit ``--url`` only."""
+"""``simsql demo``: the guided tour, on an embedded PostgreSQL or an explicit ``--url`` only
+(PostgreSQL or MySQL/MariaDB)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import argparse
 import sys
 from typing import Any
 
-from simsql.cli.common import EXIT_OK, URL_VARIABLES, CommandError, normalise_url
+from simsql.cli.common import EXIT_OK, URL_VARIABLES, CommandError, normalise_url, supported_engine
+from simsql.cli.options import positive_int
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -17,8 +19,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
     except ImportError as error:
         raise CommandError(f"the demo is not available in this installation ({error})") from None
     explicit = getattr(args, "url", None)
+    if explicit:
+        supported_engine(normalise_url(explicit)).dispose()  # refused before anything is created
     url = normalise_url(explicit).render_as_string(hide_password=False) if explicit else None
-    run_demo(url, out=sys.stdout)
+    run_demo(url, out=sys.stdout, limit=getattr(args, "limit", None))
     return EXIT_OK
 
 
@@ -31,6 +35,8 @@ def add_demo(commands: Any, common: argparse.ArgumentParser, local: argparse.Arg
     )
     demo.add_argument(
         "--url", default=argparse.SUPPRESS,
-        help="PostgreSQL URL to run the demo on, in a schema of its own (default: the embedded PostgreSQL)",
+        help="PostgreSQL or MySQL/MariaDB URL to run the demo on, in a schema (MySQL: database) of its own "
+        "(default: the embedded PostgreSQL)",
     )
+    demo.add_argument("--limit", type=positive_int, default=None, help="articles to load (default: all)")
     demo.set_defaults(handler=cmd_demo, parser=demo)

@@ -52,7 +52,10 @@ def write_csv(headers: Sequence[str], records: Sequence[dict[str, Any]], out: Te
 
 
 def write_table(headers: Sequence[str], records: Sequence[dict[str, Any]], out: TextIO) -> None:
-    """Aligned columns for people; numbers right-aligned, long text previewed."""
+    """Aligned columns for people; numbers right-aligned, long text previewed. No rows print
+    nothing (a header alone reads like a result); JSON and CSV keep their empty forms."""
+    if not records:
+        return
     cells = [[preview(v) if isinstance(v := r.get(h), str) else flat(v) for h in headers] for r in records]
     widths = [max([len(h), *(len(row[i]) for row in cells)]) for i, h in enumerate(headers)]
     numeric = [bool(records) and all(isinstance(r.get(h), (int, float)) for r in records) for h in headers]

@@ -11,19 +11,26 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 from contextlib import contextmanager
 
 
 @contextmanager
 def progress_bar(table: str, enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A bar on stderr, drawn from the first progress report on: a command that fails before
+    its work starts (a table that is not attached) prints its error alone, not after an
+    empty bar."""
     if not enabled:
         yield None
         return
     from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
 
-    bar = tqdm(desc=table, unit=" rows", file=sys.stderr, dynamic_ncols=True)
+    bars: list[Any] = []
 
     def update(done: int, total: int) -> None:
+        if not bars:
+            bars.append(tqdm(desc=table, unit=" rows", file=sys.stderr, dynamic_ncols=True, total=total))
+        bar = bars[0]
         if bar.total != total:
             bar.total = total
         bar.update(done - bar.n)
@@ -31,7 +38,8 @@ def progress_bar(table: str, enabled: bool) -> Iterator[Callable[[int, int], Non
     try:
         yield update
     finally:
-        bar.close()
+        for bar in bars:
+            bar.close()
 
 
 @contextmanager

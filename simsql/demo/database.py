@@ -1,7 +1,8 @@
 """The demo's table and what it does to the database: one schema of its own, its table dropped
 and created again each run, rows loaded through the ORM, one demo at a time per database.
 
-PostgreSQL only (``SHOW server_version``, advisory locks), like the demo.
+On PostgreSQL and MySQL/MariaDB alike: the lock, the server's name and the statistics refresh
+are the backend's (:func:`simsql.dialects.backend`), never one server's SQL.
 """
 
 from __future__ import annotations
@@ -9,11 +10,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 
-from sqlalchemy import Engine, MetaData, String, Text, text
+from sqlalchemy import Engine, MetaData, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 from sqlalchemy.schema import CreateSchema
 
 import simsql
+from simsql.dialects import backend
 
 from .planting import Row
 
@@ -52,26 +54,28 @@ def one_demo_at_a_time(engine: Engine, on_wait: Callable[[], None]) -> Iterator[
     terminal, a test run) waits for the first instead of colliding with its rows. ``on_wait`` is
     called once before waiting, when another demo holds the lock."""
     with engine.connect() as lock:
-        if not lock.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": DEMO_LOCK}).scalar_one():
+        server = backend(lock)
+        if not server.try_advisory_lock(lock, DEMO_LOCK):
             on_wait()
-            lock.execute(text("SELECT pg_advisory_lock(:key)"), {"key": DEMO_LOCK})
+            server.advisory_lock(lock, DEMO_LOCK)
         lock.commit()  # the lock belongs to the session; do not sit idle in a transaction
         try:
             yield
         finally:
-            lock.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": DEMO_LOCK})
+            server.advisory_unlock(lock, DEMO_LOCK)
             lock.commit()
 
 
 def recreate_table(engine: Engine) -> str:
     """The demo's schema, and its table dropped and created again (with the mixin's trigger).
-    Returns the server's version (e.g. ``"18.0"``)."""
+    Returns the server's name and version (e.g. ``"PostgreSQL 18.0"``, ``"MariaDB 10.11.6"``)."""
     with engine.begin() as connection:
-        version = str(connection.execute(text("SHOW server_version")).scalar_one())
+        server = backend(connection)
+        server.check_server(connection)
         connection.execute(CreateSchema(SCHEMA, if_not_exists=True))
         _Base.metadata.drop_all(connection)
         _Base.metadata.create_all(connection)
-    return version.split()[0]
+    return server.describe_server()
 
 
 def insert_rows(engine: Engine, rows: Sequence[Row], batch: int = LOAD_BATCH) -> Iterator[int]:
@@ -90,5 +94,5 @@ def insert_rows(engine: Engine, rows: Sequence[Row], batch: int = LOAD_BATCH) ->
 def analyze(engine: Engine) -> None:
     """Refresh the planner's statistics of the demo's table after the load."""
     with engine.begin() as connection:
-        table = connection.dialect.identifier_preparer.format_table(DemoArticle.__table__)
-        connection.execute(text(f"ANALYZE {table}"))
+        server = backend(connection)
+        server.analyze(connection, SCHEMA, DemoArticle.__tablename__)

@@ -39,7 +39,7 @@ def run_demo(url: str | None, out: TextIO = sys.stdout, *, limit: int | None = N
 
     started = time.perf_counter()
     timings: Timings = []
-    say("simsql demo: near-duplicates and most similar articles inside PostgreSQL")
+    say("simsql demo: near-duplicates and most similar articles inside your database")
     say()
     url, where = _database(url, timings)
     engine = engine_for(url)
@@ -50,7 +50,7 @@ def run_demo(url: str | None, out: TextIO = sys.stdout, *, limit: int | None = N
         engine.dispose()
     _timings_section(say, timings, time.perf_counter() - started)
     say()
-    say(f"The rows stay in {SCHEMA}.{DemoArticle.__tablename__}; `simsql demo --url URL` runs this on your own PostgreSQL.")
+    say(f"The rows stay in {SCHEMA}.{DemoArticle.__tablename__}; `simsql demo --url URL` runs this on your own PostgreSQL or MySQL/MariaDB.")
     return 0
 
 
@@ -78,10 +78,10 @@ def _run_steps(engine: Engine, say: Say, where: str, timings: Timings, limit: in
 
 def _database_section(engine: Engine, say: Say, where: str, timings: Timings) -> None:
     t0 = time.perf_counter()
-    version = recreate_table(engine)
+    server = recreate_table(engine)
     timings.append(("database ready", time.perf_counter() - t0))
     say(f"  database   {where}")
-    say(f"             PostgreSQL {version}, table {SCHEMA}.{DemoArticle.__tablename__} (recreated each run)")
+    say(f"             {server}, table {SCHEMA}.{DemoArticle.__tablename__} (recreated each run)")
 
 
 def _corpus_section(say: Say, timings: Timings, limit: int | None) -> tuple[list[Article], list[Row], list[PlantedCopy]]:
@@ -130,7 +130,7 @@ def _timings_section(say: Say, timings: Timings, total_s: float) -> None:
 def main(argv: list[str] | None = None) -> int:
     """``python -m simsql.demo [--url URL] [--limit N]``."""
     parser = argparse.ArgumentParser(prog="python -m simsql.demo", description="simsql's demo on real text")
-    parser.add_argument("--url", default=None, help="a PostgreSQL URL (default: the embedded PostgreSQL)")
+    parser.add_argument("--url", default=None, help="a PostgreSQL or MySQL/MariaDB URL (default: the embedded PostgreSQL)")
     parser.add_argument("--limit", type=int, default=None, help=f"articles to load (default: all, at most {MAX_ARTICLES})")
     args = parser.parse_args(argv)
     return run_demo(args.url, limit=args.limit)

@@ -322,6 +322,10 @@ class Backend(ABC):
         taken in the order given. The strongest lock a change of them needs, taken first:
         upgrading a weaker lock later would wait for sessions that wait for it (a deadlock)."""
 
+    def analyze(self, connection: Connection, schema: str, table: str) -> None:
+        """Refresh the planner's statistics of ``table`` (after a bulk load)."""
+        connection.execute(text(f"ANALYZE {self.qualified(schema, table)}"))
+
     @abstractmethod
     def try_advisory_lock(self, connection: Connection, key: int) -> bool:
         """Take the session-level lock ``key`` if free; whether it was taken."""

@@ -512,6 +512,9 @@ class MySQLBackend(Backend):
             "LOCK TABLES commits the transaction it would guard"
         )
 
+    def analyze(self, connection: Connection, schema: str, table: str) -> None:
+        connection.execute(text(f"ANALYZE TABLE {self.qualified(schema, table)}")).fetchall()
+
     def try_advisory_lock(self, connection: Connection, key: int) -> bool:
         return bool(connection.execute(text("SELECT GET_LOCK(:name, 0)"), {"name": _lock_name(key)}).scalar())
 

@@ -14,10 +14,10 @@ as it was:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import text
+from sqlalchemy import Engine, text
 from sqlalchemy.engine import Connection
 
 from .. import registry
@@ -27,6 +27,27 @@ from ..errors import NotAttached, SchemaError
 from ..fingerprint import DEFAULT, Fingerprinter
 from ..schema import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names
 from . import apply, catalog
+
+
+Installer = Callable[[Engine], bool]
+_INSTALLER: list[Installer] = []
+
+
+def install_with(installer: Installer) -> None:
+    """Declare the function that installs simsql's own objects when they are missing
+    (``installer(engine)``, returning whether it had to).
+
+    The seam by which this layer reaches simsql's Alembic revisions, a front end above it:
+    the package's top level declares :func:`simsql.alembic.install`, so whichever module a
+    caller imports, :func:`install_when_needed` (and ``attach_table``) installs them exactly as
+    ``simsql attach`` does."""
+    _INSTALLER[:] = [installer]
+
+
+def install_when_needed(engine: Engine) -> bool:
+    """simsql's own objects installed on ``engine``'s database if missing; whether it had to.
+    With no installer declared nothing is installed (:func:`plan_attach` then says how)."""
+    return _INSTALLER[0](engine) if _INSTALLER else False
 
 
 @dataclass(frozen=True)
@@ -41,7 +62,7 @@ class AttachPlan:
 
 def _same_attachment(entry: Attachment, target: Target, names: Names, fingerprinter: Fingerprinter) -> bool:
     if entry.config_id != fingerprinter.config_id:
-        raise registry.mismatch(target.schema, target.table, entry, fingerprinter.config_id)
+        raise registry.mismatch(target.schema, target.table, entry, fingerprinter.config_id, fingerprinter.settings)
     return entry.source == target.source and entry.mode == names.mode and entry.prefix == names.prefix
 
 
@@ -262,12 +283,14 @@ def check_fingerprinter(entry: Attachment, fingerprinter: Fingerprinter | None) 
     if fingerprinter is None:
         return registry.fingerprinter_from_settings(entry.settings)
     if fingerprinter.config_id != entry.config_id:
-        raise registry.mismatch(entry.table_schema, entry.table_name, entry, fingerprinter.config_id)
+        raise registry.mismatch(entry.table_schema, entry.table_name, entry, fingerprinter.config_id, fingerprinter.settings)
     return fingerprinter
 
 
 __all__ = [
     "AttachPlan",
+    "install_when_needed",
+    "install_with",
     "add_simhash",
     "describe_indexes",
     "create_simhash_indexes",

@@ -24,11 +24,19 @@ from ..fingerprint import Fingerprinter
 from ..schema import DEFAULT_PREFIX, Attachment
 from ..urls import engine_for
 from . import apply, catalog
-from .attach import attached_names, describe_indexes, plan_attach, plan_detach
+from .attach import attached_names, describe_indexes, install_when_needed, plan_attach, plan_detach
 
 
 def _engine(bind: Engine | str) -> Engine:
     return engine_for(bind) if isinstance(bind, str) else bind
+
+
+def _install_after_checking(engine: Engine, table: str, source: Sequence[str], schema: str | None) -> None:
+    """simsql's own objects installed when missing (:func:`simsql.alembic.install`, as ``simsql
+    attach`` does), once the table and its text columns are found: a typo installs nothing."""
+    with engine.connect() as connection:
+        catalog.describe(connection, table, source, schema)
+    install_when_needed(engine)
 
 
 def attach_table(
@@ -63,8 +71,10 @@ def attach_table(
     queue behind it). If one fails, those before it are undone, so nothing changes; a table the
     server could only alter by copying it or locking out writers (a FULLTEXT index, say) is
     refused with :class:`~simsql.errors.WouldLockTable`. Should the undo itself be blocked,
-    the error says what stayed, recorded as simsql's: run attach again to finish, or detach."""
+    the error says what stayed, recorded as simsql's: run attach again to finish, or detach.
+    simsql's own objects are installed first when missing, as ``simsql attach`` does."""
     engine = _engine(bind)
+    _install_after_checking(engine, table, source, schema)
     timeouts = apply.Timeouts(lock_timeout, "10min")
     options = dict(schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix)
     with engine.connect() as connection:
