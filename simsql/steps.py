@@ -66,11 +66,13 @@ Steps = Generator[Step, Any, R]
 
 
 def answer_sync(bind: Session | Connection, step: Step) -> Any:
-    """What ``step`` asks for, on a sync ``Session`` or ``Connection``."""
+    """What ``step`` asks for, on a sync ``Connection`` or anything that hands one out through
+    ``connection()``: a ``Session``, and the proxies of one that are not ``Session`` instances
+    (``scoped_session``, Flask-SQLAlchemy's ``db.session``)."""
     if isinstance(step, Execute):
         return list(bind.execute(step.statement, step.params).all())
     if isinstance(step, Call):
-        return step.function(bind.connection() if isinstance(bind, Session) else bind)
+        return step.function(bind if isinstance(bind, Connection) else bind.connection())
     if isinstance(step, Compute):
         return step.function()
     raise TypeError(f"not a step: {step!r}")

@@ -186,26 +186,3 @@ def test_exec_of_most_similar_type_checks(tmp_path: Path) -> None:
     source.write_text(TYPED, encoding="utf-8")
     stdout, stderr, status = api.run(["--strict", "--cache-dir", str(tmp_path / "cache"), str(source)])
     assert status == 0, stdout + stderr
-
-
-def test_the_documented_example_runs_twice(any_url: str) -> None:
-    """docs/sqlmodel.md's example, on the test's database, in a fresh interpreter (it declares
-    its own ``Article`` in SQLModel's shared metadata), twice: the second run changes nothing."""
-    import re
-    import subprocess
-    import sys
-
-    page = (Path(__file__).resolve().parents[1] / "docs" / "sqlmodel.md").read_text(encoding="utf-8")
-    (example,) = re.findall(r"^```python\n(.*?)^```$", page, re.MULTILINE | re.DOTALL)
-    assert "postgresql+psycopg://user@host/dbname" in example
-    code = example.replace("postgresql+psycopg://user@host/dbname", any_url)
-    outputs = [
-        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
-        for _ in range(2)
-    ]
-    for result in outputs:
-        assert result.returncode == 0, result.stderr
-    assert outputs[0].stdout == outputs[1].stdout
-    lines = outputs[0].stdout.splitlines()
-    assert [line.split()[0] for line in lines[:2]] == ["1", "2"]
-    assert lines[2] == "[1, 2]" and lines[3] == "[[1, 2]]"
