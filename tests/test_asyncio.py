@@ -374,3 +374,16 @@ def test_one_operation_of_steps_runs_sync_and_async(async_case: tuple[Engine, st
             return await simsql_async.run_async_steps(connection, _answer_or_fallback())
 
     assert on(engine, driver, driven) == wanted == [4]
+
+
+def test_attach_table_installs_simsqls_objects_when_needed(async_case: tuple[Engine, str]) -> None:
+    """As the sync attach_table and ``simsql attach`` do (issue 23 item 5): the async one on a
+    database where simsql was never installed installs it, then attaches."""
+    engine, driver = async_case
+    build_docs(engine, 20)
+
+    async def attach(async_engine: AsyncEngine) -> Any:
+        return await simsql_async.attach_table(async_engine, "docs", ["title", "body"], indexes=False)
+
+    entry = on(engine, driver, attach)
+    assert [s.table.split(".")[-1] for s in simsql.status(engine)] == ["docs"] and entry.table_name == "docs"

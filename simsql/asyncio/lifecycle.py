@@ -19,6 +19,7 @@ from ..lifecycle.tables import (
     TableStatus,
     describe_attach_table,
     describe_detach_table,
+    install_after_checking,
     run_attach_table,
     run_detach_table,
     status_of,
@@ -44,6 +45,7 @@ async def attach_table(
     """:func:`simsql.attach_table`, awaited; the same guarantees (nothing changes when it
     refuses; run it again after a failure)."""
     engine = engine_of(bind)
+    await greenlet_spawn(install_after_checking, engine.sync_engine, table, source, schema)
     timeouts = apply.Timeouts(lock_timeout, "10min")
     options = dict(schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix)
     async with engine.connect() as connection:

@@ -31,7 +31,7 @@ def _engine(bind: Engine | str) -> Engine:
     return engine_for(bind) if isinstance(bind, str) else bind
 
 
-def _install_after_checking(engine: Engine, table: str, source: Sequence[str], schema: str | None) -> None:
+def install_after_checking(engine: Engine, table: str, source: Sequence[str], schema: str | None) -> None:
     """simsql's own objects installed when missing (:func:`simsql.alembic.install`, as ``simsql
     attach`` does), once the table and its text columns are found: a typo installs nothing."""
     with engine.connect() as connection:
@@ -74,7 +74,7 @@ def attach_table(
     the error says what stayed, recorded as simsql's: run attach again to finish, or detach.
     simsql's own objects are installed first when missing, as ``simsql attach`` does."""
     engine = _engine(bind)
-    _install_after_checking(engine, table, source, schema)
+    install_after_checking(engine, table, source, schema)
     timeouts = apply.Timeouts(lock_timeout, "10min")
     options = dict(schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix)
     with engine.connect() as connection:
