@@ -190,3 +190,33 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = outcome.get_result()  # type: ignore[attr-defined]
     if report.skipped and isinstance(report.longrepr, tuple) and MYSQL_SKIP in str(report.longrepr[2]):
         report.longrepr = (__file__, 0, report.longrepr[2])
+
+
+SERVERLESS_FIXTURES = frozenset({
+    "tmp_path", "tmp_path_factory", "tmpdir", "tmpdir_factory", "capsys", "capsysbinary", "capfd", "capfdbinary",
+    "caplog", "monkeypatch", "recwarn", "pytestconfig", "doctest_namespace", "cache", "record_property",
+})  # fmt: skip
+"""pytest's own fixtures, none of which reaches a server. A test whose fixtures are all among
+these (or that takes none) cannot touch a server through the suite's fixtures."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``SIMSQL_TEST_SERVER_TESTS_ONLY=1`` leaves out the tests that take no fixture beyond
+    pytest's own (:data:`SERVERLESS_FIXTURES`).
+
+    For a second run on other servers right after a full run on the same checkout (CI runs the
+    suite against the PostgreSQL and MySQL services, and side by side against the embedded
+    PostgreSQL and MariaDB): such a test (the fingerprint rules, the type check, the package's
+    shape, the docs' generated parts, the embedded server's own clusters) answers the same on any
+    server, so the first run's answer stands. The rule is conservative: any other fixture (a
+    module's own, ``request``) keeps the test, since it may reach a server. Unset, as a user runs
+    ``pytest``, every test runs."""
+    if os.environ.get("SIMSQL_TEST_SERVER_TESTS_ONLY") != "1":
+        return
+    kept, dropped = [], []
+    for item in items:
+        serverless = set(getattr(item, "fixturenames", ())) <= SERVERLESS_FIXTURES
+        (dropped if serverless else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
