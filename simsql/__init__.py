@@ -30,7 +30,7 @@ from .queries import (
     near_duplicates,
     similar_to,
 )
-from .storage import Binding, SimHashMixin, attach_model, binding_for, on_trigger_table
+from .storage import Binding, SimHashMixin, WideSimHashMixin, attach_model, binding_for, on_trigger_table
 from .lifecycle.backfill import BackfillResult, backfill
 from .lifecycle.catalog import reflect
 from .lifecycle.refingerprint import RefingerprintResult, refingerprint
@@ -48,6 +48,7 @@ __all__ = [
     "Match",
     "SimHash",
     "SimHashMixin",
+    "WideSimHashMixin",
     "attach_model",
     "attach_table",
     "detach_table",

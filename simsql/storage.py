@@ -30,10 +30,10 @@ from sqlalchemy.orm import Mapped, Mapper, declared_attr, mapped_column
 from sqlalchemy.orm.attributes import get_history
 
 from . import registry
-from .dialects import COVERING_INFO, Backend, backend, block_computed, execute_sql
+from .dialects import COVERING_INFO, Backend, backend, block_computed, execute_sql, wide_block_computed
 from .errors import NotAttached, SchemaError
 from .fingerprint import DEFAULT, Fingerprinter
-from .schema import BLOCK_COUNT, DEFAULT_PREFIX, Names, default_side_table
+from .schema import BLOCK_COUNT, DEFAULT_PREFIX, WIDE_LAYOUT, Names, default_side_table
 from .types import TEXT_DIGEST, SimHash
 
 _MIXIN_NAMES = Names("mixin", DEFAULT_PREFIX)
@@ -42,6 +42,7 @@ FINGERPRINT_COLUMN = _MIXIN_NAMES.fingerprint
 DIGEST_COLUMN = _MIXIN_NAMES.digest
 BLOCK_COLUMNS = _MIXIN_NAMES.blocks
 assert BLOCK_COUNT == len(BLOCK_COLUMNS)
+_WIDE_NAMES = Names("mixin", DEFAULT_PREFIX, wide=True)
 
 
 # -- the invariant, kept by the database ------------------------------------------------------
@@ -83,6 +84,11 @@ class Binding:
     source: tuple[str, ...]
     fingerprinter: Fingerprinter
     names: Names
+    words: tuple[Column[Any], ...] = ()
+    """The wide signature's four word columns (word 0 is ``fingerprint``); empty on a table
+    without the wide signature (``names.wide`` false)."""
+    wide_blocks: tuple[Column[Any], ...] = ()
+    """The wide signature's block columns, one per block of :data:`simsql.schema.WIDE_LAYOUT`."""
 
     def text_of(self, instance: object) -> str | None:
         """The text a row is fingerprinted from: its non-NULL source columns, one per line."""
@@ -108,6 +114,21 @@ class Binding:
             return None, None
         fingerprint = self.fingerprinter.fingerprint_many([text_value], empty="none")[0]
         return fingerprint, None if fingerprint is None else text_digest(text_value)
+
+    def stored_row(self, instance: object) -> dict[str, Any]:
+        """Column name -> value of everything Python writes for a row: fingerprint and digest,
+        and on a wide table the signature's words 1-3 (all None together when the text has no
+        features). One computation: word 0 of the signature is the fingerprint."""
+        names = self.names
+        if not names.wide:
+            fingerprint, digest = self.stored_values(instance)
+            return {names.fingerprint: fingerprint, names.digest: digest}
+        text_value = self.text_of(instance)
+        signature = None if text_value is None else self.fingerprinter.signatures_many([text_value], empty="none")[0]
+        if signature is None:
+            return dict.fromkeys((names.fingerprint, names.digest, *names.wide_words))
+        assert text_value is not None
+        return {names.digest: text_digest(text_value), **dict(zip(names.signature_words, signature.words))}
 
     def key_of(self, instance: object) -> tuple[Any, ...]:
         return tuple(getattr(instance, column.key) for column in self.keys)
@@ -153,6 +174,22 @@ def _block_columns(names: Names) -> list[Column[Any]]:
         Column(name, Integer, block_computed(names.fingerprint, i), nullable=True)
         for i, name in enumerate(names.blocks)
     ]
+
+
+def _wide_columns(names: Names) -> list[Column[Any]]:
+    """Words 1-3 of the wide signature, then its block columns, generated from the four words."""
+    words = [Column(name, SimHash(), nullable=True) for name in names.wide_words]
+    blocks = [
+        Column(name, Integer, wide_block_computed(names.signature_words, i), nullable=True)
+        for i, name in enumerate(names.wide_blocks)
+    ]
+    return words + blocks
+
+
+def _wide_indexes(table: Table, names: Names) -> list[Index]:
+    """One plain btree per wide block (not covering: a probe reads a few dozen candidate rows,
+    and twelve covering indexes would hold the four words twelve times over)."""
+    return [Index(names.index(block), table.c[block]) for block in names.wide_blocks]
 
 
 def _block_indexes(table: Table, names: Names, key_names: Sequence[str]) -> list[Index]:
@@ -243,6 +280,34 @@ for _index, _name in enumerate(BLOCK_COLUMNS):
     setattr(SimHashMixin, _name, _block_attr(_index))
 
 
+class WideSimHashMixin(SimHashMixin):
+    """:class:`SimHashMixin` plus the wide 256-bit originality signature (:mod:`simsql.signature`):
+    words 1-3 beside ``simhash`` (word 0), written with it on every ORM write, and twelve 20-bit
+    block columns generated from the words, each with its index, which
+    :func:`simsql.find_original` probes. Opt-in: tables without it keep working unchanged."""
+
+
+def _word_attr(name: str) -> declared_attr[int | None]:
+    def column(cls: type) -> Mapped[int | None]:
+        return mapped_column(name, SimHash(), nullable=True)
+
+    return declared_attr(column)
+
+
+def _wide_block_attr(index: int) -> declared_attr[int | None]:
+    def column(cls: type) -> Mapped[int | None]:
+        return mapped_column(Integer, wide_block_computed(_WIDE_NAMES.signature_words, index))
+
+    return declared_attr(column)
+
+
+for _name in _WIDE_NAMES.wide_words:
+    setattr(WideSimHashMixin, _name, _word_attr(_name))
+for _index, _name in enumerate(_WIDE_NAMES.wide_blocks):
+    setattr(WideSimHashMixin, _name, _wide_block_attr(_index))
+assert len(_WIDE_NAMES.wide_blocks) == WIDE_LAYOUT.count
+
+
 def _mixin_binding(model: type) -> Binding:
     mapper: Any = inspect(model)
     source = source_names(getattr(model, "__simhash_source__", ()), f"{model.__name__}.__simhash_source__")
@@ -257,6 +322,7 @@ def _mixin_binding(model: type) -> Binding:
     table = mapper.local_table
     assert isinstance(table, Table)
     keys = tuple(mapper.primary_key)
+    names = Names(table.name, wide=issubclass(model, WideSimHashMixin))
     return Binding(
         model=model,
         mode="columns",
@@ -267,7 +333,9 @@ def _mixin_binding(model: type) -> Binding:
         table_keys=keys,
         source=source,
         fingerprinter=fingerprinter,
-        names=Names(table.name),
+        names=names,
+        words=tuple(table.c[name] for name in names.signature_words),
+        wide_blocks=tuple(table.c[name] for name in names.wide_blocks),
     )
 
 
@@ -300,10 +368,11 @@ def _add_block_indexes(mapper: Mapper[Any], cls: type) -> None:
     table = mapper.local_table
     if not isinstance(table, Table) or FINGERPRINT_COLUMN not in table.c:
         return
-    names = Names(table.name)
+    names = Names(table.name, wide=_WIDE_NAMES.wide_words[0] in table.c)
     if any(index.name == names.indexes[0] for index in table.indexes):
         return
     _block_indexes(table, names, [column.name for column in table.primary_key.columns])
+    _wide_indexes(table, names)
     _install_trigger_on_create(table, lambda: binding_for(cls))
 
 
@@ -311,7 +380,8 @@ def _add_block_indexes(mapper: Mapper[Any], cls: type) -> None:
 def _fingerprint_on_insert(mapper: Mapper[Any], connection: Any, target: Any) -> None:
     binding = binding_for(type(target))
     binding.check_config(connection, claim=True)
-    target.simhash, target.simhash_src = binding.stored_values(target)
+    for name, value in binding.stored_row(target).items():
+        setattr(target, name, value)
 
 
 @event.listens_for(SimHashMixin, "before_update", propagate=True)
@@ -319,7 +389,8 @@ def _fingerprint_on_update(mapper: Mapper[Any], connection: Any, target: Any) ->
     binding = binding_for(type(target))
     if binding.source_changed(target):
         binding.check_config(connection, claim=True)
-        target.simhash, target.simhash_src = binding.stored_values(target)
+        for name, value in binding.stored_row(target).items():
+            setattr(target, name, value)
 
 
 def attach_model(
@@ -329,13 +400,15 @@ def attach_model(
     fingerprinter: Fingerprinter | None = None,
     table_name: str | None = None,
     prefix: str = DEFAULT_PREFIX,
+    wide: bool = False,
 ) -> Binding:
     """Fingerprint ``model`` without altering its table: a side table keyed by its primary key.
 
     The side table (``<table>_simhash`` unless ``table_name`` is given) is added to the model's
     ``MetaData``, so ``metadata.create_all()`` or a migration creates it. Rows are deleted with
     their model row (``ON DELETE CASCADE``). Fingerprints follow ORM inserts and source changes;
-    calling ``attach`` twice with the same settings returns the same binding.
+    calling ``attach`` twice with the same settings returns the same binding. ``wide``: the side
+    table also holds the wide originality signature (as :class:`WideSimHashMixin`).
     """
     mapper: Any = inspect(model, raiseerr=False)
     if mapper is None or not isinstance(mapper, Mapper):
@@ -344,12 +417,12 @@ def attach_model(
     fingerprinter = fingerprinter or DEFAULT
     existing = _SIDE_BINDINGS.get(model)
     if existing is not None:
-        if existing.source == source and existing.fingerprinter == fingerprinter:
+        if existing.source == source and existing.fingerprinter == fingerprinter and existing.names.wide == wide:
             return existing
         raise ValueError(f"{model.__name__} is already attached with different settings")
     base = mapper.local_table
     assert isinstance(base, Table)
-    names = Names(base.name, prefix, table_name or default_side_table(base.name, prefix))
+    names = Names(base.name, prefix, table_name or default_side_table(base.name, prefix), wide=wide)
     keys = tuple(mapper.primary_key)
     side = _side_table(base, names, keys)
     binding = Binding(
@@ -363,6 +436,8 @@ def attach_model(
         source=source,
         fingerprinter=fingerprinter,
         names=names,
+        words=tuple(side.c[w] for w in names.signature_words),
+        wide_blocks=tuple(side.c[b] for b in names.wide_blocks),
     )
     register(model, binding)
     _follow_orm_writes(model, binding)
@@ -390,24 +465,26 @@ def _side_table(base: Table, names: Names, keys: Sequence[Any]) -> Table:
         Column(names.fingerprint, SimHash(), nullable=True),
         Column(names.digest, TEXT_DIGEST, nullable=True),
         *_block_columns(names),
+        *_wide_columns(names),
         ForeignKeyConstraint(list(key_names), list(keys), ondelete="CASCADE"),
         schema=base.schema,
     )
     _block_indexes(side, names, key_names)
+    _wide_indexes(side, names)
     return side
 
 
 def _follow_orm_writes(model: type, binding: Binding) -> None:
     """Side rows follow ORM inserts and source changes, in the writer's own transaction."""
     side = binding.table
-    fingerprint, digest = binding.names.fingerprint, binding.names.digest
 
     def upsert(connection: Any, target: Any) -> None:
         binding.check_config(connection, claim=True)
         values = {c.name: v for c, v in zip(binding.table_keys, binding.key_of(target))}
-        values[fingerprint], values[digest] = binding.stored_values(target)
+        stored = binding.stored_row(target)
+        values.update(stored)
         keys = [c.name for c in binding.table_keys]
-        connection.execute(backend(connection).upsert(side, values, keys, [fingerprint, digest]))
+        connection.execute(backend(connection).upsert(side, values, keys, list(stored)))
 
     @event.listens_for(model, "after_insert", propagate=True)
     def _side_insert(mapper: Mapper[Any], connection: Any, target: Any) -> None:
@@ -473,7 +550,7 @@ def orm_trigger(table: Table) -> OrmTrigger | None:
         return None
     bound = binding()
     base: Any = inspect(bound.model).local_table
-    names = Names(base.name, bound.names.prefix, bound.names.side)
+    names = Names(base.name, bound.names.prefix, bound.names.side, wide=bound.names.wide)
     return OrmTrigger(names, bound.source_columns, tuple(k.name for k in bound.keys))
 
 
