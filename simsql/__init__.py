@@ -16,6 +16,7 @@ from .errors import (
     NotAttached,
     SchemaError,
     SimsqlError,
+    TextTooLarge,
     UnsupportedDatabase,
     WouldLockTable,
 )
@@ -68,6 +69,7 @@ __all__ = [
     "similar_to",
     "ConfigMismatch",
     "EmptyDocument",
+    "TextTooLarge",
     "Fingerprinter",
     "IdfTable",
     "NotAttached",

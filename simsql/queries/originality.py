@@ -18,6 +18,8 @@ from ..dialects import radius_for
 from ..storage import binding_for
 from .nearest import Match, most_similar
 from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS
+from .targets import check_distance
+from .wide_original import MAX_TEXT_BYTES, check_text_size, find_wide_original
 
 ORIGINALITY_DISTANCE = 14
 """Default threshold of :func:`find_original`. Its probes (:data:`ORIGINALITY_PROBE_RADIUS`)
@@ -68,6 +70,7 @@ def find_original(
     probe_radius: int | None = ORIGINALITY_PROBE_RADIUS,
     min_containment: float | None = MIN_CONTAINMENT,
     candidates: int = ORIGINALITY_CANDIDATES,
+    max_bytes: int | None = MAX_TEXT_BYTES,
 ) -> Match | None:
     """The originality check: the nearest existing row that ``text`` is a copy of, or None.
 
@@ -82,7 +85,14 @@ def find_original(
     (BENCHMARKS.md, "False matches at 14 bits"); the second stage turns them away, so the
     threshold can be wide enough to catch disguised copies. ``min_containment=None`` skips it (fingerprints only:
     the nearest row within ``max_distance`` is the answer). At most ``candidates`` rows are
-    read. Raises :class:`EmptyDocument` for text without words.
+    read. Raises :class:`EmptyDocument` for text without words, and :class:`TextTooLarge`, before
+    any work, for a text over ``max_bytes`` of UTF-8 (10 MiB by default; None: no bound).
+
+    On a table with the wide signature (``WideSimHashMixin``, ``attach_model(..., wide=True)``)
+    the check is :func:`simsql.queries.wide_original.find_wide_original` instead: probes of the
+    256-bit signature's blocks, candidates within ``4 * max_distance`` of its 256 bits, each
+    confirmed by the share of the *submission's* shingles its text holds (``probe_radius`` does
+    not apply there; see docs/originality.md).
     """
     if not isinstance(text, str):
         raise TypeError(f"find_original() checks a text (str), got {type(text).__name__}")
@@ -90,6 +100,10 @@ def find_original(
         raise ValueError(f"min_containment must be in (0, 1] or None, got {min_containment!r}")
     if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
         raise ValueError(f"candidates must be a positive int, got {candidates!r}")
+    check_text_size(text, max_bytes)
+    if binding_for(model).words:  # the wide signature: its own index stage and confirmation
+        check_distance(max_distance)
+        return find_wide_original(session, model, text, max_distance, min_containment=min_containment, candidates=candidates)
     statement = originality_search(model, text, max_distance, probe_radius=probe_radius, limit=1 if min_containment is None else candidates)
     rows = session.execute(statement).all()
     if min_containment is None:
