@@ -178,7 +178,7 @@ def _block_columns(names: Names) -> list[Column[Any]]:
 
 def _wide_columns(names: Names) -> list[Column[Any]]:
     """Words 1-3 of the wide signature, then its block columns, generated from the four words."""
-    words = [Column(name, SimHash(), nullable=True) for name in names.wide_words]
+    words: list[Column[Any]] = [Column(name, SimHash(), nullable=True) for name in names.wide_words]
     blocks = [
         Column(name, Integer, wide_block_computed(names.signature_words, i), nullable=True)
         for i, name in enumerate(names.wide_blocks)

@@ -57,7 +57,7 @@ def wide_distance(binding: Binding, signature: Signature) -> ColumnElement[Any]:
     """The 256-bit Hamming distance of each row's signature to ``signature``, in SQL (NULL for a
     row without one)."""
     terms = [hamming_expression(column, literal(word, SimHash())) for column, word in zip(binding.words, signature.words)]
-    total = terms[0]
+    total: ColumnElement[Any] = terms[0]
     for term in terms[1:]:
         total = total + term
     return total
