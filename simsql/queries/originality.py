@@ -15,10 +15,12 @@ from sqlalchemy.orm import Session
 
 from ..containment import MIN_CONTAINMENT, containment, shingles
 from ..dialects import radius_for
+from ..signature import WIDE_BITS
 from ..storage import binding_for
 from .nearest import Match, most_similar
 from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS
 from .targets import check_distance
+from .wide import WIDE_DISTANCE
 from .wide_original import MAX_TEXT_BYTES, check_text_size, find_wide_original
 
 ORIGINALITY_DISTANCE = 14
@@ -90,7 +92,8 @@ def find_original(
 
     On a table with the wide signature (``WideSimHashMixin``, ``attach_model(..., wide=True)``)
     the check is :func:`simsql.queries.wide_original.find_wide_original` instead: probes of the
-    256-bit signature's blocks, candidates within ``4 * max_distance`` of its 256 bits, each
+    256-bit signature's blocks, candidates within the same share of its 256 bits as
+    ``max_distance`` is of 64, scaled so the default 14 is 96 (``WIDE_DISTANCE``), each
     confirmed by the share of the *submission's* shingles its text holds (``probe_radius`` does
     not apply there; see docs/originality.md).
     """
@@ -103,7 +106,8 @@ def find_original(
     check_text_size(text, max_bytes)
     if binding_for(model).words:  # the wide signature: its own index stage and confirmation
         check_distance(max_distance)
-        return find_wide_original(session, model, text, max_distance, min_containment=min_containment, candidates=candidates)
+        bound = min(WIDE_BITS, round(max_distance * WIDE_DISTANCE / ORIGINALITY_DISTANCE))  # the default: 96 of 256
+        return find_wide_original(session, model, text, bound, min_containment=min_containment, candidates=candidates)
     statement = originality_search(model, text, max_distance, probe_radius=probe_radius, limit=1 if min_containment is None else candidates)
     rows = session.execute(statement).all()
     if min_containment is None:

@@ -19,17 +19,12 @@ from ..containment import MIN_CONTAINMENT, share_of_submission, shingled
 from ..errors import TextTooLarge
 from ..signature import WIDE_BITS
 from .nearest import Match
-from .wide import WIDE_BUDGET, WIDE_CANDIDATES, wide_binding, wide_search
+from .wide import WIDE_BUDGET, WIDE_CANDIDATES, WIDE_DISTANCE, wide_binding, wide_search
 
 MAX_TEXT_BYTES = 10 * 1024 * 1024
 """Default bound of :func:`simsql.find_original` on a submitted text (UTF-8 bytes): 10 MiB.
 Larger texts are refused with :class:`~simsql.TextTooLarge` before any work (issue 21: a
 100 MB text once took 2.6 GB); the peak memory just under it is measured in BENCHMARKS.md."""
-
-WIDE_SCALE = WIDE_BITS // 64
-"""``max_distance`` counts bits of the 64-bit fingerprint; on the wide path the bound is the same
-share of the 256 bits (four times it)."""
-
 
 def check_text_size(text: str, max_bytes: int | None) -> None:
     """Refuse ``text`` with :class:`TextTooLarge` when its UTF-8 form exceeds ``max_bytes``
@@ -53,7 +48,7 @@ def find_wide_original(
     session: Session,
     model: type,
     text: str,
-    max_distance: int,
+    wide_distance: int = WIDE_DISTANCE,
     *,
     min_containment: float | None = MIN_CONTAINMENT,
     candidates: int = WIDE_CANDIDATES,
@@ -61,16 +56,15 @@ def find_wide_original(
 ) -> Match | None:
     """The nearest row of ``model`` (wide) whose text most of ``text`` comes from, or None.
 
-    ``max_distance`` is in fingerprint bits (of 64), as :func:`simsql.find_original` takes it;
-    candidates lie within ``4 * max_distance`` of the 256 bits. ``min_containment``: the share
+    Candidates lie within ``wide_distance`` of the 256 bits (:func:`simsql.find_original` scales
+    its ``max_distance`` to it: the default 14 of 64 is 96 of 256). ``min_containment``: the share
     of the submission's shingles a candidate's text must hold (None: the nearest candidate is
     the answer, no text read). The Match's ``similarity`` is ``1 - distance / 256``. Raises
     :class:`~simsql.EmptyDocument` for text without features.
     """
     binding = wide_binding(model)
     signature = binding.fingerprinter.signature(text)
-    bound = min(WIDE_BITS, WIDE_SCALE * max_distance)
-    statement = wide_search(model, signature, bound, budget=budget, limit=1 if min_containment is None else candidates)
+    statement = wide_search(model, signature, wide_distance, budget=budget, limit=1 if min_containment is None else candidates)
     rows = session.execute(statement).all()
     if min_containment is None:
         return Match(rows[0][0], int(rows[0][1]), 1.0 - int(rows[0][1]) / WIDE_BITS) if rows else None
