@@ -40,7 +40,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 from simsql.containment import share_of_submission, shingled
-from simsql.queries.wide import wide_distance
+from simsql.queries.wide import WIDE_DISTANCE, wide_distance, wide_search
 
 from .corpus import assembled_articles, english_documents, paragraphs
 from .edits import add_boilerplate, evade, substitute_words
@@ -167,6 +167,21 @@ def scan_check(session: Session, body: str, candidates: int = 16) -> Any:
     return None
 
 
+def parts(session: Session, copies: Sequence[str]) -> dict[str, Any]:
+    """Where a check's time goes: the submission's signature (Python), the index stage alone
+    (the probe statement, candidates' rows included) and how many candidates it returns."""
+    fingerprinter = simsql.Fingerprinter()
+    signing, probing, found = [], [], []
+    for copy in copies:
+        elapsed, signature = timed(lambda: fingerprinter.signature(copy))
+        signing.append(elapsed)
+        elapsed, rows = timed(lambda: session.execute(wide_search(Doc, signature, WIDE_DISTANCE, limit=1000)).all())
+        probing.append(elapsed)
+        found.append(len(rows))
+    return {"signature": summary(signing), "index_stage": summary(probing),
+            "candidates_within_bound_p50": statistics.median(found), "candidates_max": max(found)}  # fmt: skip
+
+
 def recall(session: Session, data: dict[str, Any], seed: int) -> tuple[dict[str, Any], list[float], list[str]]:
     """Share of disguised copies reported as their original, per evasion; the check's times; the copies."""
     found: dict[str, list[int]] = {kind: [] for kind in EVASIONS}
@@ -255,6 +270,7 @@ def run(url: str, rows: int, originals: int, fresh: int, scans: int, seed: int, 
         sample = random.Random(seed).sample(copies, min(scans, len(copies)))
         scan_times = [timed(lambda: scan_check(session, copy))[0] for copy in sample]
         result["scan"] = summary(scan_times)
+        result["parts"] = parts(session, copies[:: max(1, len(copies) // 200)])
     result["speedup_p50"] = result["scan"]["p50_ms"] / result["check"]["p50_ms"]
     result["storage"] = storage(engine)
     engine.dispose()
