@@ -186,10 +186,16 @@ def _wide_columns(names: Names) -> list[Column[Any]]:
     return words + blocks
 
 
-def _wide_indexes(table: Table, names: Names) -> list[Index]:
-    """One plain btree per wide block (not covering: a probe reads a few dozen candidate rows,
-    and twelve covering indexes would hold the four words twelve times over)."""
-    return [Index(names.index(block), table.c[block]) for block in names.wide_blocks]
+def _wide_indexes(table: Table, names: Names, key_names: Sequence[str]) -> list[Index]:
+    """One btree per wide block covering the four words and the key, so a probe computes each
+    candidate's 256-bit distance from the index alone (an index-only scan) and the table is read
+    for the nearest rows only: on real text a probe's block values hold hundreds of rows, whose
+    heap pages made the index stage ~4x slower when the indexes held the block alone."""
+    covering = (*names.signature_words, *key_names)
+    return [
+        Index(names.index(block), table.c[block], postgresql_include=list(covering), info={COVERING_INFO: names.signature_words})
+        for block in names.wide_blocks
+    ]
 
 
 def _block_indexes(table: Table, names: Names, key_names: Sequence[str]) -> list[Index]:
@@ -282,8 +288,8 @@ for _index, _name in enumerate(BLOCK_COLUMNS):
 
 class WideSimHashMixin(SimHashMixin):
     """:class:`SimHashMixin` plus the wide 256-bit originality signature (:mod:`simsql.signature`):
-    words 1-3 beside ``simhash`` (word 0), written with it on every ORM write, and twelve 20-bit
-    block columns generated from the words, each with its index, which
+    words 1-3 beside ``simhash`` (word 0), written with it on every ORM write, and eight 20-bit
+    block columns (:data:`simsql.schema.WIDE_LAYOUT`) generated from the words, each with its index, which
     :func:`simsql.find_original` probes. Opt-in: tables without it keep working unchanged."""
 
 
@@ -371,8 +377,9 @@ def _add_block_indexes(mapper: Mapper[Any], cls: type) -> None:
     names = Names(table.name, wide=_WIDE_NAMES.wide_words[0] in table.c)
     if any(index.name == names.indexes[0] for index in table.indexes):
         return
-    _block_indexes(table, names, [column.name for column in table.primary_key.columns])
-    _wide_indexes(table, names)
+    keys = [column.name for column in table.primary_key.columns]
+    _block_indexes(table, names, keys)
+    _wide_indexes(table, names, keys)
     _install_trigger_on_create(table, lambda: binding_for(cls))
 
 
@@ -470,7 +477,7 @@ def _side_table(base: Table, names: Names, keys: Sequence[Any]) -> Table:
         schema=base.schema,
     )
     _block_indexes(side, names, key_names)
-    _wide_indexes(side, names)
+    _wide_indexes(side, names, key_names)
     return side
 
 

@@ -1,6 +1,6 @@
 """The wide index stage (simsql.queries.wide) against brute force on both servers: the statement
 returns exactly the rows some budgeted probe reaches within the distance bound, nearest first,
-every row within 11 bits is among them, and the database answers from the block indexes."""
+every row within count - 1 bits (the pigeonhole bound) is among them, and the database answers from the block indexes."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_candidates_are_the_brute_force_answer(any_engine: Engine, mode: str) ->
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_every_row_within_eleven_bits_is_a_candidate(any_engine: Engine, mode: str) -> None:
+def test_every_row_within_the_pigeonhole_bound_is_a_candidate(any_engine: Engine, mode: str) -> None:
     texts = _texts(200, seed=11)
     model = _load(any_engine, mode, texts)
     fingerprinter = simsql.Fingerprinter()

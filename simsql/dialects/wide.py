@@ -21,6 +21,7 @@ from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
 from ..schema import WIDE_LAYOUT
+from ..signature import WIDE_WORDS
 from .mysql import NAMES as MYSQL_DIALECT_NAMES
 
 
@@ -51,7 +52,7 @@ class WideBlockExpression(ColumnElement[int]):
     ]
 
     def __init__(self, words: Sequence[str], index: int) -> None:
-        if len(words) != 4:
+        if len(words) != WIDE_WORDS:
             raise ValueError(f"the wide signature has 4 word columns, got {len(words)}")
         if not 0 <= index < WIDE_LAYOUT.count:
             raise ValueError(f"wide block index must be in 0..{WIDE_LAYOUT.count - 1}, got {index}")

@@ -7,7 +7,7 @@ distance (``bit_count`` of the XOR of each word) computed and filtered inside th
 nearest first, before any text is read. No scan of the table: the candidates are the rows some
 probe reaches, whatever the table's size.
 
-Guaranteed: every row within ``WIDE_LAYOUT.count - 1`` bits (11) of the target, among the 240
+Guaranteed: every row within ``WIDE_LAYOUT.count - 1`` bits (7) of the target, among the 160
 bits the blocks cover, shares a block value with it (pigeonhole), so it is a candidate; rows
 farther out are found when the bits that differ in one of their blocks are among those the
 probes flip.
@@ -36,7 +36,7 @@ text stay far below (BENCHMARKS.md, ``python -m benchmarks.originality``). Candi
 confirmed by their text, so the bound only spares the database rows no copy is."""
 
 WIDE_BUDGET = 512
-"""Default number of block lookups (12 own values, then the cheapest variants). Measured on man
+"""Default number of block lookups (each block's own value, then the cheapest variants). Measured on man
 pages (``python -m benchmarks.originality``): 48 probes reach 90-95% of disguised copies
 (header and footer, shuffled lines with 1% substitutions), 512 all of them; the lookups are
 index probes, the rows they return few (BENCHMARKS.md)."""
@@ -80,25 +80,28 @@ def wide_search(
 ) -> Select[Any]:  # fmt: skip
     """``(Model, distance)`` of the nearest ``limit`` rows within ``max_distance`` of the 256
     bits of ``signature`` that one of the ``budget`` cheapest block probes reaches, nearest
-    first (ties by key). The candidate keys come from the block indexes alone (one index lookup
-    per block, its probed values in one list); only they are joined back for the distance."""
+    first (ties by key). Candidates and their distances come from the block indexes alone (they
+    cover the words and the key: one index-only lookup per block, its probed values in one list);
+    only the nearest ``limit`` rows are joined back to the table."""
     binding = wide_binding(model)
     if isinstance(max_distance, bool) or not isinstance(max_distance, int) or not 0 <= max_distance <= WIDE_BITS:
         raise ValueError(f"max_distance must be an int in 0..{WIDE_BITS}, got {max_distance!r}")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"limit must be a positive int, got {limit!r}")
+    distance = wide_distance(binding, signature)
     branches = [
-        select(*binding.table_keys).where(equals_any(binding.wide_blocks[block], values))
+        select(*binding.table_keys, distance.label("distance"))
+        .where(equals_any(binding.wide_blocks[block], values), distance <= max_distance)
         for block, values in sorted(probe_groups(signature, budget).items())
     ]
     candidates = union(*branches).subquery("wide_candidates")
     candidate_keys = [candidates.c[key.name] for key in binding.table_keys]
-    distance = wide_distance(binding, signature).label("distance")
-    statement = select(model, distance).join(candidates, keys_equal(binding.keys, candidate_keys))
-    if binding.mode == "side_table":
-        statement = statement.join(binding.table, keys_equal(binding.keys, binding.table_keys))
+    nearest = select(candidates).order_by(candidates.c.distance, *candidate_keys).limit(limit).subquery("wide_nearest")
+    nearest_keys = [nearest.c[key.name] for key in binding.table_keys]
+    # LIMIT again outside: MySQL and MariaDB drop an ORDER BY inside a derived table
     return (
-        statement.where(distance <= max_distance)
-        .order_by(distance, *binding.keys)
+        select(model, nearest.c.distance)
+        .join(nearest, keys_equal(binding.keys, nearest_keys))
+        .order_by(nearest.c.distance, *binding.keys)
         .limit(limit)
     )
