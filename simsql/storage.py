@@ -33,7 +33,7 @@ from . import registry
 from .dialects import COVERING_INFO, Backend, backend, block_computed, execute_sql, wide_block_computed
 from .errors import NotAttached, SchemaError
 from .fingerprint import DEFAULT, Fingerprinter
-from .schema import BLOCK_COUNT, DEFAULT_PREFIX, WIDE_LAYOUT, Names, default_side_table
+from .schema import BLOCK_COUNT, DEFAULT_PREFIX, Names, default_side_table
 from .types import TEXT_DIGEST, SimHash
 
 _MIXIN_NAMES = Names("mixin", DEFAULT_PREFIX)
@@ -85,8 +85,7 @@ class Binding:
     fingerprinter: Fingerprinter
     names: Names
     words: tuple[Column[Any], ...] = ()
-    """The wide signature's four word columns (word 0 is ``fingerprint``); empty on a table
-    without the wide signature (``names.wide`` false)."""
+    """The wide signature's four word columns (word 0 is ``fingerprint``); empty unless ``names.wide``."""
     wide_blocks: tuple[Column[Any], ...] = ()
     """The wide signature's block columns, one per block of :data:`simsql.schema.WIDE_LAYOUT`."""
 
@@ -116,9 +115,8 @@ class Binding:
         return fingerprint, None if fingerprint is None else text_digest(text_value)
 
     def stored_row(self, instance: object) -> dict[str, Any]:
-        """Column name -> value of everything Python writes for a row: fingerprint and digest,
-        and on a wide table the signature's words 1-3 (all None together when the text has no
-        features). One computation: word 0 of the signature is the fingerprint."""
+        """Column name -> value of what Python writes for a row: fingerprint, digest and, on a wide
+        table, the signature's words 1-3 (word 0 is the fingerprint; all None without features)."""
         names = self.names
         if not names.wide:
             fingerprint, digest = self.stored_values(instance)
@@ -187,10 +185,8 @@ def _wide_columns(names: Names) -> list[Column[Any]]:
 
 
 def _wide_indexes(table: Table, names: Names, key_names: Sequence[str]) -> list[Index]:
-    """One btree per wide block covering the four words and the key, so a probe computes each
-    candidate's 256-bit distance from the index alone (an index-only scan) and the table is read
-    for the nearest rows only: on real text a probe's block values hold hundreds of rows, whose
-    heap pages made the index stage ~4x slower when the indexes held the block alone."""
+    """One btree per wide block covering the four words and the key: a probe computes each
+    candidate's distance from the index alone, and reads the table for the nearest rows only."""
     covering = (*names.signature_words, *key_names)
     return [
         Index(names.index(block), table.c[block], postgresql_include=list(covering), info={COVERING_INFO: names.signature_words})
@@ -288,30 +284,25 @@ for _index, _name in enumerate(BLOCK_COLUMNS):
 
 class WideSimHashMixin(SimHashMixin):
     """:class:`SimHashMixin` plus the wide 256-bit originality signature (:mod:`simsql.signature`):
-    words 1-3 beside ``simhash`` (word 0), written with it on every ORM write, and eight 20-bit
-    block columns (:data:`simsql.schema.WIDE_LAYOUT`) generated from the words, each with its index, which
+    words 1-3 beside ``simhash`` (word 0), written with it on every ORM write, and the indexed
+    blocks of :data:`simsql.schema.WIDE_LAYOUT` generated from the words, which
     :func:`simsql.find_original` probes. Opt-in: tables without it keep working unchanged."""
 
 
-def _word_attr(name: str) -> declared_attr[int | None]:
+def _wide_attr(name: str, block: int | None) -> declared_attr[int | None]:
+    """Word column ``name`` (``block`` None), or wide block ``block``, generated from the words."""
     def column(cls: type) -> Mapped[int | None]:
-        return mapped_column(name, SimHash(), nullable=True)
-
-    return declared_attr(column)
-
-
-def _wide_block_attr(index: int) -> declared_attr[int | None]:
-    def column(cls: type) -> Mapped[int | None]:
-        return mapped_column(Integer, wide_block_computed(_WIDE_NAMES.signature_words, index))
+        if block is None:
+            return mapped_column(name, SimHash(), nullable=True)
+        return mapped_column(name, Integer, wide_block_computed(_WIDE_NAMES.signature_words, block))
 
     return declared_attr(column)
 
 
 for _name in _WIDE_NAMES.wide_words:
-    setattr(WideSimHashMixin, _name, _word_attr(_name))
+    setattr(WideSimHashMixin, _name, _wide_attr(_name, None))
 for _index, _name in enumerate(_WIDE_NAMES.wide_blocks):
-    setattr(WideSimHashMixin, _name, _wide_block_attr(_index))
-assert len(_WIDE_NAMES.wide_blocks) == WIDE_LAYOUT.count
+    setattr(WideSimHashMixin, _name, _wide_attr(_name, _index))
 
 
 def _mixin_binding(model: type) -> Binding:
