@@ -16,6 +16,7 @@ from .errors import (
     NotAttached,
     SchemaError,
     SimsqlError,
+    TextTooLarge,
     UnsupportedDatabase,
     WouldLockTable,
 )
@@ -30,7 +31,7 @@ from .queries import (
     near_duplicates,
     similar_to,
 )
-from .storage import Binding, SimHashMixin, attach_model, binding_for, on_trigger_table
+from .storage import Binding, SimHashMixin, WideSimHashMixin, attach_model, binding_for, on_trigger_table
 from .lifecycle.backfill import BackfillResult, backfill
 from .lifecycle.attach import install_with
 from .lifecycle.catalog import reflect
@@ -49,6 +50,7 @@ __all__ = [
     "Match",
     "SimHash",
     "SimHashMixin",
+    "WideSimHashMixin",
     "attach_model",
     "attach_table",
     "detach_table",
@@ -68,6 +70,7 @@ __all__ = [
     "similar_to",
     "ConfigMismatch",
     "EmptyDocument",
+    "TextTooLarge",
     "Fingerprinter",
     "IdfTable",
     "NotAttached",

@@ -21,6 +21,11 @@ class EmptyDocument(SimsqlError, ValueError):
     """
 
 
+class TextTooLarge(SimsqlError, ValueError):
+    """A text over the size a check accepts (``find_original``'s ``max_bytes``), refused before
+    any work: the cost of fingerprinting and shingling grows with the text."""
+
+
 class UnsupportedDatabase(SimsqlError):
     """The connected database cannot run simsql (wrong backend or PostgreSQL older than 14)."""
 

@@ -22,12 +22,19 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from .errors import SchemaError
 from .fingerprint import Fingerprinter
+from .signature import WIDE_WORDS, BlockLayout
 
 MAX_IDENTIFIER_BYTES = 63
 """PostgreSQL's NAMEDATALEN - 1."""
 
 DEFAULT_PREFIX = "simhash"
 BLOCK_COUNT = 4
+WIDE_LAYOUT = BlockLayout(count=8, width=20)
+"""How a wide table's signature is cut into indexed blocks: 8 x 20 bits (bits 0-159). Chosen by
+``python -m benchmarks.wide_layout``: with the default 512 probes, 8 blocks reach as many
+disguised copies as 12 (20-bit blocks keep random rows per probe few), with two thirds of the
+index bytes and 9 index writes per insert instead of 13; 16 x 16 reaches a little further at
+the cost of 16-bit buckets sixteen times fuller."""
 
 REGISTRY_TABLE = "simsql_registry"
 PROGRESS_TABLE = "simsql_backfill"
@@ -88,6 +95,9 @@ class Names:
     stage: str = ""
     """Empty for an attachment; ``"_next"`` for the shadow set a refingerprint fills (its
     trigger functions must not collide with the attachment's own)."""
+    wide: bool = False
+    """The table also stores the wide 256-bit signature (:mod:`simsql.signature`): words 1-3
+    beside the fingerprint (word 0) and one indexed column per block of :data:`WIDE_LAYOUT`."""
 
     def __post_init__(self) -> None:
         check_name(self.table, "table name")
@@ -127,9 +137,28 @@ class Names:
         return tuple(f"{self.prefix}_b{i}" for i in range(BLOCK_COUNT))
 
     @property
+    def wide_words(self) -> tuple[str, ...]:
+        """Words 1-3 of the wide signature (word 0 is :attr:`fingerprint`); empty unless ``wide``."""
+        return tuple(f"{self.prefix}_w{k}" for k in range(1, WIDE_WORDS)) if self.wide else ()
+
+    @property
+    def signature_words(self) -> tuple[str, ...]:
+        """All four words of the wide signature, word 0 first (the fingerprint); empty unless ``wide``."""
+        return (self.fingerprint, *self.wide_words) if self.wide else ()
+
+    @property
+    def wide_blocks(self) -> tuple[str, ...]:
+        """The wide signature's block columns (``<prefix>_v0`` ...); empty unless ``wide``."""
+        return tuple(f"{self.prefix}_v{i}" for i in range(WIDE_LAYOUT.count)) if self.wide else ()
+
+    @property
+    def wide_indexes(self) -> tuple[str, ...]:
+        return tuple(self.index(block) for block in self.wide_blocks)
+
+    @property
     def added_columns(self) -> tuple[str, ...]:
         """Columns simsql adds to the holder table (in columns mode: to the user's table)."""
-        return (self.fingerprint, self.digest, *self.blocks)
+        return (self.fingerprint, self.digest, *self.blocks, *self.wide_words, *self.wide_blocks)
 
     def side_keys(self, keys: Sequence[str]) -> tuple[str, ...]:
         return tuple(keys)
@@ -158,7 +187,7 @@ class Names:
         """The names of the second fingerprint set a refingerprint fills beside this one (same
         table, prefix ``<prefix>_next``, side table ``<side>_next``), renamed to these at its switch."""
         side = identifier(self.side, "_next") if self.side else None
-        return Names(self.table, f"{self.prefix}_next", side, "_next")
+        return Names(self.table, f"{self.prefix}_next", side, "_next", self.wide)
 
     @property
     def refingerprint_cursor(self) -> str:
@@ -280,6 +309,7 @@ __all__ = [
     "Names",
     "PROGRESS_TABLE",
     "REGISTRY_TABLE",
+    "WIDE_LAYOUT",
     "check_name",
     "default_side_table",
     "identifier",

@@ -31,7 +31,7 @@ from sqlalchemy.orm import Mapped, Mapper, declared_attr, mapped_column
 from sqlalchemy.orm.attributes import get_history, set_attribute
 
 from . import registry
-from .dialects import COVERING_INFO, Backend, backend, block_computed, execute_sql
+from .dialects import COVERING_INFO, Backend, backend, block_computed, execute_sql, wide_block_computed
 from .dialects.base import is_autocommit
 from .errors import ConfigMismatch, NotAttached, SchemaError
 from .fingerprint import DEFAULT, Fingerprinter
@@ -44,6 +44,7 @@ FINGERPRINT_COLUMN = _MIXIN_NAMES.fingerprint
 DIGEST_COLUMN = _MIXIN_NAMES.digest
 BLOCK_COLUMNS = _MIXIN_NAMES.blocks
 assert BLOCK_COUNT == len(BLOCK_COLUMNS)
+_WIDE_NAMES = Names("mixin", DEFAULT_PREFIX, wide=True)
 
 
 # -- the invariant, kept by the database ------------------------------------------------------
@@ -85,6 +86,10 @@ class Binding:
     source: tuple[str, ...]
     fingerprinter: Fingerprinter
     names: Names
+    words: tuple[Column[Any], ...] = ()
+    """The wide signature's four word columns (word 0 is ``fingerprint``); empty unless ``names.wide``."""
+    wide_blocks: tuple[Column[Any], ...] = ()
+    """The wide signature's block columns, one per block of :data:`simsql.schema.WIDE_LAYOUT`."""
 
     def text_of(self, instance: object) -> str | None:
         """The text a row is fingerprinted from: its non-NULL source columns, one per line."""
@@ -110,6 +115,20 @@ class Binding:
             return None, None
         fingerprint = self.fingerprinter.fingerprint_many([text_value], empty="none")[0]
         return fingerprint, None if fingerprint is None else text_digest(text_value)
+
+    def stored_row(self, instance: object) -> dict[str, Any]:
+        """Column name -> value of what Python writes for a row: fingerprint, digest and, on a wide
+        table, the signature's words 1-3 (word 0 is the fingerprint; all None without features)."""
+        names = self.names
+        if not names.wide:
+            fingerprint, digest = self.stored_values(instance)
+            return {names.fingerprint: fingerprint, names.digest: digest}
+        text_value = self.text_of(instance)
+        signature = None if text_value is None else self.fingerprinter.signatures_many([text_value], empty="none")[0]
+        if signature is None:
+            return dict.fromkeys((names.fingerprint, names.digest, *names.wide_words))
+        assert text_value is not None
+        return {names.digest: text_digest(text_value), **dict(zip(names.signature_words, signature.words))}
 
     def key_of(self, instance: object) -> tuple[Any, ...]:
         return tuple(getattr(instance, column.key) for column in self.keys)
@@ -171,6 +190,26 @@ def _block_columns(names: Names) -> list[Column[Any]]:
     return [
         Column(name, Integer, block_computed(names.fingerprint, i), nullable=True)
         for i, name in enumerate(names.blocks)
+    ]
+
+
+def _wide_columns(names: Names) -> list[Column[Any]]:
+    """Words 1-3 of the wide signature, then its block columns, generated from the four words."""
+    words: list[Column[Any]] = [Column(name, SimHash(), nullable=True) for name in names.wide_words]
+    blocks = [
+        Column(name, Integer, wide_block_computed(names.signature_words, i), nullable=True)
+        for i, name in enumerate(names.wide_blocks)
+    ]
+    return words + blocks
+
+
+def _wide_indexes(table: Table, names: Names, key_names: Sequence[str]) -> list[Index]:
+    """One btree per wide block covering the four words and the key: a probe computes each
+    candidate's distance from the index alone, and reads the table for the nearest rows only."""
+    covering = (*names.signature_words, *key_names)
+    return [
+        Index(names.index(block), table.c[block], postgresql_include=list(covering), info={COVERING_INFO: names.signature_words})
+        for block in names.wide_blocks
     ]
 
 
@@ -262,6 +301,29 @@ for _index, _name in enumerate(BLOCK_COLUMNS):
     setattr(SimHashMixin, _name, _block_attr(_index))
 
 
+class WideSimHashMixin(SimHashMixin):
+    """:class:`SimHashMixin` plus the wide 256-bit originality signature (:mod:`simsql.signature`):
+    words 1-3 beside ``simhash`` (word 0), written with it on every ORM write, and the indexed
+    blocks of :data:`simsql.schema.WIDE_LAYOUT` generated from the words, which
+    :func:`simsql.find_original` probes. Opt-in: tables without it keep working unchanged."""
+
+
+def _wide_attr(name: str, block: int | None) -> declared_attr[int | None]:
+    """Word column ``name`` (``block`` None), or wide block ``block``, generated from the words."""
+    def column(cls: type) -> Mapped[int | None]:
+        if block is None:
+            return mapped_column(name, SimHash(), nullable=True)
+        return mapped_column(name, Integer, wide_block_computed(_WIDE_NAMES.signature_words, block))
+
+    return declared_attr(column)
+
+
+for _name in _WIDE_NAMES.wide_words:
+    setattr(WideSimHashMixin, _name, _wide_attr(_name, None))
+for _index, _name in enumerate(_WIDE_NAMES.wide_blocks):
+    setattr(WideSimHashMixin, _name, _wide_attr(_name, _index))
+
+
 def _mixin_binding(model: type) -> Binding:
     mapper: Any = inspect(model)
     source = source_names(getattr(model, "__simhash_source__", ()), f"{model.__name__}.__simhash_source__")
@@ -276,6 +338,7 @@ def _mixin_binding(model: type) -> Binding:
     table = mapper.local_table
     assert isinstance(table, Table)
     keys = tuple(mapper.primary_key)
+    names = Names(table.name, wide=issubclass(model, WideSimHashMixin))
     return Binding(
         model=model,
         mode="columns",
@@ -286,7 +349,9 @@ def _mixin_binding(model: type) -> Binding:
         table_keys=keys,
         source=source,
         fingerprinter=fingerprinter,
-        names=Names(table.name),
+        names=names,
+        words=tuple(table.c[name] for name in names.signature_words),
+        wide_blocks=tuple(table.c[name] for name in names.wide_blocks),
     )
 
 
@@ -319,10 +384,12 @@ def _add_block_indexes(mapper: Mapper[Any], cls: type) -> None:
     table = mapper.local_table
     if not isinstance(table, Table) or FINGERPRINT_COLUMN not in table.c:
         return
-    names = Names(table.name)
+    names = Names(table.name, wide=_WIDE_NAMES.wide_words[0] in table.c)
     if any(index.name == names.indexes[0] for index in table.indexes):
         return
-    _block_indexes(table, names, [column.name for column in table.primary_key.columns])
+    keys = [column.name for column in table.primary_key.columns]
+    _block_indexes(table, names, keys)
+    _wide_indexes(table, names, keys)
     _install_trigger_on_create(table, lambda: binding_for(cls))
 
 
@@ -330,9 +397,8 @@ def _store_fingerprint(binding: Binding, target: Any) -> None:
     """Set the row's fingerprint and digest through SQLAlchemy's instrumentation, not the
     class's ``__setattr__``: a SQLModel (pydantic) model refuses attributes that are not
     pydantic fields, and the mixin's columns are SQLAlchemy's only. Same effect otherwise."""
-    fingerprint, digest = binding.stored_values(target)
-    set_attribute(target, FINGERPRINT_COLUMN, fingerprint)
-    set_attribute(target, DIGEST_COLUMN, digest)
+    for name, value in binding.stored_row(target).items():  # fingerprint, digest (and a wide table's words)
+        set_attribute(target, name, value)
 
 
 @event.listens_for(SimHashMixin, "before_insert", propagate=True)
@@ -369,13 +435,15 @@ def attach_model(
     fingerprinter: Fingerprinter | None = None,
     table_name: str | None = None,
     prefix: str = DEFAULT_PREFIX,
+    wide: bool = False,
 ) -> Binding:
     """Fingerprint ``model`` without altering its table: a side table keyed by its primary key.
 
     The side table (``<table>_simhash`` unless ``table_name`` is given) is added to the model's
     ``MetaData``, so ``metadata.create_all()`` or a migration creates it. Rows are deleted with
     their model row (``ON DELETE CASCADE``). Fingerprints follow ORM inserts and source changes;
-    calling ``attach`` twice with the same settings returns the same binding.
+    calling ``attach`` twice with the same settings returns the same binding. ``wide``: the side
+    table also holds the wide originality signature (as :class:`WideSimHashMixin`).
     """
     mapper: Any = inspect(model, raiseerr=False)
     if mapper is None or not isinstance(mapper, Mapper):
@@ -384,12 +452,12 @@ def attach_model(
     fingerprinter = fingerprinter or DEFAULT
     existing = _SIDE_BINDINGS.get(model)
     if existing is not None:
-        if existing.source == source and existing.fingerprinter == fingerprinter:
+        if existing.source == source and existing.fingerprinter == fingerprinter and existing.names.wide == wide:
             return existing
         raise ValueError(f"{model.__name__} is already attached with different settings")
     base = mapper.local_table
     assert isinstance(base, Table)
-    names = Names(base.name, prefix, table_name or default_side_table(base.name, prefix))
+    names = Names(base.name, prefix, table_name or default_side_table(base.name, prefix), wide=wide)
     keys = tuple(mapper.primary_key)
     side = _side_table(base, names, keys)
     binding = Binding(
@@ -403,6 +471,8 @@ def attach_model(
         source=source,
         fingerprinter=fingerprinter,
         names=names,
+        words=tuple(side.c[w] for w in names.signature_words),
+        wide_blocks=tuple(side.c[b] for b in names.wide_blocks),
     )
     register(model, binding)
     _follow_orm_writes(model, binding)
@@ -430,24 +500,26 @@ def _side_table(base: Table, names: Names, keys: Sequence[Any]) -> Table:
         Column(names.fingerprint, SimHash(), nullable=True),
         Column(names.digest, TEXT_DIGEST, nullable=True),
         *_block_columns(names),
+        *_wide_columns(names),
         ForeignKeyConstraint(list(key_names), list(keys), ondelete="CASCADE"),
         schema=base.schema,
     )
     _block_indexes(side, names, key_names)
+    _wide_indexes(side, names, key_names)
     return side
 
 
 def _follow_orm_writes(model: type, binding: Binding) -> None:
     """Side rows follow ORM inserts and source changes, in the writer's own transaction."""
     side = binding.table
-    fingerprint, digest = binding.names.fingerprint, binding.names.digest
 
     def upsert(connection: Any, target: Any) -> None:
         binding.check_config(connection, claim=True)
         values = {c.name: v for c, v in zip(binding.table_keys, binding.key_of(target))}
-        values[fingerprint], values[digest] = binding.stored_values(target)
+        stored = binding.stored_row(target)
+        values.update(stored)
         keys = [c.name for c in binding.table_keys]
-        connection.execute(backend(connection).upsert(side, values, keys, [fingerprint, digest]))
+        connection.execute(backend(connection).upsert(side, values, keys, list(stored)))
         binding.confirm_config(connection, target)
 
     @event.listens_for(model, "after_insert", propagate=True)
@@ -514,7 +586,7 @@ def orm_trigger(table: Table) -> OrmTrigger | None:
         return None
     bound = binding()
     base: Any = inspect(bound.model).local_table
-    names = Names(base.name, bound.names.prefix, bound.names.side)
+    names = Names(base.name, bound.names.prefix, bound.names.side, wide=bound.names.wide)
     return OrmTrigger(names, bound.source_columns, tuple(k.name for k in bound.keys))
 
 

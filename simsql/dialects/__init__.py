@@ -73,6 +73,7 @@ from .constructs import (
 )
 from .postgresql import MIN_POSTGRES, PostgresBackend, server_version_num  # registers first: refusals name it first
 from .mysql import MIN_MARIADB, MIN_MYSQL, MySQLBackend
+from .wide import WideBlockComputed, WideBlockExpression, wide_block_computed, wide_block_sql
 
 MYSQL_NAMES = MySQLBackend.__dialect__
 """SQLAlchemy names the MariaDB dialect ``mariadb`` and reads a MariaDB server behind
@@ -138,6 +139,10 @@ def hash_joins_expressions(dialect: Dialect) -> bool:
 
 
 __all__ = [
+    "WideBlockComputed",
+    "WideBlockExpression",
+    "wide_block_computed",
+    "wide_block_sql",
     "BLOCK_BITS",
     "BLOCK_COUNT",
     "BLOCK_MASK",

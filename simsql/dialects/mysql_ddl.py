@@ -74,12 +74,15 @@ def _on(schema: str | None, name: str) -> str:
 
 
 def row_trigger_sql(
-    table: str, fingerprint: str, digest: str, source: Sequence[str], update: bool, name: str, schema: str | None = None
-) -> str:
+    table: str, fingerprint: str, digest: str, source: Sequence[str], update: bool, name: str, schema: str | None = None,
+    words: Sequence[str] = (),
+) -> str:  # fmt: skip
     """Columns mode: a fingerprint is kept only with the digest of the row's current text; a
     digest without a fingerprint (text without words, found so by a backfill) only while the
     text stays."""
     fp, src = f"NEW.{quote(fingerprint)}", f"NEW.{quote(digest)}"
+    # ``words``: the wide signature's words 1-3, which go with their word 0, the fingerprint
+    clear_words = f"  IF {fp} IS NULL THEN SET {', '.join(f'NEW.{quote(w)} = NULL' for w in words)}; END IF;\n" if words else ""
     if update:
         rewritten = (
             f"    IF NOT ({fp} <=> OLD.{quote(fingerprint)}) AND {src} <=> OLD.{quote(digest)} THEN SET {src} = NULL; END IF;\n"
@@ -100,6 +103,7 @@ def row_trigger_sql(
         f"  IF {fp} IS NULL AND {src} IS NOT NULL THEN\n"
         f"    IF {src} <> {digest_sql(source, 'NEW.')} THEN SET {src} = NULL; END IF;\n"
         f"  END IF;\n"
+        f"{clear_words}"
         f"END"
     )
 
@@ -132,7 +136,8 @@ def create_trigger_sql(schema: str | None, names: Names, source: Sequence[str], 
     if names.side is None:
         insert, update = names.row_triggers
         fields = (names.table, names.fingerprint, names.digest, source)
-        return row_trigger_sql(*fields, False, insert, schema), row_trigger_sql(*fields, True, update, schema)
+        words = names.wide_words
+        return row_trigger_sql(*fields, False, insert, schema, words), row_trigger_sql(*fields, True, update, schema, words)
     side_keys = names.side_keys(keys)
     return (stale_trigger_sql(names.table, names.side, names.digest, keys, side_keys, source, names.stale_function, schema),)
 

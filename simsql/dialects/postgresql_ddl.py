@@ -65,6 +65,9 @@ def row_trigger_body(names: Names, source: Sequence[str], *, derive_blocks: bool
     blocks = "".join(
         f"\n  NEW.{quote(name)} := {Backend.block_expression_sql(fp, i)};" for i, name in enumerate(names.blocks)
     ) if derive_blocks else ""
+    words = "".join(f"\n    NEW.{quote(word)} := NULL;" for word in names.wide_words)
+    if words:  # the wide signature goes with its word 0, the fingerprint
+        blocks = f"\n  IF {fp} IS NULL THEN{words}\n  END IF;{blocks}"
     return f"""
 BEGIN
   IF {fp} IS NOT NULL THEN

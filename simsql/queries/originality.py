@@ -16,10 +16,14 @@ from sqlalchemy.orm import Session
 
 from ..containment import MIN_CONTAINMENT, containment, shingles
 from ..dialects import radius_for
+from ..signature import WIDE_BITS
 from ..steps import Compute, Execute, Steps, run_sync_steps
 from ..storage import binding_for
 from .nearest import Match, most_similar
 from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS
+from .targets import check_distance
+from .wide import WIDE_DISTANCE
+from .wide_original import MAX_TEXT_BYTES, check_text_size, find_wide_original
 
 ORIGINALITY_DISTANCE = 14
 """Default threshold of :func:`find_original`. Its probes (:data:`ORIGINALITY_PROBE_RADIUS`)
@@ -70,6 +74,7 @@ def find_original(
     probe_radius: int | None = ORIGINALITY_PROBE_RADIUS,
     min_containment: float | None = MIN_CONTAINMENT,
     candidates: int = ORIGINALITY_CANDIDATES,
+    max_bytes: int | None = MAX_TEXT_BYTES,
 ) -> Match | None:
     """The originality check: the nearest existing row that ``text`` is a copy of, or None.
 
@@ -84,14 +89,40 @@ def find_original(
     (BENCHMARKS.md, "False matches at 14 bits"); the second stage turns them away, so the
     threshold can be wide enough to catch disguised copies. ``min_containment=None`` skips it (fingerprints only:
     the nearest row within ``max_distance`` is the answer). At most ``candidates`` rows are
-    read. Raises :class:`EmptyDocument` for text without words.
+    read. Raises :class:`EmptyDocument` for text without words, and :class:`TextTooLarge`, before
+    any work, for a text over ``max_bytes`` of UTF-8 (10 MiB by default; None: no bound).
+
+    On a table with the wide signature (``WideSimHashMixin``, ``attach_model(..., wide=True)``)
+    the check is :func:`simsql.queries.wide_original.find_wide_original` instead: probes of the
+    256-bit signature's blocks, candidates within the same share of its 256 bits as
+    ``max_distance`` is of 64, scaled so the default 14 is 96 (``WIDE_DISTANCE``), each
+    confirmed by the share of the *submission's* shingles its text holds (``probe_radius`` does
+    not apply there; see docs/originality.md).
     """
+    if binding_for(model).words:  # the wide signature: its own index stage and confirmation
+        check_arguments(text, min_containment, candidates, max_bytes)
+        check_distance(max_distance)
+        bound = min(WIDE_BITS, round(max_distance * WIDE_DISTANCE / ORIGINALITY_DISTANCE))  # the default: 96 of 256
+        return find_wide_original(session, model, text, bound, min_containment=min_containment, candidates=candidates)
     return run_sync_steps(
         session,
         find_original_steps(
-            model, text, max_distance, probe_radius=probe_radius, min_containment=min_containment, candidates=candidates
+            model, text, max_distance, probe_radius=probe_radius, min_containment=min_containment, candidates=candidates,
+            max_bytes=max_bytes,
         ),
     )
+
+
+def check_arguments(text: object, min_containment: float | None, candidates: int, max_bytes: int | None) -> None:
+    """find_original's refusals, before any work: a text that is not a str or is over
+    ``max_bytes``, a ``min_containment`` outside (0, 1], a ``candidates`` that is not a positive int."""
+    if not isinstance(text, str):
+        raise TypeError(f"find_original() checks a text (str), got {type(text).__name__}")
+    if min_containment is not None and not 0.0 < min_containment <= 1.0:
+        raise ValueError(f"min_containment must be in (0, 1] or None, got {min_containment!r}")
+    if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
+        raise ValueError(f"candidates must be a positive int, got {candidates!r}")
+    check_text_size(text, max_bytes)
 
 
 def find_original_steps(
@@ -102,17 +133,17 @@ def find_original_steps(
     probe_radius: int | None = ORIGINALITY_PROBE_RADIUS,
     min_containment: float | None = MIN_CONTAINMENT,
     candidates: int = ORIGINALITY_CANDIDATES,
+    max_bytes: int | None = MAX_TEXT_BYTES,
 ) -> Steps[Match | None]:
     """:func:`find_original` as steps (:mod:`simsql.steps`): the one owner of its rules, driven
     by the sync API and by :func:`simsql.asyncio.find_original`. The submission's fingerprint
     and the candidates' text comparison are :class:`~simsql.steps.Compute` steps (CPU work,
     off the event loop in async), the search one :class:`~simsql.steps.Execute`."""
-    if not isinstance(text, str):
-        raise TypeError(f"find_original() checks a text (str), got {type(text).__name__}")
-    if min_containment is not None and not 0.0 < min_containment <= 1.0:
-        raise ValueError(f"min_containment must be in (0, 1] or None, got {min_containment!r}")
-    if isinstance(candidates, bool) or not isinstance(candidates, int) or candidates < 1:
-        raise ValueError(f"candidates must be a positive int, got {candidates!r}")
+    check_arguments(text, min_containment, candidates, max_bytes)
+    if binding_for(model).words:
+        raise NotImplementedError(
+            "find_original as steps (simsql.asyncio) does not cover the wide signature yet: use the sync find_original"
+        )
     limit = 1 if min_containment is None else candidates
     statement = yield Compute(
         lambda: originality_search(model, text, max_distance, probe_radius=probe_radius, limit=limit)

@@ -1,0 +1,107 @@
+"""The originality check's index stage on tables with the wide signature (``wide=True``).
+
+One statement: margin-directed probes of the 20-bit block indexes (:func:`simsql.signature.probes`:
+each block's own value, then variants flipping its least confident bits, cheapest first, within
+``budget`` lookups), united into one set of candidate keys, then the full 256-bit Hamming
+distance (``bit_count`` of the XOR of each word) computed and filtered inside the database,
+nearest first, before any text is read. No scan of the table: the candidates are the rows some
+probe reaches, whatever the table's size.
+
+Guaranteed: every row within ``WIDE_LAYOUT.count - 1`` bits (7) of the target, among the 160
+bits the blocks cover, shares a block value with it (pigeonhole), so it is a candidate; rows
+farther out are found when the bits that differ in one of their blocks are among those the
+probes flip.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy import Select, literal, select, union
+from sqlalchemy.sql import ColumnElement
+
+from ..dialects import equals_any, hamming_expression
+from ..errors import NotAttached
+from ..schema import WIDE_LAYOUT
+from ..signature import WIDE_BITS, Signature, probes
+from ..storage import Binding, binding_for
+from ..types import SimHash
+from .targets import keys_equal
+
+WIDE_DISTANCE = 96
+"""Default bound on the 256-bit distance of a candidate. Unrelated texts differ in about half
+of the 256 bits (about 128, with a spread of about 8 on balanced bits); light evasions of a
+text stay far below (BENCHMARKS.md, ``python -m benchmarks.originality``). Candidates are then
+confirmed by their text, so the bound only spares the database rows no copy is."""
+
+WIDE_BUDGET = 512
+"""Default number of block lookups (each block's own value, then the cheapest variants). Measured on man
+pages (``python -m benchmarks.originality``): 48 probes reach 90-95% of disguised copies
+(header and footer, shuffled lines with 1% substitutions), 512 all of them; the lookups are
+index probes, the rows they return few (BENCHMARKS.md)."""
+
+WIDE_CANDIDATES = 16
+"""How many of the nearest candidates (by 256-bit distance) the check reads the text of."""
+
+
+def wide_binding(model: type) -> Binding:
+    """The binding of ``model``, refused with :class:`NotAttached` unless it has the wide signature."""
+    binding = binding_for(model)
+    if not binding.words:
+        raise NotAttached(
+            f"{model.__name__} has no wide signature: declare it with simsql.WideSimHashMixin or "
+            f"simsql.attach_model(..., wide=True)"
+        )
+    return binding
+
+
+def wide_distance(binding: Binding, signature: Signature) -> ColumnElement[Any]:
+    """The 256-bit Hamming distance of each row's signature to ``signature``, in SQL (NULL for a
+    row without one)."""
+    terms = [hamming_expression(column, literal(word, SimHash())) for column, word in zip(binding.words, signature.words)]
+    total: ColumnElement[Any] = terms[0]
+    for term in terms[1:]:
+        total = total + term
+    return total
+
+
+def probe_groups(signature: Signature, budget: int) -> dict[int, list[int]]:
+    """Block number -> the values probed in it, from the ``budget`` cheapest probes."""
+    groups: defaultdict[int, list[int]] = defaultdict(list)
+    for probe in probes(signature, WIDE_LAYOUT, budget=budget):
+        groups[probe.block].append(probe.value)
+    return dict(groups)
+
+
+def wide_search(
+    model: type, signature: Signature, max_distance: int = WIDE_DISTANCE, *,
+    budget: int = WIDE_BUDGET, limit: int = WIDE_CANDIDATES,
+) -> Select[Any]:  # fmt: skip
+    """``(Model, distance)`` of the nearest ``limit`` rows within ``max_distance`` of the 256
+    bits of ``signature`` that one of the ``budget`` cheapest block probes reaches, nearest
+    first (ties by key). Candidates and their distances come from the block indexes alone (they
+    cover the words and the key: one index-only lookup per block, its probed values in one list);
+    only the nearest ``limit`` rows are joined back to the table."""
+    binding = wide_binding(model)
+    if isinstance(max_distance, bool) or not isinstance(max_distance, int) or not 0 <= max_distance <= WIDE_BITS:
+        raise ValueError(f"max_distance must be an int in 0..{WIDE_BITS}, got {max_distance!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a positive int, got {limit!r}")
+    distance = wide_distance(binding, signature)
+    branches = [
+        select(*binding.table_keys, distance.label("distance"))
+        .where(equals_any(binding.wide_blocks[block], values), distance <= max_distance)
+        for block, values in sorted(probe_groups(signature, budget).items())
+    ]
+    candidates = union(*branches).subquery("wide_candidates")
+    candidate_keys = [candidates.c[key.name] for key in binding.table_keys]
+    nearest = select(candidates).order_by(candidates.c.distance, *candidate_keys).limit(limit).subquery("wide_nearest")
+    nearest_keys = [nearest.c[key.name] for key in binding.table_keys]
+    # LIMIT again outside: MySQL and MariaDB drop an ORDER BY inside a derived table
+    return (
+        select(model, nearest.c.distance)
+        .join(nearest, keys_equal(binding.keys, nearest_keys))
+        .order_by(nearest.c.distance, *binding.keys)
+        .limit(limit)
+    )

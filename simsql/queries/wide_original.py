@@ -1,0 +1,76 @@
+"""The originality check on tables with the wide signature, and the size bound of every check.
+
+:func:`find_wide_original` is :func:`simsql.find_original` on a table declared with
+``WideSimHashMixin`` or ``attach_model(..., wide=True)``: candidates from
+:func:`simsql.queries.wide.wide_search` (margin-directed probes, the 256-bit distance filtered in
+the database), nearest first, each confirmed by the share of the *submission's* word 5-shingles
+found in the candidate's text (:func:`simsql.containment.share_of_submission`, the larger of
+plain shingles and shingles within lines, so shuffled short lines still match).
+
+:func:`check_text_size` bounds the memory of both paths: fingerprinting and shingling keep a
+few dozen bytes per word of the text, so a text over the limit is refused before any of it.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from ..containment import MIN_CONTAINMENT, share_of_submission, shingled
+from ..errors import TextTooLarge
+from ..signature import WIDE_BITS
+from .nearest import Match
+from .wide import WIDE_BUDGET, WIDE_CANDIDATES, WIDE_DISTANCE, wide_binding, wide_search
+
+MAX_TEXT_BYTES = 10 * 1024 * 1024
+"""Default bound of :func:`simsql.find_original` on a submitted text (UTF-8 bytes): 10 MiB.
+Larger texts are refused with :class:`~simsql.TextTooLarge` before any work (issue 21: a
+100 MB text once took 2.6 GB); the peak memory just under it is measured in BENCHMARKS.md."""
+
+def check_text_size(text: str, max_bytes: int | None) -> None:
+    """Refuse ``text`` with :class:`TextTooLarge` when its UTF-8 form exceeds ``max_bytes``
+    (None: no bound). Cheap: a text of at most ``max_bytes // 4`` characters fits without
+    encoding, and one of more than ``max_bytes`` characters never does."""
+    if max_bytes is None:
+        return
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+        raise ValueError(f"max_bytes must be a positive int or None, got {max_bytes!r}")
+    if len(text) <= max_bytes // 4:
+        return
+    size = len(text) if len(text) > max_bytes else len(text.encode("utf-8", "surrogatepass"))
+    if size > max_bytes:
+        raise TextTooLarge(
+            f"find_original() checks texts of at most {max_bytes:,} bytes (UTF-8), got "
+            f"{'more than ' if len(text) > max_bytes else ''}{size:,}; pass max_bytes=... to allow more"
+        )
+
+
+def find_wide_original(
+    session: Session,
+    model: type,
+    text: str,
+    wide_distance: int = WIDE_DISTANCE,
+    *,
+    min_containment: float | None = MIN_CONTAINMENT,
+    candidates: int = WIDE_CANDIDATES,
+    budget: int = WIDE_BUDGET,
+) -> Match | None:
+    """The nearest row of ``model`` (wide) whose text most of ``text`` comes from, or None.
+
+    Candidates lie within ``wide_distance`` of the 256 bits (:func:`simsql.find_original` scales
+    its ``max_distance`` to it: the default 14 of 64 is 96 of 256). ``min_containment``: the share
+    of the submission's shingles a candidate's text must hold (None: the nearest candidate is
+    the answer, no text read). The Match's ``similarity`` is ``1 - distance / 256``. Raises
+    :class:`~simsql.EmptyDocument` for text without features.
+    """
+    binding = wide_binding(model)
+    signature = binding.fingerprinter.signature(text)
+    statement = wide_search(model, signature, wide_distance, budget=budget, limit=1 if min_containment is None else candidates)
+    rows = session.execute(statement).all()
+    if min_containment is None:
+        return Match(rows[0][0], int(rows[0][1]), 1.0 - int(rows[0][1]) / WIDE_BITS) if rows else None
+    submitted = shingled(text)
+    for row, distance in rows:
+        stored = binding.text_of(row)
+        if stored is not None and share_of_submission(submitted, shingled(stored)) >= min_containment:
+            return Match(row, int(distance), 1.0 - int(distance) / WIDE_BITS)
+    return None

@@ -1,0 +1,125 @@
+"""find_original on tables with the wide signature (the probes of simsql.queries.wide, confirmed
+by the share of the submission's shingles), and the size bound of both paths."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from sqlalchemy import Engine, update
+from sqlalchemy.orm import Session
+
+import simsql
+from simsql.queries.wide_original import MAX_TEXT_BYTES
+
+from .models import MODELS
+from .test_find_original import FOOTER, HEADER, _article
+from .wide_models import WIDE_MODELS, WideBase
+
+MODES = ["columns", "side_table"]
+
+
+@pytest.fixture
+def wide_tables(any_engine: Engine) -> Engine:
+    WideBase.metadata.create_all(any_engine)
+    return any_engine
+
+
+def _shuffled_lines(text: str, rng: random.Random) -> str:
+    lines = [line for line in text.split("\n") if line.strip()]
+    rng.shuffle(lines)
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_disguised_copies_are_found_on_the_wide_path(wide_tables: Engine, mode: str) -> None:
+    model = WIDE_MODELS[mode]
+    article = _article()
+    rng = random.Random(4)
+    words = article.split(" ")
+    for _ in range(len(words) // 50):  # 2% of the words replaced
+        words[rng.randrange(len(words))] = rng.choice(["lorem", "ipsum", "dolor", "amet"])
+    copies = [f"{HEADER}\n\n{article}\n\n{FOOTER}", " ".join(words), _shuffled_lines(article, rng)]
+    with Session(wide_tables) as session:
+        original = model(id=1, title="Original", body=article)
+        session.add_all([original, model(id=2, title="Other", body="Parliament debated the new tax law until late")])
+        session.commit()
+        for copy in copies:
+            match = simsql.find_original(session, model, copy)
+            assert match is not None and match.row.id == 1
+            expected = simsql.Fingerprinter().signature(f"Original\n{article}").distance(simsql.Fingerprinter().signature(copy))
+            assert match.distance == expected and match.similarity == 1 - expected / 256
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_short_stored_text_quoted_in_a_long_new_one_is_not_its_copy(wide_tables: Engine, mode: str) -> None:
+    """The wide path divides by the submission's shingles: quoting one stored sentence is not copying."""
+    model = WIDE_MODELS[mode]
+    quote = "The quick brown fox jumps over the lazy dog while the farmer sleeps in the barn"
+    submission = f"{_article()}\n\n{quote}"
+    with Session(wide_tables) as session:
+        session.add(model(id=1, title=None, body=quote))
+        session.commit()
+        assert simsql.find_original(session, model, submission) is None
+        assert simsql.find_original(session, model, quote + ", said nobody") is not None
+
+
+def test_a_coincidental_signature_is_not_reported_as_a_copy(wide_tables: Engine) -> None:
+    model = WIDE_MODELS["columns"]
+    submitted = _article()
+    signature = simsql.Fingerprinter().signature(submitted)
+    with Session(wide_tables) as session:
+        session.add(model(id=1, title="Tax", body="Parliament debated the new tax law for small businesses until late"))
+        session.commit()
+        # the stranger's words set to the submission's, 3 bits apart (the trigger keeps a
+        # fingerprint written without its digest until the text changes)
+        words = {"simhash": signature.words[0] ^ 0b1, "simhash_w1": signature.words[1] ^ 0b110}
+        session.execute(update(model).where(model.id == 1).values(**words, simhash_w2=signature.words[2], simhash_w3=signature.words[3]))
+        session.commit()
+        assert simsql.find_original(session, model, submitted) is None
+        unverified = simsql.find_original(session, model, submitted, min_containment=None)
+        assert unverified is not None and unverified.row.id == 1 and unverified.distance == 3
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_a_text_over_the_size_bound_is_refused_before_any_work(wide_tables: Engine, wide: bool) -> None:
+    from .models import Base
+
+    Base.metadata.create_all(wide_tables)
+    model = (WIDE_MODELS if wide else MODELS)["columns"]
+    with Session(wide_tables) as session:
+        with pytest.raises(simsql.TextTooLarge, match="at most 1,000 bytes.*got 1,200"):
+            simsql.find_original(session, model, "😀" * 300, max_bytes=1000)  # 300 characters, 1,200 bytes
+        assert simsql.find_original(session, model, "😀 word " * 100, max_bytes=1000) is None  # exactly 1,000 bytes
+        with pytest.raises(simsql.TextTooLarge, match="more than"):
+            simsql.find_original(session, model, "a " * (MAX_TEXT_BYTES // 2 + 1))
+        with pytest.raises(ValueError, match="max_bytes"):
+            simsql.find_original(session, model, "text", max_bytes=0)
+
+
+def test_a_text_just_under_the_bound_stays_under_one_gigabyte(url: str) -> None:
+    """Both paths, in a fresh process: peak resident memory for a 10 MiB text (issue 21 item 12:
+    a 100 MB text once took 2.6 GB)."""
+    script = textwrap.dedent(f"""
+        import random, resource
+        from sqlalchemy import create_engine
+        from sqlalchemy.orm import Session
+        import simsql
+        from tests.models import Base, Article
+        from tests.wide_models import WideBase, WideArticle
+        engine = create_engine({url!r})
+        Base.metadata.create_all(engine); WideBase.metadata.create_all(engine)
+        rng = random.Random(1)
+        words = [f"w{{i}}" for i in range(50000)]
+        text = "\\n".join(" ".join(rng.choice(words) for _ in range(12)) for _ in range(10**6))
+        text = text[: simsql.queries.wide_original.MAX_TEXT_BYTES - 10]
+        with Session(engine) as session:
+            for model in (Article, WideArticle):
+                simsql.find_original(session, model, text)
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert int(done.stdout.split()[-1]) < 1024 * 1024  # KiB

@@ -1,0 +1,114 @@
+"""The wide index stage (simsql.queries.wide) against brute force on both servers: the statement
+returns exactly the rows some budgeted probe reaches within the distance bound, nearest first,
+every row within count - 1 bits (the pigeonhole bound) is among them, and the database answers from the block indexes."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from sqlalchemy import Engine, text
+from sqlalchemy.orm import Session
+
+import simsql
+from simsql.errors import NotAttached
+from simsql.queries.wide import probe_groups, wide_search
+from simsql.schema import WIDE_LAYOUT, Names
+from simsql.signature import Signature
+
+from .models import Article
+from .wide_models import WIDE_MODELS, WideBase
+
+MODES = ["columns", "side_table"]
+WORDS = [f"w{i}" for i in range(300)]
+
+
+def _texts(n: int, seed: int) -> list[str]:
+    """Some random texts and many lightly edited copies of them, so distances spread from 0 up."""
+    rng = random.Random(seed)
+    bases = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(30, 80))) for _ in range(n // 4)]
+    out = list(bases)
+    while len(out) < n:
+        words = rng.choice(bases).split()
+        for _ in range(rng.randint(0, 6)):
+            words[rng.randrange(len(words))] = rng.choice(WORDS)
+        out.append(" ".join(words))
+    return out
+
+
+def _load(engine: Engine, mode: str, texts: list[str]) -> type:
+    WideBase.metadata.create_all(engine)
+    model = WIDE_MODELS[mode]
+    with Session(engine) as session:
+        session.add_all([model(id=i, title=None, body=t) for i, t in enumerate(texts, 1)])
+        session.commit()
+    return model
+
+
+def _brute(signatures: list[Signature], target: Signature, budget: int, max_distance: int) -> list[tuple[int, int]]:
+    groups = probe_groups(target, budget)
+    found = []
+    for key, signature in enumerate(signatures, 1):
+        blocks = signature.blocks(WIDE_LAYOUT)
+        reached = any(blocks[block] in values for block, values in groups.items())
+        if reached and target.distance(signature) <= max_distance:
+            found.append((target.distance(signature), key))
+    return sorted(found)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_candidates_are_the_brute_force_answer(any_engine: Engine, mode: str) -> None:
+    texts = _texts(240, seed=7)
+    model = _load(any_engine, mode, texts)
+    fingerprinter = simsql.Fingerprinter()
+    signatures = [s for s in fingerprinter.signatures_many(texts) if s is not None]
+    rng = random.Random(3)
+    with Session(any_engine) as session:
+        for query in rng.sample(texts, 12):
+            target = fingerprinter.signature(query + " " + rng.choice(WORDS))
+            for budget, bound in ((12, 256), (48, 96), (200, 60)):
+                rows = session.execute(wide_search(model, target, bound, budget=budget, limit=1000)).all()
+                assert [(d, row.id) for row, d in rows] == _brute(signatures, target, budget, bound)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_every_row_within_the_pigeonhole_bound_is_a_candidate(any_engine: Engine, mode: str) -> None:
+    texts = _texts(200, seed=11)
+    model = _load(any_engine, mode, texts)
+    fingerprinter = simsql.Fingerprinter()
+    signatures = fingerprinter.signatures_many(texts)
+    with Session(any_engine) as session:
+        for query in texts[:20]:
+            target = fingerprinter.signature(query)
+            near = {key for key, s in enumerate(signatures, 1) if s is not None and target.distance(s) <= WIDE_LAYOUT.count - 1}
+            found = {row.id for row, _ in session.execute(wide_search(model, target, 256, budget=WIDE_LAYOUT.count, limit=1000))}
+            assert near <= found and near
+
+
+def test_the_wide_search_refuses_tables_without_the_signature_and_bad_arguments(any_engine: Engine) -> None:
+    target = simsql.Fingerprinter().signature("a few words of text")
+    with pytest.raises(NotAttached, match="WideSimHashMixin"):
+        wide_search(Article, target)
+    for bad in (-1, 257, True):
+        with pytest.raises(ValueError, match="max_distance"):
+            wide_search(WIDE_MODELS["columns"], target, bad)
+    with pytest.raises(ValueError, match="budget"):
+        wide_search(WIDE_MODELS["columns"], target, budget=3)
+
+
+def _plan(session: Session, statement: object) -> str:
+    compiled = statement.compile(session.bind, compile_kwargs={"literal_binds": True})  # type: ignore[attr-defined]
+    return "\n".join(" ".join(str(v) for v in row) for row in session.execute(text(f"EXPLAIN {compiled}")))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_probes_read_the_block_indexes(any_engine: Engine, mode: str) -> None:
+    texts = _texts(1200, seed=5)
+    model = _load(any_engine, mode, texts)
+    names = Names(model.__tablename__ if mode == "columns" else f"{model.__tablename__}_simhash", wide=True)
+    target = simsql.Fingerprinter().signature(texts[0])
+    with Session(any_engine) as session:
+        session.execute(text(f"ANALYZE {'TABLE ' if any_engine.dialect.name != 'postgresql' else ''}{names.table}"))
+        plan = _plan(session, wide_search(model, target))
+    used = [index for index in names.wide_indexes if index in plan]
+    assert len(used) == WIDE_LAYOUT.count, plan
