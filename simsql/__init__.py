@@ -31,7 +31,8 @@ from .queries import (
     near_duplicates,
     similar_to,
 )
-from .storage import Binding, SimHashMixin, WideSimHashMixin, attach_model, binding_for, on_trigger_table
+from .orm_triggers import on_trigger_table
+from .storage import Binding, SimHashMixin, WideSimHashMixin, attach_model, binding_for
 from .lifecycle.backfill import BackfillResult, backfill
 from .lifecycle.attach import install_with
 from .lifecycle.catalog import reflect

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -24,17 +24,17 @@ from sqlalchemy import (
     Table,
     event,
     inspect,
-    text,
     update,
 )
 from sqlalchemy.orm import Mapped, Mapper, declared_attr, mapped_column
 from sqlalchemy.orm.attributes import get_history, set_attribute
 
 from . import registry
-from .dialects import COVERING_INFO, Backend, backend, block_computed, execute_sql, wide_block_computed
+from .dialects import COVERING_INFO, backend, block_computed, wide_block_computed
 from .dialects.base import is_autocommit
 from .errors import ConfigMismatch, NotAttached, SchemaError
 from .fingerprint import DEFAULT, Fingerprinter
+from .orm_triggers import install_trigger_on_create
 from .schema import BLOCK_COUNT, DEFAULT_PREFIX, Names, default_side_table
 from .types import TEXT_DIGEST, SimHash
 
@@ -390,7 +390,7 @@ def _add_block_indexes(mapper: Mapper[Any], cls: type) -> None:
     keys = [column.name for column in table.primary_key.columns]
     _block_indexes(table, names, keys)
     _wide_indexes(table, names, keys)
-    _install_trigger_on_create(table, lambda: binding_for(cls))
+    install_trigger_on_create(table, lambda: binding_for(cls))
 
 
 def _store_fingerprint(binding: Binding, target: Any) -> None:
@@ -531,111 +531,7 @@ def _follow_orm_writes(model: type, binding: Binding) -> None:
         if binding.source_changed(target):
             upsert(connection, target)
 
-    _install_trigger_on_create(side, lambda: binding)
-
-
-@dataclass(frozen=True)
-class OrmTrigger:
-    """The trigger an ORM-declared holder table (mixin table, side table of :func:`attach_model`)
-    needs on the user's table. One description, used by ``create_all`` (the Table's DDL events)
-    and by Alembic autogenerate (``op.create_simhash_trigger``), so both install the same: the
-    backend writes it (:meth:`create_statements`)."""
-
-    names: Names
-    source: tuple[str, ...]
-    keys: tuple[str, ...]
-
-    def create_statements(self, server: Backend, schema: str | None) -> tuple[str, ...]:
-        """The statements creating the trigger on ``server`` (blocks are generated columns in
-        both modes, so the trigger does not derive them)."""
-        return server.create_trigger_sql(schema, self.names, self.source, self.keys)
-
-    def drop_statements(self, server: Backend, schema: str | None, *, table_dropped: bool = False) -> tuple[str, ...]:
-        """The statements dropping it (``table_dropped``: what the table's DROP left)."""
-        return server.drop_trigger_sql(schema, self.names, table_dropped=table_dropped)
-
-    def installed_name(self, server: Backend) -> str:
-        """The name the catalog lists the trigger under (the first, where it is several)."""
-        return server.trigger_names(self.names)[0]
-
-
-_ORM_TRIGGERS: dict[Table, Callable[[], Binding]] = {}
-"""Every ORM-declared table whose ``create_all`` installs a trigger, and how to get its binding
-(called once every mapper is configured). Read by :func:`orm_trigger`, which is how Alembic's
-autogenerate comparator (``simsql.alembic``) finds the same triggers: a front end reads this
-registry, storage never reaches up to the front end."""
-
-
-_TRIGGER_TABLE_LISTENERS: list[Callable[[Table], None]] = []
-
-
-def on_trigger_table(listener: Callable[[Table], None]) -> None:
-    """Call ``listener(table)`` whenever a table whose ``create_all`` installs a trigger is
-    declared (a ``SimHashMixin`` model, the side table of :func:`attach_model`).
-
-    The hook by which a layer above learns of them without storage importing it: the package's
-    top level uses it to load simsql's Alembic integration when the model is declared inside an
-    Alembic run (an application's ``env.py``), so autogenerate sees the trigger."""
-    _TRIGGER_TABLE_LISTENERS.append(listener)
-
-
-def orm_trigger(table: Table) -> OrmTrigger | None:
-    """The trigger ``create_all`` installs with ``table``, if any (every mapper configured)."""
-    binding = _ORM_TRIGGERS.get(table)
-    if binding is None:
-        return None
-    bound = binding()
-    base: Any = inspect(bound.model).local_table
-    names = Names(base.name, bound.names.prefix, bound.names.side, wide=bound.names.wide)
-    return OrmTrigger(names, bound.source_columns, tuple(k.name for k in bound.keys))
-
-
-def orm_trigger_tables() -> tuple[Table, ...]:
-    """The tables :func:`orm_trigger` knows, in the order they were declared."""
-    return tuple(_ORM_TRIGGERS)
-
-
-def _install_trigger_on_create(table: Table, binding: Callable[[], Binding]) -> None:
-    """``create_all`` also creates the trigger that keeps fingerprints honest (and
-    ``drop_all`` its function): raw SQL and COPY writers are covered from the first row.
-    ``binding`` is called at create time, when every mapper is configured. Autogenerate finds
-    the same trigger through :func:`orm_trigger` (simsql.alembic's comparator)."""
-    _ORM_TRIGGERS[table] = binding
-    for listener in _TRIGGER_TABLE_LISTENERS:
-        listener(table)
-
-    def trigger_of(target: Table) -> OrmTrigger:
-        trigger = orm_trigger(target)
-        assert trigger is not None
-        return trigger
-
-    def create(target: Table, connection: Any, **kw: Any) -> None:
-        server, trigger = backend(connection), trigger_of(target)
-        schema = server.trigger_schema(connection, target.schema)
-        server.clear_trigger_names(connection, schema, trigger.names)
-        for statement in trigger.create_statements(server, schema):
-            execute_sql(connection, statement)
-        # recorded where simsql is installed, so its command line sees the table like an
-        # attached one (status, backfill, similar, dupes); nothing is installed otherwise
-        bound = binding()
-        table_schema, name = bound.registry_key
-        registry.claim(connection, name, table_schema, bound.fingerprinter, bound.source_columns, bound.names)
-
-    def drop(target: Table, connection: Any, **kw: Any) -> None:
-        server, trigger = backend(connection), trigger_of(target)
-        schema = server.trigger_schema(connection, target.schema)
-        for statement in trigger.drop_statements(server, schema, table_dropped=trigger.names.side is None):
-            execute_sql(connection, statement)
-        table_schema, name = binding().registry_key
-        registry.remove(connection, name, table_schema)  # what create recorded
-
-    def check(target: Table, connection: Any, **kw: Any) -> None:
-        # before the table exists: its trigger could not work on a server without the digest
-        backend(connection).check_digest(connection)
-
-    event.listen(table, "before_create", check)
-    event.listen(table, "after_create", create)
-    event.listen(table, "after_drop", drop)
+    install_trigger_on_create(side, lambda: binding)
 
 
 def register(model: type, binding: Binding) -> None:

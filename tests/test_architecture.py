@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("text and bits", ("errors", "bits", "signature", "tokenize", "weighting", "background", "fingerprint", "containment")),
     ("schema and names", ("schema", "urls")),
     ("backends", ("dialects",)),
-    ("storage and queries", ("types", "registry", "storage", "steps", "queries")),
+    ("storage and queries", ("types", "registry", "orm_triggers", "storage", "steps", "queries")),
     ("lifecycle", ("lifecycle", "operations")),
     ("front ends", ("alembic", "asyncio", "cli", "demo", "embedded", "sqlmodel")),
 )

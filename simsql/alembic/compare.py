@@ -26,7 +26,7 @@ from sqlalchemy.engine import Connection
 from ..dialects import COVERING_INFO, Backend, BlockComputed, BlockExpression, backend, current_schema
 from ..errors import UnsupportedDatabase
 from ..lifecycle import catalog
-from ..storage import orm_trigger
+from ..orm_triggers import orm_trigger
 from ..types import SimHash
 from .ops import CreateSimHashTriggerOp
 from .own import leave_simsqls_objects

@@ -16,7 +16,7 @@ from alembic.operations import MigrateOperation, Operations
 from ..errors import SchemaError
 from ..fingerprint import Fingerprinter
 from ..schema import DEFAULT_PREFIX, Names
-from ..storage import OrmTrigger
+from ..orm_triggers import OrmTrigger
 
 #: A primary key as a migration gives it: column names, or (offline, for a side table) a
 #: mapping of column name to SQL type; ``None`` when the operation reads it from the table.
