@@ -73,6 +73,7 @@ from .constructs import (
 )
 from .postgresql import MIN_POSTGRES, PostgresBackend, server_version_num  # registers first: refusals name it first
 from .mysql import MIN_MARIADB, MIN_MYSQL, MySQLBackend
+from .citus import CitusBackend  # a variant of PostgreSQL, chosen from the server (detect)
 
 MYSQL_NAMES = MySQLBackend.__dialect__
 """SQLAlchemy names the MariaDB dialect ``mariadb`` and reads a MariaDB server behind

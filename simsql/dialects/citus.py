@@ -1,0 +1,156 @@
+"""Citus (distributed PostgreSQL): :class:`CitusBackend`, the PostgreSQL family's variant.
+
+Chosen from the server (:meth:`CitusBackend.detect`: the ``citus`` extension is installed in the
+connected database), it is PostgreSQL with what Citus refuses taken another way:
+
+* **DDL on distributed tables** (attach, detach, indexes, refingerprint) runs with
+  ``citus.enable_unsafe_triggers = on`` (simsql's row trigger reads and writes only its own row,
+  or the co-located side row of the same key, so it is safe on shards) and
+  ``citus.multi_shard_modify_mode = 'sequential'`` (a function or trigger created after a
+  multi-shard statement in one transaction is refused in parallel mode). Both are set with the
+  time bounds of simsql's own transactions, ``SET LOCAL`` inside them, so nothing outlives them.
+* **A side table** created for a distributed table is distributed co-located with it (on the
+  same column; a reference table's side table is a reference table), so its foreign key, the
+  stale-row trigger and the joins of every query stay on one shard.
+* **Plans**: ``most_similar_many`` takes the window-function plan (Citus refuses the LATERAL
+  one); ``near_duplicates`` joins on the stored block columns with repartition joins allowed
+  (a self-join on a masked expression is not one Citus can run); the backfill of a side table
+  writes without ``FOR SHARE`` (refused across shards) and then deletes any side row whose
+  base row's text changed meanwhile.
+* :func:`distribute_sql`: what :func:`simsql.citus.distribute` runs for the user's own tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from ..schema import Names
+from .base import execute_sql
+from .batch import Job
+from .plan import Plan, Step, Target
+from .postgresql import PostgresBackend
+from .postgresql_backfill import PostgresBatchSQL
+from .postgresql_ddl import PostgresDDL, digest_sql, qualified
+
+SETTINGS = {"citus.enable_unsafe_triggers": "on", "citus.multi_shard_modify_mode": "sequential"}
+"""What simsql's own DDL transactions set (``SET LOCAL``) on a Citus server."""
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def colocate_sql(schema: str, base: str, side: str) -> str:
+    """A statement distributing ``side`` like ``base``: co-located on the same column when
+    ``base`` is hash-distributed, a reference table when ``base`` is one, else nothing (a
+    local table stays local). Decided by the server when it runs, from ``pg_dist_partition``."""
+    base_name, side_name = _literal(qualified(schema, base)), _literal(qualified(schema, side))
+    return (
+        "DO $simsql$ DECLARE k text; m text; r text; BEGIN "
+        "SELECT column_to_column_name(logicalrelid, partkey), CAST(partmethod AS text), CAST(repmodel AS text) "
+        f"INTO k, m, r FROM pg_dist_partition WHERE logicalrelid = CAST({base_name} AS regclass); "
+        f"IF m = 'h' THEN PERFORM create_distributed_table({side_name}, k, colocate_with => {base_name}); "
+        f"ELSIF m = 'n' AND r = 't' THEN PERFORM create_reference_table({side_name}); "
+        "END IF; END $simsql$"
+    )
+
+
+def distribute_sql(schema: str, table: str, column: str | None, side: str | None) -> list[tuple[str, dict[str, Any]]]:
+    """The statements distributing the user's ``schema.table`` by ``column`` (None: a reference
+    table), then simsql's side table ``side`` co-located with it; run after
+    :data:`SETTINGS` in one transaction."""
+    name = qualified(schema, table)
+    if column is None:
+        statements = [("SELECT create_reference_table(:t)", {"t": name})]
+    else:
+        statements = [("SELECT create_distributed_table(:t, :c)", {"t": name, "c": column})]
+    if side is not None:
+        statements.append((colocate_sql(schema, table, side), {}))
+    return statements
+
+
+class CitusDDL(PostgresDDL):
+    """PostgreSQL's DDL, with a side table distributed like its base table."""
+
+    def create_side_table(self, target: Target, names: Names) -> Plan:
+        plan = super().create_side_table(target, names)
+        assert names.side is not None
+        step = Step(colocate_sql(target.schema, target.table, names.side), f"distribute {names.side} like {target.table}")
+        return Plan((plan.steps[0], step, *plan.steps[1:]), plan.dialect)
+
+
+CITUS_DDL = CitusDDL()
+
+
+class CitusBatchSQL(PostgresBatchSQL):
+    """A side table's batch without ``FOR SHARE`` (Citus refuses row locks across shards);
+    instead, in the same transaction, side rows whose base row no longer holds the text they
+    were computed from are deleted again, so a writer that changed a row meanwhile (its
+    trigger found no side row to drop yet) leaves no stale fingerprint behind."""
+
+    def write_statement(self, keys: list[str]) -> Any:
+        statement = super().write_statement(keys)
+        return text(str(statement).replace(" FOR SHARE OF b ", " "))
+
+    def store(self, connection: Connection, rows: Sequence[Any]) -> int:
+        stored = super().store(connection, rows)
+        job = self.job
+        if job.names.side is None or not rows:
+            return stored
+        side_keys = job.names.side_keys(job.keys)
+        match = " AND ".join(f"s.{self.quote(k)} = b.{self.quote(b)}" for k, b in zip(side_keys, job.keys))
+        chosen = " AND ".join(f"s.{self.quote(k)} = ANY(CAST(:k_{i} AS {t}[]))" for i, (k, t) in enumerate(zip(side_keys, job.key_types)))
+        src = self.quote(job.names.digest)
+        connection.execute(
+            text(
+                f"DELETE FROM {self.side} AS s USING {self.base} AS b WHERE {match} AND {chosen} "
+                f"AND s.{src} IS DISTINCT FROM {digest_sql(job.source, 'b.')}"
+            ),
+            {f"k_{i}": [r.key[i] for r in rows] for i in range(self.key_count)},
+        )
+        return stored
+
+
+class CitusBackend(PostgresBackend):
+    """PostgreSQL with the ``citus`` extension: distributed and reference tables."""
+
+    ddl = CITUS_DDL
+    many_targets_plan = "window"
+
+    @classmethod
+    def detect(cls, connection: Connection) -> bool:
+        found = connection.execute(text("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"))
+        return bool(found.scalar_one())
+
+    def set_timeouts(self, connection: Connection, lock: str | None, statement: str | None, local: bool) -> None:
+        """The time bounds, and Citus's settings for DDL on distributed tables with them."""
+        super().set_timeouts(connection, lock, statement, local)
+        self.set_citus(connection, local)
+
+    def set_citus(self, connection: Connection, local: bool = True) -> None:
+        """:data:`SETTINGS` (``local``: until the transaction ends)."""
+        for name, value in SETTINGS.items():
+            connection.execute(text("SELECT set_config(:n, :v, :l)"), {"n": name, "v": value, "l": local})
+
+    def reset_timeouts(self, connection: Connection) -> None:
+        super().reset_timeouts(connection)
+        for name in SETTINGS:
+            execute_sql(connection, f"RESET {name}")
+
+    def hash_joins_expressions(self) -> bool:
+        """Citus joins distributed tables on columns only: the block-column self-joins."""
+        return False
+
+    def prepare_self_join(self, connection: Connection) -> None:
+        super().prepare_self_join(connection)
+        connection.execute(text("SELECT set_config('citus.enable_repartition_joins', 'on', true)"))
+
+    def batch_sql(self, job: Job) -> CitusBatchSQL:
+        return CitusBatchSQL(job)
+
+
+__all__ = ["CITUS_DDL", "CitusBackend", "CitusBatchSQL", "CitusDDL", "SETTINGS", "colocate_sql", "distribute_sql"]
