@@ -15,13 +15,14 @@ connected database), it is PostgreSQL with what Citus refuses taken another way:
 * **Plans**: ``most_similar_many`` takes the window-function plan (Citus refuses the LATERAL
   one); ``near_duplicates`` joins on the stored block columns with repartition joins allowed
   (a self-join on a masked expression is not one Citus can run); the backfill of a side table
-  writes without ``FOR SHARE`` (refused across shards) and then deletes any side row whose
-  base row's text changed meanwhile.
+  locks its base rows ``FOR SHARE`` one shard at a time (Citus refuses row locks in a
+  multi-shard statement) before its batch ``INSERT``.
 * :func:`distribute_sql`: what :func:`simsql.citus.distribute` runs for the user's own tables.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,7 +35,10 @@ from .batch import Job
 from .plan import Plan, Step, Target
 from .postgresql import PostgresBackend
 from .postgresql_backfill import PostgresBatchSQL
-from .postgresql_ddl import PostgresDDL, digest_sql, qualified
+from .postgresql_ddl import PostgresDDL, qualified
+
+CITUS_TRUNCATE_TRIGGER = re.compile(r"trigger truncate_trigger_[0-9]+ on table ")
+"""How ``pg_describe_object`` names the trigger Citus adds to each distributed table."""
 
 SETTINGS = {"citus.enable_unsafe_triggers": "on", "citus.multi_shard_modify_mode": "sequential"}
 """What simsql's own DDL transactions set (``SET LOCAL``) on a Citus server."""
@@ -87,32 +91,52 @@ CITUS_DDL = CitusDDL()
 
 
 class CitusBatchSQL(PostgresBatchSQL):
-    """A side table's batch without ``FOR SHARE`` (Citus refuses row locks across shards);
-    instead, in the same transaction, side rows whose base row no longer holds the text they
-    were computed from are deleted again, so a writer that changed a row meanwhile (its
-    trigger found no side row to drop yet) leaves no stale fingerprint behind."""
+    """A side table's batch locks its base rows ``FOR SHARE`` as PostgreSQL's does (a writer
+    changing one of them waits, and its trigger then drops the new side row), but in statements
+    Citus can route: one per shard of a distributed base table, in shard order and key order
+    (two backfills lock in the same order), since Citus refuses row locks in a multi-shard
+    statement such as the batch's ``INSERT ... SELECT``."""
+
+    distribution: tuple[str, str | None] | None = None
+    """(``pg_dist_partition.partmethod`` or ``""`` for a local table, distribution column)."""
 
     def write_statement(self, keys: list[str]) -> Any:
         statement = super().write_statement(keys)
         return text(str(statement).replace(" FOR SHARE OF b ", " "))
 
     def store(self, connection: Connection, rows: Sequence[Any]) -> int:
-        stored = super().store(connection, rows)
+        if self.job.names.side is not None and rows:
+            self.lock_rows(connection, rows)
+        return super().store(connection, rows)
+
+    def lock_rows(self, connection: Connection, rows: Sequence[Any]) -> None:
         job = self.job
-        if job.names.side is None or not rows:
-            return stored
-        side_keys = job.names.side_keys(job.keys)
-        match = " AND ".join(f"s.{self.quote(k)} = b.{self.quote(b)}" for k, b in zip(side_keys, job.keys))
-        chosen = " AND ".join(f"s.{self.quote(k)} = ANY(CAST(:k_{i} AS {t}[]))" for i, (k, t) in enumerate(zip(side_keys, job.key_types)))
-        src = self.quote(job.names.digest)
-        connection.execute(
-            text(
-                f"DELETE FROM {self.side} AS s USING {self.base} AS b WHERE {match} AND {chosen} "
-                f"AND s.{src} IS DISTINCT FROM {digest_sql(job.source, 'b.')}"
-            ),
-            {f"k_{i}": [r.key[i] for r in rows] for i in range(self.key_count)},
+        if self.distribution is None:
+            found = connection.execute(
+                text(
+                    "SELECT CAST(partmethod AS text), column_to_column_name(logicalrelid, partkey) "
+                    "FROM pg_dist_partition WHERE logicalrelid = CAST(:t AS regclass)"
+                ),
+                {"t": self.base},
+            ).first()
+            self.distribution = ("", None) if found is None else (str(found[0]), found[1])
+        method, column = self.distribution
+        index = job.keys.index(column) if method == "h" and column in job.keys else 0
+        key, key_type = self.quote(job.keys[index]), job.key_types[index]
+        values = [r.key[index] for r in rows]
+        lock = text(
+            f"SELECT 1 FROM {self.base} AS b WHERE b.{key} = ANY(CAST(:v AS {key_type}[])) ORDER BY {self.key_list} FOR SHARE"
         )
-        return stored
+        if method != "h" or column not in job.keys:
+            connection.execute(lock, {"v": values})
+            return
+        shard = "get_shard_id_for_distribution_column(CAST(:t AS regclass), v)"
+        groups = connection.execute(
+            text(f"SELECT array_agg(v ORDER BY v) FROM unnest(CAST(:v AS {key_type}[])) AS v GROUP BY {shard} ORDER BY {shard}"),
+            {"v": values, "t": self.base},
+        ).scalars()
+        for group in list(groups):
+            connection.execute(lock, {"v": group})
 
 
 class CitusBackend(PostgresBackend):
@@ -140,6 +164,12 @@ class CitusBackend(PostgresBackend):
         super().reset_timeouts(connection)
         for name in SETTINGS:
             execute_sql(connection, f"RESET {name}")
+
+    def dependents(self, connection: Connection, schema: str, table: str, columns: Sequence[str], own: Sequence[str]) -> list[str]:
+        """PostgreSQL's, less the ``truncate_trigger_<oid>`` Citus puts on every distributed
+        table (dropped with it, not the user's)."""
+        found = super().dependents(connection, schema, table, columns, own)
+        return [d for d in found if not CITUS_TRUNCATE_TRIGGER.match(d)]
 
     def hash_joins_expressions(self) -> bool:
         """Citus joins distributed tables on columns only: the block-column self-joins."""
