@@ -12,6 +12,7 @@ whose schema is not on ``search_path``.
 
 from __future__ import annotations
 
+import json
 import os
 import uuid
 from collections.abc import Callable, Iterator
@@ -235,6 +236,9 @@ def test_cli_attach_backfill_dupes_detach_on_a_distributed_table(citus_engine: E
         groups = simsql.duplicate_groups(session, model)
         similar = session.execute(select(model.id).where(simsql.similar_to(model, _text(Note, 7), 3))).scalars().all()
     assert groups and 7 in sorted(similar)
+    done = cli("dupes", "--table", "docs", "--format", "json", url=citus_cli_url)
+    assert done.returncode == 0, done.stderr
+    assert [group["keys"] for group in json.loads(done.stdout)] == groups
     done = cli("detach", "--table", "docs", url=citus_cli_url)
     assert done.returncode == 0, done.stderr
     assert simsql.status(citus_engine) == []
@@ -252,6 +256,31 @@ def test_attach_table_on_a_distributed_table(citus_engine: Engine, side_table: b
     assert 7 in similar
     simsql.detach_table(citus_engine, "docs")
     assert simsql.status(citus_engine) == []
+
+
+@pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
+def test_distribute_a_table_attached_before_by_name_takes_its_side_table_along(citus_engine: Engine, side_table: bool) -> None:
+    run(citus_engine, "CREATE TABLE docs (id INT PRIMARY KEY, title TEXT, body TEXT)")
+    simsql.alembic.upgrade(citus_engine)
+    simsql.attach_table(citus_engine, "docs", ["title", "body"], side_table=side_table)
+    simsql.citus.distribute(citus_engine, "docs", "id")
+    with citus_engine.connect() as connection:
+        distributed = connection.execute(text(
+            "SELECT CAST(logicalrelid AS text) FROM pg_dist_partition WHERE partmethod = 'h' "
+            "AND CAST(logicalrelid AS text) IN ('docs', 'docs_simhash') ORDER BY 1"
+        )).scalars().all()  # fmt: skip
+    assert distributed == (["docs", "docs_simhash"] if side_table else ["docs"])
+    with citus_engine.begin() as connection:
+        connection.execute(text("INSERT INTO docs (id, title, body) VALUES (:id, :title, :body)"), rows())
+    assert simsql.backfill(citus_engine, "docs", workers=0).rows_fingerprinted > ROWS // 2
+    report = simsql.status(citus_engine)[0]
+    assert (report.rows_missing, report.rows_stale) == (0, 0)
+
+
+def test_distribute_refuses_a_server_without_citus(engine: Engine) -> None:
+    run(engine, "CREATE TABLE docs (id INT PRIMARY KEY, title TEXT, body TEXT)")
+    with pytest.raises(simsql.UnsupportedDatabase, match="needs Citus"):
+        simsql.citus.distribute(engine, "docs", "id")
 
 
 # -- plain PostgreSQL --------------------------------------------------------------------------
