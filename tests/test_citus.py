@@ -30,9 +30,9 @@ from simsql.dialects.citus import CitusBackend
 from simsql.dialects.postgresql import PostgresBackend
 
 from .command_line import cli
+from .conftest import CITUS_SKIP
 from .tables import create_models, insert_rows, run, texts
 
-CITUS_SKIP = "Citus tests skipped"
 
 
 class Base(DeclarativeBase):
