@@ -277,6 +277,27 @@ def test_distribute_a_table_attached_before_by_name_takes_its_side_table_along(c
     assert (report.rows_missing, report.rows_stale) == (0, 0)
 
 
+@pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
+def test_refingerprint_a_distributed_table_answers_as_plain_postgresql(citus_engine: Engine, engine: Engine, side_table: bool) -> None:
+    for server in (citus_engine, engine):
+        run(server, "CREATE TABLE docs (id INT PRIMARY KEY, title TEXT, body TEXT)")
+        if server is citus_engine:
+            run(server, "SELECT create_distributed_table('docs', 'id')")
+        with server.begin() as connection:
+            connection.execute(text("INSERT INTO docs (id, title, body) VALUES (:id, :title, :body)"), rows())
+        simsql.alembic.upgrade(server)
+        simsql.attach_table(server, "docs", ["title", "body"], side_table=side_table)
+        simsql.backfill(server, "docs", workers=0)
+        assert simsql.refingerprint(server, "docs", to=simsql.Fingerprinter(shingle_size=2), workers=0).switched
+    answers = []
+    for server in (citus_engine, engine):
+        report = simsql.status(server)[0]
+        assert (report.settings["shingle_size"], report.rows_missing, report.rows_stale) == (2, 0, 0)
+        with Session(server) as session:
+            answers.append(simsql.duplicate_groups(session, simsql.reflect(session.connection(), "docs")))
+    assert answers[0] == answers[1] and answers[0]
+
+
 def test_distribute_refuses_a_server_without_citus(engine: Engine) -> None:
     run(engine, "CREATE TABLE docs (id INT PRIMARY KEY, title TEXT, body TEXT)")
     with pytest.raises(simsql.UnsupportedDatabase, match="needs Citus"):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import text
@@ -36,7 +37,7 @@ from .batch import Job
 from .plan import Plan, Step, Target
 from .postgresql import PostgresBackend
 from .postgresql_backfill import PostgresBatchSQL
-from .postgresql_ddl import PostgresDDL, qualified
+from .postgresql_ddl import PostgresDDL, qualified, quote
 
 CITUS_TRUNCATE_TRIGGER = re.compile(r"trigger truncate_trigger_[0-9]+ on table ")
 """How ``pg_describe_object`` names the trigger Citus adds to each distributed table."""
@@ -86,6 +87,19 @@ class CitusDDL(PostgresDDL):
         assert names.side is not None
         step = Step(colocate_sql(target.schema, target.table, names.side), f"distribute {names.side} like {target.table}")
         return Plan((plan.steps[0], step, *plan.steps[1:]), plan.dialect)
+
+
+    def _rename_shadow(
+        self, target: Target, names: Names, shadow: Names, side_keys: tuple[str, str] | None, partitions: Sequence[str]
+    ) -> list[Step]:
+        """PostgreSQL's, with the shadow side table's primary key renamed through its index
+        (``ALTER INDEX ... RENAME`` renames the constraint too): Citus refuses ``RENAME
+        CONSTRAINT`` on a distributed table."""
+        steps = super()._rename_shadow(target, names, shadow, side_keys, partitions)
+        if side_keys is None or side_keys[0] == side_keys[1]:
+            return steps
+        rename = f"ALTER INDEX {qualified(target.schema, side_keys[0])} RENAME TO {quote(side_keys[1])}"
+        return [replace(step, sql=rename) if " RENAME CONSTRAINT " in step.sql else step for step in steps]
 
 
 CITUS_DDL = CitusDDL()
