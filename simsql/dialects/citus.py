@@ -88,7 +88,6 @@ class CitusDDL(PostgresDDL):
         step = Step(colocate_sql(target.schema, target.table, names.side), f"distribute {names.side} like {target.table}")
         return Plan((plan.steps[0], step, *plan.steps[1:]), plan.dialect)
 
-
     def _rename_shadow(
         self, target: Target, names: Names, shadow: Names, side_keys: tuple[str, str] | None, partitions: Sequence[str]
     ) -> list[Step]:
