@@ -30,6 +30,7 @@ from sqlalchemy.engine import make_url
 
 LOCAL_MYSQL_URL = "mysql+pymysql://root@127.0.0.1:3306/test"
 MYSQL_SKIP = "MySQL/MariaDB tests skipped"
+CITUS_SKIP = "Citus tests skipped"  # tests/test_citus.py, without SIMSQL_TEST_CITUS_URL
 
 
 def _docker_answers() -> bool:
@@ -184,11 +185,11 @@ def tables(any_engine: Engine) -> Engine:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    """Every MySQL test skipped for want of a server reports the same place, so ``-ra`` folds
+    """Every MySQL (or Citus) test skipped for want of a server reports the same place, so ``-ra`` folds
     them into one line ("SKIPPED [n] tests/conftest.py: MySQL/MariaDB tests skipped: ...")."""
     outcome = yield
     report = outcome.get_result()  # type: ignore[attr-defined]
-    if report.skipped and isinstance(report.longrepr, tuple) and MYSQL_SKIP in str(report.longrepr[2]):
+    if report.skipped and isinstance(report.longrepr, tuple) and any(m in str(report.longrepr[2]) for m in (MYSQL_SKIP, CITUS_SKIP)):
         report.longrepr = (__file__, 0, report.longrepr[2])
 
 

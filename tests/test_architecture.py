@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("schema and names", ("schema", "urls")),
     ("backends", ("dialects",)),
     ("storage and queries", ("types", "registry", "orm_triggers", "storage", "steps", "queries")),
-    ("lifecycle", ("lifecycle", "operations")),
+    ("lifecycle", ("lifecycle", "operations", "citus")),
     ("front ends", ("alembic", "asyncio", "cli", "demo", "embedded", "sqlmodel")),
 )
 """Lowest first. A module may import from its own layer and those before it, never after."""

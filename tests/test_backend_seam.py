@@ -64,7 +64,7 @@ def test_a_variant_is_chosen_from_the_server_not_the_dialect_name(database_url: 
 
     engine = create_engine(database_url)
     try:
-        assert PostgresBackend.variants == [EveryServer]  # registered by subclassing, as a family is
+        assert PostgresBackend.variants[-1] is EveryServer  # registered by subclassing, as a family is (after Citus)
         assert type(backend(engine.dialect)) is PostgresBackend  # a name alone cannot tell
         with engine.connect() as connection:
             chosen = backend(connection)

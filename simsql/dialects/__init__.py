@@ -73,6 +73,7 @@ from .constructs import (
 )
 from .postgresql import MIN_POSTGRES, PostgresBackend, server_version_num  # registers first: refusals name it first
 from .mysql import MIN_MARIADB, MIN_MYSQL, MySQLBackend
+from .citus import CitusBackend  # a variant of PostgreSQL, chosen from the server (detect)
 from .wide import WideBlockComputed, WideBlockExpression, wide_block_computed, wide_block_sql
 
 MYSQL_NAMES = MySQLBackend.__dialect__

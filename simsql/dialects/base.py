@@ -215,6 +215,13 @@ class Backend(ABC):
         """Whether the server hash-joins on an expression such as ``a.fp & m = b.fp & m``."""
         return True
 
+    def materialize_self_join(self) -> bool:
+        """Whether ``near_duplicates`` reads the table's keys and fingerprints once (a
+        ``MATERIALIZED`` CTE) and self-joins that, rather than self-joining the table: where the
+        server cannot run a self-join on arbitrary values in place (Citus: only joins on the
+        distribution column stay on the shards)."""
+        return False
+
     # -- the trigger that keeps fingerprints honest --------------------------------------------
 
     @abstractmethod

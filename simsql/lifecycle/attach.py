@@ -226,7 +226,7 @@ def dropped_leftovers(connection: Connection, schema: str, entry: Attachment) ->
             continue
         sides.append(names.side)
         found = catalog.dependents(connection, schema, names.side, [], own=names.indexes)
-        harmed += [d for d in found if not (d.startswith("constraint ") and d.endswith(f" on table {names.side}"))]
+        harmed += [d for d in found if not _side_constraint(d, schema, names.side)]
     if harmed:
         raise SchemaError(
             f"{schema}.{entry.table_name} was dropped outside simsql; detaching it drops its side table, on which "
@@ -255,7 +255,18 @@ def dependents(connection: Connection, schema: str, names: Names, facts: TableFa
     if catalog.table_facts(connection, names.side, schema) is None:
         return []
     found = catalog.dependents(connection, schema, names.side, [], own=names.indexes)
-    return [d for d in found if not (d.startswith("constraint ") and d.endswith(f" on table {names.side}"))]
+    return [d for d in found if not _side_constraint(d, schema, names.side)]
+
+
+def _side_constraint(found: str, schema: str, side: str) -> bool:
+    """Whether a dependent is a constraint of the side table itself (dropped with it). The
+    server names the table as ``search_path`` lets it: bare, or qualified (each part quoted
+    only where it needs to be) when its schema is not on the path."""
+    if not found.startswith("constraint ") or " on table " not in found:
+        return False
+    owner = found.rsplit(" on table ", 1)[1]
+    spelled = [(part, '"' + part.replace('"', '""') + '"') for part in (schema, side)]
+    return owner in {side, spelled[1][1]} | {f"{s}.{t}" for s in spelled[0] for t in spelled[1]}
 
 
 def drop_simhash(

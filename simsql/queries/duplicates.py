@@ -67,8 +67,14 @@ def near_duplicates_query(model: type, max_distance: int = 3, dialect: Any = Non
             f"got {max_distance}. Use most_similar() per row for wider searches."
         )
     binding = binding_for(model)
-    a = binding.table.alias("a")
-    b = binding.table.alias("b")
+    source: Any = binding.table
+    if dialect is not None and dialects.backend(dialect).materialize_self_join():
+        # read once into the coordinator, joined there (see Backend.materialize_self_join)
+        fp = binding.table.c[binding.fingerprint.name]
+        wanted = [*binding.table_keys, fp, *(binding.table.c[column.name] for column in binding.blocks)]
+        source = select(*wanted).where(fp.is_not(None)).cte("simsql_fingerprints").prefix_with("MATERIALIZED")
+    a = source.alias("a")
+    b = source.alias("b")
     a_keys = [a.c[k.name] for k in binding.table_keys]
     b_keys = [b.c[k.name] for k in binding.table_keys]
     a_fp = a.c[binding.fingerprint.name]
@@ -80,7 +86,7 @@ def near_duplicates_query(model: type, max_distance: int = 3, dialect: Any = Non
         *(k.label(f"b_{i}") for i, k in enumerate(b_keys)),
         distance.label("distance"),
     )
-    if dialect is not None and not dialects.hash_joins_expressions(dialect):
+    if source is binding.table and dialect is not None and not dialects.hash_joins_expressions(dialect):
         a_blocks = [a.c[column.name] for column in binding.blocks]
         b_blocks = [b.c[column.name] for column in binding.blocks]
         return union(

@@ -1,0 +1,199 @@
+"""Citus (distributed PostgreSQL): :class:`CitusBackend`, the PostgreSQL family's variant.
+
+Chosen from the server (:meth:`CitusBackend.detect`: the ``citus`` extension is installed in the
+connected database), it is PostgreSQL with what Citus refuses taken another way:
+
+* **DDL on distributed tables** (attach, detach, indexes, refingerprint) runs with
+  ``citus.enable_unsafe_triggers = on`` (simsql's row trigger reads and writes only its own row,
+  or the co-located side row of the same key, so it is safe on shards) and
+  ``citus.multi_shard_modify_mode = 'sequential'`` (a function or trigger created after a
+  multi-shard statement in one transaction is refused in parallel mode). Both are set with the
+  time bounds of simsql's own transactions, ``SET LOCAL`` inside them, so nothing outlives them.
+* **A side table** created for a distributed table is distributed co-located with it (on the
+  same column; a reference table's side table is a reference table), so its foreign key, the
+  stale-row trigger and the joins of every query stay on one shard.
+* **Plans**: ``most_similar_many`` takes the window-function plan (Citus refuses the LATERAL
+  one); ``near_duplicates`` reads keys and fingerprints once
+  from the shards (a ``MATERIALIZED`` CTE) and joins them on the coordinator (Citus cannot run
+  a self-join on anything but the distribution column in place); the backfill of a side table
+  locks its base rows ``FOR SHARE`` one shard at a time (Citus refuses row locks in a
+  multi-shard statement) before its batch ``INSERT``.
+* :func:`distribute_sql`: what :func:`simsql.citus.distribute` runs for the user's own tables.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from ..schema import Names
+from .base import execute_sql
+from .batch import Job
+from .plan import Plan, Step, Target
+from .postgresql import PostgresBackend
+from .postgresql_backfill import PostgresBatchSQL
+from .postgresql_ddl import PostgresDDL, qualified, quote
+
+CITUS_TRUNCATE_TRIGGER = re.compile(r"trigger truncate_trigger_[0-9]+ on table ")
+"""How ``pg_describe_object`` names the trigger Citus adds to each distributed table."""
+
+SETTINGS = {"citus.enable_unsafe_triggers": "on", "citus.multi_shard_modify_mode": "sequential"}
+"""What simsql's own DDL transactions set (``SET LOCAL``) on a Citus server."""
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def colocate_sql(schema: str, base: str, side: str) -> str:
+    """A statement distributing ``side`` like ``base``: co-located on the same column when
+    ``base`` is hash-distributed, a reference table when ``base`` is one, else nothing (a
+    local table stays local). Decided by the server when it runs, from ``pg_dist_partition``."""
+    base_name, side_name = _literal(qualified(schema, base)), _literal(qualified(schema, side))
+    return (
+        "DO $simsql$ DECLARE k text; m text; r text; BEGIN "
+        "SELECT column_to_column_name(logicalrelid, partkey), CAST(partmethod AS text), CAST(repmodel AS text) "
+        f"INTO k, m, r FROM pg_dist_partition WHERE logicalrelid = CAST({base_name} AS regclass); "
+        f"IF m = 'h' THEN PERFORM create_distributed_table({side_name}, k, colocate_with => {base_name}); "
+        f"ELSIF m = 'n' AND r = 't' THEN PERFORM create_reference_table({side_name}); "
+        "END IF; END $simsql$"
+    )
+
+
+def distribute_sql(schema: str, table: str, column: str | None, side: str | None) -> list[tuple[str, dict[str, Any]]]:
+    """The statements distributing the user's ``schema.table`` by ``column`` (None: a reference
+    table), then simsql's side table ``side`` co-located with it; run after
+    :data:`SETTINGS` in one transaction."""
+    name = qualified(schema, table)
+    if column is None:
+        statements = [("SELECT create_reference_table(:t)", {"t": name})]
+    else:
+        statements = [("SELECT create_distributed_table(:t, :c)", {"t": name, "c": column})]
+    if side is not None:
+        statements.append((colocate_sql(schema, table, side), {}))
+    return statements
+
+
+class CitusDDL(PostgresDDL):
+    """PostgreSQL's DDL, with a side table distributed like its base table."""
+
+    def create_side_table(self, target: Target, names: Names) -> Plan:
+        plan = super().create_side_table(target, names)
+        assert names.side is not None
+        step = Step(colocate_sql(target.schema, target.table, names.side), f"distribute {names.side} like {target.table}")
+        return Plan((plan.steps[0], step, *plan.steps[1:]), plan.dialect)
+
+    def _rename_shadow(
+        self, target: Target, names: Names, shadow: Names, side_keys: tuple[str, str] | None, partitions: Sequence[str]
+    ) -> list[Step]:
+        """PostgreSQL's, with the shadow side table's primary key renamed through its index
+        (``ALTER INDEX ... RENAME`` renames the constraint too): Citus refuses ``RENAME
+        CONSTRAINT`` on a distributed table."""
+        steps = super()._rename_shadow(target, names, shadow, side_keys, partitions)
+        if side_keys is None or side_keys[0] == side_keys[1]:
+            return steps
+        rename = f"ALTER INDEX {qualified(target.schema, side_keys[0])} RENAME TO {quote(side_keys[1])}"
+        return [replace(step, sql=rename) if " RENAME CONSTRAINT " in step.sql else step for step in steps]
+
+
+CITUS_DDL = CitusDDL()
+
+
+class CitusBatchSQL(PostgresBatchSQL):
+    """A side table's batch locks its base rows ``FOR SHARE`` as PostgreSQL's does (a writer
+    changing one of them waits, and its trigger then drops the new side row), but in statements
+    Citus can route: one per shard of a distributed base table, in shard order and key order
+    (two backfills lock in the same order), since Citus refuses row locks in a multi-shard
+    statement such as the batch's ``INSERT ... SELECT``."""
+
+    distribution: tuple[str, str | None] | None = None
+    """(``pg_dist_partition.partmethod`` or ``""`` for a local table, distribution column)."""
+
+    def write_statement(self, keys: list[str]) -> Any:
+        statement = super().write_statement(keys)
+        return text(str(statement).replace(" FOR SHARE OF b ", " "))
+
+    def store(self, connection: Connection, rows: Sequence[Any]) -> int:
+        if self.job.names.side is not None and rows:
+            self.lock_rows(connection, rows)
+        return super().store(connection, rows)
+
+    def lock_rows(self, connection: Connection, rows: Sequence[Any]) -> None:
+        job = self.job
+        if self.distribution is None:
+            found = connection.execute(
+                text(
+                    "SELECT CAST(partmethod AS text), column_to_column_name(logicalrelid, partkey) "
+                    "FROM pg_dist_partition WHERE logicalrelid = CAST(:t AS regclass)"
+                ),
+                {"t": self.base},
+            ).first()
+            self.distribution = ("", None) if found is None else (str(found[0]), found[1])
+        method, column = self.distribution
+        index = job.keys.index(column) if method == "h" and column in job.keys else 0
+        key, key_type = self.quote(job.keys[index]), job.key_types[index]
+        values = [r.key[index] for r in rows]
+        lock = text(
+            f"SELECT 1 FROM {self.base} AS b WHERE b.{key} = ANY(CAST(:v AS {key_type}[])) ORDER BY {self.key_list} FOR SHARE"
+        )
+        if method != "h" or column not in job.keys:
+            connection.execute(lock, {"v": values})
+            return
+        shard = "get_shard_id_for_distribution_column(CAST(:t AS regclass), v)"
+        groups = connection.execute(
+            text(f"SELECT array_agg(v ORDER BY v) FROM unnest(CAST(:v AS {key_type}[])) AS v GROUP BY {shard} ORDER BY {shard}"),
+            {"v": values, "t": self.base},
+        ).scalars()
+        for group in list(groups):
+            connection.execute(lock, {"v": group})
+
+
+class CitusBackend(PostgresBackend):
+    """PostgreSQL with the ``citus`` extension: distributed and reference tables."""
+
+    ddl = CITUS_DDL
+    many_targets_plan = "window"
+
+    @classmethod
+    def detect(cls, connection: Connection) -> bool:
+        found = connection.execute(text("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')"))
+        return bool(found.scalar_one())
+
+    def set_timeouts(self, connection: Connection, lock: str | None, statement: str | None, local: bool) -> None:
+        """The time bounds, and Citus's settings for DDL on distributed tables with them."""
+        super().set_timeouts(connection, lock, statement, local)
+        self.set_citus(connection, local)
+
+    def set_citus(self, connection: Connection, local: bool = True) -> None:
+        """:data:`SETTINGS` (``local``: until the transaction ends)."""
+        for name, value in SETTINGS.items():
+            connection.execute(text("SELECT set_config(:n, :v, :l)"), {"n": name, "v": value, "l": local})
+
+    def reset_timeouts(self, connection: Connection) -> None:
+        super().reset_timeouts(connection)
+        for name in SETTINGS:
+            execute_sql(connection, f"RESET {name}")
+
+    def dependents(self, connection: Connection, schema: str, table: str, columns: Sequence[str], own: Sequence[str]) -> list[str]:
+        """PostgreSQL's, less the ``truncate_trigger_<oid>`` Citus puts on every distributed
+        table (dropped with it, not the user's)."""
+        found = super().dependents(connection, schema, table, columns, own)
+        return [d for d in found if not CITUS_TRUNCATE_TRIGGER.match(d)]
+
+    def materialize_self_join(self) -> bool:
+        """A pair of near-duplicates may sit on any two shards, and Citus's repartition joins
+        (the block-column self-joins, with ``citus.enable_repartition_joins``) took 45 s for
+        250 rows on two workers: the keys and fingerprints are read once from the shards
+        instead, and the coordinator hash-joins them on the masks like one PostgreSQL."""
+        return True
+
+    def batch_sql(self, job: Job) -> CitusBatchSQL:
+        return CitusBatchSQL(job)
+
+
+__all__ = ["CITUS_DDL", "CitusBackend", "CitusBatchSQL", "CitusDDL", "SETTINGS", "colocate_sql", "distribute_sql"]

@@ -1,0 +1,330 @@
+"""simsql on Citus (distributed PostgreSQL), issue 24: every feature on distributed and reference
+tables, exact, with no setting the user has to know.
+
+The cluster comes from ``SIMSQL_TEST_CITUS_URL`` (``.ci/citus-cluster`` starts a coordinator and
+two workers and prints it); without it the Citus tests skip with one line. Each test gets its
+own schema on the cluster. Answers are compared with plain PostgreSQL's on the same rows (the
+``engine`` fixture's server), so "exact" means "what one PostgreSQL answers".
+
+The last test here is plain PostgreSQL's, found on the way: detaching a side-table attachment
+whose schema is not on ``search_path``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, String, Text, create_engine, select, text
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+import simsql
+import simsql.alembic
+import simsql.citus
+from simsql import dialects
+from simsql.dialects.citus import CitusBackend
+from simsql.dialects.postgresql import PostgresBackend
+
+from .command_line import cli
+from .conftest import CITUS_SKIP
+from .tables import create_models, insert_rows, run, texts
+
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Note(simsql.SimHashMixin, Base):
+    """Columns mode: the fingerprint on the table itself (its row trigger goes to the shards)."""
+
+    __tablename__ = "notes"
+    __simhash_source__ = ("title", "body")
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str | None] = mapped_column(String(200))
+    body: Mapped[str | None] = mapped_column(Text)
+
+
+class Page(Base):
+    """Side-table mode: fingerprints in ``pages_simhash``, co-located with ``pages``."""
+
+    __tablename__ = "pages"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str | None] = mapped_column(String(200))
+    body: Mapped[str | None] = mapped_column(Text)
+
+
+PAGE_BINDING = simsql.attach_model(Page, source=("title", "body"))
+MODELS = {"columns": Note, "side_table": Page}
+ROWS = 240
+
+
+@pytest.fixture(scope="session")
+def citus_url() -> str:
+    url = os.environ.get("SIMSQL_TEST_CITUS_URL")
+    if not url:
+        pytest.skip(f"{CITUS_SKIP}: no SIMSQL_TEST_CITUS_URL (start a cluster with .ci/citus-cluster)")
+    return url
+
+
+@pytest.fixture
+def citus_engine(citus_url: str) -> Iterator[Engine]:
+    """An engine on the cluster whose unqualified names resolve in this test's own schema."""
+    name = f"c_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(citus_url)
+    with admin.begin() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{name}"'))
+    engine = create_engine(citus_url, connect_args={"options": f"-csearch_path={name},public"})
+    yield engine
+    engine.dispose()
+    with admin.begin() as connection:
+        connection.execute(text(f'DROP SCHEMA "{name}" CASCADE'))
+    admin.dispose()
+
+
+@pytest.fixture
+def citus_cli_url(citus_engine: Engine) -> str:
+    schema = _schema(citus_engine)
+    return citus_engine.url.set(query={"options": f"-csearch_path={schema}"}).render_as_string(hide_password=False)
+
+
+def _schema(engine: Engine) -> str:
+    with engine.connect() as connection:
+        return str(connection.execute(text("SELECT current_schema()")).scalar_one())
+
+
+def rows() -> list[dict[str, Any]]:
+    """``texts()`` and copies of some of them, exact and with a word changed: near-duplicates."""
+    found = texts(ROWS)
+    copies = []
+    for row in found[6:60:6]:
+        body = row["body"] or ""
+        copies.append({"id": len(found) + len(copies) + 1, "title": row["title"], "body": body})
+        words = body.split()
+        changed = " ".join(words[:-1] + ["changed"]) if words else "changed"
+        copies.append({"id": len(found) + len(copies) + 1, "title": row["title"], "body": changed})
+    return found + copies
+
+
+def load(engine: Engine, model: type, how: str | None) -> None:
+    """The model's tables, distributed by ``id`` (``how="distributed"``), made reference tables
+    (``"reference"``) or left alone (None: plain PostgreSQL), then the rows and a backfill."""
+    simsql.alembic.upgrade(engine)
+    create_models(engine, model)
+    if how is not None:
+        simsql.citus.distribute(engine, model, "id" if how == "distributed" else None)
+    insert_rows(engine, model, rows())
+    simsql.backfill(engine, model, workers=0)
+
+
+def _text(model: type, key: int) -> str:
+    row = rows()[key - 1]
+    return "\n".join(part for part in (row["title"], row["body"]) if part is not None)
+
+
+def _most_similar(session: Session, model: type) -> Any:
+    return [
+        [(row[0].id, int(row[1])) for row in session.execute(simsql.most_similar(select(model), _text(model, key), limit=5))]
+        for key in (7, 13, 42)
+    ]
+
+
+def _similar_to(session: Session, model: type) -> Any:
+    return [
+        sorted(session.execute(select(model.id).where(simsql.similar_to(model, _text(model, 7), d))).scalars())  # type: ignore[attr-defined]
+        for d in (3, 9)
+    ]
+
+
+def _find_original(session: Session, model: type) -> Any:
+    found = [simsql.find_original(session, model, _text(model, key)) for key in (7, 13, 42)]
+    return [None if match is None else (match.row.id, match.distance) for match in found]
+
+
+def _most_similar_many(session: Session, model: type) -> Any:
+    return simsql.most_similar_many(session, model, [_text(model, key) for key in (7, 13, 42, 100)], limit=4)
+
+
+def _near_duplicates(session: Session, model: type) -> Any:
+    return simsql.near_duplicates(session, model, max_distance=3)
+
+
+def _duplicate_groups(session: Session, model: type) -> Any:
+    return simsql.duplicate_groups(session, model, max_distance=3)
+
+
+QUERIES: dict[str, Callable[[Session, type], Any]] = {
+    "most_similar": _most_similar,
+    "similar_to": _similar_to,
+    "find_original": _find_original,
+    "most_similar_many": _most_similar_many,
+    "near_duplicates": _near_duplicates,
+    "duplicate_groups": _duplicate_groups,
+}
+
+
+def answer(engine: Engine, model: type, query: str) -> Any:
+    with Session(engine) as session:
+        return QUERIES[query](session, model)
+
+
+# -- detection -------------------------------------------------------------------------------
+
+
+def test_citus_is_detected_and_plain_postgresql_is_not(citus_engine: Engine, engine: Engine) -> None:
+    assert type(dialects.backend(citus_engine)) is CitusBackend
+    assert type(dialects.backend(engine)) is PostgresBackend
+
+
+# -- every query on distributed and reference tables, both storage modes, as plain PostgreSQL --
+
+
+@pytest.mark.parametrize("query", list(QUERIES))
+@pytest.mark.parametrize("how", ["distributed", "reference"])
+@pytest.mark.parametrize("mode", list(MODELS))
+def test_queries_answer_as_plain_postgresql(citus_engine: Engine, engine: Engine, mode: str, how: str, query: str) -> None:
+    model = MODELS[mode]
+    load(engine, model, None)
+    load(citus_engine, model, how)
+    expected = answer(engine, model, query)
+    assert expected, f"{query} found nothing on plain PostgreSQL: the comparison would prove nothing"
+    assert answer(citus_engine, model, query) == expected
+
+
+def test_distributed_mixin_table_keeps_fingerprints_honest_on_the_shards(citus_engine: Engine) -> None:
+    load(citus_engine, Note, "distributed")
+    with Session(citus_engine) as session:
+        session.add(Note(id=10_000, title="fresh", body="a new row written through the ORM on a distributed table"))
+        session.commit()
+    run(citus_engine, "UPDATE notes SET body = 'rewritten by raw SQL' WHERE id = 7")
+    report = simsql.status(citus_engine)[0]
+    assert (report.rows_missing, report.rows_stale) == (1, 0)  # the trigger on the shard dropped the stale one
+    assert simsql.backfill(citus_engine, Note, workers=0).rows_fingerprinted == 1
+    with citus_engine.connect() as connection:
+        stored = connection.execute(text("SELECT simhash FROM notes WHERE id IN (7, 10000) ORDER BY id")).scalars().all()
+    assert [simsql.to_unsigned(v) for v in stored] == [
+        simsql.binding_for(Note).fingerprinter.fingerprint("title 7\nrewritten by raw SQL"),
+        simsql.binding_for(Note).fingerprinter.fingerprint("fresh\na new row written through the ORM on a distributed table"),
+    ]
+
+
+# -- attach and detach of a table the user distributed -----------------------------------------
+
+
+def _distributed_docs(engine: Engine) -> None:
+    run(engine, "CREATE TABLE docs (id INT PRIMARY KEY, title TEXT, body TEXT)", "SELECT create_distributed_table('docs', 'id')")
+    with engine.begin() as connection:
+        connection.execute(text("INSERT INTO docs (id, title, body) VALUES (:id, :title, :body)"), rows())
+
+
+@pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
+def test_cli_attach_backfill_dupes_detach_on_a_distributed_table(citus_engine: Engine, citus_cli_url: str, side_table: bool) -> None:
+    _distributed_docs(citus_engine)
+    attach = ["attach", "--table", "docs", "--text-column", "title", "--text-column", "body"]
+    done = cli(*attach, *(["--side-table"] if side_table else []), "--no-backfill", url=citus_cli_url)
+    assert done.returncode == 0, done.stderr
+    done = cli("backfill", "--table", "docs", url=citus_cli_url)
+    assert done.returncode == 0, done.stderr
+    with Session(citus_engine) as session:
+        model = simsql.reflect(session.connection(), "docs")
+        groups = simsql.duplicate_groups(session, model)
+        similar = session.execute(select(model.id).where(simsql.similar_to(model, _text(Note, 7), 3))).scalars().all()
+    assert groups and 7 in sorted(similar)
+    done = cli("dupes", "--table", "docs", "--format", "json", url=citus_cli_url)
+    assert done.returncode == 0, done.stderr
+    assert [group["keys"] for group in json.loads(done.stdout)] == groups
+    done = cli("detach", "--table", "docs", url=citus_cli_url)
+    assert done.returncode == 0, done.stderr
+    assert simsql.status(citus_engine) == []
+
+
+@pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
+def test_attach_table_on_a_distributed_table(citus_engine: Engine, side_table: bool) -> None:
+    _distributed_docs(citus_engine)
+    simsql.alembic.upgrade(citus_engine)
+    simsql.attach_table(citus_engine, "docs", ["title", "body"], side_table=side_table)
+    assert simsql.backfill(citus_engine, "docs", workers=0).rows_fingerprinted > ROWS // 2
+    with Session(citus_engine) as session:
+        model = simsql.reflect(session.connection(), "docs")
+        similar = session.execute(select(model.id).where(simsql.similar_to(model, _text(Note, 7), 3))).scalars().all()
+    assert 7 in similar
+    simsql.detach_table(citus_engine, "docs")
+    assert simsql.status(citus_engine) == []
+
+
+@pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
+def test_distribute_a_table_attached_before_by_name_takes_its_side_table_along(citus_engine: Engine, side_table: bool) -> None:
+    run(citus_engine, "CREATE TABLE docs (id INT PRIMARY KEY, title TEXT, body TEXT)")
+    simsql.alembic.upgrade(citus_engine)
+    simsql.attach_table(citus_engine, "docs", ["title", "body"], side_table=side_table)
+    simsql.citus.distribute(citus_engine, "docs", "id")
+    with citus_engine.connect() as connection:
+        distributed = connection.execute(text(
+            "SELECT CAST(logicalrelid AS text) FROM pg_dist_partition WHERE partmethod = 'h' "
+            "AND CAST(logicalrelid AS text) IN ('docs', 'docs_simhash') ORDER BY 1"
+        )).scalars().all()  # fmt: skip
+    assert distributed == (["docs", "docs_simhash"] if side_table else ["docs"])
+    with citus_engine.begin() as connection:
+        connection.execute(text("INSERT INTO docs (id, title, body) VALUES (:id, :title, :body)"), rows())
+    assert simsql.backfill(citus_engine, "docs", workers=0).rows_fingerprinted > ROWS // 2
+    report = simsql.status(citus_engine)[0]
+    assert (report.rows_missing, report.rows_stale) == (0, 0)
+
+
+@pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
+def test_refingerprint_a_distributed_table_answers_as_plain_postgresql(citus_engine: Engine, engine: Engine, side_table: bool) -> None:
+    for server in (citus_engine, engine):
+        run(server, "CREATE TABLE docs (id INT PRIMARY KEY, title TEXT, body TEXT)")
+        if server is citus_engine:
+            run(server, "SELECT create_distributed_table('docs', 'id')")
+        with server.begin() as connection:
+            connection.execute(text("INSERT INTO docs (id, title, body) VALUES (:id, :title, :body)"), rows())
+        simsql.alembic.upgrade(server)
+        simsql.attach_table(server, "docs", ["title", "body"], side_table=side_table)
+        simsql.backfill(server, "docs", workers=0)
+        assert simsql.refingerprint(server, "docs", to=simsql.Fingerprinter(shingle_size=2), workers=0).switched
+    answers = []
+    for server in (citus_engine, engine):
+        report = simsql.status(server)[0]
+        assert (report.settings["shingle_size"], report.rows_missing, report.rows_stale) == (2, 0, 0)
+        with Session(server) as session:
+            answers.append(simsql.duplicate_groups(session, simsql.reflect(session.connection(), "docs")))
+    assert answers[0] == answers[1] and answers[0]
+
+
+def test_distribute_refuses_a_server_without_citus(engine: Engine) -> None:
+    run(engine, "CREATE TABLE docs (id INT PRIMARY KEY, title TEXT, body TEXT)")
+    with pytest.raises(simsql.UnsupportedDatabase, match="needs Citus"):
+        simsql.citus.distribute(engine, "docs", "id")
+
+
+# -- plain PostgreSQL --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def other_schema(engine: Engine) -> Iterator[str]:
+    """A second schema, not on the test engine's ``search_path``."""
+    name = f"o_{uuid.uuid4().hex[:12]}"
+    run(engine, f'CREATE SCHEMA "{name}"')
+    yield name
+    run(engine, f'DROP SCHEMA "{name}" CASCADE')
+
+
+def test_detach_of_a_side_table_in_a_schema_off_the_search_path(engine: Engine, other_schema: str) -> None:
+    simsql.alembic.upgrade(engine)
+    run(engine, f'CREATE TABLE "{other_schema}".docs (id INT PRIMARY KEY, title TEXT, body TEXT)',
+        f"INSERT INTO \"{other_schema}\".docs VALUES (1, 'a', 'the quick brown fox jumps over the lazy dog')")  # fmt: skip
+    simsql.attach_table(engine, "docs", ["title", "body"], schema=other_schema, side_table=True)
+    removed = simsql.detach_table(engine, "docs", schema=other_schema)
+    assert (removed.table_schema, removed.table_name) == (other_schema, "docs")
+    with engine.connect() as connection:
+        left = connection.execute(
+            text("SELECT relname FROM pg_class WHERE relnamespace = CAST(:s AS regnamespace) ORDER BY 1"), {"s": other_schema}
+        ).scalars().all()
+    assert left == ["docs", "docs_pkey"]
