@@ -20,6 +20,7 @@ from .errors import (
     WouldLockTable,
 )
 from .fingerprint import Fingerprinter, simhash, simhash_features
+from .vectors import VectorFingerprinter
 from .queries import (
     DuplicatePair,
     Match,
@@ -69,6 +70,7 @@ __all__ = [
     "ConfigMismatch",
     "EmptyDocument",
     "Fingerprinter",
+    "VectorFingerprinter",
     "IdfTable",
     "NotAttached",
     "SchemaError",
