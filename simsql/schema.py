@@ -22,6 +22,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from .errors import SchemaError
 from .fingerprint import Fingerprinter
+from .vectors import AnyFingerprinter
 
 MAX_IDENTIFIER_BYTES = 63
 """PostgreSQL's NAMEDATALEN - 1."""
@@ -229,7 +230,7 @@ progress_table = Table(
 def record_values(
     schema: str,
     table_name: str,
-    fingerprinter: Fingerprinter,
+    fingerprinter: AnyFingerprinter,
     source: Sequence[str],
     mode: str,
     side_table: str | None,

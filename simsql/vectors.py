@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import math
 import struct
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any, Union
@@ -40,7 +39,6 @@ _QUANTUM = float(1 << 24)
 _DOMAIN = b"simsql-vector-hyperplane\x00"
 _UNIT = 1.0 / float(1 << 32)
 
-VectorLike = Union[Sequence[float], "np.ndarray[Any, Any]"]
 
 
 def _normal(seed: int, plane: int, coordinate: int) -> float:
@@ -96,6 +94,24 @@ def _as_matrix(vectors: object, dimensions: int, what: str) -> np.ndarray:
             + (" (strings or mixed values)" if array.dtype.kind in "OUS" else "")
         )
     return array.astype(np.float64, copy=False)
+
+
+def vector_of(value: object, what: str = "vector") -> object:
+    """A stored vector column's value as something :meth:`VectorFingerprinter.fingerprint` reads:
+    a list or array as it is; ``bytes`` as little-endian float32 (a BLOB column); ``str`` as JSON
+    text (a MariaDB JSON column read as text). Anything else is left for the fingerprinter to
+    refuse. ``what`` names the column in errors."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+        if len(raw) % 4:
+            raise ValueError(f"{what} holds {len(raw)} bytes, not a whole number of float32 values")
+        return np.frombuffer(raw, dtype="<f4")
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            raise TypeError(f"{what} holds text that is not a JSON array of numbers: {value[:40]!r}") from None
+    return value
 
 
 @dataclass(frozen=True)
@@ -190,14 +206,14 @@ class VectorFingerprinter:
             )
         return array
 
-    def fingerprint(self, vector: VectorLike) -> int:
+    def fingerprint(self, vector: object) -> int:
         """The unsigned 64-bit signature of one vector (a list of numbers or a 1-D array)."""
         array = _as_matrix(vector, self.dimensions, "vector")
         if array.ndim != 1:
             raise ValueError(f"fingerprint() takes one vector (1-D); use fingerprint_many() for a batch, got {array.ndim}-D")
         return self.fingerprint_many(array[None, :])[0]
 
-    def fingerprint_many(self, vectors: VectorLike | Sequence[VectorLike]) -> list[int]:
+    def fingerprint_many(self, vectors: object) -> list[int]:
         """Signatures of a batch (a 2-D array or a sequence of vectors): one matrix product.
         An empty batch gives ``[]``; any bad vector refuses the whole batch."""
         if isinstance(vectors, (list, tuple)) and not vectors:
