@@ -13,7 +13,8 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
-from simsql import SimHashMixin, VectorFingerprinter, hamming
+from simsql import ConfigMismatch, Fingerprinter, SimHashMixin, VectorFingerprinter, hamming, registry
+from simsql.schema import metadata as simsql_metadata
 
 DIMENSIONS = 24
 SIGNER = VectorFingerprinter(DIMENSIONS, seed=7)
@@ -173,3 +174,21 @@ def test_text_targets_and_other_configurations_are_refused(any_engine: Engine) -
         with pytest.raises(ValueError, match=f"expected vectors of {DIMENSIONS} numbers"):
             simsql.most_similar(select(Doc), [1.0, 2.0])
 
+
+
+@pytest.mark.parametrize("recorded", [VectorFingerprinter(DIMENSIONS, seed=8), Fingerprinter()], ids=["other seed", "text"])
+def test_a_table_recorded_with_another_configuration_is_refused(any_engine: Engine, recorded: object) -> None:
+    simsql_metadata.create_all(any_engine)
+    Base.metadata.create_all(any_engine)
+    with any_engine.begin() as connection:
+        registry.remove(connection, "vec_docs")
+        registry.record(connection, "vec_docs", None, recorded, ("embedding",), "columns")  # type: ignore[arg-type]
+    with Session(any_engine) as session:
+        session.add(Doc(id=1, embedding=[1.0] * DIMENSIONS))
+        with pytest.raises(ConfigMismatch, match="vec_docs"):
+            session.commit()
+        session.rollback()
+        with pytest.raises(ConfigMismatch):
+            session.execute(simsql.most_similar(select(Doc), [1.0] * DIMENSIONS)).all()
+    with any_engine.connect() as connection:
+        assert connection.scalar(select(func.count()).select_from(Doc.__table__)) == 0
