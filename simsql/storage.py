@@ -242,10 +242,14 @@ class SimHashMixin:
     The fingerprint is computed when a row is inserted through the ORM and whenever a source
     attribute changes; it is NULL when the text has no features (NULL never matches). Writes
     that bypass the ORM (raw SQL, ``COPY``) need :func:`simsql.backfill` afterwards.
+
+    With ``__simhash_fingerprinter__ = VectorFingerprinter(dimensions)`` the source is one
+    vector column instead (a float array, JSON array or float32 BLOB), signed by random
+    hyperplanes (docs/vectors.md); a NULL vector stores NULL, a bad one fails the flush.
     """
 
     __simhash_source__: ClassVar[Sequence[str]] = ()
-    __simhash_fingerprinter__: ClassVar[Fingerprinter] = DEFAULT
+    __simhash_fingerprinter__: ClassVar[AnyFingerprinter] = DEFAULT
 
     def __init_subclass__(cls, **kw: Any) -> None:
         """Checks (and makes a tuple of) ``__simhash_source__`` as the class is created, before
