@@ -15,7 +15,6 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-
 from sqlalchemy import and_, literal, not_, tuple_
 from sqlalchemy.sql import ColumnElement
 
