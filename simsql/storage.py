@@ -116,10 +116,8 @@ class Binding:
         return fingerprint, None if fingerprint is None else text_digest(text_value)
 
     def vector_values(self, instance: object, fingerprinter: VectorFingerprinter) -> tuple[int | None, None]:
-        """(signature, None) of a row whose source is one vector column: NULL for a NULL vector,
-        ``ValueError``/``TypeError`` for a bad one (nothing written). No digest: the triggers'
-        digest is of text, so a vector's signature is kept until the vector changes by any
-        writer other than the ORM (which writes the new one after, :func:`_rewrite_vector_signature`)."""
+        """(signature, None) of a row whose source is one vector column; ``ValueError``/``TypeError``
+        for a bad vector. No digest (the triggers' is of text): see :func:`_rewrite_vector_signature`."""
         value = getattr(instance, self.source[0])
         if value is None:
             return None, None
@@ -241,11 +239,8 @@ class SimHashMixin:
 
     The fingerprint is computed when a row is inserted through the ORM and whenever a source
     attribute changes; it is NULL when the text has no features (NULL never matches). Writes
-    that bypass the ORM (raw SQL, ``COPY``) need :func:`simsql.backfill` afterwards.
-
-    With ``__simhash_fingerprinter__ = VectorFingerprinter(dimensions)`` the source is one
-    vector column instead (a float array, JSON array or float32 BLOB), signed by random
-    hyperplanes (docs/vectors.md); a NULL vector stores NULL, a bad one fails the flush.
+    that bypass the ORM (raw SQL, ``COPY``) need :func:`simsql.backfill` afterwards. With a
+    ``VectorFingerprinter`` the source is one vector column instead (docs/vectors.md).
     """
 
     __simhash_source__: ClassVar[Sequence[str]] = ()
