@@ -10,6 +10,8 @@ the exact cosine top-10 over all rows (numpy). Each system, timed per query (p50
 - ``most_similar top-10``: simsql's exact Hamming top-10 by signature (block indexes, then scan);
 - ``most_similar top-N + rerank`` (N = 50, 200): its top-N, re-ranked by exact cosine in Python on the
   stored vectors it returned;
+- ``most_similar probe_radius=0 ...``: exact, band 0 then the scan (no wider bands: an
+  embedding's neighbours are rarely within a few bits, so wider bands seldom fill the limit);
 - ``most_similar exact=False top-200 + rerank``: the approximate search (block probes within
   a budget, never a scan), re-ranked;
 - ``hamming scan top-10``: the plain scan, ``ORDER BY hamming distance LIMIT 10``;
@@ -131,9 +133,10 @@ def systems(session: Session) -> dict[str, Callable[[np.ndarray], list[int]]]:
     fingerprinter = VectorDoc.__simhash_fingerprinter__
     assert isinstance(fingerprinter, simsql.VectorFingerprinter)
 
-    def simsql_top(limit: int, exact: bool = True) -> Callable[[np.ndarray], list[Any]]:
+    def simsql_top(limit: int, exact: bool = True, **options: Any) -> Callable[[np.ndarray], list[Any]]:
         return lambda q: [
-            row[0] for row in session.execute(simsql.most_similar(select(VectorDoc), q, limit=limit, exact=exact))
+            row[0]
+            for row in session.execute(simsql.most_similar(select(VectorDoc), q, limit=limit, exact=exact, **options))
         ]
 
     def scan_top(limit: int) -> Callable[[np.ndarray], list[Any]]:
@@ -151,6 +154,8 @@ def systems(session: Session) -> dict[str, Callable[[np.ndarray], list[int]]]:
 
     found: dict[str, Callable[[np.ndarray], list[int]]] = {"most_similar top-10": ids(simsql_top(TOP))}
     found |= {f"most_similar top-{n} + rerank": reranked(simsql_top(n)) for n in RERANKS}
+    found["most_similar probe_radius=0 top-10"] = ids(simsql_top(TOP, probe_radius=0))
+    found[f"most_similar probe_radius=0 top-{RERANKS[-1]} + rerank"] = reranked(simsql_top(RERANKS[-1], probe_radius=0))
     found[f"most_similar exact=False top-{RERANKS[-1]} + rerank"] = reranked(simsql_top(RERANKS[-1], exact=False))
     found["hamming scan top-10"] = ids(scan_top(TOP))
     found |= {f"hamming scan top-{n} + rerank": reranked(scan_top(n)) for n in RERANKS}
