@@ -21,6 +21,7 @@ from .errors import (
     WouldLockTable,
 )
 from .fingerprint import Fingerprinter, simhash, simhash_features
+from .vectors import VectorFingerprinter
 from .queries import (
     DuplicatePair,
     Match,
@@ -73,6 +74,7 @@ __all__ = [
     "EmptyDocument",
     "TextTooLarge",
     "Fingerprinter",
+    "VectorFingerprinter",
     "IdfTable",
     "NotAttached",
     "SchemaError",

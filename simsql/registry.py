@@ -34,6 +34,7 @@ from .dialects import backend
 from .dialects.base import is_autocommit
 from .errors import ConfigMismatch, SchemaError
 from .fingerprint import Fingerprinter
+from .vectors import AnyFingerprinter
 from .schema import (
     DEFAULT_PREFIX,
     PROGRESS_TABLE,
@@ -163,7 +164,7 @@ def record(
     connection: Connection,
     table_name: str,
     schema: str | None,
-    fingerprinter: Fingerprinter,
+    fingerprinter: AnyFingerprinter,
     source: tuple[str, ...],
     mode: str,
     side_table: str | None = None,
@@ -318,7 +319,7 @@ def claim(
     connection: Connection,
     table_name: str,
     schema: str | None,
-    fingerprinter: Fingerprinter,
+    fingerprinter: AnyFingerprinter,
     source: tuple[str, ...],
     names: Any,
 ) -> None:

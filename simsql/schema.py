@@ -21,8 +21,8 @@ from sqlalchemy import JSON, BigInteger, Column, DateTime, MetaData, String, Tab
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from .errors import SchemaError
-from .fingerprint import Fingerprinter
 from .signature import WIDE_WORDS, BlockLayout
+from .vectors import AnyFingerprinter
 
 MAX_IDENTIFIER_BYTES = 63
 """PostgreSQL's NAMEDATALEN - 1."""
@@ -258,7 +258,7 @@ progress_table = Table(
 def record_values(
     schema: str,
     table_name: str,
-    fingerprinter: Fingerprinter,
+    fingerprinter: AnyFingerprinter,
     source: Sequence[str],
     mode: str,
     side_table: str | None,

@@ -37,6 +37,7 @@ from .fingerprint import DEFAULT, Fingerprinter
 from .orm_triggers import install_trigger_on_create
 from .schema import BLOCK_COUNT, DEFAULT_PREFIX, Names, default_side_table
 from .types import TEXT_DIGEST, SimHash
+from .vectors import AnyFingerprinter, VectorFingerprinter, vector_of
 
 _MIXIN_NAMES = Names("mixin", DEFAULT_PREFIX)
 FINGERPRINT_COLUMN = _MIXIN_NAMES.fingerprint
@@ -84,7 +85,7 @@ class Binding:
     keys: tuple[Any, ...]
     table_keys: tuple[Column[Any], ...]
     source: tuple[str, ...]
-    fingerprinter: Fingerprinter
+    fingerprinter: AnyFingerprinter
     names: Names
     words: tuple[Column[Any], ...] = ()
     """The wide signature's four word columns (word 0 is ``fingerprint``); empty unless ``names.wide``."""
@@ -109,7 +110,10 @@ class Binding:
         return self.stored_values(instance)[0]
 
     def stored_values(self, instance: object) -> tuple[int | None, uuid.UUID | None]:
-        """(fingerprint, digest of its text) to store for a row; (None, None) without features."""
+        """(fingerprint, digest of its text) to store for a row; (None, None) without features.
+        A vector source stores no digest (see :meth:`vector_values`)."""
+        if isinstance(self.fingerprinter, VectorFingerprinter):
+            return self.vector_values(instance, self.fingerprinter)
         text_value = self.text_of(instance)
         if text_value is None:
             return None, None
@@ -129,6 +133,14 @@ class Binding:
             return dict.fromkeys((names.fingerprint, names.digest, *names.wide_words))
         assert text_value is not None
         return {names.digest: text_digest(text_value), **dict(zip(names.signature_words, signature.words))}
+
+    def vector_values(self, instance: object, fingerprinter: VectorFingerprinter) -> tuple[int | None, None]:
+        """(signature, None) of a row whose source is one vector column; ``ValueError``/``TypeError``
+        for a bad vector. No digest (the triggers' is of text): see :func:`_rewrite_vector_signature`."""
+        value = getattr(instance, self.source[0])
+        if value is None:
+            return None, None
+        return fingerprinter.fingerprint(vector_of(value, f"{type(instance).__name__}.{self.source[0]}")), None
 
     def key_of(self, instance: object) -> tuple[Any, ...]:
         return tuple(getattr(instance, column.key) for column in self.keys)
@@ -266,11 +278,12 @@ class SimHashMixin:
 
     The fingerprint is computed when a row is inserted through the ORM and whenever a source
     attribute changes; it is NULL when the text has no features (NULL never matches). Writes
-    that bypass the ORM (raw SQL, ``COPY``) need :func:`simsql.backfill` afterwards.
+    that bypass the ORM (raw SQL, ``COPY``) need :func:`simsql.backfill` afterwards. With a
+    ``VectorFingerprinter`` the source is one vector column instead (docs/vectors.md).
     """
 
     __simhash_source__: ClassVar[Sequence[str]] = ()
-    __simhash_fingerprinter__: ClassVar[Fingerprinter] = DEFAULT
+    __simhash_fingerprinter__: ClassVar[AnyFingerprinter] = DEFAULT
 
     def __init_subclass__(cls, **kw: Any) -> None:
         """Checks (and makes a tuple of) ``__simhash_source__`` as the class is created, before
@@ -333,8 +346,12 @@ def _mixin_binding(model: type) -> Binding:
         if name not in mapper.attrs:
             raise SchemaError(f"{model.__name__}.__simhash_source__ names {name!r}, which is not a mapped attribute")
     fingerprinter = getattr(model, "__simhash_fingerprinter__", DEFAULT)
-    if not isinstance(fingerprinter, Fingerprinter):
-        raise TypeError(f"{model.__name__}.__simhash_fingerprinter__ must be a simsql.Fingerprinter")
+    if not isinstance(fingerprinter, (Fingerprinter, VectorFingerprinter)):
+        raise TypeError(
+            f"{model.__name__}.__simhash_fingerprinter__ must be a simsql.Fingerprinter or simsql.VectorFingerprinter"
+        )
+    if isinstance(fingerprinter, VectorFingerprinter) and len(source) != 1:
+        raise TypeError(f"{model.__name__}: a VectorFingerprinter reads one vector column, __simhash_source__ names {source!r}")
     table = mapper.local_table
     assert isinstance(table, Table)
     keys = tuple(mapper.primary_key)
@@ -425,7 +442,18 @@ def _confirm_insert(mapper: Mapper[Any], connection: Any, target: Any) -> None:
 def _confirm_update(mapper: Mapper[Any], connection: Any, target: Any) -> None:
     binding = binding_for(type(target))
     if binding.source_changed(target):
+        if isinstance(binding.fingerprinter, VectorFingerprinter):
+            _rewrite_vector_signature(binding, connection, target)
         binding.confirm_config(connection, target)
+
+
+def _rewrite_vector_signature(binding: Binding, connection: Any, target: Any) -> None:
+    """The new signature of a changed vector, written by a second UPDATE that leaves the vector
+    alone: the table's trigger drops a fingerprint written without a digest in the same UPDATE as
+    its source (it cannot tell an ORM write from a raw one), and a vector has no text digest."""
+    where = [column == value for column, value in zip(binding.table_keys, binding.key_of(target))]
+    signature = getattr(target, binding.names.fingerprint)
+    connection.execute(update(binding.table).where(*where).values({binding.names.fingerprint: signature}))
 
 
 def attach_model(

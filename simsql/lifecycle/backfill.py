@@ -95,6 +95,11 @@ def _resolve(connection: Connection, target: type | str, schema: str | None, fin
             raise ConfigMismatch(
                 f"{target.__name__} is configured with {binding.fingerprinter.config_id}, not {fingerprinter.config_id}"
             )
+        if not isinstance(binding.fingerprinter, Fingerprinter):
+            raise TypeError(
+                f"{target.__name__} is fingerprinted from a vector column: backfill reads text, and has no vector "
+                "backfill yet; write its rows through the ORM (the mixin signs each vector on insert and update)"
+            )
         chosen = binding.fingerprinter
         registry.claim(connection, table, schema, chosen, source, names)
     else:

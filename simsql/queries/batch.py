@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 from .. import dialects
 from ..bits import blocks, to_signed
 from ..dialects import BLOCK_COUNT, hamming_expression
+from ..fingerprint import Fingerprinter
 from ..steps import Call, Compute, Execute, Steps, run_sync_steps
 from ..storage import Binding, binding_for
 from ..types import SimHash
@@ -76,6 +77,8 @@ def _check_and_plan(binding: Binding, connection: Connection) -> str:
 
 def _fingerprints(binding: Binding, targets: Sequence[object]) -> list[int | None]:
     """Each target's fingerprint (None for a text without features), texts in one batch."""
+    if not isinstance(binding.fingerprinter, Fingerprinter):  # vectors: one by one (no text batch)
+        return [resolve_target(binding, t)[0] for t in targets]
     texts = [t for t in targets if isinstance(t, str)]
     text_fps = iter(binding.fingerprinter.fingerprint_many(texts, empty="none"))
     return [next(text_fps) if isinstance(t, str) else resolve_target(binding, t)[0] for t in targets]

@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
+import numpy as np
 from sqlalchemy import and_, literal, not_, tuple_
 from sqlalchemy.sql import ColumnElement
 
@@ -21,6 +22,7 @@ from ..bits import check_fingerprint
 from ..dialects import BLOCK_COUNT
 from ..errors import EmptyDocument
 from ..storage import Binding
+from ..vectors import VectorFingerprinter
 from ..types import SimHash
 
 MAX_EXACT_BLOCK_DISTANCE = BLOCK_COUNT - 1
@@ -35,7 +37,15 @@ def resolve_target(binding: Binding, target: object) -> tuple[int, tuple[Any, ..
     (checked to fit 64 bits); a model instance gives its stored fingerprint and its key. Raises
     :class:`EmptyDocument` for a row without text, ``TypeError`` for anything else.
     """
-    if isinstance(target, str):
+    if isinstance(binding.fingerprinter, VectorFingerprinter):
+        if isinstance(target, (list, tuple, np.ndarray)):  # a vector: signed with the model's configuration
+            return binding.fingerprinter.fingerprint(target), None
+        if isinstance(target, str):
+            raise TypeError(
+                f"{binding.model.__name__} is fingerprinted from vectors: the target must be a vector (list or "
+                "numpy array), a fingerprint (int) or a row, not text"
+            )
+    elif isinstance(target, str):
         return binding.fingerprinter.fingerprint(target), None
     if isinstance(target, int) and not isinstance(target, bool):
         return check_fingerprint(target, "target"), None
@@ -45,7 +55,7 @@ def resolve_target(binding: Binding, target: object) -> tuple[int, tuple[Any, ..
             raise EmptyDocument(f"row {binding.key_of(target)!r} of {binding.table.name} has no text to compare")
         return fingerprint, binding.key_of(target)
     raise TypeError(
-        f"target must be text (str), a fingerprint (int) or an instance of {binding.model.__name__}, "
+        f"target must be text (str) or a vector, a fingerprint (int) or an instance of {binding.model.__name__}, "
         f"got {type(target).__name__}"
     )
 
