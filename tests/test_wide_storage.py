@@ -96,5 +96,6 @@ def test_raw_sql_reads_the_same_blocks(wide_tables: Engine) -> None:
         names = Names("wide_articles", wide=True)
         words = session.execute(text("SELECT " + ", ".join(names.signature_words) + " FROM wide_articles")).one()
     value = sum((int(w) % (1 << 64)) << (64 * k) for k, w in enumerate(words))
-    stored = _stored(Session(wide_tables), WideArticle)[0][5:]
+    with Session(wide_tables) as session:  # closed: an unclosed one holds its transaction until gc
+        stored = _stored(session, WideArticle)[0][5:]
     assert list(stored) == [(value >> (WIDE_LAYOUT.width * i)) & ((1 << WIDE_LAYOUT.width) - 1) for i in range(WIDE_LAYOUT.count)]
