@@ -19,7 +19,7 @@ from sqlalchemy import Table, event, inspect
 
 from . import registry
 from .dialects import Backend, backend, execute_sql
-from .fingerprint import Fingerprinter
+from .vectors import AnyFingerprinter
 from .schema import Names
 
 
@@ -35,7 +35,7 @@ class BoundTable(Protocol):
     @property
     def keys(self) -> Any: ...
     @property
-    def fingerprinter(self) -> Fingerprinter: ...
+    def fingerprinter(self) -> AnyFingerprinter: ...
     @property
     def registry_key(self) -> tuple[str | None, str]: ...
 

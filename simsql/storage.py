@@ -128,7 +128,10 @@ class Binding:
             fingerprint, digest = self.stored_values(instance)
             return {names.fingerprint: fingerprint, names.digest: digest}
         text_value = self.text_of(instance)
-        signature = None if text_value is None else self.fingerprinter.signatures_many([text_value], empty="none")[0]
+        fingerprinter = self.fingerprinter
+        if not isinstance(fingerprinter, Fingerprinter):  # a wide signature is of text only
+            raise TypeError("the wide signature is computed from text; a vector model cannot have it")
+        signature = None if text_value is None else fingerprinter.signatures_many([text_value], empty="none")[0]
         if signature is None:
             return dict.fromkeys((names.fingerprint, names.digest, *names.wide_words))
         assert text_value is not None

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from ..containment import MIN_CONTAINMENT, share_of_submission, shingled
 from ..errors import TextTooLarge
+from ..fingerprint import Fingerprinter
 from ..signature import WIDE_BITS
 from .nearest import Match
 from .wide import WIDE_BUDGET, WIDE_CANDIDATES, WIDE_DISTANCE, wide_binding, wide_search
@@ -63,7 +64,10 @@ def find_wide_original(
     :class:`~simsql.EmptyDocument` for text without features.
     """
     binding = wide_binding(model)
-    signature = binding.fingerprinter.signature(text)
+    fingerprinter = binding.fingerprinter
+    if not isinstance(fingerprinter, Fingerprinter):
+        raise TypeError(f"find_original() checks text; {model.__name__} is fingerprinted from vectors")
+    signature = fingerprinter.signature(text)
     statement = wide_search(model, signature, wide_distance, budget=budget, limit=1 if min_containment is None else candidates)
     rows = session.execute(statement).all()
     if min_containment is None:
