@@ -101,7 +101,7 @@ def test_a_text_over_the_size_bound_is_refused_before_any_work(wide_tables: Engi
 
 
 def test_a_text_just_under_the_bound_stays_under_one_gigabyte(url: str) -> None:
-    """Both paths, in a fresh process: peak resident memory for a 10 MiB text (issue 21 item 12:
+    """Both paths, in a fresh process: peak resident memory for a 4 MiB text (issue 21 item 12:
     a 100 MB text once took 2.6 GB)."""
     script = textwrap.dedent(f"""
         import random, resource

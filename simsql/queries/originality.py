@@ -90,7 +90,7 @@ def find_original(
     threshold can be wide enough to catch disguised copies. ``min_containment=None`` skips it (fingerprints only:
     the nearest row within ``max_distance`` is the answer). At most ``candidates`` rows are
     read. Raises :class:`EmptyDocument` for text without words, and :class:`TextTooLarge`, before
-    any work, for a text over ``max_bytes`` of UTF-8 (10 MiB by default; None: no bound).
+    any work, for a text over ``max_bytes`` of UTF-8 (4 MiB by default; None: no bound).
 
     On a table with the wide signature (``WideSimHashMixin``, ``attach_model(..., wide=True)``)
     the check is :func:`simsql.queries.wide_original.find_wide_original` instead: probes of the

@@ -22,10 +22,11 @@ from ..signature import WIDE_BITS
 from .nearest import Match
 from .wide import WIDE_BUDGET, WIDE_CANDIDATES, WIDE_DISTANCE, wide_binding, wide_search
 
-MAX_TEXT_BYTES = 10 * 1024 * 1024
-"""Default bound of :func:`simsql.find_original` on a submitted text (UTF-8 bytes): 10 MiB.
+MAX_TEXT_BYTES = 4 * 1024 * 1024
+"""Default bound of :func:`simsql.find_original` on a submitted text (UTF-8 bytes): 4 MiB.
 Larger texts are refused with :class:`~simsql.TextTooLarge` before any work (issue 21: a
-100 MB text once took 2.6 GB); the peak memory just under it is measured in BENCHMARKS.md."""
+100 MB text once took 2.6 GB). A text just under it must peak under 1 GB of RSS on both paths
+(tests/test_wide_original.py); 10 MiB peaked at 1.2 GB, hence 4."""
 
 def check_text_size(text: str, max_bytes: int | None) -> None:
     """Refuse ``text`` with :class:`TextTooLarge` when its UTF-8 form exceeds ``max_bytes``
