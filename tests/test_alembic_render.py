@@ -100,13 +100,16 @@ def _body(rendered: str) -> str:
 
 def _migrate(code: str, context: MigrationContext) -> None:
     """Run rendered migration code as Alembic would (``import simsql.alembic`` is in the file's
-    imports, rendered separately)."""
+    imports, rendered separately, as are the dialect modules a rendered type may name, such as
+    ``postgresql.ARRAY``: a revision file imports ``from sqlalchemy.dialects import postgresql``)."""
     import simsql.alembic  # noqa: F401
+    from sqlalchemy.dialects import mysql, postgresql
 
     with Operations.context(context):
         from alembic import op
 
-        exec(compile(code, "<migration>", "exec"), {"sa": sqlalchemy, "op": op, "simsql": simsql})  # noqa: S102
+        names = {"sa": sqlalchemy, "op": op, "simsql": simsql, "postgresql": postgresql, "mysql": mysql}
+        exec(compile(code, "<migration>", "exec"), names)  # noqa: S102
 
 
 def _stale_fingerprints_dropped(engine: Engine) -> None:
