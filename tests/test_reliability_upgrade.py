@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import time
+from collections.abc import Callable
 
 from sqlalchemy import Connection, Engine, text
 
@@ -43,7 +44,7 @@ def test_concurrent_db_upgrades_all_succeed(any_engine: Engine, any_url: str) ->
         assert registry.registry_exists(connection) and registry.entries(connection) == []
 
 
-def _blocked_behind(holder: Connection, pid: int) -> int:
+def blocked_behind(holder: Connection, pid: int) -> int:
     """How many sessions wait, directly or through another waiter, for the session ``pid``."""
     waiting = holder.execute(text(
         "SELECT pid, pg_blocking_pids(pid) FROM pg_stat_activity "
@@ -59,23 +60,30 @@ def _blocked_behind(holder: Connection, pid: int) -> int:
     return len(behind) - 1
 
 
-def test_db_upgrades_that_all_reach_the_version_table_at_once_all_succeed(engine: Engine, url: str) -> None:
-    """Deterministic on PostgreSQL: an uncommitted CREATE TABLE of the version table holds
-    every upgrade at the same point; when it is rolled back they all go at once. Before the
-    advisory lock, one won and the others failed on the catalog's unique index."""
+def released_at_the_version_table(engine: Engine, start: Callable[[], subprocess.Popen[str]]) -> list[subprocess.Popen[str]]:
+    """PROCESSES runs of ``start()``, all held at the same point by an uncommitted CREATE TABLE of
+    simsql's version table (waited for until every one is blocked behind it), then released at
+    once by its rollback."""
     holder = engine.connect()
     try:
         holder.execute(text("CREATE TABLE simsql_alembic_version (version_num varchar(32) PRIMARY KEY)"))
         pid = holder.execute(text("SELECT pg_backend_pid()")).scalar_one()
-        runs = [_start(url) for _ in range(PROCESSES)]
+        runs = [start() for _ in range(PROCESSES)]
         deadline = time.monotonic() + 60
         with engine.connect() as watcher:
-            while _blocked_behind(watcher, pid) < PROCESSES and time.monotonic() < deadline:
+            while blocked_behind(watcher, pid) < PROCESSES and time.monotonic() < deadline:
                 watcher.rollback()
                 time.sleep(0.2)
-            assert _blocked_behind(watcher, pid) == PROCESSES
+            assert blocked_behind(watcher, pid) == PROCESSES
     finally:
         holder.rollback()
         holder.close()
-    _all_succeeded(runs)
+    return runs
+
+
+def test_db_upgrades_that_all_reach_the_version_table_at_once_all_succeed(engine: Engine, url: str) -> None:
+    """Deterministic on PostgreSQL: an uncommitted CREATE TABLE of the version table holds
+    every upgrade at the same point; when it is rolled back they all go at once. Before the
+    advisory lock, one won and the others failed on the catalog's unique index."""
+    _all_succeeded(released_at_the_version_table(engine, lambda: _start(url)))
     assert simsql.alembic.current(engine) == ("simsql_0001",)

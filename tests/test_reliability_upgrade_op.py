@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 import simsql.alembic
 from simsql import registry
 
 from .command_line import environment
-from .test_reliability_upgrade import PROCESSES, _blocked_behind
+from .test_reliability_upgrade import PROCESSES, released_at_the_version_table
 
 MIGRATION = """
 import sys
@@ -63,18 +62,4 @@ def test_concurrent_op_upgrade_simsql_all_succeed(any_engine: Engine, any_url: s
 def test_op_upgrade_simsql_that_all_reach_the_version_table_at_once_all_succeed(engine: Engine, url: str) -> None:
     """Deterministic on PostgreSQL: an uncommitted CREATE TABLE of simsql's version table holds
     every migration at the same point; rolled back, they all go at once."""
-    holder = engine.connect()
-    try:
-        holder.execute(text("CREATE TABLE simsql_alembic_version (version_num varchar(32) PRIMARY KEY)"))
-        pid = holder.execute(text("SELECT pg_backend_pid()")).scalar_one()
-        runs = [_start(url) for _ in range(PROCESSES)]
-        deadline = time.monotonic() + 60
-        with engine.connect() as watcher:
-            while _blocked_behind(watcher, pid) < PROCESSES and time.monotonic() < deadline:
-                watcher.rollback()
-                time.sleep(0.2)
-            assert _blocked_behind(watcher, pid) == PROCESSES
-    finally:
-        holder.rollback()
-        holder.close()
-    _all_succeeded(runs, engine)
+    _all_succeeded(released_at_the_version_table(engine, lambda: _start(url)), engine)
