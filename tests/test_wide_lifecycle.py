@@ -211,7 +211,7 @@ def test_the_command_line_attaches_wide_and_backfills(any_engine: Engine, any_ur
     assert "with the wide signature" in attached.stdout and "built when the backfill ends" in attached.stdout
     assert "fingerprinted 4 rows" in attached.stdout and f"built {4 + WIDE_LAYOUT.count} block indexes" in attached.stdout
     status = json.loads(cli("status", "--format", "json", url=any_url).stdout)
-    assert [(s["mode"], s["missing"]) for s in status] == [("columns+wide", 0)]
+    assert [(s["mode"], s["missing"], s["missing_wide"]) for s in status] == [("columns+wide", 0, 0)]
     detached = cli("detach", "--table", "docs", url=any_url)
     assert detached.returncode == 0, detached.stderr
     after = state(any_engine)

@@ -140,6 +140,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         }
         for s in found
     ]
+    if any(s.wide for s in found):  # rows whose wide signature a backfill would still write
+        records = [{**r, "missing_wide": s.rows_missing_wide} for r, s in zip(records, found)]
     if args.format == "json":
         write_json([{**r, "settings": s.settings} for r, s in zip(records, found)], sys.stdout)
     else:
