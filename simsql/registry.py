@@ -332,7 +332,7 @@ def claim(
         return
     schema_name = schema or current_schema(connection)
     if read(connection, table_name, schema_name) is None:
-        values = record_values(schema_name, table_name, fingerprinter, source, names.mode, names.side, names.prefix)
+        values = record_values(schema_name, table_name, fingerprinter, source, names.recorded_mode, names.side, names.prefix)
         connection.execute(backend(connection).insert_new(registry_table, values))
 
 

@@ -43,6 +43,11 @@ BATCH_TABLE = "simsql_backfill_batch"
 
 Mode = Literal["columns", "side_table"]
 
+WIDE_MODE = "+wide"
+"""Appended to the registry's ``mode`` (``columns+wide``, ``side_table+wide``) of a table that
+also stores the wide signature: how an attachment records it without another registry column,
+so databases installed by an earlier simsql need no new revision."""
+
 
 def check_name(name: str, what: str = "identifier") -> str:
     """Refuse names PostgreSQL cannot hold (empty, NUL, longer than 63 bytes) before any SQL."""
@@ -109,14 +114,19 @@ class Names:
             check_name(self.side, "side table name")
 
     @classmethod
-    def for_table(cls, table: str, prefix: str = DEFAULT_PREFIX, mode: Mode = "columns") -> Names:
-        """The names a new attachment of ``table`` gets in ``mode``."""
+    def for_table(cls, table: str, prefix: str = DEFAULT_PREFIX, mode: Mode = "columns", *, wide: bool = False) -> Names:
+        """The names a new attachment of ``table`` gets in ``mode`` (``wide``: with the wide signature)."""
         side = default_side_table(table, prefix) if mode == "side_table" else None
-        return cls(table, prefix, side)
+        return cls(table, prefix, side, wide=wide)
 
     @property
     def mode(self) -> Mode:
         return "side_table" if self.side else "columns"
+
+    @property
+    def recorded_mode(self) -> str:
+        """What the registry's ``mode`` records: :attr:`mode`, plus :data:`WIDE_MODE` when wide."""
+        return self.mode + (WIDE_MODE if self.wide else "")
 
     @property
     def holder(self) -> str:
@@ -154,6 +164,17 @@ class Names:
     @property
     def wide_indexes(self) -> tuple[str, ...]:
         return tuple(self.index(block) for block in self.wide_blocks)
+
+    @property
+    def indexed_blocks(self) -> tuple[str, ...]:
+        """Every block column with an index: the four 16-bit blocks, then the wide ones."""
+        return (*self.blocks, *self.wide_blocks)
+
+    def covered(self, block: str) -> tuple[str, ...]:
+        """The columns block ``block``'s index covers besides the key: the fingerprint, or
+        all four words for a wide block (a probe then computes the 256-bit distance from the
+        index alone)."""
+        return self.signature_words if block in self.wide_blocks else (self.fingerprint,)
 
     @property
     def added_columns(self) -> tuple[str, ...]:
@@ -205,7 +226,8 @@ class Names:
 
     @property
     def indexes(self) -> tuple[str, ...]:
-        return tuple(self.index(block) for block in self.blocks)
+        """Every block index simsql creates on the holder, in :attr:`indexed_blocks` order."""
+        return tuple(self.index(block) for block in self.indexed_blocks)
 
 
 def default_side_table(table: str, prefix: str = DEFAULT_PREFIX) -> str:
@@ -293,7 +315,12 @@ class Attachment:
 
     @property
     def names(self) -> Names:
-        return Names(self.table_name, self.column_name, self.side_table)
+        return Names(self.table_name, self.column_name, self.side_table, wide=self.wide)
+
+    @property
+    def wide(self) -> bool:
+        """Whether the table also stores the wide signature (recorded in ``mode``)."""
+        return self.mode.endswith(WIDE_MODE)
 
     @property
     def prefix(self) -> str:
@@ -310,6 +337,7 @@ __all__ = [
     "PROGRESS_TABLE",
     "REGISTRY_TABLE",
     "WIDE_LAYOUT",
+    "WIDE_MODE",
     "check_name",
     "default_side_table",
     "identifier",

@@ -63,6 +63,8 @@ def print_backfill_summary(result: simsql.BackfillResult, fmt: str, out: TextIO)
         f"fingerprinted {result.rows_fingerprinted} rows, {result.rows_empty} without words (left NULL), "
         f"in {result.seconds:.1f} s ({result.rows_per_second:,.0f} rows/s){resumed}\n"
     )
+    if result.indexes_built:
+        out.write(f"built {len(result.indexes_built)} block indexes over the filled rows\n")
     if result.rows_skipped_changed:
         out.write(
             f"{result.rows_skipped_changed} rows changed while being read and were left for their writer "

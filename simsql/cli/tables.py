@@ -54,9 +54,22 @@ def _should_backfill(args: argparse.Namespace, pending: int) -> bool:
 
 def _describe_attachment(entry: Any) -> str:
     names = entry.names
+    wide = f" with the wide signature ({names.wide_words[0]}..{names.wide_blocks[-1]})" if names.wide else ""
     if names.side:
-        return f"side table {entry.table_schema}.{names.side}"
-    return f"columns {names.fingerprint}, {names.digest}, {names.blocks[0]}..{names.blocks[-1]}"
+        return f"side table {entry.table_schema}.{names.side}{wide}"
+    return f"columns {names.fingerprint}, {names.digest}, {names.blocks[0]}..{names.blocks[-1]}{wide}"
+
+
+def _indexes_message(engine: Engine, args: argparse.Namespace, entry: Any) -> str:
+    """What attach says of the block indexes it built, or left to the backfill."""
+    if not args.indexes:
+        return "no block indexes built (--no-indexes): queries will scan; rerun attach without it to build them"
+    with engine.connect() as connection:
+        present = simsql.lifecycle.catalog.present(connection, entry.table_schema, entry.table_name, entry.names)
+    if not all(present.has_index(name) for name in entry.names.indexes):
+        return "block indexes are built when the backfill ends (built once over the filled rows, about half the size)"
+    how = " (built online)" if backend(engine).online_index_builds else " (built concurrently)" if args.concurrently else ""
+    return f"block indexes ready{how}"
 
 
 def _offer_backfill(engine: Engine, args: argparse.Namespace) -> None:
@@ -83,15 +96,11 @@ def cmd_attach(args: argparse.Namespace) -> int:
         entry = simsql.attach_table(
             engine, args.table, args.text_columns, schema=args.schema, side_table=args.side_table,
             prefix=args.prefix, indexes=args.indexes, concurrently=args.concurrently, lock_timeout=args.lock_timeout,
-            index_lock_timeout=args.index_lock_timeout, fingerprinter=fingerprinter,
+            index_lock_timeout=args.index_lock_timeout, fingerprinter=fingerprinter, wide=args.wide,
         )
         print(f"attached {entry.table_schema}.{entry.table_name} ({_describe_attachment(entry)}; "
               f"text from {', '.join(entry.source)})")
-        if args.indexes:
-            how = " (built online)" if backend(engine).online_index_builds else " (built concurrently)" if args.concurrently else ""
-            print(f"block indexes ready{how}")
-        else:
-            print("no block indexes built (--no-indexes): queries will scan; rerun attach without it to build them")
+        print(_indexes_message(engine, args, entry))
         _offer_backfill(engine, args)
     return EXIT_OK
 
@@ -131,6 +140,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         }
         for s in found
     ]
+    if any(s.wide for s in found):  # rows whose wide signature a backfill would still write
+        records = [{**r, "missing_wide": s.rows_missing_wide} for r, s in zip(records, found)]
     if args.format == "json":
         write_json([{**r, "settings": s.settings} for r, s in zip(records, found)], sys.stdout)
     else:
@@ -160,6 +171,11 @@ def add_attach(commands: Any, common: argparse.ArgumentParser) -> None:
         "--prefix", default="simhash",
         help="name of the fingerprint column, prefix of the others (default: simhash; choose another if "
         "the table already has such a column)",
+    )
+    attach.add_argument(
+        "--wide", action="store_true",
+        help="also store the wide 256-bit originality signature find_original probes (its block indexes are "
+        "built when the backfill ends)",
     )
     attach.add_argument("--no-indexes", dest="indexes", action="store_false", help="skip the block indexes")
     attach.add_argument(

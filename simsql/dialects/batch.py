@@ -54,6 +54,8 @@ class Fingerprinted(NamedTuple):
     key: Sequence[Any]
     fingerprint: int | None
     digest: uuid.UUID
+    words: Sequence[int] = ()
+    """A wide table's signature words 1-3 (empty without a fingerprint, or on a 64-bit table)."""
 
 
 def encode_key(value: Any) -> Any:
@@ -86,14 +88,19 @@ class BatchSQL(ABC):
         if names.side is None:
             # A fingerprint without its text's digest (stored by simsql 0.1, or a raw loader) is
             # unverified: fingerprinted again.
-            missing = f"(b.{self.quote(names.fingerprint)} IS NULL OR b.{self.quote(names.digest)} IS NULL)"
+            holder = "b"
             source_from = f"{self.base} AS b"
+            missing = f"b.{self.quote(names.fingerprint)} IS NULL OR b.{self.quote(names.digest)} IS NULL"
         else:
+            holder = "s"
             self.side = f"{self.quote(job.schema)}.{self.quote(names.side)}"
             side_keys = [self.quote(k) for k in names.side_keys(job.keys)]
             join = " AND ".join(f"s.{s} = b.{k}" for s, k in zip(side_keys, keys))
             source_from = f"{self.base} AS b LEFT JOIN {self.side} AS s ON {join}"
-            missing = f"(s.{side_keys[0]} IS NULL OR s.{self.quote(names.digest)} IS NULL)"
+            missing = f"s.{side_keys[0]} IS NULL OR s.{self.quote(names.digest)} IS NULL"
+        # a wide table's fingerprint stored without its signature (a writer that knows only the
+        # 64 bits) is fingerprinted again, words and all
+        missing = f"({' OR '.join([missing, *self.unsigned(holder)])})"
         size = " + ".join(f"coalesce(octet_length(b.{self.quote(c)}), 0)" for c in job.source)
         texts = ", ".join(self.text_of(f"b.{self.quote(c)}") for c in job.source)
         after = self.after(keys)
@@ -108,6 +115,15 @@ class BatchSQL(ABC):
         }
         self.count = text(f"SELECT count(*) FROM {source_from} WHERE {missing}")
         self.write = self.write_statement(keys)
+
+    def unsigned(self, holder: str) -> list[str]:
+        """On a wide table: the condition that ``holder``'s row has a fingerprint but not its
+        signature's words (word 1 stands for all three: the triggers clear them together);
+        else nothing."""
+        names = self.job.names
+        if not names.wide:
+            return []
+        return [f"({holder}.{self.quote(names.fingerprint)} IS NOT NULL AND {holder}.{self.quote(names.wide_words[0])} IS NULL)"]
 
     # -- spelling ------------------------------------------------------------------------------
 

@@ -39,16 +39,17 @@ class MySQLBatchSQL(BatchSQL):
         self.batch = f"{self.quote(job.schema)}.{self.quote(BATCH_TABLE)}"
         super().__init__(job)
         keys = [f"k_{i}" for i in range(self.key_count)]
+        words = [f"w{j}" for j in range(1, len(job.names.wide_words) + 1)]  # a wide table's words 1-3
         self.create = text(
             f"CREATE TEMPORARY TABLE {self.batch} ("
             + ", ".join(f"{k} {t} NOT NULL" for k, t in zip(keys, job.key_types))
+            + "".join(f", {w} BIGINT UNSIGNED NULL" for w in words)
             + f", fp BIGINT UNSIGNED NULL, src CHAR(32) NOT NULL, PRIMARY KEY ({', '.join(keys)}))"
         )
         self.drop = text(f"DROP TEMPORARY TABLE IF EXISTS {self.batch}")
         self.clear = text(f"DELETE FROM {self.batch}")
-        self.load = text(
-            f"INSERT INTO {self.batch} ({', '.join(keys)}, fp, src) VALUES ({', '.join(f':{k}' for k in keys)}, :fp, :src)"
-        )
+        columns = [*keys, "fp", "src", *words]
+        self.load = text(f"INSERT INTO {self.batch} ({', '.join(columns)}) VALUES ({', '.join(f':{c}' for c in columns)})")
         self.stored = self._stored()
 
     @staticmethod
@@ -86,25 +87,29 @@ class MySQLBatchSQL(BatchSQL):
         job, batch = self.job, self.batch
         match = " AND ".join(f"b.{k} = v.k_{i}" for i, k in enumerate(keys))
         fp, src = self.quote(job.names.fingerprint), self.quote(job.names.digest)
+        words = [(f"w{j}", self.quote(w)) for j, w in enumerate(job.names.wide_words, 1)]
         if job.names.side is None:
             # STRAIGHT_JOIN: the batch first, then each of its rows by key. Joined the other way
             # round, the optimizer may scan the (small) table and lock rows outside the batch, so
             # a writer holding any row anywhere stalls the batch until the lock timeout.
+            sets = ", ".join(f"b.{c} = v.{v}" for v, c in [("fp", fp), ("src", src), *words])
             return text(
-                f"UPDATE {batch} AS v STRAIGHT_JOIN {self.base} AS b ON {match} SET b.{fp} = v.fp, b.{src} = v.src "
-                f"WHERE b.{fp} IS NULL OR b.{src} IS NULL"
+                f"UPDATE {batch} AS v STRAIGHT_JOIN {self.base} AS b ON {match} SET {sets} "
+                f"WHERE {' OR '.join([f'b.{fp} IS NULL', f'b.{src} IS NULL', *self.unsigned('b')])}"
             )
         side_keys = [self.quote(k) for k in job.names.side_keys(job.keys)]
         values = ", ".join(f"v.k_{i}" for i in range(len(keys)))
         # ON DUPLICATE KEY UPDATE has no WHERE: each assignment keeps the row unless its digest
-        # is NULL. Assignments run left to right, so the digest is tested before it changes.
-        keep = f"{self.side}.{src} IS NULL"
+        # (or a wide table's word 1) is NULL. Assignments run left to right, so the columns the
+        # test reads change last: word 1, then the digest.
+        keep = " OR ".join([f"{self.side}.{src} IS NULL", *(f"{self.side}.{c} IS NULL" for _, c in words[:1])])
+        order = [("fp", fp), *words[1:], *words[:1], ("src", src)]
+        updates = ", ".join(f"{c} = IF({keep}, VALUES({c}), {self.side}.{c})" for _, c in order)
         return text(
-            f"INSERT INTO {self.side} ({', '.join(side_keys)}, {fp}, {src}) "
-            f"SELECT {values}, v.fp, v.src FROM {batch} AS v STRAIGHT_JOIN {self.base} AS b ON {match} "
-            f"WHERE {digest_sql(job.source, 'b.')} = v.src ORDER BY {values} LOCK IN SHARE MODE "
-            f"ON DUPLICATE KEY UPDATE {fp} = IF({keep}, VALUES({fp}), {self.side}.{fp}), "
-            f"{src} = IF({keep}, VALUES({src}), {self.side}.{src})"
+            f"INSERT INTO {self.side} ({', '.join(side_keys)}, {', '.join(c for _, c in order)}) "
+            f"SELECT {values}, {', '.join(f'v.{v}' for v, _ in order)} FROM {batch} AS v STRAIGHT_JOIN {self.base} AS b "
+            f"ON {match} WHERE {digest_sql(job.source, 'b.')} = v.src ORDER BY {values} LOCK IN SHARE MODE "
+            f"ON DUPLICATE KEY UPDATE {updates}"
         )
 
     def _stored(self) -> Any:
@@ -133,7 +138,10 @@ class MySQLBatchSQL(BatchSQL):
         connection.execute(
             self.load,
             [
-                {**{f"k_{i}": r.key[i] for i in range(self.key_count)}, "fp": r.fingerprint, "src": r.digest.hex}
+                {
+                    **{f"k_{i}": r.key[i] for i in range(self.key_count)}, "fp": r.fingerprint, "src": r.digest.hex,
+                    **{f"w{j}": r.words[j - 1] if r.words else None for j in range(1, len(self.job.names.wide_words) + 1)},
+                }
                 for r in rows
             ],
         )

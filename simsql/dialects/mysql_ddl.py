@@ -36,6 +36,7 @@ from ..fingerprint import Fingerprinter
 from ..schema import BLOCK_COUNT, REGISTRY_TABLE, Names
 from .base import BLOCK_BITS, BLOCK_MASK
 from .plan import DDL, REGISTRY_INSERT, Plan, Present, Step, TableFacts, Target, registry_values
+from .wide_sql import wide_block_sql
 
 FINGERPRINT_TYPE = "BIGINT UNSIGNED"
 """:class:`simsql.SimHash` on MySQL: the 64 bits as they are."""
@@ -151,12 +152,24 @@ def _alter(schema: str, table: str, changes: Sequence[str], algorithm: str) -> s
     return f"ALTER TABLE {qualified(schema, table)} {', '.join(changes)}, {algorithm}"
 
 
+def _stored(names: Names) -> list[tuple[str, str]]:
+    """(stored column, its definition): fingerprint, digest and a wide table's words 1-3."""
+    words = [(name, f"{quote(name)} {FINGERPRINT_TYPE} NULL") for name in names.wide_words]
+    return [(names.fingerprint, f"{quote(names.fingerprint)} {FINGERPRINT_TYPE} NULL"),
+            (names.digest, f"{quote(names.digest)} {DIGEST_TYPE} NULL"), *words]  # fmt: skip
+
+
 def _blocks(names: Names) -> list[tuple[str, str]]:
-    """(block column, its definition): generated from the fingerprint, VIRTUAL as the ORM's."""
+    """(block column, its definition): generated from the fingerprint (a wide block from the
+    four words), VIRTUAL as the ORM's."""
     fingerprint = quote(names.fingerprint)
+    signature = [quote(word) for word in names.signature_words]
     return [
         (name, f"{quote(name)} {BLOCK_TYPE} GENERATED ALWAYS AS ({block_expression_sql(fingerprint, i)}) VIRTUAL")
         for i, name in enumerate(names.blocks)
+    ] + [
+        (name, f"{quote(name)} {BLOCK_TYPE} GENERATED ALWAYS AS {wide_block_sql(signature, i, cast=False)} VIRTUAL")
+        for i, name in enumerate(names.wide_blocks)
     ]
 
 
@@ -165,9 +178,10 @@ def _drop_trigger(schema: str, name: str) -> str:
 
 
 def _index_columns(names: Names, block: str) -> str:
-    """The block, then the fingerprint: what ``dialects.mysql``'s CREATE INDEX gives the ORM's
-    block indexes (InnoDB appends the primary key to every secondary index by itself)."""
-    return f"{quote(block)}, {quote(names.fingerprint)}"
+    """The block, then the fingerprint (a wide block: the four words): what ``dialects.mysql``'s
+    CREATE INDEX gives the ORM's block indexes (InnoDB appends the primary key to every
+    secondary index by itself)."""
+    return ", ".join(quote(column) for column in (block, *names.covered(block)))
 
 
 class MySQLDDL(DDL):
@@ -178,9 +192,7 @@ class MySQLDDL(DDL):
     def _column_steps(self, schema: str, table: str, names: Names, present: Present, *, adding: bool) -> list[Step]:
         """Adding: stored columns, then the generated ones; dropping: the reverse. Each statement
         instant where the server can, else online; its undo is the opposite statement."""
-        stored = [(names.fingerprint, f"{quote(names.fingerprint)} {FINGERPRINT_TYPE} NULL"),
-                  (names.digest, f"{quote(names.digest)} {DIGEST_TYPE} NULL")]  # fmt: skip
-        groups = [("stored", stored), ("generated", _blocks(names))]
+        groups = [("stored", _stored(names)), ("generated", _blocks(names))]
         steps = []
         for kind, columns in groups if adding else reversed(groups):
             wanted = [(n, d) for n, d in columns if present.has_column(n) != adding]
@@ -216,10 +228,9 @@ class MySQLDDL(DDL):
         side_keys = names.side_keys(target.keys)
         keys = ", ".join(f"{quote(k)} {t} NOT NULL" for k, t in zip(side_keys, target.key_types))
         own = ", ".join(quote(k) for k in side_keys)
-        blocks = ", ".join(definition for _, definition in _blocks(names))
+        columns = ", ".join(definition for _, definition in (*_stored(names), *_blocks(names)))
         return (
-            f"CREATE TABLE {qualified(target.schema, names.side)} ({keys}, "
-            f"{quote(names.fingerprint)} {FINGERPRINT_TYPE} NULL, {quote(names.digest)} {DIGEST_TYPE} NULL, {blocks}, "
+            f"CREATE TABLE {qualified(target.schema, names.side)} ({keys}, {columns}, "
             f"PRIMARY KEY ({own}), FOREIGN KEY ({own}) REFERENCES {qualified(target.schema, target.table)} "
             f"({', '.join(quote(k) for k in target.keys)}) ON DELETE CASCADE)"
         )
@@ -257,7 +268,7 @@ class MySQLDDL(DDL):
         carry on; only the metadata lock at its start and end waits, bounded)."""
         holder = names.holder
         steps = []
-        for index, block in zip(names.indexes, names.blocks):
+        for index, block in zip(names.indexes, names.indexed_blocks):
             if present.has_index(index):
                 continue
             add = f"ADD INDEX {quote(index)} ({_index_columns(names, block)})"
@@ -269,7 +280,7 @@ class MySQLDDL(DDL):
 
     def drop_indexes(self, schema: str, names: Names, *, concurrently: bool = False, present: Present | None = None) -> Plan:
         """The block indexes (those ``present``; all when unknown, offline), online, in one statement."""
-        dropped = [(i, b) for i, b in zip(names.indexes, names.blocks) if present is None or present.has_index(i)]
+        dropped = [(i, b) for i, b in zip(names.indexes, names.indexed_blocks) if present is None or present.has_index(i)]
         if not dropped:
             return self.plan([])
         drops = [f"DROP INDEX {quote(index)}" for index, _ in dropped]

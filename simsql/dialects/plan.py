@@ -165,7 +165,7 @@ def registry_values(target: Target, names: Names, fingerprinter: Fingerprinter) 
     """:func:`simsql.schema.record_values` as bound values of a text statement (settings
     as JSON text; ``source`` stays a list, PostgreSQL's ``text[]``)."""
     values = record_values(
-        target.schema, target.table, fingerprinter, target.source, names.mode, names.side, names.prefix
+        target.schema, target.table, fingerprinter, target.source, names.recorded_mode, names.side, names.prefix
     )
     values["settings"] = json.dumps(values["settings"], sort_keys=True)
     return values

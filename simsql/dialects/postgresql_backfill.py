@@ -53,34 +53,42 @@ class PostgresBatchSQL(BatchSQL):
 
     def write_statement(self, keys: list[str]) -> Any:
         job = self.job
+        words = [self.quote(w) for w in job.names.wide_words]  # a wide table's words 1-3
         arrays = ", ".join(
             [f"CAST(:k_{i} AS {t}[])" for i, t in enumerate(job.key_types)]
-            + ["CAST(:fps AS bigint[])", "CAST(:srcs AS uuid[])"]
+            + ["CAST(:fps AS bigint[])", "CAST(:srcs AS uuid[])"] + [f"CAST(:w{j} AS bigint[])" for j in range(1, len(words) + 1)]
         )
-        columns = ", ".join([f"k_{i}" for i in range(len(keys))] + ["fp", "src"])
+        values = [("fp", self.quote(job.names.fingerprint)), ("src", self.quote(job.names.digest))]
+        values += [(f"w{j}", word) for j, word in enumerate(words, 1)]
+        columns = ", ".join([f"k_{i}" for i in range(len(keys))] + [v for v, _ in values])
         match = " AND ".join(f"b.{k} = v.k_{i}" for i, k in enumerate(keys))
-        fp, src = self.quote(job.names.fingerprint), self.quote(job.names.digest)
+        fp, src = values[0][1], values[1][1]
         if job.names.side is None:
             # The row trigger keeps the fingerprint only if src is the digest of the row's text.
+            sets = ", ".join(f"{column} = v.{v}" for v, column in values)
             return text(
-                f"UPDATE {self.base} AS b SET {fp} = v.fp, {src} = v.src FROM unnest({arrays}) AS v({columns}) "
-                f"WHERE {match} AND (b.{fp} IS NULL OR b.{src} IS NULL) RETURNING b.{fp} IS NOT NULL"
+                f"UPDATE {self.base} AS b SET {sets} FROM unnest({arrays}) AS v({columns}) "
+                f"WHERE {match} AND ({' OR '.join([f'b.{fp} IS NULL', f'b.{src} IS NULL', *self.unsigned('b')])}) "
+                f"RETURNING b.{fp} IS NOT NULL"
             )
         side_keys = ", ".join(self.quote(k) for k in job.names.side_keys(job.keys))
-        values = ", ".join(f"v.k_{i}" for i in range(len(keys)))
+        keys_of_v = ", ".join(f"v.k_{i}" for i in range(len(keys)))
+        refill = " OR ".join([f"{self.side}.{src} IS NULL", *self.unsigned(self.side)])
         return text(
-            f"INSERT INTO {self.side} ({side_keys}, {fp}, {src}) "
-            f"SELECT {values}, v.fp, v.src FROM unnest({arrays}) AS v({columns}) "
+            f"INSERT INTO {self.side} ({side_keys}, {', '.join(c for _, c in values)}) "
+            f"SELECT {keys_of_v}, {', '.join(f'v.{v}' for v, _ in values)} FROM unnest({arrays}) AS v({columns}) "
             f"JOIN {self.base} AS b ON {match} WHERE {digest_sql(job.source, 'b.')} = v.src "
-            f"ORDER BY {values} FOR SHARE OF b "
-            f"ON CONFLICT ({side_keys}) DO UPDATE SET {fp} = excluded.{fp}, {src} = excluded.{src} "
-            f"WHERE {self.side}.{src} IS NULL RETURNING {fp} IS NOT NULL"
+            f"ORDER BY {keys_of_v} FOR SHARE OF b "
+            f"ON CONFLICT ({side_keys}) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for _, c in values)} "
+            f"WHERE {refill} RETURNING {fp} IS NOT NULL"
         )
 
     def store(self, connection: Connection, rows: Sequence[Fingerprinted]) -> int:
         params: dict[str, Any] = {f"k_{i}": [r.key[i] for r in rows] for i in range(self.key_count)}
         params["fps"] = [None if r.fingerprint is None else to_signed(r.fingerprint) for r in rows]
         params["srcs"] = [str(r.digest) for r in rows]
+        for j in range(1, len(self.job.names.wide_words) + 1):
+            params[f"w{j}"] = [to_signed(r.words[j - 1]) if r.words else None for r in rows]
         return sum(1 for stored in connection.execute(self.write, params).scalars() if stored)
 
 

@@ -25,6 +25,7 @@ from ..fingerprint import Fingerprinter
 from ..schema import PROGRESS_TABLE, REGISTRY_TABLE, Names
 from .base import Backend, sql_identifier
 from .plan import DDL, REGISTRY_INSERT, Partition, Plan, Present, Step, TableFacts, Target, registry_values
+from .wide_sql import wide_block_sql
 
 _PREPARER = postgresql.dialect().identifier_preparer
 
@@ -68,6 +69,11 @@ def row_trigger_body(names: Names, source: Sequence[str], *, derive_blocks: bool
     words = "".join(f"\n    NEW.{quote(word)} := NULL;" for word in names.wide_words)
     if words:  # the wide signature goes with its word 0, the fingerprint
         blocks = f"\n  IF {fp} IS NULL THEN{words}\n  END IF;{blocks}"
+    if derive_blocks:  # an attached table's wide blocks are plain columns too
+        signature = [f"NEW.{quote(word)}" for word in names.signature_words]
+        blocks += "".join(
+            f"\n  NEW.{quote(name)} := {wide_block_sql(signature, i, cast=True)};" for i, name in enumerate(names.wide_blocks)
+        )
     return f"""
 BEGIN
   IF {fp} IS NOT NULL THEN
@@ -174,6 +180,8 @@ class PostgresDDL(DDL):
         trigger that derives blocks and never keeps a fingerprint of text the row no longer holds."""
         additions = [f"ADD COLUMN {quote(names.fingerprint)} bigint", f"ADD COLUMN {quote(names.digest)} uuid"]
         additions += [f"ADD COLUMN {quote(name)} integer" for name in names.blocks]
+        additions += [f"ADD COLUMN {quote(name)} bigint" for name in names.wide_words]
+        additions += [f"ADD COLUMN {quote(name)} integer" for name in names.wide_blocks]
         base = qualified(target.schema, target.table)
         steps = [Step(f"ALTER TABLE {base} " + ", ".join(additions), f"add columns to {target.schema}.{target.table}")]
         return self.plan(steps + self._trigger(target, names, "derives blocks, drops stale fingerprints"))
@@ -186,13 +194,19 @@ class PostgresDDL(DDL):
         own_keys = ", ".join(quote(k) for k in side_keys)
         key_columns = ", ".join(f"{quote(k)} {t} NOT NULL" for k, t in zip(side_keys, target.key_types))
         fingerprint = quote(names.fingerprint)
-        blocks = ", ".join(
+        blocks = [
             f"{quote(name)} integer GENERATED ALWAYS AS ({Backend.block_expression_sql(fingerprint, i)}) STORED"
             for i, name in enumerate(names.blocks)
-        )
+        ]
+        blocks += [f"{quote(name)} bigint" for name in names.wide_words]
+        signature = [quote(word) for word in names.signature_words]
+        blocks += [
+            f"{quote(name)} integer GENERATED ALWAYS AS ({wide_block_sql(signature, i, cast=True)}) STORED"
+            for i, name in enumerate(names.wide_blocks)
+        ]
         create = (
             f"CREATE TABLE {qualified(target.schema, names.side)} ({key_columns}, {fingerprint} bigint, "
-            f"{quote(names.digest)} uuid, {blocks}, PRIMARY KEY ({own_keys}), FOREIGN KEY ({own_keys}) "
+            f"{quote(names.digest)} uuid, {', '.join(blocks)}, PRIMARY KEY ({own_keys}), FOREIGN KEY ({own_keys}) "
             f"REFERENCES {qualified(target.schema, target.table)} ({', '.join(quote(k) for k in target.keys)}) ON DELETE CASCADE)"
         )
         steps = [Step(create, f"create side table {target.schema}.{names.side}")]
@@ -233,12 +247,12 @@ class PostgresDDL(DDL):
         build left behind (the catalog knows which): they are dropped and rebuilt."""
         keyword = "CONCURRENTLY " if concurrently else ""
         holder = qualified(schema, names.holder)
-        include = ", ".join(quote(c) for c in (names.fingerprint, *holder_keys))
         steps = []
-        for name, block in zip(names.indexes, names.blocks):
+        for name, block in zip(names.indexes, names.indexed_blocks):
             if name in invalid:
                 drop = f"DROP INDEX {keyword}IF EXISTS {qualified(schema, name)}"
                 steps.append(Step(drop, f"drop invalid index {name}", concurrently=concurrently))
+            include = ", ".join(quote(c) for c in (*names.covered(block), *holder_keys))
             steps.append(Step(
                 f"CREATE INDEX {keyword}IF NOT EXISTS {quote(name)} ON {holder} ({quote(block)}) INCLUDE ({include})",
                 f"build index {name} on {schema}.{names.holder}", concurrently=concurrently,
@@ -253,11 +267,11 @@ class PostgresDDL(DDL):
         concurrent build per leaf partition, then each child index attached to its parent's.
         Once every partition's index is attached, the parent's becomes valid. ``tree``: (relation,
         parent, is_leaf) from ``pg_partition_tree``, parents first."""
-        include = ", ".join(quote(c) for c in (names.fingerprint, *holder_keys))
         on_only, builds, attaches = [], [], []
         for relation, parent, is_leaf in tree:
-            for block in names.blocks:
+            for block in names.indexed_blocks:
                 index = names.index_on(relation, block)
+                include = ", ".join(quote(c) for c in (*names.covered(block), *holder_keys))
                 target = f"{qualified(schema, relation)} ({quote(block)}) INCLUDE ({include})"
                 if is_leaf:
                     sql = f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {quote(index)} ON {target}"

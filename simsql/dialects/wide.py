@@ -23,22 +23,7 @@ from sqlalchemy.sql.visitors import InternalTraversal
 from ..schema import WIDE_LAYOUT
 from ..signature import WIDE_WORDS
 from .mysql import NAMES as MYSQL_DIALECT_NAMES
-
-
-def wide_block_sql(words: Sequence[str], index: int, *, cast: bool) -> str:
-    """SQL deriving block ``index`` of :data:`WIDE_LAYOUT` from the four quoted word columns
-    (``words[0]`` the fingerprint); ``cast``: as ``INTEGER`` (PostgreSQL's signed words)."""
-    bits = WIDE_LAYOUT.bits_of(index)
-    parts, taken = [], 0
-    while taken < len(bits):
-        bit = bits.start + taken
-        word, low = divmod(bit, 64)
-        width = min(len(bits) - taken, 64 - low)
-        part = f"(({words[word]} >> {low}) & {(1 << width) - 1})" if low else f"({words[word]} & {(1 << width) - 1})"
-        parts.append(f"({part} << {taken})" if taken else part)
-        taken += width
-    expression = " | ".join(parts)
-    return f"CAST({expression} AS INTEGER)" if cast else f"({expression})"
+from .wide_sql import wide_block_sql
 
 
 class WideBlockExpression(ColumnElement[int]):

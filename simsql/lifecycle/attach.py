@@ -63,7 +63,7 @@ class AttachPlan:
 def _same_attachment(entry: Attachment, target: Target, names: Names, fingerprinter: Fingerprinter) -> bool:
     if entry.config_id != fingerprinter.config_id:
         raise registry.mismatch(target.schema, target.table, entry, fingerprinter.config_id, fingerprinter.settings)
-    return entry.source == target.source and entry.mode == names.mode and entry.prefix == names.prefix
+    return entry.source == target.source and entry.mode == names.recorded_mode and entry.prefix == names.prefix
 
 
 def plan_attach(
@@ -75,14 +75,16 @@ def plan_attach(
     fingerprinter: Fingerprinter | None = None,
     side_table: bool = False,
     prefix: str = DEFAULT_PREFIX,
+    wide: bool = False,
 ) -> AttachPlan:
     """Read the catalog, check, and describe the attach DDL without running it. Without a
     ``fingerprinter``, an attached table keeps its recorded one (attaching again after the
-    default changed is not a change of configuration), a new attachment gets the default."""
+    default changed is not a change of configuration), a new attachment gets the default.
+    ``wide``: the wide 256-bit originality signature too (words 1-3 and the wide blocks)."""
     target = catalog.describe(connection, table, source, schema)
     server = backend(connection)
     server.check_digest(connection)  # every attach path (attach_table, op.add_simhash, the CLI) plans here
-    names = Names.for_table(table, prefix, "side_table" if side_table else "columns")
+    names = Names.for_table(table, prefix, "side_table" if side_table else "columns", wide=wide)
     entry = registry.read(connection, table, target.schema)
     if fingerprinter is None:
         fingerprinter = DEFAULT if entry is None else registry.fingerprinter_from_settings(entry.settings)
@@ -119,6 +121,7 @@ def add_simhash(
     prefix: str = DEFAULT_PREFIX,
     lock_timeout: str | None = "5s",
     statement_timeout: str | None = "10min",
+    wide: bool = False,
 ) -> Target:
     """Attach simsql to ``table`` in the connection's transaction: fingerprint columns (or a
     side table), the trigger that derives blocks and drops stale fingerprints, and a registry
@@ -127,7 +130,8 @@ def add_simhash(
     timeouts = apply.Timeouts(lock_timeout, statement_timeout)
     with apply.bounded(connection, timeouts):
         planned = plan_attach(
-            connection, table, source, schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix
+            connection, table, source, schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix,
+            wide=wide,
         )
         apply.run(connection, planned.plan, timeouts)
     registry.forget(connection.engine)

@@ -27,6 +27,7 @@ backend's (:meth:`simsql.dialects.Backend.batch_sql`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections import deque
@@ -49,6 +50,7 @@ from ..schema import PROGRESS_TABLE
 from ..storage import binding_for, join_text, text_digest
 from ..urls import engine_for
 from . import apply, catalog
+from .attach import plan_indexes
 from .workers import worker_pool
 
 ProgressCallback = Callable[[int, int], None]
@@ -72,17 +74,29 @@ class BackfillResult:
     batches: int
     seconds: float
     resumed: bool
+    indexes_built: tuple[str, ...] = ()
+    """Block indexes built once the rows were filled (those a wide attach leaves to the backfill)."""
 
     @property
     def rows_per_second(self) -> float:
         return self.rows_read / self.seconds if self.seconds > 0 else 0.0
 
 
-def _fingerprint_batch(fingerprinter: Fingerprinter, texts: list[str | None]) -> list[int | None]:
-    """Runs in a worker process."""
+Words = tuple[int, ...]
+"""What a batch computes for one text: its fingerprint, or on a wide table the four words of
+its signature (word 0 the fingerprint)."""
+
+
+def _fingerprint_batch(fingerprinter: Fingerprinter, texts: list[str | None], wide: bool = False) -> list[Words | None]:
+    """Runs in a worker process. None for a NULL text or one without features."""
     present = [t for t in texts if t is not None]
-    fingerprints = iter(fingerprinter.fingerprint_many(present, empty="none"))
-    return [next(fingerprints) if t is not None else None for t in texts]
+    if wide:
+        computed: Iterator[Words | None] = (
+            None if s is None else tuple(s.words) for s in fingerprinter.signatures_many(present, empty="none")
+        )
+    else:
+        computed = (None if f is None else (f,) for f in fingerprinter.fingerprint_many(present, empty="none"))
+    return [next(computed) if t is not None else None for t in texts]
 
 
 def _resolve(connection: Connection, target: type | str, schema: str | None, fingerprinter: Fingerprinter | None) -> Job:
@@ -137,21 +151,25 @@ def _read_progress(connection: Connection, sql: BatchSQL) -> tuple[str, list[Any
     return row.phase, sql.resume_cursor(row.last_key), True
 
 
-def _to_store(keys: Sequence[Sequence[Any]], fingerprints: Sequence[int | None], texts: Sequence[str | None]) -> list[Fingerprinted]:
-    """What a batch writes: every fingerprint, and for text without features a NULL
-    fingerprint with its digest (the mark that the row is done: it is not read again, and
-    status counts it as "no text" while the text stays)."""
-    return [Fingerprinted(k, f, text_digest(t)) for k, f, t in zip(keys, fingerprints, texts) if t is not None]
+def _to_store(keys: Sequence[Sequence[Any]], fingerprints: Sequence[Words | None], texts: Sequence[str | None]) -> list[Fingerprinted]:
+    """What a batch writes: every fingerprint (with a wide signature's words 1-3), and for
+    text without features a NULL fingerprint with its digest (the mark that the row is done:
+    it is not read again, and status counts it as "no text" while the text stays)."""
+    return [
+        Fingerprinted(k, None if f is None else f[0], text_digest(t), () if f is None else f[1:])
+        for k, f, t in zip(keys, fingerprints, texts)
+        if t is not None
+    ]
 
 
 @dataclass
 class _Batch:
     keys: list[list[Any]]
     texts: list[str | None]
-    fingerprints: Future[list[int | None]] | list[int | None]
+    fingerprints: Future[list[Words | None]] | list[Words | None]
     phase: str
 
-    def result(self) -> list[int | None]:
+    def result(self) -> list[Words | None]:
         return self.fingerprints.result() if isinstance(self.fingerprints, Future) else self.fingerprints
 
 
@@ -204,9 +222,10 @@ class _Run:
         keys = [list(r[:n]) for r in rows]
         texts = [_row_text(r[n:]) for r in rows]
         self.counters.read += len(rows)
+        wide = self.job.names.wide
         if self.pool is None:
-            return _Batch(keys, texts, _fingerprint_batch(self.job.fingerprinter, texts), phase)
-        return _Batch(keys, texts, self.pool.submit(_fingerprint_batch, self.job.fingerprinter, texts), phase)
+            return _Batch(keys, texts, _fingerprint_batch(self.job.fingerprinter, texts, wide), phase)
+        return _Batch(keys, texts, self.pool.submit(_fingerprint_batch, self.job.fingerprinter, texts, wide), phase)
 
     def write(self, writer: Connection, batch: _Batch) -> None:
         fingerprints = batch.result()
@@ -221,7 +240,7 @@ class _Run:
                 time.sleep(0.05 * (attempt + 1))  # deadlocked with a writer: it won, try again
         self._count(batch, fingerprints, written)
 
-    def _write_once(self, writer: Connection, batch: _Batch, fingerprints: list[int | None]) -> int:
+    def _write_once(self, writer: Connection, batch: _Batch, fingerprints: list[Words | None]) -> int:
         apply.set_timeouts(writer, self.timeouts)
         chosen = _to_store(batch.keys, fingerprints, batch.texts)
         written = self.sql.store(writer, chosen) if chosen else 0
@@ -234,7 +253,7 @@ class _Run:
         writer.commit()
         return written
 
-    def _count(self, batch: _Batch, fingerprints: list[int | None], written: int) -> None:
+    def _count(self, batch: _Batch, fingerprints: list[Words | None], written: int) -> None:
         c = self.counters
         c.batches += 1
         empties = [tuple(k) for k, f in zip(batch.keys, fingerprints) if f is None]
@@ -311,9 +330,11 @@ def backfill(
     progress: ProgressCallback | None = None,
     lock_timeout: str | None = "5s",
     statement_timeout: str | None = "5min",
+    indexes: bool = True,
+    index_lock_timeout: str | None = "10min",
 ) -> BackfillResult:
     """Fingerprint every row of ``target`` (a mapped class, or an attached table's name) that
-    has no fingerprint yet.
+    has no fingerprint yet; on a table with the wide signature, its words too.
 
     ``workers`` processes fingerprint in parallel (default: CPU count, at most 4; 0 = in this
     process). A batch holds at most ``batch_size`` rows and ``max_batch_bytes`` of text.
@@ -321,6 +342,12 @@ def backfill(
     any point (Ctrl-C, SIGKILL): a rerun resumes after the last batch. A statement that waits
     longer than ``lock_timeout`` or runs longer than ``statement_timeout`` raises
     :class:`~simsql.errors.LockTimeout`.
+
+    ``indexes``: once every row is filled, build the block indexes a wide attachment lacks
+    (``attach_table(..., wide=True)`` leaves them to the backfill on a table with rows, so each
+    is built once over the final rows, concurrently on PostgreSQL, waiting at most
+    ``index_lock_timeout`` for older transactions; online on MySQL/MariaDB). Their names are in
+    :attr:`BackfillResult.indexes_built`.
     """
     check_sizes(batch_size, max_batch_bytes)
     timeouts = apply.Timeouts(lock_timeout, statement_timeout)
@@ -331,10 +358,30 @@ def backfill(
         with _explained_timeouts(engine, label, timeouts), engine.connect() as connection:
             job = start_backfill(connection, target, schema, fingerprinter, timeouts)
         options = dict(batch_size=batch_size, max_batch_bytes=max_batch_bytes, timeouts=timeouts, progress=progress)
-        return fill(engine, job, label, options, workers)
+        result = fill(engine, job, label, options, workers)
+        if indexes and isinstance(target, str) and job.names.wide:
+            built = build_deferred_indexes(owned, job, apply.Timeouts(lock_timeout, None), index_lock_timeout)
+            result = dataclasses.replace(result, indexes_built=built)
+        return result
     finally:
         if isinstance(bind, str):
             owned.dispose()
+
+
+def build_deferred_indexes(
+    engine: Engine, job: Job, timeouts: apply.Timeouts, index_lock_timeout: str | None
+) -> tuple[str, ...]:
+    """The block indexes of ``job``'s attachment that do not exist yet, built (concurrently
+    where the server needs it said); their names."""
+    with engine.connect() as connection, apply.bounded(connection, apply.DDL):
+        before = catalog.present(connection, job.schema, job.table, job.names)
+        missing = tuple(name for name in job.names.indexes if not before.has_index(name) or name in before.invalid)
+        if not missing:
+            return ()
+        plan = plan_indexes(connection, job.table, schema=job.schema, concurrently=True)
+        relation = backend(connection).qualified(job.schema, job.table)
+    apply.run_on_engine(engine, plan, timeouts, relations=[relation], concurrent_timeouts=apply.Timeouts(index_lock_timeout, None))
+    return missing
 
 
 def _isolated(engine: Engine) -> Engine:
@@ -380,7 +427,7 @@ def fill_locked(connection: Connection, job: Job, batch_size: int = 2000) -> int
             return stored
         cursor = list(rows[-1][:n])
         texts = [_row_text(r[n:]) for r in rows]
-        chosen = _to_store([r[:n] for r in rows], _fingerprint_batch(job.fingerprinter, texts), texts)
+        chosen = _to_store([r[:n] for r in rows], _fingerprint_batch(job.fingerprinter, texts, job.names.wide), texts)
         if chosen:
             stored += sql.store(connection, chosen)
 

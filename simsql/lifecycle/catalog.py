@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import MetaData, Table, inspect, orm
+from sqlalchemy import MetaData, Table, inspect, orm, text
 from sqlalchemy.engine import Connection
 
 from .. import registry
@@ -57,6 +57,12 @@ def describe(connection: Connection, table: str, source: Sequence[str], schema: 
     if not facts.keys:
         raise SchemaError(f"table {facts.schema}.{table} has no primary key; simsql needs one to find rows again")
     return Target(facts.schema, table, facts.keys, facts.key_types, tuple(source))
+
+
+def has_rows(connection: Connection, schema: str, table: str) -> bool:
+    """Whether ``schema.table`` holds a row (one index or heap probe, whatever its size)."""
+    server = backend(connection)
+    return connection.execute(text(f"SELECT 1 FROM {server.qualified(schema, table)} LIMIT 1")).first() is not None
 
 
 @dataclass(frozen=True)
@@ -117,7 +123,9 @@ def attachment(connection: Connection, table: str, schema: str | None) -> tuple[
 
 def reflect(connection: Connection, table: str, schema: str | None = None) -> type:
     """A mapped class for a table attached by a migration or the CLI, for tools without an ORM
-    model of their own (the command line, scripts). Queries accept it like any model."""
+    model of their own (the command line, scripts). Queries accept it like any model; on a wide
+    attachment (``attach_table(..., wide=True)``) :func:`simsql.find_original` takes the wide
+    path, as on a ``WideSimHashMixin`` model."""
     schema_name = schema or registry.current_schema(connection)
     entry = registry.read(connection, table, schema_name)
     if entry is None:
@@ -143,6 +151,8 @@ def reflect(connection: Connection, table: str, schema: str | None = None) -> ty
             source=tuple(entry.source),
             fingerprinter=registry.fingerprinter_from_settings(entry.settings),
             names=names,
+            words=tuple(holder.c[name] for name in names.signature_words),
+            wide_blocks=tuple(holder.c[name] for name in names.wide_blocks),
         ),
     )
     return model
@@ -168,6 +178,7 @@ __all__ = [
     "attachment",
     "dependents",
     "describe",
+    "has_rows",
     "index_names",
     "index_state",
     "partition_tree",

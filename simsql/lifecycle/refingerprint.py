@@ -138,6 +138,11 @@ def _prepare(
         entry = registry.read(connection, table, schema)
         if entry is None:
             raise NotAttached(f"{schema}.{table} is not attached to simsql; run `simsql attach --table {table}` first")
+        if entry.wide:
+            raise SchemaError(
+                f"{schema}.{table} has the wide signature; refingerprint does not move one yet: detach it, then attach "
+                f"it again with the new configuration and --wide, and backfill"
+            )
         staged = _staged_config(connection, schema, cursor_key(table))
         if staged is not None and staged != to.config_id and not abandon:
             raise SchemaError(

@@ -52,11 +52,20 @@ def attach_table(
     concurrently: bool = True,
     lock_timeout: str | None = "5s",
     index_lock_timeout: str | None = "10min",
+    wide: bool = False,
 ) -> Attachment:
     """Attach simsql to an existing table: columns (or a side table), trigger and registry
     entry in one transaction, then the block indexes (built concurrently by default; on a
     partitioned table, partition by partition). Run it again after a failure: finished steps
     are skipped, an index a failed concurrent build left invalid is rebuilt.
+
+    ``wide=True`` adds the wide 256-bit originality signature (as ``WideSimHashMixin``): words
+    1-3 beside the fingerprint and the 20-bit blocks :func:`simsql.find_original` probes, kept
+    current by the same triggers, recorded in the registry (``mode`` ``columns+wide``). On a
+    table that has rows its block indexes are left to :func:`simsql.backfill`, which builds
+    them once every row is filled: an index that exists while a backfill rewrites every row
+    ends about twice the size of one built after it (BENCHMARKS.md). An empty table gets them
+    at once.
 
     Nothing changes when it refuses (an object simsql did not create holds one of its names,
     other settings than an existing attachment). DDL waits at most ``lock_timeout`` for its
@@ -76,7 +85,7 @@ def attach_table(
     engine = _engine(bind)
     install_after_checking(engine, table, source, schema)
     timeouts = apply.Timeouts(lock_timeout, "10min")
-    options = dict(schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix)
+    options = dict(schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix, wide=wide)
     with engine.connect() as connection:
         planned = describe_attach_table(connection, table, source, options, timeouts, indexes=indexes, concurrently=concurrently)
     return run_attach_table(engine, planned, timeouts, index_lock_timeout)
@@ -103,14 +112,15 @@ def describe_attach_table(
     concurrently: bool = True,
 ) -> PlannedChange:
     """The first half of :func:`attach_table` (catalog reads, no change): what it will run.
-    ``options``: its ``schema``, ``fingerprinter``, ``side_table`` and ``prefix``."""
+    ``options``: its ``schema``, ``fingerprinter``, ``side_table``, ``prefix`` and ``wide``. A
+    wide attachment of a table with rows plans no index (:func:`simsql.backfill` builds them)."""
     with apply.bounded(connection, timeouts):
         server = backend(connection)
         server.check_server(connection)
         planned = plan_attach(connection, table, source, **options)
         names, target = planned.names, planned.target
         plan = planned.plan
-        if indexes:
+        if indexes and not (names.wide and catalog.has_rows(connection, target.schema, target.table)):
             keys = names.side_keys(target.keys) if names.side else target.keys
             plan = plan + describe_indexes(connection, target.schema, names, keys, concurrently=concurrently)
         return PlannedChange(plan, server.qualified(target.schema, target.table), target.schema, table)
@@ -207,6 +217,12 @@ class TableStatus:
     state: str = "attached"
     problem: str | None = None
     rows_no_text: int = 0
+    wide: bool = False
+    """The table also stores the wide originality signature (``attach_table(..., wide=True)``)."""
+    rows_missing_wide: int = 0
+    """On a wide table: rows with text whose signature a backfill would still write (those of
+    ``rows_missing``, and fingerprints stored without their words by a writer that knows only
+    the 64 bits). 0 on a healthy, backfilled table, and on any other."""
 
 
 GONE = "gone"
@@ -228,10 +244,11 @@ def attachment_state(connection: Connection, entry: Attachment) -> str:
     return "attached" if names.fingerprint in holder.columns else REPLACED
 
 
-def _counts(connection: Connection, entry: Attachment) -> tuple[int, int, int, int, int, int]:
+def _counts(connection: Connection, entry: Attachment) -> tuple[int, ...]:
     """rows, fingerprinted, missing, stale, unverified (a fingerprint without its text's digest),
     no text (text without words: no fingerprint, but the digest of the text a backfill found
-    so, which the triggers clear when the text changes)."""
+    so, which the triggers clear when the text changes), and on a wide table the rows whose
+    signature a backfill would write (missing, or a fingerprint without its words)."""
     names, server = entry.names, backend(connection)
     quote = server.quote
     base = server.qualified(entry.table_schema, entry.table_name)
@@ -248,10 +265,12 @@ def _counts(connection: Connection, entry: Attachment) -> tuple[int, int, int, i
     no_text = f"{fp} IS NULL AND ({has_text}) AND {src} IS NOT NULL AND NOT ({changed})"
     missing = f"{fp} IS NULL AND ({has_text}) AND ({src} IS NULL OR {changed})"
     counts = [missing, stale, f"{fp} IS NOT NULL AND {src} IS NULL", no_text]
+    if names.wide:
+        counts.append(f"({missing}) OR ({fp} IS NOT NULL AND {holder}.{quote(names.wide_words[0])} IS NULL)")
     row = connection.execute(
         text(f"SELECT count(*), count({fp}), {', '.join(server.count_where(c) for c in counts)} FROM {source_from}")
     ).one()
-    return int(row[0]), int(row[1]), int(row[2]), int(row[3]), int(row[4]), int(row[5])
+    return tuple(int(value) for value in row)
 
 
 def status(bind: Engine | str, *, statement_timeout: str | None = "10min") -> list[TableStatus]:
@@ -273,17 +292,18 @@ def status_of(connection: Connection, statement_timeout: str | None = "10min") -
 def _table_status(connection: Connection, entry: Attachment) -> TableStatus:
     """One table's status; a table dropped, replaced or unreadable reads as such (in a
     savepoint, so a failed count leaves the transaction usable for the next table)."""
-    state, problem, counts = attachment_state(connection, entry), None, (0, 0, 0, 0, 0, 0)
+    state, problem, counts = attachment_state(connection, entry), None, (0,) * 7
     if state == "attached":
         try:
             with connection.begin_nested():
                 counts = _counts(connection, entry)
         except DBAPIError as error:
             state, problem = "unreadable", str(error.orig if error.orig is not None else error).strip().splitlines()[0]
-    rows, fingerprinted, missing, stale, _, no_text = counts
+    rows, fingerprinted, missing, stale, _, no_text, *wide = counts
     return TableStatus(
         entry.table_schema, entry.table_name, entry.mode, entry.prefix, entry.side_table, entry.source,
         entry.config_id, entry.settings, rows, fingerprinted, missing, stale, state, problem, no_text,
+        entry.wide, wide[0] if wide and entry.wide else 0,
     )  # fmt: skip
 
 
@@ -293,6 +313,6 @@ def pending_rows(bind: Engine | Connection, table: str, schema: str | None = Non
     if isinstance(bind, Connection):
         schema, entry = attached_names(bind, table, schema)
         counts = _counts(bind, entry)
-        return counts[2] + counts[4]
+        return counts[6] + counts[4] if entry.wide else counts[2] + counts[4]
     with bind.connect() as connection:
         return pending_rows(connection, table, schema)
