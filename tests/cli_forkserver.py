@@ -1,12 +1,14 @@
-"""A fork server for the command line tests: ``python -m simsql.cli`` without paying for Python's
-start-up and simsql's imports on every call.
+"""A fork server for the command line tests: ``python -m simsql.cli`` (and ``alembic``) without
+paying for Python's start-up and the imports on every call.
 
 Each ``cli(...)`` call of the tests used to start a fresh interpreter that imported SQLAlchemy,
 numpy and simsql before doing a few milliseconds of work: about 0.5 s of CPU per call, a few
-hundred calls per run, on a CI machine with two cores. This server imports ``simsql.cli`` once,
+hundred calls per run, on a CI machine with two cores. This server imports ``simsql.cli`` and
+Alembic's command line once,
 then forks one child per call, as ``multiprocessing``'s forkserver does. The child is still a
 separate process running the real entry point (``runpy`` of ``simsql.cli``, exactly what ``-m``
-runs) with the caller's argv, environment, working directory and its own stdin, stdout and
+runs; ``alembic``'s ``__main__`` for the ``alembic`` command) with the caller's argv,
+environment, working directory and its own stdin, stdout and
 stderr (file descriptors passed over a Unix socket); its exit status is the process's. What it
 does not repeat is the interpreter start-up and the imports, so tests that are about those (the
 console script, import-time behaviour, hash seeds) start a real ``subprocess`` themselves.
@@ -14,7 +16,8 @@ console script, import-time behaviour, hash seeds) start a real ``subprocess`` t
 The server holds no database connection (importing simsql opens none), so no child inherits one.
 
 Protocol, one connection per call: the client sends stdin, stdout and stderr with a one-byte
-message (``socket.send_fds``), then a length-prefixed JSON request ``{"argv", "env", "cwd"}``.
+message (``socket.send_fds``), then a length-prefixed JSON request ``{"module", "argv", "env",
+"cwd"}`` (``module``: ``simsql.cli`` or ``alembic``).
 The server answers ``{"pid": N}`` once the child exists and ``{"status": S}`` (``os.waitpid``'s
 status) when it has ended, one JSON document per line.
 """
@@ -45,8 +48,12 @@ def _receive_exactly(connection: socket.socket, size: int) -> bytes:
     return data
 
 
+MODULES = frozenset({"simsql.cli", "alembic"})
+"""What a child may become: ``python -m <module>``."""
+
+
 def _child(request: dict[str, Any], fds: list[int], listener: socket.socket, connection: socket.socket) -> None:
-    """Become ``python -m simsql.cli <argv>``; never returns."""
+    """Become ``python -m <module> <argv>``; never returns."""
     code = 1
     try:
         listener.close()
@@ -60,7 +67,10 @@ def _child(request: dict[str, Any], fds: list[int], listener: socket.socket, con
         os.chdir(request["cwd"])
         sys.argv = [sys.argv[0], *request["argv"]]  # runpy sets argv[0] to the module's file, as -m does
         try:
-            runpy.run_module("simsql.cli", run_name="__main__", alter_sys=True)
+            module = request.get("module", "simsql.cli")
+            if module not in MODULES:
+                raise ValueError(f"the fork server runs {sorted(MODULES)}, not {module!r}")
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
             code = 0
         except SystemExit as exit_:
             if exit_.code is None:
@@ -100,7 +110,10 @@ def _exit_at_eof(fd: int) -> None:
 
 def serve(path: str, lifeline: int) -> None:
     """Listen on the Unix socket ``path`` until the pipe ``lifeline`` ends (the session ended)."""
-    import simsql.cli  # noqa: F401  (the imports every child shares)
+    import alembic.command  # noqa: F401  (the imports every child shares)
+    import alembic.config  # noqa: F401
+    import simsql.alembic  # noqa: F401
+    import simsql.cli  # noqa: F401
 
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)

@@ -13,6 +13,7 @@ import atexit
 import json
 import locale
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -63,6 +64,25 @@ def cli(
     )
 
 
+_SHELL_SYNTAX = frozenset("|&;<>()$`\\\n~")
+"""Characters that make ``/bin/sh`` do more than split words and remove quotes. Glob characters
+are not among them: the commands' URLs hold ``?`` and no file in a test's directory matches
+them, so ``/bin/sh`` passes them on as they are."""
+FORKED_COMMANDS = {"simsql": "simsql.cli", "alembic": "alembic"}
+
+
+def shell(command: str, cwd: Path, env: Mapping[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """A command line as a user types it in ``cwd``. A plain ``simsql ...`` or ``alembic ...``
+    (quotes and comments, no operators or expansions) is forked from the session's fork server,
+    as ``cli`` does, with the words ``/bin/sh`` would give it; anything else goes to ``/bin/sh``."""
+    server = _forkserver()
+    words = [] if _SHELL_SYNTAX.intersection(command) else shlex.split(command, comments=True)
+    if server is None or not words or words[0] not in FORKED_COMMANDS:
+        return subprocess.run(command, shell=True, cwd=cwd, env=dict(env), capture_output=True, text=True,
+                              timeout=timeout, check=False)  # fmt: skip
+    return server.run(words[1:], None, env, timeout, module=FORKED_COMMANDS[words[0]], cwd=str(cwd))
+
+
 def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
     assert result.returncode == 0, f"exit {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}"
     return result
@@ -99,7 +119,10 @@ class _ForkServer:
             os.close(self.lifeline)  # the server exits when this pipe ends
             self.process.wait(timeout=10)
 
-    def run(self, arguments: list[str], input: str | None, env: Mapping[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, arguments: list[str], input: str | None, env: Mapping[str, str], timeout: float,
+        module: str = "simsql.cli", cwd: str | None = None,
+    ) -> subprocess.CompletedProcess[str]:  # fmt: skip
         encoding = locale.getpreferredencoding(False)
         with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
             if input is None:
@@ -109,21 +132,22 @@ class _ForkServer:
                 stdin.seek(0)
                 stdin_file = stdin
             try:
-                status = self._call(arguments, dict(env), [stdin_file.fileno(), stdout.fileno(), stderr.fileno()], timeout)
+                request = {"module": module, "argv": arguments, "env": dict(env), "cwd": cwd or os.getcwd()}
+                status = self._call(request, [stdin_file.fileno(), stdout.fileno(), stderr.fileno()], timeout)
             finally:
                 if input is None:
                     stdin_file.close()
             stdout.seek(0)
             stderr.seek(0)
-            argv = [sys.executable, "-m", "simsql.cli", *arguments]
+            argv = [sys.executable, "-m", module, *arguments]
             out, err = stdout.read().decode(encoding), stderr.read().decode(encoding)
             if status is None:
                 raise subprocess.TimeoutExpired(argv, timeout, out, err)
             return subprocess.CompletedProcess(argv, os.waitstatus_to_exitcode(status), out, err)
 
-    def _call(self, arguments: list[str], env: dict[str, str], fds: list[int], timeout: float) -> int | None:
+    def _call(self, request_fields: dict[str, Any], fds: list[int], timeout: float) -> int | None:
         """The child's wait status, or None when it outlived ``timeout`` (it is then killed)."""
-        request = json.dumps({"argv": arguments, "env": env, "cwd": os.getcwd()}).encode()
+        request = json.dumps(request_fields).encode()
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.connect(self.path)
             socket.send_fds(connection, [b"x"], fds)

@@ -203,7 +203,9 @@ these (or that takes none) cannot touch a server through the suite's fixtures.""
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``SIMSQL_TEST_SERVER_TESTS_ONLY=1`` leaves out the tests that take no fixture beyond
-    pytest's own (:data:`SERVERLESS_FIXTURES`).
+    pytest's own (:data:`SERVERLESS_FIXTURES`), and the smoke runs of benchmark and research
+    scripts (marked ``harness``: they check that a script's harness runs and measures what it
+    says, which one server shows as well as two).
 
     For a second run on other servers right after a full run on the same checkout (CI runs the
     suite against the PostgreSQL and MySQL services, and side by side against the embedded
@@ -217,7 +219,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     kept, dropped = [], []
     for item in items:
         serverless = set(getattr(item, "fixturenames", ())) <= SERVERLESS_FIXTURES
-        (dropped if serverless else kept).append(item)
+        (dropped if serverless or item.get_closest_marker("harness") else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept

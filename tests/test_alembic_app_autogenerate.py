@@ -3,7 +3,7 @@ a fresh ``alembic init`` project, ``env.py`` as the README shows it (``target_me
 nothing else), the application's models imported, ``simsql db upgrade`` and an attached table.
 simsql's own objects (its tables, the columns, indexes and side table it added to an attached
 table) must never appear in the revision: on an up-to-date database it is empty, on
-PostgreSQL and on MySQL/MariaDB. The ``alembic`` and ``simsql`` commands run as subprocesses.
+PostgreSQL and on MySQL/MariaDB. The ``alembic`` and ``simsql`` commands run as separate processes (forked by tests/command_line.shell).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, inspect, text
+
+from tests.command_line import shell
 
 BIN = Path(sys.executable).parent
 
@@ -52,7 +54,7 @@ def _run(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     for name in ("SIMSQL_DATABASE_URL", "DATABASE_URL"):
         env.pop(name, None)
-    result = subprocess.run(command, shell=True, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)
+    result = shell(command, cwd, env)
     assert result.returncode == 0, f"{command}\nstdout: {result.stdout}\nstderr: {result.stderr}"
     return result
 

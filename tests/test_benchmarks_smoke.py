@@ -11,6 +11,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
+pytestmark = pytest.mark.harness
+
 
 @pytest.fixture
 def bench_url(database_url: str, schema: str) -> str:

@@ -45,6 +45,8 @@ from benchmarks.edits import (  # noqa: E402
     units,
 )
 
+pytestmark = pytest.mark.harness  # the benchmarks' corpus and edits: no server involved
+
 N_EN = 40
 N_ZH = 20
 

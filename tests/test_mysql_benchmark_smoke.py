@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from sqlalchemy import Engine
 
 ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.harness
 
 
 def test_mysql_benchmark_smoke_run(mysql_engine: Engine, database_url: str, tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """The README's Alembic path, verbatim, in a fresh ``alembic init`` project against a real
-database: the ``alembic`` and ``simsql`` commands run as subprocesses, the revision gets the
+database: the ``alembic`` and ``simsql`` commands run as separate processes (forked by tests/command_line.shell), the revision gets the
 README's code pasted in, the README's Python runs in a fresh interpreter. The only thing put in
 is the database URL, where the README puts the user's.
 """
@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import Engine, create_engine, make_url, text
 
 import simsql.alembic
+from tests.command_line import shell
 from tests.readme import PLACEHOLDER_URL, blocks, commands
 from tests.test_migrations import build_legacy, snapshot
 
@@ -36,10 +37,7 @@ def run(command: str, cwd: Path, url: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     for name in ("SIMSQL_DATABASE_URL", "DATABASE_URL"):
         env.pop(name, None)
-    result = subprocess.run(
-        command.replace(PLACEHOLDER_URL, url), shell=True, cwd=cwd, env=env,
-        capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    result = shell(command.replace(PLACEHOLDER_URL, url), cwd, env)
     assert result.returncode == 0, f"{command}\nstdout: {result.stdout}\nstderr: {result.stderr}"
     return result
 

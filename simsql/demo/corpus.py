@@ -140,8 +140,23 @@ def load_corpus(limit: int | None = None, progress: bool | None = None) -> tuple
 
     Deterministic for a given installation. ``limit`` keeps that many articles spread evenly
     over the whole corpus (every source stays represented). ``progress`` shows a bar on stderr
-    (None: only on a terminal).
+    (None: only on a terminal) while the sources are read; they are read once per process (a
+    few seconds of parsing), so later calls return at once.
     """
+    articles, used = _read_sources(progress)
+    cap = MAX_ARTICLES if limit is None else min(limit, MAX_ARTICLES)
+    if len(articles) > cap:
+        return [articles[i * len(articles) // cap] for i in range(cap)], list(used)
+    return list(articles), list(used)
+
+
+_READ: list[tuple[tuple[Article, ...], tuple[str, ...]]] = []
+"""The sources as read by the first call of this process (the installation does not change under it)."""
+
+
+def _read_sources(progress: bool | None) -> tuple[tuple[Article, ...], tuple[str, ...]]:
+    if _READ:
+        return _READ[0]
     sources = _sources()
     articles: list[Article] = []
     used: list[str] = []
@@ -155,7 +170,5 @@ def load_corpus(limit: int | None = None, progress: bool | None = None) -> tuple
             if found:
                 used.append(source.label)
             articles.extend(found)
-    cap = MAX_ARTICLES if limit is None else min(limit, MAX_ARTICLES)
-    if len(articles) > cap:
-        articles = [articles[i * len(articles) // cap] for i in range(cap)]
-    return articles, used
+    _READ.append((tuple(articles), tuple(used)))
+    return _READ[0]
