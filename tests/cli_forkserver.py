@@ -17,7 +17,7 @@ The server holds no database connection (importing simsql opens none), so no chi
 
 Protocol, one connection per call: the client sends stdin, stdout and stderr with a one-byte
 message (``socket.send_fds``), then a length-prefixed JSON request ``{"module", "argv", "env",
-"cwd"}`` (``module``: ``simsql.cli`` or ``alembic``).
+"cwd"}`` (``module``: one of :data:`MODULES`).
 The server answers ``{"pid": N}`` once the child exists and ``{"status": S}`` (``os.waitpid``'s
 status) when it has ended, one JSON document per line.
 """
@@ -48,7 +48,7 @@ def _receive_exactly(connection: socket.socket, size: int) -> bytes:
     return data
 
 
-MODULES = frozenset({"simsql.cli", "alembic"})
+MODULES = frozenset({"simsql.cli", "alembic", "tests.run_blocks"})
 """What a child may become: ``python -m <module>``."""
 
 

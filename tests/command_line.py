@@ -83,6 +83,18 @@ def shell(command: str, cwd: Path, env: Mapping[str, str], timeout: float = 300)
     return server.run(words[1:], None, env, timeout, module=FORKED_COMMANDS[words[0]], cwd=str(cwd))
 
 
+def python_module(
+    module: str, arguments: list[str], cwd: Path, env: Mapping[str, str], timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """``python -m <module> <arguments>`` in ``cwd`` with exactly ``env``: forked from the
+    session's fork server when there is one (for modules it runs), else a fresh interpreter."""
+    server = _forkserver()
+    if server is None:
+        return subprocess.run([sys.executable, "-m", module, *arguments], cwd=cwd, env=dict(env), capture_output=True,
+                              text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL)  # fmt: skip
+    return server.run(arguments, None, env, timeout, module=module, cwd=str(cwd))
+
+
 def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
     assert result.returncode == 0, f"exit {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}"
     return result

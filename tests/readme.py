@@ -3,10 +3,10 @@ and the fresh interpreter that runs a page's Python blocks as a newcomer would."
 
 from __future__ import annotations
 
+import json
 import os
 import re
-import subprocess
-import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,23 +71,18 @@ def python_blocks(document: Path, server: str) -> list[str]:
     ]
 
 
-_RUNNER = """
-namespace = {"__name__": "__main__"}
-for number, code in enumerate(BLOCKS, 1):
-    print(f"--- block {number}", flush=True)
-    exec(compile(code, f"{NAME} python block {number}", "exec"), namespace)
-"""
-
-
 def run_blocks(code: list[str], name: str, database_url: str) -> str:
-    """Run ``code`` (a page's Python blocks) in order, in one fresh interpreter given only
-    ``DATABASE_URL``; what they printed."""
+    """Run ``code`` (a page's Python blocks) in order, in one interpreter of its own given only
+    ``DATABASE_URL`` (tests/run_blocks.py, forked from the session's fork server when there is
+    one); what they printed."""
+    from .command_line import python_module
+
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SIMSQL_", "DATABASE_URL"))}
     env["DATABASE_URL"] = database_url
-    result = subprocess.run(
-        [sys.executable, "-c", f"BLOCKS = {code!r}\nNAME = {name!r}\n{_RUNNER}"],
-        env=env, capture_output=True, text=True, timeout=300, check=False, cwd=ROOT,
-    )  # fmt: skip
+    with tempfile.TemporaryDirectory() as directory:
+        spec = Path(directory) / "blocks.json"
+        spec.write_text(json.dumps({"name": name, "blocks": code}), encoding="utf-8")
+        result = python_module("tests.run_blocks", [str(spec)], cwd=ROOT, env=env, timeout=300)
     assert result.returncode == 0, f"{name}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     assert result.stdout.count("--- block") == len(code)
     return result.stdout
