@@ -292,7 +292,8 @@ def status_of(connection: Connection, statement_timeout: str | None = "10min") -
 def _table_status(connection: Connection, entry: Attachment) -> TableStatus:
     """One table's status; a table dropped, replaced or unreadable reads as such (in a
     savepoint, so a failed count leaves the transaction usable for the next table)."""
-    state, problem, counts = attachment_state(connection, entry), None, (0,) * 7
+    state, problem = attachment_state(connection, entry), None
+    counts: tuple[int, ...] = (0,) * 7
     if state == "attached":
         try:
             with connection.begin_nested():
