@@ -39,6 +39,7 @@ import xxhash
 
 from .bits import FINGERPRINT_BITS
 from .fingerprint import Fingerprinter
+from .signature import WIDE_BITS, Signature
 
 VECTOR_ALGORITHM = 1
 """Version of the hyperplane rule; part of :attr:`VectorFingerprinter.config_id`."""
@@ -288,6 +289,23 @@ class VectorFingerprinter:
         """Unsigned signatures (``uint64``) of a batch already passed through :meth:`check`."""
         bits = (self.centred(checked) @ self.planes) > 0.0
         return np.packbits(bits, axis=1, bitorder="little").view("<u8").ravel().astype(np.uint64)
+
+    def signatures_many(self, vectors: object) -> list[Signature]:
+        """Wide 256-bit signatures of a batch (:class:`simsql.signature.Signature`), from 256
+        hyperplanes of the same seed: word 0 is the 64-bit signature bit for bit (hyperplanes
+        0-63 are this configuration's), so a wide table's ``simhash`` column serves both.
+        Margins are the cosines of each (centred) vector with each hyperplane's normal, in
+        absolute value: a small margin is a bit a small turn of the vector flips."""
+        checked = self.check(vectors)
+        moved = self.centred(checked)
+        planes = hyperplanes(self.dimensions, self.seed, WIDE_BITS)
+        projections = moved @ planes
+        packed = np.packbits(projections > 0.0, axis=1, bitorder="little").view("<u8")
+        margins = np.abs(projections) / (np.linalg.norm(moved, axis=1, keepdims=True) * np.linalg.norm(planes, axis=0))
+        return [
+            Signature(tuple(int(w) for w in words), tuple(float(m) for m in row))
+            for words, row in zip(packed, margins)
+        ]
 
     def cosine_estimate(self, distance: int) -> float:
         """:func:`cosine_estimate` at this configuration's width."""

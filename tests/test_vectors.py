@@ -282,3 +282,35 @@ def test_fit_refuses_an_empty_or_bad_sample() -> None:
     for sample, message in (([], "non-empty 2-D"), ([1.0, 2.0], "non-empty 2-D"), ([[1.0, 0.0], [0.0, 0.0]], "all zeros")):
         with pytest.raises(ValueError, match=message):
             VectorFingerprinter.fit(sample)
+
+
+# -- the wide signature of a vector -----------------------------------------------------------
+
+GOLDEN_WIDE = {
+    (0, False): (13746097567922039311, 931849331403926250, 9780104628210744976, 13848652091016739840),
+    (42, True): (4887852841620577354, 10198869927838855860, 1756585326494984814, 9468602307911396923),
+}
+
+
+@pytest.mark.parametrize(("seed", "centred"), sorted(GOLDEN_WIDE))
+def test_golden_wide_signatures_extend_the_64_bit_one(seed: int, centred: bool) -> None:
+    fingerprinter = VectorFingerprinter(256, seed=seed, center=CENTRE256 if centred else None)
+    ramp = VECTORS["ramp256"]
+    (signature,) = fingerprinter.signatures_many([ramp])
+    assert signature.words == GOLDEN_WIDE[(seed, centred)]
+    assert signature.words[0] == fingerprinter.fingerprint(ramp)
+    planes = hyperplanes(256, seed, 256)
+    moved = np.asarray(ramp) / np.linalg.norm(ramp) - (np.asarray(CENTRE256) if centred else 0.0)
+    cosines = moved @ planes / np.linalg.norm(moved) / np.linalg.norm(planes, axis=0)
+    assert np.allclose(signature.margins, np.abs(cosines))
+    assert signature.value == sum(1 << j for j in range(256) if cosines[j] > 0)
+
+
+def test_wide_distance_tracks_the_angle_four_times_finer() -> None:
+    rng = np.random.default_rng(12)
+    fingerprinter = VectorFingerprinter(64, seed=2)
+    a, b = _pairs_at_angle(rng, math.radians(30), 200, 64)
+    distances = [x.distance(y) for x, y in zip(fingerprinter.signatures_many(a), fingerprinter.signatures_many(b))]
+    assert abs(float(np.mean(distances)) - 256 / 6) < 2.0  # 30 degrees: a sixth of the bits
+    with pytest.raises(ValueError, match="all zeros"):
+        fingerprinter.signatures_many(np.zeros((1, 64)))

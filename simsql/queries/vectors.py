@@ -11,10 +11,12 @@ against ``candidates``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
-from sqlalchemy import Select
+from sqlalchemy import Select, select, tuple_
+from sqlalchemy.sql import ColumnElement
 from sqlalchemy.orm import Session
 
 from ..storage import binding_for
@@ -56,7 +58,8 @@ def most_similar_vectors(
     ``probe_radius`` and ``exact`` are :func:`~simsql.most_similar`'s; ``probe_radius=0`` (band 0,
     then the scan) suits embeddings, whose neighbours are rarely within a few bits.
 
-    What is guaranteed: the answer is the exact cosine order of the candidates; a row outside
+    Two round trips: the candidates' keys, vectors and distances, then the ``limit`` rows
+    chosen, read through ``stmt`` (its options apply). What is guaranteed: the answer is the exact cosine order of the candidates; a row outside
     the ``candidates`` nearest by signature is never returned, however close its vector, so
     recall against the true cosine top-``limit`` grows with ``candidates`` (BENCHMARKS.md).
     ``TypeError`` for a text model or target; ``ValueError`` for ``candidates < limit``.
@@ -70,15 +73,30 @@ def most_similar_vectors(
     fingerprinter = binding.fingerprinter
     if not isinstance(fingerprinter, VectorFingerprinter):
         raise TypeError(f"{binding.model.__name__} is fingerprinted from text: most_similar_vectors() needs a vector model")
-    column = binding.source[0]
+    what = f"{binding.model.__name__}.{binding.source[0]}"
+    vector_column = getattr(binding.model, binding.source[0]).property.columns[0]
     if isinstance(target, binding.model):
-        target = vector_of(getattr(target, column), f"{binding.model.__name__}.{column}")
+        target = vector_of(getattr(target, binding.source[0]), what)
     query = fingerprinter.check(target)[0]
-    rows = [(row, int(distance)) for row, distance, _ in session.execute(ranked)]
-    if not rows:
+    # the candidates' keys, vectors and distances only (no ORM rows): fetching is most of the cost
+    candidate = ranked.subquery("simsql_candidates")
+    keys = [candidate.c[key.key] for key in binding.keys]
+    found = session.execute(
+        select(*keys, candidate.c[vector_column.key], candidate.c.distance).order_by(candidate.c.distance, *keys)
+    ).all()
+    if not found:
         return []
-    what = f"{binding.model.__name__}.{column}"
-    stored = fingerprinter.check(np.stack([np.asarray(vector_of(getattr(row, column), what), dtype=np.float64) for row, _ in rows]))
+    width = len(binding.keys)
+    stored = fingerprinter.check(np.stack([np.asarray(vector_of(row[width], what), dtype=np.float64) for row in found]))
     cosines = (stored @ query) / (np.linalg.norm(stored, axis=1) * float(np.linalg.norm(query)))
-    order = np.lexsort((np.array([distance for _, distance in rows]), -cosines))[:limit]
-    return [VectorMatch(rows[i][0], float(cosines[i]), rows[i][1]) for i in order]
+    order = np.lexsort((np.array([row[width + 1] for row in found]), -cosines))[:limit]
+    best = [tuple(found[i][:width]) for i in order]
+    rows = {binding.key_of(row): row for row in session.scalars(stmt.where(_key_in(binding.keys, best)))}
+    return [VectorMatch(rows[key], float(cosines[i]), int(found[i][width + 1])) for key, i in zip(best, order) if key in rows]
+
+
+def _key_in(keys: Sequence[Any], values: list[tuple[Any, ...]]) -> ColumnElement[bool]:
+    """``key IN (values)``, a row value comparison for a composite key."""
+    if len(keys) == 1:
+        return keys[0].in_([value[0] for value in values])
+    return tuple_(*keys).in_(values)
