@@ -59,9 +59,10 @@ def most_similar_vectors(
     then the scan) suits embeddings, whose neighbours are rarely within a few bits.
 
     Two round trips: the candidates' keys, vectors and distances, then the ``limit`` rows
-    chosen, read through ``stmt`` (its options apply). What is guaranteed: the answer is the exact cosine order of the candidates; a row outside
-    the ``candidates`` nearest by signature is never returned, however close its vector, so
-    recall against the true cosine top-``limit`` grows with ``candidates`` (BENCHMARKS.md).
+    chosen, read through ``stmt`` (its options apply). What is guaranteed: the answer is the
+    exact cosine order of the candidates; a row outside the ``candidates`` nearest by signature
+    is never returned, however close its vector, so recall against the true cosine
+    top-``limit`` grows with ``candidates`` (BENCHMARKS.md).
     ``TypeError`` for a text model or target; ``ValueError`` for ``candidates < limit``.
     """
     check_limit(limit)
