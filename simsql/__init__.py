@@ -29,8 +29,10 @@ from .queries import (
     find_original,
     most_similar,
     most_similar_many,
+    most_similar_vectors,
     near_duplicates,
     similar_to,
+    VectorMatch,
 )
 from .orm_triggers import on_trigger_table
 from .storage import Binding, SimHashMixin, WideSimHashMixin, attach_model, binding_for
@@ -65,6 +67,7 @@ __all__ = [
     "fit_background",
     "most_similar",
     "most_similar_many",
+    "most_similar_vectors",
     "near_duplicates",
     "reflect",
     "refingerprint",
@@ -75,6 +78,7 @@ __all__ = [
     "TextTooLarge",
     "Fingerprinter",
     "VectorFingerprinter",
+    "VectorMatch",
     "IdfTable",
     "NotAttached",
     "SchemaError",

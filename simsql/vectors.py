@@ -14,6 +14,15 @@ so a last-bit difference in a platform's ``log``/``cos`` cannot change it (excep
 boundary, about one chance in 10**9 per coordinate). A bit can still differ across machines when
 a vector's projection on a hyperplane is within float rounding of zero (BLAS summation order);
 golden vectors in the tests guard everything else.
+
+A *centre* (``center=``, or :meth:`VectorFingerprinter.fit` on a sample) makes the bits balanced
+on embeddings that share a common direction (most do: TF-IDF + SVD, sentence models): each vector
+is scaled to unit length and the centre, the mean of the sample's unit vectors, is subtracted
+before the projections. Without it, a corpus whose vectors all lean one way sets some bits on
+nearly every row, and those bits say little (BENCHMARKS.md measures the balance and the recall).
+The centre is part of the configuration (its numbers are in :attr:`VectorFingerprinter.settings`
+and :attr:`~VectorFingerprinter.config_id`), rounded to multiples of ``2**-24`` so the same
+centre computed on another machine names the same configuration.
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import xxhash
 
 from .bits import FINGERPRINT_BITS
 from .fingerprint import Fingerprinter
+from .signature import WIDE_BITS, Signature
 
 VECTOR_ALGORITHM = 1
 """Version of the hyperplane rule; part of :attr:`VectorFingerprinter.config_id`."""
@@ -114,6 +124,28 @@ def vector_of(value: object, what: str = "vector") -> object:
     return value
 
 
+def _quantized_center(center: object, dimensions: int) -> tuple[float, ...] | None:
+    """``center`` checked and rounded to multiples of ``2**-24`` (exact in float32 and in JSON);
+    None for no centre or a centre of zeros (the same configuration as none)."""
+    if center is None:
+        return None
+    array = _as_matrix(center, dimensions, "center")
+    if array.ndim != 1 or array.shape[0] != dimensions:
+        raise ValueError(f"center must be one vector of {dimensions} numbers, got shape {array.shape}")
+    if not np.isfinite(array).all():
+        raise ValueError("center holds NaN or infinity")
+    rounded = np.round(array * _QUANTUM) / _QUANTUM
+    norm = float(np.linalg.norm(rounded))
+    if norm >= 1.0:
+        raise ValueError(
+            f"center must be the mean of unit vectors (its length below 1), got length {norm:.4g}; "
+            "VectorFingerprinter.fit(sample) computes it"
+        )
+    if not rounded.any():
+        return None
+    return tuple(float(x) for x in rounded)
+
+
 @dataclass(frozen=True)
 class VectorFingerprinter:
     """A signature configuration for float vectors of ``dimensions`` numbers: immutable,
@@ -124,16 +156,20 @@ class VectorFingerprinter:
         dimensions: the length of every vector (1..65536).
         seed: picks the hyperplanes; different seeds give unrelated signatures.
         bits: signature width; only 64 is supported (a ``bigint``).
+        center: the mean of a sample's unit vectors (:meth:`fit` computes it), subtracted from
+            each vector scaled to unit length; None (the default) for none. Stored rounded to
+            multiples of ``2**-24``; its length must be below 1.
 
-    Bit ``j`` is set when the vector's dot product with hyperplane ``j`` is > 0 (a tie gives 0).
-    Scaling a vector by a positive number does not change its signature; only its direction
-    counts. float32 input is widened to float64 first, so it gives the signature of the same
-    values in float64.
+    Bit ``j`` is set when the vector's dot product with hyperplane ``j`` is > 0 (a tie gives 0);
+    with a centre, the dot product of ``v / |v| - center``. Scaling a vector by a positive number
+    does not change its signature; only its direction counts. float32 input is widened to
+    float64 first, so it gives the signature of the same values in float64.
     """
 
     dimensions: int
     seed: int = 0
     bits: int = FINGERPRINT_BITS
+    center: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         for name in ("dimensions", "seed", "bits"):
@@ -146,6 +182,20 @@ class VectorFingerprinter:
             raise ValueError(f"seed must be in [0, 2**64), got {self.seed}")
         if self.bits != FINGERPRINT_BITS:
             raise ValueError(f"only 64-bit signatures are supported (a bigint), got bits={self.bits}")
+        object.__setattr__(self, "center", _quantized_center(self.center, self.dimensions))
+
+    @classmethod
+    def fit(cls, sample: object, seed: int = 0, bits: int = FINGERPRINT_BITS) -> VectorFingerprinter:
+        """A configuration centred on ``sample`` (a 2-D batch of the vectors to be stored, a few
+        thousand are plenty): the mean of its vectors scaled to unit length. Fit once and keep
+        the configuration (its :attr:`settings` rebuild it through :meth:`from_settings`): a
+        sample's mean differs from another's, and so would the configuration."""
+        array = _as_matrix(sample, 0, "sample")
+        if array.ndim != 2 or array.shape[0] == 0:
+            raise ValueError(f"fit() takes a non-empty 2-D batch of vectors, got shape {array.shape}")
+        unit = cls(array.shape[1], seed=seed, bits=bits).check(array)
+        unit = unit / np.linalg.norm(unit, axis=1, keepdims=True)
+        return cls(array.shape[1], seed=seed, bits=bits, center=unit.mean(axis=0))
 
     # -- identity ---------------------------------------------------------------------------
 
@@ -159,6 +209,7 @@ class VectorFingerprinter:
             "dimensions": self.dimensions,
             "seed": self.seed,
             "bits": self.bits,
+            **({} if self.center is None else {"center": list(self.center)}),
         }
 
     @cached_property
@@ -173,7 +224,8 @@ class VectorFingerprinter:
         """The configuration recorded as ``settings`` (see :attr:`settings`)."""
         if settings.get("kind") != "vector" or settings.get("algorithm") != VECTOR_ALGORITHM:
             raise ValueError(f"not the settings of a version {VECTOR_ALGORITHM} vector configuration: {settings!r}")
-        return cls(int(settings["dimensions"]), seed=int(settings["seed"]), bits=int(settings["bits"]))
+        center = settings.get("center")
+        return cls(int(settings["dimensions"]), seed=int(settings["seed"]), bits=int(settings["bits"]), center=center)
 
     # -- signatures -------------------------------------------------------------------------
 
@@ -222,10 +274,38 @@ class VectorFingerprinter:
             return []
         return self.fingerprint_array(self.check(vectors)).tolist()
 
+    @cached_property
+    def _center(self) -> np.ndarray | None:
+        return None if self.center is None else np.asarray(self.center, dtype=np.float64)
+
+    def centred(self, checked: np.ndarray) -> np.ndarray:
+        """A checked batch as the hyperplanes see it: itself without a centre; else each vector
+        at unit length minus the centre (never zero: the centre is shorter than 1)."""
+        if self._center is None:
+            return checked
+        return checked / np.linalg.norm(checked, axis=1, keepdims=True) - self._center
+
     def fingerprint_array(self, checked: np.ndarray) -> np.ndarray:
         """Unsigned signatures (``uint64``) of a batch already passed through :meth:`check`."""
-        bits = (checked @ self.planes) > 0.0
+        bits = (self.centred(checked) @ self.planes) > 0.0
         return np.packbits(bits, axis=1, bitorder="little").view("<u8").ravel().astype(np.uint64)
+
+    def signatures_many(self, vectors: object) -> list[Signature]:
+        """Wide 256-bit signatures of a batch (:class:`simsql.signature.Signature`), from 256
+        hyperplanes of the same seed: word 0 is the 64-bit signature bit for bit (hyperplanes
+        0-63 are this configuration's), so a wide table's ``simhash`` column serves both.
+        Margins are the cosines of each (centred) vector with each hyperplane's normal, in
+        absolute value: a small margin is a bit a small turn of the vector flips."""
+        checked = self.check(vectors)
+        moved = self.centred(checked)
+        planes = hyperplanes(self.dimensions, self.seed, WIDE_BITS)
+        projections = moved @ planes
+        packed = np.packbits(projections > 0.0, axis=1, bitorder="little").view("<u8")
+        margins = np.abs(projections) / (np.linalg.norm(moved, axis=1, keepdims=True) * np.linalg.norm(planes, axis=0))
+        return [
+            Signature(tuple(int(w) for w in words), tuple(float(m) for m in row))
+            for words, row in zip(packed, margins)
+        ]
 
     def cosine_estimate(self, distance: int) -> float:
         """:func:`cosine_estimate` at this configuration's width."""

@@ -187,3 +187,130 @@ def test_a_bad_vector_refuses_the_whole_batch() -> None:
 def test_bad_configuration(kwargs: dict[str, object], error: type[Exception]) -> None:
     with pytest.raises(error):
         VectorFingerprinter(**kwargs)  # type: ignore[arg-type]
+
+
+# -- centring ---------------------------------------------------------------------------------
+
+CENTRE256 = [((i * 37) % 101 - 50) / 1024 for i in range(256)]  # exact multiples of 2**-24, length 0.456
+CENTRE8 = [0.25, -0.125, 0.0, 0.5, 0.0, 0.0, -0.25, 0.125]
+
+# Frozen like GOLDEN: signatures and configuration names of centred configurations.
+GOLDEN_CENTRED = {
+    ("ramp256", 0): 13745393880480260623,
+    ("ramp256", 42): 4887852841620577354,
+    ("sines256", 0): 10117627674567770999,
+    ("sines256", 42): 1174182351177355354,
+    ("ints8", 0): 199424061665567205,
+}
+GOLDEN_CENTRED_CONFIG_IDS = {(256, 0): "vh1-a9bc2c1f51ea", (256, 42): "vh1-0e1d8dd115b8", (8, 0): "vh1-f2cb594e86aa"}
+
+
+def _centred_case(name: str) -> tuple[list[float], list[float]]:
+    vector = {"ramp256": VECTORS["ramp256"], "sines256": [math.sin(i + 1) for i in range(256)], "ints8": VECTORS["ints8"]}[name]
+    return vector, CENTRE8 if len(vector) == 8 else CENTRE256
+
+
+@pytest.mark.parametrize(("name", "seed"), sorted(GOLDEN_CENTRED))
+def test_golden_centred_vectors(name: str, seed: int) -> None:
+    vector, centre = _centred_case(name)
+    fingerprinter = VectorFingerprinter(len(vector), seed=seed, center=centre)
+    assert fingerprinter.config_id == GOLDEN_CENTRED_CONFIG_IDS[(len(vector), seed)]
+    assert fingerprinter.fingerprint(vector) == GOLDEN_CENTRED[(name, seed)]
+    assert fingerprinter.fingerprint(np.asarray(vector) * 3.0) == GOLDEN_CENTRED[(name, seed)]  # direction only
+
+
+def test_the_centre_is_subtracted_from_the_unit_vector() -> None:
+    rng = np.random.default_rng(8)
+    centre = np.asarray(CENTRE8)
+    fingerprinter = VectorFingerprinter(8, seed=3, center=centre)
+    for vector in rng.normal(size=(20, 8)):
+        moved = vector / np.linalg.norm(vector) - centre
+        expected = sum(1 << j for j in range(64) if float(moved @ fingerprinter.planes[:, j]) > 0)
+        assert fingerprinter.fingerprint(vector) == expected
+
+
+def test_the_centre_is_part_of_the_configuration() -> None:
+    plain, centred = VectorFingerprinter(8), VectorFingerprinter(8, center=CENTRE8)
+    assert plain.config_id == GOLDEN_CONFIG_IDS[(8, 0)]  # no centre: the configuration of before
+    assert "center" not in plain.settings and centred.settings["center"] == CENTRE8
+    assert centred.config_id != plain.config_id
+    assert VectorFingerprinter(8, center=[x + 2**-30 for x in CENTRE8]).config_id == centred.config_id  # rounded to 2**-24
+    assert VectorFingerprinter(8, center=[x + 2**-20 for x in CENTRE8]).config_id != centred.config_id
+    assert VectorFingerprinter(8, center=[0.0] * 8) == plain  # a centre of zeros is none
+    assert VectorFingerprinter.from_settings(dict(centred.settings)) == centred
+    assert VectorFingerprinter(8, center=np.asarray(CENTRE8, dtype=np.float32)) == centred
+    assert hash(centred) == hash(VectorFingerprinter(8, center=tuple(CENTRE8)))
+
+
+def test_fit_centres_on_the_mean_unit_vector_and_balances_the_bits() -> None:
+    """Vectors leaning one way (an offset shared by all) set most bits on nearly every row
+    without a centre; fitted, each bit is set on about half of the rows."""
+    rng = np.random.default_rng(9)
+    sample = rng.normal(size=(4000, 32)) + 1.5
+    fitted = VectorFingerprinter.fit(sample, seed=5)
+    unit = sample / np.linalg.norm(sample, axis=1, keepdims=True)
+    assert np.allclose(fitted.center, unit.mean(axis=0), atol=2**-24)
+    assert fitted.seed == 5 and fitted.dimensions == 32
+    assert VectorFingerprinter.fit(sample * 7.0, seed=5) == fitted  # scale-free
+
+    def imbalance(fingerprinter: VectorFingerprinter) -> float:
+        signatures = np.array(fingerprinter.fingerprint_many(sample), dtype=np.uint64)
+        bits = (signatures[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)
+        return float(np.abs(bits.mean(axis=0) - 0.5).mean())
+
+    assert imbalance(VectorFingerprinter(32, seed=5)) > 0.25
+    assert imbalance(fitted) < 0.03
+
+
+@pytest.mark.parametrize(
+    ("center", "error", "message"),
+    [
+        ([0.1] * 7, ValueError, "one vector of 8 numbers"),
+        ([[0.1] * 8], ValueError, "one vector of 8 numbers"),
+        ([0.1] * 7 + [float("nan")], ValueError, "NaN or infinity"),
+        ([0.5] * 8, ValueError, "length below 1"),
+        (["0.1"] * 8, TypeError, "real numbers"),
+        ("0.1", TypeError, "got str"),
+    ],
+)
+def test_a_bad_centre_is_refused(center: object, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        VectorFingerprinter(8, center=center)  # type: ignore[arg-type]
+
+
+def test_fit_refuses_an_empty_or_bad_sample() -> None:
+    for sample, message in (([], "non-empty 2-D"), ([1.0, 2.0], "non-empty 2-D"), ([[1.0, 0.0], [0.0, 0.0]], "all zeros")):
+        with pytest.raises(ValueError, match=message):
+            VectorFingerprinter.fit(sample)
+
+
+# -- the wide signature of a vector -----------------------------------------------------------
+
+GOLDEN_WIDE = {
+    (0, False): (13746097567922039311, 931849331403926250, 9780104628210744976, 13848652091016739840),
+    (42, True): (4887852841620577354, 10198869927838855860, 1756585326494984814, 9468602307911396923),
+}
+
+
+@pytest.mark.parametrize(("seed", "centred"), sorted(GOLDEN_WIDE))
+def test_golden_wide_signatures_extend_the_64_bit_one(seed: int, centred: bool) -> None:
+    fingerprinter = VectorFingerprinter(256, seed=seed, center=CENTRE256 if centred else None)
+    ramp = VECTORS["ramp256"]
+    (signature,) = fingerprinter.signatures_many([ramp])
+    assert signature.words == GOLDEN_WIDE[(seed, centred)]
+    assert signature.words[0] == fingerprinter.fingerprint(ramp)
+    planes = hyperplanes(256, seed, 256)
+    moved = np.asarray(ramp) / np.linalg.norm(ramp) - (np.asarray(CENTRE256) if centred else 0.0)
+    cosines = moved @ planes / np.linalg.norm(moved) / np.linalg.norm(planes, axis=0)
+    assert np.allclose(signature.margins, np.abs(cosines))
+    assert signature.value == sum(1 << j for j in range(256) if cosines[j] > 0)
+
+
+def test_wide_distance_tracks_the_angle_four_times_finer() -> None:
+    rng = np.random.default_rng(12)
+    fingerprinter = VectorFingerprinter(64, seed=2)
+    a, b = _pairs_at_angle(rng, math.radians(30), 200, 64)
+    distances = [x.distance(y) for x, y in zip(fingerprinter.signatures_many(a), fingerprinter.signatures_many(b))]
+    assert abs(float(np.mean(distances)) - 256 / 6) < 2.0  # 30 degrees: a sixth of the bits
+    with pytest.raises(ValueError, match="all zeros"):
+        fingerprinter.signatures_many(np.zeros((1, 64)))

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import JSON, Double, Engine, Integer, LargeBinary, REAL, func, select, text, update
+from sqlalchemy import JSON, REAL, Double, Engine, Integer, LargeBinary, String, func, select, text, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
@@ -46,6 +46,15 @@ class Doc32(SimHashMixin, Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     embedding: Mapped[Any] = mapped_column(FLOAT32_VECTOR, nullable=True)
+
+
+class Note(SimHashMixin, Base):
+    """A text model beside them."""
+
+    __tablename__ = "vec_notes"
+    __simhash_source__ = "body"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    body: Mapped[str] = mapped_column(String(200))
 
 
 def _is_mysql(engine: Engine) -> bool:
@@ -176,7 +185,11 @@ def test_text_targets_and_other_configurations_are_refused(any_engine: Engine) -
 
 
 
-@pytest.mark.parametrize("recorded", [VectorFingerprinter(DIMENSIONS, seed=8), Fingerprinter()], ids=["other seed", "text"])
+@pytest.mark.parametrize(
+    "recorded",
+    [VectorFingerprinter(DIMENSIONS, seed=8), VectorFingerprinter(DIMENSIONS, seed=7, center=[0.1] * DIMENSIONS), Fingerprinter()],
+    ids=["other seed", "with a centre", "text"],
+)
 def test_a_table_recorded_with_another_configuration_is_refused(any_engine: Engine, recorded: object) -> None:
     simsql_metadata.create_all(any_engine)
     Base.metadata.create_all(any_engine)
@@ -192,3 +205,54 @@ def test_a_table_recorded_with_another_configuration_is_refused(any_engine: Engi
             session.execute(simsql.most_similar(select(Doc), [1.0] * DIMENSIONS)).all()
     with any_engine.connect() as connection:
         assert connection.scalar(select(func.count()).select_from(Doc.__table__)) == 0
+
+
+def _reranked(vectors: np.ndarray, query: np.ndarray, limit: int, candidates: int, skip: int | None = None) -> list[tuple[int, int]]:
+    """numpy's answer: the ``candidates`` nearest by (distance, key), ordered by exact cosine
+    (then distance, then key); (key, distance) pairs."""
+    target = SIGNER.fingerprint(query)
+    nearest = sorted((hamming(target, fp), i + 1) for i, fp in enumerate(SIGNER.fingerprint_many(vectors)) if i + 1 != skip)
+    chosen = nearest[:candidates]
+    cosine = {key: float(vectors[key - 1] @ query / np.linalg.norm(vectors[key - 1]) / np.linalg.norm(query)) for _, key in chosen}
+    ranked = sorted(chosen, key=lambda pair: (-cosine[pair[1]], pair[0], pair[1]))
+    return [(key, distance) for distance, key in ranked[:limit]]
+
+
+@pytest.mark.parametrize("model", [Doc, Doc32], ids=["float64", "float32"])
+def test_most_similar_vectors_reranks_the_signature_candidates_by_exact_cosine(any_engine: Engine, model: type) -> None:
+    vectors = _vectors(300)
+    _load(any_engine, model, vectors)
+    rng = np.random.default_rng(6)
+    with Session(any_engine) as session:
+        for query in [rng.normal(size=DIMENSIONS), vectors[40] + 0.3 * rng.normal(size=DIMENSIONS)]:
+            for candidates in (5, 40):
+                found = simsql.most_similar_vectors(session, select(model), query, limit=5, candidates=candidates)
+                assert [(m.row.id, m.distance) for m in found] == _reranked(vectors, query, 5, candidates)
+                assert all(m.cosine == pytest.approx(_reranked_cosine(vectors, m.row.id, query)) for m in found)
+            # every row a candidate: the exact cosine top-5
+            everything = simsql.most_similar_vectors(session, select(model), list(query), limit=5, candidates=300)
+            exact = np.argsort(-(vectors @ query) / np.linalg.norm(vectors, axis=1), kind="stable")[:5] + 1
+            assert [m.row.id for m in everything] == exact.tolist()
+        row = session.get(model, 41)
+        assert row is not None
+        by_row = simsql.most_similar_vectors(session, select(model).where(model.id <= 200), row, limit=3, candidates=20)
+        assert 41 not in [m.row.id for m in by_row]
+        assert [(m.row.id, m.distance) for m in by_row] == _reranked(vectors[:200], vectors[40], 3, 20, skip=41)
+
+
+def _reranked_cosine(vectors: np.ndarray, key: int, query: np.ndarray) -> float:
+    return float(vectors[key - 1] @ query / np.linalg.norm(vectors[key - 1]) / np.linalg.norm(query))
+
+
+def test_most_similar_vectors_refuses_text_models_and_bad_arguments(any_engine: Engine) -> None:
+    _load(any_engine, Doc, _vectors(5))
+
+    with Session(any_engine) as session:
+        with pytest.raises(TypeError, match="fingerprinted from text"):
+            simsql.most_similar_vectors(session, select(Note), 12345)
+        with pytest.raises(ValueError, match="candidates must be at least limit"):
+            simsql.most_similar_vectors(session, select(Doc), [1.0] * DIMENSIONS, limit=10, candidates=5)
+        with pytest.raises(TypeError, match="fingerprinted from vectors"):
+            simsql.most_similar_vectors(session, select(Doc), "text")
+        with pytest.raises(ValueError, match="limit"):
+            simsql.most_similar_vectors(session, select(Doc), [1.0] * DIMENSIONS, limit=0)

@@ -13,7 +13,9 @@ One module per reason to change, lowest first:
 - :mod:`~simsql.queries.nearest`: :func:`similar_to` and :func:`most_similar`;
 - :mod:`~simsql.queries.originality`: :func:`find_original` and its index stage;
 - :mod:`~simsql.queries.duplicates`: :func:`near_duplicates` and :func:`duplicate_groups`;
-- :mod:`~simsql.queries.batch`: :func:`most_similar_many`.
+- :mod:`~simsql.queries.batch`: :func:`most_similar_many`;
+- :mod:`~simsql.queries.vectors`: :func:`most_similar_vectors` (signature candidates re-ranked
+  by exact cosine on the stored vectors).
 
 Every name below is importable from ``simsql.queries`` as it was when this was one module.
 """
@@ -33,6 +35,7 @@ from .originality import (
 )
 from .planner import BAND_BUDGET, DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS, MIN_BAND_BUDGET
 from .targets import MAX_EXACT_BLOCK_DISTANCE
+from .vectors import VectorMatch, most_similar_vectors
 
 __all__ = [
     "DuplicatePair",
@@ -41,6 +44,8 @@ __all__ = [
     "find_original",
     "most_similar",
     "most_similar_many",
+    "most_similar_vectors",
+    "VectorMatch",
     "near_duplicates",
     "near_duplicates_query",
     "similar_to",
