@@ -12,8 +12,11 @@ connected database), it is PostgreSQL with what Citus refuses taken another way:
 * **A side table** created for a distributed table is distributed co-located with it (on the
   same column; a reference table's side table is a reference table), so its foreign key, the
   stale-row trigger and the joins of every query stay on one shard.
-* **Plans**: ``most_similar_many`` takes the window-function plan (Citus refuses the LATERAL
-  one); ``near_duplicates`` reads keys and fingerprints once
+* **Plans**: ``most_similar`` takes the eager plan (:attr:`CitusBackend.lazy_branches`: band 0,
+  then a scan guarded by band 0's count; Citus runs every ``UNION ALL`` branch first, each as a
+  round trip to the workers); the table size the band budget is cut from is counted on the
+  shards (:meth:`CitusBackend.row_estimate_sql`); ``most_similar_many`` takes the
+  window-function plan (Citus refuses the LATERAL one); ``near_duplicates`` reads keys and fingerprints once
   from the shards (a ``MATERIALIZED`` CTE) and joins them on the coordinator (Citus cannot run
   a self-join on anything but the distribution column in place); the backfill of a side table
   locks its base rows ``FOR SHARE`` one shard at a time (Citus refuses row locks in a
