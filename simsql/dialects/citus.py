@@ -195,6 +195,10 @@ class CitusBackend(PostgresBackend):
     final query: 25 round trips to the workers for a top-10 in PostgreSQL's lazy plan. The eager
     plan (band 0, then a scan guarded by band 0's count, as on MySQL) takes a few."""
 
+    or_probes = True
+    """``similar_to`` as an ``OR`` of the block probes (columns mode): each shard task then plans
+    a bitmap ``OR`` rather than a semi-join over a union (12 instead of 16 to 20 ms at 32 shards)."""
+
     def row_estimate_sql(self, table: str) -> str:
         """The rows of a distributed or reference table, counted in a 1% page sample on the
         shards (one pushed-down aggregate over the executor's cached connections): the
