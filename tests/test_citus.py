@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, String, Text, create_engine, select, text
+from sqlalchemy import Engine, String, Text, create_engine, select, table, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
@@ -212,6 +212,51 @@ def test_distributed_mixin_table_keeps_fingerprints_honest_on_the_shards(citus_e
         simsql.binding_for(Note).fingerprinter.fingerprint("title 7\nrewritten by raw SQL"),
         simsql.binding_for(Note).fingerprinter.fingerprint("fresh\na new row written through the ORM on a distributed table"),
     ]
+
+
+# -- what the planner reads: the size of a distributed table, and how many round trips ----------
+
+
+def _docs_of(engine: Engine, count: int, distributed: bool) -> None:
+    run(engine, "CREATE TABLE sized (id INT PRIMARY KEY, body TEXT)")
+    if distributed:
+        run(engine, "SELECT create_distributed_table('sized', 'id')")
+    run(engine, f"INSERT INTO sized SELECT i, repeat(md5(i::text), 8) FROM generate_series(1, {count}) AS i", "ANALYZE sized")
+
+
+def test_row_estimate_of_a_distributed_table_counts_the_rows_on_the_shards(citus_engine: Engine) -> None:
+    """The coordinator's shell of a distributed table is empty (``reltuples`` 0), so an
+    estimate read there left the band budget at its floor whatever the table held."""
+    _docs_of(citus_engine, 60_000, distributed=True)  # about 2,200 pages: 22 drawn on average
+    with citus_engine.connect() as connection:
+        estimate = connection.execute(select(dialects.row_estimate(table("sized")))).scalar_one()
+    assert 60_000 / 3 < estimate < 60_000 * 3
+
+
+def test_row_estimate_of_a_local_table_on_citus_is_still_the_planner_s(citus_engine: Engine) -> None:
+    _docs_of(citus_engine, 3_000, distributed=False)
+    with citus_engine.connect() as connection:
+        estimate = connection.execute(select(dialects.row_estimate(table("sized")))).scalar_one()
+    assert estimate == 3_000
+
+
+def _subplans(engine: Engine, statement: Any) -> int:
+    """Distributed subplans (each a round trip to the workers before the final query) of
+    ``statement``'s plan on the coordinator."""
+    with engine.connect() as connection:
+        sql = str(statement.compile(connection, compile_kwargs={"literal_binds": True}))
+        plan = connection.execute(text("EXPLAIN (COSTS false) " + sql)).scalars().all()
+    return sum("Distributed Subplan" in line for line in plan)
+
+
+def test_most_similar_on_a_distributed_table_plans_few_round_trips(citus_engine: Engine) -> None:
+    """PostgreSQL stops pulling ``UNION ALL`` branches at the ``LIMIT``; Citus plans every branch,
+    every check and every block probe of them as a subplan of its own and runs them all first
+    (25 for a top-10 before): there the plan is the eager one, band 0 and a scan guarded by
+    band 0's count."""
+    load(citus_engine, Note, "distributed")
+    found = _subplans(citus_engine, simsql.most_similar(select(Note), _text(Note, 7), limit=10))
+    assert found <= 6, found
 
 
 # -- attach and detach of a table the user distributed -----------------------------------------

@@ -92,6 +92,13 @@ class Backend(ABC):
     include_columns: ClassVar[bool] = True
     """Indexes ``INCLUDE`` non-key columns; else a block index's covering columns
     (``COVERING_INFO``) are trailing key columns."""
+    lazy_branches: ClassVar[bool] = True
+    """The executor pulls ``UNION ALL`` branches in order and stops at the ``LIMIT`` (see
+    :class:`~simsql.dialects.EagerChoice`); a variant that runs every branch first (Citus) says
+    False, and ``most_similar`` then plans band 0 and a guarded scan only."""
+    or_probes: ClassVar[bool] = False
+    """``similar_to`` on block columns compiles to an ``OR`` of the block probes rather than a
+    key semi-join over their union (Citus: one shard task plans a bitmap ``OR`` faster)."""
     many_targets_plan: ClassVar[ManyTargetsPlan] = "lateral"
     """Which plan :func:`simsql.most_similar_many` builds (see :data:`ManyTargetsPlan`)."""
     activity_view: ClassVar[str] = ""

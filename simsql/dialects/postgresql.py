@@ -21,7 +21,7 @@ from sqlalchemy.sql import any_
 
 from ..errors import SchemaError, UnsupportedDatabase
 from ..schema import Names
-from .base import Backend, execute_sql, is_autocommit, version_text
+from .base import Backend, backend, execute_sql, is_autocommit, version_text
 from .batch import Job
 from .constructs import (
     BlockExpression,
@@ -79,26 +79,36 @@ def _block(element: BlockExpression, compiler: Any, **kw: Any) -> str:
     return Backend.block_expression_sql(compiler.preparer.quote_identifier(element.fingerprint), element.index)
 
 
+# The Eager* constructs: PostgreSQL's lazy forms, unless the server's backend (a variant such as
+# Citus, see PostgresBackend.lazy_branches) runs every branch first.
+
+
 @compiles(EagerGuard, "postgresql")
 def _eager_guard(element: EagerGuard, compiler: Any, **kw: Any) -> str:
-    return "true"
+    if backend(compiler.dialect).lazy_branches:
+        return "true"
+    return compiler.process(element.condition, **kw)  # type: ignore[no-any-return]
 
 
 @compiles(EagerChoice, "postgresql")
 def _eager_choice(element: EagerChoice, compiler: Any, **kw: Any) -> str:
-    return compiler.process(element.lazy, **kw)  # type: ignore[no-any-return]
+    chosen = element.lazy if backend(compiler.dialect).lazy_branches else element.eager
+    return compiler.process(chosen, **kw)  # type: ignore[no-any-return]
 
 
 @compiles(EagerOrder, "postgresql")
 def _eager_order(element: EagerOrder, compiler: Any, **kw: Any) -> str:
+    if not backend(compiler.dialect).lazy_branches:
+        return compiler.process(element.ordered, **kw)  # type: ignore[no-any-return]
     # Not a bare literal (``ORDER BY 0`` would name a column by position); constant, so no sort.
     return "CAST(0 AS INTEGER)"
 
 
 @compiles(RowEstimate, "postgresql")
 def _row_estimate(element: RowEstimate, compiler: Any, **kw: Any) -> str:
-    name = compiler.preparer.format_table(element.table).replace("'", "''")
-    return f"(SELECT greatest(max(reltuples), 0) FROM pg_class WHERE oid = to_regclass('{name}'))"
+    server = backend(compiler.dialect)
+    assert isinstance(server, PostgresBackend)  # registered for the "postgresql" dialect only
+    return server.row_estimate_sql(compiler.preparer.format_table(element.table))
 
 
 @compiles(RunTimeLimit, "postgresql")
@@ -124,6 +134,10 @@ class PostgresBackend(Backend):
     ddl = POSTGRES_DDL
     activity_view = "pg_stat_activity"
     registry_probe = REGISTRY_PROBE
+    def row_estimate_sql(self, table: str) -> str:
+        """:class:`~simsql.dialects.RowEstimate` of ``table`` (a formatted name): the planner's."""
+        name = table.replace("'", "''")
+        return f"(SELECT greatest(max(reltuples), 0) FROM pg_class WHERE oid = to_regclass('{name}'))"
 
     @classmethod
     def describe_dialect(cls, dialect: Dialect) -> str:

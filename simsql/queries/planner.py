@@ -55,6 +55,7 @@ from sqlalchemy import (
     literal,
     literal_column,
     not_,
+    or_,
     select,
     tuple_,
     union,
@@ -136,8 +137,20 @@ class Within(ColumnElement[bool]):
         return tuple_(*binding.keys).in_(matches)
 
 
+    def probes_or(self) -> ColumnElement[bool]:
+        """Where the fingerprint is on the model's own table: an ``OR`` of the block probes and
+        the distance, for a backend whose ``or_probes`` says so (Citus: one shard task plans a
+        bitmap ``OR`` faster than a semi-join over a union, and planning is most of its cost)."""
+        binding = binding_for(self.model)
+        distance = hamming_expression(binding.fingerprint, self.fingerprint)
+        probes = [equals_any(column, probes) for column, probes in zip(binding.blocks, self.probes)]
+        return and_(or_(*probes), distance <= self.max_distance)
+
+
 @compiles(Within)
 def _compile_within(element: Within, compiler: Any, **kw: Any) -> str:
+    if binding_for(element.model).mode == "columns" and dialects.backend(compiler.dialect).or_probes:
+        return str(compiler.process(element.probes_or(), **kw))
     return str(compiler.process(element.rows_within(), **kw))
 
 
@@ -397,9 +410,14 @@ def _is_plain(stmt: Select[Any], binding: Binding) -> bool:
     )
 
 
-def _key_ranking(binding: Binding, target: _Target, limit: int, max_distance: int | None, probe_radius: int, exclusion: ColumnElement[bool] | None, scan: bool = True) -> Any:
+def _key_ranking(
+    binding: Binding, target: _Target, limit: int, max_distance: int | None, probe_radius: int,
+    exclusion: ColumnElement[bool] | None, scan: bool = True, lazy: bool = True,
+) -> Any:  # fmt: skip
     """The exact top-``limit`` (key, distance) of the whole table: the plan of
-    :func:`_exact_branches` without a join per branch (smaller to build and to plan)."""
+    :func:`_exact_branches` without a join per branch (smaller to build and to plan). Where
+    branches are not ``lazy`` (a backend's ``lazy_branches``, Citus) the bands past the first,
+    which would compile to ``false`` there, are left out: Citus plans even those as subplans."""
     table_keys = list(binding.table_keys)
 
     def keys_of(candidates: Any) -> list[Any]:
@@ -413,7 +431,7 @@ def _key_ranking(binding: Binding, target: _Target, limit: int, max_distance: in
     if reach is not None:
         return band(reach, 0, max_distance).subquery("simsql_ranked")
     branches, scan_from, scan_guard = _guarded_bands(
-        binding, target, probe_radius, band, _fewer_within(binding, None, target, limit, exclusion)
+        binding, target, probe_radius if lazy else 0, band, _fewer_within(binding, None, target, limit, exclusion)
     )
     distance = hamming_expression(binding.fingerprint, target.fingerprint).label("distance")
     scanned = select(*table_keys, distance).where(binding.fingerprint.is_not(None), scan_guard)
@@ -468,10 +486,10 @@ class _KeyRanking(TableClause):
         self.max_radius = target.max_radius
         self.exclusion = exclusion
 
-    def ranking(self) -> Any:
+    def ranking(self, lazy: bool = True) -> Any:
         """The derived table this stands for, from this element's own bound values."""
         target = _Target(self.fingerprint, self.probes, self.max_radius)
-        return _key_ranking(binding_for(self.model), target, self.limit, self.max_distance, self.probe_radius, self.exclusion, self.scan)
+        return _key_ranking(binding_for(self.model), target, self.limit, self.max_distance, self.probe_radius, self.exclusion, self.scan, lazy)
 
 
 @compiles(_KeyRanking)
@@ -479,7 +497,8 @@ def _compile_key_ranking(element: _KeyRanking, compiler: Any, **kw: Any) -> str:
     linter = kw.pop("from_linter", None)
     if linter is not None:  # the outer query joins this element, not the subquery it renders
         linter.froms[element] = element.name
-    return str(compiler.process(element.ranking(), **kw))
+    lazy = dialects.backend(compiler.dialect).lazy_branches
+    return str(compiler.process(element.ranking(lazy), **kw))
 
 
 
