@@ -260,7 +260,18 @@ def check(connection: Connection, table_name: str, schema: str | None, config_id
     entry = read(connection, table_name, schema)
     if entry is not None and entry.config_id != config_id:
         raise mismatch(entry.table_schema, table_name, entry, config_id)
-    _passed(connection.engine, (schema, table_name, config_id), None if entry is None else entry.table_schema)
+    _passed(connection.engine, (schema, table_name, config_id), _confirm_in(connection, entry, schema))
+
+
+def _confirm_in(connection: Connection, entry: Attachment | None, schema: str | None) -> str | None:
+    """Where :func:`confirm` reads the table's entry again: where it is recorded, or, when the
+    registry exists but records nothing for it, where it would be. A table with no entry *as
+    this read saw it* (an older snapshot, a move by detach and attach in progress) may have one
+    by the time of the write, and a pass without a place to look would wave the write through
+    unconfirmed for ``CHECK_TTL``. None only where simsql's registry is not installed."""
+    if entry is not None:
+        return entry.table_schema
+    return (schema or current_schema(connection)) if registry_exists(connection) else None
 
 
 _confirmed: weakref.WeakKeyDictionary[Any, set[Target]] = weakref.WeakKeyDictionary()
