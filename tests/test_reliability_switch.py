@@ -206,6 +206,15 @@ def test_an_old_writer_in_autocommit_mode_is_refused_and_its_row_reads_as_missin
     _all_current(any_engine, table)
 
 
+def _old_write_refused_then_all_current(writer: Engine, engine: Engine, old: Any, table: str) -> None:
+    """After a move to V2: an old application's edit through ``writer`` is refused, and after a
+    backfill every row holds V2's fingerprint of its text."""
+    with Session(writer) as session, pytest.raises(ConfigMismatch, match=V2.config_id):
+        session.get(old, 3).body = "an edit by the old application after the move"
+        session.commit()
+    _all_current(engine, table)
+
+
 @pytest.mark.parametrize("mode", ["columns", "side_table"])
 def test_a_check_that_found_no_entry_mid_move_does_not_let_old_writes_through_after_it(any_engine: Engine, mode: str) -> None:
     """A move by detach and attach leaves a moment with no registry entry. An old writer whose
@@ -228,10 +237,7 @@ def test_a_check_that_found_no_entry_mid_move_does_not_let_old_writes_through_af
         simsql.backfill(second, table, workers=0)
     finally:
         second.dispose()
-    with Session(any_engine) as session, pytest.raises(ConfigMismatch, match=V2.config_id):
-        session.get(old, 3).body = "an edit by the old application after the move"
-        session.commit()
-    _all_current(any_engine, table)
+    _old_write_refused_then_all_current(any_engine, any_engine, old, table)
 
 
 def test_a_snapshot_from_before_the_re_attach_does_not_vouch_for_old_writes(mysql_engine: Engine) -> None:
@@ -266,10 +272,7 @@ def test_a_snapshot_from_before_the_re_attach_does_not_vouch_for_old_writes(mysq
             assert V2.config_id in str(refused.value) or "1412" in str(refused.value), refused.value
     finally:
         second.dispose()
-    with Session(writer) as session, pytest.raises(ConfigMismatch, match=V2.config_id):
-        session.get(old, 3).body = "an edit by the old application after the move"
-        session.commit()
-    _all_current(any_engine, table)
+    _old_write_refused_then_all_current(writer, any_engine, old, table)
 
 
 def _rows(engine: Engine, table: str) -> list[Any]:
