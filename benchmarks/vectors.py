@@ -25,6 +25,12 @@ every query running every system in turn:
 - ``wide 256 scan top-N + rerank``: ``ORDER BY`` the 256-bit distance ``LIMIT N`` (a scan), then
   the same re-ranking.
 
+With pgvector installed on the PostgreSQL server (built outside this repository), the same run
+loads the vectors into a pgvector table too and interleaves its searches with simsql's:
+exact ``<=>`` scan, HNSW on ``vector``, ``binary_quantize`` + HNSW (Hamming) re-ranked by ``<=>``
+(:mod:`benchmarks.vectors_pgvector`); without it (or with ``--no-pgvector``, or on MySQL) they are
+skipped with a message on stderr.
+
 Then near copies: stored rows turned by exactly arccos(0.95) as queries; the share of the rows
 at cosine >= 0.95 each search returns (10 asked), and its p50: ``most_similar`` (exact),
 ``most_similar(exact=False)``, and the wide signature's margin-directed block probes
@@ -63,6 +69,7 @@ import simsql
 from simsql.queries.wide import wide_distance, wide_search
 from simsql.vectors import hyperplanes
 
+from . import vectors_pgvector as pgvector
 from .corpus import CACHE_DIR, english_documents, paragraphs
 
 DIMENSIONS = 256
@@ -220,13 +227,17 @@ def systems(session: Session, with_raw: bool) -> dict[str, Callable[[np.ndarray]
     return found
 
 
-def measure(engine: Engine, vectors: np.ndarray, queries: np.ndarray, with_raw: bool) -> dict[str, dict[str, float]]:
-    """recall@10 against the exact cosine top-10 and p50/p90 latency of each system; each
-    query runs every system in turn (interleaved, so load drifts hit all alike), once to warm."""
+def measure(
+    engine: Engine, vectors: np.ndarray, queries: np.ndarray, with_raw: bool,
+    others: dict[str, Callable[[np.ndarray], list[int]]] | None = None,
+) -> dict[str, dict[str, float]]:  # fmt: skip
+    """recall@10 against the exact cosine top-10 and p50/p90 latency of each system (simsql's,
+    then ``others``: pgvector's); each query runs every system in turn (interleaved, so load
+    drifts hit all alike), the first two queries once to warm."""
     truth = [set((np.argpartition(-(vectors @ q), TOP)[:TOP] + 1).tolist()) for q in queries]
     results: dict[str, dict[str, list[float]]] = {}
     with Session(engine) as session:
-        runners = systems(session, with_raw)
+        runners = systems(session, with_raw) | (others or {})
         for q in queries[:2]:
             for run in runners.values():
                 run(q)
@@ -337,6 +348,23 @@ def offline(vectors: np.ndarray, queries: np.ndarray, centred: simsql.VectorFing
     return report
 
 
+def pgvector_systems(
+    engine: Engine, vectors: np.ndarray, queries: np.ndarray, report: dict[str, Any], *, skip: bool
+) -> tuple[dict[str, Callable[[np.ndarray], list[int]]], list[Any]]:
+    """pgvector's table loaded and indexed and its searches (:mod:`benchmarks.vectors_pgvector`),
+    or none, with the reason printed, when the extension is missing or ``--no-pgvector``."""
+    reason = "pgvector systems skipped: --no-pgvector" if skip else pgvector.available(engine)
+    if reason is not None:
+        print(reason, file=sys.stderr, flush=True)
+        report["pgvector_skipped"] = reason
+        return {}, []
+    report["pgvector"] = {"load_seconds": pgvector.load(engine, vectors)}
+    report["pgvector"]["plans"] = pgvector.plans(engine, queries[0], vectors.shape[1], TOP)
+    with engine.connect() as connection:
+        report["pgvector"]["version"] = connection.exec_driver_sql("SELECT extversion FROM pg_extension WHERE extname = 'vector'").scalar()
+    return pgvector.systems(engine, vectors.shape[1], TOP)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.vectors", description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=20_000)
@@ -344,6 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dimensions", type=int, default=DIMENSIONS)
     parser.add_argument("--no-raw", action="store_true", help="leave out the uncentred table (halves the load)")
     parser.add_argument("--offline", action="store_true", help="no database: recall@10 against N candidates by signature, in numpy")
+    parser.add_argument("--no-pgvector", action="store_true", help="leave out pgvector's systems (run when the extension is there)")
     parser.add_argument("--url", default=None)
     args = parser.parse_args(argv)
     started = time.perf_counter()
@@ -378,8 +407,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             analyze(engine, VectorDoc)
         report["load_seconds"] = {k: round(v[0], 1) for k, v in loads.items()}
         report["bit_balance"] = {k: round(v[1], 4) for k, v in loads.items()}
+        others, held = pgvector_systems(engine, vectors, queries, report, skip=args.no_pgvector)
         report["load_average"] = [round(x, 2) for x in os.getloadavg()]
-        figures = measure(engine, vectors, queries.astype(np.float32), not args.no_raw)
+        try:
+            figures = measure(engine, vectors, queries.astype(np.float32), not args.no_raw, others)
+        finally:
+            for connection in held:
+                connection.close()
         report["systems"] = {k: {m: round(v, 3) for m, v in f.items()} for k, f in figures.items()}
         print(json.dumps(report), file=sys.stderr, flush=True)  # kept should the near copies fail
         copies = near_copies(engine, vectors, min(args.queries, 100))
@@ -387,6 +421,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     finally:
         _Base.metadata.drop_all(engine)
+        if "pgvector" in report:
+            pgvector.drop(engine)
         engine.dispose()
     json.dump(report, sys.stdout, indent=2)
     sys.stdout.write("\n")
