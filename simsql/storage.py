@@ -127,10 +127,13 @@ class Binding:
         if not names.wide:
             fingerprint, digest = self.stored_values(instance)
             return {names.fingerprint: fingerprint, names.digest: digest}
-        text_value = self.text_of(instance)
         fingerprinter = self.fingerprinter
-        if not isinstance(fingerprinter, Fingerprinter):  # a wide signature is of text only
-            raise TypeError("the wide signature is computed from text; a vector model cannot have it")
+        if isinstance(fingerprinter, VectorFingerprinter):  # 256 hyperplanes; no digest (see vector_values)
+            value = getattr(instance, self.source[0])
+            vector = None if value is None else vector_of(value, f"{type(instance).__name__}.{self.source[0]}")
+            words = (None,) * 4 if vector is None else fingerprinter.signatures_many([vector])[0].words
+            return {names.digest: None, **dict(zip(names.signature_words, words))}
+        text_value = self.text_of(instance)
         signature = None if text_value is None else fingerprinter.signatures_many([text_value], empty="none")[0]
         if signature is None:
             return dict.fromkeys((names.fingerprint, names.digest, *names.wide_words))
@@ -453,10 +456,12 @@ def _confirm_update(mapper: Mapper[Any], connection: Any, target: Any) -> None:
 def _rewrite_vector_signature(binding: Binding, connection: Any, target: Any) -> None:
     """The new signature of a changed vector, written by a second UPDATE that leaves the vector
     alone: the table's trigger drops a fingerprint written without a digest in the same UPDATE as
-    its source (it cannot tell an ORM write from a raw one), and a vector has no text digest."""
+    its source (it cannot tell an ORM write from a raw one), and a vector has no text digest. On a
+    wide table the signature's words 1-3 go with it (the trigger drops them with the fingerprint)."""
     where = [column == value for column, value in zip(binding.table_keys, binding.key_of(target))]
-    signature = getattr(target, binding.names.fingerprint)
-    connection.execute(update(binding.table).where(*where).values({binding.names.fingerprint: signature}))
+    names = binding.names
+    written = names.signature_words if names.wide else (names.fingerprint,)
+    connection.execute(update(binding.table).where(*where).values({name: getattr(target, name) for name in written}))
 
 
 def attach_model(

@@ -15,7 +15,7 @@ One module per reason to change, lowest first:
 - :mod:`~simsql.queries.duplicates`: :func:`near_duplicates` and :func:`duplicate_groups`;
 - :mod:`~simsql.queries.batch`: :func:`most_similar_many`;
 - :mod:`~simsql.queries.vectors`: :func:`most_similar_vectors` (signature candidates re-ranked
-  by exact cosine on the stored vectors).
+  by exact cosine on the stored vectors) and :func:`near_copy_vectors` (the 256-bit probes).
 
 Every name below is importable from ``simsql.queries`` as it was when this was one module.
 """
@@ -35,7 +35,7 @@ from .originality import (
 )
 from .planner import BAND_BUDGET, DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS, MIN_BAND_BUDGET
 from .targets import MAX_EXACT_BLOCK_DISTANCE
-from .vectors import VectorMatch, most_similar_vectors
+from .vectors import VectorMatch, most_similar_vectors, near_copy_vectors
 
 __all__ = [
     "DuplicatePair",
@@ -45,6 +45,7 @@ __all__ = [
     "most_similar",
     "most_similar_many",
     "most_similar_vectors",
+    "near_copy_vectors",
     "VectorMatch",
     "near_duplicates",
     "near_duplicates_query",

@@ -11,6 +11,7 @@ against ``candidates``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -19,18 +20,28 @@ from sqlalchemy import Select, select, tuple_
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.orm import Session
 
-from ..storage import binding_for
+from ..signature import WIDE_BITS
+from ..steps import Compute, Execute, Steps, run_sync_steps
+from ..storage import Binding, binding_for
 from ..vectors import VectorFingerprinter, vector_of
 from .nearest import most_similar
 from .targets import check_limit
+from .wide import WIDE_BUDGET, wide_binding, wide_search
 
 DEFAULT_CANDIDATES = 200
 """Rows fetched by signature and re-ranked by exact cosine when the caller does not say."""
 
+NEAR_COPY_COSINE = 0.95
+"""Default cosine from which :func:`near_copy_vectors` calls a row a near copy."""
+
+NEAR_COPY_CANDIDATES = 50
+"""Rows :func:`near_copy_vectors` takes from the 256-bit probes, nearest first, to check by cosine."""
+
 
 class VectorMatch(NamedTuple):
-    """A row found by :func:`most_similar_vectors`: its exact cosine to the target vector, and
-    the Hamming distance of its signature (bits) that made it a candidate."""
+    """A row found by :func:`most_similar_vectors` or :func:`near_copy_vectors`: its exact
+    cosine to the target vector, and the Hamming distance of its signature that made it a
+    candidate (of 64 bits for the first, of the 256-bit signature for the second)."""
 
     row: Any
     cosine: float
@@ -63,37 +74,169 @@ def most_similar_vectors(
     exact cosine order of the candidates; a row outside the ``candidates`` nearest by signature
     is never returned, however close its vector, so recall against the true cosine
     top-``limit`` grows with ``candidates`` (BENCHMARKS.md).
-    ``TypeError`` for a text model or target; ``ValueError`` for ``candidates < limit``.
+    ``TypeError`` for a text model or target; ``ValueError`` for ``candidates < limit``, and for
+    a vector of another length, with NaN or infinity, or of zeros.
     """
+    steps = most_similar_vectors_steps(
+        stmt, target, limit, candidates, exclude, probe_radius=probe_radius, exact=exact
+    )
+    return run_sync_steps(session, steps)
+
+
+def most_similar_vectors_steps(
+    stmt: Select[Any],
+    target: object,
+    limit: int = 10,
+    candidates: int = DEFAULT_CANDIDATES,
+    exclude: object = None,
+    *,
+    probe_radius: int = 0,
+    exact: bool = True,
+) -> Steps[list[VectorMatch]]:
+    """:func:`most_similar_vectors` as steps (:mod:`simsql.steps`): the candidates, their
+    re-ranking (a :class:`~simsql.steps.Compute` step), the rows chosen."""
+    _check_counts(limit, candidates)
+    binding = _vector_binding(stmt)
+    query, _ = _target_vector(binding, target)
+    ranked = most_similar(stmt, target, limit=candidates, exclude=exclude, probe_radius=probe_radius, exact=exact)
+    return (yield from _reranked(binding, stmt, ranked, query, limit, -math.inf, None))
+
+
+def near_copy_vectors(
+    session: Session,
+    stmt: Select[Any],
+    target: object,
+    limit: int = 10,
+    min_cosine: float = NEAR_COPY_COSINE,
+    *,
+    candidates: int = NEAR_COPY_CANDIDATES,
+    budget: int = WIDE_BUDGET,
+    max_distance: int | None = None,
+) -> list[VectorMatch]:
+    """Near copies of ``target``: rows of ``stmt`` whose stored vector is at cosine
+    ``min_cosine`` or more, highest cosine first (then 256-bit distance, then key), ``limit`` at
+    most. The model must have the 256-bit signature (:class:`~simsql.WideSimHashMixin` with a
+    :class:`~simsql.VectorFingerprinter`: the ORM writes its words).
+
+    No scan: the ``candidates`` rows nearest by 256-bit distance (within ``max_distance`` bits)
+    that the ``budget`` cheapest probes of the wide block indexes reach
+    (:func:`simsql.queries.wide.wide_search`), then their exact cosines on the stored vectors.
+    ``max_distance`` defaults to the distance a vector at ``min_cosine`` shows at most but once
+    in tens of thousands (its expected distance ``256 * angle / pi`` plus four standard
+    deviations, plus 4). ``target`` is a vector, or a row of the model (excluded, its stored
+    vector the target). The filters of ``stmt`` apply to the candidates: a row filtered out does
+    not make room for another.
+
+    What is guaranteed: every row returned is at cosine >= ``min_cosine`` (exact); a row within
+    7 of the 160 bits the blocks cover is always a candidate; farther ones are found when the
+    probes flip the bits that differ (BENCHMARKS.md measures recall at cosine 0.95: 1.0 with
+    512 probes at 1M rows). ``NotAttached`` without the wide signature; ``TypeError`` for a text
+    model or target; ``ValueError`` for a bad vector (another length, NaN or infinity, zeros),
+    ``min_cosine`` outside [-1, 1] or ``candidates < limit``.
+    """
+    steps = near_copy_vectors_steps(
+        stmt, target, limit, min_cosine, candidates=candidates, budget=budget, max_distance=max_distance
+    )
+    return run_sync_steps(session, steps)
+
+
+def near_copy_vectors_steps(
+    stmt: Select[Any],
+    target: object,
+    limit: int = 10,
+    min_cosine: float = NEAR_COPY_COSINE,
+    *,
+    candidates: int = NEAR_COPY_CANDIDATES,
+    budget: int = WIDE_BUDGET,
+    max_distance: int | None = None,
+) -> Steps[list[VectorMatch]]:
+    """:func:`near_copy_vectors` as steps (:mod:`simsql.steps`)."""
+    _check_counts(limit, candidates)
+    if isinstance(min_cosine, bool) or not isinstance(min_cosine, (int, float)) or not -1.0 <= min_cosine <= 1.0:
+        raise ValueError(f"min_cosine must be a number in [-1, 1], got {min_cosine!r}")
+    binding = _vector_binding(stmt)
+    wide_binding(binding.model)
+    query, skip = _target_vector(binding, target)
+    fingerprinter = binding.fingerprinter
+    assert isinstance(fingerprinter, VectorFingerprinter)
+    signature = fingerprinter.signatures_many(query[None, :])[0]
+    bound = near_copy_distance(float(min_cosine)) if max_distance is None else max_distance
+    ranked = wide_search(binding.model, signature, bound, budget=budget, limit=candidates + (skip is not None))
+    return (yield from _reranked(binding, stmt, ranked, query, limit, float(min_cosine), skip))
+
+
+def near_copy_distance(min_cosine: float, bits: int = WIDE_BITS) -> int:
+    """The bound on the ``bits``-bit distance of a vector at ``min_cosine``: the expected
+    distance ``bits * angle / pi``, plus four standard deviations, plus 4 (at most ``bits``)."""
+    share = math.acos(max(-1.0, min(1.0, min_cosine))) / math.pi
+    return min(bits, math.ceil(bits * share + 4.0 * math.sqrt(bits * share * (1.0 - share)) + 4.0))
+
+
+def _check_counts(limit: int, candidates: int) -> None:
     check_limit(limit)
     check_limit(candidates)
     if candidates < limit:
         raise ValueError(f"candidates must be at least limit ({limit}), got {candidates}")
-    ranked = most_similar(stmt, target, limit=candidates, exclude=exclude, probe_radius=probe_radius, exact=exact)
+
+
+def _vector_binding(stmt: Select[Any]) -> Binding:
     binding = binding_for(stmt.column_descriptions[0]["entity"])
+    if not isinstance(binding.fingerprinter, VectorFingerprinter):
+        raise TypeError(f"{binding.model.__name__} is fingerprinted from text: it needs a vector model")
+    return binding
+
+
+def _target_vector(binding: Binding, target: object) -> tuple[np.ndarray, tuple[Any, ...] | None]:
+    """The target as one checked float64 vector, and the key of the row it is (else None)."""
     fingerprinter = binding.fingerprinter
-    if not isinstance(fingerprinter, VectorFingerprinter):
-        raise TypeError(f"{binding.model.__name__} is fingerprinted from text: most_similar_vectors() needs a vector model")
-    what = f"{binding.model.__name__}.{binding.source[0]}"
-    vector_column = getattr(binding.model, binding.source[0]).property.columns[0]
+    assert isinstance(fingerprinter, VectorFingerprinter)
+    skip = None
     if isinstance(target, binding.model):
-        target = vector_of(getattr(target, binding.source[0]), what)
-    query = fingerprinter.check(target)[0]
-    # the candidates' keys, vectors and distances only (no ORM rows): fetching is most of the cost
+        skip = binding.key_of(target)
+        target = vector_of(getattr(target, binding.source[0]), f"{binding.model.__name__}.{binding.source[0]}")
+    elif isinstance(target, str):
+        raise TypeError(f"{binding.model.__name__} is fingerprinted from vectors: the target must be a vector or a row, not text")
+    return fingerprinter.check(target)[0], skip
+
+
+def _reranked(
+    binding: Binding, stmt: Select[Any], ranked: Select[Any], query: np.ndarray, limit: int,
+    min_cosine: float, skip: tuple[Any, ...] | None,
+) -> Steps[list[VectorMatch]]:  # fmt: skip
+    """The candidates of ``ranked`` (rows with a ``distance``) re-ranked by exact cosine: their
+    keys, vectors and distances (no ORM rows: fetching is most of the cost), the best ``limit``
+    at ``min_cosine`` or more (``skip`` left out), then those rows read through ``stmt``."""
+    vector_column = getattr(binding.model, binding.source[0]).property.columns[0]
     candidate = ranked.subquery("simsql_candidates")
     keys = [candidate.c[key.key] for key in binding.keys]
-    found = session.execute(
+    found = yield Execute(
         select(*keys, candidate.c[vector_column.key], candidate.c.distance).order_by(candidate.c.distance, *keys)
-    ).all()
+    )
+    found = [row for row in found if skip is None or tuple(row[: len(keys)]) != skip]
     if not found:
         return []
+    order, cosines = yield Compute(lambda: _cosine_order(binding, found, query, limit, min_cosine))
+    if not order:
+        return []
     width = len(binding.keys)
+    best = [tuple(found[i][:width]) for i in order]
+    rows = {binding.key_of(row[0]): row[0] for row in (yield Execute(stmt.where(_key_in(binding.keys, best))))}
+    return [VectorMatch(rows[key], float(cosines[i]), int(found[i][width + 1])) for key, i in zip(best, order) if key in rows]
+
+
+def _cosine_order(
+    binding: Binding, found: list[Any], query: np.ndarray, limit: int, min_cosine: float
+) -> tuple[list[int], np.ndarray]:
+    """Indexes of the best ``limit`` candidates by cosine (then distance, then their order), at
+    ``min_cosine`` or more, and every candidate's cosine."""
+    fingerprinter = binding.fingerprinter
+    assert isinstance(fingerprinter, VectorFingerprinter)
+    width = len(binding.keys)
+    what = f"{binding.model.__name__}.{binding.source[0]}"
     stored = fingerprinter.check(np.stack([np.asarray(vector_of(row[width], what), dtype=np.float64) for row in found]))
     cosines = (stored @ query) / (np.linalg.norm(stored, axis=1) * float(np.linalg.norm(query)))
-    order = np.lexsort((np.array([row[width + 1] for row in found]), -cosines))[:limit]
-    best = [tuple(found[i][:width]) for i in order]
-    rows = {binding.key_of(row): row for row in session.scalars(stmt.where(_key_in(binding.keys, best)))}
-    return [VectorMatch(rows[key], float(cosines[i]), int(found[i][width + 1])) for key, i in zip(best, order) if key in rows]
+    order = np.lexsort((np.array([row[width + 1] for row in found]), -cosines))
+    return [int(i) for i in order if cosines[i] >= min_cosine][:limit], cosines
 
 
 def _key_in(keys: Sequence[Any], values: list[tuple[Any, ...]]) -> ColumnElement[bool]:
