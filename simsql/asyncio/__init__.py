@@ -26,7 +26,14 @@ from __future__ import annotations
 
 from .backfill import backfill
 from .lifecycle import attach_table, detach_table, status
-from .queries import duplicate_groups, find_original, most_similar_many, near_duplicates
+from .queries import (
+    duplicate_groups,
+    find_original,
+    most_similar_many,
+    most_similar_vectors,
+    near_copy_vectors,
+    near_duplicates,
+)
 from .runner import run_async_steps
 
 __all__ = [
@@ -36,6 +43,8 @@ __all__ = [
     "duplicate_groups",
     "find_original",
     "most_similar_many",
+    "most_similar_vectors",
+    "near_copy_vectors",
     "near_duplicates",
     "run_async_steps",
     "status",

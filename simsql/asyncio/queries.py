@@ -9,10 +9,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy import Select
+
 from ..containment import MIN_CONTAINMENT
 from ..queries import DuplicatePair, Match
 from ..queries.batch import most_similar_many_steps
 from ..queries.duplicates import duplicate_groups_steps, near_duplicates_steps
+from ..queries.vectors import (
+    DEFAULT_CANDIDATES,
+    NEAR_COPY_CANDIDATES,
+    NEAR_COPY_COSINE,
+    VectorMatch,
+    most_similar_vectors_steps,
+    near_copy_vectors_steps,
+)
+from ..queries.wide import WIDE_BUDGET
 from ..queries.originality import (
     ORIGINALITY_CANDIDATES,
     ORIGINALITY_DISTANCE,
@@ -61,3 +72,42 @@ async def most_similar_many(
     trip; the targets' fingerprints are computed in a worker thread."""
     async with session_for(bind) as session:
         return await run_async_steps(session, most_similar_many_steps(model, targets, limit, max_distance))
+
+
+async def most_similar_vectors(
+    bind: AsyncBind,
+    stmt: Select[Any],
+    target: object,
+    limit: int = 10,
+    candidates: int = DEFAULT_CANDIDATES,
+    exclude: object = None,
+    *,
+    probe_radius: int = 0,
+    exact: bool = True,
+) -> list[VectorMatch]:
+    """:func:`simsql.most_similar_vectors`, awaited: the top rows by exact cosine among the
+    ``candidates`` nearest by signature. Both statements are awaited; the re-ranking (numpy)
+    runs in a worker thread."""
+    steps = most_similar_vectors_steps(stmt, target, limit, candidates, exclude, probe_radius=probe_radius, exact=exact)
+    async with session_for(bind) as session:
+        return await run_async_steps(session, steps)
+
+
+async def near_copy_vectors(
+    bind: AsyncBind,
+    stmt: Select[Any],
+    target: object,
+    limit: int = 10,
+    min_cosine: float = NEAR_COPY_COSINE,
+    *,
+    candidates: int = NEAR_COPY_CANDIDATES,
+    budget: int = WIDE_BUDGET,
+    max_distance: int | None = None,
+) -> list[VectorMatch]:
+    """:func:`simsql.near_copy_vectors`, awaited: near copies of a vector through the 256-bit
+    probes, checked by exact cosine (in a worker thread)."""
+    steps = near_copy_vectors_steps(
+        stmt, target, limit, min_cosine, candidates=candidates, budget=budget, max_distance=max_distance
+    )
+    async with session_for(bind) as session:
+        return await run_async_steps(session, steps)
