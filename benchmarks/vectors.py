@@ -33,8 +33,9 @@ skipped with a message on stderr.
 
 Then near copies: stored rows turned by exactly arccos(0.95) as queries; the share of the rows
 at cosine >= 0.95 each search returns (10 asked), and its p50: ``most_similar`` (exact),
-``most_similar(exact=False)``, and the wide signature's margin-directed block probes
-(``simsql.queries.wide.wide_search``).
+``most_similar(exact=False)``, the wide signature's margin-directed block probes
+(``simsql.queries.wide.wide_search``), :func:`simsql.near_copy_vectors` (the same probes, then
+the exact cosine of 50 candidates), and pgvector's searches when it is there.
 
 ``--offline`` runs no database: recall@10 of the exact Hamming top-N re-ranked by cosine, in
 numpy, for N up to 20,000, 64 and 256 bits, with and without the centre (the floor the searches
@@ -270,7 +271,10 @@ def difficulty(vectors: np.ndarray, queries: np.ndarray) -> list[float]:
     return [round(float(x), 3) for x in np.mean(found, axis=0)]
 
 
-def near_copies(engine: Engine, vectors: np.ndarray, count: int, cosine: float = 0.95) -> dict[str, dict[str, float]]:
+def near_copies(
+    engine: Engine, vectors: np.ndarray, count: int, cosine: float = 0.95,
+    others: dict[str, Callable[[np.ndarray], list[int]]] | None = None,
+) -> dict[str, dict[str, float]]:  # fmt: skip
     """Near-duplicate lookups on the centred table: ``count`` stored rows, each turned by exactly
     ``arccos(cosine)`` in a random direction, as queries. The truth of a query is every row at
     cosine >= ``cosine`` to it (the turned row, and any stored row as close), its 10 nearest at
@@ -288,7 +292,11 @@ def near_copies(engine: Engine, vectors: np.ndarray, count: int, cosine: float =
         "most_similar exact=False": lambda s, q: [r[0].id for r in s.execute(simsql.most_similar(select(CentredDoc), q, limit=TOP, exact=False))],
         "wide probes budget=64 (256 bits, within 64)": wide(64),
         "wide probes budget=512 (256 bits, within 64)": wide(512),
+        "near_copy_vectors min_cosine=0.95 (256-bit probes, 512, checked by cosine)": lambda s, q: [
+            m.row.id for m in simsql.near_copy_vectors(s, select(CentredDoc), q, limit=TOP, min_cosine=cosine - 1e-5)
+        ],
     }
+    searches |= {name: (lambda s, q, run=run: run(q)) for name, run in (others or {}).items()}
     found: dict[str, dict[str, list[float]]] = {name: {"hit": [], "ms": []} for name in searches}
     truths = []
     with Session(engine) as session:
@@ -348,6 +356,38 @@ def offline(vectors: np.ndarray, queries: np.ndarray, centred: simsql.VectorFing
     return report
 
 
+def _orthogonal(u: np.ndarray) -> np.ndarray:
+    """A unit vector orthogonal to the unit vector ``u`` (fixed seed)."""
+    w = np.random.default_rng(9).normal(size=len(u))
+    w -= (w @ u) * u / (u @ u)
+    return w / np.linalg.norm(w)
+
+
+def server_times(engine: Engine, query: np.ndarray, near: np.ndarray, with_pgvector: bool) -> dict[str, Any]:
+    """PostgreSQL only: each search's own time in the server (``EXPLAIN ANALYZE``, median of 5)
+    and what it reads, for one top-10 query and one near copy: the floor under the p50s above,
+    which add the round trips, the driver and Python."""
+    if engine.dialect.name != "postgresql":
+        return {}
+    dialect = engine.dialect
+    signer = _signer(CentredDoc)
+    binding = simsql.binding_for(CentredDoc)
+    scan = select(CentredDoc.id, CentredDoc.embedding).order_by(wide_distance(binding, signer.signatures_many([query])[0]), CentredDoc.id)
+    statements = {
+        "centred: most_similar top-10 (probe_radius=0)": simsql.most_similar(select(CentredDoc), query, limit=TOP, probe_radius=0),
+        "centred wide 256: scan top-1000": scan.limit(1000),
+        "near copy: wide probes budget=512": wide_search(CentredDoc, signer.signatures_many([near])[0], max_distance=64, budget=512, limit=TOP),
+    }
+    sql = {name: str(s.compile(dialect=dialect, compile_kwargs={"literal_binds": True})) for name, s in statements.items()}
+    settings: dict[str, str | None] = dict.fromkeys(sql)
+    if with_pgvector:
+        for name, text_ in pgvector.searches_sql(query.shape[0], TOP, query).items():
+            sql[name], settings[name] = text_, "SET hnsw.ef_search = 1000" if "top-1000" in name else None
+        sql["near copy: pgvector HNSW ef_search=40"] = pgvector.searches_sql(near.shape[0], TOP, near)["pgvector HNSW vector_cosine_ops ef_search=40"]
+        settings["near copy: pgvector HNSW ef_search=40"] = None
+    return {name: pgvector.explain_analyze(engine, text_, setting=settings[name]) for name, text_ in sql.items()}
+
+
 def pgvector_systems(
     engine: Engine, vectors: np.ndarray, queries: np.ndarray, report: dict[str, Any], *, skip: bool
 ) -> tuple[dict[str, Callable[[np.ndarray], list[int]]], list[Any]]:
@@ -399,6 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "dimensions": args.dimensions, "server": engine.dialect.name, "embed_seconds": round(embed_seconds, 1),
         "neighbour_cosines_1_10_100_1000": difficulty(vectors, queries.astype(np.float32)),
     }  # fmt: skip
+    held: list[Any] = []
     try:
         loads = {"centred": load(engine, CentredDoc, vectors)}
         analyze(engine, CentredDoc)
@@ -409,17 +450,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["bit_balance"] = {k: round(v[1], 4) for k, v in loads.items()}
         others, held = pgvector_systems(engine, vectors, queries, report, skip=args.no_pgvector)
         report["load_average"] = [round(x, 2) for x in os.getloadavg()]
-        try:
-            figures = measure(engine, vectors, queries.astype(np.float32), not args.no_raw, others)
-        finally:
-            for connection in held:
-                connection.close()
+        figures = measure(engine, vectors, queries.astype(np.float32), not args.no_raw, others)
+        report["load_average_after_top10"] = [round(x, 2) for x in os.getloadavg()]
         report["systems"] = {k: {m: round(v, 3) for m, v in f.items()} for k, f in figures.items()}
         print(json.dumps(report), file=sys.stderr, flush=True)  # kept should the near copies fail
-        copies = near_copies(engine, vectors, min(args.queries, 100))
+        copies = near_copies(engine, vectors, min(args.queries, 100), others=others)
         report["near_copies_cosine_0.95"] = {k: {m: round(v, 3) for m, v in f.items()} for k, f in copies.items()}
         report["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+        near = vectors[0] * 0.95 + np.sqrt(1 - 0.95**2) * _orthogonal(vectors[0])
+        report["server_times"] = server_times(engine, queries[0].astype(np.float64), near, "pgvector" in report)
     finally:
+        for connection in held:
+            connection.close()
         _Base.metadata.drop_all(engine)
         if "pgvector" in report:
             pgvector.drop(engine)

@@ -138,3 +138,47 @@ def plans(engine: Engine, query: np.ndarray, dimensions: int, top: int) -> dict[
             lines = [row[0] for row in connection.execute(text("EXPLAIN " + sql), {"q": literal(query)})]
             found[name] = " / ".join(line.strip() for line in lines if "Scan" in line)
     return found
+
+
+def explain_analyze(engine: Engine, sql: str, runs: int = 5, setting: str | None = None) -> dict[str, object]:
+    """What the server itself spends on ``sql`` (PostgreSQL, after ``setting``, a ``SET``): the median ``Execution Time`` of
+    ``EXPLAIN (ANALYZE, BUFFERS)`` over ``runs`` runs (no network, no driver, no Python), the
+    plan's scan nodes (what is read: the table, which index) and the buffers touched."""
+    times, plan = [], None
+    with engine.connect() as connection:
+        if setting is not None:
+            connection.exec_driver_sql(setting)
+        for _ in range(runs):
+            found = connection.exec_driver_sql("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql.replace("%", "%%")).scalar()
+            times.append(found[0]["Execution Time"])
+            plan = found[0]["Plan"]
+    nodes: list[str] = []
+
+    def walk(node: dict[str, object]) -> None:
+        if "Scan" in str(node["Node Type"]):
+            where = node.get("Index Name") or node.get("Relation Name") or ""
+            nodes.append(f"{node['Node Type']} {where} (rows {node.get('Actual Rows')} x{node.get('Actual Loops')})")
+        for child in node.get("Plans", []):  # type: ignore[union-attr]
+            walk(child)
+
+    assert plan is not None
+    walk(plan)
+    return {
+        "execution_ms_p50": round(sorted(times)[len(times) // 2], 2),
+        "scans": nodes,
+        "shared_buffers_hit_read": [plan.get("Shared Hit Blocks"), plan.get("Shared Read Blocks")],
+    }
+
+
+def searches_sql(dimensions: int, top: int, query: np.ndarray) -> dict[str, str]:
+    """pgvector's searches with the query written in (for :func:`explain_analyze`)."""
+    q = f"CAST('{literal(query)}' AS vector({dimensions}))"
+    d = dimensions
+    return {
+        "pgvector exact <=> scan": f"SELECT id FROM {TABLE} ORDER BY (embedding <=> {q}) + 0, id LIMIT {top}",
+        "pgvector HNSW vector_cosine_ops ef_search=40": f"SELECT id FROM {TABLE} ORDER BY embedding <=> {q} LIMIT {top}",
+        "pgvector binary_quantize HNSW top-1000 + rerank <=>": (
+            f"SELECT id FROM (SELECT id, embedding FROM {TABLE} ORDER BY binary_quantize(embedding)::bit({d}) <~> "
+            f"binary_quantize({q})::bit({d}) LIMIT 1000) c ORDER BY embedding <=> {q}, id LIMIT {top}"
+        ),
+    }
