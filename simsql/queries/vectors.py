@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from numbers import Real
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -152,7 +153,7 @@ def near_copy_vectors_steps(
 ) -> Steps[list[VectorMatch]]:
     """:func:`near_copy_vectors` as steps (:mod:`simsql.steps`)."""
     _check_counts(limit, candidates)
-    if isinstance(min_cosine, bool) or not isinstance(min_cosine, (int, float)) or not -1.0 <= min_cosine <= 1.0:
+    if isinstance(min_cosine, bool) or not isinstance(min_cosine, Real) or not -1.0 <= float(min_cosine) <= 1.0:
         raise ValueError(f"min_cosine must be a number in [-1, 1], got {min_cosine!r}")
     binding = _vector_binding(stmt)
     wide_binding(binding.model)
