@@ -24,7 +24,7 @@ from sqlalchemy.sql import ColumnElement
 from ..dialects import equals_any, hamming_expression
 from ..errors import NotAttached
 from ..schema import WIDE_LAYOUT
-from ..signature import WIDE_BITS, Signature, probes
+from ..signature import WIDE_BITS, Signature, probe_values
 from ..storage import Binding, binding_for
 from ..types import SimHash
 from .targets import keys_equal
@@ -69,8 +69,8 @@ def wide_distance(binding: Binding, signature: Signature) -> ColumnElement[Any]:
 def probe_groups(signature: Signature, budget: int) -> dict[int, list[int]]:
     """Block number -> the values probed in it, from the ``budget`` cheapest probes."""
     groups: defaultdict[int, list[int]] = defaultdict(list)
-    for probe in probes(signature, WIDE_LAYOUT, budget=budget):
-        groups[probe.block].append(probe.value)
+    for block, value in probe_values(signature, WIDE_LAYOUT, budget=budget):
+        groups[block].append(value)
     return dict(groups)
 
 
