@@ -22,7 +22,7 @@ symmetric measure.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import xxhash
@@ -76,15 +76,20 @@ def shingles(text: str, size: int = SHINGLE_WORDS) -> frozenset[int]:
 
 @dataclass(frozen=True, eq=False)
 class Runs:
-    """Shingles where they lie: the hash of each and the word positions ``[start, end)`` it spans."""
+    """Shingles where they lie: the hash of each, the word positions ``[start, end)`` it spans,
+    and the set of the hashes (what another text's shingles are looked up in)."""
 
     hashes: np.ndarray
     starts: np.ndarray
     ends: np.ndarray
+    distinct: frozenset[int] = field(init=False)
 
-    def covered(self, found: np.ndarray, words: int) -> int:
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "distinct", frozenset(self.hashes.tolist()))
+
+    def covered(self, found: frozenset[int], words: int) -> int:
         """How many of ``words`` word positions lie in a shingle whose hash is in ``found``."""
-        hit = np.isin(self.hashes, found)
+        hit = np.fromiter(map(found.__contains__, self.hashes.tolist()), dtype=bool, count=len(self.hashes))
         if not hit.any():
             return 0
         depth = np.cumsum(np.bincount(self.starts[hit], minlength=words + 1) - np.bincount(self.ends[hit], minlength=words + 1))
@@ -107,11 +112,11 @@ class Shingled:
 
     @property
     def plain(self) -> frozenset[int]:
-        return frozenset(self.plain_runs.hashes.tolist())
+        return self.plain_runs.distinct
 
     @property
     def by_line(self) -> frozenset[int]:
-        return frozenset(self.line_runs.hashes.tolist())
+        return self.line_runs.distinct
 
 
 def shingled(text: str, size: int = SHINGLE_WORDS) -> Shingled:
@@ -158,8 +163,8 @@ def share_of_submission(submission: str | Shingled, stored: str | Shingled) -> f
     t = stored if isinstance(stored, Shingled) else shingled(stored)
     if not s.words:
         return 0.0
-    plain = s.plain_runs.covered(t.plain_runs.hashes, s.words)
-    by_line = s.line_runs.covered(t.line_runs.hashes, s.words)
+    plain = s.plain_runs.covered(t.plain, s.words)
+    by_line = s.line_runs.covered(t.by_line, s.words)
     return max(plain, by_line) / s.words
 
 
