@@ -45,9 +45,13 @@ index probes, the rows they return few (BENCHMARKS.md)."""
 
 WIDE_FIRST_STAGE = 64
 """Probes :func:`simsql.find_original` makes first (each block's own value and the cheapest
-variants); the rest of the budget only when none of their candidates is confirmed. Most
-disguised copies share one of these values with their original (BENCHMARKS.md), so a copy
-costs a few dozen index lookups, and a new text the whole budget in two statements."""
+variants), reading the text of their :data:`WIDE_FIRST_CANDIDATES` nearest candidates; the
+whole budget only when none of those is confirmed. Most disguised copies share one of these
+values with their original (BENCHMARKS.md), so a copy costs 64 index lookups and one text, and
+a new text one statement more than the whole budget alone."""
+
+WIDE_FIRST_CANDIDATES = 4
+"""How many of the first stage's nearest candidates the check reads the text of."""
 
 WIDE_CANDIDATES = 16
 """How many of the nearest candidates (by 256-bit distance) the check reads the text of."""

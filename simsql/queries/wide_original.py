@@ -3,8 +3,8 @@
 :func:`find_wide_original` is :func:`simsql.find_original` on a table declared with
 ``WideSimHashMixin`` or ``attach_model(..., wide=True)``: candidates from
 :func:`simsql.queries.wide.wide_search` (margin-directed probes, the 256-bit distance filtered in
-the database), nearest first, the cheapest probes in a first statement and the rest of the
-budget only when none of those candidates is confirmed; each confirmed by the share of the
+the database), nearest first, the cheapest probes in a first statement and the whole budget
+only when none of its few nearest candidates is confirmed; each confirmed by the share of the
 *submission's* words that lie in word 5-shingles of the candidate's text
 (:func:`simsql.containment.share_of_submission`, the larger of plain shingles and shingles
 within lines, so shuffled short lines still match).
@@ -23,7 +23,7 @@ from ..fingerprint import Fingerprinter
 from ..signature import WIDE_BITS
 from .nearest import Match
 from .wide import (
-    WIDE_BUDGET, WIDE_CANDIDATES, WIDE_DISTANCE, WIDE_FIRST_STAGE, probe_groups, wide_binding, wide_parameters, wide_search,
+    WIDE_BUDGET, WIDE_CANDIDATES, WIDE_DISTANCE, WIDE_FIRST_CANDIDATES, WIDE_FIRST_STAGE, probe_groups, wide_binding, wide_parameters, wide_search,
     wide_statement,
 )  # fmt: skip
 
@@ -65,9 +65,9 @@ def find_wide_original(
 
     Candidates lie within ``wide_distance`` of the 256 bits (:func:`simsql.find_original` scales
     its ``max_distance`` to it: the default 14 of 64 is 96 of 256), probed in two stages
-    (:func:`stages`): the nearest ``candidates`` rows the first :data:`WIDE_FIRST_STAGE` probes
-    reach, nearest first, then, if none is confirmed, the nearest the rest of the ``budget``
-    reaches (rows already read are not read again). ``min_containment``: the share of the
+    (:func:`stages`): the nearest few rows the first :data:`WIDE_FIRST_STAGE` probes reach,
+    nearest first, then, if none is confirmed, the nearest ``candidates`` rows the whole
+    ``budget`` reaches (rows already read are not read again). ``min_containment``: the share of the
     submission's words a candidate's text must hold
     (:func:`~simsql.containment.share_of_submission`; None: the nearest candidate of the whole
     budget is the answer, no text read). The Match's ``similarity`` is ``1 - distance / 256``. Raises
@@ -81,11 +81,10 @@ def find_wide_original(
     if min_containment is None:  # the nearest candidate of the whole budget, in one statement
         rows = session.execute(wide_search(model, signature, wide_distance, budget=budget, limit=1)).all()
         return Match(rows[0][0], int(rows[0][1]), 1.0 - int(rows[0][1]) / WIDE_BITS) if rows else None
-    statement = wide_statement(model, candidates)
     submitted, read = shingled(text), set()
-    for start, stop in stages(budget):
+    for start, stop, limit in stages(budget, candidates):
         parameters = wide_parameters(signature, wide_distance, probe_groups(signature, stop, start))
-        for row, distance in session.execute(statement, parameters).all():
+        for row, distance in session.execute(wide_statement(model, limit), parameters).all():
             key = binding.key_of(row)
             if key in read:
                 continue
@@ -96,9 +95,10 @@ def find_wide_original(
     return None
 
 
-def stages(budget: int) -> list[tuple[int, int]]:
-    """``(start, stop)`` of each stage's probes: the first :data:`WIDE_FIRST_STAGE`, then the
-    rest of ``budget``."""
+def stages(budget: int, candidates: int) -> list[tuple[int, int, int]]:
+    """``(start, stop, limit)`` of each stage: the nearest :data:`WIDE_FIRST_CANDIDATES` rows the
+    first :data:`WIDE_FIRST_STAGE` probes reach, then the nearest ``candidates`` rows of the whole
+    ``budget`` (the answer of a single statement; rows the first stage read are not read again)."""
     if budget <= WIDE_FIRST_STAGE:
-        return [(0, budget)]
-    return [(0, WIDE_FIRST_STAGE), (WIDE_FIRST_STAGE, budget)]
+        return [(0, budget, candidates)]
+    return [(0, WIDE_FIRST_STAGE, min(WIDE_FIRST_CANDIDATES, candidates)), (0, budget, candidates)]
