@@ -94,7 +94,8 @@ def disguise(kind: str, body: str, rng: random.Random, donors: Sequence[str]) ->
 
 
 def engine_for(url: str) -> Engine:
-    """An engine on the benchmark's own schema (PostgreSQL) or database (MySQL/MariaDB)."""
+    """An engine on the benchmark's own schema (PostgreSQL) or database (MySQL/MariaDB:
+    ``<the URL's database>_bench_originality``)."""
     parsed = make_url(url)
     admin = create_engine(parsed)
     with admin.begin() as connection:
@@ -102,9 +103,10 @@ def engine_for(url: str) -> Engine:
             connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
             admin.dispose()
             return create_engine(parsed.update_query_dict({"options": f"-csearch_path={SCHEMA}"}))
-        connection.execute(text(f"CREATE DATABASE IF NOT EXISTS {SCHEMA}"))
+        database = f"{parsed.database}_{SCHEMA}" if parsed.database else SCHEMA  # beside the URL's own
+        connection.execute(text(f"CREATE DATABASE IF NOT EXISTS {database}"))
     admin.dispose()
-    return create_engine(parsed.set(database=SCHEMA))
+    return create_engine(parsed.set(database=database))
 
 
 def digest(body: str) -> uuid.UUID:
