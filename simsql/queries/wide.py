@@ -88,15 +88,19 @@ def probe_groups(signature: Signature, budget: int, start: int = 0) -> dict[int,
     return dict(groups)
 
 
-@lru_cache(maxsize=64)
 def wide_statement(model: type, limit: int) -> Select[Any]:
     """The index stage for ``model`` as one statement built once (and compiled once, and
     prepared by the driver once it repeats): ``(Model, distance)`` of the nearest ``limit`` rows
     within the bound that the probed block values reach, nearest first (ties by key). Its
     parameters are :func:`wide_parameters`. Candidates and their distances come from the block
     indexes alone (they cover the words and the key: one index-only lookup per block, its
-    probed values in one array); only the nearest ``limit`` rows are joined back to the table."""
-    binding = wide_binding(model)
+    probed values in one array); only the nearest ``limit`` rows are joined back to the table.
+    Kept per binding: a model attached again gets a statement of its new columns."""
+    return _statement(model, wide_binding(model), limit)
+
+
+@lru_cache(maxsize=64)
+def _statement(model: type, binding: Binding, limit: int) -> Select[Any]:
     distance = wide_distance(binding, [bindparam(f"simsql_w{k}", type_=SimHash()) for k in range(WIDE_WORDS)])
     bound = bindparam("simsql_bound", type_=Integer())
     branches = [
