@@ -2,6 +2,7 @@
 
     python -m benchmarks.originality --rows 100000                 # PostgreSQL (127.0.0.1:5432)
     python -m benchmarks.originality --rows 20000 --url mysql+pymysql://root@127.0.0.1:3306/test
+    python -m benchmarks.originality --lang zh --rows 20000 --originals 100   # Chinese man pages
 
 A table of ``WideSimHashMixin`` rows is filled with real man pages (the originals) and articles
 assembled from shared man-page paragraphs (so stored rows share sentences, as real platforms'
@@ -43,7 +44,7 @@ import simsql
 from simsql.containment import share_of_submission, shingled
 from simsql.queries.wide import WIDE_DISTANCE, wide_distance, wide_search
 
-from .corpus import CACHE_DIR, assembled_articles, build_cache, english_documents, paragraphs
+from .corpus import CACHE_DIR, assembled_articles, build_cache, chinese_documents, english_documents, is_chinese, paragraphs
 from .edits import add_boilerplate, evade, substitute_words
 from .timing import summary
 
@@ -76,34 +77,38 @@ def shuffle_lines(body: str, rng: random.Random) -> str:
 
 
 def excerpt(body: str, share: float, rng: random.Random) -> str:
-    """A contiguous ``share`` of the text's words, nothing added (the issue's stretch case)."""
-    words = body.split(" ")
+    """A contiguous ``share`` of the text's words (Chinese: characters), nothing added (the
+    issue's stretch case)."""
+    separator = "" if is_chinese(body) else " "
+    words = list(body) if not separator else body.split(separator)
     size = max(1, int(len(words) * share))
     start = rng.randrange(len(words) - size + 1)
-    return " ".join(words[start : start + size])
+    return separator.join(words[start : start + size])
 
 
 def disguise(kind: str, body: str, rng: random.Random, donors: Sequence[str]) -> str:
     if kind == "shuffle_lines":
         return shuffle_lines(body, rng)
     if kind == "lines_mix":
-        return add_boilerplate(shuffle_lines(substitute_words(body, 0.01, rng, unit="word"), rng), rng, recommended=False)
+        unit: Any = "char" if is_chinese(body) else "word"
+        return add_boilerplate(shuffle_lines(substitute_words(body, 0.01, rng, unit=unit), rng), rng, recommended=False)
     if kind == "excerpt_60":
         return excerpt(body, 0.6, rng)
     return evade(kind, body, rng, donors)
 
 
-def engine_for(url: str) -> Engine:
+def engine_for(url: str, lang: str = "en") -> Engine:
     """An engine on the benchmark's own schema (PostgreSQL) or database (MySQL/MariaDB:
     ``<the URL's database>_bench_originality``)."""
     parsed = make_url(url)
+    schema = SCHEMA if lang == "en" else f"{SCHEMA}_{lang}"
     admin = create_engine(parsed)
     with admin.begin() as connection:
         if parsed.get_backend_name() == "postgresql":
-            connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA}"))
+            connection.execute(text(f"CREATE SCHEMA IF NOT EXISTS {schema}"))
             admin.dispose()
-            return create_engine(parsed.update_query_dict({"options": f"-csearch_path={SCHEMA}"}))
-        database = f"{parsed.database}_{SCHEMA}" if parsed.database else SCHEMA  # beside the URL's own
+            return create_engine(parsed.update_query_dict({"options": f"-csearch_path={schema}"}))
+        database = f"{parsed.database}_{schema}" if parsed.database else schema  # beside the URL's own
         connection.execute(text(f"CREATE DATABASE IF NOT EXISTS {database}"))
     admin.dispose()
     return create_engine(parsed.set(database=database))
@@ -132,24 +137,25 @@ def load(engine: Engine, rows: list[tuple[str, str]], batch: int = 2000) -> floa
     return len(rows) / (time.perf_counter() - started)
 
 
-def corpus(rows: int, originals: int, fresh: int, seed: int) -> dict[str, Any]:
+def corpus(rows: int, originals: int, fresh: int, seed: int, lang: str = "en") -> dict[str, Any]:
     """Originals (whole man pages), the table's filler and fresh articles from disjoint pools
     (kept in ``benchmarks/.cache`` beside the rendered pages they come from: assembling a
     million articles takes minutes)."""
-    pages = build_cache("en")["fingerprint"][:16]  # the rendered pages they come from
+    pages = build_cache("zh" if lang == "zh" else "en")["fingerprint"][:16]  # the rendered pages they come from
     path = CACHE_DIR / f"originality-{pages}-{rows}-{originals}-{fresh}-{seed}.pickle"
     if path.exists():
         with path.open("rb") as handle:
             cached: dict[str, Any] = pickle.load(handle)
         return cached
-    data = assemble(rows, originals, fresh, seed)
+    data = assemble(rows, originals, fresh, seed, lang)
     with path.open("wb") as handle:
         pickle.dump(data, handle)
     return data
 
 
-def assemble(rows: int, originals: int, fresh: int, seed: int) -> dict[str, Any]:
-    docs = english_documents()
+def assemble(rows: int, originals: int, fresh: int, seed: int, lang: str = "en") -> dict[str, Any]:
+    docs = chinese_documents() if lang == "zh" else english_documents()
+    low, high = (300, 1500) if lang == "zh" else (800, 4000)  # Chinese says as much in fewer characters
     rng = random.Random(seed)
     chosen = rng.sample([doc for doc in docs if len(doc.text) <= 30_000], originals)
     chosen_ids = {doc.doc_id for doc in chosen}
@@ -158,9 +164,9 @@ def assemble(rows: int, originals: int, fresh: int, seed: int) -> dict[str, Any]
     held_out, shared = pool[: len(pool) // 5], pool[len(pool) // 5 :]
     return {
         "originals": [doc.text for doc in chosen],
-        "filler": list(assembled_articles(shared, rows - originals, seed, min_chars=800, max_chars=4000)),
-        "fresh_disjoint": list(assembled_articles(held_out, fresh, seed + 1, min_chars=800, max_chars=4000)),
-        "fresh_shared": list(assembled_articles(shared, fresh, seed + 2, min_chars=800, max_chars=4000)),
+        "filler": list(assembled_articles(shared, rows - originals, seed, min_chars=low, max_chars=high)),
+        "fresh_disjoint": list(assembled_articles(held_out, fresh, seed + 1, min_chars=low, max_chars=high)),
+        "fresh_shared": list(assembled_articles(shared, fresh, seed + 2, min_chars=low, max_chars=high)),
         "donors": [p for p in held_out[:500]],
     }
 
@@ -306,10 +312,10 @@ def build(engine: Engine, data: dict[str, Any], reuse: bool) -> dict[str, Any]:
     return {"reused": False, "load_rows_per_s": rate}
 
 
-def run(url: str, rows: int, originals: int, fresh: int, scans: int, seed: int, reuse: bool) -> dict[str, Any]:
-    engine = engine_for(url)
-    data = corpus(rows, originals, fresh, seed)
-    result: dict[str, Any] = {"server": engine.dialect.name, "rows": rows, "originals": originals, "build": build(engine, data, reuse)}
+def run(url: str, rows: int, originals: int, fresh: int, scans: int, seed: int, reuse: bool, lang: str = "en") -> dict[str, Any]:
+    engine = engine_for(url, lang)
+    data = corpus(rows, originals, fresh, seed, lang)
+    result: dict[str, Any] = {"server": engine.dialect.name, "lang": lang, "rows": rows, "originals": originals, "build": build(engine, data, reuse)}
     with Session(engine) as session:
         result["recall"], times, copies = recall(session, data, seed)
         result["check"] = summary(times)
@@ -340,10 +346,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--scans", type=int, default=60, help="copies and fresh texts timed interleaved with the plain scan")
     parser.add_argument("--seed", type=int, default=22)
     parser.add_argument("--reuse", action="store_true", help="keep a table already loaded with these rows")
+    parser.add_argument("--lang", choices=("en", "zh"), default="en", help="English or Chinese man pages")
     args = parser.parse_args(argv)
-    result = run(args.url, args.rows, args.originals, args.fresh, args.scans, args.seed, args.reuse)
+    result = run(args.url, args.rows, args.originals, args.fresh, args.scans, args.seed, args.reuse, args.lang)
     RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"originality-{result['server']}-{args.rows}.json"
+    path = RESULTS / f"originality-{result['server']}-{args.rows}{'' if args.lang == 'en' else '-' + args.lang}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
