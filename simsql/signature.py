@@ -25,7 +25,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
+import numpy as np
 import xxhash
 
 from .bits import check_fingerprint
@@ -163,6 +165,54 @@ def _block_variants(
         yield cost, block, value ^ sum(1 << (bit - start) for bit in flipped), flipped
 
 
+_TABLE_DEPTH = 12
+"""Up to this depth a block's variants are costed all at once (numpy, ``2**depth - 1`` subsets
+per block); deeper, they are generated lazily in cost order (the heap above)."""
+
+
+@lru_cache(maxsize=16)
+def _subset_matrix(depth: int) -> np.ndarray:
+    """Every non-empty subset of ``depth`` positions as a row of 0/1, in order of its bit mask."""
+    masks = np.arange(1, 1 << depth, dtype=np.int64)
+    return (masks[:, None] >> np.arange(depth)) & 1
+
+
+def _variant_table(
+    signature: Signature, layout: BlockLayout, count: int, depth: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """The ``count`` cheapest variants over all blocks, in the order of :func:`probes` (cost,
+    then block, then subset), every subset costed at once: their costs, blocks, values, subset
+    masks (bit ``j``: the block's ``j``-th weakest bit flipped) and each block's weakest bits."""
+    margins = np.asarray(signature.margins, dtype=np.float64)
+    bits = np.arange(layout.count * layout.width).reshape(layout.count, layout.width)
+    weakest = np.take_along_axis(bits, np.argsort(margins[bits], axis=1, kind="stable")[:, :depth], axis=1)
+    subsets = _subset_matrix(depth)
+    costs = (margins[weakest] @ subsets.T).ravel()  # (block, subset) flattened
+    if count < costs.size:  # the cheapest ``count``, ties at the boundary by (block, subset)
+        chosen = np.flatnonzero(costs <= np.partition(costs, count - 1)[count - 1])
+    else:
+        chosen = np.arange(costs.size)
+    chosen = chosen[np.lexsort((chosen, costs[chosen]))][:count]
+    blocks, rows = np.divmod(chosen, subsets.shape[0])
+    flips = (subsets[rows] << (weakest[blocks] - blocks[:, None] * layout.width)).sum(axis=1)
+    own = np.asarray(signature.blocks(layout), dtype=np.int64)
+    return costs[chosen], blocks, own[blocks] ^ flips, rows + 1, weakest
+
+
+def probe_values(
+    signature: Signature, layout: BlockLayout = DEFAULT_LAYOUT, *, budget: int = 64, depth: int = 10
+) -> list[tuple[int, int]]:
+    """``(block, value)`` of :func:`probes`, in its order, without building each :class:`Probe`
+    (the index stage's hot path)."""
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < layout.count or not 0 <= depth <= _TABLE_DEPTH:
+        return [(probe.block, probe.value) for probe in probes(signature, layout, budget=budget, depth=depth)]
+    own = list(enumerate(signature.blocks(layout)))
+    if budget == layout.count or depth == 0:
+        return own
+    _, blocks, values, _, _ = _variant_table(signature, layout, budget - layout.count, depth)
+    return own + list(zip(blocks.tolist(), values.tolist()))
+
+
 def probes(
     signature: Signature, layout: BlockLayout = DEFAULT_LAYOUT, *, budget: int = 64, depth: int = 10
 ) -> list[Probe]:
@@ -178,6 +228,14 @@ def probes(
         raise ValueError(f"depth must be an int in 0..{layout.width}, got {depth!r}")
     own = signature.blocks(layout)
     found = [Probe(0.0, block, own[block]) for block in range(layout.count)]
+    if budget == layout.count or depth == 0:
+        return found
+    if depth <= _TABLE_DEPTH:
+        costs, blocks, values, masks, weakest = _variant_table(signature, layout, budget - layout.count, depth)
+        for cost, block, value, mask in zip(costs.tolist(), blocks.tolist(), values.tolist(), masks.tolist()):
+            flipped = tuple(int(bit) for j, bit in enumerate(weakest[block]) if mask >> j & 1)
+            found.append(Probe(cost, block, value, flipped))
+        return found
     streams = [_block_variants(signature, layout, block, own[block], depth) for block in range(layout.count)]
     for cost, block, value, flipped in heapq.merge(*streams, key=lambda item: (item[0], item[1])):
         if len(found) >= budget:

@@ -116,3 +116,27 @@ def test_the_probes_read_the_block_indexes(any_engine: Engine, mode: str) -> Non
         plan = _plan(session, wide_search(model, target))
     used = [index for index in names.wide_indexes if index in plan]
     assert len(used) == WIDE_LAYOUT.count, plan
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_later_stage_probes_only_its_own_values(any_engine: Engine, mode: str) -> None:
+    """find_original's second stage: the statement built once, given the probes from the 64th
+    on (some blocks get none, an empty array or IN list), returns exactly the rows those reach."""
+    from simsql.queries.wide import wide_parameters, wide_statement
+
+    texts = _texts(240, seed=9)
+    model = _load(any_engine, mode, texts)
+    fingerprinter = simsql.Fingerprinter()
+    signatures = [s for s in fingerprinter.signatures_many(texts) if s is not None]
+    rng = random.Random(5)
+    with Session(any_engine) as session:
+        for query in rng.sample(texts, 8):
+            target = fingerprinter.signature(query + " " + rng.choice(WORDS))
+            groups = probe_groups(target, 72, 64)
+            assert len(groups) < WIDE_LAYOUT.count and sum(map(len, groups.values())) == 8
+            rows = session.execute(wide_statement(model, 1000), wide_parameters(target, 256, groups)).all()
+            expected = sorted(
+                (target.distance(s), key) for key, s in enumerate(signatures, 1)
+                if any(s.blocks(WIDE_LAYOUT)[block] in values for block, values in groups.items())
+            )  # fmt: skip
+            assert [(d, row.id) for row, d in rows] == expected

@@ -285,10 +285,14 @@ def hamming_expression(a: ColumnElement[Any], b: ColumnElement[Any]) -> HammingD
     return HammingDistance(a, b)
 
 
-def probe_parameter(values: Sequence[int]) -> BindParameter[Any]:
+def probe_parameter(values: Sequence[int], key: str | None = None) -> BindParameter[Any]:
     """``values`` as the one bound parameter :func:`equals_any` compares with: a plain integer
     for a single value, an integer array (an ``IN`` list on MySQL) for several. Built apart
-    from the comparison so a statement can be compiled once and given new values each call."""
+    from the comparison so a statement can be compiled once and given new values each call;
+    with ``key``, always the array, named, so a statement built once takes any number of values
+    (none included) as an execution parameter."""
+    if key is not None:
+        return bindparam(key, list(values), type_=_INTEGER_ARRAY)
     if len(values) == 1:
         return bindparam(None, values[0], type_=Integer())
     return bindparam(None, list(values), type_=_INTEGER_ARRAY)

@@ -95,9 +95,9 @@ def find_original(
     On a table with the wide signature (``WideSimHashMixin``, ``attach_model(..., wide=True)``)
     the check is :func:`simsql.queries.wide_original.find_wide_original` instead: probes of the
     256-bit signature's blocks, candidates within the same share of its 256 bits as
-    ``max_distance`` is of 64, scaled so the default 14 is 96 (``WIDE_DISTANCE``), each
-    confirmed by the share of the *submission's* shingles its text holds (``probe_radius`` does
-    not apply there; see docs/originality.md).
+    ``max_distance`` is of 64, scaled so the default 14 is 96 (``WIDE_DISTANCE``), the cheapest
+    64 probes first, each candidate confirmed by the share of the *submission's* words that lie
+    in shingles of its text (``probe_radius`` does not apply there; see docs/originality.md).
     """
     if binding_for(model).words:  # the wide signature: its own index stage and confirmation
         check_arguments(text, min_containment, candidates, max_bytes)

@@ -16,15 +16,17 @@ probes flip.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Select, literal, select, union
+from sqlalchemy import Integer, Select, bindparam, literal, select, union
 from sqlalchemy.sql import ColumnElement
 
-from ..dialects import equals_any, hamming_expression
+from ..dialects import equals_any, hamming_expression, probe_parameter
 from ..errors import NotAttached
 from ..schema import WIDE_LAYOUT
-from ..signature import WIDE_BITS, Signature, probes
+from ..signature import WIDE_BITS, WIDE_WORDS, Signature, probe_values
 from ..storage import Binding, binding_for
 from ..types import SimHash
 from .targets import keys_equal
@@ -41,6 +43,16 @@ pages (``python -m benchmarks.originality``): 48 probes reach 90-95% of disguise
 (header and footer, shuffled lines with 1% substitutions), 512 all of them; the lookups are
 index probes, the rows they return few (BENCHMARKS.md)."""
 
+WIDE_FIRST_STAGE = 64
+"""Probes :func:`simsql.find_original` makes first (each block's own value and the cheapest
+variants), reading the text of their :data:`WIDE_FIRST_CANDIDATES` nearest candidates; the
+whole budget only when none of those is confirmed. Most disguised copies share one of these
+values with their original (BENCHMARKS.md), so a copy costs 64 index lookups and one text, and
+a new text one statement more than the whole budget alone."""
+
+WIDE_FIRST_CANDIDATES = 4
+"""How many of the first stage's nearest candidates the check reads the text of."""
+
 WIDE_CANDIDATES = 16
 """How many of the nearest candidates (by 256-bit distance) the check reads the text of."""
 
@@ -56,43 +68,45 @@ def wide_binding(model: type) -> Binding:
     return binding
 
 
-def wide_distance(binding: Binding, signature: Signature) -> ColumnElement[Any]:
-    """The 256-bit Hamming distance of each row's signature to ``signature``, in SQL (NULL for a
-    row without one)."""
-    terms = [hamming_expression(column, literal(word, SimHash())) for column, word in zip(binding.words, signature.words)]
+def wide_distance(binding: Binding, signature: Signature | Sequence[ColumnElement[Any]]) -> ColumnElement[Any]:
+    """The 256-bit Hamming distance of each row's signature to ``signature`` (or to four word
+    parameters), in SQL (NULL for a row without one)."""
+    words = [literal(word, SimHash()) for word in signature.words] if isinstance(signature, Signature) else signature
+    terms = [hamming_expression(column, word) for column, word in zip(binding.words, words)]
     total: ColumnElement[Any] = terms[0]
     for term in terms[1:]:
         total = total + term
     return total
 
 
-def probe_groups(signature: Signature, budget: int) -> dict[int, list[int]]:
-    """Block number -> the values probed in it, from the ``budget`` cheapest probes."""
+def probe_groups(signature: Signature, budget: int, start: int = 0) -> dict[int, list[int]]:
+    """Block number -> the values probed in it, from the ``budget`` cheapest probes (those from
+    the ``start``-th on: a later stage of :func:`simsql.queries.wide_original.find_wide_original`)."""
     groups: defaultdict[int, list[int]] = defaultdict(list)
-    for probe in probes(signature, WIDE_LAYOUT, budget=budget):
-        groups[probe.block].append(probe.value)
+    for block, value in probe_values(signature, WIDE_LAYOUT, budget=budget)[start:]:
+        groups[block].append(value)
     return dict(groups)
 
 
-def wide_search(
-    model: type, signature: Signature, max_distance: int = WIDE_DISTANCE, *,
-    budget: int = WIDE_BUDGET, limit: int = WIDE_CANDIDATES,
-) -> Select[Any]:  # fmt: skip
-    """``(Model, distance)`` of the nearest ``limit`` rows within ``max_distance`` of the 256
-    bits of ``signature`` that one of the ``budget`` cheapest block probes reaches, nearest
-    first (ties by key). Candidates and their distances come from the block indexes alone (they
-    cover the words and the key: one index-only lookup per block, its probed values in one list);
-    only the nearest ``limit`` rows are joined back to the table."""
-    binding = wide_binding(model)
-    if isinstance(max_distance, bool) or not isinstance(max_distance, int) or not 0 <= max_distance <= WIDE_BITS:
-        raise ValueError(f"max_distance must be an int in 0..{WIDE_BITS}, got {max_distance!r}")
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise ValueError(f"limit must be a positive int, got {limit!r}")
-    distance = wide_distance(binding, signature)
+def wide_statement(model: type, limit: int) -> Select[Any]:
+    """The index stage for ``model`` as one statement built once (and compiled once, and
+    prepared by the driver once it repeats): ``(Model, distance)`` of the nearest ``limit`` rows
+    within the bound that the probed block values reach, nearest first (ties by key). Its
+    parameters are :func:`wide_parameters`. Candidates and their distances come from the block
+    indexes alone (they cover the words and the key: one index-only lookup per block, its
+    probed values in one array); only the nearest ``limit`` rows are joined back to the table.
+    Kept per binding: a model attached again gets a statement of its new columns."""
+    return _statement(model, wide_binding(model), limit)
+
+
+@lru_cache(maxsize=64)
+def _statement(model: type, binding: Binding, limit: int) -> Select[Any]:
+    distance = wide_distance(binding, [bindparam(f"simsql_w{k}", type_=SimHash()) for k in range(WIDE_WORDS)])
+    bound = bindparam("simsql_bound", type_=Integer())
     branches = [
         select(*binding.table_keys, distance.label("distance"))
-        .where(equals_any(binding.wide_blocks[block], values), distance <= max_distance)
-        for block, values in sorted(probe_groups(signature, budget).items())
+        .where(equals_any(column, probe_parameter((), f"simsql_v{block}")), distance <= bound)
+        for block, column in enumerate(binding.wide_blocks)
     ]
     candidates = union(*branches).subquery("wide_candidates")
     candidate_keys = [candidates.c[key.name] for key in binding.table_keys]
@@ -105,3 +119,29 @@ def wide_search(
         .order_by(nearest.c.distance, *binding.keys)
         .limit(limit)
     )
+
+
+def wide_parameters(signature: Signature, max_distance: int, groups: dict[int, list[int]]) -> dict[str, Any]:
+    """The execution parameters of :func:`wide_statement`: the four words, the bound, and the
+    values probed in each block (``groups``, from :func:`probe_groups`; a block left out probes
+    nothing)."""
+    if isinstance(max_distance, bool) or not isinstance(max_distance, int) or not 0 <= max_distance <= WIDE_BITS:
+        raise ValueError(f"max_distance must be an int in 0..{WIDE_BITS}, got {max_distance!r}")
+    parameters: dict[str, Any] = {f"simsql_w{k}": word for k, word in enumerate(signature.words)}
+    parameters.update({f"simsql_v{block}": groups.get(block, []) for block in range(WIDE_LAYOUT.count)})
+    parameters["simsql_bound"] = max_distance
+    return parameters
+
+
+def wide_search(
+    model: type, signature: Signature, max_distance: int = WIDE_DISTANCE, *,
+    budget: int = WIDE_BUDGET, limit: int = WIDE_CANDIDATES,
+) -> Select[Any]:  # fmt: skip
+    """``(Model, distance)`` of the nearest ``limit`` rows within ``max_distance`` of the 256
+    bits of ``signature`` that one of the ``budget`` cheapest block probes reaches, nearest
+    first (ties by key): :func:`wide_statement` with its parameters bound."""
+    wide_binding(model)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a positive int, got {limit!r}")
+    parameters = wide_parameters(signature, max_distance, probe_groups(signature, budget))
+    return wide_statement(model, limit).params(parameters)

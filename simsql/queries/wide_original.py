@@ -3,9 +3,11 @@
 :func:`find_wide_original` is :func:`simsql.find_original` on a table declared with
 ``WideSimHashMixin`` or ``attach_model(..., wide=True)``: candidates from
 :func:`simsql.queries.wide.wide_search` (margin-directed probes, the 256-bit distance filtered in
-the database), nearest first, each confirmed by the share of the *submission's* word 5-shingles
-found in the candidate's text (:func:`simsql.containment.share_of_submission`, the larger of
-plain shingles and shingles within lines, so shuffled short lines still match).
+the database), nearest first, the cheapest probes in a first statement and the whole budget
+only when none of its few nearest candidates is confirmed; each confirmed by the share of the
+*submission's* words that lie in word 5-shingles of the candidate's text
+(:func:`simsql.containment.share_of_submission`, the larger of plain shingles and shingles
+within lines, so shuffled short lines still match).
 
 :func:`check_text_size` bounds the memory of both paths: fingerprinting and shingling keep a
 few dozen bytes per word of the text, so a text over the limit is refused before any of it.
@@ -20,7 +22,10 @@ from ..errors import TextTooLarge
 from ..fingerprint import Fingerprinter
 from ..signature import WIDE_BITS
 from .nearest import Match
-from .wide import WIDE_BUDGET, WIDE_CANDIDATES, WIDE_DISTANCE, wide_binding, wide_search
+from .wide import (
+    WIDE_BUDGET, WIDE_CANDIDATES, WIDE_DISTANCE, WIDE_FIRST_CANDIDATES, WIDE_FIRST_STAGE, probe_groups, wide_binding, wide_parameters, wide_search,
+    wide_statement,
+)  # fmt: skip
 
 MAX_TEXT_BYTES = 4 * 1024 * 1024
 """Default bound of :func:`simsql.find_original` on a submitted text (UTF-8 bytes): 4 MiB.
@@ -56,12 +61,16 @@ def find_wide_original(
     candidates: int = WIDE_CANDIDATES,
     budget: int = WIDE_BUDGET,
 ) -> Match | None:
-    """The nearest row of ``model`` (wide) whose text most of ``text`` comes from, or None.
+    """A row of ``model`` (wide) whose text most of ``text`` comes from, or None.
 
     Candidates lie within ``wide_distance`` of the 256 bits (:func:`simsql.find_original` scales
-    its ``max_distance`` to it: the default 14 of 64 is 96 of 256). ``min_containment``: the share
-    of the submission's shingles a candidate's text must hold (None: the nearest candidate is
-    the answer, no text read). The Match's ``similarity`` is ``1 - distance / 256``. Raises
+    its ``max_distance`` to it: the default 14 of 64 is 96 of 256), probed in two stages
+    (:func:`stages`): the nearest few rows the first :data:`WIDE_FIRST_STAGE` probes reach,
+    nearest first, then, if none is confirmed, the nearest ``candidates`` rows the whole
+    ``budget`` reaches (rows already read are not read again). ``min_containment``: the share of the
+    submission's words a candidate's text must hold
+    (:func:`~simsql.containment.share_of_submission`; None: the nearest candidate of the whole
+    budget is the answer, no text read). The Match's ``similarity`` is ``1 - distance / 256``. Raises
     :class:`~simsql.EmptyDocument` for text without features.
     """
     binding = wide_binding(model)
@@ -69,13 +78,27 @@ def find_wide_original(
     if not isinstance(fingerprinter, Fingerprinter):
         raise TypeError(f"find_original() checks text; {model.__name__} is fingerprinted from vectors")
     signature = fingerprinter.signature(text)
-    statement = wide_search(model, signature, wide_distance, budget=budget, limit=1 if min_containment is None else candidates)
-    rows = session.execute(statement).all()
-    if min_containment is None:
+    if min_containment is None:  # the nearest candidate of the whole budget, in one statement
+        rows = session.execute(wide_search(model, signature, wide_distance, budget=budget, limit=1)).all()
         return Match(rows[0][0], int(rows[0][1]), 1.0 - int(rows[0][1]) / WIDE_BITS) if rows else None
-    submitted = shingled(text)
-    for row, distance in rows:
-        stored = binding.text_of(row)
-        if stored is not None and share_of_submission(submitted, shingled(stored)) >= min_containment:
-            return Match(row, int(distance), 1.0 - int(distance) / WIDE_BITS)
+    submitted, read = shingled(text), set()
+    for start, stop, limit in stages(budget, candidates):
+        parameters = wide_parameters(signature, wide_distance, probe_groups(signature, stop, start))
+        for row, distance in session.execute(wide_statement(model, limit), parameters).all():
+            key = binding.key_of(row)
+            if key in read:
+                continue
+            read.add(key)
+            stored = binding.text_of(row)
+            if stored is not None and share_of_submission(submitted, shingled(stored)) >= min_containment:
+                return Match(row, int(distance), 1.0 - int(distance) / WIDE_BITS)
     return None
+
+
+def stages(budget: int, candidates: int) -> list[tuple[int, int, int]]:
+    """``(start, stop, limit)`` of each stage: the nearest :data:`WIDE_FIRST_CANDIDATES` rows the
+    first :data:`WIDE_FIRST_STAGE` probes reach, then the nearest ``candidates`` rows of the whole
+    ``budget`` (the answer of a single statement; rows the first stage read are not read again)."""
+    if budget <= WIDE_FIRST_STAGE:
+        return [(0, budget, candidates)]
+    return [(0, WIDE_FIRST_STAGE, min(WIDE_FIRST_CANDIDATES, candidates)), (0, budget, candidates)]
