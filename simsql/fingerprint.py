@@ -26,20 +26,28 @@ import xxhash
 from . import tokenize
 from .background import CENTRE_SCALE, Background, set_default_measure
 from .bits import FINGERPRINT_BITS
-from .signature import WIDE_WORDS, Signature, wide_seeds
+from .signature import WIDE_BITS, WIDE_WORDS, Signature, wide_seeds
 from .errors import ConfigMismatch, EmptyDocument
 from .weighting import IdfTable, jieba_idf_table, prior_table, quantize, validate_weights
 
 ALGORITHM_VERSION = 2
-"""The current algorithm version, the default of ``Fingerprinter(version=...)``; part of
-``config_id``. Version 1 (simsql 0.1: log counts, no prior) stays available by name."""
+"""The default of ``Fingerprinter(version=...)``: the 64-bit algorithm; part of ``config_id``.
+Version 1 (simsql 0.1: log counts, no prior) stays available by name."""
 
-VERSIONS = (1, 2)
+WIDE_VERSION = 3
+"""Version 2 plus the wide 256-bit originality signature (:mod:`simsql.signature`) as part of
+the algorithm: the same features, weights and 64-bit fingerprint (bit for bit), and a table
+recorded with a version 3 configuration stores the signature's words and blocks too. What
+``simsql attach`` and :func:`simsql.alembic.add_simhash` create unless told otherwise; a table
+on version 2 moves to it with :func:`simsql.refingerprint`."""
+
+VERSIONS = (1, 2, 3)
 
 Weighting = Literal["count", "log", "jieba_idf", "prior"] | IdfTable
-_NAMED_WEIGHTINGS = {1: ("count", "log", "jieba_idf"), 2: ("count", "log", "jieba_idf", "prior")}
-_DEFAULT_WEIGHTING = {1: "log", 2: "prior"}
-_DEFAULT_CHINESE = {1: "jieba", 2: "bigrams"}
+_V2_WEIGHTINGS = ("count", "log", "jieba_idf", "prior")
+_NAMED_WEIGHTINGS = {1: ("count", "log", "jieba_idf"), 2: _V2_WEIGHTINGS, 3: _V2_WEIGHTINGS}
+_DEFAULT_WEIGHTING = {1: "log", 2: "prior", 3: "prior"}
+_DEFAULT_CHINESE = {1: "jieba", 2: "bigrams", 3: "bigrams"}
 
 _BATCH_DOCS = 256
 _Result = TypeVar("_Result")
@@ -210,7 +218,9 @@ class Fingerprinter:
         bits: fingerprint width; only 64 is supported (a ``bigint``).
         version: algorithm version. ``Fingerprinter(version=1)`` is exactly simsql 0.1's
             default configuration (same fingerprints, same ``config_id``), for tables
-            fingerprinted before the defaults changed.
+            fingerprinted before the defaults changed. ``version=3`` (:data:`WIDE_VERSION`) is
+            version 2 with the wide 256-bit signature as part of the configuration: the same
+            fingerprints, another ``config_id``, and tables that store the signature.
         background: a :class:`~simsql.background.Background` fitted on your table's text with
             this same configuration: bits are centred on that corpus's own lean instead of
             zero, which balances them (faster lookups, fewer chance matches). ``None`` (the
@@ -260,7 +270,9 @@ class Fingerprinter:
             if not isinstance(self.background, Background):
                 raise TypeError(f"background must be a simsql Background, got {type(self.background).__name__}")
             base = self.without_background().config_id
-            if self.background.fitted_for != base:
+            # version 3's fingerprint is version 2's: a background fitted for either serves both
+            accepted = {base} | ({replace(self.without_background(), version=2).config_id} if self.wide else set())
+            if self.background.fitted_for not in accepted:
                 raise ConfigMismatch(
                     f"this background was fitted for configuration {self.background.fitted_for}, not {base}; "
                     "fit it again with Background.fit(texts, fingerprinter) using these settings"
@@ -298,7 +310,15 @@ class Fingerprinter:
             "weighting": weighting_name,
             "seed": self.seed,
             "bits": self.bits,
-        } | ({"background": self.background.settings} if self.background is not None else {})
+        } | ({"signature_bits": WIDE_BITS} if self.wide else {}) | (
+            {"background": self.background.settings} if self.background is not None else {}
+        )
+
+    @property
+    def wide(self) -> bool:
+        """Whether the wide 256-bit signature is part of this configuration (version 3): a
+        table recorded with it stores the signature's words and blocks beside the fingerprint."""
+        return self.version >= WIDE_VERSION
 
     @cached_property
     def config_id(self) -> str:
@@ -538,6 +558,10 @@ def _fingerprinter(**config: object) -> Fingerprinter:
 
 DEFAULT = Fingerprinter()
 set_default_measure(DEFAULT)
+
+DEFAULT_WIDE = Fingerprinter(version=WIDE_VERSION)
+"""The default configuration with the wide signature (version 3): what ``simsql attach``,
+:func:`simsql.alembic.add_simhash`, ``WideSimHashMixin`` and ``wide=True`` use unless given one."""
 
 
 def simhash(text: str, **config: object) -> int:
