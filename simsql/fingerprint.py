@@ -271,7 +271,8 @@ class Fingerprinter:
                 raise TypeError(f"background must be a simsql Background, got {type(self.background).__name__}")
             base = self.without_background().config_id
             # version 3's fingerprint is version 2's: a background fitted for either serves both
-            accepted = {base} | ({replace(self.without_background(), version=2).config_id} if self.wide else set())
+            twins = (2, WIDE_VERSION) if self.version in (2, WIDE_VERSION) else (self.version,)
+            accepted = {replace(self.without_background(), version=v).config_id for v in twins}
             if self.background.fitted_for not in accepted:
                 raise ConfigMismatch(
                     f"this background was fitted for configuration {self.background.fitted_for}, not {base}; "
@@ -562,6 +563,26 @@ set_default_measure(DEFAULT)
 DEFAULT_WIDE = Fingerprinter(version=WIDE_VERSION)
 """The default configuration with the wide signature (version 3): what ``simsql attach``,
 :func:`simsql.alembic.add_simhash`, ``WideSimHashMixin`` and ``wide=True`` use unless given one."""
+
+
+def for_table(fingerprinter: Fingerprinter | None, wide: bool | None) -> Fingerprinter:
+    """The configuration of a table that stores the wide signature (``wide=True``) or not
+    (``False``; ``None``: as ``fingerprinter`` says). Without a ``fingerprinter``, the default of
+    that kind (:data:`DEFAULT_WIDE` or :data:`DEFAULT`). The signature is part of version 3, so a
+    ``wide`` that contradicts the given configuration is refused rather than stored half."""
+    if fingerprinter is None:
+        return DEFAULT_WIDE if wide else DEFAULT
+    if wide is not None and wide != fingerprinter.wide:
+        if wide:
+            raise ValueError(
+                f"the wide signature is part of algorithm version {WIDE_VERSION}; this configuration is version "
+                f"{fingerprinter.version}: pass Fingerprinter(version={WIDE_VERSION}, ...) with the same settings"
+            )
+        raise ValueError(
+            f"a version {fingerprinter.version} configuration includes the wide signature; pass wide=True "
+            "(or leave it out), or a version 2 configuration for a table without it"
+        )
+    return fingerprinter
 
 
 def simhash(text: str, **config: object) -> int:

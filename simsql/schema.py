@@ -201,14 +201,32 @@ class Names:
         return identifier(f"simsql_{self.table}", "_blocks_ins"), identifier(f"simsql_{self.table}", "_blocks_upd")
 
     @property
+    def words_triggers(self) -> tuple[str, str]:
+        """MySQL/MariaDB, a wide table in columns mode: before insert and before update, after
+        the row rule, clearing words 1-3 when it left no fingerprint (they go with their word 0)."""
+        return identifier(f"simsql_{self.table}", "_words_ins"), identifier(f"simsql_{self.table}", "_words_upd")
+
+    @property
+    def widen_trigger(self) -> str:
+        """MySQL/MariaDB, while a refingerprint adds the wide signature in place: before update,
+        clears words 1-3 a writer without them left beside a new fingerprint or digest."""
+        return identifier(f"simsql_{self.table}", "_widen_upd")
+
+    @property
     def functions(self) -> tuple[str, ...]:
         return (self.row_function, self.stale_function)
 
-    def shadow(self) -> Names:
+    def shadow(self, wide: bool | None = None) -> Names:
         """The names of the second fingerprint set a refingerprint fills beside this one (same
-        table, prefix ``<prefix>_next``, side table ``<side>_next``), renamed to these at its switch."""
+        table, prefix ``<prefix>_next``, side table ``<side>_next``), renamed to these at its
+        switch. ``wide``: whether the new set has the wide signature (default: as this one)."""
         side = identifier(self.side, "_next") if self.side else None
-        return Names(self.table, f"{self.prefix}_next", side, "_next", self.wide)
+        return Names(self.table, f"{self.prefix}_next", side, "_next", self.wide if wide is None else wide)
+
+    def with_wide(self, wide: bool) -> Names:
+        """These names with (or without) the wide signature: an attachment's after a move to
+        (or from) algorithm version 3."""
+        return Names(self.table, self.prefix, self.side, self.stage, wide)
 
     @property
     def refingerprint_cursor(self) -> str:
