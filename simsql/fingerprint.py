@@ -35,17 +35,14 @@ ALGORITHM_VERSION = 2
 Version 1 (simsql 0.1: log counts, no prior) stays available by name."""
 
 WIDE_VERSION = 3
-"""Version 2 plus the wide 256-bit originality signature (:mod:`simsql.signature`) as part of
-the algorithm: the same features, weights and 64-bit fingerprint (bit for bit), and a table
-recorded with a version 3 configuration stores the signature's words and blocks too. What
-``simsql attach`` and :func:`simsql.alembic.add_simhash` create unless told otherwise; a table
-on version 2 moves to it with :func:`simsql.refingerprint`."""
+"""Version 2 (the same features, weights and fingerprints, bit for bit) plus the wide 256-bit
+signature (:mod:`simsql.signature`) as part of the configuration: a table recorded with it stores
+the signature too. What ``simsql attach`` and ``op.add_simhash`` create unless told otherwise."""
 
 VERSIONS = (1, 2, 3)
 
 Weighting = Literal["count", "log", "jieba_idf", "prior"] | IdfTable
-_V2_WEIGHTINGS = ("count", "log", "jieba_idf", "prior")
-_NAMED_WEIGHTINGS = {1: ("count", "log", "jieba_idf"), 2: _V2_WEIGHTINGS, 3: _V2_WEIGHTINGS}
+_NAMED_WEIGHTINGS = {1: ("count", "log", "jieba_idf"), **dict.fromkeys((2, 3), ("count", "log", "jieba_idf", "prior"))}
 _DEFAULT_WEIGHTING = {1: "log", 2: "prior", 3: "prior"}
 _DEFAULT_CHINESE = {1: "jieba", 2: "bigrams", 3: "bigrams"}
 
@@ -218,9 +215,8 @@ class Fingerprinter:
         bits: fingerprint width; only 64 is supported (a ``bigint``).
         version: algorithm version. ``Fingerprinter(version=1)`` is exactly simsql 0.1's
             default configuration (same fingerprints, same ``config_id``), for tables
-            fingerprinted before the defaults changed. ``version=3`` (:data:`WIDE_VERSION`) is
-            version 2 with the wide 256-bit signature as part of the configuration: the same
-            fingerprints, another ``config_id``, and tables that store the signature.
+            fingerprinted before the defaults changed. ``version=3`` (:data:`WIDE_VERSION`): version
+            2's fingerprints, with the wide signature part of the configuration (another ``config_id``).
         background: a :class:`~simsql.background.Background` fitted on your table's text with
             this same configuration: bits are centred on that corpus's own lean instead of
             zero, which balances them (faster lookups, fewer chance matches). ``None`` (the
@@ -317,8 +313,7 @@ class Fingerprinter:
 
     @property
     def wide(self) -> bool:
-        """Whether the wide 256-bit signature is part of this configuration (version 3): a
-        table recorded with it stores the signature's words and blocks beside the fingerprint."""
+        """Whether the wide signature is part of this configuration (version 3; its tables store it)."""
         return self.version >= WIDE_VERSION
 
     @cached_property
@@ -419,7 +414,7 @@ class Fingerprinter:
         """
         result = self.fingerprint_many([text], empty="none")[0]
         if result is None:
-            raise EmptyDocument(f"text has no features to fingerprint ({_describe(text)}); store NULL or reject it")
+            raise EmptyDocument(f"text has no features to fingerprint ({tokenize.describe_wordless(text)}); store NULL or reject it")
         return result
 
     def fingerprint_many(
@@ -437,7 +432,7 @@ class Fingerprinter:
         each bit; its word 0 equals :meth:`fingerprint`. Same errors as :meth:`fingerprint`."""
         result = self.signatures_many([text], empty="none")[0]
         if result is None:
-            raise EmptyDocument(f"text has no features to fingerprint ({_describe(text)}); store NULL or reject it")
+            raise EmptyDocument(f"text has no features to fingerprint ({tokenize.describe_wordless(text)}); store NULL or reject it")
         return result
 
     def signatures_many(
@@ -462,7 +457,7 @@ class Fingerprinter:
             if not counts and empty == "raise":
                 raise EmptyDocument(
                     f"text #{position} has no features to fingerprint "
-                    f"({_describe(text)}); store NULL or reject it"
+                    f"({tokenize.describe_wordless(text)}); store NULL or reject it"
                 )
             batch.append(counts)
             if len(batch) >= _BATCH_DOCS:
@@ -541,17 +536,6 @@ def _scripts(documents: Sequence[Counter[bytes]], count: int) -> np.ndarray:
     return np.fromiter((tokenize.is_han_feature(f) for counts in documents for f in counts), dtype=np.intp, count=count)
 
 
-def _describe(text: str) -> str:
-    """Counted in code points, what ``len`` counts: one emoji the eye sees may be several."""
-    if not text:
-        return "empty string"
-    if text.isspace():
-        return "whitespace only"
-    count = len(text)
-    preview = text if count <= 20 else text[:20] + "..."
-    return f"{preview!r}: {count} code point{'' if count == 1 else 's'}, no letters or digits forming a word"
-
-
 @lru_cache(maxsize=32)
 def _fingerprinter(**config: object) -> Fingerprinter:
     return Fingerprinter(**config)  # type: ignore[arg-type]
@@ -561,28 +545,7 @@ DEFAULT = Fingerprinter()
 set_default_measure(DEFAULT)
 
 DEFAULT_WIDE = Fingerprinter(version=WIDE_VERSION)
-"""The default configuration with the wide signature (version 3): what ``simsql attach``,
-:func:`simsql.alembic.add_simhash`, ``WideSimHashMixin`` and ``wide=True`` use unless given one."""
-
-
-def for_table(fingerprinter: Fingerprinter | None, wide: bool | None) -> Fingerprinter:
-    """The configuration of a table that stores the wide signature (``wide=True``) or not
-    (``False``; ``None``: as ``fingerprinter`` says). Without a ``fingerprinter``, the default of
-    that kind (:data:`DEFAULT_WIDE` or :data:`DEFAULT`). The signature is part of version 3, so a
-    ``wide`` that contradicts the given configuration is refused rather than stored half."""
-    if fingerprinter is None:
-        return DEFAULT_WIDE if wide else DEFAULT
-    if wide is not None and wide != fingerprinter.wide:
-        if wide:
-            raise ValueError(
-                f"the wide signature is part of algorithm version {WIDE_VERSION}; this configuration is version "
-                f"{fingerprinter.version}: pass Fingerprinter(version={WIDE_VERSION}, ...) with the same settings"
-            )
-        raise ValueError(
-            f"a version {fingerprinter.version} configuration includes the wide signature; pass wide=True "
-            "(or leave it out), or a version 2 configuration for a table without it"
-        )
-    return fingerprinter
+"""Version 3's default: what ``simsql attach``, ``op.add_simhash``, ``WideSimHashMixin`` and ``wide=True`` use."""
 
 
 def simhash(text: str, **config: object) -> int:

@@ -21,6 +21,7 @@ from sqlalchemy import JSON, BigInteger, Column, DateTime, MetaData, String, Tab
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from .errors import SchemaError
+from .fingerprint import DEFAULT, DEFAULT_WIDE, WIDE_VERSION, Fingerprinter
 from .signature import WIDE_WORDS, BlockLayout
 from .vectors import AnyFingerprinter
 
@@ -248,6 +249,26 @@ class Names:
         return tuple(self.index(block) for block in self.indexed_blocks)
 
 
+def configuration_for(fingerprinter: Fingerprinter | None, wide: bool | None) -> Fingerprinter:
+    """The configuration of a table that stores the wide signature (``wide=True``) or not
+    (``False``; ``None``: as ``fingerprinter`` says). Without a ``fingerprinter``, the default of
+    that kind (:data:`~simsql.fingerprint.DEFAULT_WIDE` or :data:`~simsql.fingerprint.DEFAULT`). The signature is part of version 3, so a
+    ``wide`` that contradicts the given configuration is refused rather than stored half."""
+    if fingerprinter is None:
+        return DEFAULT_WIDE if wide else DEFAULT
+    if wide is not None and wide != fingerprinter.wide:
+        if wide:
+            raise ValueError(
+                f"the wide signature is part of algorithm version {WIDE_VERSION}; this configuration is version "
+                f"{fingerprinter.version}: pass Fingerprinter(version={WIDE_VERSION}, ...) with the same settings"
+            )
+        raise ValueError(
+            f"a version {fingerprinter.version} configuration includes the wide signature; pass wide=True "
+            "(or leave it out), or a version 2 configuration for a table without it"
+        )
+    return fingerprinter
+
+
 def default_side_table(table: str, prefix: str = DEFAULT_PREFIX) -> str:
     return identifier(f"{table}_{prefix}")
 
@@ -357,6 +378,7 @@ __all__ = [
     "WIDE_LAYOUT",
     "WIDE_MODE",
     "check_name",
+    "configuration_for",
     "default_side_table",
     "identifier",
     "metadata",

@@ -33,9 +33,9 @@ from . import registry
 from .dialects import COVERING_INFO, backend, block_computed, wide_block_computed
 from .dialects.base import is_autocommit
 from .errors import ConfigMismatch, NotAttached, SchemaError
-from .fingerprint import DEFAULT, DEFAULT_WIDE, Fingerprinter, for_table
+from .fingerprint import DEFAULT, DEFAULT_WIDE, Fingerprinter
 from .orm_triggers import install_trigger_on_create
-from .schema import BLOCK_COUNT, DEFAULT_PREFIX, Names, default_side_table
+from .schema import BLOCK_COUNT, DEFAULT_PREFIX, Names, configuration_for, default_side_table
 from .types import TEXT_DIGEST, SimHash
 from .vectors import AnyFingerprinter, VectorFingerprinter, vector_of
 
@@ -361,7 +361,7 @@ def _mixin_binding(model: type) -> Binding:
         raise TypeError(f"{model.__name__}: a VectorFingerprinter reads one vector column, __simhash_source__ names {source!r}")
     if isinstance(fingerprinter, Fingerprinter):
         try:
-            for_table(fingerprinter, issubclass(model, WideSimHashMixin))
+            configuration_for(fingerprinter, issubclass(model, WideSimHashMixin))
         except ValueError as error:
             mixin = "WideSimHashMixin" if fingerprinter.wide else "SimHashMixin"
             raise TypeError(f"{model.__name__}.__simhash_fingerprinter__: {error} (or declare it with {mixin})") from None
@@ -492,7 +492,7 @@ def attach_model(
     if mapper is None or not isinstance(mapper, Mapper):
         raise TypeError(f"attach_model() needs a mapped class, got {model!r}")
     source = _check_source(model, mapper, source)
-    fingerprinter = for_table(fingerprinter, wide)
+    fingerprinter = configuration_for(fingerprinter, wide)
     wide = fingerprinter.wide
     existing = _SIDE_BINDINGS.get(model)
     if existing is not None:

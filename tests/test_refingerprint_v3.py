@@ -350,10 +350,10 @@ def test_a_version_2_mixin_keeps_working_until_moved(any_engine: Engine) -> None
 
 def test_wide_and_the_configuration_must_agree() -> None:
     with pytest.raises(ValueError, match="part of algorithm version 3"):
-        simsql.fingerprint.for_table(V2, True)
+        simsql.schema.configuration_for(V2, True)
     with pytest.raises(ValueError, match="includes the wide signature"):
-        simsql.fingerprint.for_table(V3, False)
-    assert simsql.fingerprint.for_table(None, True) is V3 and simsql.fingerprint.for_table(None, None) == V2
+        simsql.schema.configuration_for(V3, False)
+    assert simsql.schema.configuration_for(None, True) is V3 and simsql.schema.configuration_for(None, None) == V2
 
     class Base(DeclarativeBase):
         pass

@@ -14,8 +14,8 @@ from typing import Any
 from alembic.operations import MigrateOperation, Operations
 
 from ..errors import SchemaError
-from ..fingerprint import Fingerprinter, for_table
-from ..schema import DEFAULT_PREFIX, Names
+from ..fingerprint import Fingerprinter
+from ..schema import DEFAULT_PREFIX, Mode, Names, configuration_for
 from ..orm_triggers import OrmTrigger
 
 #: A primary key as a migration gives it: column names, or (offline, for a side table) a
@@ -66,12 +66,12 @@ class AttachmentOp(MigrateOperation):
     def configuration(self) -> Fingerprinter:
         """What the table is attached with: version 3 (the wide signature) unless the operation
         names another configuration or says ``wide=False``."""
-        return for_table(self.fingerprinter, True if self.wide is None and self.fingerprinter is None else self.wide)
+        return configuration_for(self.fingerprinter, True if self.wide is None and self.fingerprinter is None else self.wide)
 
     @property
     def names(self) -> Names:
         """The names the attachment gets (offline, nothing else knows them)."""
-        mode = "side_table" if self.side_table else "columns"
+        mode: Mode = "side_table" if self.side_table else "columns"
         return Names.for_table(self.table_name, self.prefix, mode, wide=self.configuration.wide)
 
     def _args(self) -> tuple[Any, ...]:
@@ -104,7 +104,7 @@ class IndexesOp(MigrateOperation):
 
     @property
     def names(self) -> Names:
-        mode = "side_table" if self.side_table else "columns"
+        mode: Mode = "side_table" if self.side_table else "columns"
         return Names.for_table(self.table_name, self.prefix, mode, wide=self.wide is not False)
 
     def _args(self) -> tuple[Any, ...]:

@@ -24,8 +24,8 @@ from .. import registry
 from ..dialects import backend
 from ..dialects.plan import Plan, Target, TableFacts
 from ..errors import NotAttached, SchemaError
-from ..fingerprint import Fingerprinter, for_table
-from ..schema import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names
+from ..fingerprint import Fingerprinter
+from ..schema import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names, configuration_for
 from . import apply, catalog
 
 
@@ -81,7 +81,7 @@ def plan_attach(
     ``fingerprinter``, an attached table keeps its recorded one (attaching again after the
     default changed is not a change of configuration), a new attachment gets the default of its
     kind. ``wide``: the wide 256-bit originality signature too (words 1-3 and the wide blocks),
-    part of algorithm version 3 (:func:`simsql.fingerprint.for_table`); ``None``: as the
+    part of algorithm version 3 (:func:`simsql.schema.configuration_for`); ``None``: as the
     configuration says."""
     target = catalog.describe(connection, table, source, schema)
     server = backend(connection)
@@ -95,7 +95,7 @@ def plan_attach(
                 f"{target.schema}.{table} is already attached and {have} the wide signature ({entry.config_id}); "
                 f"move it with `simsql refingerprint --table {table}` (simsql.refingerprint) rather than attaching again"
             )
-    fingerprinter = for_table(fingerprinter, wide)
+    fingerprinter = configuration_for(fingerprinter, wide)
     names = Names.for_table(table, prefix, "side_table" if side_table else "columns", wide=fingerprinter.wide)
     if entry is not None:
         if _same_attachment(entry, target, names, fingerprinter):
