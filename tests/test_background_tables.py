@@ -88,7 +88,7 @@ def test_cli_fits_saves_and_moves_then_resumes_with_the_file(engine: Engine, url
     moved = ok(cli("refingerprint", "--table", "docs", "--fit-background", str(saved), "--sample", "800", "--workers", "0", "--no-progress", url=url))
     assert f"saved to {saved}" in moved.stdout and "Background.load(" in moved.stdout
     background = Background.load(saved)
-    centred = Fingerprinter(background=background)
+    centred = Fingerprinter(version=3, background=background)  # refingerprint's default: version 3
     assert config_id(engine, "docs") == centred.config_id
     with_text, fingerprinted = check_fingerprints(engine, holder_sql(False), centred)
     assert fingerprinted == with_text > 2000
@@ -182,7 +182,7 @@ def test_cli_attach_with_a_background(engine: Engine, url: str, tmp_path: Path) 
     with engine.connect() as connection:
         Background.fit(connection.execute(text("SELECT body FROM docs WHERE body IS NOT NULL LIMIT 500")).scalars()).save(saved)
     ok(cli("attach", "--table", "docs", "--text-column", "title", "--text-column", "body", "--background", str(saved), "--backfill", url=url))
-    centred = Fingerprinter(background=Background.load(saved))
+    centred = Fingerprinter(version=3, background=Background.load(saved))  # attach's default: version 3
     assert config_id(engine, "docs") == centred.config_id
     with_text, fingerprinted = check_fingerprints(engine, holder_sql(False), centred)
     assert fingerprinted == with_text > 2000

@@ -44,7 +44,8 @@ def _fit_and_save_background(engine: Engine, args: argparse.Namespace, to: simsq
     except OSError as error:
         raise UsageError(f"cannot write {args.fit_background}: {error.strerror or error}") from None
     print(f"fitted a background on {background.documents} texts of {args.table}; saved to {args.fit_background}")
-    print(f"  the application fingerprints with: Fingerprinter(background=Background.load({args.fit_background!r}))")
+    version = f"version={to.version}, " if to.version != 2 else ""
+    print(f"  the application fingerprints with: Fingerprinter({version}background=Background.load({args.fit_background!r}))")
     return with_background(to, background)
 
 
