@@ -113,7 +113,8 @@ def check_signatures(engine: Engine, sql: str) -> tuple[int, int]:
 
 
 def mariadb(engine: Engine) -> bool:
-    return bool(getattr(engine.dialect, "is_mariadb", False))
+    with engine.connect():  # the dialect learns which server it is on at the first connection
+        return bool(getattr(engine.dialect, "is_mariadb", False))
 
 
 def attach_v2(engine: Engine, table: str = "docs", **options: Any) -> None:
