@@ -26,20 +26,25 @@ import xxhash
 from . import tokenize
 from .background import CENTRE_SCALE, Background, set_default_measure
 from .bits import FINGERPRINT_BITS
-from .signature import WIDE_WORDS, Signature, wide_seeds
+from .signature import WIDE_BITS, WIDE_WORDS, Signature, wide_seeds
 from .errors import ConfigMismatch, EmptyDocument
 from .weighting import IdfTable, jieba_idf_table, prior_table, quantize, validate_weights
 
 ALGORITHM_VERSION = 2
-"""The current algorithm version, the default of ``Fingerprinter(version=...)``; part of
-``config_id``. Version 1 (simsql 0.1: log counts, no prior) stays available by name."""
+"""The default of ``Fingerprinter(version=...)``: the 64-bit algorithm; part of ``config_id``.
+Version 1 (simsql 0.1: log counts, no prior) stays available by name."""
 
-VERSIONS = (1, 2)
+WIDE_VERSION = 3
+"""Version 2 (the same features, weights and fingerprints, bit for bit) plus the wide 256-bit
+signature (:mod:`simsql.signature`) as part of the configuration: a table recorded with it stores
+the signature too. What ``simsql attach`` and ``op.add_simhash`` create unless told otherwise."""
+
+VERSIONS = (1, 2, 3)
 
 Weighting = Literal["count", "log", "jieba_idf", "prior"] | IdfTable
-_NAMED_WEIGHTINGS = {1: ("count", "log", "jieba_idf"), 2: ("count", "log", "jieba_idf", "prior")}
-_DEFAULT_WEIGHTING = {1: "log", 2: "prior"}
-_DEFAULT_CHINESE = {1: "jieba", 2: "bigrams"}
+_NAMED_WEIGHTINGS = {1: ("count", "log", "jieba_idf"), **dict.fromkeys((2, 3), ("count", "log", "jieba_idf", "prior"))}
+_DEFAULT_WEIGHTING = {1: "log", 2: "prior", 3: "prior"}
+_DEFAULT_CHINESE = {1: "jieba", 2: "bigrams", 3: "bigrams"}
 
 _BATCH_DOCS = 256
 _Result = TypeVar("_Result")
@@ -210,7 +215,8 @@ class Fingerprinter:
         bits: fingerprint width; only 64 is supported (a ``bigint``).
         version: algorithm version. ``Fingerprinter(version=1)`` is exactly simsql 0.1's
             default configuration (same fingerprints, same ``config_id``), for tables
-            fingerprinted before the defaults changed.
+            fingerprinted before the defaults changed. ``version=3`` (:data:`WIDE_VERSION`): version
+            2's fingerprints, with the wide signature part of the configuration (another ``config_id``).
         background: a :class:`~simsql.background.Background` fitted on your table's text with
             this same configuration: bits are centred on that corpus's own lean instead of
             zero, which balances them (faster lookups, fewer chance matches). ``None`` (the
@@ -260,7 +266,10 @@ class Fingerprinter:
             if not isinstance(self.background, Background):
                 raise TypeError(f"background must be a simsql Background, got {type(self.background).__name__}")
             base = self.without_background().config_id
-            if self.background.fitted_for != base:
+            # version 3's fingerprint is version 2's: a background fitted for either serves both
+            twins = (2, WIDE_VERSION) if self.version in (2, WIDE_VERSION) else (self.version,)
+            accepted = {replace(self.without_background(), version=v).config_id for v in twins}
+            if self.background.fitted_for not in accepted:
                 raise ConfigMismatch(
                     f"this background was fitted for configuration {self.background.fitted_for}, not {base}; "
                     "fit it again with Background.fit(texts, fingerprinter) using these settings"
@@ -298,7 +307,14 @@ class Fingerprinter:
             "weighting": weighting_name,
             "seed": self.seed,
             "bits": self.bits,
-        } | ({"background": self.background.settings} if self.background is not None else {})
+        } | ({"signature_bits": WIDE_BITS} if self.wide else {}) | (
+            {"background": self.background.settings} if self.background is not None else {}
+        )
+
+    @property
+    def wide(self) -> bool:
+        """Whether the wide signature is part of this configuration (version 3; its tables store it)."""
+        return self.version >= WIDE_VERSION
 
     @cached_property
     def config_id(self) -> str:
@@ -398,7 +414,7 @@ class Fingerprinter:
         """
         result = self.fingerprint_many([text], empty="none")[0]
         if result is None:
-            raise EmptyDocument(f"text has no features to fingerprint ({_describe(text)}); store NULL or reject it")
+            raise EmptyDocument(f"text has no features to fingerprint ({tokenize.describe_wordless(text)}); store NULL or reject it")
         return result
 
     def fingerprint_many(
@@ -416,7 +432,7 @@ class Fingerprinter:
         each bit; its word 0 equals :meth:`fingerprint`. Same errors as :meth:`fingerprint`."""
         result = self.signatures_many([text], empty="none")[0]
         if result is None:
-            raise EmptyDocument(f"text has no features to fingerprint ({_describe(text)}); store NULL or reject it")
+            raise EmptyDocument(f"text has no features to fingerprint ({tokenize.describe_wordless(text)}); store NULL or reject it")
         return result
 
     def signatures_many(
@@ -441,7 +457,7 @@ class Fingerprinter:
             if not counts and empty == "raise":
                 raise EmptyDocument(
                     f"text #{position} has no features to fingerprint "
-                    f"({_describe(text)}); store NULL or reject it"
+                    f"({tokenize.describe_wordless(text)}); store NULL or reject it"
                 )
             batch.append(counts)
             if len(batch) >= _BATCH_DOCS:
@@ -520,17 +536,6 @@ def _scripts(documents: Sequence[Counter[bytes]], count: int) -> np.ndarray:
     return np.fromiter((tokenize.is_han_feature(f) for counts in documents for f in counts), dtype=np.intp, count=count)
 
 
-def _describe(text: str) -> str:
-    """Counted in code points, what ``len`` counts: one emoji the eye sees may be several."""
-    if not text:
-        return "empty string"
-    if text.isspace():
-        return "whitespace only"
-    count = len(text)
-    preview = text if count <= 20 else text[:20] + "..."
-    return f"{preview!r}: {count} code point{'' if count == 1 else 's'}, no letters or digits forming a word"
-
-
 @lru_cache(maxsize=32)
 def _fingerprinter(**config: object) -> Fingerprinter:
     return Fingerprinter(**config)  # type: ignore[arg-type]
@@ -538,6 +543,9 @@ def _fingerprinter(**config: object) -> Fingerprinter:
 
 DEFAULT = Fingerprinter()
 set_default_measure(DEFAULT)
+
+DEFAULT_WIDE = Fingerprinter(version=WIDE_VERSION)
+"""Version 3's default: what ``simsql attach``, ``op.add_simhash``, ``WideSimHashMixin`` and ``wide=True`` use."""
 
 
 def simhash(text: str, **config: object) -> int:

@@ -21,6 +21,7 @@ from sqlalchemy import JSON, BigInteger, Column, DateTime, MetaData, String, Tab
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from .errors import SchemaError
+from .fingerprint import DEFAULT, DEFAULT_WIDE, WIDE_VERSION, Fingerprinter
 from .signature import WIDE_WORDS, BlockLayout
 from .vectors import AnyFingerprinter
 
@@ -201,14 +202,32 @@ class Names:
         return identifier(f"simsql_{self.table}", "_blocks_ins"), identifier(f"simsql_{self.table}", "_blocks_upd")
 
     @property
+    def words_triggers(self) -> tuple[str, str]:
+        """MySQL/MariaDB, a wide table in columns mode: before insert and before update, after
+        the row rule, clearing words 1-3 when it left no fingerprint (they go with their word 0)."""
+        return identifier(f"simsql_{self.table}", "_words_ins"), identifier(f"simsql_{self.table}", "_words_upd")
+
+    @property
+    def widen_trigger(self) -> str:
+        """MySQL/MariaDB, while a refingerprint adds the wide signature in place: before update,
+        clears words 1-3 a writer without them left beside a new fingerprint or digest."""
+        return identifier(f"simsql_{self.table}", "_widen_upd")
+
+    @property
     def functions(self) -> tuple[str, ...]:
         return (self.row_function, self.stale_function)
 
-    def shadow(self) -> Names:
+    def shadow(self, wide: bool | None = None) -> Names:
         """The names of the second fingerprint set a refingerprint fills beside this one (same
-        table, prefix ``<prefix>_next``, side table ``<side>_next``), renamed to these at its switch."""
+        table, prefix ``<prefix>_next``, side table ``<side>_next``), renamed to these at its
+        switch. ``wide``: whether the new set has the wide signature (default: as this one)."""
         side = identifier(self.side, "_next") if self.side else None
-        return Names(self.table, f"{self.prefix}_next", side, "_next", self.wide)
+        return Names(self.table, f"{self.prefix}_next", side, "_next", self.wide if wide is None else wide)
+
+    def with_wide(self, wide: bool) -> Names:
+        """These names with (or without) the wide signature: an attachment's after a move to
+        (or from) algorithm version 3."""
+        return Names(self.table, self.prefix, self.side, self.stage, wide)
 
     @property
     def refingerprint_cursor(self) -> str:
@@ -228,6 +247,26 @@ class Names:
     def indexes(self) -> tuple[str, ...]:
         """Every block index simsql creates on the holder, in :attr:`indexed_blocks` order."""
         return tuple(self.index(block) for block in self.indexed_blocks)
+
+
+def configuration_for(fingerprinter: Fingerprinter | None, wide: bool | None) -> Fingerprinter:
+    """The configuration of a table that stores the wide signature (``wide=True``) or not
+    (``False``; ``None``: as ``fingerprinter`` says). Without a ``fingerprinter``, the default of
+    that kind (:data:`~simsql.fingerprint.DEFAULT_WIDE` or :data:`~simsql.fingerprint.DEFAULT`). The signature is part of version 3, so a
+    ``wide`` that contradicts the given configuration is refused rather than stored half."""
+    if fingerprinter is None:
+        return DEFAULT_WIDE if wide else DEFAULT
+    if wide is not None and wide != fingerprinter.wide:
+        if wide:
+            raise ValueError(
+                f"the wide signature is part of algorithm version {WIDE_VERSION}; this configuration is version "
+                f"{fingerprinter.version}: pass Fingerprinter(version={WIDE_VERSION}, ...) with the same settings"
+            )
+        raise ValueError(
+            f"a version {fingerprinter.version} configuration includes the wide signature; pass wide=True "
+            "(or leave it out), or a version 2 configuration for a table without it"
+        )
+    return fingerprinter
 
 
 def default_side_table(table: str, prefix: str = DEFAULT_PREFIX) -> str:
@@ -339,6 +378,7 @@ __all__ = [
     "WIDE_LAYOUT",
     "WIDE_MODE",
     "check_name",
+    "configuration_for",
     "default_side_table",
     "identifier",
     "metadata",

@@ -33,9 +33,9 @@ from . import registry
 from .dialects import COVERING_INFO, backend, block_computed, wide_block_computed
 from .dialects.base import is_autocommit
 from .errors import ConfigMismatch, NotAttached, SchemaError
-from .fingerprint import DEFAULT, Fingerprinter
+from .fingerprint import DEFAULT, DEFAULT_WIDE, Fingerprinter
 from .orm_triggers import install_trigger_on_create
-from .schema import BLOCK_COUNT, DEFAULT_PREFIX, Names, default_side_table
+from .schema import BLOCK_COUNT, DEFAULT_PREFIX, Names, configuration_for, default_side_table
 from .types import TEXT_DIGEST, SimHash
 from .vectors import AnyFingerprinter, VectorFingerprinter, vector_of
 
@@ -324,7 +324,11 @@ class WideSimHashMixin(SimHashMixin):
     """:class:`SimHashMixin` plus the wide 256-bit originality signature (:mod:`simsql.signature`):
     words 1-3 beside ``simhash`` (word 0), written with it on every ORM write, and the indexed
     blocks of :data:`simsql.schema.WIDE_LAYOUT` generated from the words, which
-    :func:`simsql.find_original` probes. Opt-in: tables without it keep working unchanged."""
+    :func:`simsql.find_original` probes. Its configuration is algorithm version 3
+    (:data:`simsql.fingerprint.DEFAULT_WIDE` unless ``__simhash_fingerprinter__`` names another
+    version 3 one). Opt-in: tables without it keep working unchanged."""
+
+    __simhash_fingerprinter__: ClassVar[AnyFingerprinter] = DEFAULT_WIDE
 
 
 def _wide_attr(name: str, block: int | None) -> declared_attr[int | None]:
@@ -358,6 +362,12 @@ def _mixin_binding(model: type) -> Binding:
         )
     if isinstance(fingerprinter, VectorFingerprinter) and len(source) != 1:
         raise TypeError(f"{model.__name__}: a VectorFingerprinter reads one vector column, __simhash_source__ names {source!r}")
+    if isinstance(fingerprinter, Fingerprinter):
+        try:
+            configuration_for(fingerprinter, issubclass(model, WideSimHashMixin))
+        except ValueError as error:
+            mixin = "WideSimHashMixin" if fingerprinter.wide else "SimHashMixin"
+            raise TypeError(f"{model.__name__}.__simhash_fingerprinter__: {error} (or declare it with {mixin})") from None
     table = mapper.local_table
     assert isinstance(table, Table)
     keys = tuple(mapper.primary_key)
@@ -471,7 +481,7 @@ def attach_model(
     fingerprinter: Fingerprinter | None = None,
     table_name: str | None = None,
     prefix: str = DEFAULT_PREFIX,
-    wide: bool = False,
+    wide: bool | None = None,
 ) -> Binding:
     """Fingerprint ``model`` without altering its table: a side table keyed by its primary key.
 
@@ -479,13 +489,16 @@ def attach_model(
     ``MetaData``, so ``metadata.create_all()`` or a migration creates it. Rows are deleted with
     their model row (``ON DELETE CASCADE``). Fingerprints follow ORM inserts and source changes;
     calling ``attach`` twice with the same settings returns the same binding. ``wide``: the side
-    table also holds the wide originality signature (as :class:`WideSimHashMixin`).
+    table also holds the wide originality signature (as :class:`WideSimHashMixin`), part of
+    algorithm version 3: ``wide=True`` alone means :data:`simsql.fingerprint.DEFAULT_WIDE`, a
+    version 3 ``fingerprinter`` means ``wide=True``.
     """
     mapper: Any = inspect(model, raiseerr=False)
     if mapper is None or not isinstance(mapper, Mapper):
         raise TypeError(f"attach_model() needs a mapped class, got {model!r}")
     source = _check_source(model, mapper, source)
-    fingerprinter = fingerprinter or DEFAULT
+    fingerprinter = configuration_for(fingerprinter, wide)
+    wide = fingerprinter.wide
     existing = _SIDE_BINDINGS.get(model)
     if existing is not None:
         if existing.source == source and existing.fingerprinter == fingerprinter and existing.names.wide == wide:

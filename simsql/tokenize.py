@@ -43,6 +43,18 @@ _JIEBA_LOCK = threading.Lock()
 _jieba_tokenizer = None
 
 
+def describe_wordless(text: str) -> str:
+    """How an error message names a text without features. Counted in code points, what ``len``
+    counts: one emoji the eye sees may be several."""
+    if not text:
+        return "empty string"
+    if text.isspace():
+        return "whitespace only"
+    count = len(text)
+    preview = text if count <= 20 else text[:20] + "..."
+    return f"{preview!r}: {count} code point{'' if count == 1 else 's'}, no letters or digits forming a word"
+
+
 def require_text(text: object) -> str:
     """``text`` itself when it is a ``str``; otherwise a ``TypeError`` that says what was given
     and what to do (``None``: store NULL yourself; bytes: decode first). Every entry point that

@@ -24,7 +24,9 @@ from .command_line import cli, command, environment, failed, ok  # test_cli_fric
 from .tables import BODIES, KILL_ROWS, build_big_articles, build_live_docs, is_mysql, progress, run, state, wait_for_rows
 from .test_migrations import _check_attached, build_legacy, snapshot
 
-ATTACH = ("attach", "--table", "articles", "--text-column", "title", "--text-column", "body")
+# Version 2, the 64-bit fingerprint: these tests are about the basics (attach's default, version 3
+# with the wide signature, is tests/test_wide_lifecycle.py's and tests/test_refingerprint_v3.py's).
+ATTACH = ("attach", "--table", "articles", "--text-column", "title", "--text-column", "body", "--no-wide")
 
 
 def _registry_exists(engine: Engine) -> bool:
@@ -351,7 +353,7 @@ def test_queries_behind_an_exclusive_lock_fail_instead_of_hanging(engine: Engine
 
 # -- on every server: a live table as a user's application has it ---------------------------------
 
-DOCS = ("attach", "--table", "docs", "--text-column", "title", "--text-column", "body")
+DOCS = ("attach", "--table", "docs", "--text-column", "title", "--text-column", "body", "--no-wide")
 
 
 def _the_table(found: dict[str, Any]) -> tuple[Any, ...]:

@@ -383,7 +383,7 @@ def test_version_1_is_simsql_0_1_when_named() -> None:
     assert Fingerprinter().config_id.startswith("sh2-")
     assert Fingerprinter(version=1) != Fingerprinter()
     with pytest.raises(ValueError, match="version"):
-        Fingerprinter(version=3)
+        Fingerprinter(version=4)
     with pytest.raises(ValueError, match="version 1"):
         Fingerprinter(version=1, weighting="prior")
 

@@ -191,22 +191,29 @@ def test_an_empty_table_gets_its_wide_indexes_at_attach(any_engine: Engine) -> N
     assert {n.lower() for n in names.indexes} <= {n.lower() for n in _index_names(any_engine, "empty")}
 
 
-def test_a_wide_attachment_is_not_refingerprinted_and_other_settings_are_refused(any_engine: Engine) -> None:
+def test_a_wide_attachment_keeps_its_kind_and_moves_to_other_settings_where_it_can(any_engine: Engine) -> None:
     quoted = _create(any_engine, "notes")
     _insert(any_engine, quoted, _rows()[:3])
     simsql.alembic.upgrade(any_engine)
     simsql.attach_table(any_engine, "notes", ["title", "body"], wide=True)
     simsql.attach_table(any_engine, "notes", ["title", "body"], wide=True)  # the same: nothing to do
     with pytest.raises(simsql.SchemaError, match="already attached"):
-        simsql.attach_table(any_engine, "notes", ["title", "body"])
-    with pytest.raises(simsql.SchemaError, match="wide signature"):
-        simsql.refingerprint(any_engine, "notes", to=simsql.Fingerprinter(shingle_size=2))
+        simsql.attach_table(any_engine, "notes", ["title", "body"], wide=False)
+    other = simsql.Fingerprinter(version=3, shingle_size=2)
+    if is_mysql(any_engine):  # there refingerprint moves version 2 to 3 of the same settings only
+        with pytest.raises(simsql.UnsupportedDatabase, match="only from algorithm version 2 to version 3"):
+            simsql.refingerprint(any_engine, "notes", to=other)
+        return
+    assert simsql.refingerprint(any_engine, "notes", to=other, workers=0).switched  # PostgreSQL: wide to wide
+    report = simsql.status(any_engine)[0]
+    assert (report.config_id, report.wide, report.rows_missing, report.rows_missing_wide) == (other.config_id, True, 0, 0)
 
 
 def test_the_command_line_attaches_wide_and_backfills(any_engine: Engine, any_url: str) -> None:
     build_live_docs(any_engine)
     before = state(any_engine)
-    attached = cli("attach", "--table", "docs", "--text-column", "title", "--text-column", "body", "--wide", "--backfill", url=any_url)
+    # version 3, the wide signature, is attach's default
+    attached = cli("attach", "--table", "docs", "--text-column", "title", "--text-column", "body", "--backfill", url=any_url)
     assert attached.returncode == 0, attached.stderr
     assert "with the wide signature" in attached.stdout and "built when the backfill ends" in attached.stdout
     assert "fingerprinted 4 rows" in attached.stdout and f"built {4 + WIDE_LAYOUT.count} block indexes" in attached.stdout

@@ -15,7 +15,7 @@ from alembic.operations import MigrateOperation, Operations
 
 from ..errors import SchemaError
 from ..fingerprint import Fingerprinter
-from ..schema import DEFAULT_PREFIX, Names
+from ..schema import DEFAULT_PREFIX, Mode, Names, configuration_for
 from ..orm_triggers import OrmTrigger
 
 #: A primary key as a migration gives it: column names, or (offline, for a side table) a
@@ -36,7 +36,11 @@ def _stored_key(primary_key: PrimaryKey) -> dict[str, str] | tuple[str, ...] | N
 
 
 class AttachmentOp(MigrateOperation):
-    """What add_simhash and drop_simhash both carry, so each can rebuild the other."""
+    """What add_simhash and drop_simhash both carry, so each can rebuild the other.
+
+    ``wide``: the table stores the wide originality signature, part of algorithm version 3;
+    ``None`` (the default) means version 3 unless ``fingerprinter`` is of another version, and
+    ``wide=False`` keeps a table on version 2 (:attr:`configuration`)."""
 
     def __init__(
         self,
@@ -47,6 +51,7 @@ class AttachmentOp(MigrateOperation):
         fingerprinter: Fingerprinter | None = None,
         primary_key: PrimaryKey = None,
         prefix: str = DEFAULT_PREFIX,
+        wide: bool | None = None,
     ) -> None:
         self.table_name = table_name
         self.source = tuple([source] if isinstance(source, str) else source)
@@ -55,14 +60,29 @@ class AttachmentOp(MigrateOperation):
         self.fingerprinter = fingerprinter
         self.primary_key = _stored_key(primary_key)
         self.prefix = prefix
+        self.wide = wide
+
+    @property
+    def configuration(self) -> Fingerprinter:
+        """What the table is attached with: version 3 (the wide signature) unless the operation
+        names another configuration or says ``wide=False``."""
+        return configuration_for(self.fingerprinter, True if self.wide is None and self.fingerprinter is None else self.wide)
+
+    @property
+    def names(self) -> Names:
+        """The names the attachment gets (offline, nothing else knows them)."""
+        mode: Mode = "side_table" if self.side_table else "columns"
+        return Names.for_table(self.table_name, self.prefix, mode, wide=self.configuration.wide)
 
     def _args(self) -> tuple[Any, ...]:
         return (self.table_name, self.source, self.schema, self.side_table, self.fingerprinter, self.primary_key,
-                self.prefix)  # fmt: skip
+                self.prefix, self.wide)  # fmt: skip
 
 
 class IndexesOp(MigrateOperation):
-    """What create_simhash_indexes and drop_simhash_indexes both carry."""
+    """What create_simhash_indexes and drop_simhash_indexes both carry. Online the registry says
+    which block columns the table has; offline (``--sql``) an earlier ``add_simhash`` of the same
+    run does, else ``wide`` (default: the wide blocks too, as ``add_simhash`` creates them)."""
 
     def __init__(
         self,
@@ -72,6 +92,7 @@ class IndexesOp(MigrateOperation):
         side_table: bool = False,
         primary_key: PrimaryKey = None,
         prefix: str = DEFAULT_PREFIX,
+        wide: bool | None = None,
     ) -> None:
         self.table_name = table_name
         self.schema = schema
@@ -79,9 +100,15 @@ class IndexesOp(MigrateOperation):
         self.side_table = side_table
         self.primary_key = _stored_key(primary_key)
         self.prefix = prefix
+        self.wide = wide
+
+    @property
+    def names(self) -> Names:
+        mode: Mode = "side_table" if self.side_table else "columns"
+        return Names.for_table(self.table_name, self.prefix, mode, wide=self.wide is not False)
 
     def _args(self) -> tuple[Any, ...]:
-        return (self.table_name, self.schema, self.concurrently, self.side_table, self.primary_key, self.prefix)
+        return (self.table_name, self.schema, self.concurrently, self.side_table, self.primary_key, self.prefix, self.wide)
 
 
 @Operations.register_operation("add_simhash")
@@ -100,8 +127,9 @@ class AddSimHashOp(AttachmentOp):
         fingerprinter: Fingerprinter | None = None,
         primary_key: PrimaryKey = None,
         prefix: str = DEFAULT_PREFIX,
+        wide: bool | None = None,
     ) -> Any:
-        return operations.invoke(cls(table_name, source, schema, side_table, fingerprinter, primary_key, prefix))
+        return operations.invoke(cls(table_name, source, schema, side_table, fingerprinter, primary_key, prefix, wide))
 
     def reverse(self) -> DropSimHashOp:
         return DropSimHashOp(*self._args())
@@ -123,8 +151,9 @@ class DropSimHashOp(AttachmentOp):
         fingerprinter: Fingerprinter | None = None,
         primary_key: PrimaryKey = None,
         prefix: str = DEFAULT_PREFIX,
+        wide: bool | None = None,
     ) -> Any:
-        return operations.invoke(cls(table_name, source, schema, side_table, fingerprinter, primary_key, prefix))
+        return operations.invoke(cls(table_name, source, schema, side_table, fingerprinter, primary_key, prefix, wide))
 
     def reverse(self) -> AddSimHashOp:
         if not self.source:
@@ -147,8 +176,9 @@ class CreateSimHashIndexesOp(IndexesOp):
         side_table: bool = False,
         primary_key: PrimaryKey = None,
         prefix: str = DEFAULT_PREFIX,
+        wide: bool | None = None,
     ) -> Any:
-        return operations.invoke(cls(table_name, schema, concurrently, side_table, primary_key, prefix))
+        return operations.invoke(cls(table_name, schema, concurrently, side_table, primary_key, prefix, wide))
 
     def reverse(self) -> DropSimHashIndexesOp:
         return DropSimHashIndexesOp(*self._args())
@@ -169,8 +199,9 @@ class DropSimHashIndexesOp(IndexesOp):
         side_table: bool = False,
         primary_key: PrimaryKey = None,
         prefix: str = DEFAULT_PREFIX,
+        wide: bool | None = None,
     ) -> Any:
-        return operations.invoke(cls(table_name, schema, concurrently, side_table, primary_key, prefix))
+        return operations.invoke(cls(table_name, schema, concurrently, side_table, primary_key, prefix, wide))
 
     def reverse(self) -> CreateSimHashIndexesOp:
         return CreateSimHashIndexesOp(*self._args())
@@ -222,6 +253,7 @@ class TriggerOp(MigrateOperation):
         side_table: str | None = None,
         primary_key: Sequence[str] = (),
         prefix: str = DEFAULT_PREFIX,
+        wide: bool = False,
     ) -> None:
         self.table_name = table_name
         self.source = tuple([source] if isinstance(source, str) else source)
@@ -229,19 +261,21 @@ class TriggerOp(MigrateOperation):
         self.side_table = side_table
         self.primary_key = key_names(primary_key)
         self.prefix = prefix
+        self.wide = wide
 
     @classmethod
     def from_trigger(cls, trigger: OrmTrigger, schema: str | None) -> Any:
-        return cls(trigger.names.table, trigger.source, schema, trigger.names.side, trigger.keys, trigger.names.prefix)
+        names = trigger.names
+        return cls(names.table, trigger.source, schema, names.side, trigger.keys, names.prefix, names.wide)
 
     @property
     def trigger(self) -> OrmTrigger:
         if self.side_table and not self.primary_key:
             raise SchemaError(f"the trigger of side table {self.side_table} needs primary_key=[...] of {self.table_name}")
-        return OrmTrigger(Names(self.table_name, self.prefix, self.side_table), self.source, self.primary_key)
+        return OrmTrigger(Names(self.table_name, self.prefix, self.side_table, wide=self.wide), self.source, self.primary_key)
 
     def _args(self) -> tuple[Any, ...]:
-        return (self.table_name, self.source, self.schema, self.side_table, self.primary_key, self.prefix)
+        return (self.table_name, self.source, self.schema, self.side_table, self.primary_key, self.prefix, self.wide)
 
 
 @Operations.register_operation("create_simhash_trigger")
@@ -251,9 +285,9 @@ class CreateSimHashTriggerOp(TriggerOp):
     @classmethod
     def create_simhash_trigger(
         cls, operations: Operations, table_name: str, source: Sequence[str], *, schema: str | None = None,
-        side_table: str | None = None, primary_key: Sequence[str] = (), prefix: str = DEFAULT_PREFIX,
+        side_table: str | None = None, primary_key: Sequence[str] = (), prefix: str = DEFAULT_PREFIX, wide: bool = False,
     ) -> Any:  # fmt: skip
-        return operations.invoke(cls(table_name, source, schema, side_table, primary_key, prefix))
+        return operations.invoke(cls(table_name, source, schema, side_table, primary_key, prefix, wide))
 
     def reverse(self) -> DropSimHashTriggerOp:
         return DropSimHashTriggerOp(*self._args())
@@ -266,9 +300,9 @@ class DropSimHashTriggerOp(TriggerOp):
     @classmethod
     def drop_simhash_trigger(
         cls, operations: Operations, table_name: str, source: Sequence[str], *, schema: str | None = None,
-        side_table: str | None = None, primary_key: Sequence[str] = (), prefix: str = DEFAULT_PREFIX,
+        side_table: str | None = None, primary_key: Sequence[str] = (), prefix: str = DEFAULT_PREFIX, wide: bool = False,
     ) -> Any:  # fmt: skip
-        return operations.invoke(cls(table_name, source, schema, side_table, primary_key, prefix))
+        return operations.invoke(cls(table_name, source, schema, side_table, primary_key, prefix, wide))
 
     def reverse(self) -> CreateSimHashTriggerOp:
         return CreateSimHashTriggerOp(*self._args())
@@ -287,8 +321,9 @@ def add_simhash(
     fingerprinter: Fingerprinter | None = None,
     primary_key: PrimaryKey = None,
     prefix: str = DEFAULT_PREFIX,
+    wide: bool | None = None,
 ) -> None:
-    op.invoke(AddSimHashOp(table_name, source, schema, side_table, fingerprinter, primary_key, prefix))
+    op.invoke(AddSimHashOp(table_name, source, schema, side_table, fingerprinter, primary_key, prefix, wide))
 
 
 def drop_simhash(
@@ -301,22 +336,23 @@ def drop_simhash(
     fingerprinter: Fingerprinter | None = None,
     primary_key: PrimaryKey = None,
     prefix: str = DEFAULT_PREFIX,
+    wide: bool | None = None,
 ) -> None:
-    op.invoke(DropSimHashOp(table_name, source, schema, side_table, fingerprinter, primary_key, prefix))
+    op.invoke(DropSimHashOp(table_name, source, schema, side_table, fingerprinter, primary_key, prefix, wide))
 
 
 def create_simhash_indexes(
     op: Any, table_name: str, *, schema: str | None = None, concurrently: bool = False,
-    side_table: bool = False, primary_key: PrimaryKey = None, prefix: str = DEFAULT_PREFIX,
+    side_table: bool = False, primary_key: PrimaryKey = None, prefix: str = DEFAULT_PREFIX, wide: bool | None = None,
 ) -> None:  # fmt: skip
-    op.invoke(CreateSimHashIndexesOp(table_name, schema, concurrently, side_table, primary_key, prefix))
+    op.invoke(CreateSimHashIndexesOp(table_name, schema, concurrently, side_table, primary_key, prefix, wide))
 
 
 def drop_simhash_indexes(
     op: Any, table_name: str, *, schema: str | None = None, concurrently: bool = False,
-    side_table: bool = False, primary_key: PrimaryKey = None, prefix: str = DEFAULT_PREFIX,
+    side_table: bool = False, primary_key: PrimaryKey = None, prefix: str = DEFAULT_PREFIX, wide: bool | None = None,
 ) -> None:  # fmt: skip
-    op.invoke(DropSimHashIndexesOp(table_name, schema, concurrently, side_table, primary_key, prefix))
+    op.invoke(DropSimHashIndexesOp(table_name, schema, concurrently, side_table, primary_key, prefix, wide))
 
 
 def upgrade_simsql(op: Any, revision: str = "heads") -> None:

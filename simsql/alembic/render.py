@@ -13,7 +13,7 @@ from typing import Any
 from alembic.autogenerate import renderers
 from alembic.autogenerate.api import AutogenContext
 
-from ..fingerprint import DEFAULT
+from ..fingerprint import DEFAULT, DEFAULT_WIDE
 from ..schema import DEFAULT_PREFIX
 from .ops import (
     AddSimHashOp,
@@ -60,9 +60,12 @@ def _render_attachment(context: AutogenContext, operation: AttachmentOp) -> str:
         call = f"op.drop_simhash({operation.table_name!r}" + _keywords(source=list(operation.source))
     call += _keywords(schema=operation.schema, side_table=operation.side_table, primary_key=_plain(operation.primary_key),
                       prefix=_custom(operation.prefix))  # fmt: skip
-    if operation.fingerprinter is not None and operation.fingerprinter.config_id != DEFAULT.config_id:
+    configuration = operation.configuration
+    if configuration.config_id not in (DEFAULT.config_id, DEFAULT_WIDE.config_id):
         context.imports.add("import simsql")
-        call += f", fingerprinter=simsql.Fingerprinter(**{operation.fingerprinter.settings!r})"
+        call += f", fingerprinter=simsql.Fingerprinter(**{configuration.settings!r})"
+    elif not configuration.wide:  # the operations' default is version 3, with the wide signature
+        call += ", wide=False"
     return call + ")"
 
 
@@ -73,6 +76,7 @@ def _render_indexes(context: AutogenContext, operation: IndexesOp) -> str:
     name = "create_simhash_indexes" if isinstance(operation, CreateSimHashIndexesOp) else "drop_simhash_indexes"
     extra = _keywords(schema=operation.schema, concurrently=operation.concurrently, side_table=operation.side_table,
                       primary_key=_plain(operation.primary_key), prefix=_custom(operation.prefix))  # fmt: skip
+    extra += ", wide=False" if operation.wide is False else ""
     return f"op.{name}({operation.table_name!r}{extra})"
 
 
@@ -83,7 +87,7 @@ def _render_trigger(context: AutogenContext, operation: TriggerOp) -> str:
     name = "create_simhash_trigger" if isinstance(operation, CreateSimHashTriggerOp) else "drop_simhash_trigger"
     extra = _keywords(schema=operation.schema, side_table=operation.side_table,
                       primary_key=list(operation.primary_key) if operation.side_table else None,
-                      prefix=_custom(operation.prefix))  # fmt: skip
+                      prefix=_custom(operation.prefix), wide=operation.wide)  # fmt: skip
     return f"op.{name}({operation.table_name!r}, {list(operation.source)!r}{extra})"
 
 

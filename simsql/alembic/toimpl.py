@@ -19,7 +19,6 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from .. import registry
 from ..dialects import Backend, backend, current_schema, execute_sql
 from ..errors import SchemaError, UnsupportedDatabase
-from ..fingerprint import DEFAULT
 from ..dialects.plan import Plan, Step, Target
 from ..dialects.postgresql_ddl import POSTGRES_DDL
 from ..lifecycle import attach
@@ -119,11 +118,7 @@ def _offline_names(operations: Operations, operation: AttachmentOp | IndexesOp) 
     known = _offline_state(operations).get((schema, operation.table_name))
     if known is not None:
         return schema, known[0], known[1]
-    return schema, _names(operation), key_names(operation.primary_key)
-
-
-def _names(operation: AttachmentOp | IndexesOp) -> Names:
-    return Names.for_table(operation.table_name, operation.prefix, "side_table" if operation.side_table else "columns")
+    return schema, operation.names, key_names(operation.primary_key)
 
 
 def _offline_keys(operation: AttachmentOp | IndexesOp) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -157,16 +152,16 @@ def _add_simhash(operations: Operations, operation: AddSimHashOp) -> None:
     if _offline(operations):
         keys, types = _offline_keys(operation)
         target = Target(operation.schema or OFFLINE_SCHEMA, operation.table_name, keys, types, operation.source)
-        names = _names(operation)
+        names = operation.names
         _offline_state(operations)[(target.schema, target.table)] = (names, target.keys)
-        _emit(operations, _server(operations).ddl.attach(target, names, operation.fingerprinter or DEFAULT))
+        _emit(operations, _server(operations).ddl.attach(target, names, operation.configuration))
         return
     target = attach.add_simhash(
         operations.get_bind(),
         operation.table_name,
         operation.source,
         schema=operation.schema,
-        fingerprinter=operation.fingerprinter,
+        fingerprinter=operation.configuration,
         side_table=operation.side_table,
         prefix=operation.prefix,
     )

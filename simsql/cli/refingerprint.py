@@ -8,6 +8,7 @@ same command resumes it, and ``--abandon`` removes it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shlex
 from typing import Any
@@ -43,30 +44,35 @@ def _fit_and_save_background(engine: Engine, args: argparse.Namespace, to: simsq
     except OSError as error:
         raise UsageError(f"cannot write {args.fit_background}: {error.strerror or error}") from None
     print(f"fitted a background on {background.documents} texts of {args.table}; saved to {args.fit_background}")
-    print(f"  the application fingerprints with: Fingerprinter(background=Background.load({args.fit_background!r}))")
+    version = f"version={to.version}, " if to.version != 2 else ""
+    print(f"  the application fingerprints with: Fingerprinter({version}background=Background.load({args.fit_background!r}))")
     return with_background(to, background)
 
 
-def _refuse_mysql_move(engine: Engine, args: argparse.Namespace) -> None:
-    """MySQL/MariaDB cannot stage a second set of fingerprints yet: say what moves the table
-    there instead (detach, then attach with the configuration and backfill)."""
+def _refuse_mysql_move(engine: Engine, args: argparse.Namespace, to: simsql.Fingerprinter) -> None:
+    """MySQL/MariaDB cannot stage a second set of fingerprints yet: unless the move adds the wide
+    signature in place (version 2 to 3), say what moves the table there instead (detach, then
+    attach with the configuration and backfill)."""
     with engine.connect() as connection:
         entry = registry.read(connection, args.table, args.schema or registry.current_schema(connection))
     if entry is None:
         return  # refingerprint's own error names the missing attachment
+    if to.wide and entry.config_id in (dataclasses.replace(to, version=2).config_id, to.config_id):
+        return  # version 2 to 3 of the same settings: moved in place there
     columns = " ".join(f"--text-column {shlex.quote(c)}" for c in entry.source)
     table = shlex.quote(args.table) + (f" --schema {shlex.quote(args.schema)}" if args.schema else "")
     background = args.fit_background or args.background
     background_option = f" --background {shlex.quote(background)}" if background else ""
-    default_settings = (args.algorithm_version, args.shingle_size, args.chinese, args.weighting, args.seed) == (2, 1, None, None, 0)
+    version_option = " --no-wide" if args.algorithm_version == 2 else ""
+    default_settings = args.algorithm_version in (2, 3) and (args.shingle_size, args.chinese, args.weighting, args.seed) == (1, None, None, 0)
     settings_note = "" if default_settings else (
         " (attach uses today's default settings, with or without a background; for others call "
         "simsql.attach_table(..., fingerprinter=...))"
     )
     raise CommandError(
-        "MySQL/MariaDB cannot refingerprint a table online yet; move it offline instead (queries find nothing until "
-        f"the backfill ends): simsql detach --table {table} && simsql attach --table {table} {columns}{background_option} "
-        f"--backfill{settings_note}"
+        "MySQL/MariaDB refingerprint a table online only from algorithm version 2 to version 3 of the same settings; "
+        "move it offline instead (queries find nothing until the backfill ends): simsql detach --table "
+        f"{table} && simsql attach --table {table} {columns}{version_option}{background_option} --backfill{settings_note}"
     )
 
 
@@ -90,7 +96,7 @@ def cmd_refingerprint(args: argparse.Namespace) -> int:
         if args.fit_background is not None and not args.abandon:
             to = _fit_and_save_background(engine, args, to)
         if not backend(engine).refingerprints_online and not args.abandon:
-            _refuse_mysql_move(engine, args)
+            _refuse_mysql_move(engine, args, to)
         try:
             with interrupt_main_process_only(), progress_bar(args.table, args.progress and not args.abandon) as progress:
                 result = simsql.refingerprint(
@@ -124,8 +130,9 @@ def add_refingerprint(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     table_options(refingerprint)
     refingerprint.add_argument(
-        "--algorithm-version", type=int, choices=(1, 2), default=2, dest="algorithm_version",
-        help="fingerprint algorithm of the new configuration (default: 2, today's default)",
+        "--algorithm-version", type=int, choices=(1, 2, 3), default=3, dest="algorithm_version",
+        help="fingerprint algorithm of the new configuration (default: 3, version 2 plus the wide originality "
+        "signature, what attach creates; a version 2 table of the same settings moves to it in place on MySQL/MariaDB)",
     )
     refingerprint.add_argument("--shingle-size", type=positive_int, default=1, help="words per shingle (default: 1)")
     refingerprint.add_argument("--chinese", choices=("jieba", "bigrams"), default=None, help="default: the version's")

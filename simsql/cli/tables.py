@@ -15,6 +15,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import Connection
 
 import simsql
+import simsql.fingerprint
 import simsql.lifecycle.catalog
 import simsql.lifecycle.tables
 import simsql.registry
@@ -84,19 +85,34 @@ def _offer_backfill(engine: Engine, args: argparse.Namespace) -> None:
         print(f"{pending} rows have no fingerprint yet; fingerprint them with: {command}")
 
 
+def _attach_configuration(engine: Engine, args: argparse.Namespace) -> tuple[simsql.Fingerprinter | None, bool | None]:
+    """(fingerprinter, wide) for attach_table: an attached table keeps its recorded configuration
+    unless told otherwise; a new one gets algorithm version 3 (the wide signature) unless
+    ``--no-wide`` asks for version 2."""
+    if args.wide is None and args.background is None:
+        with engine.connect() as connection:
+            if simsql.registry.read(connection, args.table, args.schema) is not None:
+                return None, None
+    wide = args.wide is not False
+    if args.background is None:
+        return None, wide
+    version = simsql.fingerprint.WIDE_VERSION if wide else simsql.fingerprint.ALGORITHM_VERSION
+    return with_background(simsql.Fingerprinter(version=version), load_background(args.background)), wide
+
+
 def cmd_attach(args: argparse.Namespace) -> int:
     """Validates before installing anything (a typo leaves the database untouched), installs
     simsql's registry if missing, then attaches; a rerun finishes an interrupted attach."""
     with open_engine(args) as engine:
         with engine.connect() as connection:
             simsql.lifecycle.catalog.describe(connection, args.table, args.text_columns, args.schema)
-        fingerprinter = None if args.background is None else with_background(simsql.Fingerprinter(), load_background(args.background))
+        fingerprinter, wide = _attach_configuration(engine, args)
         if ensure_registry(engine):
             print(f"installed simsql's registry (revision {', '.join(migrations().current(engine))})")
         entry = simsql.attach_table(
             engine, args.table, args.text_columns, schema=args.schema, side_table=args.side_table,
             prefix=args.prefix, indexes=args.indexes, concurrently=args.concurrently, lock_timeout=args.lock_timeout,
-            index_lock_timeout=args.index_lock_timeout, fingerprinter=fingerprinter, wide=args.wide,
+            index_lock_timeout=args.index_lock_timeout, fingerprinter=fingerprinter, wide=wide,
         )
         print(f"attached {entry.table_schema}.{entry.table_name} ({_describe_attachment(entry)}; "
               f"text from {', '.join(entry.source)})")
@@ -173,14 +189,15 @@ def add_attach(commands: Any, common: argparse.ArgumentParser) -> None:
         "the table already has such a column)",
     )
     attach.add_argument(
-        "--wide", action="store_true",
-        help="also store the wide 256-bit originality signature find_original probes (its block indexes are "
-        "built when the backfill ends)",
+        "--wide", action=argparse.BooleanOptionalAction, default=None,
+        help="store the wide 256-bit originality signature find_original probes: algorithm version 3 (default for "
+        "a new attachment; its block indexes are built when the backfill ends). --no-wide: version 2, the 64-bit "
+        "fingerprint only. An attached table keeps what it has unless this is given",
     )
     attach.add_argument("--no-indexes", dest="indexes", action="store_false", help="skip the block indexes")
     attach.add_argument(
         "--background", metavar="FILE",
-        help="fingerprint with today's default centred on this background (see refingerprint --fit-background)",
+        help="fingerprint with the default configuration centred on this background (see refingerprint --fit-background)",
     )
     attach.add_argument(
         "--concurrently", action=argparse.BooleanOptionalAction, default=True,

@@ -100,12 +100,13 @@ class CitusDDL(PostgresDDL):
         return Plan((plan.steps[0], step, *plan.steps[1:]), plan.dialect)
 
     def _rename_shadow(
-        self, target: Target, names: Names, shadow: Names, side_keys: tuple[str, str] | None, partitions: Sequence[str]
-    ) -> list[Step]:
+        self, target: Target, names: Names, shadow: Names, after: Names, side_keys: tuple[str, str] | None,
+        partitions: Sequence[str],
+    ) -> list[Step]:  # fmt: skip
         """PostgreSQL's, with the shadow side table's primary key renamed through its index
         (``ALTER INDEX ... RENAME`` renames the constraint too): Citus refuses ``RENAME
         CONSTRAINT`` on a distributed table."""
-        steps = super()._rename_shadow(target, names, shadow, side_keys, partitions)
+        steps = super()._rename_shadow(target, names, shadow, after, side_keys, partitions)
         if side_keys is None or side_keys[0] == side_keys[1]:
             return steps
         rename = f"ALTER INDEX {qualified(target.schema, side_keys[0])} RENAME TO {quote(side_keys[1])}"

@@ -33,7 +33,7 @@ import json
 from collections.abc import Sequence
 
 from ..fingerprint import Fingerprinter
-from ..schema import BLOCK_COUNT, REGISTRY_TABLE, Names
+from ..schema import BLOCK_COUNT, PROGRESS_TABLE, REGISTRY_TABLE, Names
 from .base import BLOCK_BITS, BLOCK_MASK
 from .plan import DDL, REGISTRY_INSERT, Plan, Present, Step, TableFacts, Target, registry_values
 from .wide_sql import wide_block_sql
@@ -76,14 +76,11 @@ def _on(schema: str | None, name: str) -> str:
 
 def row_trigger_sql(
     table: str, fingerprint: str, digest: str, source: Sequence[str], update: bool, name: str, schema: str | None = None,
-    words: Sequence[str] = (),
 ) -> str:  # fmt: skip
     """Columns mode: a fingerprint is kept only with the digest of the row's current text; a
     digest without a fingerprint (text without words, found so by a backfill) only while the
     text stays."""
     fp, src = f"NEW.{quote(fingerprint)}", f"NEW.{quote(digest)}"
-    # ``words``: the wide signature's words 1-3, which go with their word 0, the fingerprint
-    clear_words = f"  IF {fp} IS NULL THEN SET {', '.join(f'NEW.{quote(w)} = NULL' for w in words)}; END IF;\n" if words else ""
     if update:
         rewritten = (
             f"    IF NOT ({fp} <=> OLD.{quote(fingerprint)}) AND {src} <=> OLD.{quote(digest)} THEN SET {src} = NULL; END IF;\n"
@@ -104,8 +101,39 @@ def row_trigger_sql(
         f"  IF {fp} IS NULL AND {src} IS NOT NULL THEN\n"
         f"    IF {src} <> {digest_sql(source, 'NEW.')} THEN SET {src} = NULL; END IF;\n"
         f"  END IF;\n"
-        f"{clear_words}"
         f"END"
+    )
+
+
+def _clear_words(words: Sequence[str]) -> str:
+    return f"SET {', '.join(f'NEW.{quote(w)} = NULL' for w in words)}"
+
+
+def words_trigger_sql(names: Names, update: bool, schema: str | None = None) -> str:
+    """A wide table in columns mode: the signature's words 1-3 go with their word 0, the
+    fingerprint: cleared when the row rule (which this trigger follows) left none. Apart from
+    the row rule so that a refingerprint adds it to a version 2 table without replacing that
+    rule (MySQL/MariaDB cannot replace a trigger atomically)."""
+    name, follows = names.words_triggers[update], names.row_triggers[update]
+    return (
+        f"CREATE TRIGGER {_on(schema, name)} BEFORE {'UPDATE' if update else 'INSERT'} ON {_on(schema, names.table)} "
+        f"FOR EACH ROW FOLLOWS {quote(follows)}\n"
+        f"BEGIN\n  IF NEW.{quote(names.fingerprint)} IS NULL THEN {_clear_words(names.wide_words)}; END IF;\nEND"
+    )
+
+
+def widen_trigger_sql(names: Names, schema: str | None = None) -> str:
+    """While a refingerprint adds the wide signature to a version 2 table in place: a writer of
+    the old configuration writes a new fingerprint (or digest) without words 1-3, so words it
+    left unchanged beside them describe the old text: cleared, for the fill to write them.
+    Only the fill writes words during the move, and it always changes them (from NULL)."""
+    fp, src = quote(names.fingerprint), quote(names.digest)
+    unchanged = " AND ".join(f"NEW.{quote(w)} <=> OLD.{quote(w)}" for w in names.wide_words)
+    return (
+        f"CREATE TRIGGER {_on(schema, names.widen_trigger)} BEFORE UPDATE ON {_on(schema, names.table)} "
+        f"FOR EACH ROW FOLLOWS {quote(names.words_triggers[1])}\n"
+        f"BEGIN\n  IF NOT (NEW.{fp} <=> OLD.{fp} AND NEW.{src} <=> OLD.{src}) AND {unchanged} THEN "
+        f"{_clear_words(names.wide_words)}; END IF;\nEND"
     )
 
 
@@ -128,17 +156,21 @@ def stale_trigger_sql(
 
 def trigger_names(names: Names) -> tuple[str, ...]:
     """The row rule is two triggers (before insert, before update; no trigger here fires on
-    both, and triggers need no function); the stale-row rule is one."""
-    return names.row_triggers if names.side is None else (names.stale_function,)
+    both, and triggers need no function), followed on a wide table by the two that clear its
+    words with the fingerprint; the stale-row rule is one."""
+    if names.side is None:
+        return names.row_triggers + (names.words_triggers if names.wide else ())
+    return (names.stale_function,)
 
 
 def create_trigger_sql(schema: str | None, names: Names, source: Sequence[str], keys: Sequence[str]) -> tuple[str, ...]:
-    """CREATE TRIGGER statements of the attachment (in ``schema``, else the current database)."""
+    """CREATE TRIGGER statements of the attachment (in ``schema``, else the current database),
+    in :func:`trigger_names` order."""
     if names.side is None:
         insert, update = names.row_triggers
         fields = (names.table, names.fingerprint, names.digest, source)
-        words = names.wide_words
-        return row_trigger_sql(*fields, False, insert, schema, words), row_trigger_sql(*fields, True, update, schema, words)
+        rows = row_trigger_sql(*fields, False, insert, schema), row_trigger_sql(*fields, True, update, schema)
+        return rows + ((words_trigger_sql(names, False, schema), words_trigger_sql(names, True, schema)) if names.wide else ())
     side_keys = names.side_keys(keys)
     return (stale_trigger_sql(names.table, names.side, names.digest, keys, side_keys, source, names.stale_function, schema),)
 
@@ -189,13 +221,16 @@ class MySQLDDL(DDL):
 
     name = "mysql"
 
-    def _column_steps(self, schema: str, table: str, names: Names, present: Present, *, adding: bool) -> list[Step]:
-        """Adding: stored columns, then the generated ones; dropping: the reverse. Each statement
-        instant where the server can, else online; its undo is the opposite statement."""
+    def _column_steps(
+        self, schema: str, table: str, names: Names, present: Present, *, adding: bool, only: Sequence[str] | None = None
+    ) -> list[Step]:  # fmt: skip
+        """Adding: stored columns, then the generated ones; dropping: the reverse (``only``: of
+        these columns). Each statement instant where the server can, else online; its undo is
+        the opposite statement."""
         groups = [("stored", _stored(names)), ("generated", _blocks(names))]
         steps = []
         for kind, columns in groups if adding else reversed(groups):
-            wanted = [(n, d) for n, d in columns if present.has_column(n) != adding]
+            wanted = [(n, d) for n, d in columns if present.has_column(n) != adding and (only is None or n in only)]
             if not wanted:
                 continue
             add = [f"ADD COLUMN {definition}" for _, definition in wanted]
@@ -319,6 +354,65 @@ class MySQLDDL(DDL):
         return self.plan(Step(f"DROP TABLE {qualified(schema, side)}", f"drop side table {schema}.{side}") for side in side_tables)
 
 
+    # -- algorithm version 3 in place: the wide signature added to a version 2 table ----------
+
+    def widen(self, target: Target, names: Names, fingerprinter: Fingerprinter, cursor: str, present: Present) -> Plan:
+        """Stage a move to version 3, whose fingerprint is version 2's (so every one is kept):
+        the resume cursor first (its row proves what follows is simsql's), words 1-3 and the
+        wide blocks on the holder (instant where the server can), and in columns mode the
+        triggers that clear words with the fingerprint and the move's own
+        (:func:`widen_trigger_sql`). What ``present`` holds is skipped; each step has its undo."""
+        wide = names.with_wide(True)
+        params = {"schema": target.schema, "cursor": cursor, "config_id": fingerprinter.config_id}
+        record = (f"INSERT INTO {PROGRESS_TABLE} (table_schema, table_name, config_id, phase) "
+                  "VALUES (:schema, :cursor, :config_id, 'scan')")  # fmt: skip
+        undo = f"DELETE FROM {PROGRESS_TABLE} WHERE table_schema = :schema AND table_name = :cursor"
+        steps = [Step(record, f"record refingerprint of {target.schema}.{target.table}", params, undo=undo)]
+        steps += self._column_steps(target.schema, wide.holder, wide, present, adding=True)
+        if not names.side:
+            triggers = [(wide.words_triggers[u], words_trigger_sql(wide, u, target.schema)) for u in (False, True)]
+            triggers.append((wide.widen_trigger, widen_trigger_sql(wide, target.schema)))
+            steps += [
+                Step(sql, f"create trigger {name} on {target.schema}.{target.table}", undo=_drop_trigger(target.schema, name))
+                for name, sql in triggers if not present.has_trigger(name)
+            ]  # fmt: skip
+        return self.plan(steps)
+
+    def widen_switch(self, target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:
+        """The table recorded as version 3 with the wide signature (writers of version 2 are
+        refused from this commit on), then the move's trigger dropped: the words triggers stay."""
+        wide = names.with_wide(True)
+        params = {"schema": target.schema, "table": target.table, "config_id": fingerprinter.config_id,
+                  "settings": json.dumps(fingerprinter.settings, sort_keys=True), "mode": wide.recorded_mode}  # fmt: skip
+        steps = [Step(
+            f"UPDATE {REGISTRY_TABLE} SET config_id = :config_id, settings = :settings, mode = :mode "
+            "WHERE table_schema = :schema AND table_name = :table", f"record {fingerprinter.config_id} for {target.table}",
+            params,
+        )]  # fmt: skip
+        if not names.side:
+            steps.append(Step(f"DROP TRIGGER IF EXISTS {qualified(target.schema, wide.widen_trigger)}", f"drop trigger {wide.widen_trigger}"))
+        return self.plan(steps)
+
+    def unwiden(self, target: Target, names: Names, cursor: str, present: Present) -> Plan:
+        """Remove an unfinished move to version 3 (abandoned, or before a detach): its triggers,
+        the wide indexes and columns, its cursor; the version 2 attachment is as before it."""
+        wide = names.with_wide(True)
+        params = {"schema": target.schema, "cursor": cursor}
+        where = "WHERE table_schema = :schema AND table_name = :cursor"
+        forget = Step(f"DELETE FROM {PROGRESS_TABLE} {where}", "forget the refingerprint cursor", params)
+        if names.wide:  # recorded as version 3 already: only the move's rule and cursor are left
+            triggers = [] if names.side else [wide.widen_trigger]
+            return self.plan([*(Step(f"DROP TRIGGER IF EXISTS {qualified(target.schema, t)}", f"drop trigger {t}") for t in triggers), forget])
+        triggers = [*wide.words_triggers, wide.widen_trigger] if not names.side else []
+        steps = [Step(f"DROP TRIGGER IF EXISTS {qualified(target.schema, t)}", f"drop trigger {t}") for t in triggers]
+        drops = [f"DROP INDEX {quote(i)}" for i in wide.wide_indexes if present.has_index(i)]
+        if drops:
+            steps.append(Step(_alter(target.schema, wide.holder, drops, ONLINE), f"drop wide indexes of {wide.holder}", online=True))
+        only = (*wide.wide_words, *wide.wide_blocks)
+        steps += self._column_steps(target.schema, wide.holder, wide, present, adding=False, only=only)
+        return self.plan([*steps, forget])
+
+
 MYSQL_DDL = MySQLDDL()
 
 __all__ = [
@@ -331,4 +425,6 @@ __all__ = [
     "row_trigger_sql",
     "stale_trigger_sql",
     "trigger_names",
+    "widen_trigger_sql",
+    "words_trigger_sql",
 ]

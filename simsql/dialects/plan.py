@@ -223,6 +223,12 @@ class DDL(ABC):
             steps.append(Step(f"DELETE FROM {PROGRESS_TABLE} {where}", f"remove backfill cursor of {schema}.{table}", params))
         return Plan(tuple(steps))
 
+    def forget_cursors(self, schema: str, table: str, cursor: str) -> Plan:
+        """Delete a finished refingerprint's cursor and the table's own backfill cursor."""
+        params = {"schema": schema, "table": table, "cursor": cursor}
+        sql = f"DELETE FROM {PROGRESS_TABLE} WHERE table_schema = :schema AND table_name IN (:table, :cursor)"
+        return self.plan([Step(sql, "forget backfill cursors", params)])
+
     def drop_leftovers(self, schema: str, side_tables: Sequence[str], names: Names) -> Plan:
         """What simsql created for a table dropped outside it that the drop left behind: the
         ``side_tables`` (found in the catalog, nothing of the user's depending on them), and
@@ -246,6 +252,21 @@ class DDL(ABC):
     ) -> Plan:  # fmt: skip
         """Replace the attachment's fingerprints by the shadow set, in one transaction."""
         raise NotImplementedError(f"{type(self).__name__} does not describe a refingerprint")
+
+    # -- a move to algorithm version 3 in place, where the backend does not stage a shadow set --
+
+    def widen(self, target: Target, names: Names, fingerprinter: Fingerprinter, cursor: str, present: Present) -> Plan:
+        """Words 1-3, the wide blocks and what keeps them right while a fill writes them, and
+        the resume cursor, beside a version 2 attachment (whose fingerprints version 3 keeps)."""
+        raise NotImplementedError(f"{type(self).__name__} does not describe a move to version 3 in place")
+
+    def widen_switch(self, target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:
+        """The table recorded as version 3 with the wide signature; the move's own rule dropped."""
+        raise NotImplementedError(f"{type(self).__name__} does not describe a move to version 3 in place")
+
+    def unwiden(self, target: Target, names: Names, cursor: str, present: Present) -> Plan:
+        """Remove an unfinished move to version 3; the version 2 attachment is as before it."""
+        raise NotImplementedError(f"{type(self).__name__} does not describe a move to version 3 in place")
 
 
 __all__ = ["Column", "DDL", "Partition", "Plan", "Present", "REGISTRY_INSERT", "Step", "TableFacts", "Target", "registry_values"]

@@ -378,23 +378,27 @@ class PostgresDDL(DDL):
         moved to the new configuration, cursors forgotten. ``side_keys``: (shadow side table's
         primary key constraint, the old one's name) and ``partitions`` (of a partitioned table:
         their block indexes are renamed too) so the names stay free for the next run."""
+        after = names.with_wide(shadow.wide)  # a move to (or from) version 3 adds (or drops) the wide signature
         steps = self._drop_trigger(target, names) + self._drop_trigger(target, shadow)
-        steps += self._rename_shadow(target, names, shadow, side_keys, partitions)
+        steps += self._rename_shadow(target, names, shadow, after, side_keys, partitions)
         what = "drops stale side rows" if names.side else "derives blocks, drops stale fingerprints"
-        steps += self._trigger(target, names, what)  # shadow blocks are plain columns: derived
+        steps += self._trigger(target, after, what)  # shadow blocks are plain columns: derived
         where = "WHERE table_schema = :schema AND table_name = :table"
         params = {"schema": target.schema, "table": target.table, "config_id": fingerprinter.config_id,
-                  "settings": json.dumps(fingerprinter.settings, sort_keys=True), "cursor": cursor}  # fmt: skip
+                  "settings": json.dumps(fingerprinter.settings, sort_keys=True), "cursor": cursor,
+                  "mode": after.recorded_mode}  # fmt: skip
         steps.append(Step(f"UPDATE {REGISTRY_TABLE} SET config_id = :config_id, settings = CAST(:settings AS jsonb), "
-                          f"updated_at = now() {where}", f"record {fingerprinter.config_id} for {target.table}", params))  # fmt: skip
+                          f"mode = :mode, updated_at = now() {where}", f"record {fingerprinter.config_id} for {target.table}", params))  # fmt: skip
         steps.append(Step(f"DELETE FROM {PROGRESS_TABLE} WHERE table_schema = :schema AND table_name IN (:table, :cursor)",
                           "forget backfill cursors", params))  # fmt: skip
         return self.plan(steps)
 
     def _rename_shadow(
-        self, target: Target, names: Names, shadow: Names, side_keys: tuple[str, str] | None, partitions: Sequence[str]
-    ) -> list[Step]:
-        """The old fingerprints dropped, the shadow set renamed to the attachment's names."""
+        self, target: Target, names: Names, shadow: Names, after: Names, side_keys: tuple[str, str] | None,
+        partitions: Sequence[str],
+    ) -> list[Step]:  # fmt: skip
+        """The old fingerprints (``names``) dropped, the shadow set renamed to ``after`` (the
+        attachment's names, with the shadow's wide signature or without)."""
         base = qualified(target.schema, target.table)
         steps: list[Step] = []
         if names.side and shadow.side:
@@ -408,11 +412,12 @@ class PostgresDDL(DDL):
             drops = ", ".join(f"DROP COLUMN {quote(c)}" for c in reversed(names.added_columns))
             steps.append(Step(f"ALTER TABLE {base} {drops}", f"drop old fingerprints of {target.table}"))
             holder = base
-        for new, old in zip(shadow.added_columns, names.added_columns):
+        for new, old in zip(shadow.added_columns, after.added_columns):
             steps.append(Step(f"ALTER TABLE {holder} RENAME COLUMN {quote(new)} TO {quote(old)}", f"rename column {new}"))
-        renames = list(zip(shadow.indexes, names.indexes))  # on the shadow side table, or the table itself
+        renames = list(zip(shadow.indexes, after.indexes))  # on the shadow side table, or the table itself
         for relation in partitions:
-            renames += [(names.index_on(relation, new), names.index_on(relation, old)) for new, old in zip(shadow.blocks, names.blocks)]
+            renames += [(after.index_on(relation, new), after.index_on(relation, old))
+                        for new, old in zip(shadow.indexed_blocks, after.indexed_blocks)]  # fmt: skip
         for new, old in renames:
             steps.append(Step(f"ALTER INDEX IF EXISTS {qualified(target.schema, new)} RENAME TO {quote(old)}", f"rename index {new}"))
         return steps

@@ -24,8 +24,8 @@ from .. import registry
 from ..dialects import backend
 from ..dialects.plan import Plan, Target, TableFacts
 from ..errors import NotAttached, SchemaError
-from ..fingerprint import DEFAULT, Fingerprinter
-from ..schema import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names
+from ..fingerprint import Fingerprinter
+from ..schema import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names, configuration_for
 from . import apply, catalog
 
 
@@ -75,19 +75,28 @@ def plan_attach(
     fingerprinter: Fingerprinter | None = None,
     side_table: bool = False,
     prefix: str = DEFAULT_PREFIX,
-    wide: bool = False,
+    wide: bool | None = None,
 ) -> AttachPlan:
     """Read the catalog, check, and describe the attach DDL without running it. Without a
     ``fingerprinter``, an attached table keeps its recorded one (attaching again after the
-    default changed is not a change of configuration), a new attachment gets the default.
-    ``wide``: the wide 256-bit originality signature too (words 1-3 and the wide blocks)."""
+    default changed is not a change of configuration), a new attachment gets the default of its
+    kind. ``wide``: the wide 256-bit originality signature too (words 1-3 and the wide blocks),
+    part of algorithm version 3 (:func:`simsql.schema.configuration_for`); ``None``: as the
+    configuration says."""
     target = catalog.describe(connection, table, source, schema)
     server = backend(connection)
     server.check_digest(connection)  # every attach path (attach_table, op.add_simhash, the CLI) plans here
-    names = Names.for_table(table, prefix, "side_table" if side_table else "columns", wide=wide)
     entry = registry.read(connection, table, target.schema)
-    if fingerprinter is None:
-        fingerprinter = DEFAULT if entry is None else registry.fingerprinter_from_settings(entry.settings)
+    if fingerprinter is None and entry is not None:
+        fingerprinter = registry.fingerprinter_from_settings(entry.settings)
+        if wide is not None and wide != fingerprinter.wide:
+            have = "has" if fingerprinter.wide else "does not have"
+            raise SchemaError(
+                f"{target.schema}.{table} is already attached and {have} the wide signature ({entry.config_id}); "
+                f"move it with `simsql refingerprint --table {table}` (simsql.refingerprint) rather than attaching again"
+            )
+    fingerprinter = configuration_for(fingerprinter, wide)
+    names = Names.for_table(table, prefix, "side_table" if side_table else "columns", wide=fingerprinter.wide)
     if entry is not None:
         if _same_attachment(entry, target, names, fingerprinter):
             # finish what an older simsql, or a run that stopped halfway, left
@@ -121,7 +130,7 @@ def add_simhash(
     prefix: str = DEFAULT_PREFIX,
     lock_timeout: str | None = "5s",
     statement_timeout: str | None = "10min",
-    wide: bool = False,
+    wide: bool | None = None,
 ) -> Target:
     """Attach simsql to ``table`` in the connection's transaction: fingerprint columns (or a
     side table), the trigger that derives blocks and drops stale fingerprints, and a registry
@@ -201,7 +210,12 @@ def plan_detach(connection: Connection, table: str, *, schema: str | None = None
     facts = catalog.table_facts(connection, table, schema)
     if facts is None:  # dropped outside simsql: what the drop left of simsql's, and its records
         return entry, dropped_leftovers(connection, schema, entry) + forget_entry(connection, schema, entry.names)
-    harmed = dependents(connection, schema, entry.names, facts)
+    cursor = entry.names.refingerprint_cursor
+    moving = registry.progress_exists(connection) and connection.execute(
+        text(f"SELECT 1 FROM {PROGRESS_TABLE} WHERE table_schema = :s AND table_name = :t"), {"s": schema, "t": cursor}
+    ).first() is not None
+    # an unfinished move to version 3 in place added the wide columns: simsql's own too
+    harmed = dependents(connection, schema, entry.names.with_wide(True) if moving else entry.names, facts)
     if harmed:
         raise SchemaError(
             f"detaching {schema}.{table} would drop objects simsql did not create: {'; '.join(harmed)}. "
@@ -209,13 +223,20 @@ def plan_detach(connection: Connection, table: str, *, schema: str | None = None
         )
     present = catalog.present(connection, schema, table, entry.names, recorded=True)
     plan = server.ddl.detach(facts, entry.names, entry.source, present)
-    cursor = entry.names.refingerprint_cursor
-    if registry.progress_exists(connection) and connection.execute(
-        text(f"SELECT 1 FROM {PROGRESS_TABLE} WHERE table_schema = :s AND table_name = :t"), {"s": schema, "t": cursor}
-    ).first():
-        # an unfinished refingerprint: its shadow set goes first
-        plan = server.ddl.unstage(catalog.describe(connection, table, entry.source, schema), entry.names.shadow(), cursor) + plan
+    if moving:  # an unfinished refingerprint: what it staged goes first
+        plan = describe_abandon(connection, catalog.describe(connection, table, entry.source, schema), entry.names, cursor) + plan
     return entry, plan
+
+
+def describe_abandon(connection: Connection, target: Target, names: Names, cursor: str) -> Plan:
+    """What removes an unfinished refingerprint of ``target`` (attached as ``names``): its
+    shadow set where the backend stages one, else what a move to version 3 in place added
+    (:mod:`simsql.lifecycle.widen`). The attachment is left as it was."""
+    server = backend(connection)
+    if server.refingerprints_online:
+        return server.ddl.unstage(target, names.shadow(wide=True), cursor)
+    present = catalog.present(connection, target.schema, target.table, names.with_wide(True))
+    return server.ddl.unwiden(target, names, cursor, present)
 
 
 def dropped_leftovers(connection: Connection, schema: str, entry: Attachment) -> Plan:
@@ -307,6 +328,7 @@ __all__ = [
     "install_when_needed",
     "install_with",
     "add_simhash",
+    "describe_abandon",
     "describe_indexes",
     "create_simhash_indexes",
     "drop_simhash",

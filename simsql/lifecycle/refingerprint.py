@@ -39,7 +39,7 @@ configurations for the whole run; copying into a new table needs every writer re
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import Engine, text
@@ -51,11 +51,12 @@ from ..dialects import Backend, backend
 from ..dialects.batch import Job
 from ..dialects.plan import Target
 from ..errors import LockTimeout, NotAttached, SchemaError, UnsupportedDatabase
-from ..fingerprint import Fingerprinter
+from ..fingerprint import ALGORITHM_VERSION, Fingerprinter
 from ..schema import PROGRESS_TABLE, Attachment, Names
 from ..urls import engine_for
 from . import apply, backfill, catalog
-from .attach import dependents, describe_indexes
+from . import widen
+from .attach import dependents, describe_abandon, describe_indexes
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,17 @@ class _Move:
 
     @property
     def shadow(self) -> Names:
-        return self.entry.names.shadow()
+        """The new set: with the wide signature when ``to`` has it (algorithm version 3)."""
+        return self.entry.names.shadow(wide=self.to.wide)
+
+    @property
+    def in_place(self) -> bool:
+        """A move from version 2 to version 3 of the same settings: the fingerprints stay, the
+        wide signature is added (:mod:`simsql.lifecycle.widen`); or the rest of one whose
+        switch was recorded already."""
+        if not self.to.wide:
+            return False
+        return self.entry.config_id in (replace(self.to, version=ALGORITHM_VERSION).config_id, self.to.config_id)
 
     @property
     def cursor(self) -> str:
@@ -138,11 +149,6 @@ def _prepare(
         entry = registry.read(connection, table, schema)
         if entry is None:
             raise NotAttached(f"{schema}.{table} is not attached to simsql; run `simsql attach --table {table}` first")
-        if entry.wide:
-            raise SchemaError(
-                f"{schema}.{table} has the wide signature; refingerprint does not move one yet: detach it, then attach "
-                f"it again with the new configuration and --wide, and backfill"
-            )
         staged = _staged_config(connection, schema, cursor_key(table))
         if staged is not None and staged != to.config_id and not abandon:
             raise SchemaError(
@@ -169,6 +175,11 @@ def _refuse_conflicts(connection: Connection, move: _Move) -> None:
     found += [f"trigger {t}" for t in shadow.functions if t in facts.triggers]
     if shadow.side and catalog.table_facts(connection, shadow.side, schema) is not None:
         found.append(f"table {shadow.side}")
+    if move.to.wide and not move.names.wide:  # the names the wide signature will have
+        wide = move.names.with_wide(True)
+        holder = catalog.table_facts(connection, wide.holder, schema)
+        found += [f"column {c}" for c in (*wide.wide_words, *wide.wide_blocks) if holder and c in holder.columns]
+        found += [f"trigger {t}" for t in (*wide.words_triggers, wide.widen_trigger) if t in facts.triggers]
     if found:
         raise SchemaError(
             f"{', '.join(found)} already exist(s) on {schema}.{move.target.table} and simsql did not create them "
@@ -263,7 +274,9 @@ def refingerprint(
         move, staged = _prepare(engine, target, schema, to, timeouts, abandon)
         result: dict[str, Any] = dict(schema=move.target.schema, table=move.target.table, from_config=move.entry.config_id, to_config=to.config_id)
         if abandon and staged is not None:
-            apply.run_on_engine(engine, backend(engine).ddl.unstage(move.target, move.shadow, move.cursor), timeouts, relations=[move.label])
+            with engine.connect() as connection, apply.bounded(connection, apply.DDL):
+                plan = describe_abandon(connection, move.target, move.names, move.cursor)
+            apply.run_on_engine(engine, plan, timeouts, relations=[move.label])
         if abandon or (staged is None and move.entry.config_id == to.config_id):
             return RefingerprintResult(**result, rows_fingerprinted=0, rows_at_switch=0, resumed=False, switched=False,
                                        seconds=time.perf_counter() - started)
@@ -286,11 +299,14 @@ def _check_arguments(to: Fingerprinter, batch_size: int, max_batch_bytes: int) -
 
 
 def _refuse_offline_server(server: Backend, move: _Move) -> None:
-    """A server whose backend cannot stage a second fingerprint set is refused before any DDL."""
-    if not server.refingerprints_online:
+    """A server whose backend cannot stage a second fingerprint set is refused before any DDL,
+    unless the move adds the wide signature in place (version 2 to 3, the same settings)."""
+    if not server.refingerprints_online and not move.in_place:
         raise UnsupportedDatabase(
-            f"refingerprint of {move.label}: simsql stages a second fingerprint set online on PostgreSQL only; it "
-            f"does not run it on {server.describe_server()} yet"
+            f"refingerprint of {move.label} to {move.to.config_id}: on {server.describe_server()} simsql moves a table "
+            f"only from algorithm version 2 to version 3 of the same settings (it adds the wide signature in place; this "
+            f"table is {move.entry.config_id}); it does not run other moves there yet: detach the table, attach it with "
+            "the new configuration and backfill"
         )
 
 
@@ -302,6 +318,8 @@ def _move(
     engine, timeouts, label = move.engine, options["timeouts"], move.label
     server = backend(engine)
     _refuse_offline_server(server, move)
+    if not server.refingerprints_online:
+        return widen.move_in_place(engine, move.target, move.names, move.to, move.cursor, stage, options, workers, index_timeouts)
     if stage:
         apply.run_on_engine(engine, server.ddl.stage(move.target, move.shadow, move.to, move.cursor), timeouts, relations=[label])
     filled = backfill.fill(engine, move.job(), label, options, workers)

@@ -52,14 +52,16 @@ def attach_table(
     concurrently: bool = True,
     lock_timeout: str | None = "5s",
     index_lock_timeout: str | None = "10min",
-    wide: bool = False,
+    wide: bool | None = None,
 ) -> Attachment:
     """Attach simsql to an existing table: columns (or a side table), trigger and registry
     entry in one transaction, then the block indexes (built concurrently by default; on a
     partitioned table, partition by partition). Run it again after a failure: finished steps
     are skipped, an index a failed concurrent build left invalid is rebuilt.
 
-    ``wide=True`` adds the wide 256-bit originality signature (as ``WideSimHashMixin``): words
+    ``wide=True`` (or a ``Fingerprinter(version=3)``: the signature is part of algorithm
+    version 3, and ``wide=True`` alone means :data:`simsql.fingerprint.DEFAULT_WIDE`) adds the
+    wide 256-bit originality signature (as ``WideSimHashMixin``): words
     1-3 beside the fingerprint and the 20-bit blocks :func:`simsql.find_original` probes, kept
     current by the same triggers, recorded in the registry (``mode`` ``columns+wide``). On a
     table that has rows its block indexes are left to :func:`simsql.backfill`, which builds

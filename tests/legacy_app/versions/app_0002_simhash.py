@@ -15,7 +15,8 @@ depends_on = None
 
 def upgrade() -> None:
     op.upgrade_simsql()
-    op.add_simhash("articles", source=["title", "body"])
+    # the application's models are version 2 (SimHashMixin): add_simhash's default is version 3
+    op.add_simhash("articles", source=["title", "body"], wide=False)
     op.create_simhash_indexes("articles", concurrently=True)
 
 
