@@ -18,9 +18,9 @@ connected database), it is PostgreSQL with what Citus refuses taken another way:
   shards (:meth:`CitusBackend.row_estimate_sql`); ``most_similar_many`` takes the
   window-function plan (Citus refuses the LATERAL one); ``near_duplicates`` reads keys and fingerprints once
   from the shards (a ``MATERIALIZED`` CTE) and joins them on the coordinator (Citus cannot run
-  a self-join on anything but the distribution column in place); a backfill stores each batch
-  of a distributed table shard by shard, in statements naming their keys, which Citus routes to
-  one shard each (and which may then lock rows ``FOR SHARE``, as a side table's batch does).
+  a self-join on anything but the distribution column in place); a backfill stores a side
+  table's batch shard by shard, in statements naming their keys, which Citus routes to one
+  shard each (and which may then lock the base rows ``FOR SHARE``).
 * :func:`distribute_sql`: what :func:`simsql.citus.distribute` runs for the user's own tables.
 """
 
@@ -116,15 +116,19 @@ CITUS_DDL = CitusDDL()
 
 
 class CitusBatchSQL(PostgresBatchSQL):
-    """A batch of a hash-distributed table is stored shard by shard: its rows grouped by the
-    shard of their distribution column (asked of the coordinator, which holds the shard map),
-    then one statement per shard that names those keys (``b.<column> = ANY(...)``), which Citus
-    routes to that shard alone. So each shard gets its own rows only, rather than every shard
-    the whole batch's arrays, and a side table's statement keeps PostgreSQL's ``FOR SHARE OF b``
+    """A side table's batch of a hash-distributed table is stored shard by shard: its rows
+    grouped by the shard of their distribution column (asked of the coordinator, which holds the
+    shard map), then one statement per shard that names those keys (``b.<column> = ANY(...)``),
+    which Citus routes to that shard alone and runs there as a whole (the ``INSERT ... SELECT``
+    of the whole batch was pulled to the coordinator). It keeps PostgreSQL's ``FOR SHARE OF b``
     (a writer changing one of the rows waits, and its trigger then drops the new side row):
     Citus refuses row locks only in a statement over several shards. Shards go in shard order,
-    keys in key order, so two backfills lock in the same order. A reference or local table
-    takes PostgreSQL's one statement."""
+    keys in key order, so two backfills lock in the same order.
+
+    Fingerprint columns keep PostgreSQL's one ``UPDATE`` per batch (a task per shard, each
+    joining the whole batch's arrays on the key): stored shard by shard it was no faster at 32
+    shards and slower at 4 (BENCHMARKS.md, ``benchmarks/citus_throughput.py``). A reference
+    or local table takes PostgreSQL's statement too."""
 
     distribution: tuple[str, str | None] | None = None
     """(``pg_dist_partition.partmethod`` or ``""`` for a local table, distribution column)."""
@@ -148,7 +152,7 @@ class CitusBatchSQL(PostgresBatchSQL):
         return self.job.keys.index(column) if method == "h" and column in self.job.keys else None
 
     def store(self, connection: Connection, rows: Sequence[Any]) -> int:
-        pinned = self.routed_key(connection) if rows else None
+        pinned = self.routed_key(connection) if rows and self.job.names.side is not None else None
         if pinned is None:
             return super().store(connection, rows)
         if self.routed is None:
