@@ -2,9 +2,9 @@
 rows per second, on a plain PostgreSQL table and on tables of 4 and 32 shards on each of the
 clusters given (two workers, one worker), the servers taking turns round by round; the median of
 ``--rounds``. A backfill is timed after clearing every fingerprint, twice per distributed table:
-with simsql's batch store (``new``: shard by shard, each statement routed to one shard) and
-with the store it replaced (``old``: the batch's one statement, run on every shard, as before
-commit b387af2), in columns mode.
+with simsql's store of fingerprint columns (``one statement`` per batch, which Citus runs on
+every shard, each task joining the whole batch) and stored shard by shard as a side table's
+batch is (``per shard``: a statement per shard naming its keys, routed to that shard).
 
     .ci/citus-cluster && .ci/citus-cluster --workers 1 --port 9710
     python -m benchmarks.citus_throughput --plain postgresql+psycopg://postgres@127.0.0.1:5432/<db> \\
@@ -30,14 +30,15 @@ import simsql
 import simsql.alembic
 import simsql.citus
 from simsql.dialects import citus
-from simsql.dialects.postgresql_backfill import PostgresBatchSQL
 
 from .citus import Base, BenchNote, _rows
 
 
-class OneStatementStore(PostgresBatchSQL):
-    """The batch store before b387af2 (columns mode): one ``UPDATE ... FROM unnest(...)`` per
-    batch, which Citus runs on every shard, each task carrying the whole batch."""
+class PerShardStore(citus.CitusBatchSQL):
+    """Fingerprint columns stored shard by shard, as a side table's batch is (b387af2 did so for
+    both modes): an ``UPDATE`` per shard naming its keys, routed to that shard."""
+
+    columns_by_shard = True
 
 
 def _engine(url: str, schema: str) -> Engine:
@@ -63,8 +64,8 @@ def _load(engine: Engine, shards: int | None, rows: list[dict[str, Any]]) -> Non
 
 def _backfill(engine: Engine, store: str) -> float:
     routed = citus.CitusBackend.batch_sql
-    if store == "old":
-        citus.CitusBackend.batch_sql = lambda self, job: OneStatementStore(job)  # type: ignore[method-assign, assignment, return-value]
+    if store == "per shard":
+        citus.CitusBackend.batch_sql = lambda self, job: PerShardStore(job)  # type: ignore[method-assign]
     try:
         with engine.begin() as connection:
             connection.execute(text("SELECT set_config('citus.multi_shard_modify_mode', 'sequential', true)"))
@@ -102,7 +103,7 @@ def main() -> None:
     found: dict[str, list[float]] = {}
     for round_ in range(arguments.rounds):
         for label, (engine, sharded) in servers.items():
-            for store in ("new", "old") if sharded else ("new",):
+            for store in ("one statement", "per shard") if sharded else ("one statement",):
                 found.setdefault(f"{label}: backfill" + (f" ({store} store)" if sharded else ""), []).append(_backfill(engine, store))
             found.setdefault(f"{label}: duplicate_groups", []).append(_dupes(engine, arguments.rows))
         print(f"round {round_ + 1} of {arguments.rounds}: load average {os.getloadavg()[0]:.1f}", flush=True)

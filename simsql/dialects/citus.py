@@ -133,6 +133,10 @@ class CitusBatchSQL(PostgresBatchSQL):
     distribution: tuple[str, str | None] | None = None
     """(``pg_dist_partition.partmethod`` or ``""`` for a local table, distribution column)."""
 
+    columns_by_shard = False
+    """Whether fingerprint columns are stored shard by shard too (``benchmarks/citus_throughput.py``
+    times both stores)."""
+
     routed: Any = None
     """The statement storing one shard's rows (built at the first batch of a distributed table)."""
 
@@ -152,7 +156,8 @@ class CitusBatchSQL(PostgresBatchSQL):
         return self.job.keys.index(column) if method == "h" and column in self.job.keys else None
 
     def store(self, connection: Connection, rows: Sequence[Any]) -> int:
-        pinned = self.routed_key(connection) if rows and self.job.names.side is not None else None
+        by_shard = self.job.names.side is not None or self.columns_by_shard
+        pinned = self.routed_key(connection) if rows and by_shard else None
         if pinned is None:
             return super().store(connection, rows)
         if self.routed is None:
