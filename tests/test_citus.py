@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, String, Text, create_engine, select, table, text
+from sqlalchemy import Engine, String, Text, create_engine, event, select, table, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
@@ -257,6 +257,39 @@ def test_most_similar_on_a_distributed_table_plans_few_round_trips(citus_engine:
     load(citus_engine, Note, "distributed")
     found = _subplans(citus_engine, simsql.most_similar(select(Note), _text(Note, 7), limit=10))
     assert found <= 6, found
+
+
+def _tasks(connection: Any, sql: str, parameters: Any = None) -> int:
+    """Tasks (shard queries) of ``sql``'s plan on the coordinator (its parameters bound)."""
+    plan = connection.exec_driver_sql("EXPLAIN (COSTS false) " + sql, parameters).scalars().all()
+    return sum(int(line.split(":")[1]) for line in plan if line.strip().startswith("Task Count:"))
+
+
+def test_backfill_of_a_distributed_side_table_writes_each_batch_shard_by_shard(citus_engine: Engine) -> None:
+    """A side table's batch store names its keys, so Citus routes it to one shard and runs it
+    there whole, its FOR SHARE lock of the base rows included (the batch's one INSERT ... SELECT
+    was pulled to the coordinator, after a lock statement per shard)."""
+    model = Page
+    simsql.alembic.upgrade(citus_engine)
+    create_models(citus_engine, model)
+    simsql.citus.distribute(citus_engine, model, "id")
+    insert_rows(citus_engine, model, rows())
+    writes: list[tuple[str, Any]] = []
+
+    def capture(_c: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if statement.startswith(("UPDATE", "INSERT")) and "unnest(" in statement:
+            writes.append((statement, parameters))
+
+    event.listen(citus_engine, "before_cursor_execute", capture)
+    try:
+        simsql.backfill(citus_engine, model, workers=0)
+    finally:
+        event.remove(citus_engine, "before_cursor_execute", capture)
+    report = simsql.status(citus_engine)[0]
+    assert (report.rows_missing, report.rows_stale) == (0, 0)
+    assert len(writes) > 1
+    with citus_engine.connect() as connection:
+        assert [_tasks(connection, sql, parameters) for sql, parameters in writes] == [1] * len(writes)
 
 
 # -- attach and detach of a table the user distributed -----------------------------------------

@@ -18,9 +18,9 @@ connected database), it is PostgreSQL with what Citus refuses taken another way:
   shards (:meth:`CitusBackend.row_estimate_sql`); ``most_similar_many`` takes the
   window-function plan (Citus refuses the LATERAL one); ``near_duplicates`` reads keys and fingerprints once
   from the shards (a ``MATERIALIZED`` CTE) and joins them on the coordinator (Citus cannot run
-  a self-join on anything but the distribution column in place); the backfill of a side table
-  locks its base rows ``FOR SHARE`` one shard at a time (Citus refuses row locks in a
-  multi-shard statement) before its batch ``INSERT``.
+  a self-join on anything but the distribution column in place); a backfill stores a side
+  table's batch shard by shard, in statements naming their keys, which Citus routes to one
+  shard each (and which may then lock the base rows ``FOR SHARE``).
 * :func:`distribute_sql`: what :func:`simsql.citus.distribute` runs for the user's own tables.
 """
 
@@ -117,26 +117,33 @@ CITUS_DDL = CitusDDL()
 
 
 class CitusBatchSQL(PostgresBatchSQL):
-    """A side table's batch locks its base rows ``FOR SHARE`` as PostgreSQL's does (a writer
-    changing one of them waits, and its trigger then drops the new side row), but in statements
-    Citus can route: one per shard of a distributed base table, in shard order and key order
-    (two backfills lock in the same order), since Citus refuses row locks in a multi-shard
-    statement such as the batch's ``INSERT ... SELECT``."""
+    """A side table's batch of a hash-distributed table is stored shard by shard: its rows
+    grouped by the shard of their distribution column (asked of the coordinator, which holds the
+    shard map), then one statement per shard that names those keys (``b.<column> = ANY(...)``),
+    which Citus routes to that shard alone and runs there as a whole (the ``INSERT ... SELECT``
+    of the whole batch was pulled to the coordinator). It keeps PostgreSQL's ``FOR SHARE OF b``
+    (a writer changing one of the rows waits, and its trigger then drops the new side row):
+    Citus refuses row locks only in a statement over several shards. Shards go in shard order,
+    keys in key order, so two backfills lock in the same order.
+
+    Fingerprint columns keep PostgreSQL's one ``UPDATE`` per batch (a task per shard, each
+    joining the whole batch's arrays on the key): stored shard by shard it was no faster at 32
+    shards and slower at 4 (BENCHMARKS.md, ``benchmarks/citus_throughput.py``). A reference
+    or local table takes PostgreSQL's statement too."""
 
     distribution: tuple[str, str | None] | None = None
     """(``pg_dist_partition.partmethod`` or ``""`` for a local table, distribution column)."""
 
-    def write_statement(self, keys: list[str]) -> Any:
-        statement = super().write_statement(keys)
-        return text(str(statement).replace(" FOR SHARE OF b ", " "))
+    columns_by_shard = False
+    """Whether fingerprint columns are stored shard by shard too (``benchmarks/citus_throughput.py``
+    times both stores)."""
 
-    def store(self, connection: Connection, rows: Sequence[Any]) -> int:
-        if self.job.names.side is not None and rows:
-            self.lock_rows(connection, rows)
-        return super().store(connection, rows)
+    routed: Any = None
+    """The statement storing one shard's rows (built at the first batch of a distributed table)."""
 
-    def lock_rows(self, connection: Connection, rows: Sequence[Any]) -> None:
-        job = self.job
+    def routed_key(self, connection: Connection) -> int | None:
+        """The index of the distribution column among the key columns, for a hash-distributed
+        table (None otherwise)."""
         if self.distribution is None:
             found = connection.execute(
                 text(
@@ -147,22 +154,27 @@ class CitusBatchSQL(PostgresBatchSQL):
             ).first()
             self.distribution = ("", None) if found is None else (str(found[0]), found[1])
         method, column = self.distribution
-        index = job.keys.index(column) if method == "h" and column in job.keys else 0
-        key, key_type = self.quote(job.keys[index]), job.key_types[index]
-        values = [r.key[index] for r in rows]
-        lock = text(
-            f"SELECT 1 FROM {self.base} AS b WHERE b.{key} = ANY(CAST(:v AS {key_type}[])) ORDER BY {self.key_list} FOR SHARE"
-        )
-        if method != "h" or column not in job.keys:
-            connection.execute(lock, {"v": values})
-            return
-        shard = "get_shard_id_for_distribution_column(CAST(:t AS regclass), v)"
-        groups = connection.execute(
-            text(f"SELECT array_agg(v ORDER BY v) FROM unnest(CAST(:v AS {key_type}[])) AS v GROUP BY {shard} ORDER BY {shard}"),
-            {"v": values, "t": self.base},
+        return self.job.keys.index(column) if method == "h" and column in self.job.keys else None
+
+    def store(self, connection: Connection, rows: Sequence[Any]) -> int:
+        by_shard = self.job.names.side is not None or self.columns_by_shard
+        pinned = self.routed_key(connection) if rows and by_shard else None
+        if pinned is None:
+            return super().store(connection, rows)
+        if self.routed is None:
+            self.routed = self.write_statement(self.quoted_keys, pinned)
+        statement = self.routed
+        shards = connection.execute(
+            text(
+                f"SELECT get_shard_id_for_distribution_column(CAST(:t AS regclass), v) "
+                f"FROM unnest(CAST(:v AS {self.job.key_types[pinned]}[])) WITH ORDINALITY AS u(v, n) ORDER BY n"
+            ),
+            {"t": self.base, "v": [r.key[pinned] for r in rows]},
         ).scalars()
-        for group in list(groups):
-            connection.execute(lock, {"v": group})
+        groups: dict[int, list[Any]] = {}
+        for shard, row in zip(shards, rows):
+            groups.setdefault(int(shard), []).append(row)
+        return sum(self.store_with(connection, statement, groups[shard]) for shard in sorted(groups))
 
 
 _SETTLING: set[int] = set()

@@ -51,7 +51,11 @@ class PostgresBatchSQL(BatchSQL):
     def is_deadlock(self, error: DBAPIError) -> bool:
         return getattr(error.orig, "sqlstate", None) == self.DEADLOCK_STATE
 
-    def write_statement(self, keys: list[str]) -> Any:
+    def write_statement(self, keys: list[str], pinned: int | None = None) -> Any:
+        """The batch's store. ``pinned``: the index of a key column whose values the statement
+        also names as a list (``b.<key> = ANY(:k_<i>)``), and in side-table mode the keys are
+        then inserted from the user's row: what lets a distributing server (Citus) route the
+        statement to the shards holding those keys, rather than run it on every shard."""
         job = self.job
         words = [self.quote(w) for w in job.names.wide_words]  # a wide table's words 1-3
         arrays = ", ".join(
@@ -62,6 +66,8 @@ class PostgresBatchSQL(BatchSQL):
         values += [(f"w{j}", word) for j, word in enumerate(words, 1)]
         columns = ", ".join([f"k_{i}" for i in range(len(keys))] + [v for v, _ in values])
         match = " AND ".join(f"b.{k} = v.k_{i}" for i, k in enumerate(keys))
+        if pinned is not None:
+            match += f" AND b.{keys[pinned]} = ANY(CAST(:k_{pinned} AS {job.key_types[pinned]}[]))"
         fp, src = values[0][1], values[1][1]
         if job.names.side is None:
             # The row trigger keeps the fingerprint only if src is the digest of the row's text.
@@ -72,7 +78,7 @@ class PostgresBatchSQL(BatchSQL):
                 f"RETURNING b.{fp} IS NOT NULL"
             )
         side_keys = ", ".join(self.quote(k) for k in job.names.side_keys(job.keys))
-        keys_of_v = ", ".join(f"v.k_{i}" for i in range(len(keys)))
+        keys_of_v = ", ".join(f"v.k_{i}" if pinned is None else f"b.{k}" for i, k in enumerate(keys))
         refill = " OR ".join([f"{self.side}.{src} IS NULL", *self.unsigned(self.side)])
         return text(
             f"INSERT INTO {self.side} ({side_keys}, {', '.join(c for _, c in values)}) "
@@ -84,12 +90,16 @@ class PostgresBatchSQL(BatchSQL):
         )
 
     def store(self, connection: Connection, rows: Sequence[Fingerprinted]) -> int:
+        return self.store_with(connection, self.write, rows)
+
+    def store_with(self, connection: Connection, statement: Any, rows: Sequence[Fingerprinted]) -> int:
+        """``rows`` stored by ``statement`` (a :meth:`write_statement`)."""
         params: dict[str, Any] = {f"k_{i}": [r.key[i] for r in rows] for i in range(self.key_count)}
         params["fps"] = [None if r.fingerprint is None else to_signed(r.fingerprint) for r in rows]
         params["srcs"] = [str(r.digest) for r in rows]
         for j in range(1, len(self.job.names.wide_words) + 1):
             params[f"w{j}"] = [to_signed(r.words[j - 1]) if r.words else None for r in rows]
-        return sum(1 for stored in connection.execute(self.write, params).scalars() if stored)
+        return sum(1 for stored in connection.execute(statement, params).scalars() if stored)
 
 
 __all__ = ["PostgresBatchSQL"]
