@@ -28,6 +28,7 @@ import simsql.citus
 from simsql import dialects
 from simsql.dialects.citus import CitusBackend
 from simsql.dialects.postgresql import PostgresBackend
+from simsql.queries.originality import ORIGINALITY_CANDIDATES
 
 from .command_line import cli
 from .conftest import CITUS_SKIP
@@ -54,6 +55,17 @@ class Page(Base):
     """Side-table mode: fingerprints in ``pages_simhash``, co-located with ``pages``."""
 
     __tablename__ = "pages"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str | None] = mapped_column(String(200))
+    body: Mapped[str | None] = mapped_column(Text)
+
+
+class WideNote(simsql.WideSimHashMixin, Base):
+    """Columns mode with the wide 256-bit signature (``find_original``'s own index stage)."""
+
+    __tablename__ = "wide_notes"
+    __simhash_source__ = ("title", "body")
 
     id: Mapped[int] = mapped_column(primary_key=True)
     title: Mapped[str | None] = mapped_column(String(200))
@@ -144,7 +156,7 @@ def _similar_to(session: Session, model: type) -> Any:
 
 def _find_original(session: Session, model: type) -> Any:
     found = [simsql.find_original(session, model, _text(model, key)) for key in (7, 13, 42)]
-    return [None if match is None else (match.row.id, match.distance) for match in found]
+    return [None if match is None else (match.row.id, match.distance, match.similarity) for match in found]
 
 
 def _most_similar_many(session: Session, model: type) -> Any:
@@ -263,6 +275,47 @@ def _tasks(connection: Any, sql: str, parameters: Any = None) -> int:
     """Tasks (shard queries) of ``sql``'s plan on the coordinator (its parameters bound)."""
     plan = connection.exec_driver_sql("EXPLAIN (COSTS false) " + sql, parameters).scalars().all()
     return sum(int(line.split(":")[1]) for line in plan if line.strip().startswith("Task Count:"))
+
+
+@pytest.mark.parametrize("how", ["distributed", "reference"])
+def test_find_original_on_a_wide_table_answers_as_plain_postgresql(citus_engine: Engine, engine: Engine, how: str) -> None:
+    load(engine, WideNote, None)
+    load(citus_engine, WideNote, how)
+    expected = answer(engine, WideNote, "find_original")
+    assert any(expected), expected
+    assert answer(citus_engine, WideNote, "find_original") == expected
+
+
+@pytest.mark.parametrize("model", [Note, Page, WideNote])
+def test_find_original_reads_its_candidates_from_the_shards_holding_them(citus_engine: Engine, model: type) -> None:
+    """The candidates' rows are read by key in a statement of their own, which Citus routes to
+    the shards holding those keys (a task per such shard), not joined to the ranked keys on
+    every shard (32 tasks)."""
+    load(citus_engine, model, "distributed")
+    with citus_engine.connect() as connection:
+        shards = connection.execute(
+            text("SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = CAST(:t AS regclass)"), {"t": model.__tablename__}
+        ).scalar_one()
+    reads: list[tuple[str, Any]] = []
+
+    def capture(_c: Any, _cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if statement.startswith("SELECT") and " IN (" in statement:
+            reads.append((statement, parameters))
+
+    event.listen(citus_engine, "before_cursor_execute", capture)
+    try:
+        with Session(citus_engine) as session:
+            found = simsql.find_original(session, model, _text(model, 7))
+    finally:
+        event.remove(citus_engine, "before_cursor_execute", capture)
+    assert found is not None and found.row.id == 7
+    assert len(reads) == 1, reads
+    sql, parameters = reads[0]
+    keys = len(parameters)
+    assert 1 < keys <= ORIGINALITY_CANDIDATES, parameters
+    with citus_engine.connect() as connection:
+        tasks = _tasks(connection, sql, parameters)
+    assert 1 <= tasks <= keys < shards, (tasks, keys, shards)
 
 
 def test_backfill_of_a_distributed_side_table_writes_each_batch_shard_by_shard(citus_engine: Engine) -> None:

@@ -99,6 +99,11 @@ class Backend(ABC):
     or_probes: ClassVar[bool] = False
     """``similar_to`` on block columns compiles to an ``OR`` of the block probes rather than a
     key semi-join over their union (Citus: one shard task plans a bitmap ``OR`` faster)."""
+    rows_by_key: ClassVar[bool] = False
+    """:func:`simsql.find_original` reads its candidates' keys and distances in one statement and
+    their rows by key (``key IN (...)``) in a second, rather than joining the table to the ranked
+    keys in one (Citus: the second is routed to the shards holding those keys; the join ran on
+    every shard)."""
     many_targets_plan: ClassVar[ManyTargetsPlan] = "lateral"
     """Which plan :func:`simsql.most_similar_many` builds (see :data:`ManyTargetsPlan`)."""
     activity_view: ClassVar[str] = ""

@@ -212,6 +212,10 @@ class CitusBackend(PostgresBackend):
     """``similar_to`` as an ``OR`` of the block probes (columns mode): each shard task then plans
     a bitmap ``OR`` rather than a semi-join over a union (12 instead of 16 to 20 ms at 32 shards)."""
 
+    rows_by_key = True
+    """``find_original`` reads its candidates' rows by key, in a statement Citus routes to the
+    shards holding them (a task per shard holding a candidate, not one per shard: BENCHMARKS.md)."""
+
     def row_estimate_sql(self, table: str) -> str:
         """The rows of a distributed or reference table, counted in a 1% page sample on the
         shards (one pushed-down aggregate over the executor's cached connections): the

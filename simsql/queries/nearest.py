@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from sqlalchemy import Select
+from sqlalchemy import Select, select
 from sqlalchemy.sql import ColumnElement
 
 from .. import registry
 from ..storage import binding_for
-from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS, Within, nearest_statement
+from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS, Within, nearest_keys_statement, nearest_statement
 from .targets import check_distance, check_limit, exclude_keys, exclusion, resolve_target
 
 
@@ -95,6 +95,23 @@ def most_similar(
     schema, table = binding.registry_key
     check = {registry.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)}
     ranked = nearest_statement(stmt, model, fingerprint, limit, max_distance, excluded, probe_radius=probe_radius, exact=exact, scan=scan)
+    return ranked.execution_options(**check)
+
+
+def most_similar_keys(
+    model: type, target: object, limit: int = 10, max_distance: int | None = None, *,
+    probe_radius: int = DEFAULT_PROBE_RADIUS, scan: bool = True,
+) -> Select[Any]:  # fmt: skip
+    """:func:`most_similar` of a plain ``select(model)`` (exact, nothing excluded) as ``(key...,
+    distance)`` rows, nearest first (ties by key), without the rows themselves: read from the
+    fingerprint table alone, for a caller that reads the rows by key in a statement of its own
+    (:attr:`simsql.dialects.Backend.rows_by_key`)."""
+    _check_most_similar(select(model), limit, max_distance, probe_radius, scan)
+    binding = binding_for(model)
+    fingerprint, _ = resolve_target(binding, target)
+    schema, table = binding.registry_key
+    check = {registry.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)}
+    ranked = nearest_keys_statement(model, fingerprint, limit, max_distance, probe_radius=probe_radius, scan=scan)
     return ranked.execution_options(**check)
 
 

@@ -15,13 +15,13 @@ from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
 from ..containment import MIN_CONTAINMENT, containment, shingles
-from ..dialects import radius_for
+from ..dialects import backend, radius_for
 from ..signature import WIDE_BITS
-from ..steps import Compute, Execute, Steps, run_sync_steps
+from ..steps import Call, Compute, Execute, Steps, run_sync_steps
 from ..storage import binding_for
-from .nearest import Match, most_similar
+from .nearest import Match, most_similar, most_similar_keys
 from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS
-from .targets import check_distance
+from .targets import check_distance, in_ranked_order, rows_of_keys
 from .wide import WIDE_DISTANCE
 from .wide_original import MAX_TEXT_BYTES, check_text_size, find_wide_original
 
@@ -145,15 +145,40 @@ def find_original_steps(
             "find_original as steps (simsql.asyncio) does not cover the wide signature yet: use the sync find_original"
         )
     limit = 1 if min_containment is None else candidates
-    statement = yield Compute(
-        lambda: originality_search(model, text, max_distance, probe_radius=probe_radius, limit=limit)
-    )
-    rows = yield Execute(statement)
+    by_key = yield Call(lambda connection: backend(connection).rows_by_key)
+    if by_key:
+        rows = yield from ranked_rows_by_key(model, text, max_distance, probe_radius, limit)
+    else:
+        statement = yield Compute(
+            lambda: originality_search(model, text, max_distance, probe_radius=probe_radius, limit=limit)
+        )
+        rows = yield Execute(statement)
     if min_containment is None:
         return Match(rows[0][0], int(rows[0][1]), float(rows[0][2])) if rows else None
     threshold = min_containment
     found: Match | None = yield Compute(lambda: first_contained(model, text, rows, threshold))
     return found
+
+
+def ranked_rows_by_key(
+    model: type, text: str, max_distance: int, probe_radius: int | None, limit: int
+) -> Steps[list[tuple[Any, int, float]]]:
+    """:func:`originality_search`'s rows in two statements, for a backend whose
+    :attr:`~simsql.dialects.Backend.rows_by_key` says so (Citus): the candidates' keys and
+    distances from the fingerprint table (its block indexes), then their rows by key
+    (``key IN (...)``, which Citus routes to the shards holding those keys rather than joining
+    the table on every shard). The same rows in the same order: ``(row, distance, similarity)``,
+    nearest first, ties by key; a row deleted between the two is left out, as the join would."""
+    radius = bounded_probe_radius(max_distance) if probe_radius is None else probe_radius
+    binding = binding_for(model)
+    statement = yield Compute(
+        lambda: most_similar_keys(model, text, limit, max_distance, probe_radius=radius, scan=False)
+    )
+    ranked = yield Execute(statement)
+    if not ranked:
+        return []
+    found = yield Execute(rows_of_keys(binding, [tuple(rank[: len(binding.keys)]) for rank in ranked]))
+    return [(row, distance, 1.0 - distance / 64.0) for row, distance in in_ranked_order(binding, ranked, found)]
 
 
 def first_contained(model: type, text: str, rows: Sequence[Any], min_containment: float) -> Match | None:

@@ -540,6 +540,22 @@ def nearest_statement(
     )
 
 
+def nearest_keys_statement(
+    model: type, fingerprint: int, limit: int, max_distance: int | None, *, probe_radius: int, scan: bool,
+) -> Select[Any]:  # fmt: skip
+    """``(key..., distance)`` of the exact top-``limit`` rows of the whole table, nearest first
+    (ties by key), read from the fingerprint table alone (the model's own, or its side table):
+    :func:`nearest_statement`'s ranking of a plain ``select(Model)`` without the join to the
+    entities, for a caller that reads the rows by key itself (:attr:`simsql.dialects.Backend.rows_by_key`)."""
+    binding = binding_for(model)
+    reach = _probe_reach(max_distance, probe_radius, scan)
+    target = _Target.of(fingerprint, probe_radius if reach is None else reach)
+    if reach is not None:  # one band, its ORDER BY ... LIMIT outermost: Citus runs it on each shard, no subplan
+        return _key_ranking(binding, target, limit, max_distance, probe_radius, None, scan).element  # type: ignore[no-any-return]
+    ranked: Any = _KeyRanking(binding, target, limit, max_distance, probe_radius, None, scan)
+    return select(ranked).order_by(ranked.c.distance, *(ranked.c[k.name] for k in binding.table_keys))
+
+
 def _as_select(stmt: Select[Any]) -> Select[Any]:
     """``stmt`` as SQLAlchemy's own :class:`Select`, everything else kept (a copy, as its
     generative methods make). A subclass keeps its class through ``add_columns``, and SQLModel's

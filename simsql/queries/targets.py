@@ -15,7 +15,7 @@ from typing import Any
 from uuid import UUID
 
 import numpy as np
-from sqlalchemy import and_, literal, not_, tuple_
+from sqlalchemy import Select, and_, literal, not_, select, tuple_
 from sqlalchemy.sql import ColumnElement
 
 from ..bits import check_fingerprint
@@ -107,6 +107,23 @@ def fingerprint_literal(fingerprint: int) -> ColumnElement[Any]:
 def keys_equal(left: Sequence[Any], right: Sequence[Any]) -> ColumnElement[bool]:
     """The join condition of two primary keys given column by column."""
     return and_(*(a == b for a, b in zip(left, right)))
+
+
+def rows_of_keys(binding: Binding, keys: Sequence[tuple[Any, ...]]) -> Select[Any]:
+    """The rows of ``binding``'s model whose primary keys are ``keys`` (``key IN (...)``, in no
+    order): a statement Citus routes to the shards holding them."""
+    if len(binding.keys) == 1:
+        return select(binding.model).where(binding.keys[0].in_([key[0] for key in keys]))
+    return select(binding.model).where(tuple_(*binding.keys).in_(keys))
+
+
+def in_ranked_order(binding: Binding, ranked: Sequence[Any], rows: Iterable[Any]) -> list[tuple[Any, int]]:
+    """``(row, distance)`` for each ``(key..., distance)`` of ``ranked`` (in its order) whose
+    row is among ``rows`` (ORM rows of ``binding``'s model; a key without one is left out)."""
+    width = len(binding.keys)
+    found = {binding.key_of(row[0]): row[0] for row in rows}
+    keyed = ((tuple(rank[:width]), int(rank[width])) for rank in ranked)
+    return [(found[key], distance) for key, distance in keyed if key in found]
 
 
 def key_value(values: Sequence[Any]) -> Any:

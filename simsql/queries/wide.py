@@ -101,6 +101,27 @@ def wide_statement(model: type, limit: int) -> Select[Any]:
 
 @lru_cache(maxsize=64)
 def _statement(model: type, binding: Binding, limit: int) -> Select[Any]:
+    nearest = _nearest(binding, limit).subquery("wide_nearest")
+    nearest_keys = [nearest.c[key.name] for key in binding.table_keys]
+    # LIMIT again outside: MySQL and MariaDB drop an ORDER BY inside a derived table
+    return (
+        select(model, nearest.c.distance)
+        .join(nearest, keys_equal(binding.keys, nearest_keys))
+        .order_by(nearest.c.distance, *binding.keys)
+        .limit(limit)
+    )
+
+
+def wide_keys_statement(model: type, limit: int) -> Select[Any]:
+    """:func:`wide_statement` without the join to the rows: ``(key..., distance)`` of the nearest
+    ``limit`` rows, nearest first (ties by key), from the block indexes alone, for a caller that
+    reads the rows by key itself (:attr:`simsql.dialects.Backend.rows_by_key`). The same
+    parameters."""
+    return _nearest(wide_binding(model), limit)
+
+
+@lru_cache(maxsize=64)
+def _nearest(binding: Binding, limit: int) -> Select[Any]:
     distance = wide_distance(binding, [bindparam(f"simsql_w{k}", type_=SimHash()) for k in range(WIDE_WORDS)])
     bound = bindparam("simsql_bound", type_=Integer())
     branches = [
@@ -110,15 +131,7 @@ def _statement(model: type, binding: Binding, limit: int) -> Select[Any]:
     ]
     candidates = union(*branches).subquery("wide_candidates")
     candidate_keys = [candidates.c[key.name] for key in binding.table_keys]
-    nearest = select(candidates).order_by(candidates.c.distance, *candidate_keys).limit(limit).subquery("wide_nearest")
-    nearest_keys = [nearest.c[key.name] for key in binding.table_keys]
-    # LIMIT again outside: MySQL and MariaDB drop an ORDER BY inside a derived table
-    return (
-        select(model, nearest.c.distance)
-        .join(nearest, keys_equal(binding.keys, nearest_keys))
-        .order_by(nearest.c.distance, *binding.keys)
-        .limit(limit)
-    )
+    return select(candidates).order_by(candidates.c.distance, *candidate_keys).limit(limit)
 
 
 def wide_parameters(signature: Signature, max_distance: int, groups: dict[int, list[int]]) -> dict[str, Any]:

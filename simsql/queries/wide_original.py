@@ -15,16 +15,21 @@ few dozen bytes per word of the text, so a text over the limit is refused before
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy.orm import Session
 
 from ..containment import MIN_CONTAINMENT, share_of_submission, shingled
+from ..dialects import backend
 from ..errors import TextTooLarge
 from ..fingerprint import Fingerprinter
 from ..signature import WIDE_BITS
+from ..storage import Binding
 from .nearest import Match
+from .targets import in_ranked_order, rows_of_keys
 from .wide import (
-    WIDE_BUDGET, WIDE_CANDIDATES, WIDE_DISTANCE, WIDE_FIRST_CANDIDATES, WIDE_FIRST_STAGE, probe_groups, wide_binding, wide_parameters, wide_search,
-    wide_statement,
+    WIDE_BUDGET, WIDE_CANDIDATES, WIDE_DISTANCE, WIDE_FIRST_CANDIDATES, WIDE_FIRST_STAGE, probe_groups, wide_binding, wide_keys_statement, wide_parameters,
+    wide_search, wide_statement,
 )  # fmt: skip
 
 MAX_TEXT_BYTES = 4 * 1024 * 1024
@@ -82,9 +87,10 @@ def find_wide_original(
         rows = session.execute(wide_search(model, signature, wide_distance, budget=budget, limit=1)).all()
         return Match(rows[0][0], int(rows[0][1]), 1.0 - int(rows[0][1]) / WIDE_BITS) if rows else None
     submitted, read = shingled(text), set()
+    by_key = backend(session.connection()).rows_by_key
     for start, stop, limit in stages(budget, candidates):
         parameters = wide_parameters(signature, wide_distance, probe_groups(signature, stop, start))
-        for row, distance in session.execute(wide_statement(model, limit), parameters).all():
+        for row, distance in _nearest_rows(session, binding, limit, parameters, by_key):
             key = binding.key_of(row)
             if key in read:
                 continue
@@ -93,6 +99,19 @@ def find_wide_original(
             if stored is not None and share_of_submission(submitted, shingled(stored)) >= min_containment:
                 return Match(row, int(distance), 1.0 - int(distance) / WIDE_BITS)
     return None
+
+
+def _nearest_rows(session: Session, binding: Binding, limit: int, parameters: dict[str, Any], by_key: bool) -> list[tuple[Any, int]]:
+    """``(row, distance)`` of the nearest ``limit`` candidates, nearest first: in one statement,
+    or (``by_key``, :attr:`simsql.dialects.Backend.rows_by_key`) their keys and distances, then
+    their rows by key (which Citus routes to the shards holding them)."""
+    if not by_key:
+        return [(row, int(distance)) for row, distance in session.execute(wide_statement(binding.model, limit), parameters).all()]
+    ranked = session.execute(wide_keys_statement(binding.model, limit), parameters).all()
+    if not ranked:
+        return []
+    found = session.execute(rows_of_keys(binding, [tuple(rank[: len(binding.keys)]) for rank in ranked])).all()
+    return in_ranked_order(binding, ranked, found)
 
 
 def stages(budget: int, candidates: int) -> list[tuple[int, int, int]]:
