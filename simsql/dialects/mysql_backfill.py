@@ -59,6 +59,9 @@ class MySQLBatchSQL(BatchSQL):
     def text_of(self, column: str) -> str:
         return column  # CHAR(n) is read without its padding, as CONCAT_WS in the digest reads it
 
+    def digest_of(self, columns: Sequence[str], row: str) -> str:
+        return digest_sql(columns, row)
+
     def after(self, keys: Sequence[str]) -> str:
         """``k1 > :l1 OR (k1 = :l1 AND k2 > :l2) ...``: MariaDB reads a row comparison
         ``(k1, k2) > (...)`` by scanning the key from its start, which makes every batch slower

@@ -1,0 +1,199 @@
+"""``simsql.backfill`` of vector models (issue 25): rows written without the ORM (raw SQL, a bulk
+load) get their signatures, in batches signed by one matrix product, checked against the
+fingerprinter's own; NULL vectors are left unsigned; a bad vector stops the run naming its key,
+with every earlier batch kept and nothing of its own batch written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import JSON, REAL, Double, Engine, Integer, LargeBinary, insert, select, text, update
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+import simsql
+from simsql import VectorFingerprinter
+from simsql.schema import metadata as simsql_metadata
+
+DIMENSIONS = 16
+SIGNER = VectorFingerprinter(DIMENSIONS, seed=5)
+FLOAT64_VECTOR = ARRAY(Double()).with_variant(JSON(none_as_null=True), "mysql", "mariadb")
+FLOAT32_VECTOR = ARRAY(REAL()).with_variant(LargeBinary(), "mysql", "mariadb")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Doc(simsql.SimHashMixin, Base):
+    """double precision[] on PostgreSQL, JSON on MySQL/MariaDB."""
+
+    __tablename__ = "vbf_docs"
+    __simhash_source__ = "embedding"
+    __simhash_fingerprinter__ = SIGNER
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    embedding: Mapped[Any] = mapped_column(FLOAT64_VECTOR, nullable=True)
+
+
+class Doc32(simsql.SimHashMixin, Base):
+    """real[] on PostgreSQL, a float32 BLOB on MySQL/MariaDB."""
+
+    __tablename__ = "vbf_docs32"
+    __simhash_source__ = "embedding"
+    __simhash_fingerprinter__ = SIGNER
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    embedding: Mapped[Any] = mapped_column(FLOAT32_VECTOR, nullable=True)
+
+
+class WideBlob(simsql.WideSimHashMixin, Base):
+    """The wide signature, float32 bytes (``bytea`` / BLOB)."""
+
+    __tablename__ = "vbf_wide_blobs"
+    __simhash_source__ = "embedding"
+    __simhash_fingerprinter__ = SIGNER
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    embedding: Mapped[Any] = mapped_column(LargeBinary, nullable=True)
+
+
+class JsonDoc(simsql.SimHashMixin, Base):
+    """JSON on every server, written by SQLAlchemy's JSON type (which stores None as JSON null)."""
+
+    __tablename__ = "vbf_json_docs"
+    __simhash_source__ = "embedding"
+    __simhash_fingerprinter__ = SIGNER
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    embedding: Mapped[Any] = mapped_column(JSON, nullable=True)
+
+
+def _is_mysql(engine: Engine) -> bool:
+    return engine.dialect.name in ("mysql", "mariadb")
+
+
+def _vectors(n: int, seed: int = 4) -> np.ndarray:
+    """float32 values, so every column type holds them exactly."""
+    return np.random.default_rng(seed).normal(size=(n, DIMENSIONS)).astype(np.float32).astype(np.float64)
+
+
+def _as_stored(engine: Engine, model: type, vector: Any) -> Any:
+    if vector is None:
+        return None
+    if model is WideBlob or (model is Doc32 and _is_mysql(engine)):
+        return np.asarray(vector, dtype="<f4").tobytes()
+    return [float(x) for x in vector]
+
+
+def _raw_load(engine: Engine, model: type, vectors: list[Any]) -> None:
+    """Rows written as a bulk loader writes them: no signature."""
+    simsql_metadata.create_all(engine)  # the registry, so that status lists the table
+    Base.metadata.create_all(engine)
+    rows = [{"id": i + 1, "embedding": _as_stored(engine, model, v)} for i, v in enumerate(vectors)]
+    with engine.begin() as connection:
+        connection.execute(insert(model.__table__), rows)  # type: ignore[attr-defined]
+
+
+def _column(engine: Engine, model: type, name: str) -> dict[int, Any]:
+    table = model.__table__  # type: ignore[attr-defined]
+    with engine.connect() as connection:
+        return dict(connection.execute(select(table.c.id, table.c[name]).order_by(table.c.id)).all())
+
+
+def _status(engine: Engine, model: type) -> simsql.TableStatus:
+    return next(s for s in simsql.status(engine) if s.table == model.__tablename__)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("model", [Doc, Doc32], ids=["float64", "float32"])
+def test_backfill_signs_a_vector_column_in_batches(any_engine: Engine, model: type) -> None:
+    vectors = _vectors(23)
+    loaded: list[Any] = list(vectors)
+    loaded[6] = None  # a NULL vector: no signature, not counted missing
+    _raw_load(any_engine, model, loaded)
+    assert set(_column(any_engine, model, "simhash").values()) == {None}
+
+    result = simsql.backfill(any_engine, model, batch_size=5, workers=0)
+
+    expected = SIGNER.fingerprint_many(np.delete(vectors, 6, axis=0))
+    signed = _column(any_engine, model, "simhash")
+    assert signed.pop(7) is None
+    assert [s if s is None else s % 2**64 for s in signed.values()] == expected
+    assert (result.rows_read, result.rows_fingerprinted, result.rows_skipped_changed) == (22, 22, 0)
+    status = _status(any_engine, model)
+    assert (status.rows_missing, status.rows_stale, status.rows_fingerprinted) == (0, 0, 22)
+    again = simsql.backfill(any_engine, model, batch_size=5, workers=0)
+    assert again.rows_read == 0
+    with any_engine.begin() as connection:  # the vector changes behind simsql: the signature goes...
+        connection.execute(update(model.__table__).where(model.__table__.c.id == 3).values(  # type: ignore[attr-defined]
+            embedding=_as_stored(any_engine, model, -vectors[2])
+        ))
+    assert _column(any_engine, model, "simhash")[3] is None
+    simsql.backfill(any_engine, model, batch_size=5, workers=0)  # ...and the backfill brings the new one
+    assert _column(any_engine, model, "simhash")[3] % 2**64 == SIGNER.fingerprint(-vectors[2])
+
+
+def test_backfill_writes_the_wide_words_of_a_vector(any_engine: Engine) -> None:
+    vectors = _vectors(12, seed=8)
+    _raw_load(any_engine, WideBlob, list(vectors))
+    simsql.backfill(any_engine, WideBlob, batch_size=4, workers=0)
+    names = simsql.binding_for(WideBlob).names
+    stored = [_column(any_engine, WideBlob, name) for name in names.signature_words]
+    expected = SIGNER.signatures_many(vectors)
+    for key in range(1, 13):
+        assert tuple(words[key] % 2**64 for words in stored) == expected[key - 1].words
+    assert _status(any_engine, WideBlob).rows_missing_wide == 0
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ([0.0] * DIMENSIONS, "all zeros"),
+        ([1.0] * (DIMENSIONS + 1), f"expected vectors of {DIMENSIONS} numbers"),
+        ([float("nan")] + [1.0] * (DIMENSIONS - 1), "NaN or infinity"),
+    ],
+    ids=["zeros", "length", "nan"],
+)
+def test_a_bad_vector_stops_the_backfill_naming_its_key(any_engine: Engine, bad: list[float], message: str) -> None:
+    vectors: list[Any] = list(_vectors(10, seed=9))
+    vectors[6] = bad  # id 7, in the second batch of 4
+    _raw_load(any_engine, Doc32, vectors)  # real[] / float32 BLOB: NaN storable on both
+    with pytest.raises(ValueError, match=rf"vbf_docs32.*\[7\].*{message}"):
+        simsql.backfill(any_engine, Doc32, batch_size=4, workers=0)
+    signed = _column(any_engine, Doc32, "simhash")
+    assert [key for key, s in signed.items() if s is not None] == [1, 2, 3, 4]  # the batch before it is kept
+
+    with any_engine.begin() as connection:  # the user fixes the row; the rerun resumes
+        connection.execute(update(Doc32.__table__).where(Doc32.__table__.c.id == 7).values(  # type: ignore[attr-defined]
+            embedding=_as_stored(any_engine, Doc32, [1.0] * DIMENSIONS)
+        ))
+    simsql.backfill(any_engine, Doc32, batch_size=4, workers=0)
+    assert None not in _column(any_engine, Doc32, "simhash").values()
+    assert _status(any_engine, Doc32).rows_missing == 0
+
+
+def test_the_stored_digest_is_the_servers(any_engine: Engine) -> None:
+    """The signature is kept by the table's trigger only with the digest of the vector the
+    server holds: the backfill stores the server's own digest of the value it read."""
+    _raw_load(any_engine, Doc, list(_vectors(3, seed=2)))
+    simsql.backfill(any_engine, Doc, batch_size=2, workers=0)
+    status = _status(any_engine, Doc)
+    assert (status.rows_fingerprinted, status.rows_stale) == (3, 0)
+    with any_engine.connect() as connection:
+        unverified = connection.execute(text("SELECT count(*) FROM vbf_docs WHERE simhash_src IS NULL")).scalar_one()
+    assert unverified == 0
+
+
+def test_a_json_null_is_no_vector_and_is_not_missing(any_engine: Engine) -> None:
+    vectors: list[Any] = list(_vectors(5, seed=3))
+    vectors[1] = None  # JSON null, not SQL NULL
+    _raw_load(any_engine, JsonDoc, vectors)
+    result = simsql.backfill(any_engine, JsonDoc, batch_size=2, workers=0)
+    assert (result.rows_fingerprinted, result.rows_empty) == (4, 1)
+    signed = _column(any_engine, JsonDoc, "simhash")
+    assert signed[2] is None
+    assert [signed[k] % 2**64 for k in (1, 3, 4, 5)] == SIGNER.fingerprint_many(np.delete(np.array(_vectors(5, seed=3)), 1, axis=0))
+    status = _status(any_engine, JsonDoc)
+    assert (status.rows_missing, status.rows_no_text, status.rows_fingerprinted) == (0, 1, 4)
