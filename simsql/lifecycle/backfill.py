@@ -328,7 +328,7 @@ def backfill(
     target: type | str,
     *,
     schema: str | None = None,
-    fingerprinter: Fingerprinter | None = None,
+    fingerprinter: AnyFingerprinter | None = None,
     batch_size: int = 2000,
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
     workers: int | None = None,
@@ -493,7 +493,7 @@ def label_of(target: type | str, schema: str | None) -> str:
 
 
 def start_backfill(
-    connection: Connection, target: type | str, schema: str | None, fingerprinter: Fingerprinter | None, timeouts: apply.Timeouts
+    connection: Connection, target: type | str, schema: str | None, fingerprinter: AnyFingerprinter | None, timeouts: apply.Timeouts
 ) -> Job:
     """The checks and catalog reads that start a backfill (the server, its digest function,
     the registry, the table): the job to run. Committed, so no transaction stays open."""

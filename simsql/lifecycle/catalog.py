@@ -51,10 +51,10 @@ def holds_vectors(column: Column) -> bool:
 
 
 def describe(
-    connection: Connection, table: str, source: Sequence[str], schema: str | None = None, *, vector: bool = False
+    connection: Connection, table: str, source: Sequence[str], schema: str | None = None, *, vector: bool | None = False
 ) -> Target:
     """Read a table's key and check its source columns exist and hold text (``vector``: one
-    column that can hold a vector)."""
+    column that can hold a vector; None: that they exist, whatever their type)."""
     backend(connection).check_server(connection)
     if isinstance(source, str):
         source = [source]
@@ -72,7 +72,7 @@ def describe(
                 f"column {facts.schema}.{table}.{name} is {column.type}: a vector is read from one array, vector, "
                 "JSON or float32 bytes column"
             )
-        if not vector and not column.is_text:
+        if vector is False and not column.is_text:
             raise SchemaError(f"column {facts.schema}.{table}.{name} is {column.type}, not text")
     if not facts.keys:
         raise SchemaError(f"table {facts.schema}.{table} has no primary key; simsql needs one to find rows again")
