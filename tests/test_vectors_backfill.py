@@ -246,3 +246,24 @@ def test_attach_table_with_a_vector_fingerprinter_then_backfill(any_engine: Engi
         assert connection.execute(text(f"SELECT simhash FROM {holder} WHERE id = 2")).scalar_one() % 2**64 == SIGNER.fingerprint(-vectors[1])
     with pytest.raises(simsql.SchemaError, match="vector"):  # a column that cannot hold a vector
         simsql.attach_table(any_engine, "vbf_plain", ["id"], fingerprinter=SIGNER, prefix="other")
+
+
+def test_attach_table_wide_with_a_vector_fingerprinter(any_engine: Engine) -> None:
+    """``wide=True``: the backfill writes the 256-bit words and builds the wide indexes."""
+    vectors = _vectors(6, seed=13)
+    column = "JSON" if _is_mysql(any_engine) else "double precision[]"
+    with any_engine.begin() as connection:
+        connection.execute(text(f"CREATE TABLE vbf_plain_wide (id INTEGER PRIMARY KEY, embedding {column})"))
+        connection.execute(
+            text("INSERT INTO vbf_plain_wide (id, embedding) VALUES (:id, :v)"),
+            [{"id": i + 1, "v": json.dumps([float(x) for x in v]) if _is_mysql(any_engine) else [float(x) for x in v]}
+             for i, v in enumerate(vectors)],
+        )
+    entry = simsql.attach_table(any_engine, "vbf_plain_wide", ["embedding"], fingerprinter=SIGNER, wide=True)
+    assert entry.names.wide
+    simsql.backfill(any_engine, "vbf_plain_wide", batch_size=4, workers=0)
+    words = ", ".join(entry.names.signature_words)
+    with any_engine.connect() as connection:
+        rows = connection.execute(text(f"SELECT {words} FROM vbf_plain_wide ORDER BY id")).all()
+    assert [tuple(w % 2**64 for w in row) for row in rows] == [s.words for s in SIGNER.signatures_many(vectors)]
+    assert _status(any_engine, "vbf_plain_wide").rows_missing_wide == 0
