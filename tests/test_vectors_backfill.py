@@ -267,3 +267,27 @@ def test_attach_table_wide_with_a_vector_fingerprinter(any_engine: Engine) -> No
         rows = connection.execute(text(f"SELECT {words} FROM vbf_plain_wide ORDER BY id")).all()
     assert [tuple(w % 2**64 for w in row) for row in rows] == [s.words for s in SIGNER.signatures_many(vectors)]
     assert _status(any_engine, "vbf_plain_wide").rows_missing_wide == 0
+
+
+def test_a_vector_changed_while_its_batch_is_signed_gets_the_new_signature(any_engine: Engine) -> None:
+    """A writer changes a vector after its batch was read and before it is written: the stale
+    signature is not kept (the trigger compares the digest), and the catch-up pass signs the new
+    vector. Batches are read two ahead of the write, so the change made when the first batch is
+    written lands in the third, already signed."""
+    vectors = _vectors(6, seed=14)
+    _raw_load(any_engine, Doc, list(vectors))
+    changed: list[int] = []
+
+    def progress(done: int, total: int) -> None:
+        if not changed:
+            changed.append(done)
+            with any_engine.begin() as connection:
+                connection.execute(update(Doc.__table__).where(Doc.__table__.c.id == 5).values(  # type: ignore[attr-defined]
+                    embedding=_as_stored(any_engine, Doc, -vectors[4])
+                ))
+
+    result = simsql.backfill(any_engine, Doc, batch_size=2, workers=0, progress=progress)
+    assert result.rows_skipped_changed == 1
+    signed = _column(any_engine, Doc, "simhash")
+    assert signed[5] % 2**64 == SIGNER.fingerprint(-vectors[4])
+    assert _status(any_engine, Doc).rows_missing == 0
