@@ -291,3 +291,19 @@ def test_a_vector_changed_while_its_batch_is_signed_gets_the_new_signature(any_e
     signed = _column(any_engine, Doc, "simhash")
     assert signed[5] % 2**64 == SIGNER.fingerprint(-vectors[4])
     assert _status(any_engine, Doc).rows_missing == 0
+
+
+def test_a_blob_beside_a_side_table_is_refused_clearly_on_mysql(mysql_engine: Engine) -> None:
+    """MySQL/MariaDB: the digest reads a BLOB as UTF-8 text, which the server refuses when the
+    backfill writes a side table: a SchemaError saying so and what to do, nothing written."""
+    with mysql_engine.begin() as connection:
+        connection.execute(text("CREATE TABLE vbf_blob_side (id INTEGER PRIMARY KEY, embedding BLOB)"))
+        connection.execute(
+            text("INSERT INTO vbf_blob_side (id, embedding) VALUES (:id, :v)"),
+            [{"id": i + 1, "v": v.astype("<f4").tobytes()} for i, v in enumerate(_vectors(3, seed=15))],
+        )
+    entry = simsql.attach_table(mysql_engine, "vbf_blob_side", ["embedding"], fingerprinter=SIGNER, side_table=True)
+    with pytest.raises(simsql.SchemaError, match="BLOB.*side table.*JSON"):
+        simsql.backfill(mysql_engine, "vbf_blob_side", workers=0)
+    with mysql_engine.connect() as connection:
+        assert connection.execute(text(f"SELECT count(*) FROM {entry.side_table}")).scalar_one() == 0
