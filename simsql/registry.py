@@ -34,7 +34,7 @@ from .dialects import backend
 from .dialects.base import is_autocommit
 from .errors import ConfigMismatch, SchemaError
 from .fingerprint import Fingerprinter
-from .vectors import AnyFingerprinter
+from .vectors import AnyFingerprinter, VectorFingerprinter
 from .schema import (
     DEFAULT_PREFIX,
     PROGRESS_TABLE,
@@ -199,12 +199,15 @@ def remove(connection: Connection, table_name: str, schema: str | None = None) -
     forget(connection.engine)
 
 
-def fingerprinter_from_settings(settings: dict[str, Any]) -> Fingerprinter:
-    """Rebuild the :class:`Fingerprinter` recorded in the registry (any algorithm version).
+def fingerprinter_from_settings(settings: dict[str, Any]) -> AnyFingerprinter:
+    """Rebuild the :class:`Fingerprinter` recorded in the registry (any algorithm version), or
+    the :class:`~simsql.VectorFingerprinter` (settings of ``kind`` ``vector``).
 
     One rule, owned by :meth:`Fingerprinter.from_settings`; IDF tables are recorded by digest
     only, so a table fingerprinted with one needs its Fingerprinter passed explicitly.
     """
+    if settings.get("kind") == "vector":
+        return VectorFingerprinter.from_settings(settings)
     return Fingerprinter.from_settings(settings)
 
 

@@ -85,3 +85,22 @@ def test_a_bad_target_is_refused_by_the_async_queries(
     on(engine, driver, ask)
     with Session(engine) as session, pytest.raises(TypeError, match="sync Session"):
         asyncio.run(simsql_async.most_similar_vectors(session, select(WideDoc), [1.0] * DIMENSIONS))  # type: ignore[arg-type]
+
+
+def test_the_async_backfill_signs_a_vector_model(async_case: tuple[Engine, str]) -> None:  # noqa: F811
+    """Rows written without the ORM, signed by ``simsql.asyncio.backfill`` with their wide words."""
+    engine, driver = async_case
+    vectors = _vectors(9)
+    _load(engine, WideDoc, vectors)
+    names = simsql.binding_for(WideDoc).names
+    table = WideDoc.__table__  # type: ignore[attr-defined]
+    with engine.begin() as connection:  # as a raw writer leaves them: no signature
+        connection.execute(table.update().values(dict.fromkeys(names.signature_words)))
+
+    async def fill(async_engine: AsyncEngine) -> simsql.BackfillResult:
+        return await simsql_async.backfill(async_engine, WideDoc, batch_size=4)
+
+    assert on(engine, driver, fill).rows_fingerprinted == 9
+    with engine.connect() as connection:
+        rows = connection.execute(select(*[table.c[w] for w in names.signature_words]).order_by(table.c.id)).all()
+    assert [tuple(w % 2**64 for w in row) for row in rows] == [s.words for s in WideDoc.__simhash_fingerprinter__.signatures_many(vectors)]

@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from sqlalchemy.util import greenlet_spawn
 
 from ..dialects.batch import BatchSQL
-from ..fingerprint import Fingerprinter
+from ..vectors import AnyFingerprinter
 from ..lifecycle import apply
 from ..lifecycle.backfill import (
     DEFAULT_MAX_BATCH_BYTES,
@@ -46,7 +46,7 @@ async def backfill(
     target: type | str,
     *,
     schema: str | None = None,
-    fingerprinter: Fingerprinter | None = None,
+    fingerprinter: AnyFingerprinter | None = None,
     batch_size: int = 2000,
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
     progress: ProgressCallback | None = None,

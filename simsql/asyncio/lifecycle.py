@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.util import greenlet_spawn
 
-from ..fingerprint import Fingerprinter
+from ..vectors import AnyFingerprinter
 from ..lifecycle import apply
 from ..lifecycle.tables import (
     TableStatus,
@@ -34,7 +34,7 @@ async def attach_table(
     source: Sequence[str],
     *,
     schema: str | None = None,
-    fingerprinter: Fingerprinter | None = None,
+    fingerprinter: AnyFingerprinter | None = None,
     side_table: bool = False,
     prefix: str = DEFAULT_PREFIX,
     indexes: bool = True,

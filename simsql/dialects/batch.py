@@ -22,8 +22,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
-from ..fingerprint import Fingerprinter
 from ..schema import Names
+from ..vectors import AnyFingerprinter, VectorFingerprinter
 
 
 @dataclass(frozen=True)
@@ -37,13 +37,18 @@ class Job:
     """Each key column's type as the catalog spells it (``bytea``, ``varbinary(16)``)."""
     source: tuple[str, ...]
     names: Names
-    fingerprinter: Fingerprinter
+    fingerprinter: AnyFingerprinter
     cursor: str | None = None
     """Key of the resume cursor in ``simsql_backfill`` (default: the table's name)."""
 
     @property
     def cursor_key(self) -> str:
         return self.cursor or self.table
+
+    @property
+    def vector(self) -> bool:
+        """The source is one vector column (a :class:`~simsql.VectorFingerprinter` signs it)."""
+        return isinstance(self.fingerprinter, VectorFingerprinter)
 
 
 class Fingerprinted(NamedTuple):
@@ -101,8 +106,16 @@ class BatchSQL(ABC):
         # a wide table's fingerprint stored without its signature (a writer that knows only the
         # 64 bits) is fingerprinted again, words and all
         missing = f"({' OR '.join([missing, *self.unsigned(holder)])})"
-        size = " + ".join(f"coalesce(octet_length(b.{self.quote(c)}), 0)" for c in job.source)
-        texts = ", ".join(self.text_of(f"b.{self.quote(c)}") for c in job.source)
+        if job.vector:
+            # A vector is read as the driver returns it, with the server's digest of it (what the
+            # trigger compares); a NULL vector has no signature, so it is never read.
+            column = f"b.{self.quote(job.source[0])}"
+            missing = f"{missing} AND {column} IS NOT NULL"
+            size = f"coalesce({self.size_of(column)}, 0)"
+            texts = f"{column}, {self.digest_of(job.source, 'b.')}"
+        else:
+            size = " + ".join(f"coalesce(octet_length(b.{self.quote(c)}), 0)" for c in job.source)
+            texts = ", ".join(self.text_of(f"b.{self.quote(c)}") for c in job.source)
         after = self.after(keys)
         tail = f"ORDER BY {self.key_list} LIMIT :limit"
         self.sizes = {
@@ -135,6 +148,14 @@ class BatchSQL(ABC):
     @abstractmethod
     def text_of(self, column: str) -> str:
         """A source column as text, the way the digest reads it."""
+
+    @abstractmethod
+    def digest_of(self, columns: Sequence[str], row: str) -> str:
+        """The digest of a row's source columns, as the triggers compute it."""
+
+    def size_of(self, column: str) -> str:
+        """The bytes a vector column's value takes (for ``max_batch_bytes``)."""
+        return f"octet_length({column})"
 
     @abstractmethod
     def after(self, keys: Sequence[str]) -> str:

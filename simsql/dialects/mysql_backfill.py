@@ -10,6 +10,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
+from ..errors import SchemaError
 from ..schema import BATCH_TABLE, PROGRESS_TABLE
 from .batch import BatchSQL, Fingerprinted, Job
 from .mysql_ddl import digest_sql, quote
@@ -34,6 +35,7 @@ class MySQLBatchSQL(BatchSQL):
     """
 
     DEADLOCK_ERROR = 1213  # ER_LOCK_DEADLOCK: InnoDB rolled the transaction back
+    NOT_TEXT = 1300  # ER_INVALID_CHARACTER_STRING: bytes that are not UTF-8 (a vector's BLOB) read as text
 
     def __init__(self, job: Job) -> None:
         self.batch = f"{self.quote(job.schema)}.{self.quote(BATCH_TABLE)}"
@@ -58,6 +60,9 @@ class MySQLBatchSQL(BatchSQL):
 
     def text_of(self, column: str) -> str:
         return column  # CHAR(n) is read without its padding, as CONCAT_WS in the digest reads it
+
+    def digest_of(self, columns: Sequence[str], row: str) -> str:
+        return digest_sql(columns, row)
 
     def after(self, keys: Sequence[str]) -> str:
         """``k1 > :l1 OR (k1 = :l1 AND k2 > :l2) ...``: MariaDB reads a row comparison
@@ -145,7 +150,16 @@ class MySQLBatchSQL(BatchSQL):
                 for r in rows
             ],
         )
-        connection.execute(self.write)
+        try:
+            connection.execute(self.write)
+        except DBAPIError as error:
+            if self.job.vector and self.job.names.side and getattr(error.orig, "args", (None,))[0] == self.NOT_TEXT:
+                raise SchemaError(
+                    f"{self.job.schema}.{self.job.table}.{self.job.source[0]}: the digest the triggers compare reads the "
+                    "column as UTF-8 text, which the server refuses for the float32 bytes of a BLOB when a backfill "
+                    "writes the side table. Store the vectors as JSON there, or attach in columns mode (no side table)"
+                ) from error
+            raise
         return int(connection.execute(self.stored).scalar_one())
 
     SAVE_PROGRESS: ClassVar[str] = (

@@ -33,6 +33,7 @@ import json
 from collections.abc import Sequence
 
 from ..fingerprint import Fingerprinter
+from ..vectors import AnyFingerprinter
 from ..schema import BLOCK_COUNT, PROGRESS_TABLE, REGISTRY_TABLE, Names
 from .base import BLOCK_BITS, BLOCK_MASK
 from .plan import DDL, REGISTRY_INSERT, Plan, Present, Step, TableFacts, Target, registry_values
@@ -270,7 +271,7 @@ class MySQLDDL(DDL):
             f"({', '.join(quote(k) for k in target.keys)}) ON DELETE CASCADE)"
         )
 
-    def record(self, target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:
+    def record(self, target: Target, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
         """The registry entry, written first (its undo deletes it)."""
         sql = REGISTRY_INSERT.format(settings=":settings", source=":source")
         params = registry_values(target, names, fingerprinter)
@@ -278,7 +279,7 @@ class MySQLDDL(DDL):
         undo = f"DELETE FROM {REGISTRY_TABLE} WHERE table_schema = :table_schema AND table_name = :table_name"
         return self.plan([Step(sql, f"record {target.schema}.{target.table} in {REGISTRY_TABLE}", params, undo=undo)])
 
-    def attach(self, target: Target, names: Names, fingerprinter: Fingerprinter, present: Present = Present()) -> Plan:
+    def attach(self, target: Target, names: Names, fingerprinter: AnyFingerprinter, present: Present = Present()) -> Plan:
         """The registry entry, then the columns (or side table) and triggers; what ``present``
         holds already is skipped. Indexes are :meth:`create_indexes`."""
         steps = [] if present.recorded else list(self.record(target, names, fingerprinter).steps)
@@ -291,7 +292,7 @@ class MySQLDDL(DDL):
         steps += self._create_triggers(target, names, present)
         return self.plan(steps)
 
-    def resume_attach(self, target: Target, names: Names, fingerprinter: Fingerprinter, present: Present) -> Plan:
+    def resume_attach(self, target: Target, names: Names, fingerprinter: AnyFingerprinter, present: Present) -> Plan:
         """Finish what a run that stopped halfway (and could not be undone) left."""
         return self.attach(target, names, fingerprinter, present)
 

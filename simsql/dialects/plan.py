@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from ..errors import SchemaError
 from ..fingerprint import Fingerprinter
+from ..vectors import AnyFingerprinter
 from ..schema import PROGRESS_TABLE, REGISTRY_TABLE, Names, record_values
 
 
@@ -161,7 +162,7 @@ REGISTRY_INSERT = (
 list of source columns."""
 
 
-def registry_values(target: Target, names: Names, fingerprinter: Fingerprinter) -> dict[str, Any]:
+def registry_values(target: Target, names: Names, fingerprinter: AnyFingerprinter) -> dict[str, Any]:
     """:func:`simsql.schema.record_values` as bound values of a text statement (settings
     as JSON text; ``source`` stays a list, PostgreSQL's ``text[]``)."""
     values = record_values(
@@ -187,12 +188,12 @@ class DDL(ABC):
         return Plan(tuple(steps), self.name)
 
     @abstractmethod
-    def attach(self, target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:
+    def attach(self, target: Target, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
         """Fingerprint columns (or the side table), the trigger(s) that keep the digest
         invariant, and the registry entry; the indexes are :meth:`create_indexes`."""
 
     @abstractmethod
-    def resume_attach(self, target: Target, names: Names, fingerprinter: Fingerprinter, present: Present) -> Plan:
+    def resume_attach(self, target: Target, names: Names, fingerprinter: AnyFingerprinter, present: Present) -> Plan:
         """An attachment recorded with these settings already: what is left to do (an
         attachment made by an older simsql, a run that stopped halfway); empty when whole."""
 

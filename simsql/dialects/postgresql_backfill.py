@@ -37,6 +37,13 @@ class PostgresBatchSQL(BatchSQL):
         """(char(n) loses its padding here, as in the digest.)"""
         return f"CAST({column} AS text)"
 
+    def digest_of(self, columns: Sequence[str], row: str) -> str:
+        return digest_sql(columns, row)
+
+    def size_of(self, column: str) -> str:
+        """Any type (an array, pgvector's ``vector``, ``bytea``): its stored size."""
+        return f"pg_column_size({column})"
+
     def after(self, keys: Sequence[str]) -> str:
         # the cursor is bound as text (cursor_params) and cast from text: asyncpg types a
         # parameter by its cast and refuses a str for "CAST($1 AS integer)"

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from sqlalchemy.dialects import postgresql
 
 from ..fingerprint import Fingerprinter
+from ..vectors import AnyFingerprinter
 from ..schema import PROGRESS_TABLE, REGISTRY_TABLE, Names
 from .base import Backend, sql_identifier
 from .plan import DDL, REGISTRY_INSERT, Partition, Plan, Present, Step, TableFacts, Target, registry_values
@@ -212,18 +213,18 @@ class PostgresDDL(DDL):
         steps = [Step(create, f"create side table {target.schema}.{names.side}")]
         return self.plan(steps + self._trigger(target, names, "drops stale side rows"))
 
-    def record(self, target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:
+    def record(self, target: Target, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
         """The registry entry (simsql's revision must be applied)."""
         sql = REGISTRY_INSERT.format(settings="CAST(:settings AS jsonb)", source="CAST(:source AS text[])")
         params = registry_values(target, names, fingerprinter)
         return self.plan([Step(sql, f"record {target.schema}.{target.table} in {REGISTRY_TABLE}", params)])
 
-    def attach(self, target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:
+    def attach(self, target: Target, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
         """Everything but the indexes, in one transaction."""
         holder = self.create_side_table(target, names) if names.side else self.add_columns(target, names)
         return holder + self.record(target, names, fingerprinter)
 
-    def resume_attach(self, target: Target, names: Names, fingerprinter: Fingerprinter, present: Present) -> Plan:
+    def resume_attach(self, target: Target, names: Names, fingerprinter: AnyFingerprinter, present: Present) -> Plan:
         """An attachment made by simsql 0.1 (no digest column) is upgraded; otherwise nothing."""
         if present.holder and not present.has_column(names.digest):
             return self.upgrade(target, names)

@@ -26,6 +26,7 @@ from ..dialects.plan import Plan, Target, TableFacts
 from ..errors import NotAttached, SchemaError
 from ..fingerprint import Fingerprinter
 from ..schema import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names, configuration_for
+from ..vectors import AnyFingerprinter, VectorFingerprinter
 from . import apply, catalog
 
 
@@ -57,13 +58,35 @@ class AttachPlan:
     target: Target
     names: Names
     plan: Plan
-    fingerprinter: Fingerprinter
+    fingerprinter: AnyFingerprinter
 
 
-def _same_attachment(entry: Attachment, target: Target, names: Names, fingerprinter: Fingerprinter) -> bool:
+def _same_attachment(entry: Attachment, target: Target, names: Names, fingerprinter: AnyFingerprinter) -> bool:
     if entry.config_id != fingerprinter.config_id:
         raise registry.mismatch(target.schema, target.table, entry, fingerprinter.config_id, fingerprinter.settings)
     return entry.source == target.source and entry.mode == names.recorded_mode and entry.prefix == names.prefix
+
+
+def _configuration(
+    fingerprinter: AnyFingerprinter | None, wide: bool | None, entry: Attachment | None, target: Target
+) -> tuple[AnyFingerprinter, bool]:
+    """The configuration to attach with, and whether it stores the wide signature: without a
+    ``fingerprinter``, an attached table's recorded one (a ``wide`` that contradicts it is
+    refused); a vector configuration is wide when ``wide`` says so, a text one as
+    :func:`~simsql.schema.configuration_for` rules."""
+    if fingerprinter is None and entry is not None:
+        fingerprinter = registry.fingerprinter_from_settings(entry.settings)
+        if wide is not None and wide != entry.names.wide:
+            have = "has" if entry.names.wide else "does not have"
+            raise SchemaError(
+                f"{target.schema}.{target.table} is already attached and {have} the wide signature ({entry.config_id}); "
+                f"move it with `simsql refingerprint --table {target.table}` (simsql.refingerprint) rather than attaching again"
+            )
+        wide = entry.names.wide
+    if isinstance(fingerprinter, VectorFingerprinter):
+        return fingerprinter, bool(wide)
+    fingerprinter = configuration_for(fingerprinter, wide)
+    return fingerprinter, fingerprinter.wide
 
 
 def plan_attach(
@@ -72,7 +95,7 @@ def plan_attach(
     source: Sequence[str],
     *,
     schema: str | None = None,
-    fingerprinter: Fingerprinter | None = None,
+    fingerprinter: AnyFingerprinter | None = None,
     side_table: bool = False,
     prefix: str = DEFAULT_PREFIX,
     wide: bool | None = None,
@@ -83,20 +106,14 @@ def plan_attach(
     kind. ``wide``: the wide 256-bit originality signature too (words 1-3 and the wide blocks),
     part of algorithm version 3 (:func:`simsql.schema.configuration_for`); ``None``: as the
     configuration says."""
-    target = catalog.describe(connection, table, source, schema)
+    target = catalog.describe(connection, table, source, schema, vector=None)
     server = backend(connection)
     server.check_digest(connection)  # every attach path (attach_table, op.add_simhash, the CLI) plans here
     entry = registry.read(connection, table, target.schema)
-    if fingerprinter is None and entry is not None:
-        fingerprinter = registry.fingerprinter_from_settings(entry.settings)
-        if wide is not None and wide != fingerprinter.wide:
-            have = "has" if fingerprinter.wide else "does not have"
-            raise SchemaError(
-                f"{target.schema}.{table} is already attached and {have} the wide signature ({entry.config_id}); "
-                f"move it with `simsql refingerprint --table {table}` (simsql.refingerprint) rather than attaching again"
-            )
-    fingerprinter = configuration_for(fingerprinter, wide)
-    names = Names.for_table(table, prefix, "side_table" if side_table else "columns", wide=fingerprinter.wide)
+    fingerprinter, wide = _configuration(fingerprinter, wide, entry, target)
+    vector = isinstance(fingerprinter, VectorFingerprinter)
+    target = catalog.describe(connection, table, source, target.schema, vector=vector)  # text, or one vector column
+    names = Names.for_table(table, prefix, "side_table" if side_table else "columns", wide=wide)
     if entry is not None:
         if _same_attachment(entry, target, names, fingerprinter):
             # finish what an older simsql, or a run that stopped halfway, left
@@ -317,7 +334,10 @@ def check_fingerprinter(entry: Attachment, fingerprinter: Fingerprinter | None) 
     """The Fingerprinter to use on an attached table: the given one if it matches, else the
     recorded one."""
     if fingerprinter is None:
-        return registry.fingerprinter_from_settings(entry.settings)
+        recorded = registry.fingerprinter_from_settings(entry.settings)
+        if not isinstance(recorded, Fingerprinter):
+            raise SchemaError(f"{entry.table_schema}.{entry.table_name} is signed from a vector column, not text")
+        return recorded
     if fingerprinter.config_id != entry.config_id:
         raise registry.mismatch(entry.table_schema, entry.table_name, entry, fingerprinter.config_id, fingerprinter.settings)
     return fingerprinter

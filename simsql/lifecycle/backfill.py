@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
@@ -49,8 +50,10 @@ from ..fingerprint import Fingerprinter
 from ..schema import PROGRESS_TABLE
 from ..storage import binding_for, join_text, text_digest
 from ..urls import engine_for
+from ..vectors import AnyFingerprinter
 from . import apply, catalog
 from .attach import plan_indexes
+from .vector_batch import sign_rows
 from .workers import worker_pool
 
 ProgressCallback = Callable[[int, int], None]
@@ -99,7 +102,7 @@ def _fingerprint_batch(fingerprinter: Fingerprinter, texts: list[str | None], wi
     return [next(computed) if t is not None else None for t in texts]
 
 
-def _resolve(connection: Connection, target: type | str, schema: str | None, fingerprinter: Fingerprinter | None) -> Job:
+def _resolve(connection: Connection, target: type | str, schema: str | None, fingerprinter: AnyFingerprinter | None) -> Job:
     if isinstance(target, type):
         binding = binding_for(target)
         base: Any = binding.model.__table__  # type: ignore[attr-defined]
@@ -109,12 +112,7 @@ def _resolve(connection: Connection, target: type | str, schema: str | None, fin
             raise ConfigMismatch(
                 f"{target.__name__} is configured with {binding.fingerprinter.config_id}, not {fingerprinter.config_id}"
             )
-        if not isinstance(binding.fingerprinter, Fingerprinter):
-            raise TypeError(
-                f"{target.__name__} is fingerprinted from a vector column: backfill reads text, and has no vector "
-                "backfill yet; write its rows through the ORM (the mixin signs each vector on insert and update)"
-            )
-        chosen = binding.fingerprinter
+        chosen: AnyFingerprinter = binding.fingerprinter
         registry.claim(connection, table, schema, chosen, source, names)
     else:
         schema = schema or registry.current_schema(connection)
@@ -128,7 +126,7 @@ def _resolve(connection: Connection, target: type | str, schema: str | None, fin
         table, source, names = target, entry.source, entry.names
         chosen = fingerprinter or registry.fingerprinter_from_settings(entry.settings)
     registry.check(connection, table, schema, chosen.config_id)
-    info = catalog.describe(connection, table, source, schema)
+    info = catalog.describe(connection, table, source, schema, vector=not isinstance(chosen, Fingerprinter))
     holder = catalog.table_facts(connection, names.holder, schema)
     missing = [c for c in (names.fingerprint, names.digest) if holder is None or c not in holder.columns]
     if missing:
@@ -151,21 +149,26 @@ def _read_progress(connection: Connection, sql: BatchSQL) -> tuple[str, list[Any
     return row.phase, sql.resume_cursor(row.last_key), True
 
 
-def _to_store(keys: Sequence[Sequence[Any]], fingerprints: Sequence[Words | None], texts: Sequence[str | None]) -> list[Fingerprinted]:
+def _to_store(keys: Sequence[Sequence[Any]], fingerprints: Sequence[Words | None], digests: Sequence[uuid.UUID | None]) -> list[Fingerprinted]:
     """What a batch writes: every fingerprint (with a wide signature's words 1-3), and for
     text without features a NULL fingerprint with its digest (the mark that the row is done:
-    it is not read again, and status counts it as "no text" while the text stays)."""
+    it is not read again, and status counts it as "no text" while the text stays). ``digests``:
+    of each row's source (None: NULL text or vector, nothing written)."""
     return [
-        Fingerprinted(k, None if f is None else f[0], text_digest(t), () if f is None else f[1:])
-        for k, f, t in zip(keys, fingerprints, texts)
-        if t is not None
+        Fingerprinted(k, None if f is None else f[0], d, () if f is None else f[1:])
+        for k, f, d in zip(keys, fingerprints, digests)
+        if d is not None
     ]
+
+
+def _digests(texts: Sequence[str | None]) -> list[uuid.UUID | None]:
+    return [None if t is None else text_digest(t) for t in texts]
 
 
 @dataclass
 class _Batch:
     keys: list[list[Any]]
-    texts: list[str | None]
+    digests: list[uuid.UUID | None]
     fingerprints: Future[list[Words | None]] | list[Words | None]
     phase: str
 
@@ -220,12 +223,14 @@ class _Run:
         if not rows:
             return None
         keys = [list(r[:n]) for r in rows]
-        texts = [_row_text(r[n:]) for r in rows]
         self.counters.read += len(rows)
-        wide = self.job.names.wide
+        fingerprinter, wide = self.job.fingerprinter, self.job.names.wide
+        if not isinstance(fingerprinter, Fingerprinter):  # a vector column: one matrix product, here
+            return _Batch(keys, *sign_rows(self.job, keys, rows), phase)
+        texts = [_row_text(r[n:]) for r in rows]
         if self.pool is None:
-            return _Batch(keys, texts, _fingerprint_batch(self.job.fingerprinter, texts, wide), phase)
-        return _Batch(keys, texts, self.pool.submit(_fingerprint_batch, self.job.fingerprinter, texts, wide), phase)
+            return _Batch(keys, _digests(texts), _fingerprint_batch(fingerprinter, texts, wide), phase)
+        return _Batch(keys, _digests(texts), self.pool.submit(_fingerprint_batch, fingerprinter, texts, wide), phase)
 
     def write(self, writer: Connection, batch: _Batch) -> None:
         fingerprints = batch.result()
@@ -242,7 +247,7 @@ class _Run:
 
     def _write_once(self, writer: Connection, batch: _Batch, fingerprints: list[Words | None]) -> int:
         apply.set_timeouts(writer, self.timeouts)
-        chosen = _to_store(batch.keys, fingerprints, batch.texts)
+        chosen = _to_store(batch.keys, fingerprints, batch.digests)
         written = self.sql.store(writer, chosen) if chosen else 0
         if chosen and self.job.cursor is None:
             # A table's own fingerprints (not a refingerprint's shadow set): refused, batch and
@@ -323,7 +328,7 @@ def backfill(
     target: type | str,
     *,
     schema: str | None = None,
-    fingerprinter: Fingerprinter | None = None,
+    fingerprinter: AnyFingerprinter | None = None,
     batch_size: int = 2000,
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
     workers: int | None = None,
@@ -426,8 +431,13 @@ def fill_locked(connection: Connection, job: Job, batch_size: int = 2000) -> int
             sql.release(connection)
             return stored
         cursor = list(rows[-1][:n])
-        texts = [_row_text(r[n:]) for r in rows]
-        chosen = _to_store([r[:n] for r in rows], _fingerprint_batch(job.fingerprinter, texts, job.names.wide), texts)
+        keys = [list(r[:n]) for r in rows]
+        if isinstance(job.fingerprinter, Fingerprinter):
+            texts = [_row_text(r[n:]) for r in rows]
+            chosen = _to_store(keys, _fingerprint_batch(job.fingerprinter, texts, job.names.wide), _digests(texts))
+        else:
+            digests, signed = sign_rows(job, keys, rows)
+            chosen = _to_store(keys, signed.result(), digests)
         if chosen:
             stored += sql.store(connection, chosen)
 
@@ -483,7 +493,7 @@ def label_of(target: type | str, schema: str | None) -> str:
 
 
 def start_backfill(
-    connection: Connection, target: type | str, schema: str | None, fingerprinter: Fingerprinter | None, timeouts: apply.Timeouts
+    connection: Connection, target: type | str, schema: str | None, fingerprinter: AnyFingerprinter | None, timeouts: apply.Timeouts
 ) -> Job:
     """The checks and catalog reads that start a backfill (the server, its digest function,
     the registry, the table): the job to run. Committed, so no transaction stays open."""

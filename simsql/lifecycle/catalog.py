@@ -38,8 +38,23 @@ def require_table(connection: Connection, table: str, schema: str | None) -> Tab
     return facts
 
 
-def describe(connection: Connection, table: str, source: Sequence[str], schema: str | None = None) -> Target:
-    """Read a table's key and check its source columns exist and hold text."""
+_VECTOR_TYPES = ("[]", "bytea", "vector", "halfvec", "json", "jsonb", "blob", "varbinary", "binary", "text")
+"""How the catalogs spell a column a vector can be read from (by the end of the type's name,
+its length or dimensions cut off): arrays, pgvector's ``vector``, JSON (MariaDB's is a
+``longtext``), bytes of float32."""
+
+
+def holds_vectors(column: Column) -> bool:
+    """Whether ``column``'s type can hold a vector simsql reads (:data:`_VECTOR_TYPES`)."""
+    spelled = column.type.lower().split("(")[0].strip()
+    return column.is_text or spelled.endswith(_VECTOR_TYPES)
+
+
+def describe(
+    connection: Connection, table: str, source: Sequence[str], schema: str | None = None, *, vector: bool | None = False
+) -> Target:
+    """Read a table's key and check its source columns exist and hold text (``vector``: one
+    column that can hold a vector; None: that they exist, whatever their type)."""
     backend(connection).check_server(connection)
     if isinstance(source, str):
         source = [source]
@@ -52,7 +67,12 @@ def describe(connection: Connection, table: str, source: Sequence[str], schema: 
             raise SchemaError(
                 f"table {facts.schema}.{table} has no column {name!r} (columns: {', '.join(sorted(facts.columns))})"
             )
-        if not column.is_text:
+        if vector and (len(source) != 1 or not holds_vectors(column)):
+            raise SchemaError(
+                f"column {facts.schema}.{table}.{name} is {column.type}: a vector is read from one array, vector, "
+                "JSON or float32 bytes column"
+            )
+        if vector is False and not column.is_text:
             raise SchemaError(f"column {facts.schema}.{table}.{name} is {column.type}, not text")
     if not facts.keys:
         raise SchemaError(f"table {facts.schema}.{table} has no primary key; simsql needs one to find rows again")

@@ -21,6 +21,7 @@ from .. import registry
 from ..dialects import backend
 from ..dialects.plan import Plan
 from ..fingerprint import Fingerprinter
+from ..vectors import AnyFingerprinter
 from ..schema import DEFAULT_PREFIX, Attachment
 from ..urls import engine_for
 from . import apply, catalog
@@ -34,8 +35,8 @@ def _engine(bind: Engine | str) -> Engine:
 def install_after_checking(engine: Engine, table: str, source: Sequence[str], schema: str | None) -> None:
     """simsql's own objects installed when missing (:func:`simsql.alembic.install`, as ``simsql
     attach`` does), once the table and its text columns are found: a typo installs nothing."""
-    with engine.connect() as connection:
-        catalog.describe(connection, table, source, schema)
+    with engine.connect() as connection:  # their types are checked by the attach (text, or a vector)
+        catalog.describe(connection, table, source, schema, vector=None)
     install_when_needed(engine)
 
 
@@ -45,7 +46,7 @@ def attach_table(
     source: Sequence[str],
     *,
     schema: str | None = None,
-    fingerprinter: Fingerprinter | None = None,
+    fingerprinter: AnyFingerprinter | None = None,
     side_table: bool = False,
     prefix: str = DEFAULT_PREFIX,
     indexes: bool = True,
@@ -68,6 +69,10 @@ def attach_table(
     them once every row is filled: an index that exists while a backfill rewrites every row
     ends about twice the size of one built after it (BENCHMARKS.md). An empty table gets them
     at once.
+
+    A :class:`~simsql.VectorFingerprinter` signs one vector column instead of text (an array,
+    pgvector's ``vector``, JSON, or float32 bytes: docs/vectors.md); ``wide=True`` then adds the
+    256-bit words of the vector's signature.
 
     Nothing changes when it refuses (an object simsql did not create holds one of its names,
     other settings than an existing attachment). DDL waits at most ``lock_timeout`` for its
