@@ -185,3 +185,19 @@ def test_marks_are_few() -> None:
     """Fragments that do not run are the exception: say why, and keep them rare."""
     marked = [(path.name, block.mark) for path in documents() for block in fenced(path) if block.info == "python" and block.mark]
     assert len(marked) <= 6, marked
+
+
+_SERVER_URL = re.compile(r"\b(?:postgresql|postgres|mysql|mariadb)(?:\+\w+)?://")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda path: path.name)
+def test_docs_python_blocks_take_their_server_from_database_url(page: Path) -> None:
+    """A block that names a server URL also reads ``DATABASE_URL``: the tests hand each run its
+    own database (PostgreSQL, then MySQL/MariaDB), and a block that connects to a URL of its own
+    tests nothing on the server it claims to and collides with other runs on the one it names."""
+    hard_coded = [
+        number
+        for number, code in enumerate(python_blocks(page, "postgresql"), 1)
+        if _SERVER_URL.search(code) and "DATABASE_URL" not in code
+    ]
+    assert not hard_coded, f"docs/{page.name}: python blocks {hard_coded} connect to a URL of their own"
