@@ -206,8 +206,8 @@ def test_attach_table_with_a_vector_fingerprinter_then_backfill(any_engine: Engi
     """A plain table (no model) with a vector column: attached with a VectorFingerprinter,
     backfilled by name, kept by its triggers."""
     vectors = _vectors(11, seed=12)
-    # float32 bytes in columns mode, JSON / double precision[] beside a side table (on MySQL a
-    # BLOB's digest cannot be written to a side table yet: docs/vectors.md, "Not yet")
+    # float32 bytes in columns mode, JSON / double precision[] beside a side table (a BLOB
+    # beside a side table: test_a_blob_beside_a_side_table_is_signed_on_mysql)
     mysql = _is_mysql(any_engine)
     column = {(False, False): "bytea", (True, False): "BLOB", (False, True): "double precision[]", (True, True): "JSON"}[
         (mysql, side_table)
@@ -293,17 +293,37 @@ def test_a_vector_changed_while_its_batch_is_signed_gets_the_new_signature(any_e
     assert _status(any_engine, Doc).rows_missing == 0
 
 
-def test_a_blob_beside_a_side_table_is_refused_clearly_on_mysql(mysql_engine: Engine) -> None:
-    """MySQL/MariaDB: the digest reads a BLOB as UTF-8 text, which the server refuses when the
-    backfill writes a side table: a SchemaError saying so and what to do, nothing written."""
+def test_a_blob_beside_a_side_table_is_signed_on_mysql(mysql_engine: Engine) -> None:
+    """MySQL/MariaDB: a float32 BLOB beside a side table. The digest read the BLOB as UTF-8
+    text, which the server refused when the backfill wrote the side table; it is now of the
+    bytes themselves, so the rows are signed."""
+    vectors = _vectors(3, seed=15)
     with mysql_engine.begin() as connection:
         connection.execute(text("CREATE TABLE vbf_blob_side (id INTEGER PRIMARY KEY, embedding BLOB)"))
         connection.execute(
             text("INSERT INTO vbf_blob_side (id, embedding) VALUES (:id, :v)"),
-            [{"id": i + 1, "v": v.astype("<f4").tobytes()} for i, v in enumerate(_vectors(3, seed=15))],
+            [{"id": i + 1, "v": v.astype("<f4").tobytes()} for i, v in enumerate(vectors)],
         )
     entry = simsql.attach_table(mysql_engine, "vbf_blob_side", ["embedding"], fingerprinter=SIGNER, side_table=True)
-    with pytest.raises(simsql.SchemaError, match="BLOB.*side table.*JSON"):
-        simsql.backfill(mysql_engine, "vbf_blob_side", workers=0)
+    simsql.backfill(mysql_engine, "vbf_blob_side", workers=0)
     with mysql_engine.connect() as connection:
-        assert connection.execute(text(f"SELECT count(*) FROM {entry.side_table}")).scalar_one() == 0
+        stored = connection.execute(text(f"SELECT simhash FROM {entry.side_table} ORDER BY id")).scalars().all()
+    assert [s % 2**64 for s in stored] == SIGNER.fingerprint_many(vectors)
+
+
+def test_a_blob_edit_of_bytes_that_are_not_utf8_drops_the_signature_on_mysql(mysql_engine: Engine) -> None:
+    """MySQL/MariaDB, float32 BLOB, columns mode: the digest the trigger compares must be of the
+    bytes themselves. Read as UTF-8 text, 0xFF and 0xFE both became ``?``, so a raw write that
+    changed only such bytes kept the signature of the old vector."""
+    vector = _vectors(1, seed=21)[0]
+    _raw_load(mysql_engine, Doc32, [vector])
+    stored = bytearray(np.asarray(vector, dtype="<f4").tobytes())
+    stored[0] = 0xFF  # the lowest mantissa byte of the first number: never valid UTF-8
+    with mysql_engine.begin() as connection:
+        connection.execute(update(Doc32.__table__).where(Doc32.__table__.c.id == 1).values(embedding=bytes(stored)))  # type: ignore[attr-defined]
+    simsql.backfill(mysql_engine, Doc32, batch_size=5, workers=0)
+    assert _column(mysql_engine, Doc32, "simhash")[1] is not None
+    stored[0] = 0xFE  # another vector (its first number moves in its last bits), also never UTF-8
+    with mysql_engine.begin() as connection:
+        connection.execute(update(Doc32.__table__).where(Doc32.__table__.c.id == 1).values(embedding=bytes(stored)))  # type: ignore[attr-defined]
+    assert _column(mysql_engine, Doc32, "simhash")[1] is None

@@ -10,7 +10,6 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
-from ..errors import SchemaError
 from ..schema import BATCH_TABLE, PROGRESS_TABLE
 from .batch import BatchSQL, Fingerprinted, Job
 from .mysql_ddl import digest_sql, quote
@@ -35,7 +34,6 @@ class MySQLBatchSQL(BatchSQL):
     """
 
     DEADLOCK_ERROR = 1213  # ER_LOCK_DEADLOCK: InnoDB rolled the transaction back
-    NOT_TEXT = 1300  # ER_INVALID_CHARACTER_STRING: bytes that are not UTF-8 (a vector's BLOB) read as text
 
     def __init__(self, job: Job) -> None:
         self.batch = f"{self.quote(job.schema)}.{self.quote(BATCH_TABLE)}"
@@ -150,16 +148,7 @@ class MySQLBatchSQL(BatchSQL):
                 for r in rows
             ],
         )
-        try:
-            connection.execute(self.write)
-        except DBAPIError as error:
-            if self.job.vector and self.job.names.side and getattr(error.orig, "args", (None,))[0] == self.NOT_TEXT:
-                raise SchemaError(
-                    f"{self.job.schema}.{self.job.table}.{self.job.source[0]}: the digest the triggers compare reads the "
-                    "column as UTF-8 text, which the server refuses for the float32 bytes of a BLOB when a backfill "
-                    "writes the side table. Store the vectors as JSON there, or attach in columns mode (no side table)"
-                ) from error
-            raise
+        connection.execute(self.write)
         return int(connection.execute(self.stored).scalar_one())
 
     SAVE_PROGRESS: ClassVar[str] = (

@@ -62,7 +62,15 @@ def block_expression_sql(fingerprint_sql: str, index: int) -> str:
 
 
 def digest_sql(columns: Sequence[str], row: str) -> str:
-    return f"MD5(CONCAT_WS(CHAR(10), {', '.join(f'CONVERT({row}{quote(c)} USING utf8mb4)' for c in columns)}))"
+    """The digest of a row's source: text as its UTF-8 bytes, a binary string (a float32 BLOB
+    vector) as its own bytes. Read as UTF-8, the bytes that are not UTF-8 all became ``?``, so
+    an edit of only such bytes kept the old vector's signature. Both branches are binary, so no
+    collation is aggregated and a text digest is the same bytes as before."""
+    return f"MD5(CONCAT_WS(CHAR(10), {', '.join(_digest_part(f'{row}{quote(c)}') for c in columns)}))"
+
+
+def _digest_part(column_sql: str) -> str:
+    return f"IF(CHARSET({column_sql}) = 'binary', {column_sql}, CAST(CONVERT({column_sql} USING utf8mb4) AS BINARY))"
 
 
 def _unchanged(source: Sequence[str]) -> str:
