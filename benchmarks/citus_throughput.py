@@ -27,11 +27,9 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session
 
 import simsql
-import simsql.alembic
-import simsql.citus
 from simsql.dialects import citus
 
-from .citus import Base, BenchNote, _rows
+from .citus import BenchNote, _rows, load_rows
 
 
 class PerShardStore(citus.CitusBatchSQL):
@@ -48,18 +46,6 @@ def _engine(url: str, schema: str) -> Engine:
         connection.execute(text(f'CREATE SCHEMA "{schema}"'))
     admin.dispose()
     return create_engine(url, connect_args={"options": f"-csearch_path={schema},public"})
-
-
-def _load(engine: Engine, shards: int | None, rows: list[dict[str, Any]]) -> None:
-    simsql.alembic.upgrade(engine)
-    Base.metadata.create_all(engine)
-    if shards is not None:
-        with engine.begin() as connection:
-            connection.execute(text("SELECT set_config('citus.shard_count', :n, true)"), {"n": str(shards)})
-            simsql.citus.distribute(connection, BenchNote, "id")
-    with engine.begin() as connection:
-        for start in range(0, len(rows), 2000):
-            connection.execute(text("INSERT INTO bench_notes (id, title, body) VALUES (:id, :title, :body)"), rows[start : start + 2000])
 
 
 def _backfill(engine: Engine, store: str) -> float:
@@ -99,7 +85,7 @@ def main() -> None:
         for shards in (4, 32):
             servers[f"{workers} worker(s), {shards} shards"] = (_engine(url, f"bench_tp_{shards}"), shards)
     for engine, count in servers.values():
-        _load(engine, count, rows)
+        load_rows(engine, rows, count)
     found: dict[str, list[float]] = {}
     for round_ in range(arguments.rounds):
         for label, (engine, sharded) in servers.items():

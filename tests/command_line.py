@@ -14,12 +14,14 @@ import json
 import locale
 import os
 import shlex
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -98,6 +100,24 @@ def python_module(
 def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
     assert result.returncode == 0, f"exit {result.returncode}\nstdout: {result.stdout}\nstderr: {result.stderr}"
     return result
+
+
+def kill_when(argv: list[str], reached: Callable[[], bool], timeout: float = 120) -> None:
+    """Start the command ``argv`` and SIGKILL it as soon as ``reached()`` is true (polled every
+    10 ms): a kill -9 in the middle of a long job. Fails if the command ends first or makes no
+    progress within ``timeout`` seconds."""
+    killed = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment())
+    try:
+        deadline = time.monotonic() + timeout
+        while not reached():
+            assert killed.poll() is None, f"{argv[3:5]} ended before it could be killed: {killed.communicate()}"
+            assert time.monotonic() < deadline, f"{argv[3:5]} made no progress"
+            time.sleep(0.01)
+        os.kill(killed.pid, signal.SIGKILL)
+    finally:
+        if killed.poll() is None:
+            killed.kill()
+        killed.wait()
 
 
 def failed(result: subprocess.CompletedProcess[str], code: int, message: str) -> None:

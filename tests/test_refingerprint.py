@@ -10,11 +10,7 @@ MySQL/MariaDB, where refingerprint is not built yet, it is refused before anythi
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -27,7 +23,7 @@ from simsql import Fingerprinter
 from simsql.dialects import block_expression_sql
 from simsql.errors import ConfigMismatch, SchemaError
 
-from .command_line import cli, command, environment, ok
+from .command_line import cli, command, kill_when, ok
 from .tables import ROWS, build_docs, check_fingerprints, config_id, holder_sql, writer
 
 V1 = Fingerprinter(version=1)
@@ -246,18 +242,7 @@ def test_refingerprint_killed_then_rerun_finishes(engine: Engine, url: str) -> N
     simsql.attach_table(engine, "articles", ["title", "body"], fingerprinter=V1)
     argv = command(url, "refingerprint", "--table", "articles", "--algorithm-version", "2", "--batch-size", "200", "--workers", "0",
                    "--no-progress")  # fmt: skip
-    killed = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment())
-    try:
-        deadline = time.monotonic() + 120
-        while (done := _cursor(engine)) is None or done < 1000:
-            assert killed.poll() is None, f"refingerprint ended before it could be killed: {killed.communicate()}"
-            assert time.monotonic() < deadline, "refingerprint made no progress"
-            time.sleep(0.01)
-        os.kill(killed.pid, signal.SIGKILL)
-    finally:
-        if killed.poll() is None:
-            killed.kill()
-        killed.wait()
+    kill_when(argv, lambda: (_cursor(engine) or 0) >= 1000)
     assert config_id(engine, "articles") == V1.config_id  # killed mid-fill: still wholly version 1
     done_before = _cursor(engine)
     assert done_before is not None and done_before < KILL_ROWS

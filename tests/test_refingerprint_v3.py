@@ -9,10 +9,7 @@ Every stored word is checked against the signature Python computes for the row's
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import subprocess
 import threading
 import time
 from typing import Any
@@ -29,7 +26,7 @@ from simsql.errors import ConfigMismatch, SchemaError, UnsupportedDatabase, Woul
 from simsql.fingerprint import DEFAULT_WIDE
 from simsql.schema import Names
 
-from .command_line import cli, command, environment, ok
+from .command_line import cli, command, kill_when, ok
 from .tables import ROWS, build_docs, config_id, is_mysql, random_text, run, state, unsigned, writer
 
 V2 = Fingerprinter()
@@ -232,18 +229,7 @@ def test_the_move_killed_then_run_again_finishes(any_engine: Engine, any_url: st
                       *no_indexes, "--backfill", url=any_url))  # fmt: skip
     assert config_id(any_engine, "articles") == V2.config_id, attached.stdout
     argv = command(any_url, "refingerprint", "--table", "articles", "--batch-size", "100", "--workers", "0", "--no-progress")
-    killed = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment())
-    try:
-        deadline = time.monotonic() + 120
-        while (done := _cursor(any_engine)) is None or done < 1000:
-            assert killed.poll() is None, f"refingerprint ended before it could be killed: {killed.communicate()}"
-            assert time.monotonic() < deadline, "refingerprint made no progress"
-            time.sleep(0.01)
-        os.kill(killed.pid, signal.SIGKILL)
-    finally:
-        if killed.poll() is None:
-            killed.kill()
-        killed.wait()
+    kill_when(argv, lambda: (_cursor(any_engine) or 0) >= 1000)
     assert config_id(any_engine, "articles") == V2.config_id  # killed mid-fill: still version 2
     done_before = _cursor(any_engine)
     assert done_before is not None and done_before < KILL_ROWS
