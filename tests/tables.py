@@ -168,6 +168,12 @@ def progress(engine: Engine, table: str) -> tuple[int, list[Any] | None, str] | 
     return row.rows_done, last_key, row.phase
 
 
+def rows_done(engine: Engine, table: str) -> int | None:
+    """The rows a backfill of ``table`` has saved as done (:func:`progress`), or None."""
+    saved = progress(engine, table)
+    return None if saved is None else saved[0]
+
+
 def wait_for_rows(engine: Engine, process: Any, rows: int, table: str = "articles", seconds: float = 30) -> None:
     """Until a backfill run by ``process`` has committed ``rows`` rows, failing if it ends first."""
     deadline = time.monotonic() + seconds

@@ -24,7 +24,7 @@ from simsql.dialects import block_expression_sql
 from simsql.errors import ConfigMismatch, SchemaError
 
 from .command_line import cli, command, kill_when, ok
-from .tables import ROWS, build_docs, check_fingerprints, config_id, holder_sql, writer
+from .tables import ROWS, build_docs, check_fingerprints, config_id, holder_sql, rows_done, writer
 
 V1 = Fingerprinter(version=1)
 V2 = Fingerprinter()
@@ -220,13 +220,6 @@ def _stage_only(engine: Engine, to: Fingerprinter) -> bool:
 KILL_ROWS = 8_000
 
 
-def _cursor(engine: Engine) -> int | None:
-    with engine.connect() as connection:
-        return connection.execute(
-            text("SELECT rows_done FROM simsql_backfill WHERE table_name = 'articles#refingerprint'")
-        ).scalar()
-
-
 def test_refingerprint_killed_then_rerun_finishes(engine: Engine, url: str) -> None:
     with engine.begin() as connection:
         connection.execute(text("CREATE TABLE articles (id serial PRIMARY KEY, title varchar(200), body text)"))
@@ -242,9 +235,9 @@ def test_refingerprint_killed_then_rerun_finishes(engine: Engine, url: str) -> N
     simsql.attach_table(engine, "articles", ["title", "body"], fingerprinter=V1)
     argv = command(url, "refingerprint", "--table", "articles", "--algorithm-version", "2", "--batch-size", "200", "--workers", "0",
                    "--no-progress")  # fmt: skip
-    kill_when(argv, lambda: (_cursor(engine) or 0) >= 1000)
+    kill_when(argv, lambda: (rows_done(engine, "articles#refingerprint") or 0) >= 1000)
     assert config_id(engine, "articles") == V1.config_id  # killed mid-fill: still wholly version 1
-    done_before = _cursor(engine)
+    done_before = rows_done(engine, "articles#refingerprint")
     assert done_before is not None and done_before < KILL_ROWS
     again = ok(cli("refingerprint", "--table", "articles", "--algorithm-version", "2", "--no-progress", "--workers", "0",
                    url=url, timeout=600))  # fmt: skip

@@ -27,7 +27,7 @@ from simsql.fingerprint import DEFAULT_WIDE
 from simsql.schema import Names
 
 from .command_line import cli, command, kill_when, ok
-from .tables import ROWS, build_docs, config_id, is_mysql, random_text, run, state, unsigned, writer
+from .tables import ROWS, build_docs, config_id, is_mysql, random_text, rows_done, run, state, unsigned, writer
 
 V2 = Fingerprinter()
 V3 = DEFAULT_WIDE
@@ -214,13 +214,6 @@ def _build_articles(engine: Engine) -> None:
         connection.execute(text("INSERT INTO articles VALUES (:id, :t, :b)"), rows)
 
 
-def _cursor(engine: Engine) -> int | None:
-    with engine.connect() as connection:
-        return connection.execute(
-            text("SELECT rows_done FROM simsql_backfill WHERE table_name = 'articles#refingerprint'")
-        ).scalar()
-
-
 def test_the_move_killed_then_run_again_finishes(any_engine: Engine, any_url: str) -> None:
     _build_articles(any_engine)
     simsql.alembic.upgrade(any_engine)
@@ -229,9 +222,9 @@ def test_the_move_killed_then_run_again_finishes(any_engine: Engine, any_url: st
                       *no_indexes, "--backfill", url=any_url))  # fmt: skip
     assert config_id(any_engine, "articles") == V2.config_id, attached.stdout
     argv = command(any_url, "refingerprint", "--table", "articles", "--batch-size", "100", "--workers", "0", "--no-progress")
-    kill_when(argv, lambda: (_cursor(any_engine) or 0) >= 1000)
+    kill_when(argv, lambda: (rows_done(any_engine, "articles#refingerprint") or 0) >= 1000)
     assert config_id(any_engine, "articles") == V2.config_id  # killed mid-fill: still version 2
-    done_before = _cursor(any_engine)
+    done_before = rows_done(any_engine, "articles#refingerprint")
     assert done_before is not None and done_before < KILL_ROWS
     again = ok(cli("refingerprint", "--table", "articles", "--no-progress", "--workers", "0", url=any_url, timeout=600))
     assert "resumed" in again.stdout and V3.config_id in again.stdout
