@@ -72,6 +72,15 @@ def progress_exists(connection: Connection) -> bool:
     return _relation_exists(connection, PROGRESS_TABLE)
 
 
+def progress_config(connection: Connection, schema: str, key: str) -> str | None:
+    """The configuration recorded by the row ``key`` of ``schema`` in ``simsql_backfill`` (a
+    backfill's or refingerprint's cursor, a move's marker), or None when there is no such row."""
+    if not progress_exists(connection):
+        return None
+    sql = text(f"SELECT config_id FROM {PROGRESS_TABLE} WHERE table_schema = :s AND table_name = :t")
+    return connection.execute(sql, {"s": schema, "t": key}).scalar()
+
+
 def require_registry(connection: Connection) -> bool:
     """Whether the registry can be used; :class:`SchemaError` when it was dropped by hand.
 

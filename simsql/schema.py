@@ -235,6 +235,14 @@ class Names:
         table's own backfill cursor); its row proves the shadow set is simsql's."""
         return f"{self.table}#refingerprint"
 
+    @property
+    def set_aside_marker(self) -> str:
+        """Key of the row in ``simsql_backfill`` that says a move to version 3 dropped the block
+        indexes to add its columns and has not built them again yet (MariaDB): a run that
+        resumes, or abandons, the move builds them again; without the row, none is built (a
+        table attached without indexes stays so)."""
+        return f"{self.table}#set-aside"
+
     def index(self, block: str) -> str:
         return self.index_on(self.holder, block)
 

@@ -15,6 +15,7 @@ import time
 from typing import Any
 import pytest
 from sqlalchemy import Engine, String, Text, text
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
@@ -22,7 +23,7 @@ import simsql
 import simsql.alembic
 from simsql import Fingerprinter
 from simsql.dialects import backend
-from simsql.errors import ConfigMismatch, SchemaError, UnsupportedDatabase, WouldLockTable
+from simsql.errors import ConfigMismatch, SchemaError, UnsupportedDatabase
 from simsql.fingerprint import DEFAULT_WIDE
 from simsql.schema import Names
 
@@ -115,10 +116,9 @@ def mariadb(engine: Engine) -> bool:
 
 
 def attach_v2(engine: Engine, table: str = "docs", **options: Any) -> None:
-    """Attach ``table`` with version 2. On MariaDB without block indexes: it cannot add a stored
-    column online to a table whose virtual columns are indexed, so the move is refused there
-    (test_mariadb_refuses_an_indexed_table); without them the same move runs."""
-    simsql.attach_table(engine, table, ["title", "body"], fingerprinter=V2, indexes=not mariadb(engine), **options)
+    """Attach ``table`` with version 2, block indexes included (on MariaDB the move sets them
+    aside to add its columns: test_an_indexed_table_moves_and_keeps_its_block_indexes_on_mysql)."""
+    simsql.attach_table(engine, table, ["title", "body"], fingerprinter=V2, **options)
 
 
 def _registry(engine: Engine) -> tuple[str, str]:
@@ -247,16 +247,66 @@ def test_other_moves_are_refused_on_mysql_before_anything_changes(mysql_engine: 
     assert state(mysql_engine) == before
 
 
-def test_mariadb_refuses_an_indexed_table_before_anything_changes(mysql_engine: Engine) -> None:
-    if not mariadb(mysql_engine):
-        pytest.skip("MySQL >= 8.0.29 adds the columns instantly")
-    build_docs(mysql_engine, rows=20)
+def _index_names(engine: Engine, table: str = "docs") -> set[str]:
+    with engine.connect() as connection:
+        return {i["name"] for i in sa_inspect(connection).get_indexes(table)}
+
+
+def test_an_indexed_table_moves_and_keeps_its_block_indexes_on_mysql(mysql_engine: Engine) -> None:
+    """MariaDB cannot add a stored column, instantly or online, to a table whose virtual block
+    columns are indexed: the move sets the four block indexes aside for the instant ADD COLUMN
+    and builds them again online at once. MySQL adds the columns beside them. Either way the
+    table ends with its four block indexes and the wide ones, and every word is right."""
+    build_docs(mysql_engine, rows=300)
     simsql.alembic.upgrade(mysql_engine)
     simsql.attach_table(mysql_engine, "docs", ["title", "body"], fingerprinter=V2)
-    before = state(mysql_engine)
-    with pytest.raises(WouldLockTable, match="indexed virtual columns.*detach"):
-        simsql.refingerprint(mysql_engine, "docs", to=V3)
-    assert state(mysql_engine) == before and config_id(mysql_engine, "docs") == V2.config_id
+    simsql.backfill(mysql_engine, "docs")
+    names = Names("docs", wide=True)
+    assert set(Names("docs").indexes) <= _index_names(mysql_engine)
+    result = simsql.refingerprint(mysql_engine, "docs", to=V3)
+    assert result.switched and config_id(mysql_engine, "docs") == V3.config_id
+    assert set(names.indexes) <= _index_names(mysql_engine)
+    with_text, complete = check_signatures(mysql_engine, _signatures_sql(mysql_engine, False))
+    assert complete == with_text == 300
+    _no_leftovers(mysql_engine)
+
+
+@pytest.mark.parametrize("way", ["resume", "abandon"])
+def test_a_move_killed_with_its_block_indexes_set_aside_builds_them_again(mysql_engine: Engine, way: str) -> None:
+    """The state a move leaves when killed between setting the block indexes aside and building
+    them again (MariaDB): its cursor, the marker row, the columns, no block indexes. Resumed or
+    abandoned, the table gets its four block indexes back and the marker goes."""
+    build_docs(mysql_engine, rows=300)
+    simsql.alembic.upgrade(mysql_engine)
+    attach_v2(mysql_engine)
+    simsql.backfill(mysql_engine, "docs", workers=0)
+
+    class Stop(Exception):
+        pass
+
+    def stop(done: int, total: int) -> None:
+        raise Stop
+
+    with pytest.raises(Stop):
+        simsql.refingerprint(mysql_engine, "docs", to=V3, batch_size=50, workers=0, progress=stop)
+    narrow = Names("docs")
+    with mysql_engine.begin() as connection:
+        drops = ", ".join(f"DROP INDEX {backend(connection).quote(i)}" for i in narrow.indexes)
+        connection.execute(text(f"ALTER TABLE docs {drops}"))
+        connection.execute(text("INSERT INTO simsql_backfill (table_schema, table_name, config_id, phase) "
+                                "VALUES (DATABASE(), :marker, :config, 'done')"),
+                           {"marker": narrow.set_aside_marker, "config": V3.config_id})  # fmt: skip
+    assert not set(narrow.indexes) & _index_names(mysql_engine)
+    if way == "resume":
+        assert simsql.refingerprint(mysql_engine, "docs", to=V3, workers=0).switched
+        assert set(Names("docs", wide=True).indexes) <= _index_names(mysql_engine)
+    else:
+        simsql.refingerprint(mysql_engine, "docs", to=V3, abandon=True)
+        assert set(narrow.indexes) <= _index_names(mysql_engine)
+        assert config_id(mysql_engine, "docs") == V2.config_id
+    with mysql_engine.connect() as connection:
+        markers = connection.execute(text("SELECT count(*) FROM simsql_backfill WHERE table_name = :m"), {"m": narrow.set_aside_marker})
+        assert markers.scalar_one() == 0
     _no_leftovers(mysql_engine)
 
 

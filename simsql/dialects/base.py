@@ -151,6 +151,14 @@ class Backend(ABC):
     def describe_server(self) -> str:
         return type(self).describe_dialect(self.dialect)
 
+    @property
+    def alters_columns_beside_indexed_blocks(self) -> bool:
+        """Whether a stored column is added to (or dropped from) a table whose block columns are
+        indexed without copying the table or locking out its writers. MariaDB cannot while
+        those generated columns are indexed, so a move to version 3 sets the indexes aside
+        (:meth:`DDL.widen`)."""
+        return True
+
     @abstractmethod
     def check_server(self, connection: Connection) -> None:
         """Refuse a server version simsql cannot run on, naming the version found."""

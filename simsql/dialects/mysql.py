@@ -375,6 +375,12 @@ class MySQLBackend(Backend):
     """32 hex digits, where ``MD5()`` yields exactly that and MariaDB's own UUID type refuses
     md5 values whose variant bits are not RFC 4122's ("Incorrect uuid value")."""
 
+    @property
+    def alters_columns_beside_indexed_blocks(self) -> bool:
+        """MySQL >= 8.0.29 adds and drops a column instantly beside indexed virtual columns;
+        MariaDB 10.11 refuses both online ("online rebuild with indexed virtual columns")."""
+        return not is_mariadb(self.dialect)
+
     @classmethod
     def describe_dialect(cls, dialect: Dialect) -> str:
         # SQLAlchemy keeps every number of the version string, the packager's too ("9.7.4-2"

@@ -365,19 +365,43 @@ class MySQLDDL(DDL):
 
     # -- algorithm version 3 in place: the wide signature added to a version 2 table ----------
 
-    def widen(self, target: Target, names: Names, fingerprinter: Fingerprinter, cursor: str, present: Present) -> Plan:
+    def widen(
+        self, target: Target, names: Names, fingerprinter: Fingerprinter, cursor: str, present: Present, *,
+        record: bool = True, set_aside: bool = False,
+    ) -> Plan:  # fmt: skip
         """Stage a move to version 3, whose fingerprint is version 2's (so every one is kept):
-        the resume cursor first (its row proves what follows is simsql's), words 1-3 and the
-        wide blocks on the holder (instant where the server can), and in columns mode the
-        triggers that clear words with the fingerprint and the move's own
-        (:func:`widen_trigger_sql`). What ``present`` holds is skipped; each step has its undo."""
+        the resume cursor first (its row proves what follows is simsql's; ``record=False`` when
+        a resumed move has it), words 1-3 and the wide blocks on the holder (instant where the
+        server can), and in columns mode the triggers that clear words with the fingerprint and
+        the move's own (:func:`widen_trigger_sql`). What ``present`` holds is skipped; each step
+        has its undo.
+
+        ``set_aside``: MariaDB adds a stored column to a table whose generated columns are
+        indexed neither instantly nor online (it rebuilds the table under a shared lock), but
+        adds it instantly once those indexes are gone. So the four block indexes are dropped
+        (online), the columns added (instant), and the indexes built again online at once:
+        writers never wait beyond a metadata lock, and near-duplicate queries read the table
+        without its block indexes only while they build."""
         wide = names.with_wide(True)
         params = {"schema": target.schema, "cursor": cursor, "config_id": fingerprinter.config_id}
-        record = (f"INSERT INTO {PROGRESS_TABLE} (table_schema, table_name, config_id, phase) "
+        insert = (f"INSERT INTO {PROGRESS_TABLE} (table_schema, table_name, config_id, phase) "
                   "VALUES (:schema, :cursor, :config_id, 'scan')")  # fmt: skip
         undo = f"DELETE FROM {PROGRESS_TABLE} WHERE table_schema = :schema AND table_name = :cursor"
-        steps = [Step(record, f"record refingerprint of {target.schema}.{target.table}", params, undo=undo)]
-        steps += self._column_steps(target.schema, wide.holder, wide, present, adding=True)
+        steps = [Step(insert, f"record refingerprint of {target.schema}.{target.table}", params, undo=undo)] if record else []
+        columns = self._column_steps(target.schema, wide.holder, wide, present, adding=True)
+        narrow = names.with_wide(False)
+        aside = set_aside and bool(columns) and any(present.has_index(i) for i in narrow.indexes)
+        if aside:
+            mark = {"schema": target.schema, "marker": names.set_aside_marker, "config_id": fingerprinter.config_id}
+            steps.append(Step(
+                f"INSERT INTO {PROGRESS_TABLE} (table_schema, table_name, config_id, phase) VALUES (:schema, :marker, :config_id, 'done')",
+                f"record that the block indexes of {target.schema}.{wide.holder} are set aside", mark,
+                undo=f"DELETE FROM {PROGRESS_TABLE} WHERE table_schema = :schema AND table_name = :marker",
+            ))  # fmt: skip
+            steps += self.drop_indexes(target.schema, narrow, present=present).steps
+        steps += columns
+        if aside:  # the ones dropped, built again
+            steps += self.restore_set_aside(target, names, present.without_indexes(narrow.indexes)).steps
         if not names.side:
             triggers = [(wide.words_triggers[u], words_trigger_sql(wide, u, target.schema)) for u in (False, True)]
             triggers.append((wide.widen_trigger, widen_trigger_sql(wide, target.schema)))
@@ -402,7 +426,17 @@ class MySQLDDL(DDL):
             steps.append(Step(f"DROP TRIGGER IF EXISTS {qualified(target.schema, wide.widen_trigger)}", f"drop trigger {wide.widen_trigger}"))
         return self.plan(steps)
 
-    def unwiden(self, target: Target, names: Names, cursor: str, present: Present) -> Plan:
+    def restore_set_aside(self, target: Target, names: Names, present: Present) -> Plan:
+        """The block indexes a move set aside (those not ``present``), built online, then the
+        row that said so forgotten."""
+        params = {"schema": target.schema, "marker": names.set_aside_marker}
+        forget = Step(f"DELETE FROM {PROGRESS_TABLE} WHERE table_schema = :schema AND table_name = :marker",
+                      f"forget that the block indexes of {target.schema}.{names.holder} were set aside", params)  # fmt: skip
+        return self.plan([*self.create_indexes(target.schema, names.with_wide(False), present=present).steps, forget])
+
+    def unwiden(
+        self, target: Target, names: Names, cursor: str, present: Present, *, set_aside: bool = False, marked: bool = False
+    ) -> Plan:  # fmt: skip
         """Remove an unfinished move to version 3 (abandoned, or before a detach): its triggers,
         the wide indexes and columns, its cursor; the version 2 attachment is as before it."""
         wide = names.with_wide(True)
@@ -418,7 +452,17 @@ class MySQLDDL(DDL):
         if drops:
             steps.append(Step(_alter(target.schema, wide.holder, drops, ONLINE), f"drop wide indexes of {wide.holder}", online=True))
         only = (*wide.wide_words, *wide.wide_blocks)
-        steps += self._column_steps(target.schema, wide.holder, wide, present, adding=False, only=only)
+        columns = self._column_steps(target.schema, wide.holder, wide, present, adding=False, only=only)
+        narrow = names.with_wide(False)
+        kept = [i for i in narrow.indexes if present.has_index(i)]
+        aside = set_aside and bool(columns) and bool(kept)
+        if aside:
+            steps += self.drop_indexes(target.schema, narrow, present=present).steps
+        steps += columns
+        if marked:  # killed while they were set aside (widen(set_aside=True)): all back
+            steps += self.restore_set_aside(target, names, present.without_indexes(narrow.indexes)).steps
+        elif aside:
+            steps += self.create_indexes(target.schema, narrow, present=present.without_indexes(kept)).steps
         return self.plan([*steps, forget])
 
 

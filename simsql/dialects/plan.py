@@ -8,6 +8,7 @@ Alembic's own (``ops`` describe, ``toimpl`` run).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
@@ -153,6 +154,12 @@ class Present:
     def has_index(self, name: str) -> bool:
         return self._key(name) in self.indexes
 
+    def without_indexes(self, names: Iterable[str]) -> Present:
+        """What will be present once the indexes ``names`` are dropped (a plan that drops and
+        builds them again in one run reads it)."""
+        gone = {self._key(name) for name in names}
+        return dataclasses.replace(self, indexes=frozenset(i for i in self.indexes if i not in gone))
+
 
 REGISTRY_INSERT = (
     f"INSERT INTO {REGISTRY_TABLE} (table_schema, table_name, column_name, config_id, settings, source, mode, side_table) "
@@ -256,17 +263,32 @@ class DDL(ABC):
 
     # -- a move to algorithm version 3 in place, where the backend does not stage a shadow set --
 
-    def widen(self, target: Target, names: Names, fingerprinter: Fingerprinter, cursor: str, present: Present) -> Plan:
+    def widen(
+        self, target: Target, names: Names, fingerprinter: Fingerprinter, cursor: str, present: Present, *,
+        record: bool = True, set_aside: bool = False,
+    ) -> Plan:  # fmt: skip
         """Words 1-3, the wide blocks and what keeps them right while a fill writes them, and
-        the resume cursor, beside a version 2 attachment (whose fingerprints version 3 keeps)."""
+        the resume cursor (``record``: a resumed move has it), beside a version 2 attachment
+        (whose fingerprints version 3 keeps). ``set_aside``: drop the block indexes for the
+        columns' sake and build them again online right after (a server that adds a column
+        to a table with indexed generated columns neither instantly nor online)."""
         raise NotImplementedError(f"{type(self).__name__} does not describe a move to version 3 in place")
 
     def widen_switch(self, target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:
         """The table recorded as version 3 with the wide signature; the move's own rule dropped."""
         raise NotImplementedError(f"{type(self).__name__} does not describe a move to version 3 in place")
 
-    def unwiden(self, target: Target, names: Names, cursor: str, present: Present) -> Plan:
-        """Remove an unfinished move to version 3; the version 2 attachment is as before it."""
+    def restore_set_aside(self, target: Target, names: Names, present: Present) -> Plan:
+        """Build again the block indexes a move to version 3 set aside (``widen(set_aside=True)``)
+        and were not built yet (not ``present``)."""
+        raise NotImplementedError(f"{type(self).__name__} does not describe a move to version 3 in place")
+
+    def unwiden(
+        self, target: Target, names: Names, cursor: str, present: Present, *, set_aside: bool = False, marked: bool = False
+    ) -> Plan:  # fmt: skip
+        """Remove an unfinished move to version 3; the version 2 attachment is as before it.
+        ``set_aside``: the block indexes are set aside to drop the columns (as
+        :meth:`widen`'s); ``marked``: the move was killed while they were set aside."""
         raise NotImplementedError(f"{type(self).__name__} does not describe a move to version 3 in place")
 
 

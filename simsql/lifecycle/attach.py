@@ -253,7 +253,8 @@ def describe_abandon(connection: Connection, target: Target, names: Names, curso
     if server.refingerprints_online:
         return server.ddl.unstage(target, names.shadow(wide=True), cursor)
     present = catalog.present(connection, target.schema, target.table, names.with_wide(True))
-    return server.ddl.unwiden(target, names, cursor, present)
+    marked = registry.progress_config(connection, target.schema, names.set_aside_marker) is not None
+    return server.ddl.unwiden(target, names, cursor, present, set_aside=not server.alters_columns_beside_indexed_blocks, marked=marked)
 
 
 def dropped_leftovers(connection: Connection, schema: str, entry: Attachment) -> Plan:

@@ -130,15 +130,6 @@ def _table_of(connection: Connection, target: type | str, schema: str | None) ->
     return table.name, table.schema or schema or registry.current_schema(connection)
 
 
-def _staged_config(connection: Connection, schema: str, cursor: str) -> str | None:
-    if not registry.progress_exists(connection):
-        return None
-    return connection.execute(
-        text(f"SELECT config_id FROM {PROGRESS_TABLE} WHERE table_schema = :s AND table_name = :t"),
-        {"s": schema, "t": cursor},
-    ).scalar()
-
-
 def _prepare(
     engine: Engine, target: type | str, schema: str | None, to: Fingerprinter, timeouts: apply.Timeouts, abandon: bool
 ) -> tuple[_Move, str | None]:
@@ -149,7 +140,7 @@ def _prepare(
         entry = registry.read(connection, table, schema)
         if entry is None:
             raise NotAttached(f"{schema}.{table} is not attached to simsql; run `simsql attach --table {table}` first")
-        staged = _staged_config(connection, schema, cursor_key(table))
+        staged = registry.progress_config(connection, schema, cursor_key(table))
         if staged is not None and staged != to.config_id and not abandon:
             raise SchemaError(
                 f"a refingerprint of {schema}.{table} to {staged} is in progress; run it again with that "

@@ -6,7 +6,8 @@ what the move adds is the wide signature's words 1-3 and its block columns, besi
 fingerprints the table has. So nothing is swapped, only added:
 
 1. **stage**: the resume cursor, then the word columns (stored) and the wide blocks (virtual,
-   generated from the words), each added instantly where the server can; in columns mode the
+   generated from the words), each added instantly where the server can (MariaDB: with the
+   four block indexes set aside meanwhile and built again online at once); in columns mode the
    triggers that clear the words with the fingerprint (as on any wide table), and the move's
    own: a version 2 writer writes a new fingerprint or digest without words, so words it
    leaves unchanged beside them are cleared for the fill (only the fill writes words meanwhile,
@@ -35,7 +36,7 @@ from sqlalchemy import Engine
 from .. import registry
 from ..dialects import backend
 from ..dialects.batch import Job
-from ..dialects.plan import Target
+from ..dialects.plan import Plan, Target
 from ..errors import WouldLockTable
 from ..fingerprint import Fingerprinter
 from ..schema import Names
@@ -52,18 +53,7 @@ def move_in_place(
     server, timeouts = backend(engine), options["timeouts"]
     label = f"{target.schema}.{target.table}"
     wide = names.with_wide(True)
-    if stage:
-        with engine.connect() as connection, apply.bounded(connection, apply.DDL):
-            present = catalog.present(connection, target.schema, target.table, wide)
-        try:
-            apply.run_on_engine(engine, server.ddl.widen(target, names, to, cursor, present), timeouts, relations=[label])
-        except WouldLockTable as error:
-            raise WouldLockTable(
-                f"{error} The move to version {to.version} adds the wide signature's columns to {label} in place; "
-                f"{server.describe_server()} cannot add a stored column online to a table whose virtual block columns "
-                "are indexed (MariaDB; MySQL >= 8.0.29 adds it instantly). Move it offline at a quiet time instead: "
-                "detach, attach (version 3 is the default) and backfill"
-            ) from None
+    _stage(engine, target, names, to, cursor, record=stage, timeouts=timeouts)
     job = Job(target.schema, target.table, target.keys, target.key_types, target.source, wide, to, cursor=cursor)
     filled = backfill.fill(engine, job, label, options, workers)
     keys = wide.side_keys(target.keys) if wide.side else target.keys
@@ -78,6 +68,33 @@ def move_in_place(
     caught_up = backfill.fill(engine, job, label, dict(options, progress=None), 0)
     apply.run_on_engine(engine, server.ddl.forget_cursors(target.schema, target.table, cursor), timeouts, relations=[label])
     return filled.rows_fingerprinted, caught_up.rows_fingerprinted, held
+
+
+def _stage(
+    engine: Engine, target: Target, names: Names, to: Fingerprinter, cursor: str, *, record: bool, timeouts: apply.Timeouts
+) -> None:  # fmt: skip
+    """Add what the move needs and is not there yet: all of it, and the cursor, on a first run
+    (``record``); what a killed run left undone on a resumed one. A server that cannot add the
+    columns beside indexed block columns online (MariaDB,
+    :attr:`~simsql.dialects.Backend.alters_columns_beside_indexed_blocks`) gets them with the
+    block indexes set aside and built again online at once (``DDL.widen(set_aside=True)``); a
+    run killed meanwhile builds them when resumed."""
+    server, label = backend(engine), f"{target.schema}.{target.table}"
+    with engine.connect() as connection, apply.bounded(connection, apply.DDL):
+        present = catalog.present(connection, target.schema, target.table, names.with_wide(True))
+        marked = registry.progress_config(connection, target.schema, names.set_aside_marker) is not None
+        set_aside = not server.alters_columns_beside_indexed_blocks
+    plan = server.ddl.widen(target, names, to, cursor, present, record=record, set_aside=set_aside)
+    if marked:
+        plan = Plan((*plan.steps, *server.ddl.restore_set_aside(target, names, present).steps), plan.dialect)
+    try:
+        apply.run_on_engine(engine, plan, timeouts, relations=[label])
+    except WouldLockTable as error:
+        raise WouldLockTable(
+            f"{error} The move to version {to.version} adds the wide signature's columns to {label} in place, "
+            f"and {server.describe_server()} refuses to add them online. Move it offline at a quiet time instead: "
+            "detach, attach (version 3 is the default) and backfill"
+        ) from None
 
 
 __all__ = ["move_in_place"]
