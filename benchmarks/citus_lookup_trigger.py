@@ -152,8 +152,8 @@ def main() -> None:
             for thread in threads:
                 thread.join()
             print(f"{arguments.writers} writers x {arguments.statements} statements: {time.perf_counter() - started:.1f} s")
-            for error, count in errors.most_common():
-                print(f"  {count} x {error}")
+            for message, count in errors.most_common():
+                print(f"  {count} x {message}")
             time.sleep(2)
             with psycopg.connect(arguments.citus, autocommit=True) as fresh:
                 fresh.execute("SELECT recover_prepared_transactions()")
