@@ -122,11 +122,25 @@ def _write(url: str, rows: int, seed: int, stop: Any, counts: Any) -> None:
             except Exception:  # noqa: BLE001 - a writer that meets a lock timeout or deadlock counts it and goes on
                 connection.rollback()
                 errors += 1
+            if writes + errors == 1:  # this writer's first statement is done: the round may start its kills
+                with counts.get_lock():
+                    counts[2] += 1
             time.sleep(0.002)
     engine.dispose()
     with counts.get_lock():
         counts[0] += writes
         counts[1] += errors
+
+
+def _until_writing(writers: list[Any], counts: Any, wanted: int, timeout: float = 120.0) -> None:
+    """Wait until every writer has made its first write: a spawned writer imports simsql and
+    connects first (seconds on a loaded machine), and a kill that falls before any write
+    tests nothing concurrent (CI once saw a round with 0 writes)."""
+    deadline = time.monotonic() + timeout
+    while counts[2] < wanted:
+        if time.monotonic() > deadline or not all(p.is_alive() for p in writers):
+            raise RuntimeError(f"{counts[2]} of {wanted} writers began writing within {timeout:.0f} s")
+        time.sleep(0.02)
 
 
 def _simsql(url: str, *args: str) -> list[str]:
@@ -207,7 +221,7 @@ def one_round(url: str, engine: Engine, number: int, rng: random.Random, options
     with engine.begin() as connection:  # every row changes: the triggers clear every fingerprint, a whole table to do
         connection.execute(text(f"UPDATE {TABLE} SET title = :title"), {"title": f"round {number}"})
     context = multiprocessing.get_context("spawn")
-    stop, counts = context.Event(), context.Array("l", 2)
+    stop, counts = context.Event(), context.Array("l", 3)  # writes, errors, writers that have begun
     writers = [
         context.Process(target=_write, args=(url, options.rows, options.seed * 100 + number * 10 + i, stop, counts))
         for i in range(options.writers)
@@ -216,6 +230,7 @@ def one_round(url: str, engine: Engine, number: int, rng: random.Random, options
         process.start()
     events = []
     try:
+        _until_writing(writers, counts, len(writers))
         events.append(kill_at_random(url, ["backfill", "--table", TABLE, "--workers", "2", "--batch-size", "100"], rng, summary, options.longest))
         if online:
             shingles = "2" if number % 2 == 0 else "1"
