@@ -103,14 +103,19 @@ class Runs:
     ends: np.ndarray
 
     @cached_property
+    def listed(self) -> list[int]:
+        """The hashes as Python ints (a submission is looked up in every candidate's sets)."""
+        return self.hashes.tolist()  # type: ignore[no-any-return]
+
+    @cached_property
     def distinct(self) -> frozenset[int]:
-        return frozenset(self.hashes.tolist())
+        return frozenset(self.listed)
 
     def covered(self, found: frozenset[int], words: int) -> int:
         """How many of ``words`` word positions lie in a shingle whose hash is in ``found``."""
-        hit = np.fromiter(map(found.__contains__, self.hashes.tolist()), dtype=bool, count=len(self.hashes))
-        if not hit.any():
+        if found.isdisjoint(self.listed):  # most candidates of a new text: no shingle in common
             return 0
+        hit = np.fromiter(map(found.__contains__, self.listed), dtype=bool, count=len(self.hashes))
         depth = np.cumsum(np.bincount(self.starts[hit], minlength=words + 1) - np.bincount(self.ends[hit], minlength=words + 1))
         return int(np.count_nonzero(depth[:words]))
 
