@@ -60,10 +60,16 @@ def _line_tokens(text: str) -> list[list[bytes]]:
     if normalized.isascii():
         return [line.split() for line in normalized.encode("ascii").translate(_ASCII_SEPARATORS).split(b"\n")]
     return [
-        line.encode("ascii").translate(_ASCII_SEPARATORS).split() if line.isascii()
-        else [word.encode("utf-8", "surrogatepass") for word in _TOKEN.findall(line)]
+        line.encode("ascii").translate(_ASCII_SEPARATORS).split() if line.isascii() else _encoded(_TOKEN.findall(line))
         for line in normalized.split("\n")
     ]  # fmt: skip
+
+
+def _encoded(words: list[str]) -> list[bytes]:
+    """The UTF-8 bytes of each of ``words``, encoded at once: no word holds NUL (it is no word
+    character), and no UTF-8 sequence holds a zero byte, so splitting the encoded join at NUL
+    gives each word's own bytes (what encoding them one by one gave, in a tenth of the time)."""
+    return "\0".join(words).encode("utf-8", "surrogatepass").split(b"\0") if words else []
 
 
 def _word_hashes(lines: list[list[bytes]]) -> np.ndarray:
