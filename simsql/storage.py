@@ -94,16 +94,18 @@ class Binding:
 
     def text_of(self, instance: object) -> str | None:
         """The text a row is fingerprinted from: its non-NULL source columns, one per line."""
-        parts = []
-        for name in self.source:
-            value = getattr(instance, name)
+        return self.text_of_values([getattr(instance, name) for name in self.source], type(instance).__name__)
+
+    def text_of_values(self, values: Sequence[Any], owner: str | None = None) -> str | None:
+        """:meth:`text_of` from the values of the source columns, in :attr:`source` order (a
+        row read as columns rather than as an instance of ``owner``, the model by default)."""
+        for name, value in zip(self.source, values):
             if value is not None and not isinstance(value, str):
                 raise TypeError(
-                    f"{type(instance).__name__}.{name} must hold str to be fingerprinted, "
+                    f"{owner or self.model.__name__}.{name} must hold str to be fingerprinted, "
                     f"got {type(value).__name__}"
                 )
-            parts.append(value)
-        return join_text(parts)
+        return join_text(values)
 
     def fingerprint_of(self, instance: object) -> int | None:
         """Fingerprint of a row, or None (stored as NULL) when its text has no features."""

@@ -9,7 +9,7 @@ import sys
 import textwrap
 
 import pytest
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine, inspect, update
 from sqlalchemy.orm import Session
 
 import simsql
@@ -52,6 +52,24 @@ def test_disguised_copies_are_found_on_the_wide_path(wide_tables: Engine, mode: 
             assert match is not None and match.row.id == 1
             expected = simsql.Fingerprinter().signature(f"Original\n{article}").distance(simsql.Fingerprinter().signature(copy))
             assert match.distance == expected and match.similarity == 1 - expected / 256
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_match_is_the_whole_row_the_session_holds(wide_tables: Engine, mode: str) -> None:
+    """Candidates are read as key, text and distance; the confirmed one is the session's own
+    instance, read whole by its key (no column left to load lazily), and stays that instance."""
+    model = WIDE_MODELS[mode]
+    article = _article()
+    with Session(wide_tables) as session:
+        session.add_all([model(id=1, title="Original", body=article), model(id=2, title="Other", body="Parliament met")])
+        session.commit()
+    with Session(wide_tables) as session:
+        match = simsql.find_original(session, model, f"{HEADER}\n\n{article}\n\n{FOOTER}")
+        assert match is not None and match.row is session.get(model, 1)
+        assert not inspect(match.row).unloaded
+        match.row.title = "Renamed in the session"
+        again = simsql.find_original(session, model, f"{HEADER}\n\n{article}\n\n{FOOTER}", max_distance=64)
+        assert again is not None and again.row is match.row
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -13,7 +13,7 @@ from functools import lru_cache
 from itertools import combinations
 from typing import Any
 
-from sqlalchemy import ARRAY, Boolean, Computed, Float, Integer, bindparam
+from sqlalchemy import Boolean, Computed, Float, Integer, Text, TypeDecorator, bindparam, cast
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ColumnElement, TableClause
@@ -45,7 +45,25 @@ def _hamming_default(element: HammingDistance, compiler: Any, **kw: Any) -> str:
     raise refuse(compiler.dialect)
 
 
-_INTEGER_ARRAY = postgresql.ARRAY(Integer)
+class IntegerArray(TypeDecorator[list[int]]):
+    """The type of every ``EqualsAny`` bind: an integer array, sent as the text of its literal
+    (``'{1,2,3}'``) and cast in SQL (``CAST(... AS INTEGER[])``). Why: psycopg dumps a list
+    element by element in Python (about 0.4 ms of client CPU for the 512 probes of
+    :func:`simsql.find_original`'s second statement), a str at once; the server parses the
+    literal as it would the array. MySQL expands the bind into ``IN (...)`` instead (each value
+    an ``Integer``), so this type never reaches it."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: Sequence[int] | None, dialect: Any) -> str | None:
+        return None if value is None else "{" + ",".join(map(str, map(int, value))) + "}"
+
+    def bind_expression(self, bindvalue: BindParameter[Any]) -> ColumnElement[Any]:
+        return cast(bindvalue, postgresql.ARRAY(Integer))
+
+
+_INTEGER_ARRAY = IntegerArray()
 """One array type for every ``EqualsAny`` bind (the PostgreSQL form; MySQL expands it)."""
 
 
@@ -302,7 +320,7 @@ def equals_any(column: ColumnElement[Any], values: Sequence[int] | BindParameter
     """``column`` equals one of ``values`` (see :class:`EqualsAny`), or the value(s) of a
     :func:`probe_parameter`."""
     if isinstance(values, BindParameter):
-        return EqualsAny(column, values) if isinstance(values.type, ARRAY) else column == values
+        return EqualsAny(column, values) if isinstance(values.type, IntegerArray) else column == values
     if len(values) == 1:
         return column == values[0]
     return EqualsAny(column, values)

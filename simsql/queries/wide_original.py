@@ -29,7 +29,7 @@ from .nearest import Match
 from .targets import in_ranked_order, rows_of_keys
 from .wide import (
     WIDE_BUDGET, WIDE_CANDIDATES, WIDE_DISTANCE, WIDE_FIRST_CANDIDATES, WIDE_FIRST_STAGE, probe_groups, wide_binding, wide_keys_statement, wide_parameters,
-    wide_search, wide_statement,
+    wide_search, wide_text_statement,
 )  # fmt: skip
 
 MAX_TEXT_BYTES = 4 * 1024 * 1024
@@ -90,28 +90,39 @@ def find_wide_original(
     by_key = backend(session.connection()).rows_by_key
     for start, stop, limit in stages(budget, candidates):
         parameters = wide_parameters(signature, wide_distance, probe_groups(signature, stop, start))
-        for row, distance in _nearest_rows(session, binding, limit, parameters, by_key):
-            key = binding.key_of(row)
+        for key, sources, distance, row in _nearest_texts(session, binding, limit, parameters, by_key):
             if key in read:
                 continue
             read.add(key)
-            stored = binding.text_of(row)
-            if stored is not None and share_of_submission(submitted, shingled(stored)) >= min_containment:
-                return Match(row, int(distance), 1.0 - int(distance) / WIDE_BITS)
+            stored = binding.text_of(row) if row is not None else binding.text_of_values(sources)
+            if stored is None or share_of_submission(submitted, shingled(stored)) < min_containment:
+                continue
+            row = row if row is not None else session.get(model, key)
+            if row is not None:  # None: deleted since it was read
+                return Match(row, distance, 1.0 - distance / WIDE_BITS)
     return None
 
 
-def _nearest_rows(session: Session, binding: Binding, limit: int, parameters: dict[str, Any], by_key: bool) -> list[tuple[Any, int]]:
-    """``(row, distance)`` of the nearest ``limit`` candidates, nearest first: in one statement,
-    or (``by_key``, :attr:`simsql.dialects.Backend.rows_by_key`) their keys and distances, then
-    their rows by key (which Citus routes to the shards holding them)."""
+def _nearest_texts(
+    session: Session, binding: Binding, limit: int, parameters: dict[str, Any], by_key: bool
+) -> list[tuple[tuple[Any, ...], tuple[Any, ...], int, Any]]:
+    """``(key, source values, distance, row)`` of the nearest ``limit`` candidates, nearest
+    first: their keys, source columns and distances in one statement
+    (:func:`~simsql.queries.wide.wide_text_statement`; ``row`` None, read by key once
+    confirmed), or (``by_key``, :attr:`simsql.dialects.Backend.rows_by_key`) their keys and
+    distances, then their rows by key (which Citus routes to the shards holding them; no
+    source values, the row has them)."""
     if not by_key:
-        return [(row, int(distance)) for row, distance in session.execute(wide_statement(binding.model, limit), parameters).all()]
+        width = len(binding.keys)
+        return [
+            (tuple(found[:width]), tuple(found[width:-1]), int(found[-1]), None)
+            for found in session.execute(wide_text_statement(binding.model, limit), parameters).all()
+        ]
     ranked = session.execute(wide_keys_statement(binding.model, limit), parameters).all()
     if not ranked:
         return []
     found = session.execute(rows_of_keys(binding, [tuple(rank[: len(binding.keys)]) for rank in ranked])).all()
-    return in_ranked_order(binding, ranked, found)
+    return [(binding.key_of(row), (), distance, row) for row, distance in in_ranked_order(binding, ranked, found)]
 
 
 def stages(budget: int, candidates: int) -> list[tuple[int, int, int]]:
