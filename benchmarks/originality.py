@@ -54,6 +54,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 import simsql
 from simsql.containment import share_of_submission, shingled
 from simsql.queries.wide import WIDE_DISTANCE, wide_distance, wide_search
+from simsql.types import SimHash
 
 from .corpus import CACHE_DIR, Document, assembled_articles, build_cache, chinese_documents, english_documents, is_chinese, paragraphs
 from .edits import add_boilerplate, evade, substitute_words
@@ -112,11 +113,12 @@ def disguise(kind: str, body: str, rng: random.Random, donors: Sequence[str]) ->
     return evade(kind, body, rng, donors)
 
 
-def engine_for(url: str, lang: str = "en", source: str = "manpages") -> Engine:
+def engine_for(url: str, lang: str = "en", source: str = "manpages", schema: str | None = None) -> Engine:
     """An engine on the benchmark's own schema (PostgreSQL) or database (MySQL/MariaDB:
-    ``<the URL's database>_bench_originality``), one per language and source."""
+    ``<the URL's database>_bench_originality``), one per language and source unless ``schema``
+    names one."""
     parsed = make_url(url)
-    schema = SCHEMA + ("" if lang == "en" else f"_{lang}") + ("" if source == "manpages" else f"_{source}")
+    schema = schema or SCHEMA + ("" if lang == "en" else f"_{lang}") + ("" if source == "manpages" else f"_{source}")
     admin = create_engine(parsed)
     with admin.begin() as connection:
         if parsed.get_backend_name() == "postgresql":
@@ -136,20 +138,29 @@ def digest(body: str) -> uuid.UUID:
 _WORKER: dict[str, Any] = {}
 
 
+def _fingerprinter() -> simsql.Fingerprinter:
+    fingerprinter = simsql.binding_for(Doc).fingerprinter
+    assert isinstance(fingerprinter, simsql.Fingerprinter)
+    return fingerprinter
+
+
 def _start_worker() -> None:
-    _WORKER["fingerprinter"] = simsql.binding_for(Doc).fingerprinter
+    _WORKER["fingerprinter"] = _fingerprinter()
 
 
-def _signed(job: tuple[int, list[tuple[str, str]]]) -> list[tuple[Any, ...]]:
+def _signed(job: tuple[int, list[tuple[str, str]]]) -> tuple[list[tuple[Any, ...]], float]:
     """One batch's rows with their signatures (in a worker process): ``(id, kind, body, digest,
-    word 0..3)``, words unsigned, ``None`` for a text without features."""
+    word 0..3)``, words unsigned, ``None`` for a text without features; and the CPU seconds the
+    signatures took (the rate a 10M load can be planned by, whatever the machine's load)."""
     first, chunk = job
-    fingerprinter = _WORKER.get("fingerprinter") or simsql.binding_for(Doc).fingerprinter
+    fingerprinter = _WORKER.get("fingerprinter") or _fingerprinter()
+    cpu = time.process_time()
     signatures = fingerprinter.signatures_many([body for _, body in chunk], empty="none")
+    cpu = time.process_time() - cpu
     return [
         (first + offset, kind, body, digest(body), *(signature.words if signature else (None,) * 4))
         for offset, ((kind, body), signature) in enumerate(zip(chunk, signatures))
-    ]
+    ], cpu
 
 
 def _batches(rows: Iterable[tuple[str, str]], size: int) -> Iterator[tuple[int, list[tuple[str, str]]]]:
@@ -171,7 +182,7 @@ def _writer(connection: Any) -> Callable[[list[tuple[Any, ...]]], None]:
     columns = ["id", "kind", "body", names.digest, *names.signature_words]
     if connection.dialect.name != "postgresql":
         return lambda rows: connection.execute(insert(Doc), [dict(zip(columns, row)) for row in rows]) and None
-    to_db = Doc.__table__.c[names.signature_words[0]].type.process_bind_param
+    to_db = SimHash().process_bind_param  # the words' column type
     dialect = connection.dialect
     cursor = connection.connection.driver_connection.cursor()
     statement = f"COPY {names.table} ({', '.join(columns)}) FROM STDIN"
@@ -188,15 +199,22 @@ def load(engine: Engine, rows: Iterable[tuple[str, str]], workers: int, batch: i
     """Write ``(kind, body)`` rows (ids from 1) with their signatures, as a bulk loader would:
     signatures computed in ``workers`` processes, a batch at a time, while the main process
     writes the previous batches; the table's indexes (all but the key) are dropped first and
-    built once the rows are in. Returns rows per second of the load and the index build's time."""
-    table = Doc.__table__
+    built once the rows are in. Returns rows per second of the load (wall, and of the workers'
+    CPU for the signatures) and the index build's time."""
+    table = simsql.binding_for(Doc).table
     with engine.begin() as connection:
         for index in table.indexes:
             index.drop(connection)
     started = time.perf_counter()
-    count = 0
+    count, cpu = 0, 0.0
     with engine.begin() as connection:
-        write = _writer(connection)
+        writer = _writer(connection)
+
+        def write(signed: tuple[list[tuple[Any, ...]], float]) -> None:
+            nonlocal cpu
+            writer(signed[0])
+            cpu += signed[1]
+
         if workers <= 1:
             for job in _batches(rows, batch):
                 write(_signed(job))
@@ -218,7 +236,8 @@ def load(engine: Engine, rows: Iterable[tuple[str, str]], workers: int, batch: i
             connection.execute(text("SET LOCAL maintenance_work_mem = '1GB'"))
         for index in table.indexes:
             index.create(connection)
-    return {"rows_per_s": count / loaded, "load_s": round(loaded, 1), "index_build_s": round(time.perf_counter() - started, 1), "workers": workers}
+    return {"rows_per_s": count / loaded, "load_s": round(loaded, 1), "signature_cpu_rows_per_s": count / max(cpu, 1e-9),
+            "index_build_s": round(time.perf_counter() - started, 1), "workers": workers}  # fmt: skip
 
 
 def source_documents(source: str, lang: str) -> list[Document]:
@@ -431,12 +450,13 @@ def _chain(*parts: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str]]:
 
 
 def run(url: str, rows: int, originals: int, fresh: int, scans: int, seed: int, reuse: bool, lang: str = "en",
-        source: str = "manpages", workers: int = 2, parts_run: Sequence[str] = PARTS) -> dict[str, Any]:  # fmt: skip
-    engine = engine_for(url, lang, source)
+        source: str = "manpages", workers: int = 2, parts_run: Sequence[str] = PARTS, schema: str | None = None) -> dict[str, Any]:  # fmt: skip
+    engine = engine_for(url, lang, source, schema)
     data = corpus(rows, originals, fresh, seed, lang, source)
     result: dict[str, Any] = {"server": engine.dialect.name, "lang": lang, "source": source, "rows": rows, "originals": originals,
                               "load_average_before": list(os.getloadavg()), "build": build(engine, data, rows, seed, reuse, workers)}  # fmt: skip
-    result["table"] = f"{engine.url.database}.{SCHEMA if engine.dialect.name != 'postgresql' else engine_schema(engine)}.{Doc.__tablename__}"
+    where = f"{engine.url.database}.{engine_schema(engine)}" if engine.dialect.name == "postgresql" else engine.url.database
+    result["table"] = f"{where}.{Doc.__tablename__}"  # kept: --reuse checks it again
     copies = disguised(data, seed)
     with Session(engine) as session:
         if "recall" in parts_run:
@@ -485,13 +505,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--source", choices=SOURCES, default="manpages",
                         help="man pages (what the defaults were chosen on) or Debian's manuals (held out, never tuned on)")  # fmt: skip
     parser.add_argument("--workers", type=int, default=2, help="processes computing signatures while the table loads")
+    parser.add_argument("--schema", help="the PostgreSQL schema (MySQL: database) of the table, instead of one per language and source")
     parser.add_argument("--results-dir", type=Path, default=RESULTS, help="where the JSON goes")
     parser.add_argument("--parts", default=",".join(PARTS), help=f"which measurements, comma-separated, of {','.join(PARTS)}")
     args = parser.parse_args(argv)
     chosen = [part for part in args.parts.split(",") if part]
     if unknown := set(chosen) - set(PARTS):
         parser.error(f"--parts: unknown {sorted(unknown)}")
-    result = run(args.url, args.rows, args.originals, args.fresh, args.scans, args.seed, args.reuse, args.lang, args.source, args.workers, chosen)
+    result = run(args.url, args.rows, args.originals, args.fresh, args.scans, args.seed, args.reuse, args.lang, args.source, args.workers, chosen, args.schema)
     args.results_dir.mkdir(exist_ok=True)
     suffix = ("" if args.lang == "en" else f"-{args.lang}") + ("" if args.source == "manpages" else f"-{args.source}")
     suffix += "" if set(chosen) == set(PARTS) else "-" + "-".join(chosen)
