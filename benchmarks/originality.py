@@ -3,10 +3,17 @@
     python -m benchmarks.originality --rows 100000                 # PostgreSQL (127.0.0.1:5432)
     python -m benchmarks.originality --rows 20000 --url mysql+pymysql://root@127.0.0.1:3306/test
     python -m benchmarks.originality --lang zh --rows 20000 --originals 100   # Chinese man pages
+    python -m benchmarks.originality --source heldout --lang zh --rows 20000  # Debian's manuals, never tuned on
+    python -m benchmarks.originality --rows 1000000 --workers 2               # a million rows, loaded by COPY
+    python -m benchmarks.originality --rows 1000000 --reuse --parts latency   # rerun the timing on a kept table
 
 A table of ``WideSimHashMixin`` rows is filled with real man pages (the originals) and articles
 assembled from shared man-page paragraphs (so stored rows share sentences, as real platforms'
-do). Measured, with ``find_original``'s defaults:
+do); ``--source heldout`` takes both from Debian's manuals instead (:mod:`benchmarks.heldout`),
+a source no default was tuned on. The table is loaded as a bulk loader would: signatures
+computed in ``--workers`` processes, rows written by ``COPY`` (PostgreSQL) or multi-row
+``INSERT`` (MySQL/MariaDB) with the indexes built afterwards; it is kept, so ``--reuse`` runs
+the checks again on it. Measured, with ``find_original``'s defaults:
 
 * **recall per light evasion**: each original disguised (header/footer, 1/2/5% word
   substitutions, a sentence in or out, shuffled paragraphs, shuffled lines, their mixes) must
@@ -18,7 +25,8 @@ do). Measured, with ``find_original``'s defaults:
   ``bit_count`` distance, ``LIMIT`` the same candidates, same confirmation);
 * **storage**: bytes per row of the heap and of each kind of index, index writes per insert.
 
-Results go to ``benchmarks/results/originality-<server>-<rows>.json`` and are printed.
+Results go to ``benchmarks/results/originality-<server>-<rows>[-<lang>][-heldout].json`` and
+are printed.
 """
 
 from __future__ import annotations
@@ -26,13 +34,16 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import multiprocessing
+import os
 import pickle
 import random
 import statistics
 import sys
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +54,19 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 import simsql
 from simsql.containment import share_of_submission, shingled
 from simsql.queries.wide import WIDE_DISTANCE, wide_distance, wide_search
+from simsql.types import SimHash
 
-from .corpus import CACHE_DIR, assembled_articles, build_cache, chinese_documents, english_documents, is_chinese, paragraphs
+from .corpus import CACHE_DIR, Document, assembled_articles, build_cache, chinese_documents, english_documents, is_chinese, paragraphs
 from .edits import add_boilerplate, evade, substitute_words
+from .heldout import heldout_documents
+from .heldout import files as heldout_files
 from .timing import summary
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 SCHEMA = "bench_originality"
+SOURCES = ("manpages", "heldout")
+PARTS = ("recall", "alarms", "latency", "storage")
 EVASIONS = (
     "header_footer", "sub_1", "sub_2", "sub_5", "sentence_in", "sentence_out", "shuffle",
     "mix", "shuffle_lines", "lines_mix", "excerpt_60",
@@ -97,11 +113,12 @@ def disguise(kind: str, body: str, rng: random.Random, donors: Sequence[str]) ->
     return evade(kind, body, rng, donors)
 
 
-def engine_for(url: str, lang: str = "en") -> Engine:
+def engine_for(url: str, lang: str = "en", source: str = "manpages", schema: str | None = None) -> Engine:
     """An engine on the benchmark's own schema (PostgreSQL) or database (MySQL/MariaDB:
-    ``<the URL's database>_bench_originality``)."""
+    ``<the URL's database>_bench_originality``), one per language and source unless ``schema``
+    names one."""
     parsed = make_url(url)
-    schema = SCHEMA if lang == "en" else f"{SCHEMA}_{lang}"
+    schema = schema or SCHEMA + ("" if lang == "en" else f"_{lang}") + ("" if source == "manpages" else f"_{source}")
     admin = create_engine(parsed)
     with admin.begin() as connection:
         if parsed.get_backend_name() == "postgresql":
@@ -118,43 +135,140 @@ def digest(body: str) -> uuid.UUID:
     return uuid.UUID(hashlib.md5(body.encode("utf-8", "surrogatepass")).hexdigest())
 
 
-def load(engine: Engine, rows: list[tuple[str, str]], batch: int = 2000) -> float:
-    """Insert ``(kind, body)`` rows with their signatures (computed in batches, as a bulk loader
-    would: one ``signatures_many`` call per batch); returns rows per second."""
-    fingerprinter = simsql.Fingerprinter()
+_WORKER: dict[str, Any] = {}
+
+
+def _fingerprinter() -> simsql.Fingerprinter:
+    fingerprinter = simsql.binding_for(Doc).fingerprinter
+    assert isinstance(fingerprinter, simsql.Fingerprinter)
+    return fingerprinter
+
+
+def _start_worker() -> None:
+    _WORKER["fingerprinter"] = _fingerprinter()
+
+
+def _signed(job: tuple[int, list[tuple[str, str]]]) -> tuple[list[tuple[Any, ...]], float]:
+    """One batch's rows with their signatures (in a worker process): ``(id, kind, body, digest,
+    word 0..3)``, words unsigned, ``None`` for a text without features; and the CPU seconds the
+    signatures took (the rate a 10M load can be planned by, whatever the machine's load)."""
+    first, chunk = job
+    fingerprinter = _WORKER.get("fingerprinter") or _fingerprinter()
+    cpu = time.process_time()
+    signatures = fingerprinter.signatures_many([body for _, body in chunk], empty="none")
+    cpu = time.process_time() - cpu
+    return [
+        (first + offset, kind, body, digest(body), *(signature.words if signature else (None,) * 4))
+        for offset, ((kind, body), signature) in enumerate(zip(chunk, signatures))
+    ], cpu
+
+
+def _batches(rows: Iterable[tuple[str, str]], size: int) -> Iterator[tuple[int, list[tuple[str, str]]]]:
+    chunk: list[tuple[str, str]] = []
+    first = 1
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) == size:
+            yield first, chunk
+            first, chunk = first + size, []
+    if chunk:
+        yield first, chunk
+
+
+def _writer(connection: Any) -> Callable[[list[tuple[Any, ...]]], None]:
+    """Writes signed rows: ``COPY`` on PostgreSQL (words as the column type stores them), a
+    multi-row ``INSERT`` elsewhere (the driver's executemany)."""
     names = simsql.binding_for(Doc).names
+    columns = ["id", "kind", "body", names.digest, *names.signature_words]
+    if connection.dialect.name != "postgresql":
+        return lambda rows: connection.execute(insert(Doc), [dict(zip(columns, row)) for row in rows]) and None
+    to_db = SimHash().process_bind_param  # the words' column type
+    dialect = connection.dialect
+    cursor = connection.connection.driver_connection.cursor()
+    statement = f"COPY {names.table} ({', '.join(columns)}) FROM STDIN"
+
+    def write(rows: list[tuple[Any, ...]]) -> None:
+        with cursor.copy(statement) as copy:
+            for row in rows:
+                copy.write_row((*row[:3], str(row[3]), *(None if word is None else to_db(word, dialect) for word in row[4:])))
+
+    return write
+
+
+def load(engine: Engine, rows: Iterable[tuple[str, str]], workers: int, batch: int = 1000) -> dict[str, Any]:
+    """Write ``(kind, body)`` rows (ids from 1) with their signatures, as a bulk loader would:
+    signatures computed in ``workers`` processes, a batch at a time, while the main process
+    writes the previous batches; the table's indexes (all but the key) are dropped first and
+    built once the rows are in. Returns rows per second of the load (wall, and of the workers'
+    CPU for the signatures) and the index build's time."""
+    table = simsql.binding_for(Doc).table
+    with engine.begin() as connection:
+        for index in table.indexes:
+            index.drop(connection)
+    started = time.perf_counter()
+    count, cpu = 0, 0.0
+    with engine.begin() as connection:
+        writer = _writer(connection)
+
+        def write(signed: tuple[list[tuple[Any, ...]], float]) -> None:
+            nonlocal cpu
+            writer(signed[0])
+            cpu += signed[1]
+
+        if workers <= 1:
+            for job in _batches(rows, batch):
+                write(_signed(job))
+                count += len(job[1])
+        else:
+            with multiprocessing.get_context("fork").Pool(workers, initializer=_start_worker) as pool:
+                pending: deque[Any] = deque()
+                for job in _batches(rows, batch):
+                    pending.append(pool.apply_async(_signed, (job,)))
+                    count += len(job[1])
+                    if len(pending) >= 2 * workers:  # bounded: the rows are never all in memory
+                        write(pending.popleft().get())
+                while pending:
+                    write(pending.popleft().get())
+    loaded = time.perf_counter() - started
     started = time.perf_counter()
     with engine.begin() as connection:
-        for start in range(0, len(rows), batch):
-            chunk = rows[start : start + batch]
-            signatures = fingerprinter.signatures_many([body for _, body in chunk], empty="none")
-            values = []
-            for offset, ((kind, body), signature) in enumerate(zip(chunk, signatures)):
-                row: dict[str, Any] = {"id": start + offset + 1, "kind": kind, "body": body, names.digest: digest(body)}
-                row.update(dict(zip(names.signature_words, signature.words if signature else (None,) * 4)))
-                values.append(row)
-            connection.execute(insert(Doc), values)
-    return len(rows) / (time.perf_counter() - started)
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("SET LOCAL maintenance_work_mem = '1GB'"))
+        for index in table.indexes:
+            index.create(connection)
+    return {"rows_per_s": count / loaded, "load_s": round(loaded, 1), "signature_cpu_rows_per_s": count / max(cpu, 1e-9),
+            "index_build_s": round(time.perf_counter() - started, 1), "workers": workers}  # fmt: skip
 
 
-def corpus(rows: int, originals: int, fresh: int, seed: int, lang: str = "en") -> dict[str, Any]:
-    """Originals (whole man pages), the table's filler and fresh articles from disjoint pools
-    (kept in ``benchmarks/.cache`` beside the rendered pages they come from: assembling a
-    million articles takes minutes)."""
-    pages = build_cache("zh" if lang == "zh" else "en")["fingerprint"][:16]  # the rendered pages they come from
-    path = CACHE_DIR / f"originality-{pages}-{rows}-{originals}-{fresh}-{seed}.pickle"
+def source_documents(source: str, lang: str) -> list[Document]:
+    if source == "heldout":
+        return heldout_documents("zh" if lang == "zh" else "en")
+    return chinese_documents() if lang == "zh" else english_documents()
+
+
+def corpus(rows: int, originals: int, fresh: int, seed: int, lang: str = "en", source: str = "manpages") -> dict[str, Any]:
+    """Originals (whole documents), the pool the table's filler is assembled from, and fresh
+    articles from a disjoint pool, kept in ``benchmarks/.cache`` beside the rendered pages they
+    come from. The filler itself is assembled while it is loaded (:func:`filler`): a million
+    articles are gigabytes."""
+    if source == "heldout":
+        key = hashlib.sha256("\n".join(heldout_files("zh" if lang == "zh" else "en")).encode()).hexdigest()[:16]
+    else:
+        key = build_cache("zh" if lang == "zh" else "en")["fingerprint"][:16]  # the rendered pages they come from
+    path = CACHE_DIR / f"originality-{source}-{key}-{originals}-{fresh}-{seed}.pickle"
     if path.exists():
         with path.open("rb") as handle:
             cached: dict[str, Any] = pickle.load(handle)
         return cached
-    data = assemble(rows, originals, fresh, seed, lang)
+    data = assemble(originals, fresh, seed, lang, source)
+    CACHE_DIR.mkdir(exist_ok=True)
     with path.open("wb") as handle:
         pickle.dump(data, handle)
     return data
 
 
-def assemble(rows: int, originals: int, fresh: int, seed: int, lang: str = "en") -> dict[str, Any]:
-    docs = chinese_documents() if lang == "zh" else english_documents()
+def assemble(originals: int, fresh: int, seed: int, lang: str = "en", source: str = "manpages") -> dict[str, Any]:
+    docs = source_documents(source, lang)
     low, high = (300, 1500) if lang == "zh" else (800, 4000)  # Chinese says as much in fewer characters
     rng = random.Random(seed)
     chosen = rng.sample([doc for doc in docs if len(doc.text) <= 30_000], originals)
@@ -164,11 +278,18 @@ def assemble(rows: int, originals: int, fresh: int, seed: int, lang: str = "en")
     held_out, shared = pool[: len(pool) // 5], pool[len(pool) // 5 :]
     return {
         "originals": [doc.text for doc in chosen],
-        "filler": list(assembled_articles(shared, rows - originals, seed, min_chars=low, max_chars=high)),
+        "shared": shared,
+        "lengths": (low, high),
         "fresh_disjoint": list(assembled_articles(held_out, fresh, seed + 1, min_chars=low, max_chars=high)),
         "fresh_shared": list(assembled_articles(shared, fresh, seed + 2, min_chars=low, max_chars=high)),
         "donors": [p for p in held_out[:500]],
     }
+
+
+def filler(data: dict[str, Any], count: int, seed: int) -> Iterator[str]:
+    """The table's ``count`` filler articles, assembled from the shared pool (deterministic in ``seed``)."""
+    low, high = data["lengths"]
+    return assembled_articles(data["shared"], count, seed, min_chars=low, max_chars=high)
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -233,19 +354,24 @@ def parts(session: Session, copies: Sequence[str]) -> dict[str, Any]:
             "candidates_within_bound_p50": statistics.median(found), "candidates_max": max(found)}  # fmt: skip
 
 
-def recall(session: Session, data: dict[str, Any], seed: int) -> tuple[dict[str, Any], list[float], list[str]]:
-    """Share of disguised copies reported as their original, per evasion; the check's times; the copies."""
+def disguised(data: dict[str, Any], seed: int) -> list[tuple[int, str, str]]:
+    """Every original disguised every way: ``(its id, the evasion, the copy)``, deterministic in ``seed``."""
+    return [
+        (index, kind, disguise(kind, original, random.Random(f"{seed}/{index}/{kind}"), data["donors"]))
+        for index, original in enumerate(data["originals"], 1)
+        for kind in EVASIONS
+    ]
+
+
+def recall(session: Session, copies: Sequence[tuple[int, str, str]]) -> tuple[dict[str, Any], list[float]]:
+    """Share of disguised copies reported as their original, per evasion; the check's times."""
     found: dict[str, list[int]] = {kind: [] for kind in EVASIONS}
-    times, copies = [], []
-    for index, original in enumerate(data["originals"], 1):
-        for kind in EVASIONS:
-            rng = random.Random(f"{seed}/{index}/{kind}")
-            copy = disguise(kind, original, rng, data["donors"])
-            elapsed, match = timed(lambda: simsql.find_original(session, Doc, copy))
-            times.append(elapsed)
-            copies.append(copy)
-            found[kind].append(int(match is not None and match.row.id == index))
-    return {kind: statistics.fmean(hits) for kind, hits in found.items()}, times, copies
+    times = []
+    for index, kind, copy in copies:
+        elapsed, match = timed(lambda: simsql.find_original(session, Doc, copy))
+        times.append(elapsed)
+        found[kind].append(int(match is not None and match.row.id == index))
+    return {kind: statistics.fmean(hits) for kind, hits in found.items()}, times
 
 
 def false_alarms(session: Session, texts: Sequence[str]) -> dict[str, Any]:
@@ -273,13 +399,17 @@ def storage(engine: Engine) -> dict[str, Any]:
     """Bytes per row (PostgreSQL: heap, 64-bit block indexes, wide block indexes, primary key)
     and index writes per insert (every index of the table)."""
     names = simsql.binding_for(Doc).names
+    narrow = [index for index in names.indexes if index not in names.wide_indexes]  # names.indexes lists every index
+    writes = 1 + len(narrow) + len(names.wide_indexes)  # the key's too
     with engine.connect() as connection:
         count = connection.execute(select(func.count()).select_from(Doc)).scalar_one()
         if connection.dialect.name != "postgresql":
-            return {"rows": count, "index_writes_per_insert": 1 + len(names.indexes) + len(names.wide_indexes)}
+            return {"rows": count, "index_writes_per_insert": writes}
         size = lambda name: connection.execute(text("SELECT pg_relation_size(CAST(:n AS regclass))"), {"n": name}).scalar_one()  # noqa: E731
         heap = size(names.table)
-        v2 = sum(size(index) for index in names.indexes)
+        v2 = sum(size(index) for index in narrow)
+        toast = connection.execute(text("SELECT pg_total_relation_size(reltoastrelid) FROM pg_class WHERE oid = CAST(:n AS regclass)"),
+                                   {"n": names.table}).scalar_one()  # fmt: skip
         wide = sum(size(index) for index in names.wide_indexes)
         widths = connection.execute(text(
             f"SELECT avg(pg_column_size(simhash_w1) + pg_column_size(simhash_w2) + pg_column_size(simhash_w3)), "
@@ -288,53 +418,83 @@ def storage(engine: Engine) -> dict[str, Any]:
     return {
         "rows": count,
         "heap_bytes_per_row": heap / count,
+        "toast_bytes_per_row": toast / count,
         "wide_words_bytes_per_row": float(widths[0]),
         "wide_blocks_heap_bytes_per_row": float(widths[1]),
         "v2_block_indexes_bytes_per_row": v2 / count,
         "wide_block_indexes_bytes_per_row": wide / count,
-        "index_writes_per_insert": 1 + len(names.indexes) + len(names.wide_indexes),
+        "index_writes_per_insert": writes,
     }
 
 
-def build(engine: Engine, data: dict[str, Any], reuse: bool) -> dict[str, Any]:
-    rows = [("original", body) for body in data["originals"]] + [("filler", body) for body in data["filler"]]
+def build(engine: Engine, data: dict[str, Any], rows: int, seed: int, reuse: bool, workers: int) -> dict[str, Any]:
+    """The table: the originals (ids 1..), then the filler; kept as it is with ``reuse`` when it
+    holds these rows (their count and the first original)."""
     with engine.connect() as connection:
         exists = engine.dialect.has_table(connection, Doc.__tablename__)
         present = connection.execute(select(func.count()).select_from(Doc)).scalar_one() if exists else 0
-    if reuse and present == len(rows):
+        first = connection.execute(select(Doc.body).where(Doc.id == 1)).scalar() if present else None
+    if reuse and present == rows and first == data["originals"][0]:
         return {"reused": True}
+    if reuse:
+        raise SystemExit(f"--reuse: {Doc.__tablename__} holds {present} rows, not these {rows}: run without --reuse to load them")
     Base.metadata.drop_all(engine)
     Base.metadata.create_all(engine)
-    rate = load(engine, rows)
+    originals = [("original", body) for body in data["originals"]]
+    made = (("filler", body) for body in filler(data, rows - len(originals), seed))
+    loaded = load(engine, _chain(originals, made), workers)
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
         # VACUUM: the visibility map lets the probes be index-only scans, as on a settled table
         connection.execute(text(f"{'VACUUM ANALYZE ' if engine.dialect.name == 'postgresql' else 'ANALYZE TABLE '}{Doc.__tablename__}"))
-    return {"reused": False, "load_rows_per_s": rate}
+    return {"reused": False, **loaded}
 
 
-def run(url: str, rows: int, originals: int, fresh: int, scans: int, seed: int, reuse: bool, lang: str = "en") -> dict[str, Any]:
-    engine = engine_for(url, lang)
-    data = corpus(rows, originals, fresh, seed, lang)
-    result: dict[str, Any] = {"server": engine.dialect.name, "lang": lang, "rows": rows, "originals": originals, "build": build(engine, data, reuse)}
+def _chain(*parts: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str]]:
+    for part in parts:
+        yield from part
+
+
+def run(url: str, rows: int, originals: int, fresh: int, scans: int, seed: int, reuse: bool, lang: str = "en",
+        source: str = "manpages", workers: int = 2, parts_run: Sequence[str] = PARTS, schema: str | None = None) -> dict[str, Any]:  # fmt: skip
+    engine = engine_for(url, lang, source, schema)
+    data = corpus(rows, originals, fresh, seed, lang, source)
+    result: dict[str, Any] = {"server": engine.dialect.name, "lang": lang, "source": source, "rows": rows, "originals": originals,
+                              "load_average_before": list(os.getloadavg()), "build": build(engine, data, rows, seed, reuse, workers)}  # fmt: skip
+    where = f"{engine.url.database}.{engine_schema(engine)}" if engine.dialect.name == "postgresql" else engine.url.database
+    result["table"] = f"{where}.{Doc.__tablename__}"  # kept: --reuse checks it again
+    copies = disguised(data, seed)
     with Session(engine) as session:
-        result["recall"], times, copies = recall(session, data, seed)
-        result["check"] = summary(times)
-        result["false_alarms"] = {
-            "fresh_disjoint": false_alarms(session, data["fresh_disjoint"]),
-            "fresh_shared": false_alarms(session, data["fresh_shared"]),
-        }
-        rng = random.Random(seed)
-        result["interleaved_copies"] = interleaved(session, rng.sample(copies, min(scans, len(copies))))
-        result["interleaved_fresh"] = interleaved(session, rng.sample(data["fresh_shared"], min(scans, len(data["fresh_shared"]))))
-        result["parts"] = parts(session, copies[:: max(1, len(copies) // 200)])
-    result["scan"] = result["interleaved_copies"]["scan"]
-    result["speedup_p50"] = {
-        population: result[f"interleaved_{population}"]["scan"]["p50_ms"] / result[f"interleaved_{population}"]["find_original"]["p50_ms"]
-        for population in ("copies", "fresh")
-    }
-    result["storage"] = storage(engine)
+        if "recall" in parts_run:
+            result["recall"], times = recall(session, copies)
+            result["check"] = summary(times)
+            result["load_average_after_recall"] = list(os.getloadavg())
+        if "alarms" in parts_run:
+            result["false_alarms"] = {
+                "fresh_disjoint": false_alarms(session, data["fresh_disjoint"]),
+                "fresh_shared": false_alarms(session, data["fresh_shared"]),
+            }
+            result["load_average_after_alarms"] = list(os.getloadavg())
+        if "latency" in parts_run:
+            rng = random.Random(seed)
+            texts = [copy for _, _, copy in copies]
+            result["interleaved_copies"] = interleaved(session, rng.sample(texts, min(scans, len(texts))))
+            result["interleaved_fresh"] = interleaved(session, rng.sample(data["fresh_shared"], min(scans, len(data["fresh_shared"]))))
+            result["parts"] = parts(session, texts[:: max(1, len(texts) // 200)])
+            result["scan"] = result["interleaved_copies"]["scan"]
+            result["speedup_p50"] = {
+                population: result[f"interleaved_{population}"]["scan"]["p50_ms"] / result[f"interleaved_{population}"]["find_original"]["p50_ms"]
+                for population in ("copies", "fresh")
+            }
+            result["load_average_after_latency"] = list(os.getloadavg())
+    if "storage" in parts_run:
+        result["storage"] = storage(engine)
     engine.dispose()
     return result
+
+
+def engine_schema(engine: Engine) -> str:
+    options = str(engine.url.query.get("options", ""))
+    return options.split("search_path=", 1)[-1] if "search_path=" in options else "public"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -345,12 +505,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fresh", type=int, default=1000, help="fresh documents per population")
     parser.add_argument("--scans", type=int, default=60, help="copies and fresh texts timed interleaved with the plain scan")
     parser.add_argument("--seed", type=int, default=22)
-    parser.add_argument("--reuse", action="store_true", help="keep a table already loaded with these rows")
-    parser.add_argument("--lang", choices=("en", "zh"), default="en", help="English or Chinese man pages")
+    parser.add_argument("--reuse", action="store_true", help="check the table already loaded with these rows (refuse if it holds others)")
+    parser.add_argument("--lang", choices=("en", "zh"), default="en", help="English or Chinese documents")
+    parser.add_argument("--source", choices=SOURCES, default="manpages",
+                        help="man pages (what the defaults were chosen on) or Debian's manuals (held out, never tuned on)")  # fmt: skip
+    parser.add_argument("--workers", type=int, default=2, help="processes computing signatures while the table loads")
+    parser.add_argument("--schema", help="the PostgreSQL schema (MySQL: database) of the table, instead of one per language and source")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS, help="where the JSON goes")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"which measurements, comma-separated, of {','.join(PARTS)}")
     args = parser.parse_args(argv)
-    result = run(args.url, args.rows, args.originals, args.fresh, args.scans, args.seed, args.reuse, args.lang)
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"originality-{result['server']}-{args.rows}{'' if args.lang == 'en' else '-' + args.lang}.json"
+    chosen = [part for part in args.parts.split(",") if part]
+    if unknown := set(chosen) - set(PARTS):
+        parser.error(f"--parts: unknown {sorted(unknown)}")
+    result = run(args.url, args.rows, args.originals, args.fresh, args.scans, args.seed, args.reuse, args.lang, args.source, args.workers, chosen, args.schema)
+    args.results_dir.mkdir(exist_ok=True)
+    suffix = ("" if args.lang == "en" else f"-{args.lang}") + ("" if args.source == "manpages" else f"-{args.source}")
+    suffix += "" if set(chosen) == set(PARTS) else "-" + "-".join(chosen)
+    path = args.results_dir / f"originality-{result['server']}-{args.rows}{suffix}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")

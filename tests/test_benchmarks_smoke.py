@@ -101,3 +101,26 @@ def test_probe_floor_smoke_run(bench_url: str, tmp_path: Path) -> None:
         for search in population["searches"].values():
             assert search["answers_equal_nearest_reachable"] == 1.0
             assert search["explained"] == 8
+
+
+def test_originality_smoke_run(bench_url: str, schema: str, tmp_path: Path) -> None:
+    """benchmarks.originality's bulk load (signatures in worker processes, COPY, indexes built
+    after) must store what the ORM would: the stored originals are found again, the table holds
+    every row, and a second run with --reuse checks the same table without loading it."""
+    from benchmarks import heldout
+
+    try:
+        heldout.files("en")
+    except heldout.CorpusUnavailable as exc:
+        pytest.skip(str(exc))
+    command = [sys.executable, "-m", "benchmarks.originality", "--source", "heldout", "--url", bench_url, "--rows", "300",
+               "--originals", "5", "--fresh", "10", "--scans", "2", "--workers", "2", "--schema", schema, "--results-dir", str(tmp_path)]  # fmt: skip
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    first = json.loads((tmp_path / "originality-postgresql-300-heldout.json").read_text())
+    assert first["storage"]["rows"] == 300 and not first["build"]["reused"]
+    assert first["recall"]["sub_1"] == first["recall"]["header_footer"] == 1.0
+    result = subprocess.run([*command, "--reuse", "--parts", "recall"], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    again = json.loads((tmp_path / "originality-postgresql-300-heldout-recall.json").read_text())
+    assert again["build"]["reused"] and again["recall"] == first["recall"]
