@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -171,20 +172,76 @@ def _render_cache(
 _PREFIXES: dict[tuple[str, str, int], tuple[Document, ...]] = {}
 
 
-def _rendered_prefix(lang: Lang, pages: Sequence[tuple[str, str]], limit: int) -> tuple[Document, ...]:
-    """The first ``limit`` documents, rendered without a cache (tests, the quick run): only as
-    many pages as needed, which the keep-first filters make exactly the prefix of the full
-    corpus. Kept for the process, so a quick run's sections do not render them again."""
-    key = (lang, source_fingerprint(pages), limit)
+def _rendered_prefix(lang: Lang, pages: Sequence[tuple[str, str]], limit: int, cache_dir: Path = CACHE_DIR) -> tuple[Document, ...]:
+    """The first ``limit`` documents, rendered without the full cache (tests, the quick run):
+    only as many pages as needed, which the keep-first filters make exactly the prefix of the
+    full corpus. Kept for the process, and on disk (``manpages-<lang>.prefix.jsonl``, keyed by
+    the sources like the full cache), so the smoke runs' processes do not each render the same
+    pages again with groff (tens of seconds of CI)."""
+    fingerprint = source_fingerprint(pages)
+    key = (lang, fingerprint, limit)
     if key not in _PREFIXES:
-        docs: list[Document] = []
-        stream = render_stream(lang, pages, processes=1) if limit else iter(())
-        for record in filtered(lang, stream, {}):
-            docs.append(Document(record["doc_id"], record["title"], record["text"]))
-            if len(docs) >= limit:
-                break
-        _PREFIXES[key] = tuple(docs)
+        stored = _stored_prefix(lang, fingerprint, limit, cache_dir)
+        if stored is None:
+            docs: list[Document] = []
+            stream = render_stream(lang, pages, processes=1) if limit else iter(())
+            for record in filtered(lang, stream, {}):
+                docs.append(Document(record["doc_id"], record["title"], record["text"]))
+                if len(docs) >= limit:
+                    break
+            stored = tuple(docs)
+            _store_prefix(lang, fingerprint, limit, stored, cache_dir)
+        _PREFIXES[key] = stored
     return _PREFIXES[key]
+
+
+def _prefix_paths(lang: Lang, cache_dir: Path) -> tuple[Path, Path]:
+    return cache_dir / f"manpages-{lang}.prefix.jsonl", cache_dir / f"manpages-{lang}.prefix.meta.json"
+
+
+def _stored_prefix(lang: Lang, fingerprint: str, limit: int, cache_dir: Path) -> tuple[Document, ...] | None:
+    """The first ``limit`` documents of a stored prefix of the same sources, if one holds them
+    (a prefix that ended short of its limit holds the whole corpus)."""
+    data_path, meta_path = _prefix_paths(lang, cache_dir)
+    try:
+        meta = json.loads(meta_path.read_text())
+        if meta.get("fingerprint") != fingerprint or meta.get("pipeline_version") != PIPELINE_VERSION:
+            return None
+        if meta["documents"] < limit and meta["documents"] == meta["limit"]:
+            return None
+        docs = []
+        with data_path.open(encoding="utf-8") as f:
+            for line in itertools.islice(f, limit):
+                d = json.loads(line)
+                docs.append(Document(d["doc_id"], d["title"], d["text"]))
+        return tuple(docs) if len(docs) == min(limit, meta["documents"]) else None
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def _store_prefix(lang: Lang, fingerprint: str, limit: int, docs: tuple[Document, ...], cache_dir: Path) -> None:
+    """Keep the longest prefix rendered so far; a failure to write only costs a later render."""
+    data_path, meta_path = _prefix_paths(lang, cache_dir)
+    try:
+        meta = json.loads(meta_path.read_text())
+        if meta.get("fingerprint") == fingerprint and meta.get("pipeline_version") == PIPELINE_VERSION and meta["documents"] >= len(docs):
+            return
+    except (OSError, ValueError, KeyError):
+        pass
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        suffix = f".{os.getpid()}.tmp"
+        data_tmp, meta_tmp = data_path.with_suffix(suffix), meta_path.with_suffix(suffix)
+        with data_tmp.open("w", encoding="utf-8") as out:
+            for doc in docs:
+                out.write(json.dumps({"doc_id": doc.doc_id, "title": doc.title, "text": doc.text}, ensure_ascii=False) + "\n")
+        meta_tmp.write_text(json.dumps({"fingerprint": fingerprint, "pipeline_version": PIPELINE_VERSION, "limit": limit, "documents": len(docs)}))
+        # the data first, then the meta that vouches for it: a reader never takes a meta for another data file
+        meta_path.unlink(missing_ok=True)
+        os.replace(data_tmp, data_path)
+        os.replace(meta_tmp, meta_path)
+    except OSError:
+        return
 
 
 def _documents(lang: Lang, limit: int | None, cache_dir: Path) -> list[Document]:
@@ -200,7 +257,7 @@ def _documents(lang: Lang, limit: int | None, cache_dir: Path) -> list[Document]
     if not current:
         require_groff()
     if not current and limit is not None:
-        return list(_rendered_prefix(lang, pages, limit))
+        return list(_rendered_prefix(lang, pages, limit, cache_dir))
     if not current:
         build_cache(lang, cache_dir=cache_dir)
     docs: list[Document] = []

@@ -301,3 +301,34 @@ def test_negatives_are_different_documents(pairs: list[Pair]) -> None:
             assert family(p.a_id) == family(p.b_id)
     keys = [tuple(sorted((p.a_id, p.b_id))) for p in negatives]
     assert len(set(keys)) == len(keys)
+
+
+def test_a_rendered_prefix_is_kept_on_disk_for_the_next_process(
+    en_docs: list[Document], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The smoke runs are separate processes reading the same quick prefix: the first renders it
+    with groff and stores it, the next read it back (equal), a longer limit renders again and
+    keeps the longer prefix, and other sources never get a stored prefix of these."""
+    sources = manpages.sources("en")[:24]
+    monkeypatch.setattr(corpus, "sources", lambda lang: sources)
+    monkeypatch.setattr(corpus, "_PREFIXES", {})
+    first = english_documents(limit=6, cache_dir=tmp_path)
+    assert first == en_docs[:6]
+
+    def no_render(*args: object, **kwargs: object) -> None:
+        raise AssertionError("rendered again")
+
+    monkeypatch.setattr(corpus, "_PREFIXES", {})  # a new process
+    with monkeypatch.context() as patched:
+        patched.setattr(corpus, "render_stream", no_render)
+        assert english_documents(limit=4, cache_dir=tmp_path) == first[:4]
+        assert english_documents(limit=6, cache_dir=tmp_path) == first
+    longer = english_documents(limit=9, cache_dir=tmp_path)
+    assert longer[:6] == first and len(longer) == 9
+    monkeypatch.setattr(corpus, "_PREFIXES", {})
+    monkeypatch.setattr(corpus, "sources", lambda lang: sources[1:])
+    renders: list[object] = []
+    real_render = corpus.render_stream
+    monkeypatch.setattr(corpus, "render_stream", lambda *a, **k: renders.append(a) or real_render(*a, **k))
+    english_documents(limit=6, cache_dir=tmp_path)
+    assert len(renders) == 1  # other sources: rendered, not served from the stored prefix
