@@ -105,7 +105,10 @@ def test_equals_any_is_one_array_on_postgres_and_an_in_list_on_mysql() -> None:
     from simsql.dialects import equals_any
 
     statement = select(Article.id).where(equals_any(Article.simhash_b0, [1, 2, 3]))
-    assert "simhash_b0 = ANY (%(param_1)s::INTEGER[])" in str(statement.compile(dialect=postgresql.psycopg.dialect()))
+    compiled_pg = statement.compile(dialect=postgresql.psycopg.dialect())
+    # one bind, the array's text literal cast in SQL (psycopg dumps a str at once, a list item by item)
+    assert "simhash_b0 = ANY (CAST(%(param_1)s::VARCHAR AS INTEGER[]))" in str(compiled_pg)
+    assert list(compiled_pg.construct_params()) == ["param_1"] and compiled_pg.construct_params()["param_1"] == [1, 2, 3]
     compiled = statement.compile(dialect=_mysql((10, 11), True), compile_kwargs={"literal_binds": True})
     assert "simhash_b0 IN (1, 2, 3)" in str(compiled)
     # a predicate, not a value: "IN (...) = 1" would hide the list from the index (full scans)
