@@ -65,14 +65,21 @@ def _run(connection: psycopg.Connection[Any], shape: str, values: dict[str, Any]
         connection.execute("SELECT id FROM bench_notes WHERE id = ANY(%s)", [[row[0] for row in found]]).fetchall()
 
 
-def tasks(connection: psycopg.Connection[Any], shape: str, values: dict[str, Any]) -> str:
-    plan = [row[0].strip() for row in connection.execute("EXPLAIN (COSTS false) " + SHAPES[shape], values)]
+def task_counts(connection: psycopg.Connection[Any], sql: str, values: dict[str, Any]) -> str:
+    """The ``Task Count`` of each distributed step of ``sql``'s plan (``"-"``: not distributed)."""
+    plan = [row[0].strip() for row in connection.execute("EXPLAIN (COSTS false) " + sql, values)]
     counts = [line.split(":")[1].strip() for line in plan if line.startswith("Task Count:")]
     return " + ".join(counts) or "-"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def tasks(connection: psycopg.Connection[Any], shape: str, values: dict[str, Any]) -> str:
+    return task_counts(connection, SHAPES[shape], values)
+
+
+def kept_servers(description: str) -> tuple[argparse.Namespace, dict[str, psycopg.Connection[Any]]]:
+    """The command line of a script reading the tables ``benchmarks.citus --keep`` leaves, and a
+    connection to each: ``plain``, ``4 shards``, ``32 shards`` (search_path set to its schema)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--citus", required=True, help="libpq URL of the coordinator")
     parser.add_argument("--plain", required=True, help="libpq URL of the plain PostgreSQL")
     parser.add_argument("--rows", type=int, default=200000, help="the kept tables' row count")
@@ -82,6 +89,11 @@ def main() -> None:
     for label, url, schema in (("plain", arguments.plain, "plain"), ("4 shards", arguments.citus, "4"), ("32 shards", arguments.citus, "32")):
         servers[label] = psycopg.connect(url, autocommit=True)
         servers[label].execute(f"SET search_path = bench_citus_{arguments.rows}_{schema}")
+    return arguments, servers
+
+
+def main() -> None:
+    arguments, servers = kept_servers(__doc__.splitlines()[0])
     try:
         for label, connection in servers.items():
             if label != "plain":

@@ -26,7 +26,6 @@ Citus 13.2). Targets are stored fingerprints with 3 to 12 bits flipped.
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import statistics
@@ -35,6 +34,7 @@ from typing import Any
 
 import psycopg
 
+from .citus_floor import kept_servers, task_counts
 from simsql.bits import blocks
 from simsql.dialects.constructs import probe_values
 
@@ -103,22 +103,11 @@ def _run(connection: psycopg.Connection[Any], shape: str, values: dict[str, Any]
 
 
 def tasks(connection: psycopg.Connection[Any], shape: str, values: dict[str, Any]) -> str:
-    plan = [row[0].strip() for row in connection.execute("EXPLAIN (COSTS false) " + SHAPES[THEN_ROWS.get(shape, shape)], values)]
-    counts = [line.split(":")[1].strip() for line in plan if line.startswith("Task Count:")]
-    return " + ".join(counts) or "-"
+    return task_counts(connection, SHAPES[THEN_ROWS.get(shape, shape)], values)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--citus", required=True, help="libpq URL of the coordinator")
-    parser.add_argument("--plain", required=True, help="libpq URL of the plain PostgreSQL")
-    parser.add_argument("--rows", type=int, default=200000, help="the kept tables' row count")
-    parser.add_argument("--queries", type=int, default=40)
-    arguments = parser.parse_args()
-    servers: dict[str, psycopg.Connection[Any]] = {}
-    for label, url, schema in (("plain", arguments.plain, "plain"), ("4 shards", arguments.citus, "4"), ("32 shards", arguments.citus, "32")):
-        servers[label] = psycopg.connect(url, autocommit=True)
-        servers[label].execute(f"SET search_path = bench_citus_{arguments.rows}_{schema}")
+    arguments, servers = kept_servers(__doc__.splitlines()[0])
     try:
         for label, connection in servers.items():
             if label != "plain":
