@@ -326,16 +326,22 @@ def one_statement_check(session: Session, body: str, candidates: int = 16) -> An
 
 def interleaved(session: Session, texts: Sequence[str]) -> dict[str, Any]:
     """find_original, the one-statement check and the plain scan on the same texts, taking
-    turns text by text (so the machine's load weighs on all three alike)."""
+    turns text by text (so the machine's load weighs on all three alike), the two index checks
+    first in turn (so neither alone pays the cold reads of a text's candidates), the scan last."""
     checks = {
         "find_original": lambda body: simsql.find_original(session, Doc, body),
         "one_statement": lambda body: one_statement_check(session, body),
         "scan": lambda body: scan_check(session, body),
     }
     times: dict[str, list[float]] = {name: [] for name in checks}
-    for body in texts:
-        for name, check in checks.items():
-            times[name].append(timed(lambda: check(body))[0])
+    for turn, body in enumerate(texts):
+        # find_original and the one statement go first on every other text, the scan last: the
+        # first to read a text's candidates pays for the pages the next finds in memory, and the
+        # scan's read of every row pushes them out again (find_original, always first, measured
+        # 30.9 ms p50 against the one statement's 13.8 on MariaDB, 12.6 / 10.7 once warm)
+        order = ("find_original", "one_statement") if turn % 2 == 0 else ("one_statement", "find_original")
+        for name in (*order, "scan"):
+            times[name].append(timed(lambda: checks[name](body))[0])
     return {name: summary(values) for name, values in times.items()}
 
 
