@@ -18,6 +18,7 @@ from sqlalchemy import Engine, String, Text, text
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+from sqlalchemy.orm.exc import StaleDataError
 
 import simsql
 import simsql.alembic
@@ -78,6 +79,8 @@ def _orm_writer(engine: Engine, model: type, stop: threading.Event, counts: dict
             except (ConfigMismatch, DBAPIError):  # MySQL may refuse an old snapshot's write itself
                 session.rollback()
                 counts["refused"] += 1
+            except StaleDataError:  # a raw writer deleted the row meanwhile: the application's race, not the move's
+                session.rollback()
 
 
 def _signatures_sql(engine: Engine, side_table: bool, table: str = "docs") -> str:
