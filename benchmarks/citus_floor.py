@@ -21,6 +21,7 @@ import os
 import random
 import statistics
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import psycopg
@@ -114,11 +115,21 @@ def main() -> None:
             if label != "plain":
                 connection.execute("DROP TABLE IF EXISTS simsql_floor_lookup")
             connection.close()
-    print(f"p50 of {arguments.queries} (ms, tasks); load average {' '.join(f'{v:.1f}' for v in os.getloadavg())} (1, 5, 15 min)")
-    for shape in SHAPES:
+    print_medians(arguments.queries, SHAPES, list(servers), times, plans)
+
+
+def print_medians(
+    queries: int, shapes: Iterable[str], labels: list[str], times: dict[tuple[str, str], list[float]],
+    plans: dict[tuple[str, str], str],
+) -> None:  # fmt: skip
+    """One line per shape: each server's p50 in ms and, where distributed, its task counts."""
+    print(f"p50 of {queries} (ms, tasks); load average {' '.join(f'{v:.1f}' for v in os.getloadavg())} (1, 5, 15 min)")
+    shapes = list(shapes)
+    width = max(len(shape) for shape in shapes)
+    for shape in shapes:
         cells = [f"{label} {statistics.median(times[(label, shape)]) * 1000:.2f}" + (f" ({plans[(label, shape)]})" if (label, shape) in plans else "")
-                 for label in servers if (label, shape) in times]  # fmt: skip
-        print(f"{shape:>28}: " + ", ".join(cells))
+                 for label in labels if (label, shape) in times]  # fmt: skip
+        print(f"{shape:>{width}}: " + ", ".join(cells))
 
 
 if __name__ == "__main__":

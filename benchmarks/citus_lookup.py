@@ -26,15 +26,13 @@ Citus 13.2). Targets are stored fingerprints with 3 to 12 bits flipped.
 
 from __future__ import annotations
 
-import os
 import random
-import statistics
 import time
 from typing import Any
 
 import psycopg
 
-from .citus_floor import kept_servers, task_counts
+from .citus_floor import kept_servers, print_medians, task_counts
 from simsql.bits import blocks
 from simsql.dialects.constructs import probe_values
 
@@ -138,11 +136,7 @@ def main() -> None:
             if label != "plain":
                 drop_lookups(connection)
             connection.close()
-    print(f"p50 of {arguments.queries} (ms, tasks); load average {' '.join(f'{v:.1f}' for v in os.getloadavg())} (1, 5, 15 min)")
-    for shape in names:
-        cells = [f"{label} {statistics.median(times[(label, shape)]) * 1000:.2f}" + (f" ({plans[(label, shape)]})" if (label, shape) in plans else "")
-                 for label in servers if (label, shape) in times]  # fmt: skip
-        print(f"{shape:>44}: " + ", ".join(cells))
+    print_medians(arguments.queries, names, list(servers), times, plans)
 
 
 if __name__ == "__main__":
