@@ -180,8 +180,9 @@ def weighted_signatures(
         words.append(_pack(score > 0.0))
         margins.append(np.abs(score) / total[:, None])
     margin_rows = np.concatenate(margins, axis=1).tolist()
+    features = np.bincount(doc_index, minlength=n_docs).tolist()  # one hash per distinct feature
     return [
-        Signature(tuple(word[row] for word in words), tuple(margin_rows[row])) for row in range(n_docs)
+        Signature(tuple(word[row] for word in words), tuple(margin_rows[row]), features[row]) for row in range(n_docs)
     ]
 
 

@@ -97,10 +97,15 @@ class Signature:
         words: four unsigned 64-bit words; ``words[0]`` is the 64-bit fingerprint.
         margins: per signature bit, ``|weighted sum - threshold| / total weight`` (0.0 is a
             tie, which SimHash breaks towards 0); smaller means an edit flips it sooner.
+        features: how many distinct features the text had (0: not known, as for a signature
+            built from its words, or from a vector). An edit of a given size is a larger share
+            of a text of few features and flips more of its bits, so the originality check
+            probes deeper for it (:func:`simsql.queries.wide.probe_budget`).
     """
 
     words: tuple[int, ...]
     margins: tuple[float, ...]
+    features: int = 0
 
     def __post_init__(self) -> None:
         if len(self.words) != WIDE_WORDS:
@@ -109,6 +114,8 @@ class Signature:
             check_fingerprint(word, "word")
         if len(self.margins) != WIDE_BITS:
             raise ValueError(f"a signature has {WIDE_BITS} margins, got {len(self.margins)}")
+        if isinstance(self.features, bool) or not isinstance(self.features, int) or self.features < 0:
+            raise ValueError(f"features must be a non-negative int, got {self.features!r}")
 
     @property
     def fingerprint(self) -> int:

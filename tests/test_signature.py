@@ -226,3 +226,15 @@ def test_probes_find_copies_that_share_no_block() -> None:
             unreached.append(seed)
     assert probed >= 3, "few copies without a shared block: the test checks little"
     assert unreached == []
+
+
+def test_a_signature_counts_the_distinct_features_it_was_computed_from() -> None:
+    """What the probe budget of :func:`simsql.queries.wide.probe_budget` is sized by."""
+    for fingerprinter in (BASE, CENTRED):
+        texts = [TEXTS[0], TEXTS[2], TEXTS[0] + " " + TEXTS[0]]
+        signatures = fingerprinter.signatures_many(texts)
+        assert [s.features for s in signatures] == [len(fingerprinter.feature_counts(t)) for t in texts]
+        assert signatures[0].features == signatures[2].features > 0  # distinct features, not counts
+    assert Signature((1, 2, 3, 4), (0.0,) * WIDE_BITS).features == 0  # not known
+    with pytest.raises(ValueError, match="features"):
+        Signature((1, 2, 3, 4), (0.0,) * WIDE_BITS, features=-1)

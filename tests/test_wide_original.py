@@ -147,3 +147,44 @@ def test_a_text_just_under_the_bound_stays_under_one_gigabyte(url: str) -> None:
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert int(done.stdout.split()[-1]) < 1024 * 1024  # KiB
+
+
+# The seed article on SimHash (../shared/seeds/001), two of its lines: a short text (about 140
+# distinct features), wrapped as a copier wraps a copy (a header and a footer of about 90
+# characters, a quarter of the text's features).
+SHORT_CHINESE = (
+    "- 通过hash函数计算各个特征向量的hash值，hash值为二进制数01组成的n-bit签名。比如“CSDN”的hash值Hash(CSDN)为100101，"
+    "“博客”的hash值Hash(博客)为“101011”。就这样，字符串就变成了一系列数字。\n"
+    "- 在hash值的基础上，给所有特征向量进行加权，即W = Hash _weight，且遇到1则hash值和权值正相乘，遇到0则hash值和权值负相乘。"
+    "例如给“CSDN”的hash值“100101”加权得到：W(CSDN) = 100101_4 = 4 -4 -4 4 -4 4，给“博客”的hash值“101011”加权得到："
+    "W(博客)=101011*5 = 5 -5 5 -5 5 5，其余特征向量类似此般操作。"
+)
+SHORT_CHINESE_COPY = (
+    "开源周刊 > 技术专栏 > 正文\n发布时间：2022年8月21日 阅读 49876 次 分享到：微信 微博 QQ空间\n\n"
+    + SHORT_CHINESE
+    + "\n\n版权声明：本文为开源周刊原创文章，转载请注明出处。\n© 2022 开源周刊 保留所有权利。 关于我们 | 联系我们 | 隐私政策 | 网站地图"
+)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_short_text_wrapped_in_a_header_and_footer_is_found(wide_tables: Engine, mode: str) -> None:
+    """A fixed-size edit is a larger share of a short text, so it flips more of its bits: the
+    512 probes that reach such copies of longer texts miss this one (checked below, so the test
+    keeps its point), and the check probes deeper for a submission of few features
+    (:func:`simsql.queries.wide.probe_budget`). Held-out Chinese sections missed this way."""
+    from simsql.queries.wide import WIDE_BUDGET, probe_budget
+    from simsql.schema import WIDE_LAYOUT
+    from simsql.signature import probe_values
+
+    model = WIDE_MODELS[mode]
+    fingerprinter = simsql.binding_for(model).fingerprinter
+    original, copy = fingerprinter.signature(SHORT_CHINESE), fingerprinter.signature(SHORT_CHINESE_COPY)
+    blocks = original.blocks(WIDE_LAYOUT)
+    reached = [blocks[block] == value for block, value in probe_values(copy, WIDE_LAYOUT, budget=probe_budget(copy))]
+    assert not any(reached[:WIDE_BUDGET]) and any(reached)
+    with Session(wide_tables) as session:
+        session.add_all([model(id=1, title=None, body=SHORT_CHINESE), model(id=2, title="Other", body="Parliament debated the new tax law")])
+        session.commit()
+        match = simsql.find_original(session, model, SHORT_CHINESE_COPY)
+        assert match is not None and match.row.id == 1
+        assert match.distance == original.distance(copy)

@@ -8,6 +8,7 @@ import random
 
 import pytest
 from sqlalchemy import Engine, text
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.orm import Session
 
 import simsql
@@ -140,3 +141,24 @@ def test_a_later_stage_probes_only_its_own_values(any_engine: Engine, mode: str)
                 if any(s.blocks(WIDE_LAYOUT)[block] in values for block, values in groups.items())
             )  # fmt: skip
             assert [(d, row.id) for row, d in rows] == expected
+
+
+def test_the_probe_budget_grows_for_texts_of_few_features() -> None:
+    """512 probes for a text of 500 distinct features or more, in inverse proportion below, at
+    most 2,048; a signature without a feature count (from its words, or a vector) gets 512;
+    and ``wide_search`` takes the text's own budget unless given one."""
+    from simsql.queries.wide import WIDE_BUDGET, WIDE_MAX_BUDGET, probe_budget
+
+    def budget(features: int) -> int:
+        return probe_budget(Signature((1, 2, 3, 4), (0.01,) * 256, features))
+
+    assert [budget(n) for n in (0, 5000, 500, 499, 250, 200, 125, 124, 1)] == [512, 512, 512, 514, 1024, 1280, 2048, 2048, 2048]
+    assert (WIDE_BUDGET, WIDE_MAX_BUDGET) == (512, 2048)
+    short = simsql.Fingerprinter().signature("a short text of a few words")
+    assert probe_budget(short) == WIDE_MAX_BUDGET
+
+    def probed(budget: int | None) -> list[object]:
+        bound = wide_search(WIDE_MODELS["columns"], short, budget=budget).compile(dialect=postgresql.dialect()).params
+        return [bound[f"simsql_v{block}"] for block in range(WIDE_LAYOUT.count)]
+
+    assert probed(None) == probed(WIDE_MAX_BUDGET) != probed(WIDE_BUDGET)

@@ -38,10 +38,40 @@ text stay far below (BENCHMARKS.md, ``python -m benchmarks.originality``). Candi
 confirmed by their text, so the bound only spares the database rows no copy is."""
 
 WIDE_BUDGET = 512
-"""Default number of block lookups (each block's own value, then the cheapest variants). Measured on man
-pages (``python -m benchmarks.originality``): 48 probes reach 90-95% of disguised copies
-(header and footer, shuffled lines with 1% substitutions), 512 all of them; the lookups are
-index probes, the rows they return few (BENCHMARKS.md)."""
+"""Default number of block lookups (each block's own value, then the cheapest variants) for a
+text of at least :data:`WIDE_BUDGET_FEATURES` distinct features, and the least any text gets
+(:func:`probe_budget`). Measured on man pages (``python -m benchmarks.originality``): 48
+probes reach 90-95% of disguised copies (header and footer, shuffled lines with 1%
+substitutions), 512 all but a few short ones; the lookups are index probes, the rows they
+return few (BENCHMARKS.md)."""
+
+WIDE_BUDGET_FEATURES = 500
+"""A submission with fewer distinct features than this gets proportionally more probes:
+``WIDE_BUDGET * WIDE_BUDGET_FEATURES / features``, up to :data:`WIDE_MAX_BUDGET`."""
+
+WIDE_MAX_BUDGET = 2048
+"""The most probes :func:`probe_budget` gives a short text (4 x :data:`WIDE_BUDGET`)."""
+
+
+def probe_budget(signature: Signature) -> int:
+    """How many block lookups the originality check makes for ``signature`` by default.
+
+    Why it depends on the text: a copier's edits have a size of their own (a header and a
+    footer, a sentence inserted), and a bit's margin is a share of the text's whole weight, so
+    the same edit flips more bits of a text of few features. Copies of short texts then differ
+    from their original in more bits of each block, and only deeper probes reach them. The
+    budget grows in inverse proportion to the submission's distinct features below
+    :data:`WIDE_BUDGET_FEATURES`, between :data:`WIDE_BUDGET` and :data:`WIDE_MAX_BUDGET`; a
+    signature whose feature count is not known (``features == 0``) gets :data:`WIDE_BUDGET`.
+    Chosen on man pages and checked on a held-out source (BENCHMARKS.md, "The probe budget",
+    ``python -m benchmarks.probe_budget``): on held-out Chinese sections it took the light
+    evasions the 512 probes missed from 16 of 900 to 4, at 1.4x the probes on average.
+    """
+    if signature.features <= 0:
+        return WIDE_BUDGET
+    scaled = -(-WIDE_BUDGET * WIDE_BUDGET_FEATURES // signature.features)  # ceiling division
+    return max(WIDE_BUDGET, min(WIDE_MAX_BUDGET, scaled))
+
 
 WIDE_FIRST_STAGE = 64
 """Probes :func:`simsql.find_original` makes first (each block's own value and the cheapest
@@ -170,13 +200,15 @@ def wide_parameters(signature: Signature, max_distance: int, groups: dict[int, l
 
 def wide_search(
     model: type, signature: Signature, max_distance: int = WIDE_DISTANCE, *,
-    budget: int = WIDE_BUDGET, limit: int = WIDE_CANDIDATES,
+    budget: int | None = None, limit: int = WIDE_CANDIDATES,
 ) -> Select[Any]:  # fmt: skip
     """``(Model, distance)`` of the nearest ``limit`` rows within ``max_distance`` of the 256
-    bits of ``signature`` that one of the ``budget`` cheapest block probes reaches, nearest
-    first (ties by key): :func:`wide_statement` with its parameters bound."""
+    bits of ``signature`` that one of the ``budget`` cheapest block probes reaches (None: the
+    text's own :func:`probe_budget`), nearest first (ties by key): :func:`wide_statement` with
+    its parameters bound."""
     wide_binding(model)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"limit must be a positive int, got {limit!r}")
+    budget = probe_budget(signature) if budget is None else budget
     parameters = wide_parameters(signature, max_distance, probe_groups(signature, budget))
     return wide_statement(model, limit).params(parameters)

@@ -28,8 +28,8 @@ from ..storage import Binding
 from .nearest import Match
 from .targets import in_ranked_order, rows_of_keys
 from .wide import (
-    WIDE_BUDGET, WIDE_CANDIDATES, WIDE_DISTANCE, WIDE_FIRST_CANDIDATES, WIDE_FIRST_STAGE, probe_groups, wide_binding, wide_keys_statement, wide_parameters,
-    wide_search, wide_text_statement,
+    WIDE_CANDIDATES, WIDE_DISTANCE, WIDE_FIRST_CANDIDATES, WIDE_FIRST_STAGE, probe_budget, probe_groups, wide_binding, wide_keys_statement,
+    wide_parameters, wide_search, wide_text_statement,
 )  # fmt: skip
 
 MAX_TEXT_BYTES = 4 * 1024 * 1024
@@ -64,7 +64,7 @@ def find_wide_original(
     *,
     min_containment: float | None = MIN_CONTAINMENT,
     candidates: int = WIDE_CANDIDATES,
-    budget: int = WIDE_BUDGET,
+    budget: int | None = None,
 ) -> Match | None:
     """A row of ``model`` (wide) whose text most of ``text`` comes from, or None.
 
@@ -72,7 +72,8 @@ def find_wide_original(
     its ``max_distance`` to it: the default 14 of 64 is 96 of 256), probed in two stages
     (:func:`stages`): the nearest few rows the first :data:`WIDE_FIRST_STAGE` probes reach,
     nearest first, then, if none is confirmed, the nearest ``candidates`` rows the whole
-    ``budget`` reaches (rows already read are not read again). ``min_containment``: the share of the
+    ``budget`` reaches (rows already read are not read again; None: the submission's own
+    :func:`~simsql.queries.wide.probe_budget`, more probes for a text of few features). ``min_containment``: the share of the
     submission's words a candidate's text must hold
     (:func:`~simsql.containment.share_of_submission`; None: the nearest candidate of the whole
     budget is the answer, no text read). The Match's ``similarity`` is ``1 - distance / 256``. Raises
@@ -83,6 +84,7 @@ def find_wide_original(
     if not isinstance(fingerprinter, Fingerprinter):
         raise TypeError(f"find_original() checks text; {model.__name__} is fingerprinted from vectors")
     signature = fingerprinter.signature(text)
+    budget = probe_budget(signature) if budget is None else budget
     if min_containment is None:  # the nearest candidate of the whole budget, in one statement
         rows = session.execute(wide_search(model, signature, wide_distance, budget=budget, limit=1)).all()
         return Match(rows[0][0], int(rows[0][1]), 1.0 - int(rows[0][1]) / WIDE_BITS) if rows else None
