@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 from collections.abc import Callable, Sequence
@@ -114,7 +115,7 @@ def time_budgets(url: str, lang: str, source: str, seed: int, texts: int) -> dic
     engine = engine_for(url, lang, source)
     copies = [copy for _, _, copy in disguised(data, seed)][:: max(1, 11 * len(data["originals"]) // texts)][:texts]
     populations = {"copies": copies, "fresh articles": data["fresh_shared"][:texts]}
-    result: dict[str, Any] = {"server": engine.dialect.name, "lang": lang, "source": source}
+    result: dict[str, Any] = {"server": engine.dialect.name, "lang": lang, "source": source, "load_average_before": list(os.getloadavg())}
     with Session(engine) as session:
         result["rows"] = session.execute(select(func.count()).select_from(Doc)).scalar_one()
         checks = {"default": lambda body: find_wide_original(session, Doc, body), "512": lambda body: find_wide_original(session, Doc, body, budget=512)}
@@ -129,6 +130,7 @@ def time_budgets(url: str, lang: str, source: str, seed: int, texts: int) -> dic
             result[population] = {name: summary(values) for name, values in times.items()}
             result[population]["ratio_p50"] = round(result[population]["default"]["p50_ms"] / result[population]["512"]["p50_ms"], 2)
     engine.dispose()
+    result["load_average_after"] = list(os.getloadavg())
     return result
 
 
