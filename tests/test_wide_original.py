@@ -188,3 +188,23 @@ def test_a_short_text_wrapped_in_a_header_and_footer_is_found(wide_tables: Engin
         match = simsql.find_original(session, model, SHORT_CHINESE_COPY)
         assert match is not None and match.row.id == 1
         assert match.distance == original.distance(copy)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_probe_budget_benchmark_ranks_as_the_database_answers(wide_tables: Engine, mode: str) -> None:
+    """benchmarks.probe_budget scores budgets without a database, by the rank of the first probe
+    that finds the original's block value: the index stage must find the original with exactly
+    one probe more than that rank, and not with that rank."""
+    from benchmarks.probe_budget import reach_rank
+    from simsql.queries.wide import wide_search
+
+    model = WIDE_MODELS[mode]
+    fingerprinter = simsql.binding_for(model).fingerprinter
+    copy = fingerprinter.signature(SHORT_CHINESE_COPY)
+    rank = reach_rank(copy, fingerprinter.signature(SHORT_CHINESE))
+    assert rank is not None and rank >= 512
+    with Session(wide_tables) as session:
+        session.add(model(id=1, title=None, body=SHORT_CHINESE))
+        session.commit()
+        found = {budget: [row.id for row, _ in session.execute(wide_search(model, copy, budget=budget))] for budget in (rank, rank + 1)}
+        assert found == {rank: [], rank + 1: [1]}
