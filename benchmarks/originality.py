@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, String, Text, create_engine, func, insert, select, text
+from sqlalchemy import Engine, String, Text, create_engine, delete, func, insert, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
@@ -70,6 +70,8 @@ DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 SCHEMA = "bench_originality"
 SOURCES = ("manpages", "heldout")
 PARTS = ("recall", "alarms", "latency", "storage")
+EXTRA_PARTS = ("revisions",)
+"""Run only when asked (``--parts revisions``): it needs ``python -m research.sources --fetch``."""
 EVASIONS = (
     "header_footer", "sub_1", "sub_2", "sub_5", "sentence_in", "sentence_out", "shuffle",
     "mix", "shuffle_lines", "lines_mix", "excerpt_60",
@@ -428,6 +430,34 @@ def false_alarms(session: Session, texts: Sequence[str]) -> dict[str, Any]:
     return {"checks": len(texts), "false_alarms": alarms, "true_overlaps": overlaps, "alarms": listed}
 
 
+def revisions(session: Session, lang: str) -> dict[str, Any]:
+    """Real revisions (:func:`research.sources.real_revisions`: sections of the Debian Edu manual
+    for bullseye and bookworm, and of Django's documentation 4.2 and 5.1, at least 80% unchanged
+    and not identical): each old release is added to the table for the run, each new one
+    checked, and counted found when the check reports its old release. The added rows are
+    deleted again, so the table stays what ``--reuse`` expects."""
+    from research.sources import real_revisions
+
+    pairs = real_revisions("zh" if lang == "zh" else "en")
+    first = (session.execute(select(func.max(Doc.id))).scalar_one() or 0) + 1
+    session.add_all(Doc(id=first + number, kind="revision", body=old) for number, (_, old, _, _) in enumerate(pairs))
+    session.commit()
+    try:
+        found, missed = 0, []
+        for number, (key, old, new, unchanged) in enumerate(pairs):
+            match = check(session, new)
+            if match is not None and match.row.id == first + number:
+                found += 1
+                continue
+            missed.append({"section": key, "unchanged": round(unchanged, 3), "share": round(share_of_submission(new, old), 3),
+                           "reported": None if match is None else match.row.id})  # fmt: skip
+    finally:
+        session.rollback()
+        session.execute(delete(Doc).where(Doc.id >= first))
+        session.commit()
+    return {"pairs": len(pairs), "found": found, "recall": found / max(1, len(pairs)), "missed": missed}
+
+
 def storage(engine: Engine) -> dict[str, Any]:
     """Bytes per row (PostgreSQL: heap, 64-bit block indexes, wide block indexes, primary key)
     and index writes per insert (every index of the table)."""
@@ -519,6 +549,9 @@ def run(url: str, rows: int, originals: int, fresh: int, scans: int, seed: int, 
                 for population in ("copies", "fresh")
             }
             result["load_average_after_latency"] = list(os.getloadavg())
+    if "revisions" in parts_run:
+        with Session(engine) as session:
+            result["revisions"] = revisions(session, lang)
     if "storage" in parts_run:
         result["storage"] = storage(engine)
     engine.dispose()
@@ -545,13 +578,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="processes computing signatures while the table loads")
     parser.add_argument("--schema", help="the PostgreSQL schema (MySQL: database) of the table, instead of one per language and source")
     parser.add_argument("--results-dir", type=Path, default=RESULTS, help="where the JSON goes")
-    parser.add_argument("--parts", default=",".join(PARTS), help=f"which measurements, comma-separated, of {','.join(PARTS)}")
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"which measurements, comma-separated, of {','.join(PARTS + EXTRA_PARTS)}")
     parser.add_argument("--budget", type=int, help="a fixed number of probes per check instead of the default (512: the default before it grew for short texts)")
     args = parser.parse_args(argv)
     global BUDGET
     BUDGET = args.budget
     chosen = [part for part in args.parts.split(",") if part]
-    if unknown := set(chosen) - set(PARTS):
+    if unknown := set(chosen) - set(PARTS) - set(EXTRA_PARTS):
         parser.error(f"--parts: unknown {sorted(unknown)}")
     result = run(args.url, args.rows, args.originals, args.fresh, args.scans, args.seed, args.reuse, args.lang, args.source, args.workers, chosen, args.schema)
     args.results_dir.mkdir(exist_ok=True)
