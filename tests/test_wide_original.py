@@ -208,3 +208,34 @@ def test_the_probe_budget_benchmark_ranks_as_the_database_answers(wide_tables: E
         session.commit()
         found = {budget: [row.id for row, _ in session.execute(wide_search(model, copy, budget=budget))] for budget in (rank, rank + 1)}
         assert found == {rank: [], rank + 1: [1]}
+
+
+def test_a_candidate_within_accept_distance_is_reported_without_its_text(wide_tables: Engine) -> None:
+    """``accept_distance`` (off by default): a candidate that near is the answer unread, which
+    spares the shingling (how near is safe depends on the corpus, BENCHMARKS.md); farther
+    candidates are still confirmed by their text. Shown with a stranger whose stored
+    signature was set 3 bits from the submission's: reported unread within 3, refused read."""
+    model = WIDE_MODELS["columns"]
+    submitted = _article()
+    signature = simsql.Fingerprinter().signature(submitted)
+    with Session(wide_tables) as session:
+        session.add(model(id=1, title="Tax", body="Parliament debated the new tax law for small businesses until late"))
+        session.commit()
+        words = {"simhash": signature.words[0] ^ 0b1, "simhash_w1": signature.words[1] ^ 0b110}
+        session.execute(update(model).where(model.id == 1).values(**words, simhash_w2=signature.words[2], simhash_w3=signature.words[3]))
+        session.commit()
+        unread = simsql.find_original(session, model, submitted, accept_distance=3)
+        assert unread is not None and unread.row.id == 1 and unread.distance == 3
+        assert simsql.find_original(session, model, submitted, accept_distance=2) is None  # read, and refused
+        assert simsql.find_original(session, model, submitted) is None
+        for bad in (-1, 257, 2.5, True, "3"):
+            with pytest.raises((ValueError, TypeError), match="accept_distance"):
+                simsql.find_original(session, model, submitted, accept_distance=bad)  # type: ignore[arg-type]
+
+
+def test_accept_distance_is_refused_on_a_table_without_the_wide_signature(wide_tables: Engine) -> None:
+    from .models import Base
+
+    Base.metadata.create_all(wide_tables)
+    with Session(wide_tables) as session, pytest.raises(ValueError, match="accept_distance.*wide signature"):
+        simsql.find_original(session, MODELS["columns"], _article(), accept_distance=3)

@@ -75,6 +75,7 @@ def find_original(
     min_containment: float | None = MIN_CONTAINMENT,
     candidates: int = ORIGINALITY_CANDIDATES,
     max_bytes: int | None = MAX_TEXT_BYTES,
+    accept_distance: int | None = None,
 ) -> Match | None:
     """The originality check: the nearest existing row that ``text`` is a copy of, or None.
 
@@ -98,12 +99,22 @@ def find_original(
     ``max_distance`` is of 64, scaled so the default 14 is 96 (``WIDE_DISTANCE``), the cheapest
     64 probes first, each candidate confirmed by the share of the *submission's* words that lie
     in shingles of its text (``probe_radius`` does not apply there; see docs/originality.md).
+    There only, ``accept_distance`` (bits of 256; None, the default, reads every candidate)
+    accepts a candidate that near without comparing its text (how near is safe depends on the
+    corpus: BENCHMARKS.md, "Accepting without the text"); refused on other tables.
     """
     if binding_for(model).words:  # the wide signature: its own index stage and confirmation
         check_arguments(text, min_containment, candidates, max_bytes)
         check_distance(max_distance)
         bound = min(WIDE_BITS, round(max_distance * WIDE_DISTANCE / ORIGINALITY_DISTANCE))  # the default: 96 of 256
-        return find_wide_original(session, model, text, bound, min_containment=min_containment, candidates=candidates)
+        return find_wide_original(
+            session, model, text, bound, min_containment=min_containment, candidates=candidates, accept_distance=accept_distance
+        )
+    if accept_distance is not None:
+        raise ValueError(
+            f"accept_distance counts bits of the wide signature; {model.__name__} has no wide signature "
+            f"(declare it with simsql.WideSimHashMixin, or move the table: simsql refingerprint)"
+        )
     return run_sync_steps(
         session,
         find_original_steps(

@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from ..containment import MIN_CONTAINMENT, share_of_submission, shingled
+from ..containment import MIN_CONTAINMENT, Shingled, share_of_submission, shingled
 from ..dialects import backend
 from ..errors import TextTooLarge
 from ..fingerprint import Fingerprinter
@@ -65,6 +65,7 @@ def find_wide_original(
     min_containment: float | None = MIN_CONTAINMENT,
     candidates: int = WIDE_CANDIDATES,
     budget: int | None = None,
+    accept_distance: int | None = None,
 ) -> Match | None:
     """A row of ``model`` (wide) whose text most of ``text`` comes from, or None.
 
@@ -76,9 +77,12 @@ def find_wide_original(
     :func:`~simsql.queries.wide.probe_budget`, more probes for a text of few features). ``min_containment``: the share of the
     submission's words a candidate's text must hold
     (:func:`~simsql.containment.share_of_submission`; None: the nearest candidate of the whole
-    budget is the answer, no text read). The Match's ``similarity`` is ``1 - distance / 256``. Raises
-    :class:`~simsql.EmptyDocument` for text without features.
+    budget is the answer, no text read). ``accept_distance``: a candidate within this many of the
+    256 bits is the answer without its text being compared (None, the default: every candidate
+    is read); see :func:`check_accept_distance`. The Match's ``similarity`` is
+    ``1 - distance / 256``. Raises :class:`~simsql.EmptyDocument` for text without features.
     """
+    check_accept_distance(accept_distance)
     binding = wide_binding(model)
     fingerprinter = binding.fingerprinter
     if not isinstance(fingerprinter, Fingerprinter):
@@ -88,7 +92,8 @@ def find_wide_original(
     if min_containment is None:  # the nearest candidate of the whole budget, in one statement
         rows = session.execute(wide_search(model, signature, wide_distance, budget=budget, limit=1)).all()
         return Match(rows[0][0], int(rows[0][1]), 1.0 - int(rows[0][1]) / WIDE_BITS) if rows else None
-    submitted, read = shingled(text), set()
+    submitted: Shingled | None = None  # shingled when the first candidate is compared
+    read: set[tuple[Any, ...]] = set()
     by_key = backend(session.connection()).rows_by_key
     for start, stop, limit in stages(budget, candidates):
         parameters = wide_parameters(signature, wide_distance, probe_groups(signature, stop, start))
@@ -96,9 +101,13 @@ def find_wide_original(
             if key in read:
                 continue
             read.add(key)
-            stored = binding.text_of(row) if row is not None else binding.text_of_values(sources)
-            if stored is None or share_of_submission(submitted, shingled(stored)) < min_containment:
-                continue
+            if accept_distance is None or distance > accept_distance:
+                stored = binding.text_of(row) if row is not None else binding.text_of_values(sources)
+                if stored is None:
+                    continue
+                submitted = submitted or shingled(text)
+                if share_of_submission(submitted, shingled(stored)) < min_containment:
+                    continue
             row = row if row is not None else session.get(model, key)
             if row is not None:  # None: deleted since it was read
                 return Match(row, distance, 1.0 - distance / WIDE_BITS)
@@ -125,6 +134,24 @@ def _nearest_texts(
         return []
     found = session.execute(rows_of_keys(binding, [tuple(rank[: len(binding.keys)]) for rank in ranked])).all()
     return [(binding.key_of(row), (), distance, row) for row, distance in in_ranked_order(binding, ranked, found)]
+
+
+def check_accept_distance(accept_distance: object) -> None:
+    """Refuse an ``accept_distance`` that is not None or an int in 0..256.
+
+    Why it is off by default, with no recommended value: a match then no longer proves that half
+    of the submission's words are in the row's text; it rests on the signature alone, and how
+    near unrelated texts come depends on the corpus. Measured (BENCHMARKS.md, "Accepting without
+    the text"; ``python -m benchmarks.accept_distance`` measures a table of yours): on 1M English
+    man-page articles, 20M random pairs of rows are 58 or more bits apart, a log-linear fit of
+    their lower tail puts 1e-12 per pair at 41 bits (32: 8e-15), no candidate that was not a copy
+    came nearer than 56 bits for 2,000 fresh articles, and 88-100% of light disguises lie within
+    32 bits of their original. On Chinese articles built from a small paragraph pool, random
+    pairs that share paragraphs reach 46 bits and the fit never reaches 1e-12 above 6 bits."""
+    if accept_distance is None:
+        return
+    if isinstance(accept_distance, bool) or not isinstance(accept_distance, int) or not 0 <= accept_distance <= WIDE_BITS:
+        raise ValueError(f"accept_distance must be None or an int in 0..{WIDE_BITS} (bits of the wide signature), got {accept_distance!r}")
 
 
 def stages(budget: int, candidates: int) -> list[tuple[int, int, int]]:
