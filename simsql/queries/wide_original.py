@@ -105,7 +105,8 @@ def find_wide_original(
                 stored = binding.text_of(row) if row is not None else binding.text_of_values(sources)
                 if stored is None:
                     continue
-                submitted = submitted or shingled(text)
+                if submitted is None:
+                    submitted = shingled(text)
                 if share_of_submission(submitted, shingled(stored)) < min_containment:
                     continue
             row = row if row is not None else session.get(model, key)
