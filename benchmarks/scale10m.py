@@ -64,6 +64,7 @@ import shutil
 import statistics
 import sys
 import time
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -304,13 +305,21 @@ def build(engine: Engine, data: dict[str, Any], cache: ParagraphFeatures, rows: 
             copy.write(original_rows(data["originals"]))
             written = len(data["originals"])
             with multiprocessing.get_context("fork").Pool(workers) as pool:
-                for chunk, seconds, count in pool.imap(_filler_job, jobs(), chunksize=1):
+                pending: deque[Any] = deque()
+                for job in jobs():
+                    pending.append(pool.apply_async(_filler_job, (job,)))
+                    while len(pending) >= 2 * workers or (pending and pending[0].ready()):  # bounded, in order
+                        chunk, seconds, count = pending.popleft().get()
+                        copy.write(chunk)
+                        written, cpu = written + count, cpu + seconds
+                        if written - reported >= 250_000:
+                            reported = written
+                            elapsed = time.perf_counter() - started
+                            _log(f"{written:,} rows, {written / elapsed:,.0f}/s, workers' CPU {count / max(seconds, 1e-9):,.0f} rows/s each")
+                while pending:
+                    chunk, seconds, count = pending.popleft().get()
                     copy.write(chunk)
                     written, cpu = written + count, cpu + seconds
-                    if written - reported >= 250_000:
-                        reported = written
-                        elapsed = time.perf_counter() - started
-                        _log(f"{written:,} rows, {written / elapsed:,.0f}/s, workers' CPU {count / max(seconds, 1e-9):,.0f} rows/s each")
     phases["copy_s"] = round(time.perf_counter() - started, 1)
     phases["rows_per_s"] = round(written / phases["copy_s"])
     phases["worker_cpu_s"] = round(cpu, 1)
