@@ -2,7 +2,8 @@
 
     python -m benchmarks.scale10m --validate 2000 --rows 0                 # exactness check only, no database
     python -m benchmarks.scale10m --rows 20000 --schema bench_originality_10m_smoke --compare bench_originality
-    python -m benchmarks.scale10m --rows 10000000 --url postgresql+psycopg://postgres@127.0.0.1:5432/h_scale
+    python -m benchmarks.scale10m --rows 10000000 --url postgresql+psycopg://postgres@127.0.0.1:5432/h_scale \\
+        --compare bench_originality --compare-rows 1000000 --results /work/logs/scale10m-build.json
 
 then the checks, on the kept table::
 
@@ -20,36 +21,47 @@ signature as current) and the 256-bit signature in ``simhash``, ``simhash_w1..w3
 ``benchmarks.originality --reuse`` accepts it. It is as hard as real text because it *is* real
 text: every stored row is real man-page prose, rows share whole paragraphs with one another (as
 the rows of a real platform share quotations and boilerplate), and the fresh articles the check
-is measured on come from the same pool.
+is measured on come from the same pool. Harder, in one way: 10M articles of 9.5 paragraphs on
+average drawn from 45,087 paragraphs store each paragraph about 2,100 times, far more reuse than
+ten million distinct documents would have, so a submission built from the pool has thousands of
+stored rows sharing a paragraph with it (near neighbours to tell apart, candidates to confirm).
+Easier, in one: the vocabulary is man pages', not the web's.
 
 How the signatures are made: computing them as ``load`` does (tokenise each article, hash its
-features under four seeds, weigh them) costs about 400 CPU-microseconds an article, over an hour
-of both cores for ten million. But an article is ``"\\n\\n".join`` of whole paragraphs, and no
-feature crosses a paragraph join (features are single words, ``\\w+`` runs; ``"\\n\\n"`` is not a
-word character; NFKC and case folding map each paragraph apart), so an article's feature counts
-are *exactly* the sum of its paragraphs' counts. So each of the 45,087 paragraphs of the pool is
-tokenised once: its features get a global number, their XXH3 hashes under
-:func:`simsql.signature.wide_seeds` and their prior weights are cached. An article's counts are
-then merged in numpy (sum per feature number), weighted as :meth:`simsql.Fingerprinter.feature_weights`
-and :func:`simsql.weighting.quantize` weigh them (``(1 + ln count) * prior``, scaled so the
-article's heaviest is 2**24, rounded) and reduced to bits by
-:func:`simsql.fingerprint.weighted_signatures`, the library's own rule. The quantized weights are
-integers and the bit sums exact integers in float64, so the order of features does not matter:
-the signatures are **bit-identical** to ``Fingerprinter.signatures_many``, not approximate.
-Originals get ``signatures_many`` itself.
+features under four seeds, weigh them) costs 290-390 CPU-microseconds an article (290 measured by
+``--validate``, 393 in the 1M load), 50-65 CPU-minutes for ten million. But an article is
+``"\\n\\n".join`` of whole paragraphs, and no feature crosses a paragraph join (features are
+single words, ``\\w+`` runs; ``"\\n\\n"`` is not a word character; NFKC and case folding map each
+paragraph apart), so an article's feature counts are *exactly* the sum of its paragraphs'
+counts. So each of the 45,087 paragraphs of the pool is tokenised once: its 39,624 distinct
+features get a number, and their XXH3 hashes under :func:`simsql.signature.wide_seeds` and their
+prior weights are cached. An article's counts are then merged in numpy (summed per feature
+number), weighted as :meth:`simsql.Fingerprinter.feature_weights` and
+:func:`simsql.weighting.quantize` weigh them (``(1 + ln count) * prior``, scaled so the article's
+heaviest is 2**24, rounded) and reduced to bits by :func:`simsql.fingerprint.weighted_signatures`,
+the library's own rule, 128 articles at a time. The quantized weights are integers and the bit
+sums exact integers in float64, so the order of features does not matter: the signatures are
+**bit-identical** to ``Fingerprinter.signatures_many``'s, not approximate, at 56 us an article
+(93 us with the text, its digest and the COPY line). Originals get ``signatures_many`` itself.
 
-Measured exactness (``--validate 2000``, 2026-11-27): 2,000 filler articles, Hamming distance over
-256 bits between these signatures and ``signatures_many``'s: p50 0, p99 0, max 0 (all 2,000
-identical; the first 50,000 article texts equal ``filler``'s). And against the 1M table built by
-``benchmarks.originality`` (schema ``bench_originality``): rows 1..20,000 of a table this builds
-equal it column for column (text, digest, the four words, the generated blocks).
+Measured exactness (2026-11-27): ``--validate 2000``: 2,000 filler articles, Hamming distance
+over 256 bits between these signatures and ``signatures_many``'s: p50 0, p99 0, max 0 (all 2,000
+identical), and the first 50,000 article texts equal ``filler``'s. The 10M table's rows
+1..1,000,000 equal, all 20 columns (text, digest, the four words, the generated blocks), the 1M
+table ``benchmarks.originality --rows 1000000`` loaded itself (schema ``bench_originality``):
+0 rows differ. No row lost its signature to the trigger (0 rows with a NULL word).
 
 Loading: worker processes (``--workers``) turn batches of paragraph numbers into ``COPY`` text
 (article text, digest, words); the main process draws the paragraph numbers (the filler
-generator's own random draws, replayed without joining the text) and streams the workers' bytes
-into one ``COPY ... (FREEZE)`` after a ``TRUNCATE`` in the same transaction: the rows arrive
-frozen and all-visible, so the closing ``VACUUM ANALYZE`` need not rewrite 30 GB to set hint
-bits. The stored values are the same as ``load``'s.
+generator's own random draws, replayed without joining the text, 4 us an article) and streams
+the workers' bytes into one ``COPY ... (FREEZE)`` after a ``TRUNCATE`` in the same transaction:
+the rows arrive frozen and all-visible, so the closing ``VACUUM ANALYZE`` need not rewrite 30 GB
+to set hint bits. The stored values are the same as ``load``'s; the row trigger runs on every row.
+
+The 10M build (2026-11-27, 2 cores shared with other jobs: load average 0.4 before, 3.5-7.7
+during): COPY 1,006 s (9,936 rows/s; the workers' CPU 808 s, 12,382 rows per CPU-second), index
+build 116 s, VACUUM ANALYZE 34 s, 1,168 s in all. 30.9 GB: 3,088 bytes a row (heap 1,058, TOAST
+1,305, indexes 725).
 """
 
 from __future__ import annotations
@@ -84,7 +96,6 @@ from .originality import Base, Doc, _fingerprinter, corpus, digest, engine_for, 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/h_scale"
 SCHEMA = "bench_originality_10m"
 ORIGINALS, FRESH, SEED = 200, 1000, 22  # benchmarks.originality's defaults: its corpus and filler
-RESULTS = Path("/work/logs")
 
 
 @dataclass(frozen=True)
