@@ -1,0 +1,60 @@
+"""benchmarks.scale10m at a tiny size against the real PostgreSQL: its signatures from cached
+paragraph features equal signatures_many's, and the table it builds equals, column for column,
+the one benchmarks.originality loads, which then accepts it with --reuse."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine, text
+
+pytestmark = pytest.mark.harness
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_scale10m_builds_the_originality_table(database_url: str, schema: str, admin_engine: Engine, tmp_path: Path) -> None:
+    if not database_url.startswith("postgresql"):
+        pytest.skip("benchmarks.scale10m loads by COPY: PostgreSQL only")
+    from benchmarks import corpus
+
+    try:
+        corpus.english_documents(limit=5)
+    except corpus.CorpusUnavailable as exc:
+        pytest.skip(str(exc))
+    reference = f"{database_url}{'&' if '?' in database_url else '?'}options=-csearch_path%3D{schema}"
+    made = f"{schema}_built"
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "benchmarks.originality", "--url", reference, "--rows", "1000", "--parts", "storage",
+             "--workers", "2", "--schema", schema, "--results-dir", str(tmp_path)],
+            cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        report = tmp_path / "scale10m.json"
+        result = subprocess.run(
+            [sys.executable, "-m", "benchmarks.scale10m", "--url", database_url, "--schema", made, "--rows", "1000",
+             "--validate", "300", "--compare", schema, "--compare-rows", "1000", "--batch", "128", "--min-free-gb", "0",
+             "--results", str(report)],
+            cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        built = json.loads(report.read_text())
+        assert built["validation"]["hamming_max"] == 0 and built["validation"]["texts_equal_filler"]
+        assert built["table"]["rows"] == 1000 and built["table"]["rows_without_signature"] == 0
+        assert built["compare"]["rows_compared"] == 1000 and built["compare"]["rows_differing"] == 0
+        result = subprocess.run(
+            [sys.executable, "-m", "benchmarks.originality", "--url", database_url, "--rows", "1000", "--reuse",
+             "--parts", "storage", "--schema", made, "--results-dir", str(tmp_path / "reuse")],
+            cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        again = json.loads((tmp_path / "reuse" / "originality-postgresql-1000-storage.json").read_text())
+        assert again["build"]["reused"] and again["storage"]["rows"] == 1000
+    finally:
+        with admin_engine.begin() as connection:
+            connection.execute(text(f'DROP SCHEMA IF EXISTS "{made}" CASCADE'))
