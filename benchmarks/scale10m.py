@@ -104,7 +104,7 @@ from simsql.fingerprint import weighted_signatures
 from simsql.signature import wide_seeds
 from simsql.weighting import QUANT_SCALE, prior_table
 
-from .originality import Base, Doc, _fingerprinter, corpus, digest, engine_for, filler
+from .originality import SOURCES, Base, Doc, _fingerprinter, corpus, digest, engine_for, filler
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/h_scale"
 SCHEMA = "bench_originality_10m"
@@ -403,6 +403,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--url", default=DEFAULT_URL, help="PostgreSQL only")
     parser.add_argument("--schema", default=SCHEMA)
     parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--source", choices=SOURCES, default="manpages",
+                        help="English man pages, or Debian's manuals (benchmarks.originality --source heldout; the smoke test's, no man pages to render)")  # fmt: skip
     parser.add_argument("--workers", type=int, default=2, help="processes making COPY text")
     parser.add_argument("--batch", type=int, default=5000, help="articles per worker job")
     parser.add_argument("--validate", type=int, default=0, help="first check this many articles' signatures against signatures_many")
@@ -411,9 +413,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--min-free-gb", type=float, default=15.0, help="refuse to build when the disk would keep less (30 GB for 10M rows)")
     parser.add_argument("--results", type=Path, help="also write the report (JSON) here")
     args = parser.parse_args(argv)
-    result: dict[str, Any] = {"rows": args.rows, "schema": args.schema, "load_average_before": _load()}
+    result: dict[str, Any] = {"rows": args.rows, "schema": args.schema, "source": args.source, "load_average_before": _load()}
     started = time.perf_counter()
-    data = corpus(args.rows, ORIGINALS, FRESH, args.seed)
+    data = corpus(args.rows, ORIGINALS, FRESH, args.seed, "en", args.source)
     cache = paragraph_features(eligible_paragraphs(data["shared"], data["lengths"][0]))
     result["prepare_s"] = round(time.perf_counter() - started, 1)
     result["paragraphs"], result["features"] = len(cache.eligible), len(cache.prior)
