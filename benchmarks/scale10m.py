@@ -58,17 +58,7 @@ the workers' bytes into one ``COPY ... (FREEZE)`` after a ``TRUNCATE`` in the sa
 the rows arrive frozen and all-visible, so the closing ``VACUUM ANALYZE`` need not rewrite 30 GB
 to set hint bits. The stored values are the same as ``load``'s; the row trigger runs on every row.
 
-The 10M build (2026-11-27, 2 cores shared with other jobs: load average 0.4 before, 3.5-7.7
-during): COPY 1,006 s (9,936 rows/s; the workers' CPU 808 s, 12,382 rows per CPU-second), index
-build 116 s, VACUUM ANALYZE 34 s, 1,168 s in all. 30.9 GB: 3,088 bytes a row (heap 1,058, TOAST
-1,305, indexes 725).
-
-The checks on it (``benchmarks.originality --parts recall,alarms,latency --scans 20``, the default
-probe budget; load average 0.4-2.1): recall 1.0 for every evasion but ``excerpt_60`` (0.975, as
-at 1M); a check p50 6.8 ms, p99 91 ms (1M: 3.9 / 17.7); false alarms 0 of 1,000 fresh articles
-from unseen paragraphs (1 true overlap) and 3 of 1,000 from the stored pool (42 true overlaps;
-1M: 2 and 28); find_original p50 / p99 6.6 / 30.9 ms on copies, 43.0 / 113.8 ms on fresh
-articles, against the plain scan's 2,094 / 2,105 ms p50 (317x, 49x).
+Figures of the 10M build and of the checks on it: BENCHMARKS.md, "Ten million rows".
 
 The table holds the corpus of the man pages installed when it was built (``build_cache``
 fingerprint ``e501e03df63982c3``: 3,560 pages; the 1M table's too). Installing man pages changes
