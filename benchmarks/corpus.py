@@ -358,8 +358,22 @@ def assembled_articles(
         raise ValueError("no paragraphs to assemble articles from")
     if n < 0:
         raise ValueError("n must be >= 0")
-    eligible = [p for p in paragraphs if len(p) < min_chars] or list(paragraphs)
-    pool = len(eligible)
+    eligible = eligible_paragraphs(paragraphs, min_chars)
+    for chosen in article_paragraphs([len(p) for p in eligible], n, seed, min_chars=min_chars, max_chars=max_chars):
+        yield "\n\n".join(eligible[i] for i in chosen)
+
+
+def eligible_paragraphs(paragraphs: Sequence[str], min_chars: int) -> list[str]:
+    """The paragraphs :func:`assembled_articles` draws from: those shorter than ``min_chars``
+    (so every article joins at least two), or all of them when none is."""
+    return [p for p in paragraphs if len(p) < min_chars] or list(paragraphs)
+
+
+def article_paragraphs(lengths: Sequence[int], n: int, seed: int, *, min_chars: int, max_chars: int) -> Iterator[tuple[int, ...]]:
+    """The paragraph numbers of the ``n`` articles :func:`assembled_articles` joins, from the
+    ``lengths`` of its eligible paragraphs (:func:`eligible_paragraphs`): the one owner of the
+    draws, so ``benchmarks.scale10m`` builds the very articles without joining their text."""
+    pool = len(lengths)
     # Below ~1e30 possible orderings, repeats among millions of articles are plausible.
     risky_k = int(30 / math.log10(pool)) if pool > 1 else 1 << 30
     rng = random.Random(seed)
@@ -377,9 +391,9 @@ def assembled_articles(
                 continue
             used.add(i)
             chosen.append(i)
-            size += len(eligible[i]) + 2
+            size += lengths[i] + 2
+        key = tuple(chosen)
         if len(chosen) <= risky_k:
-            key = tuple(chosen)
             if key in seen:
                 retries += 1
                 if retries > 1000 + n:
@@ -387,7 +401,7 @@ def assembled_articles(
                 continue
             seen.add(key)
         produced += 1
-        yield "\n\n".join(eligible[i] for i in chosen)
+        yield key
 
 
 def family(doc_id: str) -> str:

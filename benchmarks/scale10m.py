@@ -52,8 +52,9 @@ table ``benchmarks.originality --rows 1000000`` loaded itself (schema ``bench_or
 0 rows differ. No row lost its signature to the trigger (0 rows with a NULL word).
 
 Loading: worker processes (``--workers``) turn batches of paragraph numbers into ``COPY`` text
-(article text, digest, words); the main process draws the paragraph numbers (the filler
-generator's own random draws, replayed without joining the text, 4 us an article) and streams
+(article text, digest, words); the main process draws the paragraph numbers
+(:func:`benchmarks.corpus.article_paragraphs`, the draws the filler generator joins, 4 us an
+article) and streams
 the workers' bytes into one ``COPY ... (FREEZE)`` after a ``TRUNCATE`` in the same transaction:
 the rows arrive frozen and all-visible, so the closing ``VACUUM ANALYZE`` need not rewrite 30 GB
 to set hint bits. The stored values are the same as ``load``'s; the row trigger runs on every row.
@@ -71,10 +72,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import multiprocessing
 import os
-import random
 import shutil
 import statistics
 import sys
@@ -94,6 +93,7 @@ from simsql.fingerprint import weighted_signatures
 from simsql.signature import wide_seeds
 from simsql.weighting import QUANT_SCALE, prior_table
 
+from .corpus import article_paragraphs, eligible_paragraphs
 from .originality import SOURCES, Base, Doc, _fingerprinter, corpus, digest, engine_for, filler
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/h_scale"
@@ -114,11 +114,6 @@ class ParagraphFeatures:
     hashes: list[np.ndarray]
     prior: np.ndarray
     one_plus_log: np.ndarray  # 1 + ln(c) at index c, as feature_weights computes it
-
-
-def eligible_paragraphs(shared: Sequence[str], min_chars: int) -> list[str]:
-    """The paragraphs :func:`benchmarks.corpus.assembled_articles` draws from (same rule)."""
-    return [p for p in shared if len(p) < min_chars] or list(shared)
 
 
 def paragraph_features(eligible: list[str]) -> ParagraphFeatures:
@@ -143,38 +138,6 @@ def paragraph_features(eligible: list[str]) -> ParagraphFeatures:
         eligible, np.asarray(offsets, np.int64), np.asarray(fids, np.int64), np.asarray(counts, np.int64),
         hashes, prior_table().weights(features), one_plus_log,
     )  # fmt: skip
-
-
-def article_paragraphs(pool: int, lengths: Sequence[int], n: int, seed: int, *, min_chars: int, max_chars: int) -> Iterator[tuple[int, ...]]:
-    """The paragraph numbers (into :func:`eligible_paragraphs`) of the ``n`` articles
-    :func:`benchmarks.corpus.assembled_articles` yields: its loop, draw for draw, without joining
-    the text (checked against it by :func:`validate`)."""
-    risky_k = int(30 / math.log10(pool)) if pool > 1 else 1 << 30
-    rng = random.Random(seed)
-    seen: set[tuple[int, ...]] = set()
-    produced = retries = 0
-    while produced < n:
-        target = rng.randint(min_chars, max_chars)
-        chosen: list[int] = []
-        used: set[int] = set()
-        size = 0
-        while size < target and len(used) < pool:
-            i = rng.randrange(pool)
-            if i in used:
-                continue
-            used.add(i)
-            chosen.append(i)
-            size += lengths[i] + 2
-        key = tuple(chosen)
-        if len(chosen) <= risky_k:
-            if key in seen:
-                retries += 1
-                if retries > 1000 + n:
-                    raise ValueError(f"too few paragraphs ({pool}) for {n} distinct articles")
-                continue
-            seen.add(key)
-        produced += 1
-        yield key
 
 
 SUB_BATCH = 128
@@ -251,7 +214,7 @@ def validate(data: dict[str, Any], cache: ParagraphFeatures, count: int, seed: i
     for the first ``count`` filler articles; and the first ``texts`` articles' texts against
     :func:`benchmarks.originality.filler`."""
     low, high = data["lengths"]
-    articles = list(article_paragraphs(len(cache.eligible), [len(p) for p in cache.eligible], max(count, texts), seed, min_chars=low, max_chars=high))  # fmt: skip
+    articles = list(article_paragraphs([len(p) for p in cache.eligible], max(count, texts), seed, min_chars=low, max_chars=high))  # fmt: skip
     same_text = all(
         made == "\n\n".join(cache.eligible[i] for i in article) for made, article in zip(filler(data, len(articles), seed), articles)
     )
@@ -296,7 +259,7 @@ def build(engine: Engine, data: dict[str, Any], cache: ParagraphFeatures, rows: 
     phases["create_s"] = round(time.perf_counter() - started, 1)
     low, high = data["lengths"]
     fillers = rows - len(data["originals"])
-    articles = article_paragraphs(len(cache.eligible), [len(p) for p in cache.eligible], fillers, seed, min_chars=low, max_chars=high)
+    articles = article_paragraphs([len(p) for p in cache.eligible], fillers, seed, min_chars=low, max_chars=high)
 
     def jobs() -> Iterator[tuple[int, list[tuple[int, ...]]]]:
         first, chunk = len(data["originals"]) + 1, []
