@@ -47,7 +47,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine, String, Text, create_engine, delete, func, insert, select, text
 from sqlalchemy.engine import make_url
@@ -66,6 +66,7 @@ from .heldout import files as heldout_files
 from .timing import summary
 
 RESULTS = Path(__file__).resolve().parent / "results"
+T = TypeVar("T")
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 SCHEMA = "bench_originality"
 SOURCES = ("manpages", "heldout")
@@ -168,9 +169,10 @@ def _signed(job: tuple[int, list[tuple[str, str]]]) -> tuple[list[tuple[Any, ...
     ], cpu
 
 
-def _batches(rows: Iterable[tuple[str, str]], size: int) -> Iterator[tuple[int, list[tuple[str, str]]]]:
-    chunk: list[tuple[str, str]] = []
-    first = 1
+def batches(rows: Iterable[T], size: int, first: int = 1) -> Iterator[tuple[int, list[T]]]:
+    """``(id of the chunk's first row, chunk)`` of ``rows`` cut into chunks of ``size``, ids
+    counted from ``first``: the jobs of the loaders' worker processes."""
+    chunk: list[T] = []
     for row in rows:
         chunk.append(row)
         if len(chunk) == size:
@@ -221,13 +223,13 @@ def load(engine: Engine, rows: Iterable[tuple[str, str]], workers: int, batch: i
             cpu += signed[1]
 
         if workers <= 1:
-            for job in _batches(rows, batch):
+            for job in batches(rows, batch):
                 write(_signed(job))
                 count += len(job[1])
         else:
             with multiprocessing.get_context("fork").Pool(workers, initializer=_start_worker) as pool:
                 pending: deque[Any] = deque()
-                for job in _batches(rows, batch):
+                for job in batches(rows, batch):
                     pending.append(pool.apply_async(_signed, (job,)))
                     count += len(job[1])
                     if len(pending) >= 2 * workers:  # bounded: the rows are never all in memory

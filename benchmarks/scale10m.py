@@ -94,7 +94,7 @@ from simsql.signature import wide_seeds
 from simsql.weighting import QUANT_SCALE, prior_table
 
 from .corpus import article_paragraphs, eligible_paragraphs
-from .originality import SOURCES, Base, Doc, _fingerprinter, corpus, digest, engine_for, filler
+from .originality import SOURCES, Base, Doc, batches, _fingerprinter, corpus, digest, engine_for, filler
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/h_scale"
 SCHEMA = "bench_originality_10m"
@@ -261,16 +261,6 @@ def build(engine: Engine, data: dict[str, Any], cache: ParagraphFeatures, rows: 
     fillers = rows - len(data["originals"])
     articles = article_paragraphs([len(p) for p in cache.eligible], fillers, seed, min_chars=low, max_chars=high)
 
-    def jobs() -> Iterator[tuple[int, list[tuple[int, ...]]]]:
-        first, chunk = len(data["originals"]) + 1, []
-        for article in articles:
-            chunk.append(article)
-            if len(chunk) == batch:
-                yield first, chunk
-                first, chunk = first + batch, []
-        if chunk:
-            yield first, chunk
-
     started = time.perf_counter()
     _CACHE["paragraphs"] = cache  # inherited by the forked workers
     written, cpu, reported = 0, 0.0, 0
@@ -283,7 +273,7 @@ def build(engine: Engine, data: dict[str, Any], cache: ParagraphFeatures, rows: 
             written = len(data["originals"])
             with multiprocessing.get_context("fork").Pool(workers) as pool:
                 pending: deque[Any] = deque()
-                for job in jobs():
+                for job in batches(articles, batch, len(data["originals"]) + 1):
                     pending.append(pool.apply_async(_filler_job, (job,)))
                     while len(pending) >= 2 * workers or (pending and pending[0].ready()):  # bounded, in order
                         chunk, seconds, count = pending.popleft().get()

@@ -85,18 +85,22 @@ def test_a_short_stored_text_quoted_in_a_long_new_one_is_not_its_copy(wide_table
         assert simsql.find_original(session, model, quote + ", said nobody") is not None
 
 
+def _stranger_three_bits_from(session: Session, model: type, submitted: str) -> None:
+    """Row 1: an unrelated text whose stored signature is set 3 bits from ``submitted``'s (the
+    trigger keeps a fingerprint written without its digest until the text changes)."""
+    signature = simsql.Fingerprinter().signature(submitted)
+    session.add(model(id=1, title="Tax", body="Parliament debated the new tax law for small businesses until late"))
+    session.commit()
+    words = {"simhash": signature.words[0] ^ 0b1, "simhash_w1": signature.words[1] ^ 0b110}
+    session.execute(update(model).where(model.id == 1).values(**words, simhash_w2=signature.words[2], simhash_w3=signature.words[3]))
+    session.commit()
+
+
 def test_a_coincidental_signature_is_not_reported_as_a_copy(wide_tables: Engine) -> None:
     model = WIDE_MODELS["columns"]
     submitted = _article()
-    signature = simsql.Fingerprinter().signature(submitted)
     with Session(wide_tables) as session:
-        session.add(model(id=1, title="Tax", body="Parliament debated the new tax law for small businesses until late"))
-        session.commit()
-        # the stranger's words set to the submission's, 3 bits apart (the trigger keeps a
-        # fingerprint written without its digest until the text changes)
-        words = {"simhash": signature.words[0] ^ 0b1, "simhash_w1": signature.words[1] ^ 0b110}
-        session.execute(update(model).where(model.id == 1).values(**words, simhash_w2=signature.words[2], simhash_w3=signature.words[3]))
-        session.commit()
+        _stranger_three_bits_from(session, model, submitted)
         assert simsql.find_original(session, model, submitted) is None
         unverified = simsql.find_original(session, model, submitted, min_containment=None)
         assert unverified is not None and unverified.row.id == 1 and unverified.distance == 3
@@ -217,13 +221,8 @@ def test_a_candidate_within_accept_distance_is_reported_without_its_text(wide_ta
     signature was set 3 bits from the submission's: reported unread within 3, refused read."""
     model = WIDE_MODELS["columns"]
     submitted = _article()
-    signature = simsql.Fingerprinter().signature(submitted)
     with Session(wide_tables) as session:
-        session.add(model(id=1, title="Tax", body="Parliament debated the new tax law for small businesses until late"))
-        session.commit()
-        words = {"simhash": signature.words[0] ^ 0b1, "simhash_w1": signature.words[1] ^ 0b110}
-        session.execute(update(model).where(model.id == 1).values(**words, simhash_w2=signature.words[2], simhash_w3=signature.words[3]))
-        session.commit()
+        _stranger_three_bits_from(session, model, submitted)
         unread = simsql.find_original(session, model, submitted, accept_distance=3)
         assert unread is not None and unread.row.id == 1 and unread.distance == 3
         assert simsql.find_original(session, model, submitted, accept_distance=2) is None  # read, and refused
