@@ -11,10 +11,10 @@ the self-joins) is a generator. It *yields* what it needs next and *receives* th
   texts); the operation receives what the function returns.
 
 Its ``return`` value is the operation's answer. :func:`run_sync_steps` drives such a generator
-on a ``Session`` or ``Connection`` (the sync API), :func:`simsql.asyncio.run_async_steps` on an
-``AsyncSession`` or ``AsyncConnection`` (awaiting each statement, running ``Compute`` in a
-worker thread). Both drive the same generator, so the sync and async APIs cannot drift: each
-rule (which statement, how rows become an answer) is written once, in the operation.
+on a ``Session`` or ``Connection``. The async API (:mod:`simsql.asyncio`) is the sync API run
+through SQLAlchemy's greenlet bridge, each statement awaited; :func:`off_loop` and
+:func:`wait_for` are the two places where that bridge hands CPU work to a worker thread and a
+wait on worker processes to the event loop, so they are the only async-aware code below it.
 
 An error raised while answering a step is thrown into the generator at that ``yield``, so an
 operation may handle it (or let it propagate, the usual case).
@@ -22,7 +22,9 @@ operation may handle it (or let it propagate, the usual case).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Generator
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, Union
 
@@ -30,6 +32,42 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 R = TypeVar("R")
+T = TypeVar("T")
+
+
+def _in_async_greenlet() -> bool:
+    """True inside SQLAlchemy's greenlet bridge (``greenlet_spawn``), where :mod:`simsql.asyncio`
+    runs the sync API: a wait there may be handed to the event loop. False without greenlet."""
+    try:
+        from sqlalchemy.util.concurrency import in_greenlet
+    except ImportError:  # pragma: no cover - SQLAlchemy without its asyncio support
+        return False
+    try:
+        return bool(in_greenlet())
+    except Exception:  # noqa: BLE001 - greenlet not installed: never in one
+        return False
+
+
+def off_loop(function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)``: CPU work without I/O (fingerprinting a long text, comparing
+    candidate texts, a batch of a backfill). Called in place by the sync API; when the sync API
+    runs awaited (:mod:`simsql.asyncio`), in a worker thread while the event loop serves other
+    tasks. ``function`` must not touch the database."""
+    if _in_async_greenlet():
+        from sqlalchemy.util.concurrency import await_only
+
+        return await_only(asyncio.to_thread(function, *args))
+    return function(*args)
+
+
+def wait_for(future: Future[T]) -> T:
+    """``future.result()``, or, when the sync API runs awaited (:mod:`simsql.asyncio`), the
+    same result awaited, so a backfill waiting for its worker processes holds no event loop."""
+    if _in_async_greenlet():
+        from sqlalchemy.util.concurrency import await_only
+
+        return await_only(asyncio.wrap_future(future))
+    return future.result()
 
 
 @dataclass(frozen=True)
@@ -74,7 +112,7 @@ def answer_sync(bind: Session | Connection, step: Step) -> Any:
     if isinstance(step, Call):
         return step.function(bind if isinstance(bind, Connection) else bind.connection())
     if isinstance(step, Compute):
-        return step.function()
+        return off_loop(step.function)
     raise TypeError(f"not a step: {step!r}")
 
 
@@ -94,4 +132,4 @@ def run_sync_steps(bind: Session | Connection, steps: Steps[R]) -> R:
             error = raised
 
 
-__all__ = ["Call", "Compute", "Execute", "Step", "Steps", "answer_sync", "run_sync_steps"]
+__all__ = ["Call", "Compute", "Execute", "Step", "Steps", "answer_sync", "off_loop", "run_sync_steps", "wait_for"]

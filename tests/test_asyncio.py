@@ -18,7 +18,6 @@ from typing import Any, TypeVar
 
 import pytest
 from sqlalchemy import Engine, select, text
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, create_async_engine
 from sqlalchemy.orm import Session
 
@@ -26,7 +25,6 @@ import simsql
 import simsql.alembic
 from simsql import asyncio as simsql_async
 from simsql.dialects import backend
-from simsql.steps import Call, Compute, Execute, Steps, run_sync_steps
 from tests.models import Article, Doc
 from tests.tables import (
     WORDS,
@@ -350,30 +348,6 @@ def test_models_written_through_an_async_session_get_the_sync_fingerprints(async
     assert with_text == fingerprinted == len(_corpus())
     with engine.connect() as connection:
         assert connection.execute(text("SELECT count(*) FROM simsql_registry WHERE table_name = 'articles'")).scalar_one() == 1
-
-
-def _answer_or_fallback() -> Steps[list[Any]]:
-    """An operation of one's own written as steps: a failing statement's error arrives at its
-    yield, where the operation handles it."""
-    try:
-        yield Execute(text("SELECT no_such_column FROM no_such_table"))
-    except DBAPIError:
-        yield Call(lambda connection: connection.rollback())  # PostgreSQL: the transaction failed
-    rows = yield Execute(text("SELECT 1 + 1"))
-    doubled = yield Compute(lambda: [2 * r[0] for r in rows])
-    return doubled  # type: ignore[no-any-return]
-
-
-def test_one_operation_of_steps_runs_sync_and_async(async_case: tuple[Engine, str]) -> None:
-    engine, driver = async_case
-    with engine.connect() as connection:
-        wanted = run_sync_steps(connection, _answer_or_fallback())
-
-    async def driven(async_engine: AsyncEngine) -> list[Any]:
-        async with async_engine.connect() as connection:
-            return await simsql_async.run_async_steps(connection, _answer_or_fallback())
-
-    assert on(engine, driver, driven) == wanted == [4]
 
 
 def test_attach_table_installs_simsqls_objects_when_needed(async_case: tuple[Engine, str]) -> None:

@@ -1,8 +1,8 @@
-"""simsql for asyncio applications: the operations that run statements, awaited.
+"""simsql for asyncio applications: the sync API, awaited.
 
 Every function takes an ``AsyncSession``, ``AsyncConnection`` or ``AsyncEngine``
-(``sqlalchemy.ext.asyncio``) where the sync API takes a ``Session`` or ``Engine``, and gives
-the same answer::
+(``sqlalchemy.ext.asyncio``) where the sync API takes a ``Session`` or ``Engine``, every other
+parameter as the sync function takes it, and gives the same answer::
 
     from simsql import asyncio as simsql_async
 
@@ -14,38 +14,57 @@ the same answer::
 ``simsql.most_similar`` and ``simsql.similar_to`` build statements: run them with
 ``await session.execute(...)``; nothing async-specific is needed.
 
-Nothing here is a sync function wrapped whole: the queries are the sync API's own steps
-(:mod:`simsql.steps`) driven by an async runner, statements awaited and CPU work
-(fingerprints, text comparison) in a worker thread; backfill awaits batch after batch;
-attach and detach await each DDL statement. Drivers tested: ``postgresql+psycopg_async``,
+Each function here is *generated* from its sync twin (:mod:`simsql.asyncio.runner`): the sync
+function runs through SQLAlchemy's greenlet bridge, each statement awaited on the event loop,
+fingerprints and text comparison in a worker thread. There is no second implementation to drift:
+``tests/test_asyncio_twins.py`` checks that every operation of ``simsql`` that runs statements
+has its twin here with the same parameters. Drivers tested: ``postgresql+psycopg_async``,
 ``postgresql+asyncpg``, ``mysql+aiomysql``. Install with ``pip install "simsql[async]"``
 (SQLAlchemy's asyncio extra brings greenlet, which SQLAlchemy 2.1 no longer installs itself).
 """
 
 from __future__ import annotations
 
-from .backfill import backfill
-from .lifecycle import attach_table, detach_table, status
-from .queries import (
-    duplicate_groups,
-    find_original,
-    most_similar_many,
-    most_similar_vectors,
-    near_copy_vectors,
-    near_duplicates,
-)
-from .runner import run_async_steps
+from ..lifecycle.backfill import backfill as _backfill
+from ..lifecycle.refingerprint import refingerprint as _refingerprint
+from ..lifecycle.sampling import fit_background as _fit_background
+from ..lifecycle.tables import attach_table as _attach_table
+from ..lifecycle.tables import detach_table as _detach_table
+from ..lifecycle.tables import status as _status
+from ..queries import duplicate_groups as _duplicate_groups
+from ..queries import find_original as _find_original
+from ..queries import most_similar_many as _most_similar_many
+from ..queries import most_similar_vectors as _most_similar_vectors
+from ..queries import near_copy_vectors as _near_copy_vectors
+from ..queries import near_duplicates as _near_duplicates
+from .runner import AsyncBind, on_engine, on_session
+
+attach_table = on_engine(_attach_table)
+backfill = on_engine(_backfill)
+detach_table = on_engine(_detach_table)
+fit_background = on_engine(_fit_background)
+refingerprint = on_engine(_refingerprint)
+status = on_engine(_status)
+
+duplicate_groups = on_session(_duplicate_groups)
+find_original = on_session(_find_original)
+most_similar_many = on_session(_most_similar_many)
+most_similar_vectors = on_session(_most_similar_vectors)
+near_copy_vectors = on_session(_near_copy_vectors)
+near_duplicates = on_session(_near_duplicates)
 
 __all__ = [
+    "AsyncBind",
     "attach_table",
     "backfill",
     "detach_table",
     "duplicate_groups",
     "find_original",
+    "fit_background",
     "most_similar_many",
     "most_similar_vectors",
     "near_copy_vectors",
     "near_duplicates",
-    "run_async_steps",
+    "refingerprint",
     "status",
 ]

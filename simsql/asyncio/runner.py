@@ -1,64 +1,38 @@
-"""The async runner of :mod:`simsql.steps`, and the binds the async API accepts.
+"""How :mod:`simsql.asyncio` runs the sync API awaited: the binds it takes, and the one rule that
+turns a sync operation into its async twin.
 
-:func:`run_async_steps` answers an operation's steps on an ``AsyncSession`` or
-``AsyncConnection``: a statement is awaited (``await session.execute(...)``), a short step on
-the connection runs through SQLAlchemy's ``run_sync`` (whose statements are awaited on the event
-loop like any other; only Python code between them holds the loop, and these steps hold
-little), and CPU work (:class:`~simsql.steps.Compute`: fingerprints, text comparison) runs in a
-worker thread, so a long text does not stall the application's other tasks.
+A twin is the sync function itself, run through SQLAlchemy's greenlet bridge
+(``greenlet_spawn``, the mechanism behind ``AsyncSession`` and ``run_sync``) on the sync facade
+of the async bind: every statement it executes is awaited on the event loop, a lock wait holds
+no thread, and the CPU work the sync code marks (:func:`simsql.steps.off_loop`,
+:func:`simsql.steps.wait_for`) runs in a worker thread. Nothing is written twice, so a parameter,
+a default, a check or a server path cannot exist on one side only: the twin's signature *is* the
+sync function's, with the first parameter an async bind.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
+import inspect
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
-from typing import Any, Union
+from functools import partial
+from typing import Any, Concatenate, ParamSpec, TypeVar, Union
 
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
+from sqlalchemy.util import greenlet_spawn
 
-from ..steps import Call, Compute, Execute, R, Step, Steps
+P = ParamSpec("P")
+R = TypeVar("R")
 
 AsyncBind = Union[AsyncSession, AsyncConnection, AsyncEngine]
 """What every function of :mod:`simsql.asyncio` takes as its first argument."""
 
 
-async def answer_async(bind: AsyncSession | AsyncConnection, step: Step) -> Any:
-    """What ``step`` asks for, on an ``AsyncSession`` or ``AsyncConnection``."""
-    if isinstance(step, Execute):
-        return list((await bind.execute(step.statement, step.params)).all())
-    if isinstance(step, Call):
-        function = step.function
-        if isinstance(bind, AsyncSession):
-            return await bind.run_sync(lambda session: function(session.connection()))
-        return await bind.run_sync(function)
-    if isinstance(step, Compute):
-        return await asyncio.to_thread(step.function)
-    raise TypeError(f"not a step: {step!r}")
-
-
-async def run_async_steps(bind: AsyncSession | AsyncConnection, steps: Steps[R]) -> R:
-    """Drive ``steps`` to its result on ``bind``, awaiting each step: the async twin of
-    :func:`simsql.steps.run_sync_steps`, driving the same operations."""
-    answer: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = steps.send(answer) if error is None else steps.throw(error)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
-        answer, error = None, None
-        try:
-            answer = await answer_async(bind, step)
-        except Exception as raised:  # noqa: BLE001 - handed to the operation at its yield
-            error = raised
-
-
 def engine_of(bind: AsyncBind) -> AsyncEngine:
     """The ``AsyncEngine`` behind ``bind``: lifecycle operations (attach, detach, backfill,
-    status) open connections of their own, as the sync API does on an ``Engine``."""
+    status, refingerprint) open connections of their own, as the sync API does on an ``Engine``."""
     if isinstance(bind, AsyncEngine):
         return bind
     if isinstance(bind, AsyncConnection):
@@ -91,3 +65,46 @@ async def session_for(bind: AsyncBind) -> AsyncIterator[AsyncSession]:
         engine_of(bind)  # raises the TypeError that names what was passed
     async with AsyncSession(bind, expire_on_commit=False) as session:
         yield session
+
+
+def on_session(function: Callable[Concatenate[Session, P], R]) -> Callable[Concatenate[AsyncBind, P], Coroutine[Any, Any, R]]:
+    """The async twin of a query that takes a ``Session``: run on the ``AsyncSession`` given
+    (its transaction, its identity map) or on a session of the connection or engine given."""
+
+    async def twin(bind: AsyncBind, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        async with session_for(bind) as session:
+            return await greenlet_spawn(partial(function, session.sync_session, *args, **kwargs))
+
+    return _named_after(twin, function)
+
+
+def on_engine(function: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[AsyncBind, P], Coroutine[Any, Any, R]]:
+    """The async twin of a lifecycle operation that takes an ``Engine`` (and opens connections
+    of its own, as attach, backfill and refingerprint must): run on the ``AsyncEngine`` behind
+    the bind given."""
+
+    async def twin(bind: AsyncBind, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return await greenlet_spawn(partial(function, engine_of(bind).sync_engine, *args, **kwargs))
+
+    return _named_after(twin, function)
+
+
+def _named_after(twin: Callable[..., Any], function: Callable[..., Any]) -> Any:
+    """``twin`` presented as ``function``'s async twin: its name, its signature (the first
+    parameter an :data:`AsyncBind`, the rest ``function``'s own) and its docstring."""
+    signature = inspect.signature(function)
+    first, *rest = signature.parameters.values()
+    twin.__name__ = function.__name__
+    twin.__qualname__ = function.__name__
+    twin.__module__ = "simsql.asyncio"
+    twin.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[first.replace(annotation="AsyncSession | AsyncConnection | AsyncEngine"), *rest],
+        return_annotation=f"Coroutine[Any, Any, {signature.return_annotation}]",
+    )
+    twin.__doc__ = (
+        f":func:`simsql.{function.__name__}`, awaited: the sync function itself run through "
+        "SQLAlchemy's greenlet bridge, each statement awaited, CPU work in a worker thread.\n\n"
+        + (inspect.getdoc(function) or "")
+    )
+    twin.__wrapped_sync__ = function  # type: ignore[attr-defined]
+    return twin

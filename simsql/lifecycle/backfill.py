@@ -48,6 +48,7 @@ from ..dialects.batch import BatchSQL, Fingerprinted, Job
 from ..errors import ConfigMismatch, LockTimeout, NotAttached, SchemaError
 from ..fingerprint import Fingerprinter
 from ..schema import PROGRESS_TABLE
+from ..steps import off_loop, wait_for
 from ..storage import binding_for, join_text, text_digest
 from ..urls import engine_for
 from ..vectors import AnyFingerprinter
@@ -173,7 +174,7 @@ class _Batch:
     phase: str
 
     def result(self) -> list[Words | None]:
-        return self.fingerprints.result() if isinstance(self.fingerprints, Future) else self.fingerprints
+        return wait_for(self.fingerprints) if isinstance(self.fingerprints, Future) else self.fingerprints
 
 
 @dataclass
@@ -229,7 +230,7 @@ class _Run:
             return _Batch(keys, *sign_rows(self.job, keys, rows), phase)
         texts = [_row_text(r[n:]) for r in rows]
         if self.pool is None:
-            return _Batch(keys, _digests(texts), _fingerprint_batch(fingerprinter, texts, wide), phase)
+            return _Batch(keys, _digests(texts), off_loop(_fingerprint_batch, fingerprinter, texts, wide), phase)
         return _Batch(keys, _digests(texts), self.pool.submit(_fingerprint_batch, fingerprinter, texts, wide), phase)
 
     def write(self, writer: Connection, batch: _Batch) -> None:
@@ -476,7 +477,7 @@ def _writer(engine: Engine, sql: BatchSQL) -> Iterator[Connection]:
         writer.commit()
 
 
-# -- the pieces a caller driving the batches itself shares (simsql.asyncio's backfill) ----------
+# -- the checks and reads that start a run ---------------------------------------------------
 
 
 def check_sizes(batch_size: int, max_batch_bytes: int) -> None:
@@ -527,16 +528,3 @@ def start_fill(connection: Connection, job: Job, timeouts: apply.Timeouts) -> Fi
     total = int(connection.execute(sql.count).scalar_one())
     connection.commit()
     return FillStart(phase, last_key, resumed, has_progress_table, total)
-
-
-def open_run(engine: Engine, job: Job, options: dict[str, Any], fingerprint_in: Executor) -> _Run:
-    """A run whose batches the caller drives (reading, writing, counting by the same rules as
-    :func:`fill`), fingerprinting in ``fingerprint_in``; ``options`` as :func:`fill` completes
-    them (``has_progress_table`` and ``total`` from :class:`FillStart`)."""
-    return _Run(engine, job, options, fingerprint_in)
-
-
-def raise_explained(engine: Engine, label: str, timeouts: apply.Timeouts, error: BaseException) -> None:
-    """Raise ``error``, a PostgreSQL timeout as :class:`LockTimeout` naming who held the table."""
-    with _explained_timeouts(engine, label, timeouts):
-        raise error

@@ -1,0 +1,138 @@
+"""Every async twin is its sync function awaited (issue 32): the same parameters, the same
+answers, on every signature version and storage mode.
+
+The parameter test reads the two APIs; the others compare answers on the real servers:
+PostgreSQL through psycopg's async driver and asyncpg, MySQL/MariaDB through aiomysql.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, select, text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+
+import simsql
+from simsql import asyncio as simsql_async
+from simsql.steps import Compute, Steps, run_sync_steps
+from tests.test_asyncio import async_case, driver, on  # noqa: F401 - the fixtures
+from tests.tables import build_docs, create_models, is_mysql, texts
+from tests.wide_models import WIDE_MODELS, WideArticle
+
+BIND_PARAMETERS = {"bind", "session", "connection", "engine"}
+
+
+def _runs_statements(function: object) -> bool:
+    """A public function of simsql whose first parameter is a Session, Connection or Engine."""
+    if not inspect.isfunction(function):
+        return False
+    parameters = list(inspect.signature(function).parameters)
+    return bool(parameters) and parameters[0] in BIND_PARAMETERS
+
+
+SYNC_OPERATIONS = sorted(
+    name for name in simsql.__all__ if _runs_statements(getattr(simsql, name)) and name != "reflect"
+)
+"""``reflect`` describes a table from a ``Connection`` the caller holds: a catalog read inside
+a ``run_sync`` of the caller's own, not an operation with an async twin."""
+
+
+def test_every_operation_that_runs_statements_has_an_async_twin() -> None:
+    missing = [name for name in SYNC_OPERATIONS if name not in simsql_async.__all__]
+    assert not missing, f"no async twin in simsql.asyncio for {missing}"
+    assert {"attach_table", "backfill", "find_original", "refingerprint", "fit_background"} <= set(SYNC_OPERATIONS)
+
+
+@pytest.mark.parametrize("name", SYNC_OPERATIONS)
+def test_an_async_twin_takes_every_parameter_of_its_sync_function(name: str) -> None:
+    sync, twin = inspect.signature(getattr(simsql, name)), inspect.signature(getattr(simsql_async, name))
+    assert list(sync.parameters.values())[1:] == list(twin.parameters.values())[1:]
+    assert inspect.iscoroutinefunction(getattr(simsql_async, name))
+
+
+def _off_loop_thread() -> Steps[tuple[str, str]]:
+    """Where a Compute step runs, beside where the statements run."""
+    (row,) = yield from _one_row()
+    where = yield Compute(lambda: threading.current_thread().name)
+    return str(row[0]), str(where)
+
+
+def _one_row() -> Steps[list[Any]]:
+    from simsql.steps import Execute
+
+    rows = yield Execute(text("SELECT 1"))
+    return rows  # type: ignore[no-any-return]
+
+
+def test_cpu_work_runs_in_place_sync_and_in_a_worker_thread_awaited(async_case: tuple[Engine, str]) -> None:
+    engine, driver = async_case
+    with engine.connect() as connection:
+        assert run_sync_steps(connection, _off_loop_thread()) == ("1", threading.current_thread().name)
+
+    async def driven(async_engine: AsyncEngine) -> tuple[str, str]:
+        async with async_engine.connect() as connection:
+            return await connection.run_sync(lambda sync: run_sync_steps(sync, _off_loop_thread()))
+
+    one, where = on(engine, driver, driven)
+    assert one == "1" and where != threading.current_thread().name
+
+
+@pytest.mark.parametrize("mode", sorted(WIDE_MODELS))
+def test_find_original_on_a_version_3_table_gives_the_sync_answer(async_case: tuple[Engine, str], mode: str) -> None:
+    """It raised NotImplementedError on every version 3 table, the default of ``simsql attach``."""
+    engine, driver = async_case
+    model = WIDE_MODELS[mode]
+    create_models(engine, model)
+    rows = texts(40, seed=11)
+    with simsql_session(engine) as session:  # through the ORM: fingerprints written on insert
+        session.add_all([model(**row) for row in rows])
+        session.commit()
+    probes = [f"Re: {rows[i - 1]['body']} (forwarded)" for i in (7, 17, 29)] + ["nothing like any stored text at all here"]
+    with simsql_session(engine) as session:
+        wanted = [_key(simsql.find_original(session, model, p, max_bytes=10_000)) for p in probes]
+
+    async def asked(async_engine: AsyncEngine) -> list[Any]:
+        async with AsyncSession(async_engine) as session:
+            return [_key(await simsql_async.find_original(session, model, p, max_bytes=10_000)) for p in probes]
+
+    assert on(engine, driver, asked) == wanted
+    assert wanted == [7, 17, 29, None]
+
+
+def test_attach_wide_and_backfill_with_workers_give_the_sync_answers(async_case: tuple[Engine, str]) -> None:
+    """``wide``, ``workers``, ``indexes`` reach the async twins (they had none of them)."""
+    engine, driver = async_case
+    build_docs(engine, 120)
+
+    async def attached(async_engine: AsyncEngine) -> tuple[Any, Any]:
+        entry = await simsql_async.attach_table(async_engine, "docs", ["title", "body"], wide=True)
+        result = await simsql_async.backfill(async_engine, "docs", workers=2, batch_size=25, indexes=True)
+        return entry, result
+
+    entry, result = on(engine, driver, attached)
+    assert entry.mode.endswith("+wide") and result.rows_fingerprinted > 0 and result.batches >= 4 and result.indexes_built
+    assert [s.rows_missing for s in simsql.status(engine)] == [0]
+    with engine.connect() as connection:
+        wrong = connection.execute(text("SELECT count(*) FROM docs WHERE simhash IS NULL AND body IS NOT NULL")).scalar_one()
+    assert wrong == 0
+
+
+def _key(match: simsql.Match | None) -> int | None:
+    return None if match is None else int(match.row.id)
+
+
+def simsql_session(engine: Engine) -> Any:
+    from sqlalchemy.orm import Session
+
+    return Session(engine)
+
+
+def test_a_sync_bind_is_refused_by_the_generated_twins(engine: Engine) -> None:
+    import asyncio
+
+    with pytest.raises(TypeError, match="AsyncSession, AsyncConnection or AsyncEngine"):
+        asyncio.run(simsql_async.refingerprint(engine, "docs"))  # type: ignore[arg-type]
+    assert select(WideArticle) is not None and not is_mysql(engine)
