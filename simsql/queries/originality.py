@@ -146,15 +146,13 @@ def find_original_steps(
     candidates: int = ORIGINALITY_CANDIDATES,
     max_bytes: int | None = MAX_TEXT_BYTES,
 ) -> Steps[Match | None]:
-    """:func:`find_original` as steps (:mod:`simsql.steps`): the one owner of its rules, driven
-    by the sync API and by :func:`simsql.asyncio.find_original`. The submission's fingerprint
-    and the candidates' text comparison are :class:`~simsql.steps.Compute` steps (CPU work,
-    off the event loop in async), the search one :class:`~simsql.steps.Execute`."""
+    """:func:`find_original` on a table without the wide signature, as steps
+    (:mod:`simsql.steps`). The submission's fingerprint and the candidates' text comparison are
+    :class:`~simsql.steps.Compute` steps (CPU work, off the event loop when
+    :mod:`simsql.asyncio` runs it), the search one :class:`~simsql.steps.Execute`."""
     check_arguments(text, min_containment, candidates, max_bytes)
     if binding_for(model).words:
-        raise NotImplementedError(
-            "find_original as steps (simsql.asyncio) does not cover the wide signature yet: use the sync find_original"
-        )
+        raise ValueError(f"{model.__name__} has the wide signature: find_original checks it with find_wide_original")
     limit = 1 if min_containment is None else candidates
     by_key = yield Call(lambda connection: backend(connection).rows_by_key)
     if by_key:

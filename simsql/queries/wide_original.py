@@ -24,6 +24,7 @@ from ..dialects import backend
 from ..errors import TextTooLarge
 from ..fingerprint import Fingerprinter
 from ..signature import WIDE_BITS
+from ..steps import off_loop
 from ..storage import Binding
 from .nearest import Match
 from .targets import in_ranked_order, rows_of_keys
@@ -87,7 +88,7 @@ def find_wide_original(
     fingerprinter = binding.fingerprinter
     if not isinstance(fingerprinter, Fingerprinter):
         raise TypeError(f"find_original() checks text; {model.__name__} is fingerprinted from vectors")
-    signature = fingerprinter.signature(text)
+    signature = off_loop(fingerprinter.signature, text)  # CPU: a worker thread when awaited
     budget = probe_budget(signature) if budget is None else budget
     if min_containment is None:  # the nearest candidate of the whole budget, in one statement
         rows = session.execute(wide_search(model, signature, wide_distance, budget=budget, limit=1)).all()
@@ -106,13 +107,17 @@ def find_wide_original(
                 if stored is None:
                     continue
                 if submitted is None:
-                    submitted = shingled(text)
-                if share_of_submission(submitted, shingled(stored)) < min_containment:
+                    submitted = off_loop(shingled, text)
+                if off_loop(_share, submitted, stored) < min_containment:
                     continue
             row = row if row is not None else session.get(model, key)
             if row is not None:  # None: deleted since it was read
                 return Match(row, distance, 1.0 - distance / WIDE_BITS)
     return None
+
+
+def _share(submitted: Shingled, stored: str) -> float:
+    return share_of_submission(submitted, shingled(stored))
 
 
 def _nearest_texts(
