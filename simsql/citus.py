@@ -1,6 +1,6 @@
 """Citus: distributing a table simsql fingerprints, in one call.
 
-simsql detects Citus by itself (:class:`simsql.dialects.citus.CitusBackend`) and sets what its
+simsql detects Citus by itself (:class:`simsql.dialects.citus.backend.CitusBackend`) and sets what its
 own statements need. What happens in the user's own DDL is this module's: distributing a table
 (or making it a reference table) that already carries simsql's trigger, with its side table
 co-located. See docs/citus.md.
@@ -14,9 +14,7 @@ from sqlalchemy import inspect
 from sqlalchemy.engine import Connection, Engine
 
 from . import registry
-from .dialects import backend, execute_sql
-from .dialects.citus import CitusBackend, distribute_sql
-from .errors import UnsupportedDatabase
+from .dialects import backend
 from .storage import binding_for
 
 
@@ -34,13 +32,8 @@ def distribute(bind: Engine | Connection, target: type | str, column: str | None
         with bind.begin() as connection:
             distribute(connection, target, column, schema=schema)
         return
-    server = backend(bind)
-    if not isinstance(server, CitusBackend):
-        raise UnsupportedDatabase(f"distribute() needs Citus (the citus extension), but this is {server.describe_server()}")
-    schema, table, side = _names(bind, target, schema)
-    server.set_citus(bind, local=True)
-    for sql, params in distribute_sql(schema, table, column, side):
-        execute_sql(bind, sql, params)
+    schema, table, side = _names(bind, target, schema)  # reads only: refused below before any write
+    backend(bind).distribute(bind, schema, table, column, side)
 
 
 def _names(connection: Connection, target: type | str, schema: str | None) -> tuple[str, str, str | None]:

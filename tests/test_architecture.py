@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("schema and names", ("schema", "urls")),
     ("backends", ("dialects",)),
     ("storage and queries", ("types", "registry", "orm_triggers", "storage", "steps", "queries")),
-    ("lifecycle", ("lifecycle", "operations", "citus")),
+    ("lifecycle", ("lifecycle", "citus")),
     ("front ends", ("alembic", "asyncio", "cli", "demo", "embedded", "sqlmodel")),
 )
 """Lowest first. A module may import from its own layer and those before it, never after."""
@@ -245,6 +245,23 @@ def test_no_dialect_branch_outside_the_backends() -> None:
             code = line.split("#", 1)[0]
             if _DIALECT_BRANCH.search(code):
                 found.append(f"{relative}:{number}: {line.strip()}")
+    assert found == [], "\n".join(found)
+
+
+FAMILIES = ("simsql.dialects.postgresql", "simsql.dialects.mysql", "simsql.dialects.citus")
+"""The server families' packages: their backends, DDL, catalog reads, backfill statements."""
+
+
+def test_no_family_module_is_imported_above_the_seam() -> None:
+    """Code outside ``simsql.dialects`` reaches a family only through ``backend(bind)``: an import
+    of a family module (``POSTGRES_DDL``, ``MySQLBatchSQL``, ``CitusBackend``) from above is a
+    second seam beside the Backend, whatever the names it imports."""
+    found = [
+        f"{edge.source.path.relative_to(ROOT)}:{edge.line}: imports {edge.target}"
+        for edge in EDGES
+        if not edge.source.name.startswith("simsql.dialects")
+        and any(edge.target == family or _is_ancestor(family, edge.target) for family in FAMILIES)
+    ]
     assert found == [], "\n".join(found)
 
 

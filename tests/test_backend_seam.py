@@ -12,10 +12,12 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import Connection, Dialect, make_url
 
 from simsql import Fingerprinter, UnsupportedDatabase
-from simsql.dialects import Backend, MySQLBackend, PostgresBackend, backend, type_rules
+from simsql.dialects import Backend, backend, type_rules
 from simsql.dialects.batch import Job
-from simsql.dialects.mysql_backfill import MySQLBatchSQL
-from simsql.dialects.postgresql_backfill import PostgresBatchSQL
+from simsql.dialects.mysql import MySQLBackend
+from simsql.dialects.mysql.backfill import MySQLBatchSQL
+from simsql.dialects.postgresql import PostgresBackend
+from simsql.dialects.postgresql.backfill import PostgresBatchSQL
 from simsql.schema import Names
 from simsql.storage import text_digest
 from simsql.types import SimHash

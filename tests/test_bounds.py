@@ -15,9 +15,10 @@ from sqlalchemy import Engine, text
 
 import simsql
 import simsql.alembic
-from simsql.dialects import mysql as my
+from simsql.dialects.mysql import session as my
+from simsql.dialects.mysql.ddl import quote
 from simsql.lifecycle import apply, catalog
-from simsql.lifecycle.ddl import Plan, Step
+from simsql.dialects.plan import Plan, Step
 
 from .models import Doc
 from .tables import (
@@ -255,7 +256,7 @@ def test_ddl_behind_a_held_metadata_lock_gives_up_and_names_the_holder(mysql_eng
             Step("ALTER TABLE docs ADD COLUMN first INT", "add column first"),
             Step("ALTER TABLE docs ADD COLUMN second INT", "add column second"),
         ))
-        relation = f"{my.quote(schema)}.{my.quote('docs')}"
+        relation = f"{quote(schema)}.{quote('docs')}"
         # the first statement must wait: run it behind the lock
         error = within(20, lambda: apply.run_on_engine(mysql_engine, Plan(plan.steps[:1]), apply.Timeouts("1s"), relations=[relation]))
         assert isinstance(error, simsql.LockTimeout), error
@@ -301,7 +302,7 @@ def _columns(engine: Engine, table: str) -> list[str]:
 
 
 def test_a_postgresql_plan_never_runs_on_mysql(mysql_engine: Engine) -> None:
-    from simsql.dialects.postgresql_ddl import POSTGRES_DDL
+    from simsql.dialects.postgresql.ddl import POSTGRES_DDL
     from simsql.schema import Names
 
     plan = POSTGRES_DDL.drop_indexes("test", Names("docs"))

@@ -20,8 +20,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 import simsql.alembic
-from simsql import operations
-from simsql.dialects import mysql as my
+from simsql.lifecycle import attach as operations
+from simsql.dialects.mysql import catalog, server
 from simsql.errors import SchemaError
 
 from .tables import (
@@ -468,7 +468,7 @@ def test_a_mysql_without_md5_is_refused_before_anything_is_created(mysql_engine:
 
     from .models import Article, Base
 
-    urn = my.CLASSIC_HASHING
+    urn = server.CLASSIC_HASHING
     with mysql_admin_engine.connect() as admin:
         if mysql_admin_engine.dialect.is_mariadb:
             pytest.skip("MariaDB has MD5() built in")
@@ -503,7 +503,7 @@ def test_a_mysql_without_md5_is_refused_before_anything_is_created(mysql_engine:
             assert state(fresh) == before
             simsql.detach_table(fresh, "memos")  # taking simsql away needs no MD5()
             with fresh.connect() as connection:
-                assert my.triggers_on(connection, connection.execute(text("SELECT DATABASE()")).scalar_one(), "memos") == ()
+                assert catalog.triggers_on(connection, connection.execute(text("SELECT DATABASE()")).scalar_one(), "memos") == ()
             fresh.dispose()
         finally:
             if installed:

@@ -13,7 +13,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 import simsql.alembic
-from simsql import operations, registry
+from simsql import registry
+from simsql.lifecycle import attach as operations
 from simsql.errors import ConfigMismatch, SchemaError
 
 LEGACY_APP = Path(__file__).parent / "legacy_app"

@@ -20,7 +20,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 import simsql
 import simsql.alembic
 from simsql import Fingerprinter
-from simsql.dialects import block_expression_sql
+from simsql.dialects import type_rules
 from simsql.errors import ConfigMismatch, SchemaError
 
 from .command_line import cli, command, kill_when, ok
@@ -256,7 +256,7 @@ def _attach_like_0_1(engine: Engine, side_table: bool) -> None:
     with engine.begin() as connection:
         if side_table:
             generated = ", ".join(
-                f"simhash_b{i} integer GENERATED ALWAYS AS ({block_expression_sql('simhash', i)}) STORED" for i in range(4)
+                f"simhash_b{i} integer GENERATED ALWAYS AS ({type_rules('postgresql').block_expression_sql('simhash', i)}) STORED" for i in range(4)
             )
             connection.execute(text(
                 f"CREATE TABLE docs_simhash (id int NOT NULL, simhash bigint, {generated}, PRIMARY KEY (id), "
@@ -269,7 +269,7 @@ def _attach_like_0_1(engine: Engine, side_table: bool) -> None:
         else:
             blocks = ", ".join(f"ADD COLUMN simhash_b{i} integer" for i in range(4))
             connection.execute(text(f"ALTER TABLE docs ADD COLUMN simhash bigint, {blocks}"))
-            assign = " ".join(f"NEW.simhash_b{i} := {block_expression_sql('NEW.simhash', i)};" for i in range(4))
+            assign = " ".join(f"NEW.simhash_b{i} := {type_rules('postgresql').block_expression_sql('NEW.simhash', i)};" for i in range(4))
             body = ("BEGIN IF TG_OP = 'UPDATE' AND NEW.simhash IS NOT DISTINCT FROM OLD.simhash AND "
                     "(NEW.title IS DISTINCT FROM OLD.title OR NEW.body IS DISTINCT FROM OLD.body) THEN "
                     f"NEW.simhash := NULL; END IF; {assign} RETURN NEW; END")

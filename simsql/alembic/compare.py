@@ -23,7 +23,7 @@ from alembic.operations import ops
 from sqlalchemy import Column, Computed
 from sqlalchemy.engine import Connection
 
-from ..dialects import COVERING_INFO, Backend, BlockComputed, BlockExpression, backend, current_schema
+from ..dialects import COVERING_INFO, Backend, BlockComputed, BlockExpression, backend
 from ..errors import UnsupportedDatabase
 from ..lifecycle import catalog
 from ..orm_triggers import orm_trigger
@@ -33,7 +33,7 @@ from .own import leave_simsqls_objects
 
 
 def _trigger_installed(connection: Connection, schema: str | None, table: str, trigger: str) -> bool:
-    return catalog.schema_triggers(connection, schema or current_schema(connection)).get(trigger) == table
+    return catalog.schema_triggers(connection, schema or backend(connection).current_schema(connection)).get(trigger) == table
 
 
 def _server(context: AutogenContext) -> Backend | None:

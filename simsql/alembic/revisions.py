@@ -24,7 +24,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
 from .. import registry, schema
-from ..dialects import backend, check_server
+from ..dialects import backend
 from ..errors import SchemaError
 from ..registry import VERSION_TABLE
 from ..urls import engine_for, normalise_url
@@ -126,7 +126,8 @@ def upgrade(bind: str | Engine | Connection, revision: str = "heads") -> None:
 
     def run(cfg: Config) -> None:
         # before Alembic creates its version table (which MySQL would keep: DDL commits there)
-        check_server(cfg.attributes["connection"])
+        connection = cfg.attributes["connection"]
+        backend(connection).check_server(connection)
         command.upgrade(cfg, revision)
         connection = cfg.attributes.get("connection")
         if connection is not None:

@@ -17,10 +17,9 @@ from sqlalchemy import Text, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from .. import registry
-from ..dialects import Backend, backend, current_schema, execute_sql
+from ..dialects import Backend, backend, execute_sql
 from ..errors import SchemaError, UnsupportedDatabase
 from ..dialects.plan import Plan, Step, Target
-from ..dialects.postgresql_ddl import POSTGRES_DDL
 from ..lifecycle import attach
 from ..schema import Names
 from .ops import (
@@ -173,10 +172,11 @@ def _drop_simhash(operations: Operations, operation: DropSimHashOp) -> None:
     if _offline(operations):
         schema, names, _ = _offline_names(operations, operation)
         # The trigger attach created in this mode (online, the catalog says which exist). Offline
-        # there is no catalog to describe the table from, so this is PostgreSQL's describer by
-        # name: the only backend that writes offline scripts (``offline_scripts``).
+        # there is no catalog to describe the table from: the describer of the script's dialect
+        # (only a backend with ``offline_scripts`` gets here).
         created = names.stale_function if names.side else names.row_function
-        _emit(operations, POSTGRES_DDL.drop_attachment(schema, names, triggers=(created,)))
+        describer = backend(operations.migration_context.dialect).ddl
+        _emit(operations, describer.drop_attachment(schema, names, triggers=(created,)))
         return
     attach.drop_simhash(operations.get_bind(), operation.table_name, schema=operation.schema)
 
@@ -218,7 +218,8 @@ def _trigger_schema(operations: Operations, operation: TriggerOp) -> str:
         return operation.schema
     if _offline(operations):
         return OFFLINE_SCHEMA
-    return current_schema(operations.get_bind())
+    bind = operations.get_bind()
+    return backend(bind).current_schema(bind)
 
 
 @Operations.implementation_for(CreateSimHashTriggerOp)

@@ -371,6 +371,14 @@ class Backend(ABC):
         committed or rolled back (its changes visible to the next holder): for work inside a
         transaction that is not simsql's to end (an application's migration)."""
 
+    # -- distributed tables ------------------------------------------------------------------
+
+    def distribute(self, connection: Connection, schema: str, table: str, column: str | None, side: str | None) -> None:
+        """Distribute ``schema.table`` by ``column`` (None: a reference table) and co-locate
+        simsql's side table ``side`` with it, in the connection's transaction. Only a server
+        with distributed tables can: here, refused before anything is sent."""
+        raise UnsupportedDatabase(f"distribute() needs Citus (the citus extension), but this is {self.describe_server()}")
+
     # -- backfill ----------------------------------------------------------------------------
 
     @abstractmethod

@@ -222,6 +222,14 @@ class DDL(ABC):
         then the registry entry and backfill cursor. ``table``: the user's table as it is now;
         ``source``: the recorded text columns."""
 
+    def drop_attachment(
+        self, schema: str, names: Names, *, triggers: Sequence[str] = (), columns: Sequence[str] | None = None
+    ) -> Plan:
+        """Remove what :meth:`attach` created, described from names alone (no catalog: an
+        offline migration script). Only a family whose backend writes offline scripts
+        (:attr:`simsql.dialects.Backend.offline_scripts`) describes it."""
+        raise NotImplementedError(f"{self.name} describes no DDL without its catalog (offline scripts)")
+
     def forget(self, schema: str, table: str, *, progress: bool = True) -> Plan:
         """Delete the registry entry and the backfill cursor of a table (portable SQL)."""
         params = {"schema": schema, "table": table}

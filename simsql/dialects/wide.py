@@ -22,7 +22,7 @@ from sqlalchemy.sql.visitors import InternalTraversal
 
 from ..schema import WIDE_LAYOUT
 from ..signature import WIDE_WORDS
-from .mysql import NAMES as MYSQL_DIALECT_NAMES
+from .mysql.compile import MYSQL_DIALECTS
 from .wide_sql import wide_block_sql
 
 
@@ -84,7 +84,7 @@ def _computed_mysql(element: WideBlockComputed, compiler: Any, **kw: Any) -> str
     return f"GENERATED ALWAYS AS ({expression}) VIRTUAL"
 
 
-for _name in MYSQL_DIALECT_NAMES:
+for _name in MYSQL_DIALECTS:
     compiles(WideBlockExpression, _name)(_wide_block_mysql)
     compiles(WideBlockComputed, _name)(_computed_mysql)
 

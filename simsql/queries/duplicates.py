@@ -57,7 +57,7 @@ def near_duplicates_query(model: type, max_distance: int = 3, dialect: Any = Non
 
     Exact for ``max_distance <= 3`` (see :func:`pair_masks`); larger thresholds would need an
     all-pairs scan and are refused. On a server that cannot hash-join on an expression
-    (MariaDB, see :func:`simsql.dialects.hash_joins_expressions`) a masked join would compare
+    (MariaDB, see :meth:`simsql.dialects.Backend.hash_joins_expressions`) a masked join would compare
     every pair, so there the four self-joins go through the block indexes instead.
     """
     check_distance(max_distance)
@@ -86,7 +86,7 @@ def near_duplicates_query(model: type, max_distance: int = 3, dialect: Any = Non
         *(k.label(f"b_{i}") for i, k in enumerate(b_keys)),
         distance.label("distance"),
     )
-    if source is binding.table and dialect is not None and not dialects.hash_joins_expressions(dialect):
+    if source is binding.table and dialect is not None and not dialects.backend(dialect).hash_joins_expressions():
         a_blocks = [a.c[column.name] for column in binding.blocks]
         b_blocks = [b.c[column.name] for column in binding.blocks]
         return union(
@@ -127,7 +127,7 @@ def near_duplicates_steps(model: type, max_distance: int = 3) -> Steps[list[Dupl
 def _prepare(binding: Binding, connection: Connection) -> Any:
     """The configuration check and the self-join settings; the connection's dialect."""
     binding.check_config(connection)
-    dialects.prepare_self_join(connection)
+    dialects.backend(connection).prepare_self_join(connection)
     return connection.dialect
 
 

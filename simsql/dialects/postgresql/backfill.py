@@ -9,10 +9,10 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
-from ..bits import to_signed
-from ..schema import PROGRESS_TABLE
-from .batch import BatchSQL, Fingerprinted, encode_key
-from .postgresql_ddl import digest_sql, quote
+from ...bits import to_signed
+from ...schema import PROGRESS_TABLE
+from ..batch import BatchSQL, Fingerprinted, encode_key
+from .ddl import digest_sql, quote
 
 
 class PostgresBatchSQL(BatchSQL):

@@ -34,13 +34,13 @@ from typing import Any
 from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, Engine
 
-from ..schema import Names
-from .base import backend, execute_sql
-from .batch import Job
-from .plan import Plan, Step, Target
-from .postgresql import PostgresBackend
-from .postgresql_backfill import PostgresBatchSQL
-from .postgresql_ddl import PostgresDDL, qualified, quote
+from ...schema import Names
+from ..base import backend, execute_sql
+from ..batch import Job
+from ..plan import Plan, Step, Target
+from ..postgresql.backend import PostgresBackend
+from ..postgresql.backfill import PostgresBatchSQL
+from ..postgresql.ddl import PostgresDDL, qualified, quote
 
 CITUS_TRUNCATE_TRIGGER = re.compile(r"trigger truncate_trigger_[0-9]+ on table ")
 """How ``pg_describe_object`` names the trigger Citus adds to each distributed table."""
@@ -240,6 +240,12 @@ class CitusBackend(PostgresBackend):
         """The time bounds, and Citus's settings for DDL on distributed tables with them."""
         super().set_timeouts(connection, lock, statement, local)
         self.set_citus(connection, local)
+
+    def distribute(self, connection: Connection, schema: str, table: str, column: str | None, side: str | None) -> None:
+        """:data:`SETTINGS` for this transaction, then :func:`distribute_sql`'s statements."""
+        self.set_citus(connection, local=True)
+        for sql, params in distribute_sql(schema, table, column, side):
+            execute_sql(connection, sql, params)
 
     def set_citus(self, connection: Connection, local: bool = True) -> None:
         """:data:`SETTINGS` (``local``: until the transaction ends)."""

@@ -19,11 +19,11 @@ from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import any_
 
-from ..errors import SchemaError, UnsupportedDatabase
-from ..schema import Names
-from .base import Backend, backend, execute_sql, is_autocommit, version_text
-from .batch import Job
-from .constructs import (
+from ...errors import SchemaError, UnsupportedDatabase
+from ...schema import Names
+from ..base import Backend, backend, execute_sql, is_autocommit, version_text
+from ..batch import Job
+from ..constructs import (
     BlockExpression,
     EagerChoice,
     EagerGuard,
@@ -34,9 +34,9 @@ from .constructs import (
     RunTimeLimit,
     WholeQuotient,
 )
-from .plan import Column, Partition, TableFacts
-from .postgresql_backfill import PostgresBatchSQL
-from .postgresql_ddl import (
+from ..plan import Column, Partition, TableFacts
+from .backfill import PostgresBatchSQL
+from .ddl import (
     FUNCTION_MARK,
     POSTGRES_DDL,
     create_trigger_sql,

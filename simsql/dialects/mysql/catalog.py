@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy import bindparam, text
 from sqlalchemy.engine import Connection, Dialect
 
-from ..schema import Names
-from .mysql_ddl import quote
-from .plan import Column, TableFacts
+from ...schema import Names
+from .ddl import quote
+from ..plan import Column, TableFacts
 
 TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
 

@@ -10,9 +10,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
-from ..schema import BATCH_TABLE, PROGRESS_TABLE
-from .batch import BatchSQL, Fingerprinted, Job
-from .mysql_ddl import digest_sql, quote
+from ...schema import BATCH_TABLE, PROGRESS_TABLE
+from ..batch import BatchSQL, Fingerprinted, Job
+from .ddl import digest_sql, quote
 
 
 class MySQLBatchSQL(BatchSQL):

@@ -32,12 +32,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ..fingerprint import Fingerprinter
-from ..vectors import AnyFingerprinter
-from ..schema import BLOCK_COUNT, PROGRESS_TABLE, REGISTRY_TABLE, Names
-from .base import BLOCK_BITS, BLOCK_MASK
-from .plan import DDL, REGISTRY_INSERT, Plan, Present, Step, TableFacts, Target, registry_values
-from .wide_sql import wide_block_sql
+from ...fingerprint import Fingerprinter
+from ...vectors import AnyFingerprinter
+from ...schema import BLOCK_COUNT, PROGRESS_TABLE, REGISTRY_TABLE, Names
+from ..base import BLOCK_BITS, BLOCK_MASK
+from ..plan import DDL, REGISTRY_INSERT, Plan, Present, Step, TableFacts, Target, registry_values
+from ..wide_sql import wide_block_sql
 
 FINGERPRINT_TYPE = "BIGINT UNSIGNED"
 """:class:`simsql.SimHash` on MySQL: the 64 bits as they are."""

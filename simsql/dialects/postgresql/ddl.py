@@ -21,12 +21,12 @@ from collections.abc import Sequence
 
 from sqlalchemy.dialects import postgresql
 
-from ..fingerprint import Fingerprinter
-from ..vectors import AnyFingerprinter
-from ..schema import PROGRESS_TABLE, REGISTRY_TABLE, Names
-from .base import Backend, sql_identifier
-from .plan import DDL, REGISTRY_INSERT, Partition, Plan, Present, Step, TableFacts, Target, registry_values
-from .wide_sql import wide_block_sql
+from ...fingerprint import Fingerprinter
+from ...vectors import AnyFingerprinter
+from ...schema import PROGRESS_TABLE, REGISTRY_TABLE, Names
+from ..base import Backend, sql_identifier
+from ..plan import DDL, REGISTRY_INSERT, Partition, Plan, Present, Step, TableFacts, Target, registry_values
+from ..wide_sql import wide_block_sql
 
 _PREPARER = postgresql.dialect().identifier_preparer
 
