@@ -19,7 +19,7 @@ from sqlalchemy import Engine, text
 
 import simsql
 import simsql.alembic
-from simsql import operations
+from simsql.lifecycle import attach as operations
 
 
 def load_articles(engine: Engine, table: str, texts: Iterable[str]) -> tuple[int, float]:

@@ -17,21 +17,21 @@ from re import Pattern
 
 import numpy as np
 
-from simsql import Fingerprinter, fingerprint, tokenize
+from simsql import Fingerprinter, bitsums, tokenize
 
 HAN_RUN: Pattern[str] = tokenize._HAN_RUN
 """A run of Han characters, as simsql's tokenizer cuts them from other words."""
 
-BYTE_BITS: np.ndarray = fingerprint._BYTE_BITS
+BYTE_BITS: np.ndarray = bitsums._BYTE_BITS
 """[256, 8]: the bits of each byte value, the table simsql sums hash bytes through."""
 
-BYTE_OFFSETS: np.ndarray = fingerprint._BYTE_OFFSETS
+BYTE_OFFSETS: np.ndarray = bitsums._BYTE_OFFSETS
 """[1, 8]: ``256 * byte position``, so one histogram counts every byte of a hash apart."""
 
 
 def feature_hashes(features: Sequence[bytes], seed: int) -> np.ndarray:
     """simsql's 64-bit hash of each feature under a configuration's ``seed`` (uint64)."""
-    return np.fromiter(map(fingerprint._hash, features, repeat(seed)), np.uint64, len(features))
+    return np.fromiter(map(bitsums._hash, features, repeat(seed)), np.uint64, len(features))
 
 
 def fingerprints_from_counts(fingerprinter: Fingerprinter, counts: Sequence[Counter[bytes]]) -> list[int | None]:

@@ -22,7 +22,7 @@ import numpy as np
 
 import simsql
 from simsql.background import Background
-from simsql.fingerprint import weighted_fingerprints
+from simsql.bitsums import weighted_fingerprints
 from simsql.tokenize import is_han_feature
 from simsql.weighting import QUANT_SCALE
 

@@ -38,7 +38,7 @@ features get a number, and their XXH3 hashes under :func:`simsql.signature.wide_
 prior weights are cached. An article's counts are then merged in numpy (summed per feature
 number), weighted as :meth:`simsql.Fingerprinter.feature_weights` and
 :func:`simsql.weighting.quantize` weigh them (``(1 + ln count) * prior``, scaled so the article's
-heaviest is 2**24, rounded) and reduced to bits by :func:`simsql.fingerprint.weighted_signatures`,
+heaviest is 2**24, rounded) and reduced to bits by :func:`simsql.bitsums.weighted_signatures`,
 the library's own rule, 128 articles at a time. The quantized weights are integers and the bit
 sums exact integers in float64, so the order of features does not matter: the signatures are
 **bit-identical** to ``Fingerprinter.signatures_many``'s, not approximate, at 56 us an article
@@ -89,7 +89,7 @@ import xxhash
 from sqlalchemy import Engine, text
 
 import simsql
-from simsql.fingerprint import weighted_signatures
+from simsql.bitsums import weighted_signatures
 from simsql.signature import wide_seeds
 from simsql.weighting import QUANT_SCALE, prior_table
 
@@ -141,7 +141,7 @@ def paragraph_features(eligible: list[str]) -> ParagraphFeatures:
 
 
 SUB_BATCH = 128
-"""Articles reduced at once: the byte histograms of :func:`simsql.fingerprint.weighted_signatures`
+"""Articles reduced at once: the byte histograms of :func:`simsql.bitsums.weighted_signatures`
 (2,048 bins an article) stay in the CPU's cache (55 us an article at 128, 237 at 5,000)."""
 
 

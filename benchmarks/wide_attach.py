@@ -31,7 +31,7 @@ from sqlalchemy import Engine, create_engine, text
 
 import simsql
 import simsql.alembic
-from simsql import operations
+from simsql.lifecycle import attach as operations
 from simsql.urls import normalise_url
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"

@@ -56,7 +56,7 @@ import numpy as np
 
 from simsql import Fingerprinter, tokenize
 from simsql.background import Background
-from simsql.fingerprint import weighted_fingerprints
+from simsql.bitsums import weighted_fingerprints
 from simsql.weighting import quantize
 
 from benchmarks import edits, log

@@ -24,9 +24,10 @@ import numpy as np
 import xxhash
 
 from . import tokenize
-from .background import CENTRE_SCALE, Background, set_default_measure
+from .background import Background, set_default_measure
+from .bitsums import feature_hashes, han_flags, script_bit_sums, weighted_fingerprints, weighted_signatures
 from .bits import FINGERPRINT_BITS
-from .signature import WIDE_BITS, WIDE_WORDS, Signature, wide_seeds
+from .signature import WIDE_BITS, Signature, wide_seeds
 from .errors import ConfigMismatch, EmptyDocument
 from .weighting import IdfTable, jieba_idf_table, prior_table, quantize, validate_weights
 
@@ -49,143 +50,6 @@ _DEFAULT_CHINESE = {1: "jieba", 2: "bigrams", 3: "bigrams"}
 _BATCH_DOCS = 256
 _Result = TypeVar("_Result")
 _hash = xxhash.xxh3_64_intdigest
-# _BYTE_BITS[v, i] = bit i of byte value v (least significant first).
-_BYTE_BITS = np.unpackbits(
-    np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little"
-).astype(np.float64)
-_BYTE_OFFSETS = (np.arange(8, dtype=np.intp) * 256)[None, :]
-
-
-def _bit_sums(hashes: np.ndarray, weights: np.ndarray, doc_index: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per document, the weight of features with each bit set ([n_docs, 64]) and the total weight.
-
-    Rather than unpacking 64 bits per feature, weights are histogrammed per (document, byte
-    position, byte value) with one ``bincount``, then each 256-bin histogram is multiplied by the
-    bit table of byte values. All quantities are integers below 2**53, so the float64
-    arithmetic is exact and the result does not depend on summation order.
-    """
-    hash_bytes = hashes.astype("<u8", copy=False).view(np.uint8).reshape(-1, 8).astype(np.intp)
-    bins = hash_bytes + _BYTE_OFFSETS + (doc_index * 2048)[:, None]
-    per_byte = np.bincount(bins.ravel(), weights=np.repeat(weights, 8), minlength=2048 * n_docs)
-    set_weight = (per_byte.reshape(n_docs, 8, 256) @ _BYTE_BITS).reshape(n_docs, 64)
-    total = np.bincount(doc_index, weights=weights, minlength=n_docs)
-    return set_weight, total
-
-
-def _pack(bits: np.ndarray) -> list[int]:
-    return np.packbits(bits, axis=1, bitorder="little").view("<u8").ravel().tolist()
-
-
-def _plain_scores(hashes: np.ndarray, weights: np.ndarray, doc_index: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per document, each bit's signed weighted sum ``V`` ([n_docs, 64]; bit set when > 0) and
-    the total weight its margin is measured against."""
-    set_weight, total = _bit_sums(hashes, weights, doc_index, n_docs)
-    return 2.0 * set_weight - total[:, None], total
-
-
-def _signs(hashes: np.ndarray, weights: np.ndarray, doc_index: np.ndarray, n_docs: int) -> list[int]:
-    """Signed weighted bit sums of many documents at once, reduced to fingerprints."""
-    return _pack(_plain_scores(hashes, weights, doc_index, n_docs)[0] > 0.0)
-
-
-_EXACT_INT64 = float(1 << 49)
-"""Below this total weight each of ``CENTRE_SCALE * V``, ``W_latin * c`` and ``W_han * c`` is under
-2**61 in magnitude, so their sum fits an int64 exactly."""
-
-
-def _centred_bits(signed: np.ndarray, weight: np.ndarray, background: Background) -> tuple[np.ndarray, np.ndarray]:
-    """Bit ``i`` is set when ``V_i > W_latin * c_latin_i + W_han * c_han_i`` (exact integers);
-    also each bit's score ``CENTRE_SCALE * V_i - W . c_i`` (as float, for margins only).
-
-    ``signed`` is [n, 2, 64] (``V`` per script), ``weight`` [n, 2]. Documents too heavy for
-    int64 (never seen in practice: a total weight of 2**49 takes tens of millions of distinct features) are
-    compared with Python integers instead, so no size of input changes the arithmetic.
-    """
-    centres = np.array([background.latin, background.han], dtype=np.int64)  # [2, 64]
-    heavy = weight.sum(axis=1) >= _EXACT_INT64
-    signed_int = signed.astype(np.int64)
-    weight_int = weight.astype(np.int64)
-    score = CENTRE_SCALE * signed_int.sum(axis=1) - weight_int @ centres
-    bits = score > 0
-    for row in np.flatnonzero(heavy):
-        v = [int(a) + int(b) for a, b in zip(signed[row, 0], signed[row, 1])]
-        w = [int(x) for x in weight[row]]
-        bits[row] = [
-            CENTRE_SCALE * v[i] - w[0] * background.latin[i] - w[1] * background.han[i] > 0 for i in range(64)
-        ]
-    return bits, score.astype(np.float64)
-
-
-def _centred_signs(signed: np.ndarray, weight: np.ndarray, background: Background) -> list[int]:
-    """Fingerprints centred on ``background`` (see :func:`_centred_bits`)."""
-    return _pack(_centred_bits(signed, weight, background)[0])
-
-
-def _script_bit_sums(
-    hashes: np.ndarray, weights: np.ndarray, doc_index: np.ndarray, is_han: np.ndarray, n_docs: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """``V`` ([n_docs, 2, 64]) and total weight ([n_docs, 2]) of each document's Latin (0) and
-    Han (1) features: one histogram over (document, script) rows."""
-    set_weight, total = _bit_sums(hashes, weights, 2 * doc_index + is_han, 2 * n_docs)
-    return (2.0 * set_weight - total[:, None]).reshape(n_docs, 2, 64), total.reshape(n_docs, 2)
-
-
-def weighted_fingerprints(
-    hashes: np.ndarray,
-    weights: np.ndarray,
-    doc_index: np.ndarray,
-    n_docs: int,
-    background: Background | None = None,
-    is_han: np.ndarray | None = None,
-) -> list[int]:
-    """Fingerprints of ``n_docs`` documents from their features' hashes and quantized weights
-    (``doc_index``: each feature's document; ``is_han``: each feature's script, needed with a
-    background). The one rule from weighted features to bits, shared by :class:`Fingerprinter`
-    and the benchmarks that fingerprint millions of articles from cached counts."""
-    if background is None:
-        return _signs(hashes, weights, doc_index, n_docs)
-    if is_han is None:
-        raise ValueError("a background centres each script apart: pass is_han for every feature")
-    return _centred_signs(*_script_bit_sums(hashes, weights, doc_index, is_han, n_docs), background)
-
-
-def weighted_signatures(
-    hashes: Sequence[np.ndarray],
-    weights: np.ndarray,
-    doc_index: np.ndarray,
-    n_docs: int,
-    background: Background | None = None,
-    is_han: np.ndarray | None = None,
-) -> list[Signature]:
-    """Wide signatures of ``n_docs`` documents: ``hashes[k]`` holds every feature's hash under
-    :func:`~simsql.signature.wide_seeds` ``[k]``. Word 0 follows exactly the rule of
-    :func:`weighted_fingerprints` (so it is the fingerprint, background included); words 1-3 are
-    plain signs. Margins are ``|score| / total weight`` per bit."""
-    if len(hashes) != WIDE_WORDS:
-        raise ValueError(f"a wide signature needs hashes under {WIDE_WORDS} seeds, got {len(hashes)}")
-    words, margins = [], []
-    if background is None:
-        score, total = _plain_scores(hashes[0], weights, doc_index, n_docs)
-        words.append(_pack(score > 0.0))
-    else:
-        if is_han is None:
-            raise ValueError("a background centres each script apart: pass is_han for every feature")
-        signed, weight = _script_bit_sums(hashes[0], weights, doc_index, is_han, n_docs)
-        bits, score = _centred_bits(signed, weight, background)
-        words.append(_pack(bits))
-        score, total = score / CENTRE_SCALE, weight.sum(axis=1)
-    margins.append(np.abs(score) / total[:, None])
-    for seeded in hashes[1:]:
-        score, total = _plain_scores(seeded, weights, doc_index, n_docs)
-        words.append(_pack(score > 0.0))
-        margins.append(np.abs(score) / total[:, None])
-    margin_rows = np.concatenate(margins, axis=1).tolist()
-    features = np.bincount(doc_index, minlength=n_docs).tolist()  # one hash per distinct feature
-    return [
-        Signature(tuple(word[row] for word in words), tuple(margin_rows[row]), features[row]) for row in range(n_docs)
-    ]
-
-
 @dataclass(frozen=True)
 class Fingerprinter:
     """A SimHash configuration: immutable, hashable, and identified by :attr:`config_id`.
@@ -490,19 +354,19 @@ class Fingerprinter:
     def _fingerprints_of(self, documents: Sequence[Counter[bytes]], count: int) -> list[int]:
         hashes, weights, sizes = self._hashed(documents)
         doc_index = np.repeat(np.arange(count, dtype=np.intp), sizes)
-        is_han = None if self.background is None else _scripts(documents, int(sizes.sum()))
+        is_han = None if self.background is None else han_flags(documents, int(sizes.sum()))
         return weighted_fingerprints(hashes, weights, doc_index, count, self.background, is_han)
 
     def _signatures_of(self, documents: Sequence[Counter[bytes]], count: int) -> list[Signature]:
         hashes, weights, sizes = self._hashed(documents)
-        seeded = [hashes] + [_feature_hashes(documents, seed) for seed in wide_seeds(self.seed)[1:]]
+        seeded = [hashes] + [feature_hashes(documents, seed) for seed in wide_seeds(self.seed)[1:]]
         doc_index = np.repeat(np.arange(count, dtype=np.intp), sizes)
-        is_han = None if self.background is None else _scripts(documents, int(sizes.sum()))
+        is_han = None if self.background is None else han_flags(documents, int(sizes.sum()))
         return weighted_signatures(seeded, weights, doc_index, count, self.background, is_han)
 
     def _hashed(self, batch: Sequence[Counter[bytes]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(feature hashes, quantized weights, features per document) of non-empty documents."""
-        hashes = _feature_hashes(batch, self.seed)
+        hashes = feature_hashes(batch, self.seed)
         weights = np.concatenate([self._weights(counts) for counts in batch])
         sizes = np.fromiter((len(counts) for counts in batch), np.intp, len(batch))
         return hashes, weights, sizes
@@ -518,23 +382,13 @@ class Fingerprinter:
         documents = [batch[i] for i in live]
         hashes, weights, sizes = self._hashed(documents)
         doc_index = np.repeat(np.arange(len(live), dtype=np.intp), sizes)
-        signed[live], weight[live] = _script_bit_sums(hashes, weights, doc_index, _scripts(documents, int(sizes.sum())), len(live))
+        signed[live], weight[live] = script_bit_sums(hashes, weights, doc_index, han_flags(documents, int(sizes.sum())), len(live))
         return signed, weight
 
     def script_sums(self, texts: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
         """Per text, the signed bit sums ``V`` and total weights of its Latin and Han features
         (``[n, 2, 64]`` and ``[n, 2]``): what :meth:`Background.fit` measures a corpus with."""
         return self._script_sums([self.feature_counts(text) for text in texts])
-
-
-def _feature_hashes(documents: Sequence[Counter[bytes]], seed: int) -> np.ndarray:
-    """XXH3 of every feature of ``documents`` under ``seed``, in document then feature order."""
-    return np.concatenate([np.fromiter(map(_hash, counts, repeat(seed)), np.uint64, len(counts)) for counts in documents])
-
-
-def _scripts(documents: Sequence[Counter[bytes]], count: int) -> np.ndarray:
-    """1 for each Han feature of ``documents`` (in order), 0 for the others."""
-    return np.fromiter((tokenize.is_han_feature(f) for counts in documents for f in counts), dtype=np.intp, count=count)
 
 
 @lru_cache(maxsize=32)
@@ -593,4 +447,4 @@ def simhash_features(
                 raise ValueError(f"hash_function({feature!r}) must return an int in [0, 2**64), got {value!r}")
         hashes = np.array(values, dtype=np.uint64)
     doc_index = np.zeros(len(totals), dtype=np.intp)
-    return _signs(hashes, weights, doc_index, 1)[0]  # type: ignore[return-value]
+    return weighted_fingerprints(hashes, weights, doc_index, 1)[0]

@@ -19,7 +19,8 @@ from sqlalchemy import Connection, Engine, text
 
 import simsql
 import simsql.alembic
-from simsql import Fingerprinter, operations
+from simsql import Fingerprinter
+from simsql.lifecycle import attach as operations
 from simsql.fingerprint import DEFAULT
 from simsql.storage import join_text, text_digest
 

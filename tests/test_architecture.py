@@ -22,7 +22,7 @@ MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("text and bits", ("errors", "bits", "signature", "tokenize", "weighting", "background", "fingerprint", "containment", "vectors")),
+    ("text and bits", ("errors", "bits", "signature", "tokenize", "weighting", "background", "bitsums", "fingerprint", "containment", "vectors")),
     ("schema and names", ("schema", "urls")),
     ("backends", ("dialects",)),
     ("storage and queries", ("types", "registry", "orm_triggers", "storage", "steps", "queries")),

@@ -18,7 +18,7 @@ import xxhash
 from simsql import Background, Fingerprinter
 from simsql.background import CENTRE_SCALE, MIN_DOCUMENTS
 from simsql.errors import ConfigMismatch
-from simsql.fingerprint import _centred_signs
+from simsql.bitsums import _centred_signs
 from simsql.tokenize import is_han_feature
 
 BASE = Fingerprinter()

@@ -8,7 +8,8 @@ from sqlalchemy import Engine, text
 
 import simsql
 import simsql.alembic
-from simsql import Fingerprinter, operations
+from simsql import Fingerprinter
+from simsql.lifecycle import attach as operations
 from simsql.errors import ConfigMismatch
 
 from .test_migrations import build_legacy

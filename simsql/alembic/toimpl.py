@@ -16,7 +16,6 @@ from alembic.operations import Operations
 from sqlalchemy import Text, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
-from .. import registry
 from ..dialects import Backend, backend, execute_sql
 from ..errors import SchemaError, UnsupportedDatabase
 from ..dialects.plan import Plan, Step, Target
