@@ -21,7 +21,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 import simsql
 import simsql.alembic
 from simsql.lifecycle import attach as operations
-from simsql.dialects.mysql import catalog, server
+from simsql.dialects.mysql import backend as mysql_backend, catalog
 from simsql.errors import SchemaError
 
 from .tables import (
@@ -468,7 +468,7 @@ def test_a_mysql_without_md5_is_refused_before_anything_is_created(mysql_engine:
 
     from .models import Article, Base
 
-    urn = server.CLASSIC_HASHING
+    urn = mysql_backend.CLASSIC_HASHING
     with mysql_admin_engine.connect() as admin:
         if mysql_admin_engine.dialect.is_mariadb:
             pytest.skip("MariaDB has MD5() built in")

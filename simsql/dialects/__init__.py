@@ -33,8 +33,6 @@ from .base import (
     execute_sql,
     families,
     family_of,
-    refuse,
-    supported,
     timeout_kind,
     type_rules,
     variant_type,

@@ -22,16 +22,20 @@ from sqlalchemy.types import TypeEngine
 
 from ...errors import SchemaError, UnsupportedDatabase
 from ...schema import Names
-from ..base import Backend, version_text
+from ..base import Backend, describe_server, version_text
 from ..batch import Job
 from ..plan import TableFacts
 from . import catalog, session
 from .backfill import MySQLBatchSQL
 from .compile import MYSQL_DIALECTS
 from .ddl import MYSQL_DDL, block_expression_sql, create_trigger_sql, digest_sql, drop_trigger_sql, quote, trigger_names
-from .server import check_digest, check_version
+from .server import check_version
 
 MAX_IDENTIFIER_CHARACTERS = 64
+
+HAS_MD5 = "simsql_has_md5"
+"""The connection's ``info`` key remembering that its server has ``MD5()``."""
+CLASSIC_HASHING = "file://component_classic_hashing"
 
 REGISTRY_PROBE = (
     "SELECT (SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s) > 0, "
@@ -84,7 +88,28 @@ class MySQLBackend(Backend):
         check_version(connection.dialect)
 
     def check_digest(self, connection: Connection) -> None:
-        check_digest(connection)
+        """Refuse a MySQL without ``MD5()``, which simsql's triggers, backfill and status compute.
+
+        MySQL 9.6 moved ``MD5()`` out of the server into a component an administrator installs;
+        without it a trigger simsql created would fail every INSERT into the user's table ("FUNCTION
+        db.MD5 does not exist"), so nothing is created and nothing is fingerprinted; detach still
+        runs, to take such triggers away. Asked once per session (MariaDB has it built in)."""
+        if catalog.is_mariadb(connection.dialect):
+            return
+        info = connection.connection.info
+        if info.get(HAS_MD5):
+            return
+        try:
+            connection.exec_driver_sql("SELECT MD5('')")  # a failed statement leaves MySQL's transaction alone
+        except Exception as error:  # noqa: BLE001 - only the missing function is ours to explain
+            if getattr(getattr(error, "orig", None), "args", (None,))[0] != 1305:  # ER_SP_DOES_NOT_EXIST
+                raise
+            raise UnsupportedDatabase(
+                f"simsql's triggers compare MD5() digests, and {describe_server(connection.dialect)} has no MD5() "
+                f"(MySQL 9.6 moved it into a component): an administrator can add it with "
+                f"INSTALL COMPONENT '{CLASSIC_HASHING}'"
+            ) from None
+        info[HAS_MD5] = True
 
     def check_identifier(self, name: str, what: str = "identifier") -> str:
         """The server's own limit (64 characters), then simsql's (63 bytes, which every name
