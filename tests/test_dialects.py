@@ -47,11 +47,11 @@ def test_other_backends_are_refused_by_name() -> None:
 
 
 def test_sqlite_connection_is_refused_with_its_version() -> None:
-    from simsql.dialects import check_server
+    from simsql.dialects import backend
 
     engine = create_engine("sqlite://")
     with engine.connect() as connection, pytest.raises(UnsupportedDatabase) as refused:
-        check_server(connection)
+        backend(connection).check_server(connection)
     assert "'sqlite'" in str(refused.value) and sqlite3.sqlite_version in str(refused.value)
 
 
@@ -139,14 +139,14 @@ def _under_each_name(engine: Engine) -> Iterator[Engine]:
 def test_live_server_is_new_enough_under_every_dialect_name(any_engine: Engine) -> None:
     """The live server passes the version check, and answers a similarity query, under every
     dialect name that reaches it."""
-    from simsql.dialects import check_server
+    from simsql.dialects import backend
 
     from .models import Base
 
     for engine in _under_each_name(any_engine):
         Base.metadata.create_all(engine)
         with engine.connect() as connection:
-            check_server(connection)
+            backend(connection).check_server(connection)
             connection.execute(select(Article.id).where(simsql.similar_to(Article, 5, 3))).all()
 
 
