@@ -6,9 +6,10 @@ engine on the same database as a ``DATABASES`` alias, built from that alias's se
 test runner's ``test_`` name included, since it is read when called). One engine per URL, kept
 until :func:`dispose_engines`.
 
-Only the server families simsql supports map: ``postgresql`` (psycopg 3) and ``mysql`` (MySQL
-and MariaDB, PyMySQL); any other vendor is refused with
-:class:`~simsql.errors.UnsupportedDatabase`, as ``simsql.dialects.backend`` refuses one.
+Django's ``connection.vendor`` is the scheme of a plain URL (``postgresql``, ``mysql`` for MySQL
+and MariaDB), so :func:`simsql.urls.normalise_url` picks the driver simsql runs on for it
+(psycopg 3, PyMySQL), as for a URL a user types. A vendor simsql has no driver for (SQLite,
+Oracle) is refused with :class:`~simsql.errors.UnsupportedDatabase`.
 """
 
 from __future__ import annotations
@@ -18,17 +19,14 @@ from typing import Any
 
 from django.db import connections
 from sqlalchemy import Engine, create_engine
-from sqlalchemy.dialects import mysql, postgresql
 from sqlalchemy.engine import URL, Dialect
 
 import simsql
 from simsql.dialects import SUPPORTED
 from simsql.errors import UnsupportedDatabase
+from simsql.urls import SYNC_DRIVERS, normalise_url
 
-DRIVERS = {"postgresql": "postgresql+psycopg", "mysql": "mysql+pymysql"}
-"""Django's ``connection.vendor`` -> the SQLAlchemy driver simsql runs on for it."""
-
-_DIALECTS: dict[str, Dialect] = {"postgresql": postgresql.psycopg.dialect(), "mysql": mysql.pymysql.dialect()}
+_DIALECTS: dict[str, Dialect] = {}
 _ENGINES: dict[str, Engine] = {}
 _MODELS: dict[tuple[str, str], type] = {}
 _LOCK = threading.Lock()
@@ -36,7 +34,7 @@ _LOCK = threading.Lock()
 
 def check_vendor(vendor: str, alias: str = "default") -> str:
     """``vendor`` if simsql serves it, else :class:`~simsql.errors.UnsupportedDatabase`."""
-    if vendor not in DRIVERS:
+    if not supported(vendor):
         raise UnsupportedDatabase(
             f"simsql needs {SUPPORTED}; the Django database {alias!r} is {vendor} "
             f"(ENGINE {connections[alias].settings_dict.get('ENGINE')!r})"
@@ -44,9 +42,17 @@ def check_vendor(vendor: str, alias: str = "default") -> str:
     return vendor
 
 
+def supported(vendor: str) -> bool:
+    """Whether simsql serves Django databases of ``vendor``."""
+    return vendor in SYNC_DRIVERS
+
+
 def dialect_for(vendor: str) -> Dialect:
     """A SQLAlchemy dialect of ``vendor``'s family, to compile simsql's SQL constructs without a server."""
-    return _DIALECTS[check_vendor(vendor)]
+    found = _DIALECTS.get(vendor)
+    if found is None:
+        found = _DIALECTS[vendor] = normalise_url(URL.create(check_vendor(vendor))).get_dialect()()
+    return found
 
 
 def url_for(alias: str = "default") -> URL:
@@ -55,10 +61,10 @@ def url_for(alias: str = "default") -> URL:
     settings = connection.settings_dict
     vendor = check_vendor(connection.vendor, alias)
     options: dict[str, Any] = settings.get("OPTIONS") or {}
-    query = {"charset": str(options.get("charset", "utf8mb4"))} if vendor == "mysql" else {}
+    query = {"charset": str(options["charset"])} if "charset" in options else {}
     port = settings.get("PORT")
-    return URL.create(
-        DRIVERS[vendor],
+    url = URL.create(
+        vendor,
         username=settings.get("USER") or None,
         password=settings.get("PASSWORD") or None,
         host=settings.get("HOST") or None,
@@ -66,6 +72,7 @@ def url_for(alias: str = "default") -> URL:
         database=settings.get("NAME") or None,
         query=query,
     )
+    return normalise_url(url)
 
 
 def engine_for(alias: str = "default") -> Engine:

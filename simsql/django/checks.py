@@ -24,7 +24,7 @@ from simsql.fingerprint import Fingerprinter
 from simsql.schema import configuration_for
 from simsql.storage import source_names
 
-from .bridge import DRIVERS
+from .bridge import supported
 from .models import SimHashModel, is_wide
 
 
@@ -88,7 +88,7 @@ def _database_errors(model: type[SimHashModel]) -> list[checks.CheckMessage]:
         if not router.allow_migrate_model(alias, model):
             continue
         vendor = connections[alias].vendor
-        if vendor not in DRIVERS:
+        if not supported(vendor):
             engine = connections[alias].settings_dict.get("ENGINE")
             errors.append(checks.Error(
                 f"{model.__name__} is fingerprinted by simsql, which needs {SUPPORTED}; the database {alias!r} is "

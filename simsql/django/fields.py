@@ -11,6 +11,7 @@ what ``MD5()`` returns there and what the table's trigger compares).
 from __future__ import annotations
 
 import uuid
+from functools import lru_cache
 from typing import Any
 
 from django.db import models
@@ -20,6 +21,14 @@ from django.utils.functional import cached_property
 from simsql.bits import check_fingerprint
 from simsql.dialects import type_rules
 
+from .bridge import dialect_for
+
+
+def column_type(vendor: str, attribute: str) -> str:
+    """The SQL type the backend of ``vendor`` gives the column ``attribute`` names
+    (``fingerprint_type``, ``digest_type``), as SQLAlchemy compiles it there."""
+    return str(getattr(type_rules(vendor), attribute).compile(dialect=dialect_for(vendor))).lower()
+
 
 class SimHashField(models.BigIntegerField):  # type: ignore[type-arg]
     """A 64-bit fingerprint (or a word of the wide signature): an unsigned int in Python."""
@@ -27,7 +36,7 @@ class SimHashField(models.BigIntegerField):  # type: ignore[type-arg]
     description = "A 64-bit SimHash fingerprint"
 
     def db_type(self, connection: Any) -> str:
-        return "bigint unsigned" if connection.vendor == "mysql" else "bigint"
+        return column_type(connection.vendor, "fingerprint_type")
 
     def rel_db_type(self, connection: Any) -> str:
         return self.db_type(connection)
@@ -55,16 +64,15 @@ class DigestField(models.UUIDField):  # type: ignore[type-arg]
     description = "md5 of a row's text"
 
     def db_type(self, connection: Any) -> str:
-        return "char(32)" if connection.vendor == "mysql" else "uuid"
+        return column_type(connection.vendor, "digest_type")
 
     def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
         if value is None:
             return None
         if not prepared:
             value = self.get_prep_value(value)
-        if connection.vendor == "mysql":
-            return value.hex if isinstance(value, uuid.UUID) else value
-        return value
+        processor = _digest_processor(connection.vendor)
+        return processor(value) if processor is not None else value
 
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> uuid.UUID | None:
         if value is None or isinstance(value, uuid.UUID):
@@ -72,4 +80,11 @@ class DigestField(models.UUIDField):  # type: ignore[type-arg]
         return uuid.UUID(str(value))
 
 
-__all__ = ["DigestField", "SimHashField"]
+@lru_cache(maxsize=None)
+def _digest_processor(vendor: str) -> Any:
+    """How SQLAlchemy binds a digest there (32 hex digits where the column is ``CHAR(32)``)."""
+    dialect = dialect_for(vendor)
+    return type_rules(vendor).digest_type.dialect_impl(dialect).bind_processor(dialect)
+
+
+__all__ = ["DigestField", "SimHashField", "column_type"]
