@@ -72,7 +72,7 @@ class SimsqlFunc(Func):
     kind = ""
     index = 0
 
-    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:  # type: ignore[override]
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
         parts: dict[str, str] = {}
         params: list[Any] = []
         for i, argument in enumerate(self.get_source_expressions()):

@@ -30,7 +30,7 @@ def column_type(vendor: str, attribute: str) -> str:
     return str(getattr(type_rules(vendor), attribute).compile(dialect=dialect_for(vendor))).lower()
 
 
-class SimHashField(models.BigIntegerField):  # type: ignore[type-arg]
+class SimHashField(models.BigIntegerField):
     """A 64-bit fingerprint (or a word of the wide signature): an unsigned int in Python."""
 
     description = "A 64-bit SimHash fingerprint"
@@ -58,7 +58,7 @@ class SimHashField(models.BigIntegerField):  # type: ignore[type-arg]
         return int(type_rules(connection.vendor).fingerprint_from_db(int(value)))
 
 
-class DigestField(models.UUIDField):  # type: ignore[type-arg]
+class DigestField(models.UUIDField):
     """The md5 of the text a fingerprint was computed from (``<prefix>_src``)."""
 
     description = "md5 of a row's text"

@@ -91,7 +91,7 @@ def stored_values(instance: models.Model) -> dict[str, Any]:
     return {**dict(zip(names, words)), NAMES.digest: digest}
 
 
-class SimHashQuerySet(models.QuerySet):  # type: ignore[type-arg]
+class SimHashQuerySet(models.QuerySet):
     """Similarity queries in Django's idiom; each returns a queryset that composes with
     ``.filter()``, slicing and the async iteration of Django's ORM."""
 

@@ -41,7 +41,7 @@ from simsql.errors import SchemaError
 from . import bridge
 
 
-def simsql_fields(wide: bool) -> list[tuple[str, models.Field]]:  # type: ignore[type-arg]
+def simsql_fields(wide: bool) -> list[tuple[str, models.Field]]:
     """(name, field) of the columns simsql adds, as the abstract models declare them."""
     from .models import SimHashModel, WideSimHashModel  # needs the app registry: imported when run
 

@@ -48,7 +48,7 @@ class Command(BaseCommand):
         url = bridge.url_for(alias).render_as_string(hide_password=False)
         ending, self.stdout.ending = self.stdout.ending, ""
         try:
-            with redirect_stdout(self.stdout):  # type: ignore[type-var]
+            with redirect_stdout(self.stdout):
                 code = simsql.cli.main(["--url", url, *arguments])
         finally:
             self.stdout.ending = ending
