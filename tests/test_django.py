@@ -374,3 +374,41 @@ def test_checks_refuse_bad_models(django_project: dict[str, str]) -> None:
     NotText.simhash_source = ("title", "views")
     with pytest.raises(TypeError, match="must hold str"):  # save() refuses before writing anything
         NotText(title="a", views=3).simsql_fill()
+
+
+def test_makemigrations_writes_add_simhash_for_a_new_model(alias: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new model: makemigrations writes CreateModel without simsql's fields, then AddSimHash
+    in a migration of its own; migrate runs both, the model works, and back to zero leaves
+    nothing of simsql."""
+    import uuid
+
+    from django.core.management import call_command
+    from django.test.utils import override_settings
+
+    from simsql.django import bridge
+    from tests.django_project.blog.models import Post
+
+    package = f"blog_migrations_{uuid.uuid4().hex[:8]}"
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with override_settings(MIGRATION_MODULES={"blog": package}):
+        call_command("makemigrations", "blog", verbosity=0)
+        written = sorted(path.name for path in (tmp_path / package).glob("0*.py"))
+        assert written == ["0001_initial.py", "0002_simhash_post.py"]
+        assert "simhash" not in (tmp_path / package / written[0]).read_text()
+        attach = " ".join((tmp_path / package / written[1]).read_text().replace('"', "'").split())
+        assert "AddSimHash( model_name='Post', source=['body'], wide=False, )" in attach
+        call_command("makemigrations", "blog", "--check", "--dry-run", verbosity=0)
+        call_command("migrate", "blog", database=alias, verbosity=0)
+        try:
+            posts = [Post(body=body) for body in TOPICS]
+            for post in posts:
+                post.save(using=alias)
+            nearest = Post.objects.using(alias).most_similar(TOPICS[1].upper(), limit=1)[0]
+            assert (nearest.pk, nearest.distance) == (posts[1].pk, 0)
+            [status] = [t for t in simsql.status(bridge.engine_for(alias)) if t.table == "blog_post"]
+            assert (status.mode, status.rows_fingerprinted, status.rows_stale) == ("columns", len(TOPICS), 0)
+        finally:
+            call_command("migrate", "blog", "zero", database=alias, verbosity=0)
+    assert "blog_post" not in inspect(bridge.engine_for(alias)).get_table_names()

@@ -36,7 +36,7 @@ from django.db.migrations.operations.base import Operation
 
 import simsql
 import simsql.alembic
-from simsql.errors import SchemaError
+from simsql.errors import SchemaError, SimsqlError
 
 from . import bridge
 
@@ -113,7 +113,16 @@ class AddSimHash(Operation):
             return
         columns = [model._meta.get_field(name).column for name in self.source]
         engine = bridge.engine_for(schema_editor.connection.alias)
-        simsql.attach_table(engine, model._meta.db_table, columns, wide=self.wide)
+        try:
+            simsql.attach_table(engine, model._meta.db_table, columns, wide=self.wide)
+        except SimsqlError as error:
+            if not schema_editor.connection.in_atomic_block:
+                raise
+            raise type(error)(
+                f"{error} (AddSimHash runs on a connection of its own, which sees only committed tables: "
+                f"put it in a migration after the one creating {model._meta.db_table}, or set atomic = False "
+                "on this migration)"
+            ) from error
         bridge.forget(model._meta.db_table)
 
     def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
