@@ -62,12 +62,15 @@ def url_for(alias: str = "default") -> URL:
     vendor = check_vendor(connection.vendor, alias)
     options: dict[str, Any] = settings.get("OPTIONS") or {}
     query = {"charset": str(options["charset"])} if "charset" in options else {}
+    host = settings.get("HOST") or None
+    if host is not None and host.startswith("/"):  # a Unix socket's directory (libpq's host= parameter)
+        query, host = {**query, "host": host}, None
     port = settings.get("PORT")
     url = URL.create(
         vendor,
         username=settings.get("USER") or None,
         password=settings.get("PASSWORD") or None,
-        host=settings.get("HOST") or None,
+        host=host,
         port=int(port) if port else None,
         database=settings.get("NAME") or None,
         query=query,
