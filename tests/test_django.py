@@ -412,3 +412,16 @@ def test_makemigrations_writes_add_simhash_for_a_new_model(alias: str, tmp_path:
         finally:
             call_command("migrate", "blog", "zero", database=alias, verbosity=0)
     assert "blog_post" not in inspect(bridge.engine_for(alias)).get_table_names()
+
+
+def test_a_writer_of_another_configuration_is_refused(news: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """save() and bulk_create refuse fingerprints of another configuration than the table's
+    (recorded in simsql's registry by AddSimHash), before writing anything."""
+    from tests.django_project.news.models import Article
+
+    monkeypatch.setattr(Article, "simhash_fingerprinter", simsql.Fingerprinter(version=3, shingle_size=2))
+    with pytest.raises(simsql.ConfigMismatch):
+        Article(title="Rail", body=TOPICS[0]).save(using=news)
+    with pytest.raises(simsql.ConfigMismatch):
+        Article.objects.using(news).bulk_create([Article(title="Rail", body=TOPICS[0])])
+    assert not Article.objects.using(news).exists()

@@ -85,7 +85,7 @@ def engine_for(alias: str = "default") -> Engine:
     with _LOCK:
         engine = _ENGINES.get(key)
         if engine is None:
-            engine = _ENGINES[key] = create_engine(url, pool_size=2, max_overflow=3)
+            engine = _ENGINES[key] = create_engine(url, pool_size=5, max_overflow=10)
         return engine
 
 

@@ -25,10 +25,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 from asgiref.sync import sync_to_async
-from django.db import models
+from django.db import models, router
 from sqlalchemy.orm import Session
 
 import simsql
+from simsql import registry
+from simsql.bits import check_fingerprint
 from simsql.errors import EmptyDocument
 from simsql.fingerprint import DEFAULT, DEFAULT_WIDE, Fingerprinter
 from simsql.schema import Names
@@ -91,6 +93,14 @@ def stored_values(instance: models.Model) -> dict[str, Any]:
     return {**dict(zip(names, words)), NAMES.digest: digest}
 
 
+def check_configuration(model: type[models.Model], alias: str) -> None:
+    """Refuse to write fingerprints of another configuration than the one simsql's registry
+    records for the table (:class:`~simsql.errors.ConfigMismatch`, before anything is written),
+    as the SQLAlchemy mixin refuses; the answer is cached for a short while per database."""
+    with bridge.engine_for(alias).connect() as connection:
+        registry.check(connection, model._meta.db_table, None, fingerprinter_of(model).config_id)
+
+
 class SimHashQuerySet(models.QuerySet):
     """Similarity queries in Django's idiom; each returns a queryset that composes with
     ``.filter()``, slicing and the async iteration of Django's ORM."""
@@ -100,7 +110,7 @@ class SimHashQuerySet(models.QuerySet):
         if isinstance(target, str):
             return fingerprinter_of(self.model).fingerprint(target), None
         if isinstance(target, int) and not isinstance(target, bool):
-            return simsql.to_unsigned(target) if target < 0 else target, None
+            return check_fingerprint(target, "target"), None
         if isinstance(target, self.model):
             text = text_of(target)
             if text is None:
@@ -160,6 +170,7 @@ class SimHashQuerySet(models.QuerySet):
     def bulk_create(self, objs: Iterable[Any], *args: Any, **kwargs: Any) -> list[Any]:
         """Django's ``bulk_create``, each row's fingerprint computed first (as ``save()``)."""
         objs = list(objs)
+        check_configuration(self.model, self.db)
         for obj in objs:
             obj.simsql_fill()
         return super().bulk_create(objs, *args, **kwargs)
@@ -168,6 +179,7 @@ class SimHashQuerySet(models.QuerySet):
         """Django's ``bulk_update``; rows whose source fields are updated get their fingerprint too."""
         objs = list(objs)
         if set(fields) & set(source_of(self.model)):
+            check_configuration(self.model, self.db)
             written: list[str] = []
             for obj in objs:
                 written = list(obj.simsql_fill())
@@ -210,6 +222,7 @@ class SimHashModel(models.Model):
     def save(self, *args: Any, **kwargs: Any) -> None:
         update_fields = kwargs.get("update_fields")
         if update_fields is None or set(update_fields) & set(source_of(type(self))):
+            check_configuration(type(self), kwargs.get("using") or router.db_for_write(type(self), instance=self))
             written = self.simsql_fill()
             if update_fields is not None:
                 kwargs["update_fields"] = {*update_fields, *written}
