@@ -425,3 +425,27 @@ def test_a_writer_of_another_configuration_is_refused(news: str, monkeypatch: py
     with pytest.raises(simsql.ConfigMismatch):
         Article.objects.using(news).bulk_create([Article(title="Rail", body=TOPICS[0])])
     assert not Article.objects.using(news).exists()
+
+
+def test_manage_py_simsql_and_check(news: str) -> None:
+    """``manage.py simsql`` runs simsql's commands on the ``--database`` named (before or after
+    the command); ``manage.py check`` passes on the test project and its routers."""
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    from tests.django_project.news.models import Article
+
+    articles = add_articles(news, corpus()[:10] + [("Topic 0", TOPICS[0].upper() + "!")])  # a copy of the first
+    out = io.StringIO()
+    call_command("simsql", "similar", "--table", TABLE, "--id", str(articles[0].pk), "--limit", "3", "--format", "json", database=news, stdout=out)
+    expected = brute_force([(a.pk, a.simhash) for a in articles], articles[0].simhash, articles[0].pk)[:3]
+    assert [str(pk) for pk, _ in expected] == [str(row.get("id", row.get("key"))) for row in __import__("json").loads(out.getvalue())]
+    out = io.StringIO()
+    call_command("simsql", "dupes", "--table", TABLE, "--max-distance", "3", "--format", "json", "--database", news, stdout=out)
+    pairs = {(a.pk, b.pk) for a in articles for b in articles if a.pk < b.pk and simsql.hamming(a.simhash, b.simhash) <= 3}
+    found = __import__("json").loads(out.getvalue() or "[]")
+    assert pairs and len(found) == len(pairs), out.getvalue()
+    with pytest.raises(CommandError, match="exit status 1"):
+        call_command("simsql", "backfill", "--table", "no_such_table", database=news, stdout=io.StringIO(), stderr=io.StringIO())
+    call_command("check", stdout=io.StringIO())
+    assert Article.objects.using(news).count() == 11
