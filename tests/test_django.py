@@ -190,8 +190,10 @@ def test_most_similar_and_within_against_brute_force(news: str) -> None:
     for target in (articles[0], articles[7], TOPICS[2].upper(), "snow on the pass", articles[-1].simhash):
         fingerprint, exclude = manager.fingerprint_of(target)
         expected = brute_force(fingerprints, fingerprint, exclude)
-        found = [(a.pk, a.distance) for a in manager.most_similar(target, limit=8)]
+        nearest = list(manager.most_similar(target, limit=8))
+        found = [(a.pk, a.distance) for a in nearest]
         assert found == expected[:8]
+        assert all(type(a.similarity) is float and a.similarity == 1 - a.distance / 64 for a in nearest)
         with Session(engine) as session:
             sa_target = target if not isinstance(target, Article) else session.get(reflected, target.pk)
             answer = session.execute(simsql.most_similar(select(reflected), sa_target, limit=8)).all()
