@@ -10,6 +10,7 @@ derived by the same arithmetic as the table's trigger or generated column.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
@@ -30,6 +31,7 @@ from .fields import SimHashField
 
 MAX_DISTANCE = 64
 _PLACEHOLDER = "simsql_argument_{}"
+_PLACES = re.compile(r"%\(a(\d+)\)s")
 
 
 def _hamming(names: Sequence[str], index: int) -> ColumnElement[Any]:
@@ -73,13 +75,12 @@ class SimsqlFunc(Func):
     index = 0
 
     def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
-        parts: dict[str, str] = {}
-        params: list[Any] = []
-        for i, argument in enumerate(self.get_source_expressions()):
-            sql, argument_params = compiler.compile(argument)
-            parts[f"a{i}"] = f"({sql})"
-            params.extend(argument_params)
-        return sql_template(connection.vendor, self.kind, self.index) % parts, params
+        template = sql_template(connection.vendor, self.kind, self.index)
+        compiled = [compiler.compile(argument) for argument in self.get_source_expressions()]
+        parts = {f"a{i}": f"({sql})" for i, (sql, _) in enumerate(compiled)}
+        # each argument's parameters where the template places it (in its order, as often as it does)
+        params = [param for i in _PLACES.findall(template) for param in compiled[int(i)][1]]
+        return template % parts, params
 
 
 def fingerprint_value(fingerprint: int) -> Value:
