@@ -451,3 +451,18 @@ def test_manage_py_simsql_and_check(news: str) -> None:
         call_command("simsql", "backfill", "--table", "no_such_table", database=news, stdout=io.StringIO(), stderr=io.StringIO())
     call_command("check", stdout=io.StringIO())
     assert Article.objects.using(news).count() == 11
+
+
+def test_within_lookup(news: str) -> None:
+    """``simhash__within`` is the queryset's ``within`` as a lookup, in Q objects too."""
+    from django.db.models import Q
+
+    from tests.django_project.news.models import Article
+
+    articles = add_articles(news, corpus())
+    manager = Article.objects.using(news)
+    for target, max_distance in ((articles[0], 3), (TOPICS[2], 7), (articles[5].simhash, 12)):
+        expected = sorted(a.pk for a in manager.within(target, max_distance))
+        assert sorted(manager.filter(simhash__within=(target, max_distance)).values_list("pk", flat=True)) == expected
+    either = manager.filter(Q(simhash__within=TOPICS[0]) | Q(title="Topic 1")).values_list("pk", flat=True)
+    assert sorted(either) == sorted({*manager.within(TOPICS[0]).values_list("pk", flat=True), *manager.filter(title="Topic 1").values_list("pk", flat=True)})

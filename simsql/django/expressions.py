@@ -17,7 +17,8 @@ from typing import Any
 
 from django.db.models import F, FloatField, IntegerField, Q, Value
 from django.db.models.expressions import ExpressionWrapper, Func
-from django.db.models.lookups import LessThanOrEqual
+from django.db.models.lookups import Exact, In, LessThanOrEqual
+from django.db.models.sql.where import AND, OR, WhereNode
 from sqlalchemy import literal_column
 from sqlalchemy.sql import ColumnElement
 
@@ -146,6 +147,14 @@ class WideBlock(SimsqlFunc):
         super().__init__(*(_operand(word) for word in words), **extra)
 
 
+def _probes(fingerprint: int, max_distance: int) -> list[list[int]]:
+    """Each block's probe values: a row within ``max_distance`` bits has a block among them."""
+    if isinstance(max_distance, bool) or not isinstance(max_distance, int) or not 0 <= max_distance <= MAX_DISTANCE:
+        raise ValueError(f"max_distance must be an int in 0..{MAX_DISTANCE}, got {max_distance!r}")
+    radius = radius_for(max_distance)
+    return [probe_values(value, radius) for value in simsql.blocks(check_fingerprint(fingerprint))]
+
+
 def within(fingerprint: int, max_distance: int = 3, *, blocks: Sequence[str], column: str = "simhash") -> Q:
     """Rows within ``max_distance`` bits of ``fingerprint``, found through the block indexes.
 
@@ -154,14 +163,20 @@ def within(fingerprint: int, max_distance: int = 3, *, blocks: Sequence[str], co
     (the block itself up to 3 bits; :func:`simsql.dialects.probe_values` beyond) and the exact
     distance. Exact at every distance, like :func:`simsql.similar_to`.
     """
-    if isinstance(max_distance, bool) or not isinstance(max_distance, int) or not 0 <= max_distance <= MAX_DISTANCE:
-        raise ValueError(f"max_distance must be an int in 0..{MAX_DISTANCE}, got {max_distance!r}")
-    radius = radius_for(max_distance)
     probes = Q()
-    for name, value in zip(blocks, simsql.blocks(check_fingerprint(fingerprint))):
-        values = probe_values(value, radius)
+    for name, values in zip(blocks, _probes(fingerprint, max_distance)):
         probes |= Q(**{name: values[0]}) if len(values) == 1 else Q(**{f"{name}__in": values})
     return probes & Q(LessThanOrEqual(HammingDistance(column, fingerprint), max_distance))
 
 
-__all__ = ["Block", "HammingDistance", "Similarity", "WideBlock", "fingerprint_value", "sql_template", "within"]
+def within_condition(fingerprint_column: Any, block_columns: Sequence[Any], fingerprint: int, max_distance: int) -> WhereNode:
+    """:func:`within` over resolved columns (what a lookup compiles)."""
+    probes = [
+        Exact(column, values[0]) if len(values) == 1 else In(column, values)
+        for column, values in zip(block_columns, _probes(fingerprint, max_distance))
+    ]
+    distance = LessThanOrEqual(HammingDistance(fingerprint_column, fingerprint), max_distance)
+    return WhereNode([WhereNode(probes, connector=OR), distance], connector=AND)
+
+
+__all__ = ["Block", "HammingDistance", "Similarity", "WideBlock", "fingerprint_value", "sql_template", "within", "within_condition"]

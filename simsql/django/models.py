@@ -37,7 +37,7 @@ from simsql.schema import Names
 from simsql.storage import join_text, source_names, text_digest
 
 from . import bridge
-from .expressions import Block, HammingDistance, Similarity, WideBlock, within
+from .expressions import Block, HammingDistance, Similarity, WideBlock, within, within_condition
 from .fields import DigestField, SimHashField
 
 NAMES = Names("simsql_django", wide=True)
@@ -93,6 +93,22 @@ def stored_values(instance: models.Model) -> dict[str, Any]:
     return {**dict(zip(names, words)), NAMES.digest: digest}
 
 
+def fingerprint_of(model: type[models.Model], target: object) -> tuple[int, Any]:
+    """(fingerprint, primary key to leave out) of a text, a fingerprint (int) or a row."""
+    if isinstance(target, str):
+        return fingerprinter_of(model).fingerprint(target), None
+    if isinstance(target, int) and not isinstance(target, bool):
+        return check_fingerprint(target, "target"), None
+    if isinstance(target, model):
+        text = text_of(target)
+        if text is None:
+            raise EmptyDocument(f"row {target.pk!r} of {model._meta.db_table} has no text to compare")
+        return fingerprinter_of(model).fingerprint(text), target.pk
+    raise TypeError(
+        f"target must be text (str), a fingerprint (int) or an instance of {model.__name__}, got {type(target).__name__}"
+    )
+
+
 def check_configuration(model: type[models.Model], alias: str) -> None:
     """Refuse to write fingerprints of another configuration than the one simsql's registry
     records for the table (:class:`~simsql.errors.ConfigMismatch`, before anything is written),
@@ -107,18 +123,7 @@ class SimHashQuerySet(models.QuerySet):
 
     def fingerprint_of(self, target: object) -> tuple[int, Any]:
         """(fingerprint, primary key to leave out) of a text, a fingerprint (int) or a row."""
-        if isinstance(target, str):
-            return fingerprinter_of(self.model).fingerprint(target), None
-        if isinstance(target, int) and not isinstance(target, bool):
-            return check_fingerprint(target, "target"), None
-        if isinstance(target, self.model):
-            text = text_of(target)
-            if text is None:
-                raise EmptyDocument(f"row {target.pk!r} of {self.model._meta.db_table} has no text to compare")
-            return fingerprinter_of(self.model).fingerprint(text), target.pk
-        raise TypeError(
-            f"target must be text (str), a fingerprint (int) or an instance of {self.model.__name__}, got {type(target).__name__}"
-        )
+        return fingerprint_of(self.model, target)
 
     def within(self, target: object, max_distance: int = 3) -> SimHashQuerySet:
         """Rows within ``max_distance`` bits of ``target``, through the block indexes (exact;
@@ -193,6 +198,24 @@ class SimHashQuerySet(models.QuerySet):
 SimHashManager = models.Manager.from_queryset(SimHashQuerySet)
 
 
+@SimHashField.register_lookup
+class Within(models.Lookup):
+    """``filter(simhash__within=(target, max_distance))`` (or ``simhash__within=target``: 3
+    bits): :meth:`SimHashQuerySet.within` as a field lookup, so it goes in ``Q`` objects and
+    across relations (``filter(article__simhash__within=...)``). The target is a text, a
+    fingerprint or a row, as there."""
+
+    lookup_name = "within"
+    prepare_rhs = False
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        target, max_distance = self.rhs if isinstance(self.rhs, tuple) else (self.rhs, 3)
+        model = self.lhs.output_field.model
+        fingerprint, _ = fingerprint_of(model, target)
+        blocks = [model._meta.get_field(name).get_col(self.lhs.alias) for name in NAMES.blocks]
+        return compiler.compile(within_condition(self.lhs, blocks, fingerprint, max_distance))
+
+
 class SimHashModel(models.Model):
     """simsql's 64-bit fingerprint columns (algorithm version 2, as ``simsql.SimHashMixin``).
     Declare ``simhash_source``; attach the table with ``AddSimHash(..., wide=False)``."""
@@ -253,4 +276,4 @@ class WideSimHashModel(SimHashModel):
         abstract = True
 
 
-__all__ = ["SimHashManager", "SimHashModel", "SimHashQuerySet", "WideSimHashModel", "stored_values"]
+__all__ = ["SimHashManager", "SimHashModel", "SimHashQuerySet", "WideSimHashModel", "Within", "stored_values"]
