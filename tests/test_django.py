@@ -222,6 +222,9 @@ def test_find_original_and_duplicates_agree_with_sqlalchemy(news: str) -> None:
         assert manager.duplicate_groups() == simsql.duplicate_groups(session, reflected)
         assert manager.near_duplicates() == simsql.near_duplicates(session, reflected)
     assert manager.find_original("An entirely fresh text about sailing boats and the weather at sea this summer.") is None
+    with pytest.raises(ValueError, match="whole table"):
+        manager.filter(title="Topic 3").find_original(copy)
+    assert asyncio.run(manager.aduplicate_groups()) == manager.duplicate_groups()
     pairs = {(a, b) for a, b, _ in manager.near_duplicates()}
     fingerprints = [(a.pk, a.simhash) for a in articles]
     assert pairs == {(a, b) for a, fa in fingerprints for b, fb in fingerprints if a < b and simsql.hamming(fa, fb) <= 3}

@@ -151,11 +151,11 @@ class SimHashQuerySet(models.QuerySet):
         as a ``Match`` whose ``row`` is the model instance, or None. Options as there. Reads
         the whole table through a connection of its own (rows this transaction has not
         committed are not seen)."""
-        with Session(bridge.engine_for(self.db)) as session:
+        with Session(bridge.engine_for(self._whole_table("find_original"))) as session:
             match = simsql.find_original(session, self._reflected(), text, **options)
         if match is None:
             return None
-        row = self.model._default_manager.using(self.db).get(pk=getattr(match.row, self.model._meta.pk.column))
+        row = self.model._base_manager.using(self.db).get(pk=getattr(match.row, self.model._meta.pk.column))
         return simsql.Match(row, match.distance, match.similarity)
 
     async def afind_original(self, text: str, **options: Any) -> simsql.Match | None:
@@ -164,13 +164,21 @@ class SimHashQuerySet(models.QuerySet):
 
     def near_duplicates(self, max_distance: int = 3) -> list[simsql.DuplicatePair]:
         """:func:`simsql.near_duplicates` on the model's table: pairs of primary keys."""
-        with Session(bridge.engine_for(self.db)) as session:
+        with Session(bridge.engine_for(self._whole_table("near_duplicates"))) as session:
             return simsql.near_duplicates(session, self._reflected(), max_distance)
 
     def duplicate_groups(self, max_distance: int = 3) -> list[list[Any]]:
         """:func:`simsql.duplicate_groups` on the model's table: groups of primary keys."""
-        with Session(bridge.engine_for(self.db)) as session:
+        with Session(bridge.engine_for(self._whole_table("duplicate_groups"))) as session:
             return simsql.duplicate_groups(session, self._reflected(), max_distance)
+
+    async def anear_duplicates(self, max_distance: int = 3) -> list[simsql.DuplicatePair]:
+        """:meth:`near_duplicates` from async code."""
+        return await sync_to_async(self.near_duplicates)(max_distance)
+
+    async def aduplicate_groups(self, max_distance: int = 3) -> list[list[Any]]:
+        """:meth:`duplicate_groups` from async code."""
+        return await sync_to_async(self.duplicate_groups)(max_distance)
 
     def bulk_create(self, objs: Iterable[Any], *args: Any, **kwargs: Any) -> list[Any]:
         """Django's ``bulk_create``, each row's fingerprint computed first (as ``save()``)."""
@@ -190,6 +198,13 @@ class SimHashQuerySet(models.QuerySet):
                 written = list(obj.simsql_fill())
             fields = [*fields, *[name for name in written if name not in fields]]
         return super().bulk_update(objs, fields, *args, **kwargs)
+
+    def _whole_table(self, method: str) -> str:
+        """The database of a question about the whole table; a filtered queryset is refused
+        (its filter would be silently ignored)."""
+        if self.query.where:
+            raise ValueError(f"{method}() reads the whole table of {self.model.__name__}: call it on the manager, not a filtered queryset")
+        return self.db
 
     def _reflected(self) -> type:
         return bridge.model_for(self.db, self.model._meta.db_table)
