@@ -5,7 +5,8 @@ any others, and Django would then create columns simsql did not: no trigger, no 
 no block indexes. :class:`SimHashAutodetector` takes simsql's fields out of what it compares and
 writes ``AddSimHash(model, source=..., wide=...)`` for each model that gains them, in a
 migration of its own after the one creating the table (``AddSimHash`` works on a connection of
-its own, which must see the table committed). The ``makemigrations`` and ``migrate`` commands of
+its own, which must see the table committed), after ``InstallSimSQL()``: simsql's own objects
+are installed by the first such migration and removed when the last one is migrated back. The ``makemigrations`` and ``migrate`` commands of
 the ``simsql.django`` app use it (Django 5.2's ``autodetector`` attribute).
 """
 
@@ -20,13 +21,20 @@ from django.db.migrations.operations import CreateModel
 
 from .fields import SimHashField
 from .models import NAMES, source_of
-from .operations import AddSimHash
+from .operations import AddSimHash, InstallSimSQL
 
 SIMSQL_FIELDS = frozenset((NAMES.fingerprint, NAMES.digest, *NAMES.blocks, *NAMES.wide_words, *NAMES.wide_blocks))
 
 
 def has_simsql_fields(model_state: Any) -> bool:
     return isinstance(model_state.fields.get(NAMES.fingerprint), SimHashField) and NAMES.digest in model_state.fields
+
+
+class AttachMigration(Migration):
+    """The migration attaching one model, named after it (``0002_simhash_article``)."""
+
+    def suggest_name(self) -> str:
+        return str(self.operations[-1].migration_name_fragment)
 
 
 class SimHashAutodetector(MigrationAutodetector):
@@ -48,8 +56,9 @@ class SimHashAutodetector(MigrationAutodetector):
         for app_label, model_name, operation in self.simsql_attach:
             migrations = changes.setdefault(app_label, [])
             created = [m for m in migrations if any(isinstance(o, CreateModel) and o.name_lower == model_name for o in m.operations)]
-            attach = type("Migration", (Migration,), {"operations": [], "dependencies": []})(f"auto_simsql_{model_name}", app_label)
-            attach.operations.append(operation)
+            attach = AttachMigration(f"auto_simsql_{model_name}", app_label)
+            attach.operations = [InstallSimSQL(), operation]
+            attach.dependencies = []
             if created:
                 attach.dependencies.append((app_label, created[0].name))
                 migrations.insert(migrations.index(created[0]) + 1, attach)
@@ -59,4 +68,4 @@ class SimHashAutodetector(MigrationAutodetector):
         return changes
 
 
-__all__ = ["SimHashAutodetector", "has_simsql_fields"]
+__all__ = ["AttachMigration", "SimHashAutodetector", "has_simsql_fields"]
