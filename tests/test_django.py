@@ -382,9 +382,9 @@ def test_checks_refuse_bad_models(django_project: dict[str, str]) -> None:
 
 
 def test_makemigrations_writes_add_simhash_for_a_new_model(alias: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A new model: makemigrations writes CreateModel without simsql's fields, then AddSimHash
-    in a migration of its own; migrate runs both, the model works, and back to zero leaves
-    nothing of simsql."""
+    """A new model: makemigrations writes CreateModel without simsql's fields, then InstallSimSQL
+    and AddSimHash in a migration of its own; migrate runs both, the model works; migrated back
+    while another table is attached, simsql's objects stay, and the last one out removes them."""
     import uuid
 
     from django.core.management import call_command
@@ -415,8 +415,12 @@ def test_makemigrations_writes_add_simhash_for_a_new_model(alias: str, tmp_path:
             [status] = [t for t in simsql.status(bridge.engine_for(alias)) if t.table == "blog_post"]
             assert (status.mode, status.rows_fingerprinted, status.rows_stale) == ("columns", len(TOPICS), 0)
         finally:
-            call_command("migrate", "blog", "zero", database=alias, verbosity=0)
-    assert not {"blog_post", "simsql_registry"} & set(inspect(bridge.engine_for(alias)).get_table_names())
+            migrate(alias, "0002")  # news attached too: blog's InstallSimSQL keeps simsql's objects
+            with pytest.warns(UserWarning, match="simsql's objects are kept"):
+                call_command("migrate", "blog", "zero", database=alias, verbosity=0)
+            assert "simsql_registry" in inspect(bridge.engine_for(alias)).get_table_names()
+            migrate(alias, "zero")  # the last one out removes them
+    assert not {"blog_post", "news_article", "simsql_registry"} & set(inspect(bridge.engine_for(alias)).get_table_names())
 
 
 def test_a_writer_of_another_configuration_is_refused(news: str, monkeypatch: pytest.MonkeyPatch) -> None:
