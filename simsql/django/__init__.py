@@ -11,6 +11,7 @@ the command line) it opens a SQLAlchemy engine on the same database as Django's
 (``pip install simsql[django]``). The modules, one concern each: :mod:`.fields` (the column
 types), :mod:`.expressions` (Hamming distance and block probes as Django expressions),
 :mod:`.models` (the abstract models, their queryset and save), :mod:`.operations` (migrations),
-:mod:`.checks` (``manage.py check``), :mod:`.bridge` (the SQLAlchemy engine of a Django
-database) and the ``simsql`` management command.
+:mod:`.checks` (``manage.py check``), :mod:`.autodetector` (``makemigrations`` writing
+``AddSimHash``), :mod:`.bridge` (the SQLAlchemy engine of a Django database) and the ``simsql``
+management command.
 """
