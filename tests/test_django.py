@@ -23,6 +23,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 import simsql
+import simsql.alembic
 from simsql.fingerprint import DEFAULT_WIDE
 from tests.conftest import MYSQL_SKIP
 
@@ -473,3 +474,51 @@ def test_within_lookup(news: str) -> None:
         assert sorted(manager.filter(simhash__within=(target, max_distance)).values_list("pk", flat=True)) == expected
     either = manager.filter(Q(simhash__within=TOPICS[0]) | Q(title="Topic 1")).values_list("pk", flat=True)
     assert sorted(either) == sorted({*manager.within(TOPICS[0]).values_list("pk", flat=True), *manager.filter(title="Topic 1").values_list("pk", flat=True)})
+
+
+ONE_MIGRATION = '''
+from django.db import migrations, models
+
+from simsql.django.operations import AddSimHash
+
+
+class Migration(migrations.Migration):
+    initial = True
+    dependencies = []
+    operations = [
+        migrations.CreateModel(
+            name="Post",
+            fields=[("id", models.BigAutoField(primary_key=True, serialize=False)), ("body", models.TextField())],
+        ),
+        AddSimHash("post", source=["body"], wide=False),
+    ]
+'''
+
+
+def test_add_simhash_in_the_transaction_creating_its_table(alias: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """AddSimHash's connection sees committed tables only: in the atomic migration that creates
+    its table (PostgreSQL's DDL is transactional) it fails saying what to do, and the migration
+    is rolled back whole; where DDL commits at once (MySQL/MariaDB) it simply works."""
+    import uuid
+
+    from django.core.management import call_command
+    from django.db import connections
+    from django.test.utils import override_settings
+
+    from simsql.django import bridge
+
+    package = f"blog_one_{uuid.uuid4().hex[:8]}"
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / package / "0001_initial.py").write_text(ONE_MIGRATION)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with override_settings(MIGRATION_MODULES={"blog": package}):
+        if connections[alias].features.can_rollback_ddl:
+            with pytest.raises(simsql.SimsqlError, match="put it in a migration after the one creating blog_post"):
+                call_command("migrate", "blog", database=alias, verbosity=0)
+            assert "blog_post" not in inspect(bridge.engine_for(alias)).get_table_names()
+        else:
+            call_command("migrate", "blog", database=alias, verbosity=0)
+            call_command("migrate", "blog", "zero", database=alias, verbosity=0)
+            assert "blog_post" not in inspect(bridge.engine_for(alias)).get_table_names()
+            simsql.alembic.downgrade(bridge.engine_for(alias))  # what the attach installed (no InstallSimSQL here)
