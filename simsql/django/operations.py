@@ -118,7 +118,7 @@ class AddSimHash(Operation):
         except SimsqlError as error:
             if not schema_editor.connection.in_atomic_block:
                 raise
-            raise type(error)(
+            raise SchemaError(
                 f"{error} (AddSimHash runs on a connection of its own, which sees only committed tables: "
                 f"put it in a migration after the one creating {model._meta.db_table}, or set atomic = False "
                 "on this migration)"
