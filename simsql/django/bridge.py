@@ -22,7 +22,7 @@ from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import URL, Dialect
 
 import simsql
-from simsql.dialects import SUPPORTED
+from simsql.dialects.base import supported
 from simsql.errors import UnsupportedDatabase
 from simsql.urls import SYNC_DRIVERS, normalise_url
 
@@ -34,15 +34,15 @@ _LOCK = threading.Lock()
 
 def check_vendor(vendor: str, alias: str = "default") -> str:
     """``vendor`` if simsql serves it, else :class:`~simsql.errors.UnsupportedDatabase`."""
-    if not supported(vendor):
+    if not serves(vendor):
         raise UnsupportedDatabase(
-            f"simsql needs {SUPPORTED}; the Django database {alias!r} is {vendor} "
+            f"simsql needs {supported()}; the Django database {alias!r} is {vendor} "
             f"(ENGINE {connections[alias].settings_dict.get('ENGINE')!r})"
         )
     return vendor
 
 
-def supported(vendor: str) -> bool:
+def serves(vendor: str) -> bool:
     """Whether simsql serves Django databases of ``vendor``."""
     return vendor in SYNC_DRIVERS
 

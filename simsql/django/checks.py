@@ -19,12 +19,12 @@ from django.core import checks
 from django.core.exceptions import FieldDoesNotExist
 from django.db import connections, models, router
 
-from simsql.dialects import SUPPORTED
+from simsql.dialects.base import supported
 from simsql.fingerprint import Fingerprinter
 from simsql.schema import configuration_for
 from simsql.storage import source_names
 
-from .bridge import supported
+from .bridge import serves
 from .models import SimHashModel, is_wide
 
 
@@ -88,10 +88,10 @@ def _database_errors(model: type[SimHashModel]) -> list[checks.CheckMessage]:
         if not router.allow_migrate_model(alias, model):
             continue
         vendor = connections[alias].vendor
-        if not supported(vendor):
+        if not serves(vendor):
             engine = connections[alias].settings_dict.get("ENGINE")
             errors.append(checks.Error(
-                f"{model.__name__} is fingerprinted by simsql, which needs {SUPPORTED}; the database {alias!r} is "
+                f"{model.__name__} is fingerprinted by simsql, which needs {supported()}; the database {alias!r} is "
                 f"{vendor} ({engine})", hint="Route the model to a PostgreSQL or MySQL/MariaDB database, or leave simsql out of it.",
                 obj=model, id="simsql.E006",
             ))  # fmt: skip
