@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("backends", ("dialects",)),
     ("storage and queries", ("types", "registry", "orm_triggers", "storage", "steps", "queries")),
     ("lifecycle", ("lifecycle", "citus")),
-    ("front ends", ("alembic", "asyncio", "cli", "demo", "embedded", "sqlmodel")),
+    ("front ends", ("alembic", "asyncio", "cli", "demo", "django", "embedded", "sqlmodel")),
 )
 """Lowest first. A module may import from its own layer and those before it, never after."""
 

@@ -1,0 +1,294 @@
+"""Abstract Django models with simsql's columns, and the queryset that queries them.
+
+::
+
+    from simsql.django.models import WideSimHashModel
+
+    class Article(WideSimHashModel):
+        simhash_source = ("title", "body")   # joined by newlines, in this order
+        title = models.CharField(max_length=200)
+        body = models.TextField()
+
+The columns are the ones :func:`simsql.attach_table` adds (``simsql.django.operations.AddSimHash``
+in a migration): ``simhash``, its digest ``simhash_src``, four 16-bit blocks derived by the
+database, and, on ``WideSimHashModel``, the wide signature's words 1-3 and its eight blocks.
+``save()`` (and ``bulk_create``, and ``bulk_update`` of a source field) writes the fingerprint,
+digest and words simsql's SQLAlchemy mixin writes for the same text; any other writer
+(``QuerySet.update``, raw SQL) changes text the table's trigger sees, which clears the
+fingerprint until ``manage.py simsql backfill`` fills it again. Never a stale fingerprint.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+from asgiref.sync import sync_to_async
+from django.db import models, router
+from sqlalchemy.orm import Session
+
+import simsql
+from simsql import registry
+from simsql.bits import check_fingerprint
+from simsql.errors import EmptyDocument
+from simsql.fingerprint import DEFAULT, DEFAULT_WIDE, Fingerprinter
+from simsql.schema import Names
+from simsql.storage import join_text, source_names, text_digest
+
+from . import bridge
+from .expressions import Block, HammingDistance, Similarity, WideBlock, within, within_condition
+from .fields import DigestField, SimHashField
+
+NAMES = Names("simsql_django", wide=True)
+"""The column names (simsql's default prefix, ``simhash``): the same on every table."""
+WORDS = NAMES.signature_words
+
+
+def fingerprinter_of(model: type[models.Model]) -> Fingerprinter:
+    """The model's configuration: ``simhash_fingerprinter``, else simsql's default for its kind."""
+    default = DEFAULT_WIDE if is_wide(model) else DEFAULT
+    found = getattr(model, "simhash_fingerprinter", None) or default
+    if not isinstance(found, Fingerprinter):
+        raise TypeError(f"{model.__name__}.simhash_fingerprinter must be a simsql.Fingerprinter, got {type(found).__name__}")
+    return found
+
+
+def is_wide(model: type[models.Model]) -> bool:
+    return issubclass(model, WideSimHashModel)
+
+
+def source_of(model: type[models.Model]) -> tuple[str, ...]:
+    """The model's ``simhash_source`` as a tuple of field names (checked by ``manage.py check``)."""
+    return source_names(getattr(model, "simhash_source", ()), f"{model.__name__}.simhash_source")
+
+
+def text_of(instance: models.Model) -> str | None:
+    """The text a row is fingerprinted from: its non-NULL source values, one per line."""
+    values = []
+    for name in source_of(type(instance)):
+        value = getattr(instance, name)
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{type(instance).__name__}.{name} must hold str to be fingerprinted, got {type(value).__name__}")
+        values.append(value)
+    return join_text(values)
+
+
+def stored_values(instance: models.Model) -> dict[str, Any]:
+    """Field name -> value simsql stores for the row's text: the fingerprint, the digest of the
+    text and, on a wide model, the signature's words 1-3 (all None for text without words), as
+    :meth:`simsql.Binding.stored_row` computes them for a SQLAlchemy model."""
+    model = type(instance)
+    text = text_of(instance)
+    fingerprinter = fingerprinter_of(model)
+    wide = is_wide(model)
+    names = (NAMES.fingerprint, *NAMES.wide_words) if wide else (NAMES.fingerprint,)
+    words: Sequence[int | None] = (None,) * len(names)
+    if text is not None and wide:
+        signature = fingerprinter.signatures_many([text], empty="none")[0]
+        words = signature.words if signature is not None else words
+    elif text is not None:
+        words = fingerprinter.fingerprint_many([text], empty="none")
+    digest: uuid.UUID | None = text_digest(text) if text is not None and words[0] is not None else None
+    return {**dict(zip(names, words)), NAMES.digest: digest}
+
+
+def fingerprint_of(model: type[models.Model], target: object) -> tuple[int, Any]:
+    """(fingerprint, primary key to leave out) of a text, a fingerprint (int) or a row."""
+    if isinstance(target, str):
+        return fingerprinter_of(model).fingerprint(target), None
+    if isinstance(target, int) and not isinstance(target, bool):
+        return check_fingerprint(target, "target"), None
+    if isinstance(target, model):
+        text = text_of(target)
+        if text is None:
+            raise EmptyDocument(f"row {target.pk!r} of {model._meta.db_table} has no text to compare")
+        return fingerprinter_of(model).fingerprint(text), target.pk
+    raise TypeError(
+        f"target must be text (str), a fingerprint (int) or an instance of {model.__name__}, got {type(target).__name__}"
+    )
+
+
+def check_configuration(model: type[models.Model], alias: str) -> None:
+    """Refuse to write fingerprints of another configuration than the one simsql's registry
+    records for the table (:class:`~simsql.errors.ConfigMismatch`, before anything is written),
+    as the SQLAlchemy mixin refuses; the answer is cached for a short while per database."""
+    with bridge.engine_for(alias).connect() as connection:
+        registry.check(connection, model._meta.db_table, None, fingerprinter_of(model).config_id)
+
+
+class SimHashQuerySet(models.QuerySet):
+    """Similarity queries in Django's idiom; each returns a queryset that composes with
+    ``.filter()``, slicing and the async iteration of Django's ORM."""
+
+    def fingerprint_of(self, target: object) -> tuple[int, Any]:
+        """(fingerprint, primary key to leave out) of a text, a fingerprint (int) or a row."""
+        return fingerprint_of(self.model, target)
+
+    def within(self, target: object, max_distance: int = 3) -> SimHashQuerySet:
+        """Rows within ``max_distance`` bits of ``target``, through the block indexes (exact;
+        a row target is not left out, as :func:`simsql.similar_to`)."""
+        fingerprint, _ = self.fingerprint_of(target)
+        return self.filter(within(fingerprint, max_distance, blocks=NAMES.blocks))
+
+    def most_similar(self, target: object, limit: int | None = 10, max_distance: int | None = None) -> SimHashQuerySet:
+        """The rows nearest ``target``, annotated with ``distance`` (bits) and ``similarity``
+        (``1 - distance / 64``), nearest first, ties by primary key (as :func:`simsql.most_similar`);
+        a row target is left out. ``limit=None`` leaves the slicing to you (filter further first)."""
+        fingerprint, key = self.fingerprint_of(target)
+        rows = self.filter(**{f"{NAMES.fingerprint}__isnull": False})
+        if key is not None:
+            rows = rows.exclude(pk=key)
+        if max_distance is not None:
+            rows = rows.filter(within(fingerprint, max_distance, blocks=NAMES.blocks))
+        rows = rows.annotate(
+            distance=HammingDistance(NAMES.fingerprint, fingerprint), similarity=Similarity(NAMES.fingerprint, fingerprint)
+        ).order_by("distance", "pk")
+        return rows[:limit] if limit is not None else rows
+
+    def find_original(self, text: str, **options: Any) -> simsql.Match | None:
+        """:func:`simsql.find_original` on the model's table: the stored row ``text`` copies,
+        as a ``Match`` whose ``row`` is the model instance, or None. Options as there. Reads
+        the whole table through a connection of its own (rows this transaction has not
+        committed are not seen)."""
+        with Session(bridge.engine_for(self._whole_table("find_original"))) as session:
+            match = simsql.find_original(session, self._reflected(), text, **options)
+        if match is None:
+            return None
+        row = self.model._base_manager.using(self.db).get(pk=getattr(match.row, self.model._meta.pk.column))
+        return simsql.Match(row, match.distance, match.similarity)
+
+    async def afind_original(self, text: str, **options: Any) -> simsql.Match | None:
+        """:meth:`find_original` from async code."""
+        return await sync_to_async(self.find_original)(text, **options)
+
+    def near_duplicates(self, max_distance: int = 3) -> list[simsql.DuplicatePair]:
+        """:func:`simsql.near_duplicates` on the model's table: pairs of primary keys."""
+        with Session(bridge.engine_for(self._whole_table("near_duplicates"))) as session:
+            return simsql.near_duplicates(session, self._reflected(), max_distance)
+
+    def duplicate_groups(self, max_distance: int = 3) -> list[list[Any]]:
+        """:func:`simsql.duplicate_groups` on the model's table: groups of primary keys."""
+        with Session(bridge.engine_for(self._whole_table("duplicate_groups"))) as session:
+            return simsql.duplicate_groups(session, self._reflected(), max_distance)
+
+    async def anear_duplicates(self, max_distance: int = 3) -> list[simsql.DuplicatePair]:
+        """:meth:`near_duplicates` from async code."""
+        return await sync_to_async(self.near_duplicates)(max_distance)
+
+    async def aduplicate_groups(self, max_distance: int = 3) -> list[list[Any]]:
+        """:meth:`duplicate_groups` from async code."""
+        return await sync_to_async(self.duplicate_groups)(max_distance)
+
+    def bulk_create(self, objs: Iterable[Any], *args: Any, **kwargs: Any) -> list[Any]:
+        """Django's ``bulk_create``, each row's fingerprint computed first (as ``save()``)."""
+        objs = list(objs)
+        check_configuration(self.model, self.db)
+        for obj in objs:
+            obj.simsql_fill()
+        return super().bulk_create(objs, *args, **kwargs)
+
+    def bulk_update(self, objs: Iterable[Any], fields: Sequence[str], *args: Any, **kwargs: Any) -> int:
+        """Django's ``bulk_update``; rows whose source fields are updated get their fingerprint too."""
+        objs = list(objs)
+        if set(fields) & set(source_of(self.model)):
+            check_configuration(self.model, self.db)
+            written: list[str] = []
+            for obj in objs:
+                written = list(obj.simsql_fill())
+            fields = [*fields, *[name for name in written if name not in fields]]
+        return super().bulk_update(objs, fields, *args, **kwargs)
+
+    def _whole_table(self, method: str) -> str:
+        """The database of a question about the whole table; a filtered queryset is refused
+        (its filter would be silently ignored)."""
+        if self.query.where:
+            raise ValueError(f"{method}() reads the whole table of {self.model.__name__}: call it on the manager, not a filtered queryset")
+        return self.db
+
+    def _reflected(self) -> type:
+        return bridge.model_for(self.db, self.model._meta.db_table)
+
+
+SimHashManager = models.Manager.from_queryset(SimHashQuerySet)
+
+
+@SimHashField.register_lookup
+class Within(models.Lookup):
+    """``filter(simhash__within=(target, max_distance))`` (or ``simhash__within=target``: 3
+    bits): :meth:`SimHashQuerySet.within` as a field lookup, so it goes in ``Q`` objects and
+    across relations (``filter(article__simhash__within=...)``). The target is a text, a
+    fingerprint or a row, as there."""
+
+    lookup_name = "within"
+    prepare_rhs = False
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        target, max_distance = self.rhs if isinstance(self.rhs, tuple) else (self.rhs, 3)
+        model = self.lhs.output_field.model
+        fingerprint, _ = fingerprint_of(model, target)
+        blocks = [model._meta.get_field(name).get_col(self.lhs.alias) for name in NAMES.blocks]
+        return compiler.compile(within_condition(self.lhs, blocks, fingerprint, max_distance))
+
+
+class SimHashModel(models.Model):
+    """simsql's 64-bit fingerprint columns (algorithm version 2, as ``simsql.SimHashMixin``).
+    Declare ``simhash_source``; attach the table with ``AddSimHash(..., wide=False)``."""
+
+    simhash_source: ClassVar[Sequence[str]] = ()
+    simhash_fingerprinter: ClassVar[Fingerprinter | None] = None
+
+    simhash = SimHashField(null=True, editable=False)
+    simhash_src = DigestField(null=True, editable=False)
+    simhash_b0 = models.GeneratedField(expression=Block("simhash", 0), output_field=models.IntegerField(), db_persist=True)
+    simhash_b1 = models.GeneratedField(expression=Block("simhash", 1), output_field=models.IntegerField(), db_persist=True)
+    simhash_b2 = models.GeneratedField(expression=Block("simhash", 2), output_field=models.IntegerField(), db_persist=True)
+    simhash_b3 = models.GeneratedField(expression=Block("simhash", 3), output_field=models.IntegerField(), db_persist=True)
+
+    objects = SimHashManager()
+
+    class Meta:
+        abstract = True
+
+    def simsql_fill(self) -> dict[str, Any]:
+        """Set the fingerprint, digest (and words) from the row's text; returns what was set."""
+        values = stored_values(self)
+        for name, value in values.items():
+            setattr(self, name, value)
+        return values
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        update_fields = kwargs.get("update_fields")
+        if update_fields is None or set(update_fields) & set(source_of(type(self))):
+            check_configuration(type(self), kwargs.get("using") or router.db_for_write(type(self), instance=self))
+            written = self.simsql_fill()
+            if update_fields is not None:
+                kwargs["update_fields"] = {*update_fields, *written}
+        super().save(*args, **kwargs)
+
+
+def _wide_block(index: int) -> models.GeneratedField:
+    return models.GeneratedField(expression=WideBlock(*WORDS, index=index), output_field=models.IntegerField(), db_persist=True)
+
+
+class WideSimHashModel(SimHashModel):
+    """:class:`SimHashModel` plus the wide 256-bit originality signature (algorithm version 3,
+    as ``simsql.WideSimHashMixin``; what ``AddSimHash`` attaches by default)."""
+
+    simhash_w1 = SimHashField(null=True, editable=False)
+    simhash_w2 = SimHashField(null=True, editable=False)
+    simhash_w3 = SimHashField(null=True, editable=False)
+    simhash_v0 = _wide_block(0)
+    simhash_v1 = _wide_block(1)
+    simhash_v2 = _wide_block(2)
+    simhash_v3 = _wide_block(3)
+    simhash_v4 = _wide_block(4)
+    simhash_v5 = _wide_block(5)
+    simhash_v6 = _wide_block(6)
+    simhash_v7 = _wide_block(7)
+
+    class Meta:
+        abstract = True
+
+
+__all__ = ["SimHashManager", "SimHashModel", "SimHashQuerySet", "WideSimHashModel", "Within", "stored_values"]
