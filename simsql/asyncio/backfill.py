@@ -34,6 +34,7 @@ from ..lifecycle.backfill import (
     check_sizes,
     label_of,
     open_run,
+    passes,
     raise_explained,
     start_backfill,
     start_fill,
@@ -86,14 +87,12 @@ async def backfill(
 
 async def _run_phases(engine: AsyncEngine, run: Any, start: FillStart) -> None:
     """The scan, then a catch-up pass for rows changed behind the cursor while it ran (the
-    order of the sync run's ``_run_phases``), on a reader and a prepared writer."""
+    sync run's :func:`~simsql.lifecycle.backfill.passes`), on a reader and a prepared writer."""
     async with engine.connect() as reader, engine.connect() as writer:
         await writer.run_sync(_prepare, run.sql)
         try:
-            for current in ("scan", "catchup"):
-                if current == "scan" and start.phase == "catchup":
-                    continue
-                await _phase(run, reader, writer, current, start.last_key if current == start.phase else None)
+            for current, cursor in passes(start.phase, start.last_key):
+                await _phase(run, reader, writer, current, cursor)
             if run.has_progress_table:
                 await writer.run_sync(_done, run.sql)
         except BaseException:
