@@ -344,7 +344,9 @@ def _manual(path: Path, sections: int, rng: random.Random) -> None:
     path.write_text(f"<html><body>{body}</body></html>")
 
 
-def test_a_partial_heldout_corpus_is_refused_naming_what_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_partial_heldout_corpus_is_refused_naming_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Only some of Debian's manuals installed (issue 33, part 5: CI's ``ValueError: Sample
     larger than population``): the originality benchmark samples its originals from what there
     is when it is enough, and otherwise says what is missing and how to install it."""
@@ -361,3 +363,7 @@ def test_a_partial_heldout_corpus_is_refused_naming_what_is_missing(tmp_path: Pa
         originality.assemble(200, 2, 22, "en", "heldout")
     assert absent in str(refused.value) and heldout.APT_INSTALL in str(refused.value)
     assert len(originality.sample_originals(heldout.heldout_documents("en"), 4, random.Random(2), "heldout", "en")) == 4
+    unreachable = "postgresql+psycopg://nobody@127.0.0.1:9/none"  # refused before any server is asked
+    status = originality.main(["--source", "heldout", "--url", unreachable, "--rows", "300", "--results-dir", str(tmp_path)])
+    assert status == originality.CORPUS_UNAVAILABLE
+    assert "corpus unavailable: the heldout corpus (en) has 6 documents" in capsys.readouterr().err
