@@ -34,7 +34,7 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
-from tests.databases import own_database
+from tests.databases import own_citus_database, own_database
 
 LOCAL_MYSQL_URL = "mysql+pymysql://root@127.0.0.1:3306/test"
 MYSQL_SKIP = "MySQL/MariaDB tests skipped"
@@ -167,6 +167,23 @@ def mysql_engine(mysql_url: str, mysql_admin_engine: Engine) -> Iterator[Engine]
     engine.dispose()
     with mysql_admin_engine.begin() as connection:
         connection.execute(text(f"DROP DATABASE `{name}`"))
+
+
+@pytest.fixture(scope="session")
+def given_citus_url() -> str:
+    """A Citus cluster's coordinator as given (``SIMSQL_TEST_CITUS_URL``), for tests/test_citus.py:
+    only the door to the cluster. Without it the Citus tests skip with one line."""
+    url = os.environ.get("SIMSQL_TEST_CITUS_URL")
+    if not url:
+        pytest.skip(f"{CITUS_SKIP}: no SIMSQL_TEST_CITUS_URL (start a cluster with .ci/citus-cluster)")
+    return url
+
+
+@pytest.fixture(scope="session")
+def citus_url(given_citus_url: str) -> Iterator[str]:
+    """The session's own database on the cluster (on every node, the extension in each), dropped at the end."""
+    with own_citus_database(given_citus_url) as url:
+        yield url
 
 
 @pytest.fixture

@@ -7,6 +7,11 @@ The given database is only the door to the server: simsql's registry, tables or 
 in it (a ``public.simsql_registry`` a user's ``simsql attach`` left, say) are never read, since
 PostgreSQL resolves unqualified names in the connection's own database only, and MySQL/MariaDB
 keep the registry in the database (MySQL's schema) the connection is on.
+
+A Citus cluster (tests/test_citus.py) is a database per node: :func:`own_citus_database` makes
+the database on the coordinator and on every worker the given database's coordinator knows,
+with the extension in each, and adds the workers to it, as ``.ci/citus-cluster`` does for
+``postgres``.
 """
 
 from __future__ import annotations
@@ -48,3 +53,56 @@ def own_database(given: str) -> Iterator[str]:
                 connection.execute(text(f"DROP DATABASE `{name}`" if mysql else f'DROP DATABASE "{name}" WITH (FORCE)'))
     finally:
         admin.dispose()
+
+
+def _nodes(given: str) -> tuple[tuple[str, int], list[tuple[str, int]]]:
+    """(the coordinator, the active primary workers) as the given database's Citus metadata has them."""
+    engine = create_engine(given)
+    try:
+        with engine.connect() as connection:
+            rows = connection.execute(
+                text("SELECT groupid, nodename, nodeport FROM pg_dist_node WHERE noderole = 'primary' AND isactive ORDER BY nodeid")
+            ).all()
+    finally:
+        engine.dispose()
+    url = make_url(given)
+    coordinator = next(((r.nodename, r.nodeport) for r in rows if r.groupid == 0), (url.host or "127.0.0.1", url.port or 5432))
+    return coordinator, [(r.nodename, r.nodeport) for r in rows if r.groupid != 0]
+
+
+@contextmanager
+def own_citus_database(given: str) -> Iterator[str]:
+    """:func:`own_database` on a Citus cluster: the database is made on every node (workers
+    first), each gets the extension, and the coordinator's gets the workers; dropped on every
+    node on exit. Only the given database's node list is read."""
+    coordinator, workers = _nodes(given)
+    url = make_url(given)
+    name = own_name()
+    made: list[str] = []
+
+    def on(host: str, port: int, database: str | None) -> str:
+        return url.set(host=host, port=port, database=database).render_as_string(hide_password=False)
+
+    try:
+        for host, port in [*workers, coordinator]:
+            _autocommit(on(host, port, url.database), f'CREATE DATABASE "{name}"')
+            made.append(on(host, port, url.database))
+            _autocommit(on(host, port, name), "CREATE EXTENSION citus")
+        host, port = coordinator
+        statements = [f"SELECT citus_set_coordinator_host('{host}', {port})"]
+        statements += [f"SELECT citus_add_node('{worker}', {worker_port})" for worker, worker_port in workers]
+        _autocommit(on(host, port, name), *statements)
+        yield on(host, port, name)
+    finally:
+        for server in reversed(made):  # the coordinator first: it holds connections to the workers
+            _autocommit(server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _autocommit(url: str, *statements: str) -> None:
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as connection:
+            for statement in statements:
+                connection.execute(text(statement))
+    finally:
+        engine.dispose()

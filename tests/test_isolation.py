@@ -5,8 +5,9 @@ tables that are none of the tests' business, and the tests that list the registr
 
 The check plants such state in a database of its own (a user's table, attached and backfilled
 with the public API, as ``simsql attach`` leaves it), hands that database to a run of the
-suite's registry tests as ``SIMSQL_TEST_DATABASE_URL`` / ``SIMSQL_TEST_MYSQL_URL``, and wants
-the run to pass and the planted database to read the same afterwards, row for row.
+suite's registry tests as ``SIMSQL_TEST_DATABASE_URL`` / ``SIMSQL_TEST_MYSQL_URL`` /
+``SIMSQL_TEST_CITUS_URL``, and wants the run to pass and the planted database to read the same
+afterwards, row for row.
 """
 
 from __future__ import annotations
@@ -23,12 +24,19 @@ import simsql
 import simsql.alembic
 
 from .command_line import environment
-from .databases import PREFIX, own_database
+from .databases import PREFIX, own_citus_database, own_database
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY_TESTS = ("tests/test_create_all_registered.py", "tests/test_attach_installs.py")
 """Tests that read the registry of the database they are on (they failed on a used server)."""
-VARIABLE = {"postgresql": "SIMSQL_TEST_DATABASE_URL", "mysql": "SIMSQL_TEST_MYSQL_URL"}
+INNER = {
+    "postgresql": ("-k", "postgresql", *REGISTRY_TESTS),
+    "mysql": ("-k", "mysql", *REGISTRY_TESTS),
+    "citus": ("tests/test_citus.py::test_distributed_mixin_table_keeps_fingerprints_honest_on_the_shards",),
+}
+"""What runs given each server's used database: tests that read the registry (or, on Citus, the
+status of "the" table attached), which failed given such a database."""
+VARIABLE = {"postgresql": "SIMSQL_TEST_DATABASE_URL", "mysql": "SIMSQL_TEST_MYSQL_URL", "citus": "SIMSQL_TEST_CITUS_URL"}
 
 
 def plant(url: str) -> None:
@@ -63,11 +71,14 @@ def snapshot(url: str) -> dict[str, list[tuple[object, ...]]]:
         engine.dispose()
 
 
-@pytest.fixture(params=["postgresql", "mysql"])
+@pytest.fixture(params=["postgresql", "mysql", "citus"])
 def used_database(request: pytest.FixtureRequest) -> tuple[str, str]:
     """(server, URL) of a database on the test server holding a user's simsql state."""
-    admin: Engine = request.getfixturevalue("admin_engine" if request.param == "postgresql" else "mysql_admin_engine")
-    context = own_database(admin.url.render_as_string(hide_password=False))
+    if request.param == "citus":
+        context = own_citus_database(request.getfixturevalue("given_citus_url"))
+    else:
+        admin: Engine = request.getfixturevalue("admin_engine" if request.param == "postgresql" else "mysql_admin_engine")
+        context = own_database(admin.url.render_as_string(hide_password=False))
     used = context.__enter__()
     request.addfinalizer(lambda: context.__exit__(None, None, None))
     plant(used)
@@ -80,7 +91,7 @@ def test_a_run_given_a_used_database_passes_and_leaves_it_as_it_was(used_databas
     assert any(rows for name, rows in before.items() if name.endswith("simsql_registry")), before
     env = {**environment(), VARIABLE[server]: url}
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-k", server, *REGISTRY_TESTS],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *INNER[server]],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert run.returncode == 0, f"pytest given a used {server} database failed:\n{run.stdout[-4000:]}\n{run.stderr[-2000:]}"
