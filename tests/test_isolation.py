@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -72,17 +73,16 @@ def snapshot(url: str) -> dict[str, list[tuple[object, ...]]]:
 
 
 @pytest.fixture(params=["postgresql", "mysql", "citus"])
-def used_database(request: pytest.FixtureRequest) -> tuple[str, str]:
+def used_database(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
     """(server, URL) of a database on the test server holding a user's simsql state."""
     if request.param == "citus":
         context = own_citus_database(request.getfixturevalue("given_citus_url"))
     else:
         admin: Engine = request.getfixturevalue("admin_engine" if request.param == "postgresql" else "mysql_admin_engine")
         context = own_database(admin.url.render_as_string(hide_password=False))
-    used = context.__enter__()
-    request.addfinalizer(lambda: context.__exit__(None, None, None))
-    plant(used)
-    return request.param, used
+    with context as used:
+        plant(used)
+        yield request.param, used
 
 
 def test_a_run_given_a_used_database_passes_and_leaves_it_as_it_was(used_database: tuple[str, str]) -> None:
@@ -95,6 +95,7 @@ def test_a_run_given_a_used_database_passes_and_leaves_it_as_it_was(used_databas
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert run.returncode == 0, f"pytest given a used {server} database failed:\n{run.stdout[-4000:]}\n{run.stderr[-2000:]}"
+    assert " passed" in run.stdout and "skipped" not in run.stdout, run.stdout[-2000:]  # the tests ran, none skipped
     assert snapshot(url) == before
 
 
@@ -102,3 +103,21 @@ def test_the_session_works_in_a_database_of_its_own(database_url: str, admin_eng
     with admin_engine.connect() as connection:
         assert str(connection.execute(text("SELECT current_database()")).scalar_one()).startswith(PREFIX)
     assert make_url(database_url).database == make_url(admin_engine.url).database
+
+
+@pytest.mark.parametrize("server", ["postgresql", "mysql"])
+def test_a_database_of_the_suite_s_own_is_dropped_at_the_end(request: pytest.FixtureRequest, server: str) -> None:
+    admin: Engine = request.getfixturevalue("admin_engine" if server == "postgresql" else "mysql_admin_engine")
+    listed = "SELECT datname FROM pg_database" if server == "postgresql" else "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA"
+
+    def databases() -> set[str]:
+        with admin.connect() as connection:
+            return set(connection.execute(text(listed)).scalars())
+
+    with own_database(admin.url.render_as_string(hide_password=False)) as url:
+        name = make_url(url).database
+        assert name is not None and name.startswith(PREFIX) and name in databases()
+        held = create_engine(url)
+        held.connect()  # a session still open at the end does not keep it
+    assert name not in databases()
+    held.dispose()
