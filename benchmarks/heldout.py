@@ -153,6 +153,12 @@ def files(lang: Lang) -> list[str]:
     return found
 
 
+def missing(lang: Lang) -> list[str]:
+    """The :data:`SOURCES` patterns of ``lang`` that match no file: the manuals not installed
+    (empty when the corpus is complete)."""
+    return [pattern for pattern in SOURCES[lang] if not glob.glob(pattern)]
+
+
 def heldout_documents(lang: Lang) -> list[Document]:
     """The held-out documents of ``lang`` as :class:`~benchmarks.corpus.Document` (``doc_id``
     ``"heldout-<lang>/<file>#<section>"``), in source order, natural duplicates dropped."""

@@ -61,8 +61,12 @@ from simsql.types import SimHash
 
 from .corpus import CACHE_DIR, Document, assembled_articles, build_cache, chinese_documents, english_documents, is_chinese, paragraphs
 from .edits import add_boilerplate, evade, substitute_words
+from .heldout import APT_INSTALL as HELDOUT_APT_INSTALL
 from .heldout import heldout_documents
 from .heldout import files as heldout_files
+from .heldout import missing as heldout_missing
+from .manpages import APT_INSTALL as MANPAGES_APT_INSTALL
+from .manpages import CorpusUnavailable
 from .timing import summary
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -71,6 +75,8 @@ DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 SCHEMA = "bench_originality"
 SOURCES = ("manpages", "heldout")
 PARTS = ("recall", "alarms", "latency", "storage")
+MAX_ORIGINAL_CHARS = 30_000
+"""The longest document stored (and disguised) as an original."""
 EXTRA_PARTS = ("revisions",)
 """Run only when asked (``--parts revisions``): it needs ``python -m research.sources --fetch``."""
 EVASIONS = (
@@ -278,7 +284,7 @@ def assemble(originals: int, fresh: int, seed: int, lang: str = "en", source: st
     docs = source_documents(source, lang)
     low, high = (300, 1500) if lang == "zh" else (800, 4000)  # Chinese says as much in fewer characters
     rng = random.Random(seed)
-    chosen = rng.sample([doc for doc in docs if len(doc.text) <= 30_000], originals)
+    chosen = sample_originals(docs, originals, rng, source, lang)
     chosen_ids = {doc.doc_id for doc in chosen}
     pool = paragraphs([doc for doc in docs if doc.doc_id not in chosen_ids])
     rng.shuffle(pool)
@@ -291,6 +297,23 @@ def assemble(originals: int, fresh: int, seed: int, lang: str = "en", source: st
         "fresh_shared": list(assembled_articles(shared, fresh, seed + 2, min_chars=low, max_chars=high)),
         "donors": [p for p in held_out[:500]],
     }
+
+
+def sample_originals(docs: Sequence[Document], originals: int, rng: random.Random, source: str, lang: str) -> list[Document]:
+    """``originals`` documents of at most 30,000 characters, drawn from ``docs``; with fewer
+    than that (only some of the source's packages installed), :class:`CorpusUnavailable`
+    saying how many there are, which manuals are missing and how to install them."""
+    eligible = [doc for doc in docs if len(doc.text) <= MAX_ORIGINAL_CHARS]
+    if len(eligible) < originals:
+        absent = heldout_missing("zh" if lang == "zh" else "en") if source == "heldout" else []
+        install = HELDOUT_APT_INSTALL if source == "heldout" else MANPAGES_APT_INSTALL
+        raise CorpusUnavailable(
+            f"the {source} corpus ({lang}) has {len(eligible)} documents of at most {MAX_ORIGINAL_CHARS:,} characters, "
+            f"fewer than the {originals} originals asked for"
+            + (f"; not installed: {', '.join(absent)}" if absent else "")
+            + f". Install the rest (as root: {install}) or ask for fewer with --originals"
+        )
+    return rng.sample(eligible, originals)
 
 
 def filler(data: dict[str, Any], count: int, seed: int) -> Iterator[str]:
@@ -521,8 +544,8 @@ def _chain(*parts: Iterable[tuple[str, str]]) -> Iterator[tuple[str, str]]:
 
 def run(url: str, rows: int, originals: int, fresh: int, scans: int, seed: int, reuse: bool, lang: str = "en",
         source: str = "manpages", workers: int = 2, parts_run: Sequence[str] = PARTS, schema: str | None = None) -> dict[str, Any]:  # fmt: skip
+    data = corpus(rows, originals, fresh, seed, lang, source)  # first: without it, nothing is made on the server
     engine = engine_for(url, lang, source, schema)
-    data = corpus(rows, originals, fresh, seed, lang, source)
     result: dict[str, Any] = {"server": engine.dialect.name, "lang": lang, "source": source, "rows": rows, "originals": originals, "budget": BUDGET or "default",
                               "load_average_before": list(os.getloadavg()), "build": build(engine, data, rows, seed, reuse, workers)}  # fmt: skip
     where = f"{engine.url.database}.{engine_schema(engine)}" if engine.dialect.name == "postgresql" else engine.url.database
@@ -565,6 +588,10 @@ def engine_schema(engine: Engine) -> str:
     return options.split("search_path=", 1)[-1] if "search_path=" in options else "public"
 
 
+CORPUS_UNAVAILABLE = 3
+"""Exit status when the source's packages are not (all) installed: the smoke tests skip on it."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=100_000)
@@ -588,7 +615,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = [part for part in args.parts.split(",") if part]
     if unknown := set(chosen) - set(PARTS) - set(EXTRA_PARTS):
         parser.error(f"--parts: unknown {sorted(unknown)}")
-    result = run(args.url, args.rows, args.originals, args.fresh, args.scans, args.seed, args.reuse, args.lang, args.source, args.workers, chosen, args.schema)
+    try:
+        result = run(args.url, args.rows, args.originals, args.fresh, args.scans, args.seed, args.reuse, args.lang, args.source, args.workers, chosen, args.schema)
+    except CorpusUnavailable as error:
+        print(f"corpus unavailable: {error}", file=sys.stderr)
+        return CORPUS_UNAVAILABLE
     args.results_dir.mkdir(exist_ok=True)
     suffix = ("" if args.lang == "en" else f"-{args.lang}") + ("" if args.source == "manpages" else f"-{args.source}")
     suffix += "" if set(chosen) == set(PARTS) else "-" + "-".join(chosen)

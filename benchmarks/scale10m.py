@@ -94,7 +94,8 @@ from simsql.signature import wide_seeds
 from simsql.weighting import QUANT_SCALE, prior_table
 
 from .corpus import article_paragraphs, eligible_paragraphs
-from .originality import SOURCES, Base, Doc, batches, _fingerprinter, corpus, digest, engine_for, filler
+from .manpages import CorpusUnavailable
+from .originality import CORPUS_UNAVAILABLE, SOURCES, Base, Doc, batches, _fingerprinter, corpus, digest, engine_for, filler
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/h_scale"
 SCHEMA = "bench_originality_10m"
@@ -358,7 +359,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result: dict[str, Any] = {"rows": args.rows, "schema": args.schema, "source": args.source, "load_average_before": _load()}
     started = time.perf_counter()
-    data = corpus(args.rows, ORIGINALS, FRESH, args.seed, "en", args.source)
+    try:
+        data = corpus(args.rows, ORIGINALS, FRESH, args.seed, "en", args.source)
+    except CorpusUnavailable as error:  # only some of the source's packages installed
+        print(f"corpus unavailable: {error}", file=sys.stderr)
+        return CORPUS_UNAVAILABLE
     cache = paragraph_features(eligible_paragraphs(data["shared"], data["lengths"][0]))
     result["prepare_s"] = round(time.perf_counter() - started, 1)
     result["paragraphs"], result["features"] = len(cache.eligible), len(cache.prior)

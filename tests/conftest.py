@@ -10,6 +10,12 @@ Docker answers; the local service at ``mysql+pymysql://root@127.0.0.1:3306/test`
 the MySQL tests are skipped with one line saying so, never failed. Each test gets its own
 database (MySQL's schema), dropped afterwards.
 
+The URL given names a server, not a place to work in: the session makes a database of its own
+there (``simsql_test_<random>``, tests/databases.py), which ``database_url`` and ``mysql_url``
+name, and drops it at the end, as Django's test runner does. What the given database already
+holds (simsql's registry from an earlier ``simsql attach``, say) is never read nor changed;
+``given_database_url`` and ``given_mysql_url`` are the URLs as given, for the tests that check so.
+
 A behaviour that runs on every server is one test taking ``any_engine`` (or ``tables``, the
 shared models created there, or ``any_url``, the same database as a user types its URL): pytest
 runs it once per server, ``test_x[postgresql]`` and ``test_x[mysql]``. A test that only means
@@ -28,6 +34,8 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 
+from tests.databases import own_citus_database, own_database
+
 LOCAL_MYSQL_URL = "mysql+pymysql://root@127.0.0.1:3306/test"
 MYSQL_SKIP = "MySQL/MariaDB tests skipped"
 CITUS_SKIP = "Citus tests skipped"  # tests/test_citus.py, without SIMSQL_TEST_CITUS_URL
@@ -45,7 +53,8 @@ def _docker_answers() -> bool:
 
 
 @pytest.fixture(scope="session")
-def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def given_database_url() -> Iterator[str]:
+    """The PostgreSQL server's URL as given (or started): only the door to the server."""
     url = os.environ.get("SIMSQL_TEST_DATABASE_URL")
     if url:
         yield url
@@ -63,6 +72,13 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         data_dir = parent / "pg"
         yield embedded_url(data_dir)
         stop_embedded(data_dir)
+
+
+@pytest.fixture(scope="session")
+def database_url(given_database_url: str) -> Iterator[str]:
+    """The session's own PostgreSQL database on the given server, dropped at the end."""
+    with own_database(given_database_url) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -103,7 +119,8 @@ def _mysql_answers(url: str) -> str | None:
 
 
 @pytest.fixture(scope="session")
-def mysql_url() -> Iterator[str]:
+def given_mysql_url() -> Iterator[str]:
+    """The MySQL/MariaDB server's URL as given (or started): only the door to the server."""
     url = os.environ.get("SIMSQL_TEST_MYSQL_URL")
     if url:
         from simsql.urls import normalise_url
@@ -126,6 +143,13 @@ def mysql_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def mysql_url(given_mysql_url: str) -> Iterator[str]:
+    """The session's own MySQL/MariaDB database on the given server, dropped at the end."""
+    with own_database(given_mysql_url) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
 def mysql_admin_engine(mysql_url: str) -> Iterator[Engine]:
     engine = create_engine(mysql_url)
     yield engine
@@ -143,6 +167,23 @@ def mysql_engine(mysql_url: str, mysql_admin_engine: Engine) -> Iterator[Engine]
     engine.dispose()
     with mysql_admin_engine.begin() as connection:
         connection.execute(text(f"DROP DATABASE `{name}`"))
+
+
+@pytest.fixture(scope="session")
+def given_citus_url() -> str:
+    """A Citus cluster's coordinator as given (``SIMSQL_TEST_CITUS_URL``), for tests/test_citus.py:
+    only the door to the cluster. Without it the Citus tests skip with one line."""
+    url = os.environ.get("SIMSQL_TEST_CITUS_URL")
+    if not url:
+        pytest.skip(f"{CITUS_SKIP}: no SIMSQL_TEST_CITUS_URL (start a cluster with .ci/citus-cluster)")
+    return url
+
+
+@pytest.fixture(scope="session")
+def citus_url(given_citus_url: str) -> Iterator[str]:
+    """The session's own database on the cluster (on every node, the extension in each), dropped at the end."""
+    with own_citus_database(given_citus_url) as url:
+        yield url
 
 
 @pytest.fixture

@@ -128,6 +128,13 @@ def writer(engine: Engine, seed: int, stop: threading.Event, counts: dict[str, i
             counts["writes"] += 1
 
 
+def rewrite(engine: Engine, keys: tuple[int, ...], table: str = "docs") -> None:
+    """A writer's UPDATE of ``keys``' text (to text with words): the triggers clear their fingerprints."""
+    with engine.begin() as connection:
+        for key in keys:
+            connection.execute(text(f"UPDATE {table} SET body = :b WHERE id = :id"), {"b": f"rewritten by a writer, row {key}", "id": key})
+
+
 def holder_sql(side_table: bool, table: str = "docs") -> str:
     """(key, title, body, fingerprint, digest) of every row of an attached ``table``."""
     if side_table:

@@ -35,6 +35,8 @@ from tests.tables import (
     holder_sql,
     insert_rows,
     is_mysql,
+    progress,
+    rewrite,
     run,
     state,
     texts,
@@ -258,6 +260,42 @@ def test_backfill_of_a_model_and_a_cancelled_backfill_resumes(async_case: tuple[
     assert check_model(engine, Doc) == check_model(engine, Doc)
     with_text, fingerprinted = check_model(engine, Doc)
     assert with_text == fingerprinted
+
+
+class Stop(Exception):
+    """Raised by a progress callback: the run stops there, its committed batches kept."""
+
+
+@pytest.mark.parametrize("driver", ["psycopg_async", "aiomysql"], indirect=True)
+def test_a_backfill_stopped_in_its_catch_up_resumes_it_from_the_first_key(async_case: tuple[Engine, str]) -> None:
+    """As tests/test_faults.py's sync test (issue 33, part 5): a run stopped during its catch-up
+    pass, a fingerprint cleared below the pass's saved cursor, and the next run to the end must
+    fill it. 60 rows in batches of 10: the scan is 6 batches, the 7th the catch-up's first."""
+    engine, driver = async_case
+    build_docs(engine, 60)
+    simsql.alembic.upgrade(engine)
+    simsql.attach_table(engine, "docs", source=["title", "body"])
+    calls: list[int] = []
+
+    def step(done: int, total: int) -> None:
+        calls.append(done)
+        if len(calls) == 2:  # the scan's cursor is at row 20: a writer changes rows 1 and 15 behind it
+            rewrite(engine, (1, 15))
+        if len(calls) == 7:  # the catch-up has stored rows 1 and 15 and saved its cursor
+            raise Stop
+
+    async def stopped(async_engine: AsyncEngine) -> None:
+        with pytest.raises(Stop):
+            await simsql_async.backfill(async_engine, "docs", batch_size=10, progress=step)
+
+    on(engine, driver, stopped)
+    _, last_key, phase = progress(engine, "docs")  # type: ignore[misc]
+    assert phase == "catchup" and last_key is not None and last_key[0] >= 15
+    rewrite(engine, (5,))  # nothing runs; a writer clears a row below the saved cursor
+    resumed = on(engine, driver, lambda async_engine: simsql_async.backfill(async_engine, "docs", batch_size=10))
+    assert resumed.resumed
+    with_text, fingerprinted = check_fingerprints(engine, holder_sql(False))
+    assert with_text == fingerprinted == 60
 
 
 @pytest.mark.parametrize("driver", ["psycopg_async", "asyncpg", "aiomysql"], indirect=True)

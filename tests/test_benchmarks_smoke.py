@@ -108,6 +108,7 @@ def test_originality_smoke_run(bench_url: str, schema: str, tmp_path: Path) -> N
     after) must store what the ORM would: the stored originals are found again, the table holds
     every row, and a second run with --reuse checks the same table without loading it."""
     from benchmarks import heldout
+    from benchmarks.originality import CORPUS_UNAVAILABLE
 
     try:
         heldout.files("en")
@@ -116,6 +117,8 @@ def test_originality_smoke_run(bench_url: str, schema: str, tmp_path: Path) -> N
     command = [sys.executable, "-m", "benchmarks.originality", "--source", "heldout", "--url", bench_url, "--rows", "300",
                "--originals", "5", "--fresh", "10", "--scans", "2", "--workers", "2", "--schema", schema, "--results-dir", str(tmp_path)]  # fmt: skip
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    if result.returncode == CORPUS_UNAVAILABLE:  # only some of the manuals, fewer documents than asked for
+        pytest.skip(result.stderr.strip().splitlines()[-1])
     assert result.returncode == 0, result.stderr[-3000:]
     first = json.loads((tmp_path / "originality-postgresql-300-heldout.json").read_text())
     assert first["storage"]["rows"] == 300 and not first["build"]["reused"]

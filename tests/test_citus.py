@@ -2,9 +2,10 @@
 tables, exact, with no setting the user has to know.
 
 The cluster comes from ``SIMSQL_TEST_CITUS_URL`` (``.ci/citus-cluster`` starts a coordinator and
-two workers and prints it); without it the Citus tests skip with one line. Each test gets its
-own schema on the cluster. Answers are compared with plain PostgreSQL's on the same rows (the
-``engine`` fixture's server), so "exact" means "what one PostgreSQL answers".
+two workers and prints it); without it the Citus tests skip with one line. The session works in
+a database of its own on every node (``citus_url``, tests/conftest.py), and each test gets its
+own schema there. Answers are compared with plain PostgreSQL's on the same rows (the ``engine`` fixture's
+server), so "exact" means "what one PostgreSQL answers".
 
 The last test here is plain PostgreSQL's, found on the way: detaching a side-table attachment
 whose schema is not on ``search_path``.
@@ -13,7 +14,6 @@ whose schema is not on ``search_path``.
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -31,7 +31,6 @@ from simsql.dialects.postgresql import PostgresBackend
 from simsql.queries.originality import ORIGINALITY_CANDIDATES
 
 from .command_line import cli
-from .conftest import CITUS_SKIP
 from .tables import create_models, insert_rows, run, texts
 
 
@@ -75,14 +74,6 @@ class WideNote(simsql.WideSimHashMixin, Base):
 PAGE_BINDING = simsql.attach_model(Page, source=("title", "body"))
 MODELS = {"columns": Note, "side_table": Page}
 ROWS = 240
-
-
-@pytest.fixture(scope="session")
-def citus_url() -> str:
-    url = os.environ.get("SIMSQL_TEST_CITUS_URL")
-    if not url:
-        pytest.skip(f"{CITUS_SKIP}: no SIMSQL_TEST_CITUS_URL (start a cluster with .ci/citus-cluster)")
-    return url
 
 
 @pytest.fixture

@@ -332,3 +332,38 @@ def test_a_rendered_prefix_is_kept_on_disk_for_the_next_process(
     monkeypatch.setattr(corpus, "render_stream", lambda *a, **k: renders.append(a) or real_render(*a, **k))
     english_documents(limit=6, cache_dir=tmp_path)
     assert len(renders) == 1  # other sources: rendered, not served from the stored prefix
+
+
+def _manual(path: Path, sections: int, rng: random.Random) -> None:
+    """An HTML manual of ``sections`` h2 sections, each four paragraphs of 60 random words."""
+    body = "".join(
+        f"<h2>Section {n}</h2>" + "".join(f"<p>{' '.join(f'w{rng.randrange(10**6)}' for _ in range(60))}</p>" for _ in range(4))
+        for n in range(sections)
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"<html><body>{body}</body></html>")
+
+
+def test_a_partial_heldout_corpus_is_refused_naming_what_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only some of Debian's manuals installed (issue 33, part 5: CI's ``ValueError: Sample
+    larger than population``): the originality benchmark samples its originals from what there
+    is when it is enough, and otherwise says what is missing and how to install it."""
+    from benchmarks import heldout, originality
+
+    rng = random.Random(1)
+    for name in ("one", "two"):
+        _manual(tmp_path / "reference" / f"{name}.en.html", 3, rng)
+    installed, absent = str(tmp_path / "reference" / "*.en.html"), str(tmp_path / "faq" / "*.en.html")
+    monkeypatch.setitem(heldout.SOURCES, "en", (installed, absent))
+    assert heldout.missing("en") == [absent]
+    assert len(heldout.heldout_documents("en")) == 6
+    with pytest.raises(CorpusUnavailable, match=r"6 documents .* 200 originals") as refused:
+        originality.assemble(200, 2, 22, "en", "heldout")
+    assert absent in str(refused.value) and heldout.APT_INSTALL in str(refused.value)
+    assert len(originality.sample_originals(heldout.heldout_documents("en"), 4, random.Random(2), "heldout", "en")) == 4
+    unreachable = "postgresql+psycopg://nobody@127.0.0.1:9/none"  # refused before any server is asked
+    status = originality.main(["--source", "heldout", "--url", unreachable, "--rows", "300", "--results-dir", str(tmp_path)])
+    assert status == originality.CORPUS_UNAVAILABLE
+    assert "corpus unavailable: the heldout corpus (en) has 6 documents" in capsys.readouterr().err

@@ -39,6 +39,7 @@ from .tables import (
     holder_sql,
     insert_rows,
     progress,
+    rewrite,
     stored,
     texts,
     wait_for_rows,
@@ -202,6 +203,33 @@ def _resumes_after_the_kill(engine: Engine, url: str, rows: list[dict[str, Any]]
     assert summary["rows_fingerprinted"] == sum(1 for k in wanted if k > last and wanted[k] is not None)
     assert progress(engine, "docs")[2] == "done"  # type: ignore[index]
     check_model(engine, Doc)
+
+
+@pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
+def test_a_run_stopped_in_its_catch_up_then_resumed_leaves_no_row_behind(any_engine: Engine, side_table: bool) -> None:
+    """The fault round's ``31 missing`` on MySQL (issue 33, part 5): a run stopped during its
+    catch-up pass saved that pass's cursor, the writers went on clearing fingerprints below it,
+    and the final run, resuming the catch-up at the cursor, never went back for them. Driven
+    here step by step: 60 rows, batches of 10, so the scan is 6 batches and the 7th is the
+    catch-up's first."""
+    table, target, check = _table(any_engine, side_table, "attached", 60)
+    calls: list[int] = []
+
+    def step(done: int, total: int) -> None:
+        calls.append(done)
+        if len(calls) == 2:  # the scan's cursor is at row 20: a writer changes rows 1 and 15 behind it
+            rewrite(any_engine, (1, 15))
+        if len(calls) == 7:  # the catch-up has stored rows 1 and 15 and saved its cursor: stopped here
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        simsql.backfill(any_engine, target, workers=0, batch_size=10, progress=step)
+    _, last_key, phase = progress(any_engine, table)  # type: ignore[misc]
+    assert phase == "catchup" and last_key is not None and last_key[0] >= 15
+    rewrite(any_engine, (5,))  # nothing runs; a writer clears a row below the saved cursor
+    resumed = simsql.backfill(any_engine, target, workers=0, batch_size=10)
+    assert resumed.resumed
+    check(complete=True)
 
 
 # -- the server itself goes away ------------------------------------------------------------------

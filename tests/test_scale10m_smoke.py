@@ -26,6 +26,7 @@ def test_scale10m_builds_the_originality_table(database_url: str, schema: str, a
         heldout.files("en")
     except heldout.CorpusUnavailable as exc:
         pytest.skip(str(exc))
+    from benchmarks.originality import CORPUS_UNAVAILABLE
     reference = f"{database_url}{'&' if '?' in database_url else '?'}options=-csearch_path%3D{schema}"
     made = f"{schema}_built"
     try:
@@ -34,6 +35,8 @@ def test_scale10m_builds_the_originality_table(database_url: str, schema: str, a
              "--workers", "2", "--schema", schema, "--results-dir", str(tmp_path)],
             cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
         )  # fmt: skip
+        if result.returncode == CORPUS_UNAVAILABLE:  # only some of the manuals: fewer documents than the 200 originals
+            pytest.skip(result.stderr.strip().splitlines()[-1])
         assert result.returncode == 0, result.stderr[-3000:]
         report = tmp_path / "scale10m.json"
         result = subprocess.run(

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 from sqlalchemy import Engine, Integer, select, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 from sqlalchemy.types import UserDefinedType
 
@@ -61,11 +62,18 @@ class WidePost(simsql.WideSimHashMixin, Base):
 
 @pytest.fixture
 def pg(engine: Engine) -> Engine:
-    """``engine`` with pgvector's ``vector`` type visible, or the test skipped saying why."""
+    """``engine`` with pgvector's ``vector`` type visible, or the test skipped saying why. The
+    database is the session's own (tests/conftest.py), so the extension is created in it when the
+    server has pgvector's package."""
     with engine.connect() as connection:
-        installed = connection.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar()
-    if installed is None:
-        pytest.skip("pgvector is not installed in the test database (CREATE EXTENSION vector there to run this)")
+        available = connection.execute(text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")).scalar()
+    if available is None:
+        pytest.skip("pgvector is not installed on the test server (its package, e.g. postgresql-15-pgvector)")
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public"))
+    except DBAPIError as error:
+        pytest.skip(f"pgvector could not be created in the test database: {str(error.orig).splitlines()[0]}")
     simsql_metadata.create_all(engine)
     Base.metadata.create_all(engine)
     return engine

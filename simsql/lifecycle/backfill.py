@@ -443,13 +443,27 @@ def fill_locked(connection: Connection, job: Job, batch_size: int = 2000) -> int
             stored += sql.store(connection, chosen)
 
 
+def passes(phase: str, last_key: list[Any] | None) -> list[tuple[str, list[Any] | None]]:
+    """The passes a run makes, each ``(phase, cursor to start after)``, from where the last
+    run stopped (``phase``, ``last_key``: :class:`FillStart`): the scan, resumed after its
+    cursor, then a catch-up pass from the first key for the rows changed behind the scan.
+
+    A run stopped during its catch-up starts that pass again from the first key, not after the
+    saved cursor: while nothing ran, writers may have cleared fingerprints below the cursor
+    (their triggers do, on every change of the text), and a pass resumed after it would never
+    go back for them. So a run to the end leaves no row without its fingerprint, whatever was
+    stopped before; starting the catch-up over costs what a catch-up costs (one pass reading
+    the rows that lack a fingerprint), never fingerprinting a row twice."""
+    if phase == "catchup":
+        return [("catchup", None)]
+    return [("scan", last_key), ("catchup", None)]
+
+
 def _run_phases(run: _Run, phase: str, last_key: list[Any] | None) -> None:
-    """The scan, then a catch-up pass for rows changed behind the cursor while it ran."""
+    """The passes (:func:`passes`): the scan, then a catch-up for rows changed behind it."""
     with run.engine.connect() as reader, _writer(run.engine, run.sql) as writer:
-        for current in ("scan", "catchup"):
-            if current == "scan" and phase == "catchup":
-                continue
-            run.phase(reader, writer, current, last_key if current == phase else None)
+        for current, cursor in passes(phase, last_key):
+            run.phase(reader, writer, current, cursor)
         if run.has_progress_table:
             run.sql.save_progress(writer, "done", None, 0)
             writer.commit()
