@@ -166,6 +166,22 @@ def _digests(texts: Sequence[str | None]) -> list[uuid.UUID | None]:
     return [None if t is None else text_digest(t) for t in texts]
 
 
+@dataclass(frozen=True)
+class FillOptions:
+    """How a run reads and writes its batches: at most ``batch_size`` rows and
+    ``max_batch_bytes`` of text a batch, each statement within ``timeouts``,
+    ``progress(rows_done, rows_total_estimate)`` after each batch. What :func:`backfill`,
+    :func:`simsql.refingerprint` and the move to the wide signature hand to :func:`fill`."""
+
+    timeouts: apply.Timeouts
+    batch_size: int = 2000
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    progress: ProgressCallback | None = None
+
+    def __post_init__(self) -> None:
+        check_sizes(self.batch_size, self.max_batch_bytes)
+
+
 @dataclass
 class _Batch:
     keys: list[list[Any]]
@@ -191,15 +207,12 @@ class _Counters:
 class _Run:
     """One backfill: reads keyset batches, fingerprints them (in workers), writes them."""
 
-    def __init__(self, engine: Engine, job: Job, options: dict[str, Any], pool: Executor | None) -> None:
+    def __init__(self, engine: Engine, job: Job, options: FillOptions, start: FillStart, pool: Executor | None) -> None:
         self.engine, self.job, self.pool = engine, job, pool
         self.sql = backend(engine).batch_sql(job)
-        self.batch_size: int = options["batch_size"]
-        self.max_bytes: int = options["max_batch_bytes"]
-        self.timeouts: apply.Timeouts = options["timeouts"]
-        self.progress: ProgressCallback | None = options["progress"]
-        self.has_progress_table: bool = options["has_progress_table"]
-        self.total: int = options["total"]
+        self.batch_size, self.max_bytes = options.batch_size, options.max_batch_bytes
+        self.timeouts, self.progress = options.timeouts, options.progress
+        self.has_progress_table, self.total = start.has_progress_table, start.total
         self.counters = _Counters()
 
     def read(self, reader: Connection, cursor: list[Any] | None) -> list[Any]:
@@ -363,7 +376,7 @@ def backfill(
     try:
         with _explained_timeouts(engine, label, timeouts), engine.connect() as connection:
             job = start_backfill(connection, target, schema, fingerprinter, timeouts)
-        options = dict(batch_size=batch_size, max_batch_bytes=max_batch_bytes, timeouts=timeouts, progress=progress)
+        options = FillOptions(timeouts, batch_size, max_batch_bytes, progress)
         result = fill(engine, job, label, options, workers)
         if indexes and isinstance(target, str) and job.names.wide:
             built = build_deferred_indexes(owned, job, apply.Timeouts(lock_timeout, None), index_lock_timeout)
@@ -397,17 +410,16 @@ def _isolated(engine: Engine) -> Engine:
     return engine.execution_options(isolation_level=backend(engine).backfill_isolation)
 
 
-def fill(engine: Engine, job: Job, label: str, options: dict[str, Any], workers: int | None) -> BackfillResult:
+def fill(engine: Engine, job: Job, label: str, options: FillOptions, workers: int | None) -> BackfillResult:
     """Run one resolved job to the end (the body of :func:`backfill`; a refingerprint runs
     its shadow set through it)."""
     started = time.perf_counter()
-    timeouts: apply.Timeouts = options["timeouts"]
+    timeouts = options.timeouts
     engine = _isolated(engine)
     with _explained_timeouts(engine, label, timeouts), engine.connect() as connection:
         start = start_fill(connection, job, timeouts)
     phase, last_key, resumed = start.phase, start.last_key, start.resumed
-    options = dict(options, has_progress_table=start.has_progress_table, total=start.total)
-    run = _Run(engine, job, options, _pool(engine, workers, start.total, options["batch_size"]))
+    run = _Run(engine, job, options, start, _pool(engine, workers, start.total, options.batch_size))
     try:
         with _explained_timeouts(engine, label, timeouts):
             _run_phases(run, phase, last_key)

@@ -38,6 +38,7 @@ configurations for the whole run; copying into a new table needs every writer re
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, replace
 from typing import Any
@@ -271,7 +272,7 @@ def refingerprint(
         if abandon or (staged is None and move.entry.config_id == to.config_id):
             return RefingerprintResult(**result, rows_fingerprinted=0, rows_at_switch=0, resumed=False, switched=False,
                                        seconds=time.perf_counter() - started)
-        options = dict(batch_size=batch_size, max_batch_bytes=max_batch_bytes, timeouts=timeouts, progress=progress)
+        options = backfill.FillOptions(timeouts, batch_size, max_batch_bytes, progress)
         filled, at_switch, held = _move(move, staged is None, options, workers, apply.Timeouts(index_lock_timeout, None))
     finally:
         if isinstance(bind, str):
@@ -302,11 +303,11 @@ def _refuse_offline_server(server: Backend, move: _Move) -> None:
 
 
 def _move(
-    move: _Move, stage: bool, options: dict[str, Any], workers: int | None, index_timeouts: apply.Timeouts
+    move: _Move, stage: bool, options: backfill.FillOptions, workers: int | None, index_timeouts: apply.Timeouts
 ) -> tuple[int, int, float]:
     """Stage (unless a run staged already), fill, index and switch: rows fingerprinted before
     the switch, rows fingerprinted under its lock, seconds the lock was held."""
-    engine, timeouts, label = move.engine, options["timeouts"], move.label
+    engine, timeouts, label = move.engine, options.timeouts, move.label
     server = backend(engine)
     _refuse_offline_server(server, move)
     if not server.refingerprints_online:
@@ -319,7 +320,7 @@ def _move(
         indexes = describe_indexes(connection, move.target.schema, move.shadow, keys, concurrently=True)
     apply.run_on_engine(engine, indexes, timeouts, relations=[label], concurrent_timeouts=index_timeouts)
     # Rows written while the indexes were built: here, not under the switch's lock.
-    caught_up = backfill.fill(engine, move.job(), label, dict(options, progress=None), 0)
+    caught_up = backfill.fill(engine, move.job(), label, dataclasses.replace(options, progress=None), 0)
     at_switch, held = _switch(move, timeouts)
     return filled.rows_fingerprinted + caught_up.rows_fingerprinted, at_switch, held
 

@@ -28,8 +28,8 @@ steps. No step holds a lock that writers wait for beyond a statement's metadata 
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from typing import Any
 
 from sqlalchemy import Engine
 
@@ -45,12 +45,12 @@ from .attach import describe_indexes
 
 
 def move_in_place(
-    engine: Engine, target: Target, names: Names, to: Fingerprinter, cursor: str, stage: bool, options: dict[str, Any],
+    engine: Engine, target: Target, names: Names, to: Fingerprinter, cursor: str, stage: bool, options: backfill.FillOptions,
     workers: int | None, index_timeouts: apply.Timeouts,
 ) -> tuple[int, int, float]:  # fmt: skip
     """Stage (unless a run staged already), fill, index and switch: rows given their words
     before the switch, rows given them after it, seconds the switch's statements took."""
-    server, timeouts = backend(engine), options["timeouts"]
+    server, timeouts = backend(engine), options.timeouts
     label = f"{target.schema}.{target.table}"
     wide = names.with_wide(True)
     _stage(engine, target, names, to, cursor, record=stage, timeouts=timeouts)
@@ -65,7 +65,7 @@ def move_in_place(
     held = time.perf_counter() - started
     registry.forget(engine)
     # Rows version 2 writers wrote before the switch committed: their words now.
-    caught_up = backfill.fill(engine, job, label, dict(options, progress=None), 0)
+    caught_up = backfill.fill(engine, job, label, dataclasses.replace(options, progress=None), 0)
     apply.run_on_engine(engine, server.ddl.forget_cursors(target.schema, target.table, cursor), timeouts, relations=[label])
     return filled.rows_fingerprinted, caught_up.rows_fingerprinted, held
 
