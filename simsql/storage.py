@@ -33,9 +33,9 @@ from . import registry
 from .dialects import COVERING_INFO, backend, block_computed, wide_block_computed
 from .dialects.base import is_autocommit
 from .errors import ConfigMismatch, NotAttached, SchemaError
-from .fingerprint import DEFAULT, DEFAULT_WIDE, Fingerprinter
+from .fingerprint import DEFAULT, DEFAULT_WIDE, WIDE_VERSION, Fingerprinter
 from .orm_triggers import install_trigger_on_create
-from .schema import BLOCK_COUNT, DEFAULT_PREFIX, Names, configuration_for, default_side_table
+from .schema import BLOCK_COUNT, DEFAULT_PREFIX, Attachment, Names, configuration_for, default_side_table
 from .types import TEXT_DIGEST, SimHash
 from .vectors import AnyFingerprinter, VectorFingerprinter, vector_of
 
@@ -168,7 +168,25 @@ class Binding:
         schema, name = self.registry_key
         if claim:
             registry.claim(connection, name, schema, self.fingerprinter, self.source_columns, self.names)
-        registry.check(connection, name, schema, self.fingerprinter.config_id)
+        registry.check(connection, name, schema, self.fingerprinter.config_id, self.mismatch_advice)
+
+    def mismatch_advice(self, found: Attachment) -> str | None:
+        """The one change that fits this model to a table of the same configuration but for the
+        wide signature: the other mixin (or ``wide=`` of :func:`attach_model`); None otherwise."""
+        ours = self.fingerprinter
+        if not isinstance(ours, Fingerprinter) or not registry.only_wide_differs(found.settings, ours.settings):
+            return None
+        wide = found.settings.get("algorithm") == WIDE_VERSION
+        model = self.model.__name__
+        if self.mode == "side_table":
+            return f"the table's configuration is version {found.settings.get('algorithm')}: pass wide={wide} to simsql.attach_model({model}, ...)"
+        want, have = ("WideSimHashMixin", "SimHashMixin") if wide else ("SimHashMixin", "WideSimHashMixin")
+        change = f"declare {model} with simsql.{want} instead of simsql.{have}"
+        if ours not in (DEFAULT, DEFAULT_WIDE):
+            change += f" and its __simhash_fingerprinter__ as version {found.settings.get('algorithm')} (Fingerprinter(version=...))"
+        if not wide:
+            change += "; or move the table to version 3 first with `simsql refingerprint`"
+        return change
 
     def confirm_config(self, connection: Any, instance: object) -> None:
         """After ``instance``'s fingerprint was written in ``connection``'s transaction: refuse
@@ -179,7 +197,7 @@ class Binding:
         table's configuration."""
         schema, name = self.registry_key
         try:
-            registry.confirm(connection, name, schema, self.fingerprinter.config_id)
+            registry.confirm(connection, name, schema, self.fingerprinter.config_id, self.mismatch_advice)
         except ConfigMismatch:
             if is_autocommit(connection):
                 where = [column == value for column, value in zip(self.table_keys, self.key_of(instance))]
