@@ -52,6 +52,27 @@ Entry = Attachment
 VERSION_TABLE = "simsql_alembic_version"
 
 
+Installer = Callable[[Any], bool]
+_INSTALLER: list[Installer] = []
+
+
+def install_with(installer: Installer) -> None:
+    """Declare the function that installs simsql's own objects when they are missing
+    (``installer(bind)``, an engine or a connection, returning whether it had to).
+
+    The seam by which this layer reaches simsql's Alembic revisions, a front end above it: the
+    package's top level declares :func:`simsql.alembic.install`, so whichever module a caller
+    imports, ``attach_table`` and ``create_all`` of a mixin model install them exactly as
+    ``simsql attach`` does."""
+    _INSTALLER[:] = [installer]
+
+
+def install_when_needed(bind: Engine | Connection) -> bool:
+    """simsql's own objects installed on ``bind``'s database if missing (given a connection, in
+    its transaction); whether it had to. With no installer declared nothing is installed."""
+    return _INSTALLER[0](bind) if _INSTALLER else False
+
+
 def current_schema(connection: Connection) -> str:
     return backend(connection).current_schema(connection)
 
@@ -513,6 +534,8 @@ __all__ = [
     "entries",
     "fingerprinter_from_settings",
     "forget",
+    "install_when_needed",
+    "install_with",
     "progress_table",
     "read",
     "record",

@@ -25,7 +25,7 @@ from sqlalchemy.schema import CreateIndex
 from sqlalchemy.types import TypeEngine
 
 from ..errors import SchemaError, UnsupportedDatabase
-from ..schema import Names
+from ..schema import Names, check_name
 from . import mysql_catalog
 from .base import Backend, describe_server, version_text
 from .batch import Job
@@ -395,11 +395,11 @@ class MySQLBackend(Backend):
         check_digest(connection)
 
     def check_identifier(self, name: str, what: str = "identifier") -> str:
-        """The server's own limit (64 characters), then simsql's (63 bytes, which every name
-        derived from ``name`` must fit on every server)."""
+        """The server's own limit (64 characters; the names simsql derives from ``name`` are
+        cut to fit, :func:`simsql.schema.identifier`), then what no server holds (empty, NUL)."""
         if isinstance(name, str) and len(name) > MAX_IDENTIFIER_CHARACTERS:
             raise SchemaError(f"{what} {name!r} is {len(name)} characters long; MySQL and MariaDB names hold at most 64")
-        return super().check_identifier(name, what)
+        return check_name(name, what, max_bytes=None)
 
     @staticmethod
     def fingerprint_to_db(value: int) -> int:

@@ -14,10 +14,10 @@ as it was:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, text
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from .. import registry
@@ -28,27 +28,6 @@ from ..fingerprint import Fingerprinter
 from ..schema import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names, configuration_for
 from ..vectors import AnyFingerprinter, VectorFingerprinter
 from . import apply, catalog
-
-
-Installer = Callable[[Engine], bool]
-_INSTALLER: list[Installer] = []
-
-
-def install_with(installer: Installer) -> None:
-    """Declare the function that installs simsql's own objects when they are missing
-    (``installer(engine)``, returning whether it had to).
-
-    The seam by which this layer reaches simsql's Alembic revisions, a front end above it:
-    the package's top level declares :func:`simsql.alembic.install`, so whichever module a
-    caller imports, :func:`install_when_needed` (and ``attach_table``) installs them exactly as
-    ``simsql attach`` does."""
-    _INSTALLER[:] = [installer]
-
-
-def install_when_needed(engine: Engine) -> bool:
-    """simsql's own objects installed on ``engine``'s database if missing; whether it had to.
-    With no installer declared nothing is installed (:func:`plan_attach` then says how)."""
-    return _INSTALLER[0](engine) if _INSTALLER else False
 
 
 @dataclass(frozen=True)
@@ -110,6 +89,8 @@ def plan_attach(
     server = backend(connection)
     server.check_digest(connection)  # every attach path (attach_table, op.add_simhash, the CLI) plans here
     entry = registry.read(connection, table, target.schema)
+    if entry is not None and catalog.attachment_state(connection, entry) == catalog.REPLACED:
+        raise SchemaError(catalog.replaced_message(entry))
     fingerprinter, wide = _configuration(fingerprinter, wide, entry, target)
     vector = isinstance(fingerprinter, VectorFingerprinter)
     target = catalog.describe(connection, table, source, target.schema, vector=vector)  # text, or one vector column
@@ -346,8 +327,6 @@ def check_fingerprinter(entry: Attachment, fingerprinter: Fingerprinter | None) 
 
 __all__ = [
     "AttachPlan",
-    "install_when_needed",
-    "install_with",
     "add_simhash",
     "describe_abandon",
     "describe_indexes",

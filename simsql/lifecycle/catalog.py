@@ -9,6 +9,7 @@ formatting it into SQL.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from .. import registry
 from ..dialects import backend
 from ..dialects.plan import Column, Partition, Present, TableFacts, Target
 from ..errors import NotAttached, SchemaError
-from ..schema import Names
+from ..schema import DEFAULT_PREFIX, Attachment, Names
 from ..storage import Binding, register
 
 
@@ -158,6 +159,7 @@ def reflect(connection: Connection, table: str, schema: str | None = None) -> ty
     orm.registry(metadata=metadata).map_imperatively(model, base)
     keys: tuple[Any, ...] = tuple(inspect(model).primary_key)
     key_names = names.side_keys([k.name for k in keys]) if names.side else [k.name for k in keys]
+    _require_columns(connection, entry, holder, key_names)
     register(
         model,
         Binding(
@@ -178,6 +180,28 @@ def reflect(connection: Connection, table: str, schema: str | None = None) -> ty
     return model
 
 
+def _require_columns(connection: Connection, entry: Attachment, holder: Table, key_names: Sequence[str]) -> None:
+    """Refuse (:class:`SchemaError`) a holder that lacks some of simsql's columns: a table
+    replaced outside simsql, or an attach that stopped halfway (MySQL/MariaDB run each ALTER on
+    its own), each with the command that fixes it."""
+    names = entry.names
+    wanted = (names.fingerprint, names.digest, *names.blocks, *names.wide_words, *names.wide_blocks, *key_names)
+    missing = [name for name in wanted if name not in holder.c]
+    if not missing:
+        return
+    if attachment_state(connection, entry) == REPLACED:
+        raise SchemaError(replaced_message(entry))
+    words = ["simsql", "attach", "--table", entry.table_name, "--schema", entry.table_schema]
+    for column in entry.source:
+        words += ["--text-column", column]
+    words += ["--side-table"] if names.side else []
+    words += ["--prefix", names.prefix] if names.prefix != DEFAULT_PREFIX else []
+    raise SchemaError(
+        f"{entry.table_schema}.{names.holder} lacks simsql's {', '.join(missing)}: an attach that stopped before it "
+        f"finished. Run `{shlex.join(words)}` (simsql.attach_table) again to finish it"
+    )
+
+
 def partition_tree(connection: Connection, table: str, schema: str) -> list[Partition]:
     """(relation, parent, is_leaf) of a partitioned table, parents first, where the server
     builds indexes partition by partition (see :meth:`simsql.dialects.Backend.partition_tree`)."""
@@ -191,7 +215,41 @@ def dependents(connection: Connection, schema: str, table: str, columns: Sequenc
     return backend(connection).dependents(connection, schema, table, columns, own)
 
 
+GONE = "gone"
+REPLACED = "replaced"
+
+
+def attachment_state(connection: Connection, entry: Attachment) -> str:
+    """``"attached"``, or what happened to the table outside simsql: ``"gone"`` (no such table)
+    or ``"replaced"`` (a table of that name without simsql's fingerprint column or side table)."""
+    facts = table_facts(connection, entry.table_name, entry.table_schema)
+    if facts is None:
+        return GONE
+    names = entry.names
+    holder = facts if names.side is None else table_facts(connection, names.side, entry.table_schema)
+    if holder is None:
+        return REPLACED
+    if backend(connection).folds_names:  # MySQL/MariaDB: column names compare without case
+        return "attached" if names.fingerprint.lower() in {c.lower() for c in holder.columns} else REPLACED
+    return "attached" if names.fingerprint in holder.columns else REPLACED
+
+
+def replaced_message(entry: Attachment) -> str:
+    """Why a table replaced outside simsql is refused, and the one command that clears what
+    simsql recorded of the table it replaced (``simsql detach``, as for a dropped one)."""
+    command = shlex.join(["simsql", "detach", "--table", entry.table_name, "--schema", entry.table_schema])
+    return (
+        f"{entry.table_schema}.{entry.table_name} was replaced outside simsql (dropped and made again): simsql's "
+        f"registry still holds the dropped table's entry ({entry.mode}, {entry.config_id}). Nothing was changed; run "
+        f"`{command}` (simsql.detach_table) to clear it, then attach the new table"
+    )
+
+
 __all__ = [
+    "replaced_message",
+    "GONE",
+    "REPLACED",
+    "attachment_state",
     "Column",
     "IndexState",
     "TableFacts",
@@ -208,3 +266,4 @@ __all__ = [
     "schema_triggers",
     "table_facts",
 ]
+

@@ -1,0 +1,90 @@
+"""The README's path seen from the command line (issue 33 parts 2 and 3): a ``SimHashMixin``
+model, ``create_all`` on a database where simsql was never installed, rows written through the
+ORM; then ``simsql status``, ``backfill``, ``similar`` and ``dupes`` work on it with no other
+step. A table dropped and made again outside simsql is the new table it is: ``create_all`` of
+another configuration writes to it, ``simsql attach`` refuses before changing anything and
+names the one command that clears the dropped table's entry."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import Engine, Integer, String, Text, text
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+import simsql
+import simsql.alembic
+
+from .command_line import cli, failed, ok
+from .tables import state
+
+TEXT = "the harvest came in late this year after a long and very wet summer in the valley"
+
+
+def _model(wide: bool = False) -> type:
+    class Base(DeclarativeBase):
+        pass
+
+    mixin: type = simsql.WideSimHashMixin if wide else simsql.SimHashMixin
+
+    class Art(mixin, Base):  # type: ignore[misc, valid-type]
+        __tablename__ = "arts"
+        __simhash_source__ = ("title", "body")
+        id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+        title: Mapped[str] = mapped_column(String(200))
+        body: Mapped[str] = mapped_column(Text)
+
+    return Art
+
+
+def _create_and_write(engine: Engine, model: type) -> None:
+    model.metadata.create_all(engine)
+    with Session(engine) as session:
+        session.add_all([
+            model(id=1, title="Harvest", body=TEXT),
+            model(id=2, title="Harvest", body=TEXT + " again"),
+            model(id=3, title="Rail", body="train drivers will strike on monday over pay, the union said"),
+        ])  # fmt: skip
+        session.commit()
+
+
+def test_the_readme_model_is_seen_by_the_command_line(any_engine: Engine, any_url: str) -> None:
+    _create_and_write(any_engine, _model())
+    with any_engine.begin() as connection:  # a row written behind the ORM: the backfill's work
+        connection.execute(text("INSERT INTO arts (id, title, body) VALUES (4, 'Harvest', :body)"), {"body": TEXT})
+    (status,) = json.loads(ok(cli("status", "--format", "json", url=any_url)).stdout)
+    assert (status["table"].split(".")[-1], status["rows"], status["missing"]) == ("arts", 4, 1)
+    assert "fingerprinted 1 rows" in ok(cli("backfill", "--table", "arts", "--no-progress", url=any_url)).stdout
+    similar = json.loads(ok(cli("similar", "--table", "arts", "--id", "1", "--format", "json", url=any_url)).stdout)
+    assert {row["key"] for row in similar[:2]} == {2, 4}
+    assert json.loads(ok(cli("dupes", "--table", "arts", "--format", "json", url=any_url)).stdout)
+    ok(cli("similar", "--table", "arts", "--id", "3", url=any_url))
+
+
+def test_a_replaced_table_is_refused_by_attach_before_anything_changes(any_engine: Engine, any_url: str) -> None:
+    simsql.alembic.upgrade(any_engine)
+    _create_and_write(any_engine, _model())
+    with any_engine.begin() as connection:
+        connection.execute(text("DROP TABLE arts"))
+        connection.execute(text("CREATE TABLE arts (id int PRIMARY KEY, title varchar(200), body text)"))
+        connection.execute(text("INSERT INTO arts VALUES (1, 'Harvest', :body)"), {"body": TEXT})
+    before = state(any_engine, "arts")
+    attach = ("attach", "--table", "arts", "--text-column", "body", "--no-backfill")
+    refused = cli(*attach, url=any_url)
+    failed(refused, 1, "replaced outside simsql")
+    assert "attached" not in refused.stdout and "simsql detach --table arts" in refused.stderr, refused.stderr
+    assert state(any_engine, "arts") == before
+    ok(cli("detach", "--table", "arts", url=any_url))  # the command the refusal names
+    ok(cli(*attach, url=any_url))
+    assert "fingerprinted 1 rows" in ok(cli("backfill", "--table", "arts", "--no-progress", url=any_url)).stdout
+
+
+def test_create_all_of_another_configuration_on_a_replaced_table(any_engine: Engine) -> None:
+    simsql.alembic.upgrade(any_engine)
+    _create_and_write(any_engine, _model())
+    with any_engine.begin() as connection:
+        connection.execute(text("DROP TABLE arts"))
+    wide = _model(wide=True)
+    _create_and_write(any_engine, wide)  # the dropped table's entry does not outlive it
+    (report,) = simsql.status(any_engine)
+    assert (report.wide, report.rows_missing, report.state) == (True, 0, "attached")
