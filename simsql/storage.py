@@ -161,10 +161,8 @@ class Binding:
 
     def check_config(self, connection: Any, *, claim: bool = False) -> None:
         """Refuse to read or write fingerprints of another configuration (cached per engine).
-
-        ``claim`` (writes): a table simsql's registry does not know yet (a mixin or ORM side
-        table made by ``create_all``) is recorded with this configuration, so that a later
-        writer or reader with another one is refused."""
+        ``claim`` (writes): a table simsql's registry does not know yet is recorded with this
+        configuration, so that a later writer or reader with another one is refused."""
         schema, name = self.registry_key
         if claim:
             registry.claim(connection, name, schema, self.fingerprinter, self.source_columns, self.names)
@@ -173,20 +171,14 @@ class Binding:
     def mismatch_advice(self, found: Attachment) -> str | None:
         """The one change that fits this model to a table of the same configuration but for the
         wide signature: the other mixin (or ``wide=`` of :func:`attach_model`); None otherwise."""
-        ours = self.fingerprinter
+        ours, version = self.fingerprinter, found.settings.get("algorithm")
         if not isinstance(ours, Fingerprinter) or not registry.only_wide_differs(found.settings, ours.settings):
             return None
-        wide = found.settings.get("algorithm") == WIDE_VERSION
-        model = self.model.__name__
-        if self.mode == "side_table":
-            return f"the table's configuration is version {found.settings.get('algorithm')}: pass wide={wide} to simsql.attach_model({model}, ...)"
-        want, have = ("WideSimHashMixin", "SimHashMixin") if wide else ("SimHashMixin", "WideSimHashMixin")
-        change = f"declare {model} with simsql.{want} instead of simsql.{have}"
-        if ours not in (DEFAULT, DEFAULT_WIDE):
-            change += f" and its __simhash_fingerprinter__ as version {found.settings.get('algorithm')} (Fingerprinter(version=...))"
-        if not wide:
-            change += "; or move the table to version 3 first with `simsql refingerprint`"
-        return change
+        mixins = ("WideSimHashMixin", "SimHashMixin")[:: 1 if version == WIDE_VERSION else -1]
+        change = (f"pass wide={version == WIDE_VERSION} to simsql.attach_model({self.model.__name__}, ...)" if self.mode == "side_table"
+                  else f"declare {self.model.__name__} with simsql.{mixins[0]} instead of simsql.{mixins[1]}")  # fmt: skip
+        custom = "" if ours in (DEFAULT, DEFAULT_WIDE) else f" and its configuration as Fingerprinter(version={version}, ...)"
+        return change + custom + ("" if version == WIDE_VERSION else "; or move the table to version 3 first with `simsql refingerprint`")
 
     def confirm_config(self, connection: Any, instance: object) -> None:
         """After ``instance``'s fingerprint was written in ``connection``'s transaction: refuse

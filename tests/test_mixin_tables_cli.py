@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from sqlalchemy import Engine, Integer, String, Text, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 import simsql.alembic
+import simsql.dialects
+from simsql.schema import Names
 
 from .command_line import cli, failed, ok
-from .tables import state
+from .tables import is_mysql, state
 
 TEXT = "the harvest came in late this year after a long and very wet summer in the valley"
 
@@ -88,3 +91,56 @@ def test_create_all_of_another_configuration_on_a_replaced_table(any_engine: Eng
     _create_and_write(any_engine, wide)  # the dropped table's entry does not outlive it
     (report,) = simsql.status(any_engine)
     assert (report.wide, report.rows_missing, report.state) == (True, 0, "attached")
+
+
+def _unrecorded(engine: Engine, model: type) -> dict[str, object]:
+    """A mixin table as an earlier simsql left it where it was not installed: made by create_all,
+    written through the ORM, absent from the registry. Returns the table's state."""
+    _create_and_write(engine, model)
+    with engine.begin() as connection:
+        connection.execute(text("DELETE FROM simsql_registry"))
+    found = state(engine, "arts")
+    return {key: found[key] for key in ("create", "checksum", "triggers")}
+
+
+def _same(engine: Engine, before: dict[str, object]) -> None:
+    after = state(engine, "arts")
+    assert {key: after[key] for key in before} == before
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["v2", "v3"])
+def test_attach_adopts_what_a_mixin_made(any_engine: Engine, any_url: str, wide: bool) -> None:
+    before = _unrecorded(any_engine, _model(wide))
+    hint = cli("similar", "--table", "arts", "--id", "1", url=any_url)
+    failed(hint, 1, "run `simsql attach --table arts`")
+    attach = ("attach", "--table", "arts", "--text-column", "title", "--text-column", "body", "--no-backfill")
+    other = cli(*attach, "--no-wide" if wide else "--wide", url=any_url)  # the other kind: refused, with the one that fits
+    failed(other, 1, "--wide / wide=True" if wide else "--no-wide / wide=False")
+    _same(any_engine, before)
+    ok(cli(*attach, url=any_url) if not wide else cli(*attach, "--wide", url=any_url))
+    _same(any_engine, before)  # adopted as it is
+    similar = json.loads(ok(cli("similar", "--table", "arts", "--id", "1", "--format", "json", url=any_url)).stdout)
+    assert similar[0]["key"] == 2
+    ok(cli("dupes", "--table", "arts", url=any_url))
+    ok(cli("backfill", "--table", "arts", "--no-progress", url=any_url))
+    ok(cli("detach", "--table", "arts", url=any_url))
+
+
+def test_attach_never_adopts_what_it_cannot_prove_simsql_made(any_engine: Engine, any_url: str) -> None:
+    before = _unrecorded(any_engine, _model())
+    with any_engine.begin() as connection:  # one of simsql's triggers gone: no longer as simsql makes it
+        trigger = simsql.dialects.backend(connection).trigger_names(Names("arts"))[-1]
+        connection.execute(text(f"DROP TRIGGER {trigger}" + ("" if is_mysql(any_engine) else " ON arts")))
+    before = {**before, "triggers": state(any_engine, "arts")["triggers"]}
+    attach = ("attach", "--table", "arts", "--text-column", "title", "--text-column", "body", "--no-backfill")
+    failed(cli(*attach, url=any_url), 1, "simsql did not create them")
+    _same(any_engine, before)
+
+
+def test_attach_refuses_a_mixin_table_of_another_configuration(any_engine: Engine, any_url: str) -> None:
+    model = _model()
+    model.__simhash_fingerprinter__ = simsql.Fingerprinter(shingle_size=2)
+    before = _unrecorded(any_engine, model)
+    attach = ("attach", "--table", "arts", "--text-column", "title", "--text-column", "body", "--no-backfill")
+    failed(cli(*attach, url=any_url), 1, "stored fingerprints are not of configuration")
+    _same(any_engine, before)

@@ -484,6 +484,12 @@ class MySQLBackend(Backend):
     def primary_key_name(self, connection: Connection, schema: str, table: str) -> str:
         return "PRIMARY"
 
+    def triggers_as_written(
+        self, connection: Connection, schema: str, names: Names, source: Sequence[str], keys: Sequence[str]
+    ) -> bool:
+        statements = self.create_trigger_sql(schema, names, source, keys)
+        return mysql_catalog.triggers_as_written(connection, schema, names.table, self.trigger_names(names), statements)
+
     def attach_conflicts(self, connection: Connection, facts: TableFacts, names: Names) -> list[str]:
         return mysql_catalog.attach_conflicts(connection, facts, names)
 

@@ -22,7 +22,7 @@ from ..dialects import backend
 from ..dialects.plan import Column, Partition, Present, TableFacts, Target
 from ..errors import NotAttached, SchemaError
 from ..schema import DEFAULT_PREFIX, Attachment, Names
-from ..storage import Binding, register
+from ..storage import Binding, join_text, register
 
 
 def table_facts(connection: Connection, table: str, schema: str) -> TableFacts | None:
@@ -234,6 +234,55 @@ def attachment_state(connection: Connection, entry: Attachment) -> str:
     return "attached" if names.fingerprint in holder.columns else REPLACED
 
 
+def made_by_a_mixin(connection: Connection, facts: TableFacts, names: Names, source: Sequence[str]) -> bool:
+    """Whether the objects holding simsql's ``names`` on a table its registry does not record
+    are exactly those ``create_all`` of a ``SimHashMixin`` (``WideSimHashMixin`` for wide
+    ``names``) model reading ``source`` makes: every column of ``names``, none but the digest text, the
+    fingerprint and words ``bigint``, the blocks integers, no wide column beyond ``names``, and
+    the trigger as simsql writes it, body included (:meth:`simsql.dialects.Backend.triggers_as_written`).
+    What passes is simsql's to adopt; anything else is not (nothing of it is touched)."""
+    server = backend(connection)
+    if names.side is not None:
+        return False
+
+    def fold(name: str) -> str:
+        return name.lower() if server.folds_names else name
+
+    columns = {fold(name): column for name, column in facts.columns.items()}
+    found = [columns.get(fold(name)) for name in names.added_columns]
+    if any(column is None or (column.is_text and name != names.digest) for name, column in zip(names.added_columns, found)):
+        return False
+    wide_only = [fold(name) for name in names.with_wide(True).added_columns if name not in names.added_columns]
+    if any(name in columns for name in wide_only):
+        return False
+    words = {fold(name) for name in names.signature_words}
+    for name, column in zip(names.added_columns, found):
+        assert column is not None
+        kind = column.type.lower()
+        if (fold(name) in words and "bigint" not in kind) or (name in (*names.blocks, *names.wide_blocks) and "int" not in kind):
+            return False
+    return server.triggers_as_written(connection, facts.schema, names, source, facts.keys)
+
+
+def stored_fingerprints_agree(
+    connection: Connection, facts: TableFacts, names: Names, source: Sequence[str], fingerprinter: Any, sample: int = 16
+) -> bool:
+    """Whether up to ``sample`` fingerprints stored in ``facts``' table are those ``fingerprinter``
+    computes from their rows' text: a table adopted from a mixin model is recorded with the
+    configuration its fingerprints were made with, or not at all."""
+    server = backend(connection)
+    quote = server.quote
+    sql = (
+        f"SELECT {quote(names.fingerprint)}, {', '.join(quote(c) for c in source)} FROM {server.qualified(facts.schema, facts.name)} "
+        f"WHERE {quote(names.fingerprint)} IS NOT NULL LIMIT {int(sample)}"
+    )
+    for stored, *values in connection.execute(text(sql)):
+        text_value = join_text(values)
+        if text_value is not None and fingerprinter.fingerprint_many([text_value], empty="none")[0] != server.fingerprint_from_db(stored):
+            return False
+    return True
+
+
 def replaced_message(entry: Attachment) -> str:
     """Why a table replaced outside simsql is refused, and the one command that clears what
     simsql recorded of the table it replaced (``simsql detach``, as for a dropped one)."""
@@ -246,6 +295,8 @@ def replaced_message(entry: Attachment) -> str:
 
 
 __all__ = [
+    "made_by_a_mixin",
+    "stored_fingerprints_agree",
     "replaced_message",
     "GONE",
     "REPLACED",
