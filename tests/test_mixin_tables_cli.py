@@ -112,7 +112,7 @@ def _same(engine: Engine, before: dict[str, object]) -> None:
 def test_attach_adopts_what_a_mixin_made(any_engine: Engine, any_url: str, wide: bool) -> None:
     before = _unrecorded(any_engine, _model(wide))
     hint = cli("similar", "--table", "arts", "--id", "1", url=any_url)
-    failed(hint, 1, "run `simsql attach --table arts`")
+    failed(hint, 1, "run `simsql attach --table arts --schema ")
     attach = ("attach", "--table", "arts", "--text-column", "title", "--text-column", "body", "--no-backfill")
     other = cli(*attach, "--no-wide" if wide else "--wide", url=any_url)  # the other kind: refused, with the one that fits
     failed(other, 1, "--wide / wide=True" if wide else "--no-wide / wide=False")

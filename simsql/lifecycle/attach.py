@@ -182,7 +182,7 @@ def attached_names(connection: Connection, table: str, schema: str | None) -> tu
     schema = schema or registry.current_schema(connection)
     entry = registry.read(connection, table, schema)
     if entry is None:
-        raise NotAttached(f"{schema}.{table} is not attached to simsql; run `simsql attach --table {table}` first")
+        raise catalog.not_attached(schema, table)
     return schema, entry
 
 

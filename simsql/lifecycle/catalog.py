@@ -150,7 +150,7 @@ def reflect(connection: Connection, table: str, schema: str | None = None) -> ty
     schema_name = schema or registry.current_schema(connection)
     entry = registry.read(connection, table, schema_name)
     if entry is None:
-        raise NotAttached(f"{schema_name}.{table} is not attached to simsql; run `simsql attach --table {table}`")
+        raise not_attached(schema_name, table)
     names = entry.names
     metadata = MetaData()
     base = Table(table, metadata, autoload_with=connection, schema=schema_name)
@@ -283,6 +283,16 @@ def stored_fingerprints_agree(
     return True
 
 
+def not_attached(schema: str, table: str) -> NotAttached:
+    """The refusal of a table simsql's registry does not record, with the command that attaches
+    it (a mixin model's table is adopted by it as it is)."""
+    command = shlex.join(["simsql", "attach", "--table", table, "--schema", schema])
+    return NotAttached(
+        f"{schema}.{table} is not attached to simsql; run `{command} --text-column COLUMN` (one --text-column per "
+        "column its text comes from; simsql.attach_table)"
+    )
+
+
 def replaced_message(entry: Attachment) -> str:
     """Why a table replaced outside simsql is refused, and the one command that clears what
     simsql recorded of the table it replaced (``simsql detach``, as for a dropped one)."""
@@ -295,6 +305,7 @@ def replaced_message(entry: Attachment) -> str:
 
 
 __all__ = [
+    "not_attached",
     "made_by_a_mixin",
     "stored_fingerprints_agree",
     "replaced_message",
