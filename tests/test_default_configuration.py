@@ -7,6 +7,7 @@ queries it, and a model of the other kind is refused with the mixin to use."""
 from __future__ import annotations
 
 import pytest
+from alembic.autogenerate import produce_migrations
 from alembic.operations import Operations
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, Integer, String, Text, select, text
@@ -35,13 +36,13 @@ def _models() -> tuple[type, type]:
         __tablename__ = "legacy"
         __simhash_source__ = ("body",)
         id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-        body: Mapped[str] = mapped_column(Text)
+        body: Mapped[str | None] = mapped_column(Text)
 
     class WideLegacy(simsql.WideSimHashMixin, Narrow):
         __tablename__ = "legacy"
         __simhash_source__ = ("body",)
         id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-        body: Mapped[str] = mapped_column(Text)
+        body: Mapped[str | None] = mapped_column(Text)
 
     return Legacy, WideLegacy
 
@@ -69,13 +70,20 @@ def test_simsql_attach_creates_what_simhash_mixin_declares(any_engine: Engine, a
 
 
 def test_op_add_simhash_creates_what_simhash_mixin_declares(any_engine: Engine) -> None:
+    """The Alembic path: op.add_simhash, then the model docs/alembic.md documents for it, which
+    writes, queries and autogenerates nothing more on the up-to-date database."""
     _legacy(any_engine)
     with any_engine.begin() as connection:
         op = Operations(MigrationContext.configure(connection))
         op.upgrade_simsql()
         op.add_simhash("legacy", source=["body"], primary_key=["id"])
+        op.create_simhash_indexes("legacy")
     assert config_id(any_engine, "legacy") == DEFAULT.config_id
-    _writes_and_queries(any_engine, _models()[0])
+    model = _models()[0]
+    _writes_and_queries(any_engine, model)
+    with any_engine.connect() as connection:
+        script = produce_migrations(MigrationContext.configure(connection), model.metadata)
+    assert script.upgrade_ops is not None and script.upgrade_ops.is_empty(), script.upgrade_ops.as_diffs()
 
 
 def test_attach_table_and_the_wide_opt_ins_agree(any_engine: Engine, any_url: str) -> None:
