@@ -144,3 +144,23 @@ def test_attach_refuses_a_mixin_table_of_another_configuration(any_engine: Engin
     attach = ("attach", "--table", "arts", "--text-column", "title", "--text-column", "body", "--no-backfill")
     failed(cli(*attach, url=any_url), 1, "stored fingerprints are not of configuration")
     _same(any_engine, before)
+
+
+def test_status_names_the_detach_that_clears_a_replaced_table_elsewhere(engine: Engine, url: str, schema: str) -> None:
+    """A table in a schema other than the connection's: the command status prints works as typed."""
+    other = f"{schema}_other"
+    with engine.begin() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{other}"'))
+        connection.execute(text(f'CREATE TABLE "{other}".t (id int PRIMARY KEY, body text)'))
+    try:
+        ok(cli("attach", "--table", "t", "--schema", other, "--text-column", "body", "--no-backfill", url=url))
+        with engine.begin() as connection:
+            connection.execute(text(f'DROP TABLE "{other}".t'))
+            connection.execute(text(f'CREATE TABLE "{other}".t (id int PRIMARY KEY, body text)'))
+        hint = ok(cli("status", url=url)).stderr.split("clear its entry with: ", 1)[1].strip()
+        assert hint == f"simsql detach --table t --schema {other}", hint
+        ok(cli(*hint.split()[1:], url=url))
+        assert simsql.status(engine) == []
+    finally:
+        with engine.begin() as connection:
+            connection.execute(text(f'DROP SCHEMA "{other}" CASCADE'))

@@ -8,6 +8,7 @@ database untouched; it then offers to backfill (asked on a terminal, else told h
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from typing import Any
 
@@ -163,11 +164,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         write_records(args.format, list(records[0]) if records else ["table"], records, sys.stdout)
         if not records:
-            print("no table is attached (run `simsql attach --table ...`)", file=sys.stderr)
+            print("no table is attached (run `simsql attach --table TABLE --text-column COLUMN`)", file=sys.stderr)
     for s in found:
         if s.state in (simsql.lifecycle.tables.GONE, simsql.lifecycle.tables.REPLACED):
+            command = shlex.join(["simsql", "detach", "--table", s.table, "--schema", s.schema])
             print(f"{s.schema}.{s.table} was {'dropped' if s.state == 'gone' else 'replaced'} outside simsql; "
-                  f"clear its entry with: simsql detach --table {s.table}", file=sys.stderr)
+                  f"clear its entry with: {command}", file=sys.stderr)
     return EXIT_OK
 
 
