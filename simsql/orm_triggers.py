@@ -121,11 +121,14 @@ def install_trigger_on_create(table: Table, binding: Callable[[], BoundTable]) -
         server.clear_trigger_names(connection, schema, trigger.names)
         for statement in trigger.create_statements(server, schema):
             execute_sql(connection, statement)
-        # recorded in simsql's registry (installed first where missing, as attach_table does), so
-        # its command line sees the table like an attached one (status, backfill, similar, dupes)
+        # recorded in simsql's registry (installed first where missing, as attach_table does, for
+        # a table of the connection's own schema: a table made in a schema of its own, such as
+        # the demo's, installs nothing elsewhere), so its command line sees the table like an
+        # attached one (status, backfill, similar, dupes)
         bound = binding()
         table_schema, name = bound.registry_key
-        registry.install_when_needed(connection)
+        if table_schema is None or table_schema == registry.current_schema(connection):
+            registry.install_when_needed(connection)
         if trigger.names.side is None:  # the table was just made: an entry of its name is of one dropped outside simsql
             registry.remove(connection, name, table_schema)
         registry.claim(connection, name, table_schema, bound.fingerprinter, bound.source_columns, bound.names)

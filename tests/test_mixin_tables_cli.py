@@ -164,3 +164,28 @@ def test_status_names_the_detach_that_clears_a_replaced_table_elsewhere(engine: 
     finally:
         with engine.begin() as connection:
             connection.execute(text(f'DROP SCHEMA "{other}" CASCADE'))
+
+
+def test_create_all_in_a_schema_of_its_own_installs_nothing_elsewhere(engine: Engine, schema: str) -> None:
+    """A mixin table made in a schema that is not the connection's (the demo's ``simsql_demo``):
+    simsql is installed where unqualified statements resolve, so nothing is installed for it."""
+    other = f"{schema}_own"
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Own(simsql.SimHashMixin, Base):
+        __tablename__ = "own"
+        __table_args__ = {"schema": other}
+        __simhash_source__ = ("body",)
+        id: Mapped[int] = mapped_column(Integer, primary_key=True)
+        body: Mapped[str] = mapped_column(Text)
+
+    with engine.begin() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{other}"'))
+    try:
+        Base.metadata.create_all(engine)
+        assert simsql.alembic.current(engine) == ()
+    finally:
+        with engine.begin() as connection:
+            connection.execute(text(f'DROP SCHEMA "{other}" CASCADE'))
