@@ -7,6 +7,7 @@ import sys
 import warnings
 from typing import Any
 
+from . import registry
 from .background import Background
 from .bits import blocks, cosine_estimate, hamming, similarity, to_signed, to_unsigned
 from .errors import (
@@ -38,7 +39,6 @@ from .queries import (
 from .orm_triggers import on_trigger_table
 from .storage import Binding, SimHashMixin, WideSimHashMixin, attach_model, binding_for
 from .lifecycle.backfill import BackfillResult, backfill
-from .lifecycle.attach import install_with
 from .lifecycle.catalog import reflect
 from .lifecycle.refingerprint import RefingerprintResult, refingerprint
 from .lifecycle.sampling import fit_background
@@ -112,13 +112,13 @@ def _load_alembic_integration(table: object) -> None:
 on_trigger_table(_load_alembic_integration)
 
 
-def _install(engine: Any) -> bool:
+def _install(bind: Any) -> bool:
     """simsql's own objects installed when missing: :func:`simsql.alembic.install`, imported
-    only when an attach needs it (Alembic is slow to import)."""
-    return bool(importlib.import_module("simsql.alembic").install(engine))
+    only when an attach or a mixin's ``create_all`` needs it (Alembic is slow to import)."""
+    return bool(importlib.import_module("simsql.alembic").install(bind))
 
 
-install_with(_install)
+registry.install_with(_install)
 
 DEPRECATED_NAMES = {"attach": "attach_model", "detach": "detach_table"}
 """Names of simsql 0.2 and the functions that replace them. ``simsql.attach`` (an ORM model's

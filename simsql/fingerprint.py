@@ -38,7 +38,8 @@ Version 1 (simsql 0.1: log counts, no prior) stays available by name."""
 WIDE_VERSION = 3
 """Version 2 (the same features, weights and fingerprints, bit for bit) plus the wide 256-bit
 signature (:mod:`simsql.signature`) as part of the configuration: a table recorded with it stores
-the signature too. What ``simsql attach`` and ``op.add_simhash`` create unless told otherwise."""
+the signature too. Asked for by name: ``WideSimHashMixin``, ``simsql attach --wide``,
+``wide=True``; every new table is version 2 unless told otherwise (:data:`DEFAULT`)."""
 
 VERSIONS = (1, 2, 3)
 
@@ -400,7 +401,7 @@ DEFAULT = Fingerprinter()
 set_default_measure(DEFAULT)
 
 DEFAULT_WIDE = Fingerprinter(version=WIDE_VERSION)
-"""Version 3's default: what ``simsql attach``, ``op.add_simhash``, ``WideSimHashMixin`` and ``wide=True`` use."""
+"""Version 3's default: what ``WideSimHashMixin``, ``simsql attach --wide`` and ``wide=True`` use."""
 
 
 def simhash(text: str, **config: object) -> int:

@@ -121,10 +121,16 @@ def install_trigger_on_create(table: Table, binding: Callable[[], BoundTable]) -
         server.clear_trigger_names(connection, schema, trigger.names)
         for statement in trigger.create_statements(server, schema):
             execute_sql(connection, statement)
-        # recorded where simsql is installed, so its command line sees the table like an
-        # attached one (status, backfill, similar, dupes); nothing is installed otherwise
+        # recorded in simsql's registry (installed first where missing, as attach_table does, for
+        # a table of the connection's own schema: a table made in a schema of its own, such as
+        # the demo's, installs nothing elsewhere), so its command line sees the table like an
+        # attached one (status, backfill, similar, dupes)
         bound = binding()
         table_schema, name = bound.registry_key
+        if table_schema is None or table_schema == registry.current_schema(connection):
+            registry.install_when_needed(connection)
+        if trigger.names.side is None:  # the table was just made: an entry of its name is of one dropped outside simsql
+            registry.remove(connection, name, table_schema)
         registry.claim(connection, name, table_schema, bound.fingerprinter, bound.source_columns, bound.names)
 
     def drop(target: Table, connection: Any, **kw: Any) -> None:
@@ -136,8 +142,11 @@ def install_trigger_on_create(table: Table, binding: Callable[[], BoundTable]) -
         registry.remove(connection, name, table_schema)  # what create recorded
 
     def check(target: Table, connection: Any, **kw: Any) -> None:
-        # before the table exists: its trigger could not work on a server without the digest
-        backend(connection).check_digest(connection)
+        # before the table exists: its trigger could not work on a server without the digest,
+        # and a name the server would cut (PostgreSQL: 63 bytes) would not be the one recorded
+        server = backend(connection)
+        server.check_digest(connection)
+        server.check_identifier(target.name, "table name")
 
     event.listen(table, "before_create", check)
     event.listen(table, "after_create", create)

@@ -21,6 +21,7 @@ import json
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Engine, event, select, text
@@ -49,6 +50,27 @@ Entry = Attachment
 """Former name of :class:`simsql.schema.Attachment`."""
 
 VERSION_TABLE = "simsql_alembic_version"
+
+
+Installer = Callable[[Any], bool]
+_INSTALLER: list[Installer] = []
+
+
+def install_with(installer: Installer) -> None:
+    """Declare the function that installs simsql's own objects when they are missing
+    (``installer(bind)``, an engine or a connection, returning whether it had to).
+
+    The seam by which this layer reaches simsql's Alembic revisions, a front end above it: the
+    package's top level declares :func:`simsql.alembic.install`, so whichever module a caller
+    imports, ``attach_table`` and ``create_all`` of a mixin model install them exactly as
+    ``simsql attach`` does."""
+    _INSTALLER[:] = [installer]
+
+
+def install_when_needed(bind: Engine | Connection) -> bool:
+    """simsql's own objects installed on ``bind``'s database if missing (given a connection, in
+    its transaction); whether it had to. With no installer declared nothing is installed."""
+    return _INSTALLER[0](bind) if _INSTALLER else False
 
 
 def current_schema(connection: Connection) -> str:
@@ -155,17 +177,50 @@ def settings_difference(recorded: dict[str, Any], wanted: dict[str, Any] | None)
     return "; ".join(f"{k}: {_setting_text(k, recorded.get(k))} -> {_setting_text(k, wanted.get(k))}" for k in differ)
 
 
+Advice = Callable[[Attachment], "str | None"]
+"""What a caller that knows more (a mixin model, an ORM side table) tells the user to change when
+a table holds another configuration: given the table's entry, one sentence, or None."""
+
+WIDE_SETTINGS = frozenset({"algorithm", "signature_bits"})
+"""The settings in which versions 2 and 3 of one configuration differ: the wide signature."""
+
+
+def only_wide_differs(recorded: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    """Whether two configurations are the same but for the wide signature (version 2 and 3)."""
+    differ = {k for k in recorded.keys() | wanted.keys() if recorded.get(k) != wanted.get(k)}
+    return bool(differ) and differ <= WIDE_SETTINGS and {recorded.get("algorithm"), wanted.get("algorithm")} <= {2, 3}
+
+
+def wide_advice(found: Attachment) -> str:
+    """The change that fits a caller to a table of the same configuration but for the wide signature."""
+    if found.settings.get("algorithm") == 3:
+        return ("the table stores the wide signature (algorithm version 3): use simsql.WideSimHashMixin, "
+                "`simsql attach --wide` or wide=True")  # fmt: skip
+    return ("the table has no wide signature (algorithm version 2): use simsql.SimHashMixin, "
+            "`simsql attach --no-wide` or wide=False, or move the table to version 3 with `simsql refingerprint`")  # fmt: skip
+
+
 def mismatch(
-    schema: str, table_name: str, found: Attachment, config_id: str, wanted: dict[str, Any] | None = None
+    schema: str,
+    table_name: str,
+    found: Attachment,
+    config_id: str,
+    wanted: dict[str, Any] | None = None,
+    advice: Advice | None = None,
 ) -> ConfigMismatch:
     """The refusal of ``config_id`` on a table recorded with another configuration; given the
-    ``wanted`` settings, it names the settings that differ (recorded -> wanted)."""
+    ``wanted`` settings, it names the settings that differ (recorded -> wanted). The remedy is
+    ``advice``'s when it has one, else the wide signature's when only that differs, else the
+    general one (the data's settings, or a refingerprint)."""
     what = "differs in" if wanted is not None else "recorded as"
+    remedy = advice(found) if advice is not None else None
+    if remedy is None and wanted is not None and only_wide_differs(found.settings, wanted):
+        remedy = wide_advice(found)
     return ConfigMismatch(
         f"{schema}.{table_name} holds fingerprints of config {found.config_id}, but this uses {config_id} "
-        f"({what} {settings_difference(found.settings, wanted)}); use the same Fingerprinter settings as the data "
-        "(Fingerprinter.from_settings rebuilds them), or move the table to the new configuration with `simsql "
-        "refingerprint` (simsql.refingerprint)"
+        f"({what} {settings_difference(found.settings, wanted)}); "
+        + (remedy or "use the same Fingerprinter settings as the data (Fingerprinter.from_settings rebuilds them), "
+           "or move the table to the new configuration with `simsql refingerprint` (simsql.refingerprint)")
     )
 
 
@@ -265,13 +320,16 @@ def forget(engine: Engine) -> None:
         _recorded.pop(engine, None)
 
 
-def check(connection: Connection, table_name: str, schema: str | None, config_id: str) -> None:
-    """Raise :class:`ConfigMismatch` if ``table_name`` was filled with another configuration."""
+def check(
+    connection: Connection, table_name: str, schema: str | None, config_id: str, advice: Advice | None = None
+) -> None:
+    """Raise :class:`ConfigMismatch` if ``table_name`` was filled with another configuration
+    (``advice``: what the caller would tell the user to change, see :func:`mismatch`)."""
     if _fresh(connection.engine, (schema, table_name, config_id)):
         return
     entry = read(connection, table_name, schema)
     if entry is not None and entry.config_id != config_id:
-        raise mismatch(entry.table_schema, table_name, entry, config_id)
+        raise mismatch(entry.table_schema, table_name, entry, config_id, advice=advice)
     _passed(connection.engine, (schema, table_name, config_id), _confirm_in(connection, entry, schema))
 
 
@@ -292,7 +350,9 @@ _confirmed: weakref.WeakKeyDictionary[Any, set[Target]] = weakref.WeakKeyDiction
 (PostgreSQL), so what was confirmed there is confirmed again in the next one or in its parent."""
 
 
-def confirm(connection: Connection, table_name: str, schema: str | None, config_id: str) -> None:
+def confirm(
+    connection: Connection, table_name: str, schema: str | None, config_id: str, advice: Advice | None = None
+) -> None:
     """After a write to ``table_name`` in the connection's transaction: raise
     :class:`ConfigMismatch` (the caller's transaction must then roll back) if the table has
     moved to another configuration since this process last checked.
@@ -323,7 +383,7 @@ def confirm(connection: Connection, table_name: str, schema: str | None, config_
             return
         where = _recorded.get(engine, {}).get(target)
     if where is None:
-        check(connection, table_name, schema, config_id)
+        check(connection, table_name, schema, config_id, advice)
         with _lock:
             where = _recorded.get(engine, {}).get(target)
         if where is None:
@@ -332,7 +392,7 @@ def confirm(connection: Connection, table_name: str, schema: str | None, config_
     row = connection.execute(statement.with_for_update(read=True)).first()
     if row is not None and row.config_id != config_id:
         forget(engine)
-        raise mismatch(where, table_name, _entry(row), config_id)
+        raise mismatch(where, table_name, _entry(row), config_id, advice=advice)
     if transaction is not None:
         with _lock:
             _confirmed.setdefault(transaction, set()).add(target)
@@ -474,6 +534,8 @@ __all__ = [
     "entries",
     "fingerprinter_from_settings",
     "forget",
+    "install_when_needed",
+    "install_with",
     "progress_table",
     "read",
     "record",

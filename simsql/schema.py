@@ -50,14 +50,15 @@ also stores the wide signature: how an attachment records it without another reg
 so databases installed by an earlier simsql need no new revision."""
 
 
-def check_name(name: str, what: str = "identifier") -> str:
-    """Refuse names PostgreSQL cannot hold (empty, NUL, longer than 63 bytes) before any SQL."""
+def check_name(name: str, what: str = "identifier", max_bytes: int | None = MAX_IDENTIFIER_BYTES) -> str:
+    """Refuse names PostgreSQL cannot hold (empty, NUL, longer than 63 bytes) before any SQL.
+    ``max_bytes=None``: the length is the server's to judge (MySQL/MariaDB count characters)."""
     if not isinstance(name, str) or not name:
         raise SchemaError(f"{what} must be a non-empty string, got {name!r}")
     if "\x00" in name:
         raise SchemaError(f"{what} {name!r} contains a NUL character, which PostgreSQL names cannot hold")
     size = len(name.encode("utf-8", "surrogatepass"))
-    if size > MAX_IDENTIFIER_BYTES:
+    if max_bytes is not None and size > max_bytes:
         raise SchemaError(
             f"{what} {name!r} is {size} bytes long; PostgreSQL names hold at most {MAX_IDENTIFIER_BYTES}"
         )
@@ -106,7 +107,9 @@ class Names:
     beside the fingerprint (word 0) and one indexed column per block of :data:`WIDE_LAYOUT`."""
 
     def __post_init__(self) -> None:
-        check_name(self.table, "table name")
+        # the table's length is its server's to judge (Backend.check_identifier: PostgreSQL 63
+        # bytes, MySQL/MariaDB 64 characters); every name simsql derives from it fits both
+        check_name(self.table, "table name", max_bytes=None)
         check_name(self.prefix, "column prefix")
         # the longest derived column is <prefix>_src / <prefix>_b0
         if len(self.prefix.encode("utf-8", "surrogatepass")) > MAX_IDENTIFIER_BYTES - 4:

@@ -33,9 +33,9 @@ from . import registry
 from .dialects import COVERING_INFO, backend, block_computed, wide_block_computed
 from .dialects.base import is_autocommit
 from .errors import ConfigMismatch, NotAttached, SchemaError
-from .fingerprint import DEFAULT, DEFAULT_WIDE, Fingerprinter
+from .fingerprint import DEFAULT, DEFAULT_WIDE, WIDE_VERSION, Fingerprinter
 from .orm_triggers import install_trigger_on_create
-from .schema import BLOCK_COUNT, DEFAULT_PREFIX, Names, configuration_for, default_side_table
+from .schema import BLOCK_COUNT, DEFAULT_PREFIX, Attachment, Names, configuration_for, default_side_table
 from .types import TEXT_DIGEST, SimHash
 from .vectors import AnyFingerprinter, VectorFingerprinter, vector_of
 
@@ -161,14 +161,24 @@ class Binding:
 
     def check_config(self, connection: Any, *, claim: bool = False) -> None:
         """Refuse to read or write fingerprints of another configuration (cached per engine).
-
-        ``claim`` (writes): a table simsql's registry does not know yet (a mixin or ORM side
-        table made by ``create_all``) is recorded with this configuration, so that a later
-        writer or reader with another one is refused."""
+        ``claim`` (writes): a table simsql's registry does not know yet is recorded with this
+        configuration, so that a later writer or reader with another one is refused."""
         schema, name = self.registry_key
         if claim:
             registry.claim(connection, name, schema, self.fingerprinter, self.source_columns, self.names)
-        registry.check(connection, name, schema, self.fingerprinter.config_id)
+        registry.check(connection, name, schema, self.fingerprinter.config_id, self.mismatch_advice)
+
+    def mismatch_advice(self, found: Attachment) -> str | None:
+        """The one change that fits this model to a table of the same configuration but for the
+        wide signature: the other mixin (or ``wide=`` of :func:`attach_model`); None otherwise."""
+        ours, version = self.fingerprinter, found.settings.get("algorithm")
+        if not isinstance(ours, Fingerprinter) or not registry.only_wide_differs(found.settings, ours.settings):
+            return None
+        mixins = ("WideSimHashMixin", "SimHashMixin")[:: 1 if version == WIDE_VERSION else -1]
+        change = (f"pass wide={version == WIDE_VERSION} to simsql.attach_model({self.model.__name__}, ...)" if self.mode == "side_table"
+                  else f"declare {self.model.__name__} with simsql.{mixins[0]} instead of simsql.{mixins[1]}")  # fmt: skip
+        custom = "" if ours in (DEFAULT, DEFAULT_WIDE) else f" and its configuration as Fingerprinter(version={version}, ...)"
+        return change + custom + ("" if version == WIDE_VERSION else "; or move the table to version 3 first with `simsql refingerprint`")
 
     def confirm_config(self, connection: Any, instance: object) -> None:
         """After ``instance``'s fingerprint was written in ``connection``'s transaction: refuse
@@ -179,7 +189,7 @@ class Binding:
         table's configuration."""
         schema, name = self.registry_key
         try:
-            registry.confirm(connection, name, schema, self.fingerprinter.config_id)
+            registry.confirm(connection, name, schema, self.fingerprinter.config_id, self.mismatch_advice)
         except ConfigMismatch:
             if is_autocommit(connection):
                 where = [column == value for column, value in zip(self.table_keys, self.key_of(instance))]

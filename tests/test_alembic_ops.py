@@ -78,12 +78,12 @@ def test_alembic_operations_in_a_mysql_applications_history(mysql_engine: Engine
         connection.commit()
         assert simsql.alembic.current(connection) == ("simsql_0001",)
         assert connection.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == ["app_0001"]
-    entry = simsql.status(mysql_engine)[0]  # version 3, add_simhash's default: with the wide signature
-    assert (entry.mode, entry.rows_missing) == (("side_table" if side_table else "columns") + "+wide", 4)
+    entry = simsql.status(mysql_engine)[0]  # version 2, add_simhash's default (as SimHashMixin's)
+    assert (entry.mode, entry.rows_missing) == ("side_table" if side_table else "columns", 4)
     holder = "docs_simhash" if side_table else "docs"
     with mysql_engine.connect() as connection:
         indexes = catalog.index_names(connection, connection.execute(text("SELECT DATABASE()")).scalar_one(), holder)
-    assert sorted(i for i in indexes if i.startswith("ix_")) == sorted(Names(holder, wide=True).indexes)
+    assert sorted(i for i in indexes if i.startswith("ix_")) == sorted(Names(holder).indexes)
     fingerprint_by_hand(mysql_engine, holder if side_table else None)
     assert groups(mysql_engine) == [[1, 2]]
 

@@ -1,6 +1,6 @@
-"""The Alembic operations and algorithm version 3: ``op.add_simhash`` creates the wide
-signature by default, ``wide=False`` keeps version 2; rendered calls carry what differs from
-the default; offline (``--sql``, PostgreSQL) and online on every server the operations build
+"""The Alembic operations and algorithm version 3: ``op.add_simhash`` creates version 2 by
+default (as ``SimHashMixin`` declares), ``wide=True`` the wide signature; rendered calls carry
+what differs from the default; offline (``--sql``, PostgreSQL) and online on every server the operations build
 what ``attach_table`` builds, and their reverse undoes it."""
 
 from __future__ import annotations
@@ -30,24 +30,24 @@ from .test_readme_alembic import _psql, fresh_database  # noqa: F401  (fixture)
 def _migration(**options: Any) -> ops.UpgradeOps:
     return ops.UpgradeOps(ops=[
         AddSimHashOp("docs", ["title", "body"], primary_key=["id"], **options),
-        CreateSimHashIndexesOp("docs", primary_key=["id"], **({"wide": False} if options.get("wide") is False else {})),
+        CreateSimHashIndexesOp("docs", primary_key=["id"], **({"wide": True} if options.get("wide") else {})),
     ])  # fmt: skip
 
 
-def test_the_default_is_version_3_and_wide_false_renders() -> None:
-    assert AddSimHashOp("docs", ["body"]).configuration == DEFAULT_WIDE
-    assert AddSimHashOp("docs", ["body"], wide=False).configuration == DEFAULT
-    assert AddSimHashOp("docs", ["body"], fingerprinter=DEFAULT).configuration == DEFAULT
-    assert AddSimHashOp("docs", ["body"], wide=False).reverse().reverse().configuration == DEFAULT
+def test_the_default_is_version_2_and_wide_true_renders() -> None:
+    assert AddSimHashOp("docs", ["body"]).configuration == DEFAULT
+    assert AddSimHashOp("docs", ["body"], wide=True).configuration == DEFAULT_WIDE
+    assert AddSimHashOp("docs", ["body"], fingerprinter=DEFAULT_WIDE).configuration == DEFAULT_WIDE
+    assert AddSimHashOp("docs", ["body"], wide=True).reverse().reverse().configuration == DEFAULT_WIDE
     with pytest.raises(ValueError, match="part of algorithm version 3"):
         AddSimHashOp("docs", ["body"], fingerprinter=DEFAULT, wide=True).configuration
-    wide = _body(render_python_code(_migration()))
-    assert "op.add_simhash('docs', ['title', 'body'], primary_key=['id'])" in wide and "wide" not in wide
-    narrow = _migration(wide=False)
-    code, undo = _body(render_python_code(narrow)), _body(render_python_code(narrow.reverse()))
-    assert "op.add_simhash('docs', ['title', 'body'], primary_key=['id'], wide=False)" in code
-    assert "op.create_simhash_indexes('docs', primary_key=['id'], wide=False)" in code
-    assert "op.drop_simhash('docs', source=['title', 'body'], primary_key=['id'], wide=False)" in undo
+    narrow = _body(render_python_code(_migration()))
+    assert "op.add_simhash('docs', ['title', 'body'], primary_key=['id'])" in narrow and "wide" not in narrow
+    wide = _migration(wide=True)
+    code, undo = _body(render_python_code(wide)), _body(render_python_code(wide.reverse()))
+    assert "op.add_simhash('docs', ['title', 'body'], primary_key=['id'], wide=True)" in code
+    assert "op.create_simhash_indexes('docs', primary_key=['id'], wide=True)" in code
+    assert "op.drop_simhash('docs', source=['title', 'body'], primary_key=['id'], wide=True)" in undo
     trigger = CreateSimHashTriggerOp("wide_articles", ["title", "body"], wide=True)
     assert "wide=True" in _body(render_python_code(ops.UpgradeOps(ops=[trigger])))
     assert trigger.trigger.names.wide
@@ -62,7 +62,7 @@ def test_offline_scripts_build_the_wide_columns_and_undo_them(tmp_path: Path, fr
         build_docs(engine, rows=30)
         simsql.alembic.upgrade(engine)
         before = state(engine)
-        migration = _migration() if wide else _migration(wide=False)
+        migration = _migration(wide=True) if wide else _migration()
         scripts = []
         for operations in (migration, migration.reverse()):
             buffer = io.StringIO()
@@ -88,7 +88,7 @@ def test_online_operations_attach_version_3_and_undo_it(any_engine: Engine) -> N
     build_docs(any_engine, rows=30)
     simsql.alembic.upgrade(any_engine)
     before = state(any_engine)
-    migration = _migration()
+    migration = _migration(wide=True)
     with any_engine.begin() as connection:
         _migrate(_body(render_python_code(migration)), MigrationContext.configure(connection))
     with any_engine.connect() as connection:

@@ -342,6 +342,9 @@ def test_the_example_of_docs_async_runs_twice(async_case: tuple[Engine, str], ca
     finally:
         del sys.modules[module.__name__]
     namespace = module.__dict__
+    # the example's engine on the test's own schema (a URL carries no asyncpg search_path): its
+    # create_all installs simsql where it runs, which must not be the database's public schema
+    namespace["create_async_engine"] = lambda url: async_engine_for(engine, driver)
     for _ in range(2):
         on(engine, driver, lambda async_engine: namespace["main"](async_engine.url.render_as_string(hide_password=False)))
     printed = capsys.readouterr().out.splitlines()

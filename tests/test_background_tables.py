@@ -182,7 +182,7 @@ def test_cli_attach_with_a_background(engine: Engine, url: str, tmp_path: Path) 
     with engine.connect() as connection:
         Background.fit(connection.execute(text("SELECT body FROM docs WHERE body IS NOT NULL LIMIT 500")).scalars()).save(saved)
     ok(cli("attach", "--table", "docs", "--text-column", "title", "--text-column", "body", "--background", str(saved), "--backfill", url=url))
-    centred = Fingerprinter(version=3, background=Background.load(saved))  # attach's default: version 3
+    centred = Fingerprinter(background=Background.load(saved))  # attach's default: version 2, as SimHashMixin
     assert config_id(engine, "docs") == centred.config_id
     with_text, fingerprinted = check_fingerprints(engine, holder_sql(False), centred)
     assert fingerprinted == with_text > 2000

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
-from tests.readme import README, check_print_claims, print_claims, python_blocks, run_blocks
+from tests.command_line import cli, ok
+from tests.readme import README, blocks, check_print_claims, commands, print_claims, python_blocks, run_blocks
 
 
 def _readme_blocks(server: str) -> list[str]:
@@ -42,3 +43,16 @@ def test_readme_python_blocks_run_on_mysql_unchanged(mysql_engine: Engine) -> No
     code = _readme_blocks("mysql")
     mysql_url = mysql_engine.url.set(drivername="mysql").render_as_string(hide_password=False)
     check_print_claims(code, run_blocks(code, "README.md", mysql_url), "README.md")
+
+
+def test_the_first_model_is_seen_by_the_command_line(any_engine: Engine, any_url: str) -> None:
+    """Issue 33: the README's first model, on a database where simsql was never installed, then
+    the commands the README gives right after it, as typed: each works (status lists the table,
+    similar and dupes find the copy, backfill has nothing left to do)."""
+    mysql = any_engine.dialect.name in ("mysql", "mariadb")
+    code = _readme_blocks("mysql" if mysql else "postgresql")
+    run_blocks(code, "README.md", any_url)
+    (block,) = blocks("sh first-model")
+    printed = [ok(cli(*command.split()[1:], url=any_url)).stdout for command in commands(block)]
+    assert "simsql_example_articles" in printed[0]
+    assert len(printed) == 4 and all(printed), printed

@@ -180,9 +180,9 @@ def test_offline_sql_runs_as_written(tmp_path: Path, fresh_database: str) -> Non
             valid = connection.execute(
                 text("SELECT count(*) FROM pg_index WHERE indrelid = 'articles'::regclass AND indisvalid")
             ).scalar_one()
-        # the four 16-bit block indexes, the eight wide ones (version 3, add_simhash's default), the
-        # primary key and articles_created_at
-        assert valid == 4 + 8 + 2
+        # the four 16-bit block indexes (version 2, add_simhash's default), the primary key and
+        # articles_created_at
+        assert valid == 4 + 2
         _psql(fresh_database, run("alembic downgrade head:base --sql", tmp_path, fresh_database).stdout, tmp_path)
         assert snapshot(engine) == before
         assert not _relation_exists(engine, "simsql_registry")

@@ -15,7 +15,7 @@ import builtins
 import gc
 
 import pytest
-from sqlalchemy import Engine, Text, select
+from sqlalchemy import Engine, Text, select, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
@@ -59,8 +59,10 @@ def _same_address_as(monkeypatch: pytest.MonkeyPatch, address: int, engine: Engi
 
 
 def test_a_new_engine_at_a_disposed_engines_address_is_checked(any_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
-    DefaultBase.metadata.create_all(any_engine)  # before simsql is installed: nothing recorded
+    DefaultBase.metadata.create_all(any_engine)  # installs simsql and records the table
     simsql.alembic.upgrade(any_engine)
+    with any_engine.begin() as connection:  # nothing recorded, as after a create_all by simsql before 0.3
+        connection.execute(text("DELETE FROM simsql_registry"))
     # A process configured with OTHER reads the table while nothing is recorded: the check passes.
     first = any_engine.execution_options()  # an engine object of its own on the same database
     with Session(first) as session:

@@ -112,6 +112,7 @@ def test_registry_round_trip_and_configuration_check(tables: Engine) -> None:
         database = registry.current_schema(connection)
         # MySQL's schema is the URL's database; PostgreSQL's the first of the search_path
         assert database == (make_url(str(tables.url)).database if is_mysql(connection) else _search_path(connection))
+        registry.remove(connection, "articles")  # what create_all recorded with the model's configuration
         registry.record(connection, "articles", None, other, ("title", "body"), "columns")
         registry.record(connection, "articles", None, other, ("title", "body"), "columns")  # idempotent
         entry = registry.read(connection, "articles")

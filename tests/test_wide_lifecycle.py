@@ -212,8 +212,8 @@ def test_a_wide_attachment_keeps_its_kind_and_moves_to_other_settings_where_it_c
 def test_the_command_line_attaches_wide_and_backfills(any_engine: Engine, any_url: str) -> None:
     build_live_docs(any_engine)
     before = state(any_engine)
-    # version 3, the wide signature, is attach's default
-    attached = cli("attach", "--table", "docs", "--text-column", "title", "--text-column", "body", "--backfill", url=any_url)
+    # version 3, the wide signature, asked for by name (version 2 is attach's default, as SimHashMixin's)
+    attached = cli("attach", "--table", "docs", "--text-column", "title", "--text-column", "body", "--wide", "--backfill", url=any_url)
     assert attached.returncode == 0, attached.stderr
     assert "with the wide signature" in attached.stdout and "built when the backfill ends" in attached.stdout
     assert "fingerprinted 4 rows" in attached.stdout and f"built {4 + WIDE_LAYOUT.count} block indexes" in attached.stdout

@@ -38,9 +38,9 @@ def _stored_key(primary_key: PrimaryKey) -> dict[str, str] | tuple[str, ...] | N
 class AttachmentOp(MigrateOperation):
     """What add_simhash and drop_simhash both carry, so each can rebuild the other.
 
-    ``wide``: the table stores the wide originality signature, part of algorithm version 3;
-    ``None`` (the default) means version 3 unless ``fingerprinter`` is of another version, and
-    ``wide=False`` keeps a table on version 2 (:attr:`configuration`)."""
+    ``wide``: the table stores the wide originality signature, part of algorithm version 3
+    (``wide=True``, as ``WideSimHashMixin``); ``None`` (the default) means what ``fingerprinter``
+    says, version 2 without one: the configuration ``SimHashMixin`` declares (:attr:`configuration`)."""
 
     def __init__(
         self,
@@ -64,9 +64,9 @@ class AttachmentOp(MigrateOperation):
 
     @property
     def configuration(self) -> Fingerprinter:
-        """What the table is attached with: version 3 (the wide signature) unless the operation
-        names another configuration or says ``wide=False``."""
-        return configuration_for(self.fingerprinter, True if self.wide is None and self.fingerprinter is None else self.wide)
+        """What the table is attached with: version 2 (as ``SimHashMixin`` declares) unless the
+        operation names another configuration or says ``wide=True`` (version 3, as ``WideSimHashMixin``)."""
+        return configuration_for(self.fingerprinter, self.wide)
 
     @property
     def names(self) -> Names:
@@ -82,7 +82,8 @@ class AttachmentOp(MigrateOperation):
 class IndexesOp(MigrateOperation):
     """What create_simhash_indexes and drop_simhash_indexes both carry. Online the registry says
     which block columns the table has; offline (``--sql``) an earlier ``add_simhash`` of the same
-    run does, else ``wide`` (default: the wide blocks too, as ``add_simhash`` creates them)."""
+    run does, else ``wide`` (default: the version 2 blocks only, as ``add_simhash`` creates them;
+    ``wide=True`` for a version 3 table's wide blocks too)."""
 
     def __init__(
         self,
@@ -105,7 +106,7 @@ class IndexesOp(MigrateOperation):
     @property
     def names(self) -> Names:
         mode: Mode = "side_table" if self.side_table else "columns"
-        return Names.for_table(self.table_name, self.prefix, mode, wide=self.wide is not False)
+        return Names.for_table(self.table_name, self.prefix, mode, wide=self.wide is True)
 
     def _args(self) -> tuple[Any, ...]:
         return (self.table_name, self.schema, self.concurrently, self.side_table, self.primary_key, self.prefix, self.wide)

@@ -64,8 +64,8 @@ def _render_attachment(context: AutogenContext, operation: AttachmentOp) -> str:
     if configuration.config_id not in (DEFAULT.config_id, DEFAULT_WIDE.config_id):
         context.imports.add("import simsql")
         call += f", fingerprinter=simsql.Fingerprinter(**{configuration.settings!r})"
-    elif not configuration.wide:  # the operations' default is version 3, with the wide signature
-        call += ", wide=False"
+    elif configuration.wide:  # the operations' default is version 2, as SimHashMixin's
+        call += ", wide=True"
     return call + ")"
 
 
@@ -76,7 +76,7 @@ def _render_indexes(context: AutogenContext, operation: IndexesOp) -> str:
     name = "create_simhash_indexes" if isinstance(operation, CreateSimHashIndexesOp) else "drop_simhash_indexes"
     extra = _keywords(schema=operation.schema, concurrently=operation.concurrently, side_table=operation.side_table,
                       primary_key=_plain(operation.primary_key), prefix=_custom(operation.prefix))  # fmt: skip
-    extra += ", wide=False" if operation.wide is False else ""
+    extra += ", wide=True" if operation.wide else ""
     return f"op.{name}({operation.table_name!r}{extra})"
 
 

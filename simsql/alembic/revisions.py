@@ -136,12 +136,22 @@ def upgrade(bind: str | Engine | Connection, revision: str = "heads") -> None:
     _with_connection(bind, run, one_at_a_time=True)
 
 
-def install(bind: str | Engine) -> bool:
+def install(bind: str | Engine | Connection) -> bool:
     """Install simsql's own objects when its registry is missing (:func:`upgrade` to the
-    newest revision, under the migration lock); returns whether it had to.
+    newest revision, under the migration lock); returns whether it had to. Given a connection,
+    in its transaction, the lock held until that ends (as ``op.upgrade_simsql()``).
 
-    The one rule of "install when needed": ``simsql attach`` and :func:`simsql.attach_table`
-    both call it, so a script and the command line leave the same database behind."""
+    The one rule of "install when needed": ``simsql attach``, :func:`simsql.attach_table` and
+    ``create_all`` of a ``SimHashMixin`` model all call it, so a script, a model and the command
+    line leave the same database behind."""
+    if isinstance(bind, Connection):
+        if registry.registry_exists(bind):
+            return False
+        with migration_lock(bind, until_transaction_ends=True):
+            if registry.registry_exists(bind):  # installed by whoever held the lock
+                return False
+            upgrade(bind)
+        return True
     engine = engine_for(bind) if isinstance(bind, str) else bind
     try:
         with engine.connect() as connection:

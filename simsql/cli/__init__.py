@@ -131,9 +131,32 @@ def _error(message: str) -> None:
     print(f"simsql: error: {message}", file=sys.stderr)
 
 
+NAMES = ("table", "schema", "text_columns", "prefix", "columns")
+"""The arguments that name database objects: a name must be text a driver can send."""
+
+
+def undecodable_name(args: argparse.Namespace) -> str | None:
+    """Why an argument naming a database object cannot be sent, or None. A shell passes bytes
+    that are not UTF-8 (``$'t\xff'``) as lone surrogates, which no driver encodes."""
+    for dest in NAMES:
+        value = getattr(args, dest, None)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    shown = item.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+                    option = "--text-column" if dest == "text_columns" else f"--{dest}"
+                    return f"argument {option}: {shown!r} is not valid UTF-8 (the shell passed bytes that no database name can hold)"
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    undecodable = undecodable_name(args)
+    if undecodable is not None:
+        getattr(args, "parser", parser).error(undecodable)
     _configure_logging(args.verbose)
     try:
         return int(args.handler(args))

@@ -132,7 +132,7 @@ def add_refingerprint(commands: Any, common: argparse.ArgumentParser) -> None:
     refingerprint.add_argument(
         "--algorithm-version", type=int, choices=(1, 2, 3), default=3, dest="algorithm_version",
         help="fingerprint algorithm of the new configuration (default: 3, version 2 plus the wide originality "
-        "signature, what attach creates; a version 2 table of the same settings moves to it in place on MySQL/MariaDB)",
+        "signature, what attach --wide and WideSimHashMixin create; a version 2 table of the same settings moves to it in place on MySQL/MariaDB)",
     )
     refingerprint.add_argument("--shingle-size", type=positive_int, default=1, help="words per shingle (default: 1)")
     refingerprint.add_argument("--chinese", choices=("jieba", "bigrams"), default=None, help="default: the version's")

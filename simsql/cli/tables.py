@@ -8,6 +8,7 @@ database untouched; it then offers to backfill (asked on a terminal, else told h
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from typing import Any
 
@@ -87,13 +88,13 @@ def _offer_backfill(engine: Engine, args: argparse.Namespace) -> None:
 
 def _attach_configuration(engine: Engine, args: argparse.Namespace) -> tuple[simsql.Fingerprinter | None, bool | None]:
     """(fingerprinter, wide) for attach_table: an attached table keeps its recorded configuration
-    unless told otherwise; a new one gets algorithm version 3 (the wide signature) unless
-    ``--no-wide`` asks for version 2."""
+    unless told otherwise; a new one gets algorithm version 2 (what ``SimHashMixin`` declares)
+    unless ``--wide`` asks for version 3 (the wide signature, as ``WideSimHashMixin``)."""
     if args.wide is None and args.background is None:
         with engine.connect() as connection:
             if simsql.registry.read(connection, args.table, args.schema) is not None:
                 return None, None
-    wide = args.wide is not False
+    wide = args.wide is True
     if args.background is None:
         return None, wide
     version = simsql.fingerprint.WIDE_VERSION if wide else simsql.fingerprint.ALGORITHM_VERSION
@@ -163,11 +164,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     else:
         write_records(args.format, list(records[0]) if records else ["table"], records, sys.stdout)
         if not records:
-            print("no table is attached (run `simsql attach --table ...`)", file=sys.stderr)
+            print("no table is attached (run `simsql attach --table TABLE --text-column COLUMN`)", file=sys.stderr)
     for s in found:
         if s.state in (simsql.lifecycle.tables.GONE, simsql.lifecycle.tables.REPLACED):
+            command = shlex.join(["simsql", "detach", "--table", s.table, "--schema", s.schema])
             print(f"{s.schema}.{s.table} was {'dropped' if s.state == 'gone' else 'replaced'} outside simsql; "
-                  f"clear its entry with: simsql detach --table {s.table}", file=sys.stderr)
+                  f"clear its entry with: {command}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -190,9 +192,10 @@ def add_attach(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     attach.add_argument(
         "--wide", action=argparse.BooleanOptionalAction, default=None,
-        help="store the wide 256-bit originality signature find_original probes: algorithm version 3 (default for "
-        "a new attachment; its block indexes are built when the backfill ends). --no-wide: version 2, the 64-bit "
-        "fingerprint only. An attached table keeps what it has unless this is given",
+        help="store the wide 256-bit originality signature find_original probes: algorithm version 3, what "
+        "WideSimHashMixin declares (its block indexes are built when the backfill ends). Default for a new "
+        "attachment: --no-wide, version 2, the 64-bit fingerprint only, what SimHashMixin declares. An attached "
+        "table keeps what it has unless this is given",
     )
     attach.add_argument("--no-indexes", dest="indexes", action="store_false", help="skip the block indexes")
     attach.add_argument(

@@ -307,6 +307,15 @@ class Backend(ABC):
         """The name of ``schema.table``'s primary key constraint."""
 
     @abstractmethod
+    def triggers_as_written(
+        self, connection: Connection, schema: str, names: Names, source: Sequence[str], keys: Sequence[str]
+    ) -> bool:
+        """Whether the triggers of ``names.table`` that hold simsql's names are exactly those
+        :meth:`create_trigger_sql` writes for ``source`` and ``keys`` (names, events, body), and
+        nothing else of simsql's names: the proof that simsql made them (``create_all`` of a mixin
+        model) before ``simsql attach`` adopts them."""
+
+    @abstractmethod
     def attach_conflicts(self, connection: Connection, facts: TableFacts, names: Names) -> list[str]:
         """Objects simsql did not create that already hold one of ``names`` on the table
         ``facts`` describes (columns, side table, indexes, triggers), as an error lists them."""

@@ -200,6 +200,11 @@ class DDL(ABC):
         invariant, and the registry entry; the indexes are :meth:`create_indexes`."""
 
     @abstractmethod
+    def record(self, target: Target, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
+        """The registry entry alone: :meth:`attach`'s last part, and all of adopting the objects a
+        mixin model's ``create_all`` made (they exist already, exactly as simsql makes them)."""
+
+    @abstractmethod
     def resume_attach(self, target: Target, names: Names, fingerprinter: AnyFingerprinter, present: Present) -> Plan:
         """An attachment recorded with these settings already: what is left to do (an
         attachment made by an older simsql, a run that stopped halfway); empty when whole."""

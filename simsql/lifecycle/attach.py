@@ -7,48 +7,29 @@ as it was:
 
 * simsql never adopts an object it did not create: a column, side table or trigger that
   already holds one of simsql's names is a conflict, named in the error (choose another
-  ``prefix``);
+  ``prefix``), unless the catalog proves simsql made it: the columns and trigger (body
+  included) of a mixin model's ``create_all``, whose stored fingerprints are of the
+  configuration attached (:func:`.catalog.made_by_a_mixin`); those are recorded as they are;
 * attaching again with the same settings changes nothing; with other settings it is refused
   (detach first), so no fingerprint of one configuration or text survives under another.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, text
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from .. import registry
 from ..dialects import backend
 from ..dialects.plan import Plan, Target, TableFacts
-from ..errors import NotAttached, SchemaError
+from ..errors import ConfigMismatch, NotAttached, SchemaError
 from ..fingerprint import Fingerprinter
 from ..schema import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names, configuration_for
 from ..vectors import AnyFingerprinter, VectorFingerprinter
 from . import apply, catalog
-
-
-Installer = Callable[[Engine], bool]
-_INSTALLER: list[Installer] = []
-
-
-def install_with(installer: Installer) -> None:
-    """Declare the function that installs simsql's own objects when they are missing
-    (``installer(engine)``, returning whether it had to).
-
-    The seam by which this layer reaches simsql's Alembic revisions, a front end above it:
-    the package's top level declares :func:`simsql.alembic.install`, so whichever module a
-    caller imports, :func:`install_when_needed` (and ``attach_table``) installs them exactly as
-    ``simsql attach`` does."""
-    _INSTALLER[:] = [installer]
-
-
-def install_when_needed(engine: Engine) -> bool:
-    """simsql's own objects installed on ``engine``'s database if missing; whether it had to.
-    With no installer declared nothing is installed (:func:`plan_attach` then says how)."""
-    return _INSTALLER[0](engine) if _INSTALLER else False
 
 
 @dataclass(frozen=True)
@@ -110,6 +91,8 @@ def plan_attach(
     server = backend(connection)
     server.check_digest(connection)  # every attach path (attach_table, op.add_simhash, the CLI) plans here
     entry = registry.read(connection, table, target.schema)
+    if entry is not None and catalog.attachment_state(connection, entry) == catalog.REPLACED:
+        raise SchemaError(catalog.replaced_message(entry))
     fingerprinter, wide = _configuration(fingerprinter, wide, entry, target)
     vector = isinstance(fingerprinter, VectorFingerprinter)
     target = catalog.describe(connection, table, source, target.schema, vector=vector)  # text, or one vector column
@@ -126,14 +109,45 @@ def plan_attach(
         )
     facts = catalog.require_table(connection, table, target.schema)
     conflicts = server.attach_conflicts(connection, facts, names)
-    if conflicts:
-        raise SchemaError(
-            f"{', '.join(conflicts)} already exist(s) and simsql did not create them; simsql never adopts "
-            "or drops objects it did not create. Attach with another column prefix (--prefix / prefix=)"
-        )
+    adopted = bool(conflicts) and _adoptable(connection, facts, names, target, fingerprinter)
+    if conflicts and not adopted:
+        raise SchemaError(_conflict_message(connection, facts, names, target, conflicts))
     if not registry.require_registry(connection):
         raise NotAttached("simsql's registry is not installed; run `simsql db upgrade` (or simsql.alembic.upgrade) first")
+    if adopted:  # made by create_all of a mixin model where simsql was not installed: record it, as it is
+        return AttachPlan(target, names, server.ddl.record(target, names, fingerprinter), fingerprinter)
     return AttachPlan(target, names, server.ddl.attach(target, names, fingerprinter), fingerprinter)
+
+
+def _adoptable(connection: Connection, facts: TableFacts, names: Names, target: Target, fingerprinter: AnyFingerprinter) -> bool:
+    """Whether the objects holding simsql's names are a mixin model's, exactly as simsql makes
+    them (:func:`catalog.made_by_a_mixin`); :class:`ConfigMismatch` when they are but their
+    fingerprints are of another configuration than ``fingerprinter``."""
+    if isinstance(fingerprinter, VectorFingerprinter) or not catalog.made_by_a_mixin(connection, facts, names, target.source):
+        return False
+    if not catalog.stored_fingerprints_agree(connection, facts, names, target.source, fingerprinter):
+        raise ConfigMismatch(
+            f"{target.schema}.{target.table} has the columns and trigger of a simsql mixin model, but its stored "
+            f"fingerprints are not of configuration {fingerprinter.config_id}: attach it with the model's "
+            "__simhash_fingerprinter__ (simsql.attach_table(..., fingerprinter=...)); nothing was changed"
+        )
+    return True
+
+
+def _conflict_message(connection: Connection, facts: TableFacts, names: Names, target: Target, conflicts: list[str]) -> str:
+    """Why attach refuses objects that hold simsql's names, and what to do: the other ``--wide``
+    when they are a mixin model's of the other kind, else another prefix."""
+    other = names.with_wide(not names.wide)
+    if names.side is None and catalog.made_by_a_mixin(connection, facts, other, target.source):
+        mixin, option = ("WideSimHashMixin", "--wide / wide=True") if other.wide else ("SimHashMixin", "--no-wide / wide=False")
+        return (
+            f"{', '.join(conflicts)} were made by a simsql.{mixin} model (create_all): attach with {option} to "
+            "adopt them as they are"
+        )
+    return (
+        f"{', '.join(conflicts)} already exist(s) and simsql did not create them; simsql never adopts "
+        "or drops objects it did not create. Attach with another column prefix (--prefix / prefix=)"
+    )
 
 
 def add_simhash(
@@ -168,7 +182,7 @@ def attached_names(connection: Connection, table: str, schema: str | None) -> tu
     schema = schema or registry.current_schema(connection)
     entry = registry.read(connection, table, schema)
     if entry is None:
-        raise NotAttached(f"{schema}.{table} is not attached to simsql; run `simsql attach --table {table}` first")
+        raise catalog.not_attached(schema, table)
     return schema, entry
 
 
@@ -346,8 +360,6 @@ def check_fingerprinter(entry: Attachment, fingerprinter: Fingerprinter | None) 
 
 __all__ = [
     "AttachPlan",
-    "install_when_needed",
-    "install_with",
     "add_simhash",
     "describe_abandon",
     "describe_indexes",

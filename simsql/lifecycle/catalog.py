@@ -9,6 +9,7 @@ formatting it into SQL.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,8 +21,8 @@ from .. import registry
 from ..dialects import backend
 from ..dialects.plan import Column, Partition, Present, TableFacts, Target
 from ..errors import NotAttached, SchemaError
-from ..schema import Names
-from ..storage import Binding, register
+from ..schema import DEFAULT_PREFIX, Attachment, Names
+from ..storage import Binding, join_text, register
 
 
 def table_facts(connection: Connection, table: str, schema: str) -> TableFacts | None:
@@ -149,7 +150,7 @@ def reflect(connection: Connection, table: str, schema: str | None = None) -> ty
     schema_name = schema or registry.current_schema(connection)
     entry = registry.read(connection, table, schema_name)
     if entry is None:
-        raise NotAttached(f"{schema_name}.{table} is not attached to simsql; run `simsql attach --table {table}`")
+        raise not_attached(schema_name, table)
     names = entry.names
     metadata = MetaData()
     base = Table(table, metadata, autoload_with=connection, schema=schema_name)
@@ -158,6 +159,7 @@ def reflect(connection: Connection, table: str, schema: str | None = None) -> ty
     orm.registry(metadata=metadata).map_imperatively(model, base)
     keys: tuple[Any, ...] = tuple(inspect(model).primary_key)
     key_names = names.side_keys([k.name for k in keys]) if names.side else [k.name for k in keys]
+    _require_columns(connection, entry, holder, key_names)
     register(
         model,
         Binding(
@@ -178,6 +180,28 @@ def reflect(connection: Connection, table: str, schema: str | None = None) -> ty
     return model
 
 
+def _require_columns(connection: Connection, entry: Attachment, holder: Table, key_names: Sequence[str]) -> None:
+    """Refuse (:class:`SchemaError`) a holder that lacks some of simsql's columns: a table
+    replaced outside simsql, or an attach that stopped halfway (MySQL/MariaDB run each ALTER on
+    its own), each with the command that fixes it."""
+    names = entry.names
+    wanted = (names.fingerprint, names.digest, *names.blocks, *names.wide_words, *names.wide_blocks, *key_names)
+    missing = [name for name in wanted if name not in holder.c]
+    if not missing:
+        return
+    if attachment_state(connection, entry) == REPLACED:
+        raise SchemaError(replaced_message(entry))
+    words = ["simsql", "attach", "--table", entry.table_name, "--schema", entry.table_schema]
+    for column in entry.source:
+        words += ["--text-column", column]
+    words += ["--side-table"] if names.side else []
+    words += ["--prefix", names.prefix] if names.prefix != DEFAULT_PREFIX else []
+    raise SchemaError(
+        f"{entry.table_schema}.{names.holder} lacks simsql's {', '.join(missing)}: an attach that stopped before it "
+        f"finished. Run `{shlex.join(words)}` (simsql.attach_table) again to finish it"
+    )
+
+
 def partition_tree(connection: Connection, table: str, schema: str) -> list[Partition]:
     """(relation, parent, is_leaf) of a partitioned table, parents first, where the server
     builds indexes partition by partition (see :meth:`simsql.dialects.Backend.partition_tree`)."""
@@ -191,7 +215,103 @@ def dependents(connection: Connection, schema: str, table: str, columns: Sequenc
     return backend(connection).dependents(connection, schema, table, columns, own)
 
 
+GONE = "gone"
+REPLACED = "replaced"
+
+
+def attachment_state(connection: Connection, entry: Attachment) -> str:
+    """``"attached"``, or what happened to the table outside simsql: ``"gone"`` (no such table)
+    or ``"replaced"`` (a table of that name without simsql's fingerprint column or side table)."""
+    facts = table_facts(connection, entry.table_name, entry.table_schema)
+    if facts is None:
+        return GONE
+    names = entry.names
+    holder = facts if names.side is None else table_facts(connection, names.side, entry.table_schema)
+    if holder is None:
+        return REPLACED
+    if backend(connection).folds_names:  # MySQL/MariaDB: column names compare without case
+        return "attached" if names.fingerprint.lower() in {c.lower() for c in holder.columns} else REPLACED
+    return "attached" if names.fingerprint in holder.columns else REPLACED
+
+
+def made_by_a_mixin(connection: Connection, facts: TableFacts, names: Names, source: Sequence[str]) -> bool:
+    """Whether the objects holding simsql's ``names`` on a table its registry does not record
+    are exactly those ``create_all`` of a ``SimHashMixin`` (``WideSimHashMixin`` for wide
+    ``names``) model reading ``source`` makes: every column of ``names``, none but the digest text, the
+    fingerprint and words ``bigint``, the blocks integers, no wide column beyond ``names``, and
+    the trigger as simsql writes it, body included (:meth:`simsql.dialects.Backend.triggers_as_written`).
+    What passes is simsql's to adopt; anything else is not (nothing of it is touched)."""
+    server = backend(connection)
+    if names.side is not None:
+        return False
+
+    def fold(name: str) -> str:
+        return name.lower() if server.folds_names else name
+
+    columns = {fold(name): column for name, column in facts.columns.items()}
+    found = [columns.get(fold(name)) for name in names.added_columns]
+    if any(column is None or (column.is_text and name != names.digest) for name, column in zip(names.added_columns, found)):
+        return False
+    wide_only = [fold(name) for name in names.with_wide(True).added_columns if name not in names.added_columns]
+    if any(name in columns for name in wide_only):
+        return False
+    words = {fold(name) for name in names.signature_words}
+    for name, column in zip(names.added_columns, found):
+        assert column is not None
+        kind = column.type.lower()
+        if (fold(name) in words and "bigint" not in kind) or (name in (*names.blocks, *names.wide_blocks) and "int" not in kind):
+            return False
+    return server.triggers_as_written(connection, facts.schema, names, source, facts.keys)
+
+
+def stored_fingerprints_agree(
+    connection: Connection, facts: TableFacts, names: Names, source: Sequence[str], fingerprinter: Any, sample: int = 16
+) -> bool:
+    """Whether up to ``sample`` fingerprints stored in ``facts``' table are those ``fingerprinter``
+    computes from their rows' text: a table adopted from a mixin model is recorded with the
+    configuration its fingerprints were made with, or not at all."""
+    server = backend(connection)
+    quote = server.quote
+    sql = (
+        f"SELECT {quote(names.fingerprint)}, {', '.join(quote(c) for c in source)} FROM {server.qualified(facts.schema, facts.name)} "
+        f"WHERE {quote(names.fingerprint)} IS NOT NULL LIMIT {int(sample)}"
+    )
+    for stored, *values in connection.execute(text(sql)):
+        text_value = join_text(values)
+        if text_value is not None and fingerprinter.fingerprint_many([text_value], empty="none")[0] != server.fingerprint_from_db(stored):
+            return False
+    return True
+
+
+def not_attached(schema: str, table: str) -> NotAttached:
+    """The refusal of a table simsql's registry does not record, with the command that attaches
+    it (a mixin model's table is adopted by it as it is)."""
+    command = shlex.join(["simsql", "attach", "--table", table, "--schema", schema])
+    return NotAttached(
+        f"{schema}.{table} is not attached to simsql; run `{command} --text-column COLUMN` (one --text-column per "
+        "column its text comes from; simsql.attach_table)"
+    )
+
+
+def replaced_message(entry: Attachment) -> str:
+    """Why a table replaced outside simsql is refused, and the one command that clears what
+    simsql recorded of the table it replaced (``simsql detach``, as for a dropped one)."""
+    command = shlex.join(["simsql", "detach", "--table", entry.table_name, "--schema", entry.table_schema])
+    return (
+        f"{entry.table_schema}.{entry.table_name} was replaced outside simsql (dropped and made again): simsql's "
+        f"registry still holds the dropped table's entry ({entry.mode}, {entry.config_id}). Nothing was changed; run "
+        f"`{command}` (simsql.detach_table) to clear it, then attach the new table"
+    )
+
+
 __all__ = [
+    "not_attached",
+    "made_by_a_mixin",
+    "stored_fingerprints_agree",
+    "replaced_message",
+    "GONE",
+    "REPLACED",
+    "attachment_state",
     "Column",
     "IndexState",
     "TableFacts",
@@ -208,3 +328,4 @@ __all__ = [
     "schema_triggers",
     "table_facts",
 ]
+

@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
@@ -51,9 +51,9 @@ from .. import registry
 from ..dialects import Backend, backend
 from ..dialects.batch import Job
 from ..dialects.plan import Target
-from ..errors import LockTimeout, NotAttached, SchemaError, UnsupportedDatabase
+from ..errors import LockTimeout, SchemaError, UnsupportedDatabase
 from ..fingerprint import ALGORITHM_VERSION, Fingerprinter
-from ..schema import PROGRESS_TABLE, Attachment, Names
+from ..schema import Attachment, Names
 from ..urls import engine_for
 from . import apply, backfill, catalog
 from . import widen
@@ -140,7 +140,7 @@ def _prepare(
         table, schema = _table_of(connection, target, schema)
         entry = registry.read(connection, table, schema)
         if entry is None:
-            raise NotAttached(f"{schema}.{table} is not attached to simsql; run `simsql attach --table {table}` first")
+            raise catalog.not_attached(schema, table)
         staged = registry.progress_config(connection, schema, cursor_key(table))
         if staged is not None and staged != to.config_id and not abandon:
             raise SchemaError(

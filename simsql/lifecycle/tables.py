@@ -25,7 +25,8 @@ from ..vectors import AnyFingerprinter
 from ..schema import DEFAULT_PREFIX, Attachment
 from ..urls import engine_for
 from . import apply, catalog
-from .attach import attached_names, describe_indexes, install_when_needed, plan_attach, plan_detach
+from .catalog import attachment_state
+from .attach import attached_names, describe_indexes, plan_attach, plan_detach
 
 
 def _engine(bind: Engine | str) -> Engine:
@@ -37,7 +38,7 @@ def install_after_checking(engine: Engine, table: str, source: Sequence[str], sc
     attach`` does), once the table and its text columns are found: a typo installs nothing."""
     with engine.connect() as connection:  # their types are checked by the attach (text, or a vector)
         catalog.describe(connection, table, source, schema, vector=None)
-    install_when_needed(engine)
+    registry.install_when_needed(engine)
 
 
 def attach_table(
@@ -230,25 +231,6 @@ class TableStatus:
     """On a wide table: rows with text whose signature a backfill would still write (those of
     ``rows_missing``, and fingerprints stored without their words by a writer that knows only
     the 64 bits). 0 on a healthy, backfilled table, and on any other."""
-
-
-GONE = "gone"
-REPLACED = "replaced"
-
-
-def attachment_state(connection: Connection, entry: Attachment) -> str:
-    """``"attached"``, or what happened to the table outside simsql: ``"gone"`` (no such table)
-    or ``"replaced"`` (a table of that name without simsql's fingerprint column or side table)."""
-    facts = catalog.table_facts(connection, entry.table_name, entry.table_schema)
-    if facts is None:
-        return GONE
-    names = entry.names
-    holder = facts if names.side is None else catalog.table_facts(connection, names.side, entry.table_schema)
-    if holder is None:
-        return REPLACED
-    if backend(connection).folds_names:  # MySQL/MariaDB: column names compare without case
-        return "attached" if names.fingerprint.lower() in {c.lower() for c in holder.columns} else REPLACED
-    return "attached" if names.fingerprint in holder.columns else REPLACED
 
 
 def _counts(connection: Connection, entry: Attachment) -> tuple[int, ...]:

@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.types import TypeEngine
 
 from ...errors import SchemaError, UnsupportedDatabase
-from ...schema import Names
+from ...schema import Names, check_name
 from ..base import Backend, describe_server, version_text
 from ..batch import Job
 from ..plan import TableFacts
@@ -112,11 +112,11 @@ class MySQLBackend(Backend):
         info[HAS_MD5] = True
 
     def check_identifier(self, name: str, what: str = "identifier") -> str:
-        """The server's own limit (64 characters), then simsql's (63 bytes, which every name
-        derived from ``name`` must fit on every server)."""
+        """The server's own limit (64 characters; the names simsql derives from ``name`` are
+        cut to fit, :func:`simsql.schema.identifier`), then what no server holds (empty, NUL)."""
         if isinstance(name, str) and len(name) > MAX_IDENTIFIER_CHARACTERS:
             raise SchemaError(f"{what} {name!r} is {len(name)} characters long; MySQL and MariaDB names hold at most 64")
-        return super().check_identifier(name, what)
+        return check_name(name, what, max_bytes=None)
 
     @staticmethod
     def fingerprint_to_db(value: int) -> int:
@@ -209,6 +209,12 @@ class MySQLBackend(Backend):
 
     def primary_key_name(self, connection: Connection, schema: str, table: str) -> str:
         return "PRIMARY"
+
+    def triggers_as_written(
+        self, connection: Connection, schema: str, names: Names, source: Sequence[str], keys: Sequence[str]
+    ) -> bool:
+        statements = self.create_trigger_sql(schema, names, source, keys)
+        return catalog.triggers_as_written(connection, schema, names.table, self.trigger_names(names), statements)
 
     def attach_conflicts(self, connection: Connection, facts: TableFacts, names: Names) -> list[str]:
         return catalog.attach_conflicts(connection, facts, names)

@@ -83,6 +83,30 @@ def triggers_on(connection: Connection, schema: str, table: str) -> tuple[str, .
     )
 
 
+_TRIGGER_EVENT = re.compile(r" (BEFORE|AFTER) (INSERT|UPDATE|DELETE) ON ")
+
+
+def triggers_as_written(
+    connection: Connection, schema: str, table: str, trigger_names: Sequence[str], statements: Sequence[str]
+) -> bool:
+    """Whether the triggers named ``trigger_names`` are on ``table`` with the timing, event and
+    body of ``statements`` (simsql's ``CREATE TRIGGER``, one per name), and no others hold them."""
+    expected = set()
+    for name, statement in zip(trigger_names, statements, strict=True):
+        head, body = statement.split("\n", 1)
+        event = _TRIGGER_EVENT.search(head)
+        if event is None:
+            return False
+        expected.add((name, table, event[1], event[2], body))
+    rows = connection.execute(
+        text("SELECT TRIGGER_NAME, EVENT_OBJECT_TABLE, ACTION_TIMING, EVENT_MANIPULATION, ACTION_STATEMENT "
+             "FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = :schema AND TRIGGER_NAME IN :names")
+        .bindparams(bindparam("names", expanding=True)),
+        {"schema": schema, "names": list(trigger_names)},
+    )  # fmt: skip
+    return {tuple(str(value) for value in row) for row in rows} == expected
+
+
 def schema_triggers(connection: Connection, schema: str) -> dict[str, str]:
     """Every trigger of ``schema`` and its table: MySQL trigger names are unique per schema,
     not per table, so a name simsql would use is taken whichever table holds it."""

@@ -334,6 +334,28 @@ class PostgresBackend(Backend):
         sql = text("SELECT conname FROM pg_constraint WHERE contype = 'p' AND conrelid = CAST(:rel AS regclass)")
         return str(connection.execute(sql, {"rel": qualified(schema, table)}).scalar_one())
 
+    def triggers_as_written(
+        self, connection: Connection, schema: str, names: Names, source: Sequence[str], keys: Sequence[str]
+    ) -> bool:
+        """One trigger, BEFORE INSERT OR UPDATE FOR EACH ROW (``tgtype`` 1 | 2 | 4 | 16), enabled,
+        running simsql's function of that table, whose source is the one simsql writes."""
+        function_sql, trigger_sql = self.create_trigger_sql(schema, names, source, keys)
+        assert " BEFORE INSERT OR UPDATE ON " in trigger_sql and " FOR EACH ROW " in trigger_sql
+        quoted = function_sql.split(" LANGUAGE plpgsql AS ", 1)[1]  # the body, dollar-quoted
+        tag = quoted[: quoted.index("$", 1) + 1]
+        body = quoted[len(tag) : -len(tag)]
+        rows = connection.execute(
+            text(
+                "SELECT t.tgname, t.tgtype, t.tgenabled, pn.nspname, p.proname, p.prosrc, p.pronargs "
+                "FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "JOIN pg_proc p ON p.oid = t.tgfoid JOIN pg_namespace pn ON pn.oid = p.pronamespace "
+                "WHERE n.nspname = :schema AND c.relname = :table AND NOT t.tgisinternal AND t.tgname = ANY(:names)"
+            ),
+            {"schema": schema, "table": names.table, "names": list(names.functions)},
+        ).all()
+        expected = {(name, 23, "O", schema, trigger_function(names), body, 0) for name in self.trigger_names(names)}
+        return {tuple(row) for row in rows} == expected
+
     def attach_conflicts(self, connection: Connection, facts: TableFacts, names: Names) -> list[str]:
         found = []
         if names.side is None:
