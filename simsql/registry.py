@@ -275,10 +275,10 @@ def fingerprinter_from_settings(settings: dict[str, Any]) -> AnyFingerprinter:
     return Fingerprinter.from_settings(settings)
 
 
-Target = tuple[str | None, str, str]
+CheckedTable = tuple[str | None, str, str]
 """(schema as the caller named it, table, config_id): what one passed check vouches for."""
 
-_checked: weakref.WeakKeyDictionary[Engine, dict[Target, float]] = weakref.WeakKeyDictionary()
+_checked: weakref.WeakKeyDictionary[Engine, dict[CheckedTable, float]] = weakref.WeakKeyDictionary()
 """Passed checks per engine object. Keyed by the engine itself, weakly, never by ``id()``: an
 address is reused once an engine is collected, and a new engine there (perhaps on another
 database, or after the registry changed) would inherit checks it never ran. An engine's
@@ -292,18 +292,18 @@ registry again and is refused, instead of writing or querying with the old one u
 restarts. One indexed registry read per table and engine every 10 s."""
 
 
-def _fresh(engine: Engine, target: Target) -> bool:
+def _fresh(engine: Engine, target: CheckedTable) -> bool:
     with _lock:
         checked_at = _checked.get(engine, {}).get(target)
     return checked_at is not None and time.monotonic() - checked_at < CHECK_TTL
 
 
-_recorded: weakref.WeakKeyDictionary[Engine, dict[Target, str]] = weakref.WeakKeyDictionary()
+_recorded: weakref.WeakKeyDictionary[Engine, dict[CheckedTable, str]] = weakref.WeakKeyDictionary()
 """Where the registry recorded each checked target (its schema), as of its last check:
 what :func:`confirm` reads again without resolving the schema."""
 
 
-def _passed(engine: Engine, target: Target, recorded_in: str | None = None) -> None:
+def _passed(engine: Engine, target: CheckedTable, recorded_in: str | None = None) -> None:
     with _lock:
         _checked.setdefault(engine, {})[target] = time.monotonic()
         recorded = _recorded.setdefault(engine, {})
@@ -344,7 +344,7 @@ def _confirm_in(connection: Connection, entry: Attachment | None, schema: str | 
     return (schema or current_schema(connection)) if registry_exists(connection) else None
 
 
-_confirmed: weakref.WeakKeyDictionary[Any, set[Target]] = weakref.WeakKeyDictionary()
+_confirmed: weakref.WeakKeyDictionary[Any, set[CheckedTable]] = weakref.WeakKeyDictionary()
 """Writes confirmed per open transaction, weakly: SQLAlchemy's innermost transaction object
 (a savepoint's, if one is open). A savepoint rolled back releases the locks taken in it
 (PostgreSQL), so what was confirmed there is confirmed again in the next one or in its parent."""

@@ -315,6 +315,6 @@ def test_unsupported_servers_are_refused_with_the_version_found() -> None:
 
     engine = create_engine("sqlite://")
     with engine.connect() as connection, pytest.raises(simsql.UnsupportedDatabase, match=r"'sqlite' database \(3\."):
-        apply.set_timeouts(connection, apply.DDL)
+        apply.set_timeouts(connection, apply.DDL_TIMEOUTS)
 
 

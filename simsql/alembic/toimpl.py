@@ -18,7 +18,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 
 from ..dialects import Backend, backend, execute_sql
 from ..errors import SchemaError, UnsupportedDatabase
-from ..dialects.plan import Plan, Step, Target
+from ..dialects.plan import Plan, Step, TableShape
 from ..lifecycle import attach
 from ..schema import Names
 from .ops import (
@@ -136,7 +136,7 @@ def _offline_keys(operation: AttachmentOp | IndexesOp) -> tuple[tuple[str, ...],
     return key_names(key), types
 
 
-def _check_primary_key(target: Target, operation: AddSimHashOp) -> None:
+def _check_primary_key(target: TableShape, operation: AddSimHashOp) -> None:
     expected = key_names(operation.primary_key)
     if expected and tuple(expected) != tuple(target.keys):
         raise SchemaError(
@@ -149,7 +149,7 @@ def _check_primary_key(target: Target, operation: AddSimHashOp) -> None:
 def _add_simhash(operations: Operations, operation: AddSimHashOp) -> None:
     if _offline(operations):
         keys, types = _offline_keys(operation)
-        target = Target(operation.schema or OFFLINE_SCHEMA, operation.table_name, keys, types, operation.source)
+        target = TableShape(operation.schema or OFFLINE_SCHEMA, operation.table_name, keys, types, operation.source)
         names = operation.names
         _offline_state(operations)[(target.schema, target.table)] = (names, target.keys)
         _emit(operations, _server(operations).ddl.attach(target, names, operation.configuration))

@@ -132,8 +132,8 @@ def cmd_detach(args: argparse.Namespace) -> int:
     with open_engine(args) as engine:
         state = _state_before_detach(engine, args)
         entry = simsql.detach_table(engine, args.table, schema=args.schema, lock_timeout=args.lock_timeout)
-    if state in (simsql.lifecycle.tables.GONE, simsql.lifecycle.tables.REPLACED):
-        what = "was dropped" if state == simsql.lifecycle.tables.GONE else "was replaced (without its fingerprints)"
+    if state in (simsql.lifecycle.catalog.GONE, simsql.lifecycle.catalog.REPLACED):
+        what = "was dropped" if state == simsql.lifecycle.catalog.GONE else "was replaced (without its fingerprints)"
         print(f"{entry.table_schema}.{entry.table_name} {what} outside simsql: cleared its registry entry "
               "and backfill progress")
         return EXIT_OK
@@ -166,7 +166,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         if not records:
             print("no table is attached (run `simsql attach --table TABLE --text-column COLUMN`)", file=sys.stderr)
     for s in found:
-        if s.state in (simsql.lifecycle.tables.GONE, simsql.lifecycle.tables.REPLACED):
+        if s.state in (simsql.lifecycle.catalog.GONE, simsql.lifecycle.catalog.REPLACED):
             command = shlex.join(["simsql", "detach", "--table", s.table, "--schema", s.schema])
             print(f"{s.schema}.{s.table} was {'dropped' if s.state == 'gone' else 'replaced'} outside simsql; "
                   f"clear its entry with: {command}", file=sys.stderr)

@@ -30,7 +30,7 @@ from ..bits import to_signed, to_unsigned
 from ..errors import UnsupportedDatabase
 from ..schema import BLOCK_COUNT, Names, check_name
 from .batch import BatchSQL, Job
-from .plan import DDL, Partition, TableFacts
+from .plan import DDLDescriber, Partition, TableFacts
 
 BLOCK_BITS = 16
 BLOCK_MASK = (1 << BLOCK_BITS) - 1
@@ -66,7 +66,7 @@ class Backend(ABC):
     """Subclasses recognised from the server itself (:meth:`detect`), asked in the order they
     were defined; each subclass gets its own list."""
 
-    ddl: ClassVar[DDL]
+    ddl: ClassVar[DDLDescriber]
     """The describer of this family's DDL (attach, indexes, detach, refingerprint)."""
 
     transactional_ddl: ClassVar[bool] = True
@@ -156,7 +156,7 @@ class Backend(ABC):
         """Whether a stored column is added to (or dropped from) a table whose block columns are
         indexed without copying the table or locking out its writers. MariaDB cannot while
         those generated columns are indexed, so a move to version 3 sets the indexes aside
-        (:meth:`DDL.widen`)."""
+        (:meth:`DDLDescriber.widen`)."""
         return True
 
     @abstractmethod

@@ -1,7 +1,7 @@
 """What the lifecycle and a backend say to each other: catalog facts in, DDL plans out.
 
 The lifecycle reads the catalog (:class:`TableFacts`, :class:`Present`), asks the backend's
-describer (:class:`DDL`) for a :class:`Plan`, and runs it. A plan is text, so Alembic's offline
+describer (:class:`DDLDescriber`) for a :class:`Plan`, and runs it. A plan is text, so Alembic's offline
 mode can print it and tests can read it; nothing in this module touches a database. The split is
 Alembic's own (``ops`` describe, ``toimpl`` run).
 """
@@ -63,7 +63,7 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class Target:
+class TableShape:
     """What DDL needs to know about the user's table (from the catalog or from arguments)."""
 
     schema: str
@@ -169,7 +169,7 @@ REGISTRY_INSERT = (
 list of source columns."""
 
 
-def registry_values(target: Target, names: Names, fingerprinter: AnyFingerprinter) -> dict[str, Any]:
+def registry_values(target: TableShape, names: Names, fingerprinter: AnyFingerprinter) -> dict[str, Any]:
     """:func:`simsql.schema.record_values` as bound values of a text statement (settings
     as JSON text; ``source`` stays a list, PostgreSQL's ``text[]``)."""
     values = record_values(
@@ -179,7 +179,7 @@ def registry_values(target: Target, names: Names, fingerprinter: AnyFingerprinte
     return values
 
 
-class DDL(ABC):
+class DDLDescriber(ABC):
     """Describes simsql's DDL on one server family as a :class:`Plan`, and runs nothing.
 
     One implementation per backend (:attr:`simsql.dialects.Backend.ddl`). Every method takes
@@ -195,17 +195,17 @@ class DDL(ABC):
         return Plan(tuple(steps), self.name)
 
     @abstractmethod
-    def attach(self, target: Target, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
+    def attach(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
         """Fingerprint columns (or the side table), the trigger(s) that keep the digest
         invariant, and the registry entry; the indexes are :meth:`create_indexes`."""
 
     @abstractmethod
-    def record(self, target: Target, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
+    def record(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
         """The registry entry alone: :meth:`attach`'s last part, and all of adopting the objects a
         mixin model's ``create_all`` made (they exist already, exactly as simsql makes them)."""
 
     @abstractmethod
-    def resume_attach(self, target: Target, names: Names, fingerprinter: AnyFingerprinter, present: Present) -> Plan:
+    def resume_attach(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter, present: Present) -> Plan:
         """An attachment recorded with these settings already: what is left to do (an
         attachment made by an older simsql, a run that stopped halfway); empty when whole."""
 
@@ -259,16 +259,16 @@ class DDL(ABC):
 
     # -- a refingerprint's shadow set, where the backend refingerprints online ----------------
 
-    def stage(self, target: Target, shadow: Names, fingerprinter: Fingerprinter, cursor: str) -> Plan:
+    def stage(self, target: TableShape, shadow: Names, fingerprinter: Fingerprinter, cursor: str) -> Plan:
         """The shadow fingerprint set and its resume cursor, in one transaction."""
         raise NotImplementedError(f"{type(self).__name__} does not describe a refingerprint")
 
-    def unstage(self, target: Target, shadow: Names, cursor: str) -> Plan:
+    def unstage(self, target: TableShape, shadow: Names, cursor: str) -> Plan:
         """Remove a shadow set (an abandoned refingerprint); the attachment is untouched."""
         raise NotImplementedError(f"{type(self).__name__} does not describe a refingerprint")
 
     def switch(
-        self, target: Target, names: Names, shadow: Names, fingerprinter: Fingerprinter, cursor: str,
+        self, target: TableShape, names: Names, shadow: Names, fingerprinter: Fingerprinter, cursor: str,
         side_keys: tuple[str, str] | None = None, partitions: Sequence[str] = (),
     ) -> Plan:  # fmt: skip
         """Replace the attachment's fingerprints by the shadow set, in one transaction."""
@@ -277,7 +277,7 @@ class DDL(ABC):
     # -- a move to algorithm version 3 in place, where the backend does not stage a shadow set --
 
     def widen(
-        self, target: Target, names: Names, fingerprinter: Fingerprinter, cursor: str, present: Present, *,
+        self, target: TableShape, names: Names, fingerprinter: Fingerprinter, cursor: str, present: Present, *,
         record: bool = True, set_aside: bool = False,
     ) -> Plan:  # fmt: skip
         """Words 1-3, the wide blocks and what keeps them right while a fill writes them, and
@@ -287,17 +287,17 @@ class DDL(ABC):
         to a table with indexed generated columns neither instantly nor online)."""
         raise NotImplementedError(f"{type(self).__name__} does not describe a move to version 3 in place")
 
-    def widen_switch(self, target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:
+    def widen_switch(self, target: TableShape, names: Names, fingerprinter: Fingerprinter) -> Plan:
         """The table recorded as version 3 with the wide signature; the move's own rule dropped."""
         raise NotImplementedError(f"{type(self).__name__} does not describe a move to version 3 in place")
 
-    def restore_set_aside(self, target: Target, names: Names, present: Present) -> Plan:
+    def restore_set_aside(self, target: TableShape, names: Names, present: Present) -> Plan:
         """Build again the block indexes a move to version 3 set aside (``widen(set_aside=True)``)
         and were not built yet (not ``present``)."""
         raise NotImplementedError(f"{type(self).__name__} does not describe a move to version 3 in place")
 
     def unwiden(
-        self, target: Target, names: Names, cursor: str, present: Present, *, set_aside: bool = False, marked: bool = False
+        self, target: TableShape, names: Names, cursor: str, present: Present, *, set_aside: bool = False, marked: bool = False
     ) -> Plan:  # fmt: skip
         """Remove an unfinished move to version 3; the version 2 attachment is as before it.
         ``set_aside``: the block indexes are set aside to drop the columns (as
@@ -305,4 +305,4 @@ class DDL(ABC):
         raise NotImplementedError(f"{type(self).__name__} does not describe a move to version 3 in place")
 
 
-__all__ = ["Column", "DDL", "Partition", "Plan", "Present", "REGISTRY_INSERT", "Step", "TableFacts", "Target", "registry_values"]
+__all__ = ["Column", "DDLDescriber", "Partition", "Plan", "Present", "REGISTRY_INSERT", "Step", "TableFacts", "TableShape", "registry_values"]

@@ -45,7 +45,7 @@ class Timeouts:
     statement: str | None = "10min"
 
 
-DDL = Timeouts()
+DDL_TIMEOUTS = Timeouts()
 INDEX_BUILD = Timeouts(lock="10min", statement=None)
 """A concurrent build may run for hours on a big table, and before it starts it waits for every
 transaction in the database that is older than it: harmless to others (it blocks no reader or
@@ -234,7 +234,7 @@ def _check_plan(server: Backend, connection: Connection, plan: Plan) -> None:
         )
 
 
-def run(connection: Connection, plan: Plan, timeouts: Timeouts = DDL) -> None:
+def run(connection: Connection, plan: Plan, timeouts: Timeouts = DDL_TIMEOUTS) -> None:
     """Run ``plan`` on ``connection`` inside its current transaction (Alembic's, or the
     caller's); the caller's own timeouts are restored afterwards. Statements marked
     ``concurrently`` need the connection in autocommit mode.
@@ -270,7 +270,7 @@ def bounded(connection: Connection, timeouts: Timeouts) -> Iterator[None]:
 def run_on_engine(
     engine: Engine,
     plan: Plan,
-    timeouts: Timeouts = DDL,
+    timeouts: Timeouts = DDL_TIMEOUTS,
     *,
     relations: Sequence[str] = (),
     concurrent_timeouts: Timeouts = INDEX_BUILD,

@@ -24,7 +24,7 @@ from sqlalchemy.engine import Connection
 
 from .. import registry
 from ..dialects import backend
-from ..dialects.plan import Plan, Target, TableFacts
+from ..dialects.plan import Plan, TableShape, TableFacts
 from ..errors import ConfigMismatch, NotAttached, SchemaError
 from ..fingerprint import Fingerprinter
 from ..schema import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names, configuration_for
@@ -36,20 +36,20 @@ from . import apply, catalog
 class AttachPlan:
     """What attaching a table will do; ``plan`` is empty when it is attached already."""
 
-    target: Target
+    target: TableShape
     names: Names
     plan: Plan
     fingerprinter: AnyFingerprinter
 
 
-def _same_attachment(entry: Attachment, target: Target, names: Names, fingerprinter: AnyFingerprinter) -> bool:
+def _same_attachment(entry: Attachment, target: TableShape, names: Names, fingerprinter: AnyFingerprinter) -> bool:
     if entry.config_id != fingerprinter.config_id:
         raise registry.mismatch(target.schema, target.table, entry, fingerprinter.config_id, fingerprinter.settings)
     return entry.source == target.source and entry.mode == names.recorded_mode and entry.prefix == names.prefix
 
 
 def _configuration(
-    fingerprinter: AnyFingerprinter | None, wide: bool | None, entry: Attachment | None, target: Target
+    fingerprinter: AnyFingerprinter | None, wide: bool | None, entry: Attachment | None, target: TableShape
 ) -> tuple[AnyFingerprinter, bool]:
     """The configuration to attach with, and whether it stores the wide signature: without a
     ``fingerprinter``, an attached table's recorded one (a ``wide`` that contradicts it is
@@ -119,7 +119,7 @@ def plan_attach(
     return AttachPlan(target, names, server.ddl.attach(target, names, fingerprinter), fingerprinter)
 
 
-def _adoptable(connection: Connection, facts: TableFacts, names: Names, target: Target, fingerprinter: AnyFingerprinter) -> bool:
+def _adoptable(connection: Connection, facts: TableFacts, names: Names, target: TableShape, fingerprinter: AnyFingerprinter) -> bool:
     """Whether the objects holding simsql's names are a mixin model's, exactly as simsql makes
     them (:func:`catalog.made_by_a_mixin`); :class:`ConfigMismatch` when they are but their
     fingerprints are of another configuration than ``fingerprinter``."""
@@ -134,7 +134,7 @@ def _adoptable(connection: Connection, facts: TableFacts, names: Names, target: 
     return True
 
 
-def _conflict_message(connection: Connection, facts: TableFacts, names: Names, target: Target, conflicts: list[str]) -> str:
+def _conflict_message(connection: Connection, facts: TableFacts, names: Names, target: TableShape, conflicts: list[str]) -> str:
     """Why attach refuses objects that hold simsql's names, and what to do: the other ``--wide``
     when they are a mixin model's of the other kind, else another prefix."""
     other = names.with_wide(not names.wide)
@@ -162,7 +162,7 @@ def add_simhash(
     lock_timeout: str | None = "5s",
     statement_timeout: str | None = "10min",
     wide: bool | None = None,
-) -> Target:
+) -> TableShape:
     """Attach simsql to ``table`` in the connection's transaction: fingerprint columns (or a
     side table), the trigger that derives blocks and drops stale fingerprints, and a registry
     entry. Indexes are separate (:func:`create_simhash_indexes`) so they can be built
@@ -215,8 +215,8 @@ def create_simhash_indexes(
     MySQL/MariaDB every build is online (``INPLACE, LOCK=NONE``) and its metadata-lock waits
     are bounded like any DDL, since other queries queue behind a waiting ``ALTER``."""
     online_anyway = backend(connection).online_index_builds
-    timeouts = apply.INDEX_BUILD if concurrently and not online_anyway else apply.DDL
-    with apply.bounded(connection, apply.DDL):
+    timeouts = apply.INDEX_BUILD if concurrently and not online_anyway else apply.DDL_TIMEOUTS
+    with apply.bounded(connection, apply.DDL_TIMEOUTS):
         plan = plan_indexes(connection, table, schema=schema, concurrently=concurrently)
     apply.run(connection, plan, timeouts)
 
@@ -224,7 +224,7 @@ def create_simhash_indexes(
 def drop_simhash_indexes(
     connection: Connection, table: str, *, schema: str | None = None, concurrently: bool = False
 ) -> None:
-    with apply.bounded(connection, apply.DDL):
+    with apply.bounded(connection, apply.DDL_TIMEOUTS):
         schema, entry = attached_names(connection, table, schema)
         present = catalog.present(connection, schema, table, entry.names)
         plan = backend(connection).ddl.drop_indexes(schema, entry.names, concurrently=concurrently, present=present)
@@ -259,7 +259,7 @@ def plan_detach(connection: Connection, table: str, *, schema: str | None = None
     return entry, plan
 
 
-def describe_abandon(connection: Connection, target: Target, names: Names, cursor: str) -> Plan:
+def describe_abandon(connection: Connection, target: TableShape, names: Names, cursor: str) -> Plan:
     """What removes an unfinished refingerprint of ``target`` (attached as ``names``): its
     shadow set where the backend stages one, else what a move to version 3 in place added
     (:mod:`simsql.lifecycle.widen`). The attachment is left as it was."""

@@ -392,7 +392,7 @@ def build_deferred_indexes(
 ) -> tuple[str, ...]:
     """The block indexes of ``job``'s attachment that do not exist yet, built (concurrently
     where the server needs it said); their names."""
-    with engine.connect() as connection, apply.bounded(connection, apply.DDL):
+    with engine.connect() as connection, apply.bounded(connection, apply.DDL_TIMEOUTS):
         before = catalog.present(connection, job.schema, job.table, job.names)
         missing = tuple(name for name in job.names.indexes if not before.has_index(name) or name in before.invalid)
         if not missing:

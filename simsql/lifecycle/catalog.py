@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 
 from .. import registry
 from ..dialects import backend
-from ..dialects.plan import Column, Partition, Present, TableFacts, Target
+from ..dialects.plan import Column, Partition, Present, TableFacts, TableShape
 from ..errors import NotAttached, SchemaError
 from ..schema import DEFAULT_PREFIX, Attachment, Names
 from ..storage import Binding, join_text, register
@@ -53,7 +53,7 @@ def holds_vectors(column: Column) -> bool:
 
 def describe(
     connection: Connection, table: str, source: Sequence[str], schema: str | None = None, *, vector: bool | None = False
-) -> Target:
+) -> TableShape:
     """Read a table's key and check its source columns exist and hold text (``vector``: one
     column that can hold a vector; None: that they exist, whatever their type)."""
     backend(connection).check_server(connection)
@@ -77,7 +77,7 @@ def describe(
             raise SchemaError(f"column {facts.schema}.{table}.{name} is {column.type}, not text")
     if not facts.keys:
         raise SchemaError(f"table {facts.schema}.{table} has no primary key; simsql needs one to find rows again")
-    return Target(facts.schema, table, facts.keys, facts.key_types, tuple(source))
+    return TableShape(facts.schema, table, facts.keys, facts.key_types, tuple(source))
 
 
 def has_rows(connection: Connection, schema: str, table: str) -> bool:

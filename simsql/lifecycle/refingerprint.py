@@ -50,7 +50,7 @@ from sqlalchemy.exc import DBAPIError
 from .. import registry
 from ..dialects import Backend, backend
 from ..dialects.batch import Job
-from ..dialects.plan import Target
+from ..dialects.plan import TableShape
 from ..errors import LockTimeout, SchemaError, UnsupportedDatabase
 from ..fingerprint import ALGORITHM_VERSION, Fingerprinter
 from ..schema import Attachment, Names
@@ -86,7 +86,7 @@ def cursor_key(table: str) -> str:
 class _Move:
     engine: Engine
     entry: Attachment
-    target: Target
+    target: TableShape
     to: Fingerprinter
 
     @property
@@ -266,7 +266,7 @@ def refingerprint(
         move, staged = _prepare(engine, target, schema, to, timeouts, abandon)
         result: dict[str, Any] = dict(schema=move.target.schema, table=move.target.table, from_config=move.entry.config_id, to_config=to.config_id)
         if abandon and staged is not None:
-            with engine.connect() as connection, apply.bounded(connection, apply.DDL):
+            with engine.connect() as connection, apply.bounded(connection, apply.DDL_TIMEOUTS):
                 plan = describe_abandon(connection, move.target, move.names, move.cursor)
             apply.run_on_engine(engine, plan, timeouts, relations=[move.label])
         if abandon or (staged is None and move.entry.config_id == to.config_id):
@@ -316,7 +316,7 @@ def _move(
         apply.run_on_engine(engine, server.ddl.stage(move.target, move.shadow, move.to, move.cursor), timeouts, relations=[label])
     filled = backfill.fill(engine, move.job(), label, options, workers)
     keys = move.shadow.side_keys(move.target.keys) if move.shadow.side else move.target.keys
-    with engine.connect() as connection, apply.bounded(connection, apply.DDL):
+    with engine.connect() as connection, apply.bounded(connection, apply.DDL_TIMEOUTS):
         indexes = describe_indexes(connection, move.target.schema, move.shadow, keys, concurrently=True)
     apply.run_on_engine(engine, indexes, timeouts, relations=[label], concurrent_timeouts=index_timeouts)
     # Rows written while the indexes were built: here, not under the switch's lock.

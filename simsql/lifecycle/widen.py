@@ -36,7 +36,7 @@ from sqlalchemy import Engine
 from .. import registry
 from ..dialects import backend
 from ..dialects.batch import Job
-from ..dialects.plan import Plan, Target
+from ..dialects.plan import Plan, TableShape
 from ..errors import WouldLockTable
 from ..fingerprint import Fingerprinter
 from ..schema import Names
@@ -45,7 +45,7 @@ from .attach import describe_indexes
 
 
 def move_in_place(
-    engine: Engine, target: Target, names: Names, to: Fingerprinter, cursor: str, stage: bool, options: backfill.FillOptions,
+    engine: Engine, target: TableShape, names: Names, to: Fingerprinter, cursor: str, stage: bool, options: backfill.FillOptions,
     workers: int | None, index_timeouts: apply.Timeouts,
 ) -> tuple[int, int, float]:  # fmt: skip
     """Stage (unless a run staged already), fill, index and switch: rows given their words
@@ -57,7 +57,7 @@ def move_in_place(
     job = Job(target.schema, target.table, target.keys, target.key_types, target.source, wide, to, cursor=cursor)
     filled = backfill.fill(engine, job, label, options, workers)
     keys = wide.side_keys(target.keys) if wide.side else target.keys
-    with engine.connect() as connection, apply.bounded(connection, apply.DDL):
+    with engine.connect() as connection, apply.bounded(connection, apply.DDL_TIMEOUTS):
         indexes = describe_indexes(connection, target.schema, wide, keys, concurrently=True)
     apply.run_on_engine(engine, indexes, timeouts, relations=[label], concurrent_timeouts=index_timeouts)
     started = time.perf_counter()
@@ -71,7 +71,7 @@ def move_in_place(
 
 
 def _stage(
-    engine: Engine, target: Target, names: Names, to: Fingerprinter, cursor: str, *, record: bool, timeouts: apply.Timeouts
+    engine: Engine, target: TableShape, names: Names, to: Fingerprinter, cursor: str, *, record: bool, timeouts: apply.Timeouts
 ) -> None:  # fmt: skip
     """Add what the move needs and is not there yet: all of it, and the cursor, on a first run
     (``record``); what a killed run left undone on a resumed one. A server that cannot add the
@@ -80,7 +80,7 @@ def _stage(
     block indexes set aside and built again online at once (``DDL.widen(set_aside=True)``); a
     run killed meanwhile builds them when resumed."""
     server, label = backend(engine), f"{target.schema}.{target.table}"
-    with engine.connect() as connection, apply.bounded(connection, apply.DDL):
+    with engine.connect() as connection, apply.bounded(connection, apply.DDL_TIMEOUTS):
         present = catalog.present(connection, target.schema, target.table, names.with_wide(True))
         marked = registry.progress_config(connection, target.schema, names.set_aside_marker) is not None
         set_aside = not server.alters_columns_beside_indexed_blocks

@@ -37,7 +37,7 @@ from sqlalchemy.engine import Connection, Engine
 from ...schema import Names
 from ..base import backend, execute_sql
 from ..batch import Job
-from ..plan import Plan, Step, Target
+from ..plan import Plan, Step, TableShape
 from ..postgresql.backend import PostgresBackend
 from ..postgresql.backfill import PostgresBatchSQL
 from ..postgresql.ddl import PostgresDDL, qualified, quote
@@ -93,14 +93,14 @@ def distribute_sql(schema: str, table: str, column: str | None, side: str | None
 class CitusDDL(PostgresDDL):
     """PostgreSQL's DDL, with a side table distributed like its base table."""
 
-    def create_side_table(self, target: Target, names: Names) -> Plan:
+    def create_side_table(self, target: TableShape, names: Names) -> Plan:
         plan = super().create_side_table(target, names)
         assert names.side is not None
         step = Step(colocate_sql(target.schema, target.table, names.side), f"distribute {names.side} like {target.table}")
         return Plan((plan.steps[0], step, *plan.steps[1:]), plan.dialect)
 
     def _rename_shadow(
-        self, target: Target, names: Names, shadow: Names, after: Names, side_keys: tuple[str, str] | None,
+        self, target: TableShape, names: Names, shadow: Names, after: Names, side_keys: tuple[str, str] | None,
         partitions: Sequence[str],
     ) -> list[Step]:  # fmt: skip
         """PostgreSQL's, with the shadow side table's primary key renamed through its index

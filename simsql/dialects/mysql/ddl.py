@@ -36,7 +36,7 @@ from ...fingerprint import Fingerprinter
 from ...vectors import AnyFingerprinter
 from ...schema import BLOCK_COUNT, PROGRESS_TABLE, REGISTRY_TABLE, Names
 from ..base import BLOCK_BITS, BLOCK_MASK
-from ..plan import DDL, REGISTRY_INSERT, Plan, Present, Step, TableFacts, Target, registry_values
+from ..plan import DDLDescriber, REGISTRY_INSERT, Plan, Present, Step, TableFacts, TableShape, registry_values
 from ..wide_sql import wide_block_sql
 
 FINGERPRINT_TYPE = "BIGINT UNSIGNED"
@@ -225,7 +225,7 @@ def _index_columns(names: Names, block: str) -> str:
     return ", ".join(quote(column) for column in (block, *names.covered(block)))
 
 
-class MySQLDDL(DDL):
+class MySQLDDL(DDLDescriber):
     """MySQL >= 8.0 and MariaDB >= 10.6: each statement committed at once, with its undo."""
 
     name = "mysql"
@@ -252,20 +252,20 @@ class MySQLDDL(DDL):
             ))  # fmt: skip
         return steps
 
-    def triggers(self, target: Target, names: Names) -> list[tuple[str, str]]:
+    def triggers(self, target: TableShape, names: Names) -> list[tuple[str, str]]:
         """(name, CREATE TRIGGER) of the attachment: the row rule before insert and before update
         (columns mode), or the stale-row rule after update (side-table mode); the same ones
         ``create_all`` installs for the ORM."""
         return list(zip(trigger_names(names), create_trigger_sql(target.schema, names, target.source, target.keys)))
 
-    def _create_triggers(self, target: Target, names: Names, present: Present) -> list[Step]:
+    def _create_triggers(self, target: TableShape, names: Names, present: Present) -> list[Step]:
         return [
             Step(sql, f"create trigger {name} on {target.schema}.{target.table}", undo=_drop_trigger(target.schema, name))
             for name, sql in self.triggers(target, names)
             if not present.has_trigger(name)
         ]
 
-    def side_table_sql(self, target: Target, names: Names) -> str:
+    def side_table_sql(self, target: TableShape, names: Names) -> str:
         """The side table as the ORM declares it: the key (the base table's key columns and types),
         fingerprint, digest, generated blocks, deleted with its row."""
         assert names.side is not None
@@ -279,7 +279,7 @@ class MySQLDDL(DDL):
             f"({', '.join(quote(k) for k in target.keys)}) ON DELETE CASCADE)"
         )
 
-    def record(self, target: Target, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
+    def record(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
         """The registry entry, written first (its undo deletes it)."""
         sql = REGISTRY_INSERT.format(settings=":settings", source=":source")
         params = registry_values(target, names, fingerprinter)
@@ -287,7 +287,7 @@ class MySQLDDL(DDL):
         undo = f"DELETE FROM {REGISTRY_TABLE} WHERE table_schema = :table_schema AND table_name = :table_name"
         return self.plan([Step(sql, f"record {target.schema}.{target.table} in {REGISTRY_TABLE}", params, undo=undo)])
 
-    def attach(self, target: Target, names: Names, fingerprinter: AnyFingerprinter, present: Present = Present()) -> Plan:
+    def attach(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter, present: Present = Present()) -> Plan:
         """The registry entry, then the columns (or side table) and triggers; what ``present``
         holds already is skipped. Indexes are :meth:`create_indexes`."""
         steps = [] if present.recorded else list(self.record(target, names, fingerprinter).steps)
@@ -300,7 +300,7 @@ class MySQLDDL(DDL):
         steps += self._create_triggers(target, names, present)
         return self.plan(steps)
 
-    def resume_attach(self, target: Target, names: Names, fingerprinter: AnyFingerprinter, present: Present) -> Plan:
+    def resume_attach(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter, present: Present) -> Plan:
         """Finish what a run that stopped halfway (and could not be undone) left."""
         return self.attach(target, names, fingerprinter, present)
 
@@ -341,7 +341,7 @@ class MySQLDDL(DDL):
         Each statement but the last ones can be undone (the triggers' undo needs their text: the
         recorded source, the table's key as it is now), so a detach that stops halfway puts the
         attachment back (fingerprints of dropped stored columns are gone: backfill refills them)."""
-        target = Target(table.schema, table.name, table.keys, table.key_types, tuple(source))
+        target = TableShape(table.schema, table.name, table.keys, table.key_types, tuple(source))
         steps = [
             Step(_drop_trigger(target.schema, name), f"drop trigger {name}", undo=sql)
             for name, sql in self.triggers(target, names)
@@ -366,7 +366,7 @@ class MySQLDDL(DDL):
     # -- algorithm version 3 in place: the wide signature added to a version 2 table ----------
 
     def widen(
-        self, target: Target, names: Names, fingerprinter: Fingerprinter, cursor: str, present: Present, *,
+        self, target: TableShape, names: Names, fingerprinter: Fingerprinter, cursor: str, present: Present, *,
         record: bool = True, set_aside: bool = False,
     ) -> Plan:  # fmt: skip
         """Stage a move to version 3, whose fingerprint is version 2's (so every one is kept):
@@ -411,7 +411,7 @@ class MySQLDDL(DDL):
             ]  # fmt: skip
         return self.plan(steps)
 
-    def widen_switch(self, target: Target, names: Names, fingerprinter: Fingerprinter) -> Plan:
+    def widen_switch(self, target: TableShape, names: Names, fingerprinter: Fingerprinter) -> Plan:
         """The table recorded as version 3 with the wide signature (writers of version 2 are
         refused from this commit on), then the move's trigger dropped: the words triggers stay."""
         wide = names.with_wide(True)
@@ -426,7 +426,7 @@ class MySQLDDL(DDL):
             steps.append(Step(f"DROP TRIGGER IF EXISTS {qualified(target.schema, wide.widen_trigger)}", f"drop trigger {wide.widen_trigger}"))
         return self.plan(steps)
 
-    def restore_set_aside(self, target: Target, names: Names, present: Present) -> Plan:
+    def restore_set_aside(self, target: TableShape, names: Names, present: Present) -> Plan:
         """The block indexes a move set aside (those not ``present``), built online, then the
         row that said so forgotten."""
         params = {"schema": target.schema, "marker": names.set_aside_marker}
@@ -435,7 +435,7 @@ class MySQLDDL(DDL):
         return self.plan([*self.create_indexes(target.schema, names.with_wide(False), present=present).steps, forget])
 
     def unwiden(
-        self, target: Target, names: Names, cursor: str, present: Present, *, set_aside: bool = False, marked: bool = False
+        self, target: TableShape, names: Names, cursor: str, present: Present, *, set_aside: bool = False, marked: bool = False
     ) -> Plan:  # fmt: skip
         """Remove an unfinished move to version 3 (abandoned, or before a detach): its triggers,
         the wide indexes and columns, its cursor; the version 2 attachment is as before it."""

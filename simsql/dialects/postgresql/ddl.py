@@ -25,7 +25,7 @@ from ...fingerprint import Fingerprinter
 from ...vectors import AnyFingerprinter
 from ...schema import PROGRESS_TABLE, REGISTRY_TABLE, Names
 from ..base import Backend, sql_identifier
-from ..plan import DDL, REGISTRY_INSERT, Partition, Plan, Present, Step, TableFacts, Target, registry_values
+from ..plan import DDLDescriber, REGISTRY_INSERT, Partition, Plan, Present, Step, TableFacts, TableShape, registry_values
 from ..wide_sql import wide_block_sql
 
 _PREPARER = postgresql.dialect().identifier_preparer
@@ -161,12 +161,12 @@ def drop_trigger_sql(schema: str, table: str, function: str, *, table_dropped: b
     return f"DROP TRIGGER IF EXISTS {quote(function)} ON {qualified(schema, table)}", drop_function
 
 
-class PostgresDDL(DDL):
+class PostgresDDL(DDLDescriber):
     """PostgreSQL >= 14: one transaction per plan, ``CONCURRENTLY`` index builds outside it."""
 
     name = "postgresql"
 
-    def _trigger(self, target: Target, names: Names, what: str) -> list[Step]:
+    def _trigger(self, target: TableShape, names: Names, what: str) -> list[Step]:
         function = trigger_function(names)
         create_function, create_trigger = create_trigger_sql(
             target.schema, names, target.source, target.keys, derive_blocks=True
@@ -176,7 +176,7 @@ class PostgresDDL(DDL):
             Step(create_trigger, f"create trigger {function} ({what})"),
         ]
 
-    def add_columns(self, target: Target, names: Names) -> Plan:
+    def add_columns(self, target: TableShape, names: Names) -> Plan:
         """Columns mode: fingerprint, digest and block columns on the user's table, and the row
         trigger that derives blocks and never keeps a fingerprint of text the row no longer holds."""
         additions = [f"ADD COLUMN {quote(names.fingerprint)} bigint", f"ADD COLUMN {quote(names.digest)} uuid"]
@@ -187,7 +187,7 @@ class PostgresDDL(DDL):
         steps = [Step(f"ALTER TABLE {base} " + ", ".join(additions), f"add columns to {target.schema}.{target.table}")]
         return self.plan(steps + self._trigger(target, names, "derives blocks, drops stale fingerprints"))
 
-    def create_side_table(self, target: Target, names: Names) -> Plan:
+    def create_side_table(self, target: TableShape, names: Names) -> Plan:
         """Side-table mode: the user's table is not altered; a side table keyed like it, and a
         trigger on the user's table that deletes side rows whose text changed."""
         assert names.side is not None
@@ -213,18 +213,18 @@ class PostgresDDL(DDL):
         steps = [Step(create, f"create side table {target.schema}.{names.side}")]
         return self.plan(steps + self._trigger(target, names, "drops stale side rows"))
 
-    def record(self, target: Target, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
+    def record(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
         """The registry entry (simsql's revision must be applied)."""
         sql = REGISTRY_INSERT.format(settings="CAST(:settings AS jsonb)", source="CAST(:source AS text[])")
         params = registry_values(target, names, fingerprinter)
         return self.plan([Step(sql, f"record {target.schema}.{target.table} in {REGISTRY_TABLE}", params)])
 
-    def attach(self, target: Target, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
+    def attach(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
         """Everything but the indexes, in one transaction."""
         holder = self.create_side_table(target, names) if names.side else self.add_columns(target, names)
         return holder + self.record(target, names, fingerprinter)
 
-    def resume_attach(self, target: Target, names: Names, fingerprinter: AnyFingerprinter, present: Present) -> Plan:
+    def resume_attach(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter, present: Present) -> Plan:
         """An attachment made by simsql 0.1 (no digest column) is upgraded; otherwise nothing."""
         if present.holder and not present.has_column(names.digest):
             return self.upgrade(target, names)
@@ -328,12 +328,12 @@ class PostgresDDL(DDL):
 
     # -- a way forward: upgrade a 0.1 attachment, refingerprint to another configuration ------
 
-    def _drop_trigger(self, target: Target, names: Names) -> list[Step]:
+    def _drop_trigger(self, target: TableShape, names: Names) -> list[Step]:
         function = trigger_function(names)
         drop_trigger, drop_function = drop_trigger_sql(target.schema, target.table, function)
         return [Step(drop_trigger, f"drop trigger {function}"), Step(drop_function, f"drop function {function}")]
 
-    def upgrade(self, target: Target, names: Names) -> Plan:
+    def upgrade(self, target: TableShape, names: Names) -> Plan:
         """An attachment made by simsql 0.1 (no digest column, a trigger that kept fingerprints a
         writer recomputed from stale text) gets the digest column and today's trigger. Its
         fingerprints are kept with an unknown (NULL) digest, which marks them for verification:
@@ -343,7 +343,7 @@ class PostgresDDL(DDL):
         what = "drops stale side rows" if names.side else "derives blocks, drops stale fingerprints"
         return self.plan(steps + self._drop_trigger(target, names) + self._trigger(target, names, what))
 
-    def stage(self, target: Target, shadow: Names, fingerprinter: Fingerprinter, cursor: str) -> Plan:
+    def stage(self, target: TableShape, shadow: Names, fingerprinter: Fingerprinter, cursor: str) -> Plan:
         """The shadow fingerprint set of a refingerprint (columns or side table, with the trigger
         that keeps its digest invariant) and its resume cursor, in one transaction: the cursor's
         row proves the shadow objects are simsql's own."""
@@ -355,7 +355,7 @@ class PostgresDDL(DDL):
         params = {"schema": target.schema, "cursor": cursor, "config_id": fingerprinter.config_id}
         return holder + self.plan([Step(sql, f"record refingerprint of {target.schema}.{target.table}", params)])
 
-    def unstage(self, target: Target, shadow: Names, cursor: str) -> Plan:
+    def unstage(self, target: TableShape, shadow: Names, cursor: str) -> Plan:
         """Remove a shadow set (an abandoned refingerprint); the attachment is untouched."""
         base = qualified(target.schema, target.table)
         steps = self._drop_trigger(target, shadow)
@@ -370,7 +370,7 @@ class PostgresDDL(DDL):
         return self.plan(steps)
 
     def switch(
-        self, target: Target, names: Names, shadow: Names, fingerprinter: Fingerprinter, cursor: str,
+        self, target: TableShape, names: Names, shadow: Names, fingerprinter: Fingerprinter, cursor: str,
         side_keys: tuple[str, str] | None = None, partitions: Sequence[str] = (),
     ) -> Plan:  # fmt: skip
         """Replace the attachment's fingerprints by the shadow set, in one transaction: old
@@ -395,7 +395,7 @@ class PostgresDDL(DDL):
         return self.plan(steps)
 
     def _rename_shadow(
-        self, target: Target, names: Names, shadow: Names, after: Names, side_keys: tuple[str, str] | None,
+        self, target: TableShape, names: Names, shadow: Names, after: Names, side_keys: tuple[str, str] | None,
         partitions: Sequence[str],
     ) -> list[Step]:  # fmt: skip
         """The old fingerprints (``names``) dropped, the shadow set renamed to ``after`` (the
