@@ -64,10 +64,33 @@ def _drop(url: str, name: str) -> None:
     engine.dispose()
 
 
+_PROJECT: dict[str, Any] = {"users": 0, "servers": {}}
+"""The one test project of the session: each module importing :func:`django_project` has a
+fixture of its own, and the first creates the databases, the last drops them."""
+
+
 @pytest.fixture(scope="session")
 def django_project(database_url: str, request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
     """Django configured with the test project; yields alias -> SQLAlchemy URL of the server."""
     pytest.importorskip("django")
+    if not _PROJECT["users"]:
+        _PROJECT["servers"] = _configure(database_url, request)
+    _PROJECT["users"] += 1
+    yield dict(_PROJECT["servers"])
+    _PROJECT["users"] -= 1
+    if _PROJECT["users"]:
+        return
+    from django.db import connections
+
+    from simsql.django.bridge import dispose_engines
+
+    connections.close_all()
+    dispose_engines()
+    for url in _PROJECT["servers"].values():
+        _drop(url, _database_name(url))
+
+
+def _configure(database_url: str, request: pytest.FixtureRequest) -> dict[str, str]:
     import pymysql
 
     pymysql.install_as_MySQLdb()
@@ -86,15 +109,7 @@ def django_project(database_url: str, request: pytest.FixtureRequest) -> Iterato
     if not settings.configured:
         settings.configure(**project_settings({alias: database(url, _database_name(url)) for alias, url in servers.items()}))
         django.setup()
-    yield servers
-    from django.db import connections
-
-    from simsql.django.bridge import dispose_engines
-
-    connections.close_all()
-    dispose_engines()
-    for url in servers.values():
-        _drop(url, _database_name(url))
+    return servers
 
 
 @pytest.fixture(params=ALIASES)

@@ -4,7 +4,9 @@ simsql's lifecycle (attach, detach, backfill, status), its originality check and
 deduplication are written once, over SQLAlchemy. The Django front end reaches them through an
 engine on the same database as a ``DATABASES`` alias, built from that alias's settings (the
 test runner's ``test_`` name included, since it is read when called). One engine per URL, kept
-until :func:`dispose_engines`.
+until :func:`dispose_engines`, which runs too whenever Django connects to no database in
+particular to create or drop one (``manage.py test``): PostgreSQL drops no database while a
+connection, a pooled one of simsql's included, is open on it.
 
 Django's ``connection.vendor`` is the scheme of a plain URL (``postgresql``, ``mysql`` for MySQL
 and MariaDB), so :func:`simsql.urls.normalise_url` picks the driver simsql runs on for it
@@ -18,6 +20,8 @@ import threading
 from typing import Any
 
 from django.db import connections
+from django.db.backends.base.base import NO_DB_ALIAS
+from django.db.backends.signals import connection_created
 from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import URL, Dialect
 
@@ -114,3 +118,13 @@ def dispose_engines() -> None:
         for engine in _ENGINES.values():
             engine.dispose()
         _ENGINES.clear()
+
+
+def _on_connection_created(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """Django's connection to no database in particular is the one it creates and drops
+    databases on (the test runner's): simsql's pooled connections go first."""
+    if connection.alias == NO_DB_ALIAS:
+        dispose_engines()
+
+
+connection_created.connect(_on_connection_created, dispatch_uid="simsql.django.bridge.dispose_engines")

@@ -109,6 +109,25 @@ def fingerprint_of(model: type[models.Model], target: object) -> tuple[int, Any]
     )
 
 
+def submitted_text(model: type[models.Model], submitted: object) -> str:
+    """The text of the originality check: ``submitted`` itself, or the text an unsaved instance
+    of ``model`` would be stored with; a saved row is refused (its own row would be its original)."""
+    if isinstance(submitted, str):
+        return submitted
+    if not isinstance(submitted, model):
+        raise TypeError(f"find_original() checks a text (str) or an unsaved {model.__name__}, got {type(submitted).__name__}")
+    instance = submitted
+    if not instance._state.adding:  # loaded from the database, or saved
+        raise ValueError(
+            f"find_original() takes an unsaved {type(instance).__name__} (a submission), got the stored row "
+            f"{instance.pk!r}, which would be its own original: build a new instance from the submitted fields"
+        )
+    text = text_of(instance)
+    if text is None:
+        raise EmptyDocument(f"this {type(instance).__name__} has no text to check ({', '.join(source_of(type(instance)))} are empty)")
+    return text
+
+
 def check_configuration(model: type[models.Model], alias: str) -> None:
     """Refuse to write fingerprints of another configuration than the one simsql's registry
     records for the table (:class:`~simsql.errors.ConfigMismatch`, before anything is written),
@@ -146,19 +165,21 @@ class SimHashQuerySet(models.QuerySet):
         ).order_by("distance", "pk")
         return rows[:limit] if limit is not None else rows
 
-    def find_original(self, text: str, **options: Any) -> simsql.Match | None:
+    def find_original(self, text: str | models.Model, **options: Any) -> simsql.Match | None:
         """:func:`simsql.find_original` on the model's table: the stored row ``text`` copies,
-        as a ``Match`` whose ``row`` is the model instance, or None. Options as there. Reads
-        the whole table through a connection of its own (rows this transaction has not
-        committed are not seen)."""
+        as a ``Match`` whose ``row`` is the model instance, or None. ``text`` may be an unsaved
+        instance (a form's): the text it would be stored with, its ``simhash_source`` joined.
+        Options as there. Reads the whole table through a connection of its own (rows this
+        transaction has not committed are not seen)."""
+        submitted = submitted_text(self.model, text)
         with Session(bridge.engine_for(self._whole_table("find_original"))) as session:
-            match = simsql.find_original(session, self._reflected(), text, **options)
+            match = simsql.find_original(session, self._reflected(), submitted, **options)
         if match is None:
             return None
         row = self.model._base_manager.using(self.db).get(pk=getattr(match.row, self.model._meta.pk.column))
         return simsql.Match(row, match.distance, match.similarity)
 
-    async def afind_original(self, text: str, **options: Any) -> simsql.Match | None:
+    async def afind_original(self, text: str | models.Model, **options: Any) -> simsql.Match | None:
         """:meth:`find_original` from async code."""
         return await sync_to_async(self.find_original)(text, **options)
 

@@ -32,10 +32,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import models
-from django.db.migrations.operations.base import Operation
+from django.db.migrations.operations.base import Operation, OperationCategory
 
 import simsql
 import simsql.alembic
+from simsql.alembic.revisions import attached_tables
 from simsql.errors import SchemaError, SimsqlError
 
 from . import bridge
@@ -56,6 +57,7 @@ class InstallSimSQL(Operation):
 
     reversible = True
     reduces_to_sql = False
+    category = OperationCategory.ADDITION  # "+" in makemigrations' list
 
     def state_forwards(self, app_label: str, state: Any) -> None:
         pass
@@ -64,9 +66,19 @@ class InstallSimSQL(Operation):
         simsql.alembic.upgrade(bridge.engine_for(schema_editor.connection.alias))
 
     def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        engine = bridge.engine_for(schema_editor.connection.alias)
+        with engine.connect() as connection:
+            attached = [f"{entry.table_schema}.{entry.table_name}" for entry in attached_tables(connection)]
+        if attached:  # simsql.alembic.downgrade would refuse, with the command line's advice
+            warnings.warn(
+                f"simsql's objects are kept: attached tables still use them ({', '.join(attached)}); an InstallSimSQL "
+                "migrated back after the last of them is detached (its AddSimHash migrated back) removes them",
+                stacklevel=2,
+            )
+            return
         try:
-            simsql.alembic.downgrade(bridge.engine_for(schema_editor.connection.alias))
-        except SchemaError as error:
+            simsql.alembic.downgrade(engine)
+        except SchemaError as error:  # a table attached meanwhile
             warnings.warn(f"simsql's objects are kept: {error}", stacklevel=2)
 
     def describe(self) -> str:
@@ -87,6 +99,7 @@ class AddSimHash(Operation):
 
     reversible = True
     reduces_to_sql = False
+    category = OperationCategory.ADDITION
 
     def __init__(self, model_name: str, source: Sequence[str], wide: bool = True) -> None:
         self.model_name = model_name
