@@ -37,7 +37,8 @@ from .queries import (
     VectorMatch,
 )
 from .orm_triggers import on_trigger_table
-from .storage import Binding, SimHashMixin, WideSimHashMixin, attach_model, binding_for
+from .side_tables import attach_model
+from .storage import Binding, SimHashMixin, WideSimHashMixin, binding_for
 from .lifecycle.backfill import BackfillResult, backfill
 from .lifecycle.catalog import reflect
 from .lifecycle.refingerprint import RefingerprintResult, refingerprint

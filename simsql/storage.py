@@ -18,7 +18,6 @@ from typing import Any, ClassVar, Literal
 
 from sqlalchemy import (
     Column,
-    ForeignKeyConstraint,
     Index,
     Integer,
     Table,
@@ -30,12 +29,12 @@ from sqlalchemy.orm import Mapped, Mapper, declared_attr, mapped_column
 from sqlalchemy.orm.attributes import get_history, set_attribute
 
 from . import registry
-from .dialects import COVERING_INFO, backend, block_computed, wide_block_computed
+from .dialects import COVERING_INFO, block_computed, wide_block_computed
 from .dialects.base import is_autocommit
 from .errors import ConfigMismatch, NotAttached, SchemaError
 from .fingerprint import DEFAULT, DEFAULT_WIDE, WIDE_VERSION, Fingerprinter
 from .orm_triggers import install_trigger_on_create
-from .schema import BLOCK_COUNT, DEFAULT_PREFIX, Attachment, Names, configuration_for, default_side_table
+from .schema import BLOCK_COUNT, DEFAULT_PREFIX, Attachment, Names, configuration_for
 from .types import TEXT_DIGEST, SimHash
 from .vectors import AnyFingerprinter, VectorFingerprinter, vector_of
 
@@ -216,14 +215,14 @@ class Binding:
 _SIDE_BINDINGS: dict[type, Binding] = {}
 
 
-def _block_columns(names: Names) -> list[Column[Any]]:
+def block_columns(names: Names) -> list[Column[Any]]:
     return [
         Column(name, Integer, block_computed(names.fingerprint, i), nullable=True)
         for i, name in enumerate(names.blocks)
     ]
 
 
-def _wide_columns(names: Names) -> list[Column[Any]]:
+def wide_columns(names: Names) -> list[Column[Any]]:
     """Words 1-3 of the wide signature, then its block columns, generated from the four words."""
     words: list[Column[Any]] = [Column(name, SimHash(), nullable=True) for name in names.wide_words]
     blocks = [
@@ -233,7 +232,7 @@ def _wide_columns(names: Names) -> list[Column[Any]]:
     return words + blocks
 
 
-def _wide_indexes(table: Table, names: Names, key_names: Sequence[str]) -> list[Index]:
+def wide_indexes(table: Table, names: Names, key_names: Sequence[str]) -> list[Index]:
     """One btree per wide block covering the four words and the key: a probe computes each
     candidate's distance from the index alone, and reads the table for the nearest rows only."""
     covering = (*names.signature_words, *key_names)
@@ -243,7 +242,7 @@ def _wide_indexes(table: Table, names: Names, key_names: Sequence[str]) -> list[
     ]
 
 
-def _block_indexes(table: Table, names: Names, key_names: Sequence[str]) -> list[Index]:
+def block_indexes(table: Table, names: Names, key_names: Sequence[str]) -> list[Index]:
     """One btree per block, covering the fingerprint and the key, so candidate lookups are
     index-only scans and touch the heap only for the final rows. (MySQL has no INCLUDE: there
     the fingerprint is a second key column and InnoDB adds the primary key by itself, see
@@ -423,7 +422,7 @@ def binding_for(model: type) -> Binding:
 
 
 @event.listens_for(SimHashMixin, "instrument_class", propagate=True)
-def _add_block_indexes(mapper: Mapper[Any], cls: type) -> None:
+def _addblock_indexes(mapper: Mapper[Any], cls: type) -> None:
     """Indexes are added when the class is mapped, so they exist before any ``create_all``
     or autogenerate run, whatever order the application imports things in."""
     table = mapper.local_table
@@ -433,8 +432,8 @@ def _add_block_indexes(mapper: Mapper[Any], cls: type) -> None:
     if any(index.name == names.indexes[0] for index in table.indexes):
         return
     keys = [column.name for column in table.primary_key.columns]
-    _block_indexes(table, names, keys)
-    _wide_indexes(table, names, keys)
+    block_indexes(table, names, keys)
+    wide_indexes(table, names, keys)
     install_trigger_on_create(table, lambda: binding_for(cls))
 
 
@@ -486,113 +485,9 @@ def _rewrite_vector_signature(binding: Binding, connection: Any, target: Any) ->
     connection.execute(update(binding.table).where(*where).values({name: getattr(target, name) for name in written}))
 
 
-def attach_model(
-    model: type,
-    source: Sequence[str],
-    *,
-    fingerprinter: Fingerprinter | None = None,
-    table_name: str | None = None,
-    prefix: str = DEFAULT_PREFIX,
-    wide: bool | None = None,
-) -> Binding:
-    """Fingerprint ``model`` without altering its table: a side table keyed by its primary key.
-
-    The side table (``<table>_simhash`` unless ``table_name`` is given) is added to the model's
-    ``MetaData``, so ``metadata.create_all()`` or a migration creates it. Rows are deleted with
-    their model row (``ON DELETE CASCADE``). Fingerprints follow ORM inserts and source changes;
-    calling ``attach`` twice with the same settings returns the same binding. ``wide``: the side
-    table also holds the wide originality signature (as :class:`WideSimHashMixin`), part of
-    algorithm version 3: ``wide=True`` alone means :data:`simsql.fingerprint.DEFAULT_WIDE`, a
-    version 3 ``fingerprinter`` means ``wide=True``.
-    """
-    mapper: Any = inspect(model, raiseerr=False)
-    if mapper is None or not isinstance(mapper, Mapper):
-        raise TypeError(f"attach_model() needs a mapped class, got {model!r}")
-    source = _check_source(model, mapper, source)
-    fingerprinter = configuration_for(fingerprinter, wide)
-    wide = fingerprinter.wide
-    existing = _SIDE_BINDINGS.get(model)
-    if existing is not None:
-        if existing.source == source and existing.fingerprinter == fingerprinter and existing.names.wide == wide:
-            return existing
-        raise ValueError(f"{model.__name__} is already attached with different settings")
-    base = mapper.local_table
-    assert isinstance(base, Table)
-    names = Names(base.name, prefix, table_name or default_side_table(base.name, prefix), wide=wide)
-    keys = tuple(mapper.primary_key)
-    side = _side_table(base, names, keys)
-    binding = Binding(
-        model=model,
-        mode="side_table",
-        table=side,
-        fingerprint=side.c[names.fingerprint],
-        blocks=tuple(side.c[b] for b in names.blocks),
-        keys=keys,
-        table_keys=tuple(side.c[k] for k in names.side_keys([k.name for k in keys])),
-        source=source,
-        fingerprinter=fingerprinter,
-        names=names,
-        words=tuple(side.c[w] for w in names.signature_words),
-        wide_blocks=tuple(side.c[b] for b in names.wide_blocks),
-    )
-    register(model, binding)
-    _follow_orm_writes(model, binding)
-    return binding
-
-
-def _check_source(model: type, mapper: Any, source: Sequence[str]) -> tuple[str, ...]:
-    source = source_names(source, "attach_model()'s source")
-    if not source:
-        raise ValueError("attach_model() needs at least one source column")
-    for name in source:
-        if name not in mapper.attrs:
-            raise SchemaError(f"{model.__name__} has no mapped attribute {name!r}")
-    return source
-
-
-def _side_table(base: Table, names: Names, keys: Sequence[Any]) -> Table:
-    assert names.side is not None
-    key_names = names.side_keys([k.name for k in keys])
-    key_columns = [Column(name, k.type, primary_key=True) for name, k in zip(key_names, keys)]
-    side = Table(
-        names.side,
-        base.metadata,
-        *key_columns,
-        Column(names.fingerprint, SimHash(), nullable=True),
-        Column(names.digest, TEXT_DIGEST, nullable=True),
-        *_block_columns(names),
-        *_wide_columns(names),
-        ForeignKeyConstraint(list(key_names), list(keys), ondelete="CASCADE"),
-        schema=base.schema,
-    )
-    _block_indexes(side, names, key_names)
-    _wide_indexes(side, names, key_names)
-    return side
-
-
-def _follow_orm_writes(model: type, binding: Binding) -> None:
-    """Side rows follow ORM inserts and source changes, in the writer's own transaction."""
-    side = binding.table
-
-    def upsert(connection: Any, target: Any) -> None:
-        binding.check_config(connection, claim=True)
-        values = {c.name: v for c, v in zip(binding.table_keys, binding.key_of(target))}
-        stored = binding.stored_row(target)
-        values.update(stored)
-        keys = [c.name for c in binding.table_keys]
-        connection.execute(backend(connection).upsert(side, values, keys, list(stored)))
-        binding.confirm_config(connection, target)
-
-    @event.listens_for(model, "after_insert", propagate=True)
-    def _side_insert(mapper: Mapper[Any], connection: Any, target: Any) -> None:
-        upsert(connection, target)
-
-    @event.listens_for(model, "after_update", propagate=True)
-    def _side_update(mapper: Mapper[Any], connection: Any, target: Any) -> None:
-        if binding.source_changed(target):
-            upsert(connection, target)
-
-    install_trigger_on_create(side, lambda: binding)
+def bound_to(model: type) -> Binding | None:
+    """The side-table binding :func:`register` recorded for ``model``, if any."""
+    return _SIDE_BINDINGS.get(model)
 
 
 def register(model: type, binding: Binding) -> None:

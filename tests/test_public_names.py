@@ -10,7 +10,7 @@ import pytest
 
 import simsql
 from simsql.lifecycle.tables import detach_table
-from simsql.storage import attach_model
+from simsql.side_tables import attach_model
 
 
 @pytest.mark.parametrize(("old", "new"), [("attach", attach_model), ("detach", detach_table)])
