@@ -46,9 +46,6 @@ from .schema import (
     registry_table,
 )
 
-Entry = Attachment
-"""Former name of :class:`simsql.schema.Attachment`."""
-
 VERSION_TABLE = "simsql_alembic_version"
 
 
@@ -525,7 +522,6 @@ def _check_before_execute(
 
 __all__ = [
     "CHECK_OPTION",
-    "Entry",
     "PROGRESS_TABLE",
     "REGISTRY_TABLE",
     "check",
