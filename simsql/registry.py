@@ -17,18 +17,14 @@ silent loss of the checks.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import weakref
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Engine, event, select, text
+from sqlalchemy import Engine, select, text
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql import ColumnElement
-from sqlalchemy.sql.visitors import InternalTraversal
 
 from .background import Background
 from .dialects import backend
@@ -289,7 +285,7 @@ registry again and is refused, instead of writing or querying with the old one u
 restarts. One indexed registry read per table and engine every 10 s."""
 
 
-def _fresh(engine: Engine, target: CheckedTable) -> bool:
+def fresh(engine: Engine, target: CheckedTable) -> bool:
     with _lock:
         checked_at = _checked.get(engine, {}).get(target)
     return checked_at is not None and time.monotonic() - checked_at < CHECK_TTL
@@ -300,7 +296,7 @@ _recorded: weakref.WeakKeyDictionary[Engine, dict[CheckedTable, str]] = weakref.
 what :func:`confirm` reads again without resolving the schema."""
 
 
-def _passed(engine: Engine, target: CheckedTable, recorded_in: str | None = None) -> None:
+def passed(engine: Engine, target: CheckedTable, recorded_in: str | None = None) -> None:
     with _lock:
         _checked.setdefault(engine, {})[target] = time.monotonic()
         recorded = _recorded.setdefault(engine, {})
@@ -322,12 +318,12 @@ def check(
 ) -> None:
     """Raise :class:`ConfigMismatch` if ``table_name`` was filled with another configuration
     (``advice``: what the caller would tell the user to change, see :func:`mismatch`)."""
-    if _fresh(connection.engine, (schema, table_name, config_id)):
+    if fresh(connection.engine, (schema, table_name, config_id)):
         return
     entry = read(connection, table_name, schema)
     if entry is not None and entry.config_id != config_id:
         raise mismatch(entry.table_schema, table_name, entry, config_id, advice=advice)
-    _passed(connection.engine, (schema, table_name, config_id), _confirm_in(connection, entry, schema))
+    passed(connection.engine, (schema, table_name, config_id), _confirm_in(connection, entry, schema))
 
 
 def _confirm_in(connection: Connection, entry: Attachment | None, schema: str | None) -> str | None:
@@ -406,7 +402,7 @@ def claim(
     """Record a table the registry does not know yet (a mixin or ORM side table made by
     ``create_all``) with the configuration of its first writer; no-op when simsql's revision
     was never applied, or once checked on this engine."""
-    if _fresh(connection.engine, (schema, table_name, fingerprinter.config_id)):
+    if fresh(connection.engine, (schema, table_name, fingerprinter.config_id)):
         return
     if not require_registry(connection):
         return
@@ -416,112 +412,7 @@ def claim(
         connection.execute(backend(connection).insert_new(registry_table, values))
 
 
-class _Checked(ColumnElement[Any]):
-    """An expression that makes the statement containing it check a configuration."""
-
-    __visit_name__ = "simsql_checked"
-    inherit_cache = True
-    _traverse_internals = [
-        ("element", InternalTraversal.dp_clauseelement),
-        ("target", InternalTraversal.dp_plain_obj),
-    ]
-
-    def __init__(self, element: ColumnElement[Any], target: tuple[str | None, str, str]) -> None:
-        self.element = element
-        self.target = target
-        self.type = element.type
-        # a predicate stays a predicate: where booleans are ints (MySQL) SQLAlchemy would
-        # otherwise render "<element> = 1", which hides an IN from the optimizer
-        self._is_implicitly_boolean = element._is_implicitly_boolean
-
-
-@compiles(_Checked)
-def _compile_checked(element: _Checked, compiler: Any, **kw: Any) -> str:
-    # Recorded on the compiled form, which SQLAlchemy caches with the statement: the check
-    # below runs however the statement is executed (Session, Connection, any front end).
-    compiler.__dict__.setdefault("_simsql_checks", set()).add(element.target)
-    return str(compiler.process(element.element, **kw))
-
-
-def checked(expression: ColumnElement[Any], schema: str | None, table_name: str, config_id: str) -> ColumnElement[Any]:
-    """``expression``; a statement containing it checks ``config_id`` before it runs."""
-    return _Checked(expression, (schema, table_name, config_id))
-
-
-@event.listens_for(Engine, "before_cursor_execute")
-def _check_compiled(
-    connection: Connection, cursor: Any, statement: Any, parameters: Any, context: Any, executemany: bool
-) -> None:
-    targets = getattr(getattr(context, "compiled", None), "_simsql_checks", None)
-    for schema, table_name, config_id in targets or ():
-        if not _fresh(connection.engine, (schema, table_name, config_id)):
-            _raw_check(connection, cursor, schema, table_name, config_id)
-
-
-def _raw_check(connection: Connection, cursor: Any, schema: str | None, table_name: str, config_id: str) -> None:
-    """The registry check on the DBAPI connection itself (the statement is mid-execution)."""
-    # the DBAPI connection through the pool's proxy: an async driver's adapted cursor has no
-    # ``cursor.connection``
-    raw: Any = connection.connection.cursor()
-    try:
-        raw.execute(_positional(connection, backend(connection.dialect).registry_probe), (REGISTRY_TABLE, VERSION_TABLE))
-        has_registry, has_versions, current = raw.fetchone()
-        if not has_registry:
-            if has_versions:
-                raw.execute(f"SELECT count(*) FROM {VERSION_TABLE}")
-                if raw.fetchone()[0]:
-                    raise SchemaError(
-                        f"{REGISTRY_TABLE} is missing although simsql's revision is applied (dropped by hand?); "
-                        "run `simsql db upgrade` to recreate it"
-                    )
-            row = None  # no registry, nothing recorded: trusted like a passed check (CHECK_TTL)
-        else:
-            raw.execute(
-                _positional(connection, f"SELECT config_id, settings FROM {REGISTRY_TABLE} WHERE table_schema = %s AND table_name = %s"),
-                (schema or current, table_name),
-            )
-            row = raw.fetchone()
-    finally:
-        raw.close()
-    if row is not None and row[0] != config_id:
-        forget(connection.engine)
-        raise ConfigMismatch(
-            f"{schema or current}.{table_name} holds fingerprints of config {row[0]} "
-            f"({settings_difference(row[1] if isinstance(row[1], dict) else json.loads(row[1]), None)}), but this uses "
-            f"{config_id}; use the same Fingerprinter settings as the data, or move the table to the new "
-            "configuration with `simsql refingerprint`"
-        )
-    _passed(connection.engine, (schema, table_name, config_id), None if row is None else schema or current)
-
-
-def _positional(connection: Connection, sql: str) -> str:
-    """``sql``, written with ``%s`` placeholders, in the driver's own positional style: asyncpg
-    takes ``$1``, ``$2`` (``numeric_dollar``); psycopg, PyMySQL and aiomysql take ``%s``."""
-    style = connection.dialect.paramstyle
-    markers = {"numeric_dollar": "${}", "numeric": ":{}", "qmark": "?"}.get(style)
-    if markers is None:
-        return sql
-    head, *rest = sql.split("%s")
-    return head + "".join(markers.format(number) + part for number, part in enumerate(rest, 1))
-
-
-CHECK_OPTION = "simsql_config_check"
-"""Execution option carrying ``(schema, table, config_id)`` on statements simsql builds."""
-
-
-@event.listens_for(Engine, "before_execute")
-def _check_before_execute(
-    connection: Connection, statement: Any, multiparams: Any, params: Any, execution_options: Any
-) -> None:
-    options = getattr(statement, "_execution_options", None) or {}
-    target = options.get(CHECK_OPTION) or (execution_options or {}).get(CHECK_OPTION)
-    if target is not None:
-        schema, table_name, config_id = target
-        check(connection, table_name, schema, config_id)
-
-
 __all__ = [
-    "CHECK_OPTION",
     "PROGRESS_TABLE",
     "REGISTRY_TABLE",
     "check",

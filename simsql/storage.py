@@ -28,7 +28,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, Mapper, declared_attr, mapped_column
 from sqlalchemy.orm.attributes import get_history, set_attribute
 
-from . import registry
+from . import registry, statement_checks
 from .dialects import COVERING_INFO, block_computed, wide_block_computed
 from .dialects.base import is_autocommit
 from .errors import ConfigMismatch, NotAttached, SchemaError
@@ -200,7 +200,7 @@ class Binding:
         """``expression`` unchanged in SQL, but the statement it ends up in checks this
         binding's configuration against the registry when it runs (whatever executes it)."""
         schema, name = self.registry_key
-        return registry.checked(expression, schema, name, self.fingerprinter.config_id)
+        return statement_checks.checked(expression, schema, name, self.fingerprinter.config_id)
 
     @property
     def source_columns(self) -> tuple[str, ...]:

@@ -25,7 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("text and bits", ("errors", "bits", "signature", "tokenize", "weighting", "background", "bitsums", "fingerprint", "containment", "vectors")),
     ("schema and names", ("schema", "urls")),
     ("backends", ("dialects",)),
-    ("storage and queries", ("types", "registry", "orm_triggers", "storage", "side_tables", "steps", "queries")),
+    ("storage and queries", ("types", "registry", "statement_checks", "orm_triggers", "storage", "side_tables", "steps", "queries")),
     ("lifecycle", ("lifecycle", "citus")),
     ("front ends", ("alembic", "asyncio", "cli", "demo", "django", "embedded", "sqlmodel")),
 )

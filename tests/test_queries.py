@@ -416,7 +416,7 @@ def test_a_database_without_the_registry_is_probed_once_not_per_query(any_engine
     """Without simsql's registry (a mixin model, no `simsql db upgrade`), there is nothing to
     check; the answer is cached like a passed check, instead of one extra round trip per query
     (it cost near-duplicate lookups on MariaDB about half their time)."""
-    from simsql import registry
+    from simsql import registry, statement_checks
 
     Base.metadata.create_all(any_engine)
     with Session(any_engine) as session:
@@ -425,13 +425,13 @@ def test_a_database_without_the_registry_is_probed_once_not_per_query(any_engine
         fingerprint = session.scalars(select(Article.simhash)).one()
     registry.forget(any_engine)
     probes: list[str] = []
-    real_check = registry._raw_check
+    real_check = statement_checks._raw_check
 
     def counted(connection: Any, cursor: Any, schema: Any, table_name: str, config_id: str) -> None:
         probes.append(table_name)
         real_check(connection, cursor, schema, table_name, config_id)
 
-    monkeypatch.setattr(registry, "_raw_check", counted)
+    monkeypatch.setattr(statement_checks, "_raw_check", counted)
     with Session(any_engine) as session:
         for _ in range(3):
             assert session.scalars(select(Article.id).where(simsql.similar_to(Article, fingerprint))).all() == [1]

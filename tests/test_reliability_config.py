@@ -91,7 +91,7 @@ def test_registry_check_is_not_inherited_by_an_engine_at_the_same_address(
     any_engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same through :func:`simsql.registry.check`, which statements with
-    ``registry.CHECK_OPTION`` and the ORM's writes use."""
+    ``statement_checks.CHECK_OPTION`` and the ORM's writes use."""
     simsql.alembic.upgrade(any_engine)
     first = any_engine.execution_options()
     with first.connect() as connection:

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Select, select
 from sqlalchemy.sql import ColumnElement
 
-from .. import registry
+from .. import statement_checks
 from ..storage import binding_for
 from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS, Within, nearest_keys_statement, nearest_statement
 from .targets import check_distance, check_limit, exclude_keys, exclusion, resolve_target
@@ -93,7 +93,7 @@ def most_similar(
     fingerprint, own_key = resolve_target(binding, target)
     excluded = exclusion(binding, exclude_keys(binding, exclude) + ([own_key] if own_key is not None else []))
     schema, table = binding.registry_key
-    check = {registry.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)}
+    check = {statement_checks.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)}
     ranked = nearest_statement(stmt, model, fingerprint, limit, max_distance, excluded, probe_radius=probe_radius, exact=exact, scan=scan)
     return ranked.execution_options(**check)
 
@@ -110,7 +110,7 @@ def most_similar_keys(
     binding = binding_for(model)
     fingerprint, _ = resolve_target(binding, target)
     schema, table = binding.registry_key
-    check = {registry.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)}
+    check = {statement_checks.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)}
     ranked = nearest_keys_statement(model, fingerprint, limit, max_distance, probe_radius=probe_radius, scan=scan)
     return ranked.execution_options(**check)
 
