@@ -70,6 +70,7 @@ from .. import dialects
 from ..bits import blocks
 from ..dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_parameter, probe_values, radius_for, ring_values, row_estimate
 from ..storage import Binding, binding_for
+from .plan_choice import bands_worth_running
 from .targets import fingerprint_literal, keys_equal
 
 DEFAULT_PROBE_RADIUS = 2
@@ -318,53 +319,54 @@ def _band_branch(binding: Binding, base: Select[Any], target: _Target, radius: i
     )
 
 
-def _guarded_bands(binding: Binding, target: _Target, probe_radius: int, branch_for: Any, fewer_within: Any) -> tuple[list[Select[Any]], ColumnElement[Any] | int, ColumnElement[bool]]:
+def _guarded_bands(
+    binding: Binding, target: _Target, probe_radius: int, limit: int, branch_for: Any, fewer_within: Any,
+) -> tuple[list[Select[Any]], ColumnElement[Any] | int, ColumnElement[bool]]:  # fmt: skip
     """Bands ``0..probe_radius`` and the scan's start and guard, per database.
 
-    PostgreSQL (lazy ``Append``, see :class:`simsql.dialects.EagerChoice`): a band past the
-    first runs only if it and every band before it are affordable (:func:`_band_affordable`);
-    the ``LIMIT`` stops the branches once the answer is full, so the scan needs no guard and
-    starts where the last band that ran stopped.
+    PostgreSQL (lazy ``Append``, see :class:`simsql.dialects.EagerChoice`): the bands past the
+    first run only if they are worth it (:func:`simsql.queries.plan_choice.bands_worth_running`:
+    the table's size, or a row within 3 bits) and then only while affordable
+    (:func:`_band_affordable`); the ``LIMIT`` stops the branches once the answer is full, so the
+    scan needs no guard and starts where the last band that ran stopped (4 bits when none did).
 
     MySQL/MariaDB (every branch and every check it reaches is materialised): only band 0 runs,
     and the scan runs only when band 0 found fewer than ``limit`` rows (``fewer_within(0)``,
     evaluated once). Wider bands and their checks re-read crowded buckets several times, so
     there they cost more than the scan they might spare; with band 0 alone a query answered
     by its close neighbours costs one probe, and any other the scan plus one probe and count.
-    ``fewer_within(k)`` is true when fewer than ``limit`` rows lie within ``4k + 3`` bits.
+    ``fewer_within(k, rows=limit)`` is true when fewer than ``rows`` rows lie within ``4k + 3`` bits.
     """
-    branches = []
-    guards: list[Any] = []
-
-    def ran(band: int) -> list[Any]:  # band ``band`` ran: it and all before it were affordable
-        return [select(g.c.ok).scalar_subquery() for g in guards[:band]]
-
-    for band in range(probe_radius + 1):
-        branch = branch_for(band, 4 * band, 4 * band + 3, band > 0)
-        if band > 0:
-            guards.append(_band_affordable(binding, target, band))
-            branch = branch.where(dialects.eager_choice(and_(*ran(band)), false()))
-        branches.append(branch)
-    if not guards:
+    branches = [branch_for(0, 0, 3, False)]
+    if probe_radius == 0:
         return branches, 4, dialects.eager_guard(fewer_within(0))
-    whens = [(not_(select(g.c.ok).scalar_subquery()), literal(4 * (i + 1))) for i, g in enumerate(guards)]
+    guards: list[Any] = []
+    worth = select(bands_worth_running(binding, probe_radius, limit, not_(fewer_within(0, 1))).c.ok).scalar_subquery()
+
+    def ran(band: int) -> list[Any]:  # band ``band`` ran: worth it, and it and all before it affordable
+        return [worth, *(select(g.c.ok).scalar_subquery() for g in guards[:band])]
+
+    for band in range(1, probe_radius + 1):
+        guards.append(_band_affordable(binding, target, band))
+        branches.append(branch_for(band, 4 * band, 4 * band + 3, True).where(dialects.eager_choice(and_(*ran(band)), false())))
+    whens = [(not_(worth), literal(4))] + [(not_(select(g.c.ok).scalar_subquery()), literal(4 * (i + 1))) for i, g in enumerate(guards)]
     scan_from = dialects.eager_choice(case(*whens, else_=literal(4 * (probe_radius + 1))), literal(4))
     return branches, scan_from, dialects.eager_guard(fewer_within(0))
 
 
 def _fewer_within(binding: Binding, base: Select[Any] | None, target: _Target, limit: int, exclusion: ColumnElement[bool] | None = None) -> Any:
-    """``fewer_within(radius)`` for :func:`_guarded_bands`: whether ``base`` (or, for the key
-    ranking, the whole table minus ``exclusion``) has fewer than ``limit`` rows within
+    """``fewer_within(radius, rows=limit)`` for :func:`_guarded_bands`: whether ``base`` (or, for
+    the key ranking, the whole table minus ``exclusion``) has fewer than ``rows`` rows within
     ``4 * radius + 3`` bits; one probe of the block indexes, counted."""
 
-    def fewer_within(radius: int) -> ColumnElement[bool]:
+    def fewer_within(radius: int, rows: int = limit) -> ColumnElement[bool]:
         candidates = _band_candidates(binding, target, radius, 0, 4 * radius + 3, exclusion)
         if base is None:
-            rows: Any = select(candidates.c.distance)
+            within_rows: Any = select(candidates.c.distance)
         else:
             within = base.join(candidates, keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
-            rows = within.with_only_columns(*binding.keys)
-        return select(func.count()).select_from(rows.subquery()).scalar_subquery() < limit
+            within_rows = within.with_only_columns(*binding.keys)
+        return select(func.count()).select_from(within_rows.subquery()).scalar_subquery() < rows
 
     return fewer_within
 
@@ -388,6 +390,7 @@ def _exact_branches(binding: Binding, base: Select[Any], target: _Target, limit:
         binding,
         target,
         probe_radius,
+        limit,
         lambda band, low, high, lazy: _band_branch(binding, base, target, band, low, high, limit, lazy),
         _fewer_within(binding, base, target, limit),
     )
@@ -431,7 +434,7 @@ def _key_ranking(
     if reach is not None:
         return band(reach, 0, max_distance).subquery("simsql_ranked")
     branches, scan_from, scan_guard = _guarded_bands(
-        binding, target, probe_radius if lazy else 0, band, _fewer_within(binding, None, target, limit, exclusion)
+        binding, target, probe_radius if lazy else 0, limit, band, _fewer_within(binding, None, target, limit, exclusion)
     )
     distance = hamming_expression(binding.fingerprint, target.fingerprint).label("distance")
     scanned = select(*table_keys, distance).where(binding.fingerprint.is_not(None), scan_guard)
