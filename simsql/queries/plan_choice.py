@@ -4,21 +4,28 @@ any of them runs.
 The bands (multi-index hashing probes, :mod:`simsql.queries.planner`) pay only when they fill
 the answer: then the scan never runs. When the ``limit``-th neighbour lies beyond their reach
 (``4 * probe_radius + 3`` bits; an article with no near copy, the common case), the scan runs
-anyway and every index entry the bands and their budget counts read was wasted: exact top-10
-was slower than the scan alone. So before band 1 the plan asks whether the bands can be
-expected to fill, and if not it goes from band 0 straight to the scan:
+anyway and every index entry the bands and their budget counts read is wasted: exact top-10
+was slower than the scan alone. So before band 1 the plan asks whether a row within the bands'
+reach is to be expected at all, and if not it goes from band 0 straight to the scan.
 
-* **the table's statistics**: the rows expected within the bands' reach of a target the table
-  knows nothing about, ``N * P(Binomial(64, 1/2) <= 4 * probe_radius + 3)`` with ``N`` the
-  planner's row estimate. At the default radius 2 that is 0.05 rows at 1M rows (10 need about
-  200M); at radius 4 (19 bits), 10 rows are expected from about 16,000 rows on;
-* **the target's own evidence**, which statistics cannot see: a row within 3 bits, found by
-  band 0's four exact probes (counted again, a few index entries). Near copies and clusters
-  (series, templates) are where neighbours crowd; a target with one keeps today's bands.
+**The statistics** (:func:`expected_within`): how crowded the target's own 16-bit buckets are,
+read as the index entries of its four exact block values (the buckets band 0 probes; counted, no
+distance computed) over the table's estimated rows. If a share ``f`` of the rows holds the
+target's value in a block, a row agrees with the target on each of that block's bits with
+probability ``f ** (1/16)``; taking the four blocks' geometric mean as every bit's agreement,
+rows are ``Binomial(64, 1 - agreement)`` bits away, and ``rows * P(distance <= reach)`` are
+expected within reach. On a uniformly filled table that is the exact expectation (0.05 rows
+within 11 bits at 1M rows); real text's skewed bits make crowded buckets, and the model follows
+them. It assumes bits independent, so it underestimates real text's neighbours: the bands are
+tried when one row is expected (:data:`EXPECTED_ROWS`), not ``limit``, which on 1M rows of real
+text kept every query whose top-10 the bands fill (BENCHMARKS.md, "Exact most_similar against
+the scan").
+
+**The target's evidence**, which statistics cannot see: a row within 3 bits, found by band 0's
+four exact probes (counted again, a few entries). Near copies and clusters (series, templates)
+are where neighbours crowd; a target with one keeps the bands.
 
 The bands run when either says so, each still only within its budget of index entries, as before.
-Real text skews the bits, so the uniform model underestimates its neighbours: the rule then
-errs towards the scan, which is what it must never be slower than.
 
 Why the answer stays exact: the decision only chooses which of two exact plans runs. Bands that
 do not run return nothing, and the scan then starts at 4 bits, right after band 0 (which always
@@ -30,42 +37,60 @@ so nothing changes there.
 
 from __future__ import annotations
 
-from functools import lru_cache
-from math import comb
+from collections.abc import Sequence
+from math import comb, exp, log
+from typing import Any
 
-from sqlalchemy import Float, literal, or_, select
+from sqlalchemy import Float, func, literal, or_, select
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.selectable import CTE
 
-from ..dialects import row_estimate
+from ..dialects import BLOCK_COUNT, BLOCK_BITS, equals_any, row_estimate
 from ..storage import Binding
 
-FINGERPRINT_BITS = 64
+FINGERPRINT_BITS = BLOCK_COUNT * BLOCK_BITS
+
+EXPECTED_ROWS = 1.0
+"""The bands past the first are tried when the model expects at least this many rows within
+their reach (see the module's docstring for why one, not ``limit``)."""
 
 
-@lru_cache(maxsize=64)
-def share_within(distance: int) -> float:
-    """Share of uniformly random 64-bit fingerprints within ``distance`` bits of any target."""
-    return sum(comb(FINGERPRINT_BITS, k) for k in range(distance + 1)) / 2.0**FINGERPRINT_BITS
+def _binomial_terms(reach: int) -> list[tuple[int, float]]:
+    return [(k, float(comb(FINGERPRINT_BITS, k))) for k in range(reach + 1)]
 
 
-def expected_within(rows: float, probe_radius: int) -> float:
-    """Rows of a uniformly filled table of ``rows`` rows expected within the reach of bands
-    ``0..probe_radius`` (``4 * probe_radius + 3`` bits) of a target with no near row."""
-    return rows * share_within(4 * probe_radius + 3)
+def expected_within(bucket_rows: Sequence[float], table_rows: float, reach: int) -> float:
+    """Rows expected within ``reach`` bits of a target whose exact block values each hold
+    ``bucket_rows`` rows of a table of ``table_rows`` rows: the statistic the statement computes
+    (:func:`bands_worth_running`), in Python for tests and benchmarks."""
+    rows = max(table_rows, 1.0)
+    log_share = sum(log(min(max(count, 1.0) / rows, 1.0)) for count in bucket_rows)
+    differ = 1.0 - exp(log_share / FINGERPRINT_BITS)
+    return rows * sum(c * differ**k * (1.0 - differ) ** (FINGERPRINT_BITS - k) for k, c in _binomial_terms(reach))
 
 
-def rows_for_bands(probe_radius: int, limit: int) -> float:
-    """Table size from which ``limit`` rows are expected within the bands' reach."""
-    return limit / share_within(4 * probe_radius + 3)
+def _expected_rows(binding: Binding, exact_probes: Sequence[Any], reach: int) -> ColumnElement[float]:
+    """:func:`expected_within` in SQL, from the bucket counts and the planner's row estimate."""
+    rows = func.greatest(row_estimate(binding.table), literal(1.0, Float()))
+    log_share: Any = literal(0.0, Float())
+    for column, probe in zip(binding.blocks, exact_probes):
+        count = select(func.count()).select_from(binding.table).where(equals_any(column, probe)).scalar_subquery()
+        log_share = log_share + func.ln(func.least(func.greatest(count, 1) / rows, literal(1.0, Float())))
+    model = select(rows.label("rows"), (literal(1.0, Float()) - func.exp(log_share / FINGERPRINT_BITS)).label("differ")).subquery()
+    q = model.c.differ
+    share = sum(
+        (literal(c, Float()) * func.power(q, k) * func.power(literal(1.0, Float()) - q, FINGERPRINT_BITS - k) for k, c in _binomial_terms(reach)),
+        literal(0.0, Float()),
+    )
+    return select(model.c.rows * share).scalar_subquery()
 
 
-def bands_worth_running(binding: Binding, probe_radius: int, limit: int, near_row: ColumnElement[bool]) -> CTE:
-    """A one-row CTE whose ``ok`` says the bands past the first should run: the table's estimated
-    size calls for them, or ``near_row`` (a row within 3 bits, from band 0's probes) does.
+def bands_worth_running(binding: Binding, exact_probes: Sequence[Any], probe_radius: int, near_row: ColumnElement[bool]) -> CTE:
+    """A one-row CTE whose ``ok`` says the bands past the first should run: the statistics
+    expect a row within their reach (``exact_probes``: the target's value in each block), or
+    ``near_row`` (a row within 3 bits) says so.
 
-    The size test comes first: it reads one catalog row, and when it holds the probe count is
-    never evaluated. PostgreSQL evaluates the CTE once, when band 1's branch is first pulled
-    (never, for a query band 0 answered)."""
-    sized = row_estimate(binding.table) >= literal(rows_for_bands(probe_radius, limit), Float())
-    return select(or_(sized, near_row).label("ok")).cte("simsql_bands_worth")
+    PostgreSQL evaluates it once, when band 1's branch is first pulled (never for a query band 0
+    answered), and ``near_row`` only when the statistics said no."""
+    expected = _expected_rows(binding, exact_probes, 4 * probe_radius + 3)
+    return select(or_(expected >= literal(EXPECTED_ROWS, Float()), near_row).label("ok")).cte("simsql_bands_worth")

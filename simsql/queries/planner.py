@@ -319,14 +319,12 @@ def _band_branch(binding: Binding, base: Select[Any], target: _Target, radius: i
     )
 
 
-def _guarded_bands(
-    binding: Binding, target: _Target, probe_radius: int, limit: int, branch_for: Any, fewer_within: Any,
-) -> tuple[list[Select[Any]], ColumnElement[Any] | int, ColumnElement[bool]]:  # fmt: skip
+def _guarded_bands(binding: Binding, target: _Target, probe_radius: int, branch_for: Any, fewer_within: Any) -> tuple[list[Select[Any]], ColumnElement[Any] | int, ColumnElement[bool]]:
     """Bands ``0..probe_radius`` and the scan's start and guard, per database.
 
     PostgreSQL (lazy ``Append``, see :class:`simsql.dialects.EagerChoice`): the bands past the
     first run only if they are worth it (:func:`simsql.queries.plan_choice.bands_worth_running`:
-    the table's size, or a row within 3 bits) and then only while affordable
+    the statistics expect a row within their reach, or one lies within 3 bits) and then only while affordable
     (:func:`_band_affordable`); the ``LIMIT`` stops the branches once the answer is full, so the
     scan needs no guard and starts where the last band that ran stopped (4 bits when none did).
 
@@ -341,7 +339,8 @@ def _guarded_bands(
     if probe_radius == 0:
         return branches, 4, dialects.eager_guard(fewer_within(0))
     guards: list[Any] = []
-    worth = select(bands_worth_running(binding, probe_radius, limit, not_(fewer_within(0, 1))).c.ok).scalar_subquery()
+    exact = [target.probe(j, 0) for j in range(BLOCK_COUNT)]
+    worth = select(bands_worth_running(binding, exact, probe_radius, not_(fewer_within(0, 1))).c.ok).scalar_subquery()
 
     def ran(band: int) -> list[Any]:  # band ``band`` ran: worth it, and it and all before it affordable
         return [worth, *(select(g.c.ok).scalar_subquery() for g in guards[:band])]
@@ -390,7 +389,6 @@ def _exact_branches(binding: Binding, base: Select[Any], target: _Target, limit:
         binding,
         target,
         probe_radius,
-        limit,
         lambda band, low, high, lazy: _band_branch(binding, base, target, band, low, high, limit, lazy),
         _fewer_within(binding, base, target, limit),
     )
@@ -434,7 +432,7 @@ def _key_ranking(
     if reach is not None:
         return band(reach, 0, max_distance).subquery("simsql_ranked")
     branches, scan_from, scan_guard = _guarded_bands(
-        binding, target, probe_radius if lazy else 0, limit, band, _fewer_within(binding, None, target, limit, exclusion)
+        binding, target, probe_radius if lazy else 0, band, _fewer_within(binding, None, target, limit, exclusion)
     )
     distance = hamming_expression(binding.fingerprint, target.fingerprint).label("distance")
     scanned = select(*table_keys, distance).where(binding.fingerprint.is_not(None), scan_guard)
