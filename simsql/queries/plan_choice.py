@@ -21,8 +21,8 @@ tried when one row is expected (:data:`EXPECTED_ROWS`), not ``limit``, which on 
 text kept every query whose top-10 the bands fill (BENCHMARKS.md, "Exact most_similar against
 the scan").
 
-**The target's evidence**, which statistics cannot see: a row within 3 bits, found by band 0's
-four exact probes (counted again, a few entries). Near copies and clusters (series, templates)
+**The target's evidence**, which statistics cannot see: a row within 3 bits, in the same pass
+over the four exact buckets (band 0's entries, read again index-only). Near copies and clusters (series, templates)
 are where neighbours crowd; a target with one keeps the bands.
 
 The bands run when either says so, each still only within its budget of index entries, as before.
@@ -41,11 +41,11 @@ from collections.abc import Sequence
 from math import comb, exp, log
 from typing import Any
 
-from sqlalchemy import Float, func, literal, or_, select
+from sqlalchemy import Float, Integer, and_, case, func, literal, or_, select, union_all
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.selectable import CTE
 
-from ..dialects import BLOCK_COUNT, BLOCK_BITS, equals_any, row_estimate
+from ..dialects import BLOCK_BITS, BLOCK_COUNT, equals_any, hamming_expression, row_estimate
 from ..storage import Binding
 
 FINGERPRINT_BITS = BLOCK_COUNT * BLOCK_BITS
@@ -69,28 +69,51 @@ def expected_within(bucket_rows: Sequence[float], table_rows: float, reach: int)
     return rows * sum(c * differ**k * (1.0 - differ) ** (FINGERPRINT_BITS - k) for k, c in _binomial_terms(reach))
 
 
-def _expected_rows(binding: Binding, exact_probes: Sequence[Any], reach: int) -> ColumnElement[float]:
+def _bucket_facts(binding: Binding, fingerprint: ColumnElement[Any], exact_probes: Sequence[Any], exclusion: ColumnElement[bool] | None) -> Any:
+    """One pass over the target's four exact buckets (the entries band 0 reads, index-only):
+    each bucket's rows, and whether any row other than the excluded lies within 3 bits."""
+    near: Any = hamming_expression(binding.fingerprint, fingerprint) <= 3
+    if exclusion is not None:
+        near = and_(near, exclusion)
+    entries = union_all(
+        *(
+            select(literal(j, Integer()).label("block"), case((near, 1), else_=0).label("near")).select_from(binding.table).where(equals_any(column, probe))
+            for j, (column, probe) in enumerate(zip(binding.blocks, exact_probes))
+        )
+    ).subquery()
+    counts = [func.sum(case((entries.c.block == j, 1), else_=0)).label(f"rows_{j}") for j in range(BLOCK_COUNT)]
+    return select(*counts, func.coalesce(func.max(entries.c.near), 0).label("near")).offset(0).subquery()
+
+
+def _expected_rows(binding: Binding, facts: Any, reach: int) -> ColumnElement[float]:
     """:func:`expected_within` in SQL, from the bucket counts and the planner's row estimate."""
     rows = func.greatest(row_estimate(binding.table), literal(1.0, Float()))
     log_share: Any = literal(0.0, Float())
-    for column, probe in zip(binding.blocks, exact_probes):
-        count = select(func.count()).select_from(binding.table).where(equals_any(column, probe)).scalar_subquery()
-        log_share = log_share + func.ln(func.least(func.greatest(count, 1) / rows, literal(1.0, Float())))
-    model = select(rows.label("rows"), (literal(1.0, Float()) - func.exp(log_share / FINGERPRINT_BITS)).label("differ")).subquery()
-    q = model.c.differ
+    for j in range(BLOCK_COUNT):
+        count = func.greatest(func.coalesce(facts.c[f"rows_{j}"], 0), 1)
+        log_share = log_share + func.ln(func.least(count / rows, literal(1.0, Float())))
+    # OFFSET 0 keeps the model a subquery of its own: pulled up, its expression would be copied
+    # into each of the binomial's terms.
+    model = select(rows.label("rows"), (literal(1.0, Float()) - func.exp(log_share / FINGERPRINT_BITS)).label("differ"))
+    fenced = model.select_from(facts).offset(0).subquery()
+    q = fenced.c.differ
     share = sum(
         (literal(c, Float()) * func.power(q, k) * func.power(literal(1.0, Float()) - q, FINGERPRINT_BITS - k) for k, c in _binomial_terms(reach)),
         literal(0.0, Float()),
     )
-    return select(model.c.rows * share).scalar_subquery()
+    return select(fenced.c.rows * share).scalar_subquery()
 
 
-def bands_worth_running(binding: Binding, exact_probes: Sequence[Any], probe_radius: int, near_row: ColumnElement[bool]) -> CTE:
+def bands_worth_running(
+    binding: Binding, fingerprint: ColumnElement[Any], exact_probes: Sequence[Any], probe_radius: int, exclusion: ColumnElement[bool] | None,
+) -> CTE:  # fmt: skip
     """A one-row CTE whose ``ok`` says the bands past the first should run: the statistics
-    expect a row within their reach (``exact_probes``: the target's value in each block), or
-    ``near_row`` (a row within 3 bits) says so.
+    expect a row within their reach (``exact_probes``: the target's value in each block), or a
+    row (``exclusion`` holding) lies within 3 bits of ``fingerprint``.
 
     PostgreSQL evaluates it once, when band 1's branch is first pulled (never for a query band 0
-    answered), and ``near_row`` only when the statistics said no."""
-    expected = _expected_rows(binding, exact_probes, 4 * probe_radius + 3)
-    return select(or_(expected >= literal(EXPECTED_ROWS, Float()), near_row).label("ok")).cte("simsql_bands_worth")
+    answered): one index-only pass over the four buckets band 0 probed."""
+    facts = _bucket_facts(binding, fingerprint, exact_probes, exclusion)
+    expected = _expected_rows(binding, facts, 4 * probe_radius + 3)
+    ok = or_(expected >= literal(EXPECTED_ROWS, Float()), select(facts.c.near).scalar_subquery() > 0)
+    return select(ok.label("ok")).cte("simsql_bands_worth")

@@ -319,7 +319,9 @@ def _band_branch(binding: Binding, base: Select[Any], target: _Target, radius: i
     )
 
 
-def _guarded_bands(binding: Binding, target: _Target, probe_radius: int, branch_for: Any, fewer_within: Any) -> tuple[list[Select[Any]], ColumnElement[Any] | int, ColumnElement[bool]]:
+def _guarded_bands(
+    binding: Binding, target: _Target, probe_radius: int, branch_for: Any, fewer_within: Any, exclusion: ColumnElement[bool] | None = None,
+) -> tuple[list[Select[Any]], ColumnElement[Any] | int, ColumnElement[bool]]:  # fmt: skip
     """Bands ``0..probe_radius`` and the scan's start and guard, per database.
 
     PostgreSQL (lazy ``Append``, see :class:`simsql.dialects.EagerChoice`): the bands past the
@@ -333,14 +335,14 @@ def _guarded_bands(binding: Binding, target: _Target, probe_radius: int, branch_
     evaluated once). Wider bands and their checks re-read crowded buckets several times, so
     there they cost more than the scan they might spare; with band 0 alone a query answered
     by its close neighbours costs one probe, and any other the scan plus one probe and count.
-    ``fewer_within(k, rows=limit)`` is true when fewer than ``rows`` rows lie within ``4k + 3`` bits.
+    ``fewer_within(k)`` is true when fewer than ``limit`` rows lie within ``4k + 3`` bits.
     """
     branches = [branch_for(0, 0, 3, False)]
     if probe_radius == 0:
         return branches, 4, dialects.eager_guard(fewer_within(0))
     guards: list[Any] = []
     exact = [target.probe(j, 0) for j in range(BLOCK_COUNT)]
-    worth = select(bands_worth_running(binding, exact, probe_radius, not_(fewer_within(0, 1))).c.ok).scalar_subquery()
+    worth = select(bands_worth_running(binding, target.fingerprint, exact, probe_radius, exclusion).c.ok).scalar_subquery()
 
     def ran(band: int) -> list[Any]:  # band ``band`` ran: worth it, and it and all before it affordable
         return [worth, *(select(g.c.ok).scalar_subquery() for g in guards[:band])]
@@ -354,18 +356,18 @@ def _guarded_bands(binding: Binding, target: _Target, probe_radius: int, branch_
 
 
 def _fewer_within(binding: Binding, base: Select[Any] | None, target: _Target, limit: int, exclusion: ColumnElement[bool] | None = None) -> Any:
-    """``fewer_within(radius, rows=limit)`` for :func:`_guarded_bands`: whether ``base`` (or, for
-    the key ranking, the whole table minus ``exclusion``) has fewer than ``rows`` rows within
+    """``fewer_within(radius)`` for :func:`_guarded_bands`: whether ``base`` (or, for the key
+    ranking, the whole table minus ``exclusion``) has fewer than ``limit`` rows within
     ``4 * radius + 3`` bits; one probe of the block indexes, counted."""
 
-    def fewer_within(radius: int, rows: int = limit) -> ColumnElement[bool]:
+    def fewer_within(radius: int) -> ColumnElement[bool]:
         candidates = _band_candidates(binding, target, radius, 0, 4 * radius + 3, exclusion)
         if base is None:
             within_rows: Any = select(candidates.c.distance)
         else:
             within = base.join(candidates, keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
             within_rows = within.with_only_columns(*binding.keys)
-        return select(func.count()).select_from(within_rows.subquery()).scalar_subquery() < rows
+        return select(func.count()).select_from(within_rows.subquery()).scalar_subquery() < limit
 
     return fewer_within
 
@@ -379,7 +381,10 @@ def _probe_reach(max_distance: int | None, probe_radius: int, scan: bool = True)
     return None if scan else probe_radius
 
 
-def _exact_branches(binding: Binding, base: Select[Any], target: _Target, limit: int, max_distance: int | None, probe_radius: int, scan: bool = True) -> list[Select[Any]]:
+def _exact_branches(
+    binding: Binding, base: Select[Any], target: _Target, limit: int, max_distance: int | None, probe_radius: int,
+    scan: bool = True, exclusion: ColumnElement[bool] | None = None,
+) -> list[Select[Any]]:  # fmt: skip
     """A bound the probes cover (or a search without the scan) needs one branch (every block
     within its radius); otherwise guarded bands, then the scan (:func:`_guarded_bands`)."""
     reach = _probe_reach(max_distance, probe_radius, scan)
@@ -391,6 +396,7 @@ def _exact_branches(binding: Binding, base: Select[Any], target: _Target, limit:
         probe_radius,
         lambda band, low, high, lazy: _band_branch(binding, base, target, band, low, high, limit, lazy),
         _fewer_within(binding, base, target, limit),
+        exclusion,
     )
     branches.append(_scan_branch(binding, base, target, scan_from, max_distance, limit, scan_guard))
     return branches
@@ -432,7 +438,7 @@ def _key_ranking(
     if reach is not None:
         return band(reach, 0, max_distance).subquery("simsql_ranked")
     branches, scan_from, scan_guard = _guarded_bands(
-        binding, target, probe_radius if lazy else 0, band, _fewer_within(binding, None, target, limit, exclusion)
+        binding, target, probe_radius if lazy else 0, band, _fewer_within(binding, None, target, limit, exclusion), exclusion
     )
     distance = hamming_expression(binding.fingerprint, target.fingerprint).label("distance")
     scanned = select(*table_keys, distance).where(binding.fingerprint.is_not(None), scan_guard)
@@ -529,7 +535,7 @@ def nearest_statement(
         )
     base = stmt.where(exclusion) if exclusion is not None else stmt
     if target is not None:
-        branches = _exact_branches(binding, base, target, limit, max_distance, probe_radius, scan)
+        branches = _exact_branches(binding, base, target, limit, max_distance, probe_radius, scan, exclusion)
     else:
         branches = [_approximate_branch(binding, base, fingerprint, probe_radius, max_distance, limit)]
     ranked = (union_all(*branches) if len(branches) > 1 else branches[0]).subquery("simsql_ranked")
