@@ -17,8 +17,11 @@ The plan adapts to the data when it runs: real text skews SimHash bits, so some 
 hold hundreds of times their share of rows, and a wide band over crowded buckets can cost a good
 part of a scan. Before a band past the first runs, a bounded count of the index entries its
 probes would read is compared with a budget (a share of the table's estimated rows); a band over
-budget is skipped and the scan starts where the last band that ran stopped. A query whose only
-close neighbour is its copy thus pays four exact probes, a bounded count, and the scan.
+budget is skipped and the scan starts where the last band that ran stopped. Before any band
+past the first, the plan also asks whether it can be expected to fill at all
+(:mod:`simsql.queries.plan_choice`: the statistics of the target's own buckets, or a row within
+3 bits); when not, band 0 is followed by the scan alone. A query with no near row thus pays four
+exact probes, one pass over the same four buckets, and the scan.
 
 On MySQL/MariaDB, which materialise every branch of a ``UNION`` (and plan every branch, with
 one index dive per ``IN``-list value), the exact plan is band 0 and the scan alone: the wider
