@@ -13,8 +13,8 @@ mixin's columns and block indexes, ``VACUUM ANALYZE``d):
   a user's) and their fingerprints computed from it. Targets: the ``near-dup``, ``top-10
   clustered`` and ``top-10 spread`` workloads of :func:`benchmarks.queries.make_workloads`.
 
-Systems, each answering the same targets, taking turns query by query (the first system
-rotates, so none always runs on a cache another warmed):
+Systems, each answering the same targets, taking turns query by query in a shuffled order (so
+none always runs on a cache another warmed):
 
 * ``simsql most_similar``: ``most_similar(select(Model), q, limit=10)``, exact, today's plan;
 * ``simsql, bands always tried``: the same with the band-or-scan decision off
@@ -23,7 +23,7 @@ rotates, so none always runs on a cache another warmed):
 * ``plain scan``: ``select(Model, distance).order_by(distance).limit(10)`` (the seeds' query);
 * ``plain scan, keys``: ``select(Model.id, distance).order_by(distance).limit(10)``, the narrowest.
 
-Per target kind: p50/p99 (ms), the ratio of each p50 to the plain scan's, and the load average
+Per target kind: p25/p50/p99 (ms; p25 shows the share of targets the bands answer), the ratio of each p50 to the plain scan's, and the load average
 before and after. PostgreSQL only. Results go to ``benchmarks/results/exact-scan-<rows>.json``.
 """
 
@@ -149,8 +149,9 @@ def measure(engine: Engine, targets: dict[str, list[int]]) -> dict[str, Any]:
                     fn(q)
             times: dict[str, list[float]] = {name: [] for name in names}
             answers: dict[str, list[list[int]]] = {name: [] for name in names}
-            for i, q in enumerate(queries):
-                for name in names[i % len(names) :] + names[: i % len(names)]:
+            order = np.random.default_rng(len(queries))
+            for q in queries:
+                for name in order.permutation(names).tolist():
                     started = time.perf_counter()
                     answers[name].append(systems[name](q))
                     times[name].append(time.perf_counter() - started)
@@ -164,6 +165,7 @@ def _rows(times: dict[str, list[float]], answers: dict[str, list[list[int]]]) ->
     rows: dict[str, Any] = {}
     for name, timed in times.items():
         row = summary(timed)
+        row["p25_ms"] = 1000 * float(np.quantile(timed, 0.25))
         row["x_plain_scan_p50"] = row["p50_ms"] / scan
         row["x_keys_scan_p50"] = row["p50_ms"] / keys
         row["same_distances_as_scan"] = all(a == b for a, b in zip(answers[name], answers["plain scan"]))

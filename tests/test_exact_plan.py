@@ -101,6 +101,7 @@ def _skewed_corpus(seed: int) -> tuple[list[int | None], list[int]]:
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.filterwarnings("error::sqlalchemy.exc.SAWarning")  # a cartesian product (side table + exclusion) was one
 def test_most_similar_is_exact_whichever_way_the_bands_are_decided(tables: Engine, mode: str) -> None:
     """Against brute force, with limits and probe radii on both sides of the decision (limit 1
     with radius 4 makes the table's size alone call for the bands), a stored row's own fingerprint

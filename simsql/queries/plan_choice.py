@@ -85,8 +85,9 @@ def _bucket_facts(binding: Binding, fingerprint: ColumnElement[Any], exact_probe
     return select(*counts, func.coalesce(func.max(entries.c.near), 0).label("near")).offset(0).subquery()
 
 
-def _expected_rows(binding: Binding, facts: Any, reach: int) -> ColumnElement[float]:
-    """:func:`expected_within` in SQL, from the bucket counts and the planner's row estimate."""
+def _worth_it(binding: Binding, facts: Any, reach: int) -> ColumnElement[bool]:
+    """Whether :func:`expected_within` (in SQL, from the bucket counts and the planner's row
+    estimate) reaches :data:`EXPECTED_ROWS`, or the facts found a row within 3 bits."""
     rows = func.greatest(row_estimate(binding.table), literal(1.0, Float()))
     log_share: Any = literal(0.0, Float())
     for j in range(BLOCK_COUNT):
@@ -94,14 +95,14 @@ def _expected_rows(binding: Binding, facts: Any, reach: int) -> ColumnElement[fl
         log_share = log_share + func.ln(func.least(count / rows, literal(1.0, Float())))
     # OFFSET 0 keeps the model a subquery of its own: pulled up, its expression would be copied
     # into each of the binomial's terms.
-    model = select(rows.label("rows"), (literal(1.0, Float()) - func.exp(log_share / FINGERPRINT_BITS)).label("differ"))
-    fenced = model.select_from(facts).offset(0).subquery()
-    q = fenced.c.differ
+    differ = (literal(1.0, Float()) - func.exp(log_share / FINGERPRINT_BITS)).label("differ")
+    model = select(rows.label("rows"), differ, facts.c.near).select_from(facts).offset(0).subquery()
+    q = model.c.differ
     share = sum(
         (literal(c, Float()) * func.power(q, k) * func.power(literal(1.0, Float()) - q, FINGERPRINT_BITS - k) for k, c in _binomial_terms(reach)),
         literal(0.0, Float()),
     )
-    return select(fenced.c.rows * share).scalar_subquery()
+    return select(or_(model.c.rows * share >= literal(EXPECTED_ROWS, Float()), model.c.near > 0)).scalar_subquery()
 
 
 def bands_worth_running(
@@ -114,6 +115,4 @@ def bands_worth_running(
     PostgreSQL evaluates it once, when band 1's branch is first pulled (never for a query band 0
     answered): one index-only pass over the four buckets band 0 probed."""
     facts = _bucket_facts(binding, fingerprint, exact_probes, exclusion)
-    expected = _expected_rows(binding, facts, 4 * probe_radius + 3)
-    ok = or_(expected >= literal(EXPECTED_ROWS, Float()), select(facts.c.near).scalar_subquery() > 0)
-    return select(ok.label("ok")).cte("simsql_bands_worth")
+    return select(_worth_it(binding, facts, 4 * probe_radius + 3).label("ok")).cte("simsql_bands_worth")

@@ -399,7 +399,7 @@ def _exact_branches(
         probe_radius,
         lambda band, low, high, lazy: _band_branch(binding, base, target, band, low, high, limit, lazy),
         _fewer_within(binding, base, target, limit),
-        exclusion,
+        exclusion if binding.mode == "columns" else None,  # on a side table it names the model's rows
     )
     branches.append(_scan_branch(binding, base, target, scan_from, max_distance, limit, scan_guard))
     return branches
