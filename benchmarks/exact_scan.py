@@ -23,7 +23,8 @@ none always runs on a cache another warmed):
 * ``plain scan``: ``select(Model, distance).order_by(distance).limit(10)`` (the seeds' query);
 * ``plain scan, keys``: ``select(Model.id, distance).order_by(distance).limit(10)``, the narrowest.
 
-Per target kind: p25/p50/p99 (ms; p25 shows the share of targets the bands answer), the ratio of each p50 to the plain scan's, and the load average
+``--sets decision`` scores the decision itself from the fingerprints, without a database
+(:func:`decision_quality`). Per target kind: p25/p50/p99 (ms; p25 shows the share of targets the bands answer), the ratio of each p50 to the plain scan's, and the load average
 before and after. PostgreSQL only. Results go to ``benchmarks/results/exact-scan-<rows>.json``.
 """
 
@@ -46,6 +47,7 @@ import simsql
 from simsql.queries import plan_choice
 
 from . import scale
+from .hamming import distances
 from .queries import make_workloads
 from .timing import summary
 
@@ -181,6 +183,31 @@ def _rows(times: dict[str, list[float]], answers: dict[str, list[list[int]]]) ->
     return rows
 
 
+def decision_quality(fingerprints: np.ndarray, targets: dict[str, list[int]], probe_radius: int = 2, limit: int = 10) -> dict[str, Any]:
+    """How the band-or-scan decision sorts each kind of target, from the fingerprints alone (no
+    database: the statistic of :func:`simsql.queries.plan_choice.expected_within` with exact
+    bucket counts and the true row count): the share of targets whose top-``limit`` the bands
+    would fill (the ``limit``-th neighbour within ``4 * probe_radius + 3`` bits), the share the
+    rule sends to the bands, and its two mistakes (fills but scanned: slower than the bands;
+    runs the bands but the scan follows: a band's reads wasted). The per-band budget is left out."""
+    rows = len(fingerprints)
+    shifts = [np.uint64(16 * (3 - j)) for j in range(4)]
+    counts = [np.bincount(((fingerprints >> shift) & np.uint64(0xFFFF)).astype(np.int64), minlength=65536) for shift in shifts]
+    reach = 4 * probe_radius + 3
+    out: dict[str, Any] = {}
+    for kind, queries in targets.items():
+        fills, runs = [], []
+        for q in queries:
+            d = distances(fingerprints, q)
+            fills.append(int(np.partition(d, limit - 1)[limit - 1]) <= reach)
+            buckets = [float(counts[j][(q >> int(shifts[j])) & 0xFFFF]) for j in range(4)]
+            expected = plan_choice.expected_within(buckets, rows, reach)
+            runs.append(expected >= plan_choice.EXPECTED_ROWS or int(d.min()) <= 3)
+        f, r = np.array(fills), np.array(runs)
+        out[kind] = {"bands_fill": f.mean(), "rule_runs_bands": r.mean(), "fills_but_scanned": (f & ~r).mean(), "bands_wasted": (~f & r).mean()}
+    return {kind: {k: float(v) for k, v in row.items()} for kind, row in out.items()}
+
+
 def real_text_rows(data: scale.ScaleSet, paragraphs: Sequence[str]) -> Iterator[tuple[int, int, str | None]]:
     for i, (fingerprint, members) in enumerate(zip(data.fingerprints.tolist(), data.members)):
         yield i + 1, int(fingerprint), scale.article_text(paragraphs, members)
@@ -195,6 +222,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         seconds = 0.0 if args.reuse else _load(engine, ((i + 1, int(fp), None) for i, fp in enumerate(fingerprints.tolist())))
         result["uniform"] = {"load_seconds": seconds, **measure(engine, targets)}
         result["load_average_after_uniform"] = list(os.getloadavg())
+    if "decision" in args.sets:  # no database: how the rule sorts each set's targets
+        fingerprints, targets = uniform_set(args.rows, args.queries)
+        result["decision uniform"] = decision_quality(fingerprints, targets)
+        real = scale.real_text("default")
+        data = scale.build_cached(real, args.rows, seed=args.rows)
+        workloads = make_workloads(data, real.features, args.queries, seed=args.rows + 1)
+        result["decision real text"] = decision_quality(data.fingerprints, {w.name: w.queries for w in workloads})
     if "real" in args.sets:
         real = scale.real_text("default")
         data = scale.build_cached(real, args.rows, seed=args.rows)
@@ -210,7 +244,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--url", default=DEFAULT_URL)
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--queries", type=int, default=40)
-    parser.add_argument("--sets", default="uniform,real", help="comma-separated: uniform, real")
+    parser.add_argument("--sets", default="uniform,real", help="comma-separated: uniform, real, decision (no database)")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--reuse", action="store_true", help="the table already holds the (one) set: measure only")
     args = parser.parse_args(argv)
