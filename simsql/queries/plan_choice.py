@@ -17,9 +17,9 @@ rows are ``Binomial(64, 1 - agreement)`` bits away, and ``rows * P(distance <= r
 expected within reach. On a uniformly filled table that is the exact expectation (0.05 rows
 within 11 bits at 1M rows); real text's skewed bits make crowded buckets, and the model follows
 them. It assumes bits independent, so it underestimates real text's neighbours: the bands are
-tried when one row is expected (:data:`EXPECTED_ROWS`), not ``limit``, which on 1M rows of real
-text kept every query whose top-10 the bands fill (BENCHMARKS.md, "Exact most_similar against
-the scan").
+tried when one row is expected (:data:`EXPECTED_ROWS`), not ``limit``; how that sorts real-text
+targets is measured in BENCHMARKS.md ("Exact most_similar against the scan"). Clusters the
+buckets do not show are left to the evidence below.
 
 **The target's evidence**, which statistics cannot see: a row within 3 bits, in the same pass
 over the four exact buckets (band 0's entries, read again index-only). Near copies and clusters (series, templates)
