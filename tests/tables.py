@@ -15,11 +15,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Connection, Engine, text
+from sqlalchemy import Connection, Engine, bindparam, insert, text, update
 
 import simsql
 import simsql.alembic
-from simsql import Fingerprinter
+from simsql import Fingerprinter, hamming
 from simsql.lifecycle import attach as operations
 from simsql.fingerprint import DEFAULT
 from simsql.storage import join_text, text_digest
@@ -445,3 +445,36 @@ def stop_after(batches: int) -> Callable[[int, int], None]:
             raise KeyboardInterrupt
 
     return interrupt
+
+
+def load_fingerprints(engine: Engine, model: type, fingerprints: list[int | None]) -> None:
+    """Rows with given fingerprints, written with Core (no ORM events), as bulk loads would."""
+    binding = simsql.binding_for(model)
+    rows = [{"id": i + 1, "title": f"row {i + 1}", "body": None, "category": "even" if i % 2 else "odd"} for i in range(len(fingerprints))]
+    signed = [None if fp is None else simsql.to_signed(fp) for fp in fingerprints]
+    with engine.begin() as connection:
+        connection.execute(insert(model.__table__), rows)
+        if binding.mode == "columns" and is_mysql(engine):
+            statement = update(model.__table__).where(model.__table__.c.id == bindparam("row_id"))
+            connection.execute(statement.values(simhash=bindparam("fp")), [{"row_id": r["id"], "fp": fp} for r, fp in zip(rows, fingerprints)])
+        elif binding.mode == "columns":
+            connection.execute(
+                text("UPDATE articles SET simhash = v.fp FROM unnest(CAST(:ids AS int[]), CAST(:fps AS bigint[])) AS v(id, fp) WHERE articles.id = v.id"),
+                {"ids": [r["id"] for r in rows], "fps": signed},
+            )
+        else:
+            connection.execute(insert(binding.table), [{"id": r["id"], "simhash": fp} for r, fp in zip(rows, fingerprints)])
+        connection.execute(text(f"ANALYZE {'TABLE ' if is_mysql(engine) else ''}{binding.table.name}"))
+
+
+def brute_force(fingerprints: list[int | None], query: int, limit: int, max_distance: int | None, keep: Any = None) -> list[tuple[int, int]]:
+    """(key, distance) of the ``limit`` rows nearest ``query`` (ties by key), rows kept by ``keep``
+    and within ``max_distance``: what every exact ranking must return (keys are positions + 1)."""
+    ranked = sorted(
+        (hamming(fp, query), i + 1)
+        for i, fp in enumerate(fingerprints)
+        if fp is not None and (keep is None or keep(i + 1))
+    )
+    if max_distance is not None:
+        ranked = [r for r in ranked if r[0] <= max_distance]
+    return [(key, d) for d, key in ranked[:limit]]

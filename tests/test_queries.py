@@ -9,36 +9,16 @@ import random
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, bindparam, insert, select, text, update
+from sqlalchemy import Engine, insert, select, text
 from sqlalchemy.orm import Session
 
 import simsql
 from simsql import EmptyDocument, NotAttached, hamming
 
 from .models import MODELS, Article, Base, Comment
-from .tables import explain, is_mysql
+from .tables import brute_force, explain, is_mysql, load_fingerprints
 
 MODES = sorted(MODELS)
-
-
-def _load_fingerprints(engine: Engine, model: type, fingerprints: list[int | None]) -> None:
-    """Rows with given fingerprints, written with Core (no ORM events), as bulk loads would."""
-    binding = simsql.binding_for(model)
-    rows = [{"id": i + 1, "title": f"row {i + 1}", "body": None, "category": "even" if i % 2 else "odd"} for i in range(len(fingerprints))]
-    signed = [None if fp is None else simsql.to_signed(fp) for fp in fingerprints]
-    with engine.begin() as connection:
-        connection.execute(insert(model.__table__), rows)
-        if binding.mode == "columns" and is_mysql(engine):
-            statement = update(model.__table__).where(model.__table__.c.id == bindparam("row_id"))
-            connection.execute(statement.values(simhash=bindparam("fp")), [{"row_id": r["id"], "fp": fp} for r, fp in zip(rows, fingerprints)])
-        elif binding.mode == "columns":
-            connection.execute(
-                text("UPDATE articles SET simhash = v.fp FROM unnest(CAST(:ids AS int[]), CAST(:fps AS bigint[])) AS v(id, fp) WHERE articles.id = v.id"),
-                {"ids": [r["id"] for r in rows], "fps": signed},
-            )
-        else:
-            connection.execute(insert(binding.table), [{"id": r["id"], "simhash": fp} for r, fp in zip(rows, fingerprints)])
-        connection.execute(text(f"ANALYZE {'TABLE ' if is_mysql(engine) else ''}{binding.table.name}"))
 
 
 def _planted_corpus(seed: int, size: int = 3000) -> tuple[list[int | None], list[int]]:
@@ -58,27 +38,16 @@ def _planted_corpus(seed: int, size: int = 3000) -> tuple[list[int | None], list
     return fingerprints, queries
 
 
-def _brute_force(fingerprints: list[int | None], query: int, limit: int, max_distance: int | None, keep: Any = None) -> list[tuple[int, int]]:
-    ranked = sorted(
-        (hamming(fp, query), i + 1)
-        for i, fp in enumerate(fingerprints)
-        if fp is not None and (keep is None or keep(i + 1))
-    )
-    if max_distance is not None:
-        ranked = [r for r in ranked if r[0] <= max_distance]
-    return [(key, d) for d, key in ranked[:limit]]
-
-
 @pytest.mark.parametrize("mode", MODES)
 def test_similar_to_is_exact(tables: Engine, mode: str) -> None:
     model = MODELS[mode]
     fingerprints, queries = _planted_corpus(seed=1)
-    _load_fingerprints(tables, model, fingerprints)
+    load_fingerprints(tables, model, fingerprints)
     with Session(tables) as session:
         for query in queries:
             for max_distance in (0, 1, 3, 5, 8):
                 found = set(session.scalars(select(model.id).where(simsql.similar_to(model, query, max_distance))))
-                expected = {key for key, _ in _brute_force(fingerprints, query, 10**9, max_distance)}
+                expected = {key for key, _ in brute_force(fingerprints, query, 10**9, max_distance)}
                 assert found == expected, (query, max_distance)
 
 
@@ -91,7 +60,7 @@ def test_queries_compile_once_per_shape(tables: Engine, mode: str) -> None:
 
     model = MODELS[mode]
     fingerprints, queries = _planted_corpus(seed=5)
-    _load_fingerprints(tables, model, fingerprints)
+    load_fingerprints(tables, model, fingerprints)
     stats: list[str] = []
 
     def record(conn: Any, cursor: Any, statement: Any, parameters: Any, context: Any, executemany: bool) -> None:
@@ -104,7 +73,7 @@ def test_queries_compile_once_per_shape(tables: Engine, mode: str) -> None:
                 first = len(stats)
                 for query in queries:
                     found = set(session.scalars(select(model.id).where(simsql.similar_to(model, query, max_distance))))
-                    assert found == {key for key, _ in _brute_force(fingerprints, query, 10**9, max_distance)}
+                    assert found == {key for key, _ in brute_force(fingerprints, query, 10**9, max_distance)}
                 mine = [s for s in stats[first:] if not s.startswith("raw")]  # registry checks run raw
                 assert mine[0].startswith("generated") and all(s.startswith("cached") for s in mine[1:]), mine
             for limit, max_distance in ((5, None), (16, 11)):
@@ -112,7 +81,7 @@ def test_queries_compile_once_per_shape(tables: Engine, mode: str) -> None:
                 for query in queries:
                     statement = simsql.most_similar(select(model), query, limit=limit, max_distance=max_distance)
                     got = [(row[0].id, row.distance) for row in session.execute(statement)]
-                    assert got == _brute_force(fingerprints, query, limit, max_distance)
+                    assert got == brute_force(fingerprints, query, limit, max_distance)
                 mine = [s for s in stats[first:] if not s.startswith("raw")]
                 assert mine[0].startswith("generated") and all(s.startswith("cached") for s in mine[1:]), mine
     finally:
@@ -127,13 +96,13 @@ def test_queries_compile_once_per_shape(tables: Engine, mode: str) -> None:
 def test_most_similar_is_exact(tables: Engine, mode: str, probe_radius: int) -> None:
     model = MODELS[mode]
     fingerprints, queries = _planted_corpus(seed=2)
-    _load_fingerprints(tables, model, fingerprints)
+    load_fingerprints(tables, model, fingerprints)
     with Session(tables) as session:
         for query in queries:
             for limit, max_distance in ((10, None), (3, None), (25, None), (10, 3), (50, 9)):
                 statement = simsql.most_similar(select(model), query, limit=limit, max_distance=max_distance, probe_radius=probe_radius)
                 got = [(row[0].id, row.distance) for row in session.execute(statement)]
-                assert got == _brute_force(fingerprints, query, limit, max_distance)
+                assert got == brute_force(fingerprints, query, limit, max_distance)
 
 
 def _flip(rng: random.Random, value: int, bits: int) -> int:
@@ -158,42 +127,42 @@ def test_most_similar_exact_where_band_zero_does_or_does_not_fill(tables: Engine
         fingerprints += [_flip(rng, query, 3), _flip(rng, query, 4), _flip(rng, query, 4)]  # ties at the boundary
         fingerprints += [_flip(rng, query, d) for d in range(5, 13)]
     rng.shuffle(fingerprints)
-    _load_fingerprints(tables, model, fingerprints)
+    load_fingerprints(tables, model, fingerprints)
 
     def near_keys(query: int, bits: int) -> list[int]:
-        return [key for key, d in _brute_force(fingerprints, query, 10**9, bits)]
+        return [key for key, d in brute_force(fingerprints, query, 10**9, bits)]
 
     with Session(tables) as session:
         for query in queries:
             for size in (1, limit - 1, limit, limit + 1, 12):
                 got = [(r[0].id, r.distance) for r in session.execute(simsql.most_similar(select(model), query, limit=size))]
-                assert got == _brute_force(fingerprints, query, size, None), (query, size)
+                assert got == brute_force(fingerprints, query, size, None), (query, size)
             band_zero = near_keys(query, 3)
             for excluded in (band_zero[:1], band_zero, band_zero[:2] + near_keys(query, 4)[-1:]):
                 statement = simsql.most_similar(select(model), query, limit=limit, exclude=excluded)
                 got = [(r[0].id, r.distance) for r in session.execute(statement)]
-                assert got == _brute_force(fingerprints, query, limit, None, keep=lambda key: key not in excluded), (query, excluded)
+                assert got == brute_force(fingerprints, query, limit, None, keep=lambda key: key not in excluded), (query, excluded)
             filtered = simsql.most_similar(select(model).where(model.category == "even"), query, limit=limit, exclude=band_zero[:1])
             got = [(r[0].id, r.distance) for r in session.execute(filtered)]
-            assert got == _brute_force(fingerprints, query, limit, None, keep=lambda key: key % 2 == 0 and key not in band_zero[:1])
+            assert got == brute_force(fingerprints, query, limit, None, keep=lambda key: key % 2 == 0 and key not in band_zero[:1])
             few = simsql.most_similar(select(model).where(model.id <= 3), query, limit=limit)
             got = [(r[0].id, r.distance) for r in session.execute(few)]
-            assert got == _brute_force(fingerprints, query, limit, None, keep=lambda key: key <= 3)
+            assert got == brute_force(fingerprints, query, limit, None, keep=lambda key: key <= 3)
             for max_distance in (3, 4, 12, 20):
                 got = [(r[0].id, r.distance) for r in session.execute(simsql.most_similar(select(model), query, limit=limit, max_distance=max_distance))]
-                assert got == _brute_force(fingerprints, query, limit, max_distance), (query, max_distance)
+                assert got == brute_force(fingerprints, query, limit, max_distance), (query, max_distance)
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_most_similar_composes_with_filters(tables: Engine, mode: str) -> None:
     model = MODELS[mode]
     fingerprints, queries = _planted_corpus(seed=3)
-    _load_fingerprints(tables, model, fingerprints)
+    load_fingerprints(tables, model, fingerprints)
     with Session(tables) as session:
         for query in queries[:4]:
             statement = simsql.most_similar(select(model).where(model.category == "even"), query, limit=7)
             got = [(row[0].id, row.distance) for row in session.execute(statement)]
-            assert got == _brute_force(fingerprints, query, 7, None, keep=lambda key: key % 2 == 0)
+            assert got == brute_force(fingerprints, query, 7, None, keep=lambda key: key % 2 == 0)
             similarities = [row.similarity for row in session.execute(statement)]
             assert similarities == [1 - d / 64 for _, d in got]
 
@@ -229,7 +198,7 @@ def test_instance_target_excludes_itself_and_text_targets(tables: Engine, mode: 
 def test_near_duplicates_and_groups(tables: Engine, mode: str) -> None:
     model = MODELS[mode]
     fingerprints, _ = _planted_corpus(seed=4, size=2000)
-    _load_fingerprints(tables, model, fingerprints)
+    load_fingerprints(tables, model, fingerprints)
     expected = sorted(
         (i + 1, j + 1, hamming(a, b))
         for i, a in enumerate(fingerprints)
@@ -253,19 +222,19 @@ def test_near_duplicates_and_groups(tables: Engine, mode: str) -> None:
 def test_most_similar_many_matches_single_queries(tables: Engine, mode: str) -> None:
     model = MODELS[mode]
     fingerprints, queries = _planted_corpus(seed=5)
-    _load_fingerprints(tables, model, fingerprints)
+    load_fingerprints(tables, model, fingerprints)
     with Session(tables) as session:
         many = simsql.most_similar_many(session, model, [*queries, "", "some words"], limit=4, max_distance=3)
         assert len(many) == len(queries) + 2
         for query, found in zip(queries, many):
-            assert found == _brute_force(fingerprints, query, 4, 3)
+            assert found == brute_force(fingerprints, query, 4, 3)
         assert many[len(queries)] == []
 
 
 def test_modes_give_identical_answers(tables: Engine) -> None:
     fingerprints, queries = _planted_corpus(seed=6, size=1500)
     for model in MODELS.values():
-        _load_fingerprints(tables, model, fingerprints)
+        load_fingerprints(tables, model, fingerprints)
     with Session(tables) as session:
         for query in queries:
             answers = [
@@ -289,7 +258,7 @@ def test_long_table_names_get_valid_index_names() -> None:
 
 def test_column_comparators_match_python(tables: Engine) -> None:
     fingerprints, queries_ = _planted_corpus(seed=9, size=50)
-    _load_fingerprints(tables, Article, fingerprints)
+    load_fingerprints(tables, Article, fingerprints)
     query = queries_[0]
     with Session(tables) as session:
         rows = session.execute(
@@ -323,10 +292,10 @@ def test_real_text_fingerprints_are_exact(tables: Engine, mode: str) -> None:
     with Session(tables) as session:
         for query in queries:
             got = [(r[0].id, r.distance) for r in session.execute(simsql.most_similar(select(model), query, limit=15))]
-            assert got == _brute_force(fingerprints, query, 15, None)
+            assert got == brute_force(fingerprints, query, 15, None)
             for max_distance in (3, 9):
                 found = set(session.scalars(select(model.id).where(simsql.similar_to(model, query, max_distance))))
-                assert found == {key for key, _ in _brute_force(fingerprints, query, 10**9, max_distance)}
+                assert found == {key for key, _ in brute_force(fingerprints, query, 10**9, max_distance)}
         pairs = simsql.near_duplicates(session, model, max_distance=3)
         expected = sorted(
             (i + 1, j + 1, hamming(a, b))
@@ -365,13 +334,13 @@ def test_most_similar_stays_exact_when_bands_are_skipped(tables: Engine, mode: s
     monkeypatch.setattr(simsql.queries.planner, "MIN_BAND_BUDGET", budget)
     model = MODELS[mode]
     fingerprints, queries = _planted_corpus(seed=11)
-    _load_fingerprints(tables, model, fingerprints)
+    load_fingerprints(tables, model, fingerprints)
     with Session(tables) as session:
         for query in queries:
             for limit, max_distance in ((10, None), (1, None), (40, None), (25, 20), (10, 9)):
                 statement = simsql.most_similar(select(model), query, limit=limit, max_distance=max_distance)
                 got = [(row[0].id, row.distance) for row in session.execute(statement)]
-                assert got == _brute_force(fingerprints, query, limit, max_distance), (query, limit, max_distance)
+                assert got == brute_force(fingerprints, query, limit, max_distance), (query, limit, max_distance)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -383,7 +352,7 @@ def test_approximate_most_similar_keeps_its_promises(tables: Engine, mode: str, 
     monkeypatch.setattr(simsql.queries.planner, "BAND_BUDGET", 0.0)
     model = MODELS[mode]
     fingerprints, queries = _planted_corpus(seed=12)
-    _load_fingerprints(tables, model, fingerprints)
+    load_fingerprints(tables, model, fingerprints)
     for probe_radius in (0, 1, 2, 3):
         for budget in (1, 10**6):
             monkeypatch.setattr(simsql.queries.planner, "MIN_BAND_BUDGET", budget)
@@ -399,7 +368,7 @@ def _check_approximate_answers(
             for max_distance in (None, 9):
                 statement = simsql.most_similar(select(model), query, limit=30, max_distance=max_distance, exact=False, probe_radius=probe_radius)
                 got = [(row[0].id, row.distance) for row in session.execute(statement)]
-                truth = _brute_force(fingerprints, query, 10**9, max_distance)
+                truth = brute_force(fingerprints, query, 10**9, max_distance)
                 within = [pair for pair in truth if pair[1] <= guaranteed][:30]
                 where = (query, max_distance, probe_radius, budget)
                 assert got[: len(within)] == within, where

@@ -20,7 +20,6 @@ from sqlalchemy.exc import DBAPIError
 from .. import registry
 from ..dialects import backend
 from ..dialects.plan import Plan
-from ..fingerprint import Fingerprinter
 from ..vectors import AnyFingerprinter
 from ..schema import DEFAULT_PREFIX, Attachment
 from ..urls import engine_for

@@ -65,9 +65,11 @@ def most_similar(
     ``exclude`` adds rows or primary keys to leave out. Rows with a NULL fingerprint never appear.
 
     Exact (the default): bands of radius ``0..probe_radius`` come from the block indexes,
-    anything farther from a scan that runs only if the bands did not fill ``limit`` rows. A band
-    that would read more index entries than the scan would save is skipped and left to the scan,
-    so a query whose neighbours are far costs little more than the scan itself. On MySQL and
+    anything farther from a scan that runs only if the bands did not fill ``limit`` rows. The
+    bands past the first run only when the statistics of the target's buckets expect a row
+    within their reach or a row lies within 3 bits (:mod:`simsql.queries.plan_choice`), and a
+    band that would read more index entries than the scan would save is left to the scan, so a
+    query whose neighbours are far costs band 0 and the scan. On MySQL and
     MariaDB the bands past the first are left out (they would run whatever the answer): band 0,
     then the scan only when band 0 did not fill ``limit``.
 

@@ -17,8 +17,11 @@ The plan adapts to the data when it runs: real text skews SimHash bits, so some 
 hold hundreds of times their share of rows, and a wide band over crowded buckets can cost a good
 part of a scan. Before a band past the first runs, a bounded count of the index entries its
 probes would read is compared with a budget (a share of the table's estimated rows); a band over
-budget is skipped and the scan starts where the last band that ran stopped. A query whose only
-close neighbour is its copy thus pays four exact probes, a bounded count, and the scan.
+budget is skipped and the scan starts where the last band that ran stopped. Before any band
+past the first, the plan also asks whether it can be expected to fill at all
+(:mod:`simsql.queries.plan_choice`: the statistics of the target's own buckets, or a row within
+3 bits); when not, band 0 is followed by the scan alone. A query with no near row thus pays four
+exact probes, one pass over the same four buckets, and the scan.
 
 On MySQL/MariaDB, which materialise every branch of a ``UNION`` (and plan every branch, with
 one index dive per ``IN``-list value), the exact plan is band 0 and the scan alone: the wider
@@ -70,6 +73,7 @@ from .. import dialects
 from ..bits import blocks
 from ..dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_parameter, probe_values, radius_for, ring_values, row_estimate
 from ..storage import Binding, binding_for
+from .plan_choice import bands_worth_running
 from .targets import fingerprint_literal, keys_equal
 
 DEFAULT_PROBE_RADIUS = 2
@@ -318,13 +322,16 @@ def _band_branch(binding: Binding, base: Select[Any], target: _Target, radius: i
     )
 
 
-def _guarded_bands(binding: Binding, target: _Target, probe_radius: int, branch_for: Any, fewer_within: Any) -> tuple[list[Select[Any]], ColumnElement[Any] | int, ColumnElement[bool]]:
+def _guarded_bands(
+    binding: Binding, target: _Target, probe_radius: int, branch_for: Any, fewer_within: Any, exclusion: ColumnElement[bool] | None = None,
+) -> tuple[list[Select[Any]], ColumnElement[Any] | int, ColumnElement[bool]]:  # fmt: skip
     """Bands ``0..probe_radius`` and the scan's start and guard, per database.
 
-    PostgreSQL (lazy ``Append``, see :class:`simsql.dialects.EagerChoice`): a band past the
-    first runs only if it and every band before it are affordable (:func:`_band_affordable`);
-    the ``LIMIT`` stops the branches once the answer is full, so the scan needs no guard and
-    starts where the last band that ran stopped.
+    PostgreSQL (lazy ``Append``, see :class:`simsql.dialects.EagerChoice`): the bands past the
+    first run only if they are worth it (:func:`simsql.queries.plan_choice.bands_worth_running`:
+    the statistics expect a row within their reach, or one lies within 3 bits) and then only while affordable
+    (:func:`_band_affordable`); the ``LIMIT`` stops the branches once the answer is full, so the
+    scan needs no guard and starts where the last band that ran stopped (4 bits when none did).
 
     MySQL/MariaDB (every branch and every check it reaches is materialised): only band 0 runs,
     and the scan runs only when band 0 found fewer than ``limit`` rows (``fewer_within(0)``,
@@ -333,21 +340,20 @@ def _guarded_bands(binding: Binding, target: _Target, probe_radius: int, branch_
     by its close neighbours costs one probe, and any other the scan plus one probe and count.
     ``fewer_within(k)`` is true when fewer than ``limit`` rows lie within ``4k + 3`` bits.
     """
-    branches = []
-    guards: list[Any] = []
-
-    def ran(band: int) -> list[Any]:  # band ``band`` ran: it and all before it were affordable
-        return [select(g.c.ok).scalar_subquery() for g in guards[:band]]
-
-    for band in range(probe_radius + 1):
-        branch = branch_for(band, 4 * band, 4 * band + 3, band > 0)
-        if band > 0:
-            guards.append(_band_affordable(binding, target, band))
-            branch = branch.where(dialects.eager_choice(and_(*ran(band)), false()))
-        branches.append(branch)
-    if not guards:
+    branches = [branch_for(0, 0, 3, False)]
+    if probe_radius == 0:
         return branches, 4, dialects.eager_guard(fewer_within(0))
-    whens = [(not_(select(g.c.ok).scalar_subquery()), literal(4 * (i + 1))) for i, g in enumerate(guards)]
+    guards: list[Any] = []
+    exact = [target.probe(j, 0) for j in range(BLOCK_COUNT)]
+    worth = select(bands_worth_running(binding, target.fingerprint, exact, probe_radius, exclusion).c.ok).scalar_subquery()
+
+    def ran(band: int) -> list[Any]:  # band ``band`` ran: worth it, and it and all before it affordable
+        return [worth, *(select(g.c.ok).scalar_subquery() for g in guards[:band])]
+
+    for band in range(1, probe_radius + 1):
+        guards.append(_band_affordable(binding, target, band))
+        branches.append(branch_for(band, 4 * band, 4 * band + 3, True).where(dialects.eager_choice(and_(*ran(band)), false())))
+    whens = [(not_(worth), literal(4))] + [(not_(select(g.c.ok).scalar_subquery()), literal(4 * (i + 1))) for i, g in enumerate(guards)]
     scan_from = dialects.eager_choice(case(*whens, else_=literal(4 * (probe_radius + 1))), literal(4))
     return branches, scan_from, dialects.eager_guard(fewer_within(0))
 
@@ -360,11 +366,11 @@ def _fewer_within(binding: Binding, base: Select[Any] | None, target: _Target, l
     def fewer_within(radius: int) -> ColumnElement[bool]:
         candidates = _band_candidates(binding, target, radius, 0, 4 * radius + 3, exclusion)
         if base is None:
-            rows: Any = select(candidates.c.distance)
+            within_rows: Any = select(candidates.c.distance)
         else:
             within = base.join(candidates, keys_equal(binding.keys, [candidates.c[k.name] for k in binding.table_keys]))
-            rows = within.with_only_columns(*binding.keys)
-        return select(func.count()).select_from(rows.subquery()).scalar_subquery() < limit
+            within_rows = within.with_only_columns(*binding.keys)
+        return select(func.count()).select_from(within_rows.subquery()).scalar_subquery() < limit
 
     return fewer_within
 
@@ -378,7 +384,10 @@ def _probe_reach(max_distance: int | None, probe_radius: int, scan: bool = True)
     return None if scan else probe_radius
 
 
-def _exact_branches(binding: Binding, base: Select[Any], target: _Target, limit: int, max_distance: int | None, probe_radius: int, scan: bool = True) -> list[Select[Any]]:
+def _exact_branches(
+    binding: Binding, base: Select[Any], target: _Target, limit: int, max_distance: int | None, probe_radius: int,
+    scan: bool = True, exclusion: ColumnElement[bool] | None = None,
+) -> list[Select[Any]]:  # fmt: skip
     """A bound the probes cover (or a search without the scan) needs one branch (every block
     within its radius); otherwise guarded bands, then the scan (:func:`_guarded_bands`)."""
     reach = _probe_reach(max_distance, probe_radius, scan)
@@ -390,6 +399,7 @@ def _exact_branches(binding: Binding, base: Select[Any], target: _Target, limit:
         probe_radius,
         lambda band, low, high, lazy: _band_branch(binding, base, target, band, low, high, limit, lazy),
         _fewer_within(binding, base, target, limit),
+        exclusion if binding.mode == "columns" else None,  # on a side table it names the model's rows
     )
     branches.append(_scan_branch(binding, base, target, scan_from, max_distance, limit, scan_guard))
     return branches
@@ -431,7 +441,7 @@ def _key_ranking(
     if reach is not None:
         return band(reach, 0, max_distance).subquery("simsql_ranked")
     branches, scan_from, scan_guard = _guarded_bands(
-        binding, target, probe_radius if lazy else 0, band, _fewer_within(binding, None, target, limit, exclusion)
+        binding, target, probe_radius if lazy else 0, band, _fewer_within(binding, None, target, limit, exclusion), exclusion
     )
     distance = hamming_expression(binding.fingerprint, target.fingerprint).label("distance")
     scanned = select(*table_keys, distance).where(binding.fingerprint.is_not(None), scan_guard)
@@ -528,7 +538,7 @@ def nearest_statement(
         )
     base = stmt.where(exclusion) if exclusion is not None else stmt
     if target is not None:
-        branches = _exact_branches(binding, base, target, limit, max_distance, probe_radius, scan)
+        branches = _exact_branches(binding, base, target, limit, max_distance, probe_radius, scan, exclusion)
     else:
         branches = [_approximate_branch(binding, base, fingerprint, probe_radius, max_distance, limit)]
     ranked = (union_all(*branches) if len(branches) > 1 else branches[0]).subquery("simsql_ranked")
