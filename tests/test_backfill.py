@@ -236,14 +236,14 @@ def test_temporal_and_decimal_keys_resume_where_they_stopped(mysql_engine: Engin
 def test_the_keyset_read_after_a_composite_cursor_is_a_range_on_the_key(mysql_engine: Engine) -> None:
     """MariaDB scans a key from its start for ``(a, b) > (x, y)``, which makes each batch
     slower than the one before; the read it gets is a range on the primary key."""
-    from simsql.lifecycle.backfill import _resolve
+    from simsql.lifecycle.backfill_start import resolve_job
     from simsql.dialects import backend
 
     create_models(mysql_engine, Part)
     insert_rows(mysql_engine, Part, [{"shelf": f"s{i % 20}", "slot": i, "body": f"part {i}"} for i in range(4000)])
     with mysql_engine.connect() as connection:
         connection.execute(text("ANALYZE TABLE parts"))
-        sql = backend(connection).batch_sql(_resolve(connection, Part, None, None))
+        sql = backend(connection).batch_sql(resolve_job(connection, Part, None, None))
         statement = sql.rows[True].bindparams(limit=100, **sql.cursor_params(["s7", 1907]))
         compiled = str(statement.compile(connection, compile_kwargs={"literal_binds": True}))
         plan = {row.table: row for row in connection.execute(text(explain(connection) + compiled).execution_options(no_parameters=True))}
