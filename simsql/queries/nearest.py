@@ -14,7 +14,8 @@ from sqlalchemy.sql import ColumnElement
 
 from .. import statement_checks
 from ..storage import binding_for
-from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS, Within, nearest_keys_statement, nearest_statement
+from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS, nearest_keys_statement, nearest_statement
+from .within import Within
 from .targets import check_distance, check_limit, exclude_keys, exclusion, resolve_target
 
 
@@ -38,7 +39,7 @@ def similar_to(model: type, target: object, max_distance: int = 3) -> ColumnElem
     table, and only matches are joined back. (An ``OR`` of the four blocks would read every
     candidate's heap row through a bitmap.) The values are bound parameters of a statement
     SQLAlchemy compiles once per model and ``max_distance`` (see
-    :class:`simsql.queries.planner.Within`).
+    :class:`simsql.queries.within.Within`).
     """
     check_distance(max_distance)
     binding = binding_for(model)
