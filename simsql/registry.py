@@ -28,7 +28,7 @@ from sqlalchemy.engine import Connection
 
 from .background import Background
 from .dialects import backend
-from .dialects.base import is_autocommit
+from .dialects.sqltext import is_autocommit
 from .errors import ConfigMismatch, SchemaError
 from .fingerprint import Fingerprinter
 from .vectors import AnyFingerprinter, VectorFingerprinter

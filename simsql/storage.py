@@ -30,7 +30,7 @@ from sqlalchemy.orm.attributes import get_history, set_attribute
 
 from . import registry, statement_checks
 from .dialects import COVERING_INFO, block_computed, wide_block_computed
-from .dialects.base import is_autocommit
+from .dialects.sqltext import is_autocommit
 from .errors import ConfigMismatch, NotAttached, SchemaError
 from .fingerprint import DEFAULT, DEFAULT_WIDE, WIDE_VERSION, Fingerprinter
 from .orm_triggers import install_trigger_on_create

@@ -30,13 +30,13 @@ from .base import (
     ManyTargetsPlan,
     backend,
     describe_server,
-    execute_sql,
     families,
     family_of,
     timeout_kind,
     type_rules,
     variant_type,
 )
+from .sqltext import execute_sql
 from .constructs import (
     COVERING_INFO,
     BlockComputed,

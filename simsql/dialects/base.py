@@ -31,6 +31,7 @@ from ..errors import UnsupportedDatabase
 from ..schema import BLOCK_COUNT, Names, check_name
 from .batch import BatchSQL, Job
 from .plan import DDLDescriber, Partition, TableFacts
+from .sqltext import sql_identifier
 
 BLOCK_BITS = 16
 BLOCK_MASK = (1 << BLOCK_BITS) - 1
@@ -395,24 +396,6 @@ class Backend(ABC):
         """The statements of a backfill ``job`` on this server."""
 
 
-def sql_identifier(preparer: Any, name: str) -> str:
-    """``name`` quoted by ``preparer``'s rule, as the server reads it. The preparer's own
-    ``quote_identifier`` also doubles ``%`` where the driver formats parameters with ``%``,
-    which only a compiled statement wants: simsql's SQL text is escaped once, where it runs
-    (``text()``, or :func:`execute_sql`), so a ``%`` in a name reaches the server as it is."""
-    return f"{preparer.initial_quote}{name.replace(preparer.escape_quote, preparer.escape_to_quote)}{preparer.final_quote}"
-
-
-def execute_sql(connection: Connection, sql: str, params: dict[str, Any] | None = None) -> Any:
-    """Run SQL text written by simsql. With ``params``: bound through ``text()``, which escapes
-    ``%`` for the driver. Without: handed to the driver as it is (``no_parameters``), so
-    neither a ``%`` nor a ``:name`` in a quoted identifier or a trigger body is read as a
-    parameter. The one place simsql's raw SQL meets the driver's parameter syntax."""
-    if params:
-        return connection.execute(text(sql), params)
-    return connection.exec_driver_sql(sql, execution_options={"no_parameters": True})
-
-
 def version_text(version: Sequence[Any] | None) -> str:
     return ".".join(str(part) for part in version) if version else "version unknown"
 
@@ -507,14 +490,3 @@ def variant_type(attribute: str) -> TypeEngine[Any]:
     return found
 
 
-def is_autocommit(connection: Connection) -> bool:
-    """Whether each statement commits on its own (needed by ``CONCURRENTLY``). PyMySQL and
-    mysqlclient name a *method* ``autocommit`` (always true as a value): their state is
-    ``get_autocommit()``."""
-    if connection.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
-        return True
-    dbapi_connection = connection.connection.dbapi_connection
-    getter = getattr(dbapi_connection, "get_autocommit", None)
-    if callable(getter):
-        return bool(getter())
-    return bool(getattr(dbapi_connection, "autocommit", False))

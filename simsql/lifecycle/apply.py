@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from ..dialects import Backend, backend, describe_server, timeout_kind
-from ..dialects.base import execute_sql, is_autocommit
+from ..dialects.sqltext import execute_sql, is_autocommit
 from ..dialects.plan import Plan, Step
 from ..errors import LockTimeout, SchemaError, UnsupportedDatabase, WouldLockTable
 

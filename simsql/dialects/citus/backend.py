@@ -35,7 +35,8 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, Engine
 
 from ...schema import Names
-from ..base import backend, execute_sql
+from ..base import backend
+from ..sqltext import execute_sql
 from ..batch import Job
 from ..plan import Plan, Step, TableShape
 from ..postgresql.backend import PostgresBackend

@@ -21,7 +21,8 @@ from sqlalchemy.sql import any_
 
 from ...errors import SchemaError, UnsupportedDatabase
 from ...schema import Names
-from ..base import Backend, backend, execute_sql, is_autocommit, version_text
+from ..base import Backend, backend, version_text
+from ..sqltext import execute_sql, is_autocommit
 from ..batch import Job
 from ..constructs import (
     BlockExpression,

@@ -24,7 +24,8 @@ from sqlalchemy.dialects import postgresql
 from ...fingerprint import Fingerprinter
 from ...vectors import AnyFingerprinter
 from ...schema import PROGRESS_TABLE, REGISTRY_TABLE, Names
-from ..base import Backend, sql_identifier
+from ..base import Backend
+from ..sqltext import sql_identifier
 from ..plan import DDLDescriber, REGISTRY_INSERT, Partition, Plan, Present, Step, TableFacts, TableShape, registry_values
 from ..wide_sql import wide_block_sql
 
