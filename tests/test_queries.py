@@ -330,8 +330,8 @@ def test_most_similar_stays_exact_when_bands_are_skipped(tables: Engine, mode: s
     A budget of 1 skips every band past the first, 40 skips some (depending on the query), and
     10**6 none; the answer must not depend on it.
     """
-    monkeypatch.setattr(simsql.queries.planner, "BAND_BUDGET", 0.0)
-    monkeypatch.setattr(simsql.queries.planner, "MIN_BAND_BUDGET", budget)
+    monkeypatch.setattr(simsql.queries.plan_choice, "BAND_BUDGET", 0.0)
+    monkeypatch.setattr(simsql.queries.plan_choice, "MIN_BAND_BUDGET", budget)
     model = MODELS[mode]
     fingerprints, queries = _planted_corpus(seed=11)
     load_fingerprints(tables, model, fingerprints)
@@ -349,13 +349,13 @@ def test_approximate_most_similar_keeps_its_promises(tables: Engine, mode: str, 
     row within ``4 * probe_radius + 3`` bits too; whatever else is returned is a real row at its
     true distance whose block is within ``probe_radius`` bits of the target's. Every radius and
     both budgets on one table (loaded once: the table, not the plan, is what costs)."""
-    monkeypatch.setattr(simsql.queries.planner, "BAND_BUDGET", 0.0)
+    monkeypatch.setattr(simsql.queries.plan_choice, "BAND_BUDGET", 0.0)
     model = MODELS[mode]
     fingerprints, queries = _planted_corpus(seed=12)
     load_fingerprints(tables, model, fingerprints)
     for probe_radius in (0, 1, 2, 3):
         for budget in (1, 10**6):
-            monkeypatch.setattr(simsql.queries.planner, "MIN_BAND_BUDGET", budget)
+            monkeypatch.setattr(simsql.queries.plan_choice, "MIN_BAND_BUDGET", budget)
             _check_approximate_answers(tables, model, fingerprints, queries, probe_radius, budget)
 
 

@@ -35,7 +35,8 @@ from .originality import (
     find_original,
     originality_search,
 )
-from .planner import BAND_BUDGET, DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS, MIN_BAND_BUDGET
+from .plan_choice import BAND_BUDGET, MIN_BAND_BUDGET
+from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS
 from .targets import MAX_EXACT_BLOCK_DISTANCE
 from .vectors import VectorMatch, most_similar_vectors, near_copy_vectors
 

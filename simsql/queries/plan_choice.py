@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from math import comb, exp, log
 from typing import Any
 
-from sqlalchemy import Float, Integer, and_, case, func, literal, or_, select, union_all
+from sqlalchemy import BigInteger, Float, Integer, and_, case, cast, func, literal, or_, select, union_all
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.selectable import CTE
 
@@ -53,6 +53,25 @@ FINGERPRINT_BITS = BLOCK_COUNT * BLOCK_BITS
 EXPECTED_ROWS = 1.0
 """The bands past the first are tried when the model expects at least this many rows within
 their reach (see the module's docstring for why one, not ``limit``)."""
+
+BAND_BUDGET = 0.01
+"""A band past the first runs only if its probes meet fewer index entries than this share of
+the table's rows (see :func:`band_budget`)."""
+
+MIN_BAND_BUDGET = 5000
+"""Budget floor: below this many entries a band is cheap whatever the table's size."""
+
+
+def band_budget(binding: Binding) -> ColumnElement[Any]:
+    """Most index entries a band may read before the scan is the cheaper way to its rows.
+
+    A band reads its candidates through the block indexes at about the cost per entry at which
+    the scan reads rows, so a band that would read more than :data:`BAND_BUDGET` of the table
+    is not worth running when the scan must follow anyway. The table size is the planner's
+    estimate, read when the statement runs (a floor keeps small or unanalysed tables on bands).
+    """
+    estimate = row_estimate(binding.table) * literal(BAND_BUDGET, Float())
+    return cast(func.greatest(estimate, literal(MIN_BAND_BUDGET, Float())), BigInteger)
 
 
 def _binomial_terms(reach: int) -> list[tuple[int, float]]:

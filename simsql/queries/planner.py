@@ -68,9 +68,9 @@ from sqlalchemy.sql.visitors import InternalTraversal
 
 from .. import dialects
 from ..bits import blocks
-from ..dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_parameter, probe_values, radius_for, ring_values, row_estimate
+from ..dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_parameter, probe_values, radius_for, ring_values
 from ..storage import Binding, binding_for
-from .plan_choice import bands_worth_running
+from .plan_choice import band_budget, bands_worth_running
 from .targets import fingerprint_literal, keys_equal
 
 DEFAULT_PROBE_RADIUS = 2
@@ -79,14 +79,6 @@ DEFAULT_PROBE_RADIUS = 2
 
 MAX_PROBE_RADIUS = 4
 """The widest probes accepted: radius 4 covers distance <= 19 with 2,517 values per block."""
-
-BAND_BUDGET = 0.01
-"""A band past the first runs only if its probes meet fewer index entries than this share of
-the table's rows (see :func:`_band_budget`)."""
-
-MIN_BAND_BUDGET = 5000
-"""Budget floor: below this many entries a band is cheap whatever the table's size."""
-
 
 class _Target:
     """The values a ranking statement compares rows with, as bound parameters made once per
@@ -145,18 +137,6 @@ def _band_candidates(binding: Binding, target: _Target, radius: int, low: int, h
     return union(*per_block).subquery()
 
 
-def _band_budget(binding: Binding) -> ColumnElement[Any]:
-    """Most index entries a band may read before the scan is the cheaper way to its rows.
-
-    A band reads its candidates through the block indexes at about the cost per entry at which
-    the scan reads rows, so a band that would read more than :data:`BAND_BUDGET` of the table
-    is not worth running when the scan must follow anyway. The table size is the planner's
-    estimate, read when the statement runs (a floor keeps small or unanalysed tables on bands).
-    """
-    estimate = row_estimate(binding.table) * literal(BAND_BUDGET, Float())
-    return cast(func.greatest(estimate, literal(MIN_BAND_BUDGET, Float())), BigInteger)
-
-
 def _band_affordable(binding: Binding, target: _Target, radius: int) -> Any:
     """A one-row CTE whose ``ok`` is true when the radius-``radius`` probes meet fewer index
     entries than the budget.
@@ -166,7 +146,7 @@ def _band_affordable(binding: Binding, target: _Target, radius: int) -> Any:
     when the band's branch is first pulled, and never for a query whose nearer bands already
     filled ``limit``.
     """
-    budget = _band_budget(binding)
+    budget = band_budget(binding)
     entries: Any = union_all(
         *(
             select(literal_column("1").label("hit")).select_from(binding.table).where(equals_any(column, target.probe(j, radius)))
@@ -215,9 +195,9 @@ def _scan_branch(
 def _approximate_branch(binding: Binding, base: Select[Any], fingerprint: int, radius: int, max_distance: int | None, limit: int) -> Select[Any]:
     """The nearest of a bounded set of candidates: every row sharing a block with the target,
     then, per block, rows whose block is 1, 2, ... ``radius`` bits from the target's, nearest
-    rings first, until that block's share of the budget (:func:`_band_budget`) is spent."""
+    rings first, until that block's share of the budget (:func:`~simsql.queries.plan_choice.band_budget`) is spent."""
     distance = hamming_expression(binding.fingerprint, fingerprint_literal(fingerprint)).label("distance")
-    share = cast(_band_budget(binding) / literal(BLOCK_COUNT), BigInteger)
+    share = cast(band_budget(binding) / literal(BLOCK_COUNT), BigInteger)
 
     def ring(column: Any, value: int, r: int) -> Select[Any]:
         part = select(*binding.table_keys, distance).where(equals_any(column, ring_values(value, r)))
