@@ -92,10 +92,25 @@ def attach_table(
     engine = _engine(bind)
     install_after_checking(engine, table, source, schema)
     timeouts = apply.Timeouts(lock_timeout, "10min")
-    options = dict(schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix, wide=wide)
+    spec = AttachSpec(schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix, wide=wide)
     with engine.connect() as connection:
-        planned = describe_attach_table(connection, table, source, options, timeouts, indexes=indexes, concurrently=concurrently)
+        planned = describe_attach_table(connection, table, source, spec, timeouts, indexes=indexes, concurrently=concurrently)
     return run_attach_table(engine, planned, timeouts, index_lock_timeout)
+
+
+@dataclass(frozen=True)
+class AttachSpec:
+    """How :func:`attach_table` attaches a table: where it is (``schema``; None: the
+    connection's), which configuration (None: the recorded one, or the default), a side table
+    or columns, the names' ``prefix``, and whether with the wide signature (None: as the
+    configuration says). What :func:`describe_attach_table` hands to
+    :func:`simsql.lifecycle.attach.plan_attach`."""
+
+    schema: str | None = None
+    fingerprinter: AnyFingerprinter | None = None
+    side_table: bool = False
+    prefix: str = DEFAULT_PREFIX
+    wide: bool | None = None
 
 
 class PlannedChange(NamedTuple):
@@ -112,19 +127,22 @@ def describe_attach_table(
     connection: Connection,
     table: str,
     source: Sequence[str],
-    options: dict[str, Any],
+    spec: AttachSpec,
     timeouts: apply.Timeouts,
     *,
     indexes: bool = True,
     concurrently: bool = True,
 ) -> PlannedChange:
     """The first half of :func:`attach_table` (catalog reads, no change): what it will run.
-    ``options``: its ``schema``, ``fingerprinter``, ``side_table``, ``prefix`` and ``wide``. A
+    ``spec``: how (:class:`AttachSpec`). A
     wide attachment of a table with rows plans no index (:func:`simsql.backfill` builds them)."""
     with apply.bounded(connection, timeouts):
         server = backend(connection)
         server.check_server(connection)
-        planned = plan_attach(connection, table, source, **options)
+        planned = plan_attach(
+            connection, table, source, schema=spec.schema, fingerprinter=spec.fingerprinter,
+            side_table=spec.side_table, prefix=spec.prefix, wide=spec.wide,
+        )  # fmt: skip
         names, target = planned.names, planned.target
         plan = planned.plan
         if indexes and not (names.wide and catalog.has_rows(connection, target.schema, target.table)):
