@@ -47,13 +47,10 @@ assert BLOCK_COUNT == len(BLOCK_COLUMNS)
 _WIDE_NAMES = Names("mixin", DEFAULT_PREFIX, wide=True)
 
 
-# -- the invariant, kept by the database ------------------------------------------------------
-#
-# A fingerprint is stored with the md5 of the text it was computed from (``<prefix>_src``).
-# Triggers compare it with the row's text on every write, whoever the writer (ORM, Core, raw
-# SQL, COPY): a fingerprint whose text is gone is dropped, so no stored fingerprint ever
-# describes text the row no longer holds, in either storage mode. Each backend writes the
-# trigger in its own SQL (:meth:`simsql.dialects.Backend.create_trigger_sql`).
+# -- the invariant, kept by the database: a fingerprint is stored with the md5 of its text
+# (``<prefix>_src``); triggers compare it with the row's text on every write, whoever the writer
+# (ORM, Core, raw SQL, COPY), and drop a fingerprint whose text is gone, in either storage mode.
+# Each backend writes the trigger in its own SQL (:meth:`simsql.dialects.Backend.create_trigger_sql`).
 
 
 def join_text(parts: Sequence[str | None]) -> str | None:
@@ -66,6 +63,23 @@ def join_text(parts: Sequence[str | None]) -> str | None:
 def text_digest(text_value: str) -> uuid.UUID:
     """md5 of a row's text, as PostgreSQL's ``CAST(md5(...) AS uuid)`` computes it."""
     return uuid.UUID(hashlib.md5(text_value.encode("utf-8", "surrogatepass")).hexdigest())
+
+
+def stored_for_text(fingerprinter: Fingerprinter, names: Names, text_value: str | None) -> dict[str, Any]:
+    """Column name -> value written for a row of text ``text_value``: fingerprint, digest and
+    (wide ``names``) words 1-3, all None without features. The one rule of every Python writer
+    (the ORM's hooks, side rows, :mod:`simsql.django`)."""
+    empty = dict.fromkeys((names.fingerprint, names.digest, *names.wide_words))
+    if text_value is None:
+        return empty
+    if names.wide:
+        signature = fingerprinter.signatures_many([text_value], empty="none")[0]
+        words: Sequence[int | None] | None = None if signature is None else signature.words
+    else:
+        words = fingerprinter.fingerprint_many([text_value], empty="none")
+    if words is None or words[0] is None:
+        return empty
+    return {**dict(zip((names.fingerprint, *names.wide_words), words)), names.digest: text_digest(text_value)}
 
 
 @dataclass(frozen=True, eq=False)
@@ -111,35 +125,26 @@ class Binding:
         return self.stored_values(instance)[0]
 
     def stored_values(self, instance: object) -> tuple[int | None, uuid.UUID | None]:
-        """(fingerprint, digest of its text) to store for a row; (None, None) without features.
-        A vector source stores no digest (see :meth:`vector_values`)."""
+        """(fingerprint, digest of its text) for a row; None without features (a vector: no digest)."""
         if isinstance(self.fingerprinter, VectorFingerprinter):
             return self.vector_values(instance, self.fingerprinter)
-        text_value = self.text_of(instance)
-        if text_value is None:
-            return None, None
-        fingerprint = self.fingerprinter.fingerprint_many([text_value], empty="none")[0]
-        return fingerprint, None if fingerprint is None else text_digest(text_value)
+        names = self.names.with_wide(False)
+        row = stored_for_text(self.fingerprinter, names, self.text_of(instance))
+        return row[names.fingerprint], row[names.digest]
 
     def stored_row(self, instance: object) -> dict[str, Any]:
         """Column name -> value of what Python writes for a row: fingerprint, digest and, on a wide
         table, the signature's words 1-3 (word 0 is the fingerprint; all None without features)."""
-        names = self.names
+        names, fingerprinter = self.names, self.fingerprinter
+        if not isinstance(fingerprinter, VectorFingerprinter):
+            return stored_for_text(fingerprinter, names, self.text_of(instance))
         if not names.wide:
-            fingerprint, digest = self.stored_values(instance)
+            fingerprint, digest = self.vector_values(instance, fingerprinter)
             return {names.fingerprint: fingerprint, names.digest: digest}
-        fingerprinter = self.fingerprinter
-        if isinstance(fingerprinter, VectorFingerprinter):  # 256 hyperplanes; no digest (see vector_values)
-            value = getattr(instance, self.source[0])
-            vector = None if value is None else vector_of(value, f"{type(instance).__name__}.{self.source[0]}")
-            words = (None,) * 4 if vector is None else fingerprinter.signatures_many([vector])[0].words
-            return {names.digest: None, **dict(zip(names.signature_words, words))}
-        text_value = self.text_of(instance)
-        signature = None if text_value is None else fingerprinter.signatures_many([text_value], empty="none")[0]
-        if signature is None:
-            return dict.fromkeys((names.fingerprint, names.digest, *names.wide_words))
-        assert text_value is not None
-        return {names.digest: text_digest(text_value), **dict(zip(names.signature_words, signature.words))}
+        value = getattr(instance, self.source[0])  # 256 hyperplanes; no digest (see vector_values)
+        vector = None if value is None else vector_of(value, f"{type(instance).__name__}.{self.source[0]}")
+        words = (None,) * 4 if vector is None else fingerprinter.signatures_many([vector])[0].words
+        return {names.digest: None, **dict(zip(names.signature_words, words))}
 
     def vector_values(self, instance: object, fingerprinter: VectorFingerprinter) -> tuple[int | None, None]:
         """(signature, None) of a row whose source is one vector column; ``ValueError``/``TypeError``

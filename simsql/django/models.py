@@ -20,7 +20,6 @@ fingerprint until ``manage.py simsql backfill`` fills it again. Never a stale fi
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
@@ -34,7 +33,7 @@ from simsql.bits import check_fingerprint
 from simsql.errors import EmptyDocument
 from simsql.fingerprint import DEFAULT, DEFAULT_WIDE, Fingerprinter
 from simsql.schema import Names
-from simsql.storage import join_text, source_names, text_digest
+from simsql.storage import join_text, source_names, stored_for_text
 
 from . import bridge
 from .expressions import Block, HammingDistance, Similarity, WideBlock, within, within_condition
@@ -79,18 +78,7 @@ def stored_values(instance: models.Model) -> dict[str, Any]:
     text and, on a wide model, the signature's words 1-3 (all None for text without words), as
     :meth:`simsql.Binding.stored_row` computes them for a SQLAlchemy model."""
     model = type(instance)
-    text = text_of(instance)
-    fingerprinter = fingerprinter_of(model)
-    wide = is_wide(model)
-    names = (NAMES.fingerprint, *NAMES.wide_words) if wide else (NAMES.fingerprint,)
-    words: Sequence[int | None] = (None,) * len(names)
-    if text is not None and wide:
-        signature = fingerprinter.signatures_many([text], empty="none")[0]
-        words = signature.words if signature is not None else words
-    elif text is not None:
-        words = fingerprinter.fingerprint_many([text], empty="none")
-    digest: uuid.UUID | None = text_digest(text) if text is not None and words[0] is not None else None
-    return {**dict(zip(names, words)), NAMES.digest: digest}
+    return stored_for_text(fingerprinter_of(model), NAMES.with_wide(is_wide(model)), text_of(instance))
 
 
 def fingerprint_of(model: type[models.Model], target: object) -> tuple[int, Any]:
