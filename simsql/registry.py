@@ -34,6 +34,7 @@ from .fingerprint import Fingerprinter
 from .vectors import AnyFingerprinter, VectorFingerprinter
 from .schema import (
     DEFAULT_PREFIX,
+    PARTITIONS_TABLE,
     PROGRESS_TABLE,
     REGISTRY_TABLE,
     Attachment,
@@ -81,6 +82,13 @@ def version_table_exists(connection: Connection) -> bool:
 
 def registry_exists(connection: Connection, schema: str | None = None) -> bool:
     return _relation_exists(connection, REGISTRY_TABLE)
+
+
+def installed(connection: Connection) -> bool:
+    """Whether every table of simsql's newest revision is there: the registry, and the
+    partition lists' tables (``simsql_0002``), which a database installed by simsql 0.3 lacks
+    until its next install."""
+    return registry_exists(connection) and _relation_exists(connection, PARTITIONS_TABLE)
 
 
 def progress_exists(connection: Connection) -> bool:
@@ -426,6 +434,7 @@ __all__ = [
     "progress_table",
     "read",
     "record",
+    "installed",
     "registry_exists",
     "registry_table",
     "remove",
