@@ -38,6 +38,8 @@ from .schema import (
     PROGRESS_TABLE,
     REGISTRY_TABLE,
     Attachment,
+    centres_table,
+    partitions_table,
     progress_table,
     record_values,
     registry_table,
@@ -261,6 +263,9 @@ def remove(connection: Connection, table_name: str, schema: str | None = None) -
                 progress_table.c.table_schema == schema, progress_table.c.table_name == table_name
             )
         )
+    if _relation_exists(connection, PARTITIONS_TABLE):  # the lists of a table of that name
+        for lists in (centres_table, partitions_table):
+            connection.execute(lists.delete().where(lists.c.table_schema == schema, lists.c.table_name == table_name))
     forget(connection.engine)
 
 

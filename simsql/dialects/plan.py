@@ -324,5 +324,6 @@ class PartitionDDL(ABC):
         words and the key), each unless ``present``; the index built without blocking writers."""
 
     @abstractmethod
-    def drop(self, schema: str, names: Names, present: Present) -> Plan:
-        """The covering index and the list column, of what is ``present``."""
+    def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True) -> Plan:
+        """The covering index and the list column, of what is ``present``; ``concurrently=False``
+        for a plan that runs in one transaction (a detach)."""

@@ -27,9 +27,9 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from .. import partition_sets, registry
-from ..bits import to_signed, to_unsigned
+from ..bits import to_signed
 from ..dialects import backend
-from ..errors import NotAttached, SchemaError
+from ..errors import NotAttached, SchemaError, WouldLockTable
 from ..partitioning import (
     DEFAULT_ITERATIONS,
     LIST_SPAN,
@@ -41,7 +41,8 @@ from ..partitioning import (
     fit_means,
     fit_modes,
 )
-from ..schema import Attachment, centres_table, partitions_table
+from ..dialects.plan import Plan, Step
+from ..schema import CENTRES_TABLE, PARTITIONS_TABLE, Attachment, centres_table, partitions_table
 from ..steps import off_loop
 from ..urls import engine_for
 from ..vectors import VectorFingerprinter, vector_of
@@ -96,6 +97,11 @@ class _Target:
         return table(names.holder, *(column(c) for c in dict.fromkeys(cols)), schema=self.schema)
 
 
+def _unsigned(value: Any) -> int:
+    """A stored fingerprint as its unsigned value (signed on PostgreSQL, unsigned on MySQL)."""
+    return int(value) & 0xFFFFFFFFFFFFFFFF
+
+
 def _engine(bind: Engine | str) -> Engine:
     return engine_for(bind) if isinstance(bind, str) else bind
 
@@ -119,8 +125,16 @@ def _add_objects(engine: Engine, target: _Target) -> bool:
     with engine.connect() as connection:
         present = catalog.present(connection, target.schema, target.entry.table_name, target.names)
     plan = backend(engine).partition_ddl.add(target.schema, target.names, target.keys, present)
-    if plan:
-        apply.run_on_engine(engine, plan, relations=[f"{target.schema}.{target.entry.table_name}"])
+    relation = f"{target.schema}.{target.entry.table_name}"
+    try:
+        if plan:
+            apply.run_on_engine(engine, plan, relations=[relation])
+    except WouldLockTable as refused:
+        raise WouldLockTable(
+            f"{refused} To fit lists on {relation}, add the list column yourself when writers can wait "
+            f"(ALTER TABLE {relation} ADD COLUMN {target.names.part} INT NULL), or declare the model with "
+            "simsql.partitions.PartitionListsMixin (create_all makes it), then fit again: the index is built online"
+        ) from refused
     return not present.has_column(target.names.part)
 
 
@@ -145,7 +159,7 @@ def _sample(connection: Connection, target: _Target, sample: int | None, lists: 
     order = sorted(range(count), key=lambda i: xxhash.xxh3_64_intdigest(repr(tuple(rows[i][: len(keys)])).encode(), seed=seed))
     chosen = sorted(order[:size])
     if not target.vector:
-        return np.array([to_unsigned(int(rows[i][-1])) for i in chosen], dtype=np.uint64), wanted, count
+        return np.array([_unsigned(rows[i][-1]) for i in chosen], dtype=np.uint64), wanted, count
     vectors = []
     source = t.c[target.entry.source[0]]
     picked = [tuple(rows[i][: len(keys)]) for i in chosen]
@@ -222,7 +236,7 @@ def _place_pass(engine: Engine, target: _Target, centres: Centres, progress: Pro
             vectors = [vector_of(r[-1], target.entry.source[0]) for r in rows]
             values = off_loop(lambda: centres.place(fingerprinter.check(np.stack([np.asarray(v, float) for v in vectors]))))
         else:
-            values = off_loop(lambda: centres.place(np.array([to_unsigned(int(r[len(keys)])) for r in rows], np.uint64)))
+            values = off_loop(lambda: centres.place(np.array([_unsigned(r[len(keys)]) for r in rows], np.uint64)))
         placed += _retrying(engine, lambda connection: _write_batch(connection, target, rows, values))
         cursor = tuple(rows[-1][: len(keys)])
         if progress is not None:
@@ -367,6 +381,34 @@ def place_partitions(bind: Engine | str, table_name: str, *, schema: str | None 
     return _place_pass(engine, target, live[-1], None, 0)
 
 
+def place_left_behind(bind: Engine | str, table_name: str, schema: str | None = None) -> int:
+    """:func:`place_partitions` when the table has live lists, else nothing (0): what backfill
+    runs after filling a table with a list column."""
+    engine = _engine(bind)
+    with engine.connect() as connection:
+        schema = schema or registry.current_schema(connection)
+        if not partition_sets.live_centres(connection, schema, table_name):
+            return 0
+    return place_partitions(engine, table_name, schema=schema)
+
+
+def plan_drop_lists(connection: Connection, schema: str, names: Any, present: Any) -> Plan:
+    """What a detach runs first for the table's lists: the list column and index when a fit
+    added them (a model's own column stays), and the generations and centres recorded."""
+    if not partition_sets.tables_exist(connection):
+        return Plan()
+    table_name = names.table
+    plan = Plan()
+    if _added_on(connection, schema, table_name):
+        plan = backend(connection).partition_ddl.drop(schema, names, present, concurrently=False)
+    params = {"schema": schema, "table": table_name}
+    where = "WHERE table_schema = :schema AND table_name = :table"
+    forget = [Step(f"DELETE FROM {name} {where}", f"forget the lists of {schema}.{table_name}", params)
+              for name in (CENTRES_TABLE, PARTITIONS_TABLE)]  # fmt: skip
+    partition_sets.forget_cached(schema, table_name)
+    return plan + Plan(tuple(forget))
+
+
 def has_lists(connection: Connection, table_name: str, schema: str) -> bool:
     """Whether ``schema.table_name`` has a generation of lists recorded (live or not)."""
     return bool(partition_sets.generations(connection, schema, table_name, live_only=False))
@@ -399,11 +441,16 @@ def drop_partitions(bind: Engine | str, table_name: str, *, schema: str | None =
 
 
 def _added(engine: Engine, schema: str, table_name: str) -> bool:
-    p = partitions_table.c
     with engine.connect() as connection:
-        found = connection.execute(
-            select(p.added_objects).where(p.table_schema == schema, p.table_name == table_name, p.added_objects.is_(True))
-        ).first()
+        return _added_on(connection, schema, table_name)
+
+
+def _added_on(connection: Connection, schema: str, table_name: str) -> bool:
+    """Whether a fit of ``schema.table_name`` added the list column and index (recorded)."""
+    p = partitions_table.c
+    found = connection.execute(
+        select(p.added_objects).where(p.table_schema == schema, p.table_name == table_name, p.added_objects.is_(True))
+    ).first()
     return found is not None
 
 
@@ -415,5 +462,7 @@ __all__ = [
     "fit_partitions",
     "has_lists",
     "list_sizes",
+    "place_left_behind",
     "place_partitions",
+    "plan_drop_lists",
 ]

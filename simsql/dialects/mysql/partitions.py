@@ -36,7 +36,7 @@ class MySQLPartitionDDL(PartitionDDL):
             ))  # fmt: skip
         return self.plan(steps)
 
-    def drop(self, schema: str, names: Names, present: Present) -> Plan:
+    def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True) -> Plan:
         holder = names.holder
         steps = []
         if present.has_index(names.part_index):

@@ -31,13 +31,14 @@ class PostgresPartitionDDL(PartitionDDL):
             ))  # fmt: skip
         return self.plan(steps)
 
-    def drop(self, schema: str, names: Names, present: Present) -> Plan:
+    def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True) -> Plan:
         steps = []
         if present.has_index(names.part_index):
-            keyword = "CONCURRENTLY " if self.concurrent_builds else ""
+            concurrently = concurrently and self.concurrent_builds
+            keyword = "CONCURRENTLY " if concurrently else ""
             steps.append(Step(
                 f"DROP INDEX {keyword}IF EXISTS {qualified(schema, names.part_index)}", f"drop index {names.part_index}",
-                concurrently=self.concurrent_builds,
+                concurrently=concurrently,
             ))  # fmt: skip
         if present.has_column(names.part):
             steps.append(Step(
