@@ -47,6 +47,7 @@ from ..steps import off_loop
 from ..urls import engine_for
 from ..vectors import VectorFingerprinter, vector_of
 from . import apply, catalog
+from .partition_status import list_sizes
 
 BATCH_ROWS = 2000
 CATCH_UP_PASSES = 5
@@ -279,13 +280,6 @@ def _finish(engine: Engine, target: _Target, centres: Centres) -> None:
     partition_sets.forget_cached(target.schema, target.entry.table_name)
 
 
-def list_sizes(connection: Connection, schema: str, table_name: str, part: str) -> list[int]:
-    """The number of rows in each list that holds any (index-only: the list index covers it)."""
-    t = table(table_name, column(part), schema=schema)
-    rows = connection.execute(select(func.count()).select_from(t).where(t.c[part].is_not(None)).group_by(t.c[part]))
-    return sorted(int(r[0]) for r in rows)
-
-
 def fit_partitions(
     bind: Engine | str,
     table_name: str,
@@ -409,39 +403,6 @@ def plan_drop_lists(connection: Connection, schema: str, names: Any, present: An
     return plan + Plan(tuple(forget))
 
 
-@dataclass(frozen=True)
-class ListsStatus:
-    """A table's partition lists as :func:`simsql.status` reports them: the drift a refit
-    corrects shows as a largest list far above the median (a sample that did not represent the
-    table, or rows added since of another kind)."""
-
-    generation: int
-    state: str
-    """``current``, or ``filling`` while a fit places rows (or after one stopped: fit again)."""
-    lists: int
-    largest_list: int
-    median_list: int
-    rows_left_behind: int
-    """Fingerprinted rows no live list holds: read by every query until placed."""
-
-
-def lists_status(connection: Connection, entry: Attachment) -> ListsStatus | None:
-    """The lists of an attached table (None without any)."""
-    live = partition_sets.generations(connection, entry.table_schema, entry.table_name)
-    if not live or entry.side_table:
-        return None
-    names = entry.names
-    sizes = list_sizes(connection, entry.table_schema, entry.table_name, names.part)
-    t = table(entry.table_name, column(names.fingerprint), column(names.part), schema=entry.table_schema)
-    held = [and_(t.c[names.part] >= g.generation * LIST_SPAN, t.c[names.part] < (g.generation + 1) * LIST_SPAN) for g in live]
-    behind = connection.execute(
-        select(func.count()).select_from(t).where(t.c[names.fingerprint].is_not(None), or_(t.c[names.part].is_(None), ~or_(*held)))
-    ).scalar_one()
-    newest = live[-1]
-    return ListsStatus(newest.generation, newest.state, newest.lists, max(sizes, default=0),
-                       int(np.median(sizes)) if sizes else 0, int(behind))  # fmt: skip
-
-
 def has_lists(connection: Connection, table_name: str, schema: str) -> bool:
     """Whether ``schema.table_name`` has a generation of lists recorded (live or not)."""
     return bool(partition_sets.generations(connection, schema, table_name, live_only=False))
@@ -489,14 +450,12 @@ def _added_on(connection: Connection, schema: str, table_name: str) -> bool:
 
 __all__ = [
     "BATCH_ROWS",
-    "ListsStatus",
-    "lists_status",
+
     "PartitionsResult",
     "Progress",
     "drop_partitions",
     "fit_partitions",
     "has_lists",
-    "list_sizes",
     "place_left_behind",
     "place_partitions",
     "plan_drop_lists",

@@ -24,7 +24,7 @@ from ..vectors import AnyFingerprinter
 from ..schema import DEFAULT_PREFIX, Attachment
 from ..urls import engine_for
 from . import apply, catalog
-from .partitions import ListsStatus, lists_status
+from .partition_status import ListsStatus, lists_status
 from .catalog import attachment_state
 from .attach import attached_names, describe_indexes, plan_attach, plan_detach
 
