@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Select, and_, func, literal, or_, select
+from sqlalchemy import Select, and_, func, literal, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import ColumnElement
 
@@ -155,16 +155,17 @@ def probed_lists(binding: Binding, fingerprint: ColumnElement[Any], probes: Colu
     return select(ranked.c.list_value).where(ranked.c.simsql_rank <= probes)
 
 
-def left_behind(binding: Binding, part: Any) -> ColumnElement[bool]:
-    """Rows no live list holds: NULL, or a value outside every live generation's range (a
-    generation's values are ``[generation * LIST_SPAN, (generation + 1) * LIST_SPAN)``). Without
-    live lists, every row."""
+def left_behind(binding: Binding, part: Any) -> tuple[ColumnElement[bool], ...]:
+    """Rows no live list holds, as three conditions each an index range of its own (an ``OR``
+    of them would scan the table): NULL, below the oldest live generation's values, above the
+    newest's (a generation's values are ``[generation * LIST_SPAN, (generation + 1) * LIST_SPAN)``).
+    Without live lists, every row."""
     p = partitions_table.c
     _, table = binding.registry_key
     live = (p.table_schema == schema_expression(binding), p.table_name == table, p.state.in_(LIVE_STATES))
     low = select(func.min(p.generation) * LIST_SPAN).where(*live).scalar_subquery()
     high = select((func.max(p.generation) + 1) * LIST_SPAN - 1).where(*live).scalar_subquery()
-    return or_(part.is_(None), part < func.coalesce(low, _INT_MAX), part > func.coalesce(high, _INT_MIN))
+    return part.is_(None), part < func.coalesce(low, _INT_MAX), part > func.coalesce(high, _INT_MIN)
 
 
 def in_lists(part: Any, values: Sequence[int]) -> ColumnElement[bool]:

@@ -47,7 +47,7 @@ def _candidates(
     the table alone (``base`` None), or from ``base``, the caller's select with its filters."""
     part = list_column(binding)
     branches = []
-    for where in (where_probed, left_behind(binding, part)):
+    for where in (where_probed, *left_behind(binding, part)):
         if base is None:
             branch = select(*binding.table_keys, distance.label("distance"))
         else:
