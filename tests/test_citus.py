@@ -25,6 +25,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 import simsql
 import simsql.alembic
 import simsql.citus
+from simsql.partitions import PartitionListsMixin, fit_partitions
 from simsql import dialects
 from simsql.dialects.citus import CitusBackend
 from simsql.dialects.postgresql import PostgresBackend
@@ -450,3 +451,49 @@ def test_detach_of_a_side_table_in_a_schema_off_the_search_path(engine: Engine, 
             text("SELECT relname FROM pg_class WHERE relnamespace = CAST(:s AS regnamespace) ORDER BY 1"), {"s": other_schema}
         ).scalars().all()
     assert left == ["docs", "docs_pkey"]
+
+
+# -- partition lists (issue 34): the same lists, the same answers as plain PostgreSQL ----------
+
+
+class ListedNote(PartitionListsMixin, simsql.SimHashMixin, Base):
+    """Columns mode with partition lists: the list column and its covering index on the shards."""
+
+    __tablename__ = "listed_notes"
+    __simhash_source__ = ("title", "body")
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    title: Mapped[str | None] = mapped_column(String(200))
+    body: Mapped[str | None] = mapped_column(Text)
+
+
+def _listed_answers(engine: Engine) -> list[Any]:
+    """The fit's lists and sizes, then probes queries (plain, filtered, a row target, a text)."""
+    fitted = fit_partitions(engine, "listed_notes", lists=8, seed=3)
+    with engine.begin() as connection:  # raw writes: a row taken out of its list (left behind, still found), a new row
+        connection.execute(text("UPDATE listed_notes SET simhash_part = NULL WHERE id = 61"))
+        connection.execute(text("INSERT INTO listed_notes (id, title, body) VALUES (9999, 'raw', 'written behind the ORM')"))
+    answers: list[Any] = [(fitted.lists, fitted.largest_list, fitted.median_list)]
+    with Session(engine) as session:
+        for key in (7, 61, 200):
+            row = session.get(ListedNote, key)
+            for stmt, probes in ((select(ListedNote), 2), (select(ListedNote).where(ListedNote.id > 50), 3)):
+                found = session.execute(simsql.most_similar(stmt, row, limit=8, probes=probes)).all()
+                answers.append([(found_row.id, distance) for found_row, distance, _ in found])
+        left = session.get(ListedNote, 61)
+        assert left is not None
+        found = session.execute(simsql.most_similar(select(ListedNote), f"{left.title}\n{left.body}", limit=3, probes=1)).all()
+        answers.append([(found_row.id, distance) for found_row, distance, _ in found])
+    answers.append(simsql.backfill(engine, ListedNote, workers=0).rows_placed)  # the new row and the one left behind
+    answers.append([(s.lists.lists, s.lists.rows_left_behind) for s in simsql.status(engine) if s.lists is not None])
+    return answers
+
+
+@pytest.mark.parametrize("how", ["distributed", "reference"])
+def test_partition_lists_answer_as_plain_postgresql(citus_engine: Engine, engine: Engine, how: str) -> None:
+    load(engine, ListedNote, None)
+    load(citus_engine, ListedNote, how)
+    expected = _listed_answers(engine)
+    assert all(expected[1:7]) and expected[-2] == 2, "nothing found on plain PostgreSQL: the comparison would prove nothing"
+    assert (61, 0) in expected[7]  # left behind, read by every probes query
+    assert _listed_answers(citus_engine) == expected
