@@ -208,6 +208,44 @@ class DropSimHashIndexesOp(IndexesOp):
         return CreateSimHashIndexesOp(*self._args())
 
 
+class ListsOp(MigrateOperation):
+    """What add_partition_lists and drop_partition_lists carry: the table (attached already)."""
+
+    def __init__(self, table_name: str, schema: str | None = None, concurrently: bool = False) -> None:
+        self.table_name = table_name
+        self.schema = schema
+        self.concurrently = concurrently
+
+
+@Operations.register_operation("add_partition_lists")
+class AddPartitionListsOp(ListsOp):
+    """The partition list column and its covering index (:mod:`simsql.partitions`) on an
+    attached table; ``simsql partitions fit`` fits the lists afterwards (it needs the rows)."""
+
+    @classmethod
+    def add_partition_lists(
+        cls, operations: Operations, table_name: str, *, schema: str | None = None, concurrently: bool = False
+    ) -> Any:
+        return operations.invoke(cls(table_name, schema, concurrently))
+
+    def reverse(self) -> DropPartitionListsOp:
+        return DropPartitionListsOp(self.table_name, self.schema, self.concurrently)
+
+
+@Operations.register_operation("drop_partition_lists")
+class DropPartitionListsOp(ListsOp):
+    """Drop the list column and its index, and forget the table's lists."""
+
+    @classmethod
+    def drop_partition_lists(
+        cls, operations: Operations, table_name: str, *, schema: str | None = None, concurrently: bool = False
+    ) -> Any:
+        return operations.invoke(cls(table_name, schema, concurrently))
+
+    def reverse(self) -> AddPartitionListsOp:
+        return AddPartitionListsOp(self.table_name, self.schema, self.concurrently)
+
+
 @Operations.register_operation("upgrade_simsql")
 class UpgradeSimsqlOp(MigrateOperation):
     """Apply simsql's own revisions up to ``revision`` (registry, backfill cursor, SQL functions),
@@ -362,3 +400,11 @@ def upgrade_simsql(op: Any, revision: str = "heads") -> None:
 
 def downgrade_simsql(op: Any, revision: str = "base") -> None:
     op.invoke(DowngradeSimsqlOp(revision))
+
+
+def add_partition_lists(op: Any, table_name: str, *, schema: str | None = None, concurrently: bool = False) -> None:
+    op.invoke(AddPartitionListsOp(table_name, schema, concurrently))
+
+
+def drop_partition_lists(op: Any, table_name: str, *, schema: str | None = None, concurrently: bool = False) -> None:
+    op.invoke(DropPartitionListsOp(table_name, schema, concurrently))

@@ -19,14 +19,16 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from ..dialects import Backend, backend, execute_sql
 from ..errors import SchemaError, UnsupportedDatabase
 from ..dialects.plan import Plan, Step, TableShape
-from ..lifecycle import attach
+from ..lifecycle import attach, partitions
 from ..schema import Names
 from .ops import (
     AddSimHashOp,
     AttachmentOp,
+    AddPartitionListsOp,
     CreateSimHashIndexesOp,
     CreateSimHashTriggerOp,
     DowngradeSimsqlOp,
+    DropPartitionListsOp,
     DropSimHashIndexesOp,
     DropSimHashOp,
     DropSimHashTriggerOp,
@@ -195,6 +197,28 @@ def _create_indexes(operations: Operations, operation: CreateSimHashIndexesOp) -
             operations.get_bind(), operation.table_name, schema=operation.schema, concurrently=operation.concurrently
         ),
     )
+
+
+@Operations.implementation_for(AddPartitionListsOp)
+def _add_lists(operations: Operations, operation: AddPartitionListsOp) -> None:
+    _online_only(operations, "add_partition_lists")
+    _autocommit(operations, operation.concurrently, lambda: partitions.add_list_column(
+        operations.get_bind(), operation.table_name, schema=operation.schema, concurrently=operation.concurrently
+    ))  # fmt: skip
+
+
+@Operations.implementation_for(DropPartitionListsOp)
+def _drop_lists(operations: Operations, operation: DropPartitionListsOp) -> None:
+    _online_only(operations, "drop_partition_lists")
+    _autocommit(operations, operation.concurrently, lambda: partitions.drop_list_column(
+        operations.get_bind(), operation.table_name, schema=operation.schema, concurrently=operation.concurrently
+    ))  # fmt: skip
+
+
+def _online_only(operations: Operations, name: str) -> None:
+    """Partition lists' operations read the registry for the table's columns: no offline script."""
+    if operations.get_context().as_sql:
+        raise UnsupportedDatabase(f"op.{name} runs online only (alembic upgrade head, not --sql): it reads the registry")
 
 
 @Operations.implementation_for(DropSimHashIndexesOp)

@@ -319,9 +319,14 @@ class PartitionDDL(ABC):
         return Plan(tuple(steps), self.name)
 
     @abstractmethod
-    def add(self, schema: str, names: Names, holder_keys: Sequence[str], present: Present) -> Plan:
+    def add(
+        self, schema: str, names: Names, holder_keys: Sequence[str], present: Present, *, concurrently: bool = True,
+        empty: bool = False,
+    ) -> Plan:  # fmt: skip
         """The list column (nullable integer) and its covering index (list, then the signature
-        words and the key), each unless ``present``; the index built without blocking writers."""
+        words and the key), each unless ``present``; the index built without blocking writers
+        (``concurrently=False``: inside the plan's transaction, PostgreSQL). ``empty``: the table
+        holds no row, so a server that would copy it to add the column may (nothing to copy)."""
 
     @abstractmethod
     def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True) -> Plan:

@@ -403,6 +403,33 @@ def plan_drop_lists(connection: Connection, schema: str, names: Any, present: An
     return plan + Plan(tuple(forget))
 
 
+def add_list_column(connection: Connection, table_name: str, *, schema: str | None = None, concurrently: bool = False) -> None:
+    """The list column and its covering index on an attached table, in the connection's
+    transaction (``op.add_partition_lists``; ``concurrently=True``: the connection in autocommit
+    mode). Made by the migration, they are the migration's: a detach leaves them, its downgrade
+    (``op.drop_partition_lists``) drops them. ``fit_partitions`` then fits the lists."""
+    target = _target(connection, table_name, schema)
+    present = catalog.present(connection, target.schema, table_name, target.names)
+    empty = not catalog.has_rows(connection, target.schema, table_name)
+    plan = backend(connection).partition_ddl.add(
+        target.schema, target.names, target.keys, present, concurrently=concurrently, empty=empty
+    )
+    apply.run(connection, plan)
+
+
+def drop_list_column(connection: Connection, table_name: str, *, schema: str | None = None, concurrently: bool = False) -> None:
+    """Undo :func:`add_list_column`, and forget the table's lists."""
+    target = _target(connection, table_name, schema)
+    present = catalog.present(connection, target.schema, table_name, target.names)
+    plan = backend(connection).partition_ddl.drop(target.schema, target.names, present, concurrently=concurrently)
+    apply.run(connection, plan)
+    p, c = partitions_table.c, centres_table.c
+    if partition_sets.tables_exist(connection):
+        connection.execute(delete(centres_table).where(c.table_schema == target.schema, c.table_name == table_name))
+        connection.execute(delete(partitions_table).where(p.table_schema == target.schema, p.table_name == table_name))
+    partition_sets.forget_cached(target.schema, table_name)
+
+
 def has_lists(connection: Connection, table_name: str, schema: str) -> bool:
     """Whether ``schema.table_name`` has a generation of lists recorded (live or not)."""
     return bool(partition_sets.generations(connection, schema, table_name, live_only=False))
@@ -450,6 +477,8 @@ def _added_on(connection: Connection, schema: str, table_name: str) -> bool:
 
 __all__ = [
     "BATCH_ROWS",
+    "add_list_column",
+    "drop_list_column",
 
     "PartitionsResult",
     "Progress",

@@ -16,18 +16,22 @@ class PostgresPartitionDDL(PartitionDDL):
     concurrent_builds = True
     """Whether the index is built ``CONCURRENTLY`` (outside a transaction)."""
 
-    def add(self, schema: str, names: Names, holder_keys: Sequence[str], present: Present) -> Plan:
+    def add(
+        self, schema: str, names: Names, holder_keys: Sequence[str], present: Present, *, concurrently: bool = True,
+        empty: bool = False,
+    ) -> Plan:  # fmt: skip
         holder = qualified(schema, names.holder)
         steps = []
         if not present.has_column(names.part):
             steps.append(Step(f"ALTER TABLE {holder} ADD COLUMN {quote(names.part)} integer", f"add column {names.part}"))
         if not present.has_index(names.part_index):
             include = ", ".join(quote(c) for c in (*names.part_covered, *holder_keys))
-            keyword = "CONCURRENTLY " if self.concurrent_builds else ""
+            concurrently = concurrently and self.concurrent_builds
+            keyword = "CONCURRENTLY " if concurrently else ""
             steps.append(Step(
                 f"CREATE INDEX {keyword}IF NOT EXISTS {quote(names.part_index)} ON {holder} ({quote(names.part)}) "
                 f"INCLUDE ({include})",
-                f"build index {names.part_index} on {schema}.{names.holder}", concurrently=self.concurrent_builds,
+                f"build index {names.part_index} on {schema}.{names.holder}", concurrently=concurrently,
             ))  # fmt: skip
         return self.plan(steps)
 
