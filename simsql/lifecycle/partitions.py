@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from .. import partition_sets, registry
-from ..bits import to_signed, to_unsigned
+from ..bits import to_signed
 from ..dialects import backend
 from ..errors import NotAttached, SchemaError
 from ..partitioning import (
@@ -96,6 +96,12 @@ class _Target:
         return table(names.holder, *(column(c) for c in dict.fromkeys(cols)), schema=self.schema)
 
 
+def _unsigned(stored: Any) -> int:
+    """A fingerprint as read by raw SQL, unsigned: PostgreSQL's ``bigint`` holds it signed,
+    MySQL/MariaDB's ``BIGINT UNSIGNED`` as it is (``to_unsigned`` refuses the latter)."""
+    return int(stored) & 0xFFFFFFFFFFFFFFFF
+
+
 def _engine(bind: Engine | str) -> Engine:
     return engine_for(bind) if isinstance(bind, str) else bind
 
@@ -145,7 +151,7 @@ def _sample(connection: Connection, target: _Target, sample: int | None, lists: 
     order = sorted(range(count), key=lambda i: xxhash.xxh3_64_intdigest(repr(tuple(rows[i][: len(keys)])).encode(), seed=seed))
     chosen = sorted(order[:size])
     if not target.vector:
-        return np.array([to_unsigned(int(rows[i][-1])) for i in chosen], dtype=np.uint64), wanted, count
+        return np.array([_unsigned(rows[i][-1]) for i in chosen], dtype=np.uint64), wanted, count
     vectors = []
     source = t.c[target.entry.source[0]]
     picked = [tuple(rows[i][: len(keys)]) for i in chosen]
@@ -161,7 +167,7 @@ def _store(engine: Engine, target: _Target, kind: str, centres: np.ndarray, sett
     """A new generation, ``filling``, with its centres, in one transaction."""
     with engine.begin() as connection:
         every = partition_sets.generations(connection, target.schema, target.entry.table_name, live_only=False)
-        number = max((g.generation for g in every), default=0) + 1
+        number = max(max((g.generation for g in every), default=0), _highest_in_rows(connection, target)) + 1
         if number > MAX_GENERATION:
             raise SchemaError(f"{target.entry.table_name} has used every generation number; drop its lists and fit again")
         where = {"table_schema": target.schema, "table_name": target.entry.table_name, "generation": number}
@@ -178,6 +184,15 @@ def _store(engine: Engine, target: _Target, kind: str, centres: np.ndarray, sett
             connection.execute(insert(centres_table), rows[start : start + 500])
     partition_sets.forget_cached(target.schema, target.entry.table_name)
     return Centres(number, "modes" if kind == "modes" else "means", centres)
+
+
+def _highest_in_rows(connection: Connection, target: _Target) -> int:
+    """The newest generation a row's list value still names (0: none). After
+    :func:`drop_partitions` a model's list column keeps its values; a new generation of the same
+    number would take them for its own lists and never place those rows again."""
+    t = target.relation()
+    highest = connection.execute(select(func.max(t.c[target.names.part]))).scalar()
+    return 0 if highest is None else max(0, int(highest) // LIST_SPAN)
 
 
 def _outside(t: Any, part: str, centres: Centres) -> Any:
@@ -222,7 +237,7 @@ def _place_pass(engine: Engine, target: _Target, centres: Centres, progress: Pro
             vectors = [vector_of(r[-1], target.entry.source[0]) for r in rows]
             values = off_loop(lambda: centres.place(fingerprinter.check(np.stack([np.asarray(v, float) for v in vectors]))))
         else:
-            values = off_loop(lambda: centres.place(np.array([to_unsigned(int(r[len(keys)])) for r in rows], np.uint64)))
+            values = off_loop(lambda: centres.place(np.array([_unsigned(r[len(keys)]) for r in rows], np.uint64)))
         placed += _retrying(engine, lambda connection: _write_batch(connection, target, rows, values))
         cursor = tuple(rows[-1][: len(keys)])
         if progress is not None:
