@@ -34,6 +34,7 @@ places a row by a generation replaced meanwhile leaves it behind (still read by 
 the refit's last pass and backfill place it."""
 
 _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
+"""The list column is a 32-bit integer."""
 
 
 @dataclass(frozen=True)
@@ -100,15 +101,16 @@ def live_centres(connection: Connection, schema: str, table: str) -> list[Centre
     return [load_centres(connection, schema, table, g) for g in generations(connection, schema, table)]
 
 
-def writer_centres(connection: Connection, schema: str, table: str) -> Centres | None:
+def writer_centres(connection: Connection, schema: str | None, table: str) -> Centres | None:
     """The newest live generation, where ORM writers place rows (None: no lists fitted), asked
-    of the database at most every :data:`WRITER_CACHE_SECONDS`."""
-    key = (_bind_key(connection), schema, table)
+    of the database at most every :data:`WRITER_CACHE_SECONDS`: a write costs no statement of
+    its own in between. ``schema`` None: the connection's current schema (resolved on a miss)."""
+    key = (_bind_key(connection), schema or "", table)
     cached = _WRITERS.get(key)
     now = time.monotonic()
     if cached is not None and now - cached[0] < WRITER_CACHE_SECONDS:
         return cached[1]
-    live = live_centres(connection, schema, table)
+    live = live_centres(connection, schema or registry.current_schema(connection), table)
     newest = live[-1] if live else None
     _WRITERS[key] = (now, newest)
     return newest
@@ -116,7 +118,7 @@ def writer_centres(connection: Connection, schema: str, table: str) -> Centres |
 
 def forget_cached(schema: str, table: str) -> None:
     """Drop what this process cached of ``schema.table``'s lists (after a fit, a refit or a drop)."""
-    for key in [k for k in _WRITERS if k[1:] == (schema, table)]:
+    for key in [k for k in _WRITERS if k[2] == table and k[1] in (schema, "")]:
         del _WRITERS[key]
 
 
@@ -156,16 +158,24 @@ def probed_lists(binding: Binding, fingerprint: ColumnElement[Any], probes: Colu
 
 
 def left_behind(binding: Binding, part: Any) -> tuple[ColumnElement[bool], ...]:
-    """Rows no live list holds, as three conditions each an index range of its own (an ``OR``
-    of them would scan the table): NULL, below the oldest live generation's values, above the
-    newest's (a generation's values are ``[generation * LIST_SPAN, (generation + 1) * LIST_SPAN)``).
-    Without live lists, every row."""
+    """Rows no live list holds, as four disjoint conditions, each an index range of its own (an
+    ``OR`` of them would scan the table): NULL; below the oldest live generation's values;
+    above the newest's; between the two when they are not adjacent (a generation's values are
+    ``[generation * LIST_SPAN, (generation + 1) * LIST_SPAN)``). Without live lists, every row
+    exactly once (below ``2**31 - 1``, or that value)."""
     p = partitions_table.c
     _, table = binding.registry_key
     live = (p.table_schema == schema_expression(binding), p.table_name == table, p.state.in_(LIVE_STATES))
-    low = select(func.min(p.generation) * LIST_SPAN).where(*live).scalar_subquery()
-    high = select((func.max(p.generation) + 1) * LIST_SPAN - 1).where(*live).scalar_subquery()
-    return part.is_(None), part < func.coalesce(low, _INT_MAX), part > func.coalesce(high, _INT_MIN)
+    oldest = select(func.min(p.generation)).where(*live).scalar_subquery()
+    newest = select(func.max(p.generation)).where(*live).scalar_subquery()
+    low = func.coalesce(oldest * LIST_SPAN, _INT_MAX)
+    high = func.coalesce((newest + 1) * LIST_SPAN - 1, _INT_MAX - 1)
+    return (
+        part.is_(None),
+        part < low,
+        part > high,
+        and_(part > func.coalesce((oldest + 1) * LIST_SPAN - 1, _INT_MAX), part < func.coalesce(newest * LIST_SPAN, _INT_MIN)),
+    )
 
 
 def in_lists(part: Any, values: Sequence[int]) -> ColumnElement[bool]:

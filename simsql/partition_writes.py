@@ -16,7 +16,6 @@ from sqlalchemy import Index, Integer, Table, event
 from sqlalchemy.orm import Mapped, Mapper, declared_attr, mapped_column
 from sqlalchemy.orm.attributes import set_attribute
 
-from . import registry
 from .dialects import COVERING_INFO
 from .partition_sets import writer_centres
 from .schema import DEFAULT_PREFIX, Names
@@ -61,17 +60,13 @@ def _add_list_index(mapper: Mapper[Any], cls: type) -> None:
     )
 
 
-def _schema_of(connection: Any, binding: Binding) -> str:
-    schema, _ = binding.registry_key
-    return schema or registry.current_schema(connection)
-
-
 def list_value(connection: Any, binding: Binding, target: Any) -> int | None:
     """The list of ``target``'s nearest centre (None: no lists fitted, or nothing to place)."""
     fingerprint = getattr(target, binding.names.fingerprint)
     if fingerprint is None:
         return None
-    centres = writer_centres(connection, _schema_of(connection, binding), binding.registry_key[1])
+    schema, table = binding.registry_key
+    centres = writer_centres(connection, schema, table)
     if centres is None:
         return None
     if centres.kind == "modes":

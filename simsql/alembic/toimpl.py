@@ -19,7 +19,7 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from ..dialects import Backend, backend, execute_sql
 from ..errors import SchemaError, UnsupportedDatabase
 from ..dialects.plan import Plan, Step, TableShape
-from ..lifecycle import attach, partitions
+from ..lifecycle import attach, partition_migrations
 from ..schema import Names
 from .ops import (
     AddSimHashOp,
@@ -202,7 +202,7 @@ def _create_indexes(operations: Operations, operation: CreateSimHashIndexesOp) -
 @Operations.implementation_for(AddPartitionListsOp)
 def _add_lists(operations: Operations, operation: AddPartitionListsOp) -> None:
     _online_only(operations, "add_partition_lists")
-    _autocommit(operations, operation.concurrently, lambda: partitions.add_list_column(
+    _autocommit(operations, operation.concurrently, lambda: partition_migrations.add_list_column(
         operations.get_bind(), operation.table_name, schema=operation.schema, concurrently=operation.concurrently
     ))  # fmt: skip
 
@@ -210,7 +210,7 @@ def _add_lists(operations: Operations, operation: AddPartitionListsOp) -> None:
 @Operations.implementation_for(DropPartitionListsOp)
 def _drop_lists(operations: Operations, operation: DropPartitionListsOp) -> None:
     _online_only(operations, "drop_partition_lists")
-    _autocommit(operations, operation.concurrently, lambda: partitions.drop_list_column(
+    _autocommit(operations, operation.concurrently, lambda: partition_migrations.drop_list_column(
         operations.get_bind(), operation.table_name, schema=operation.schema, concurrently=operation.concurrently
     ))  # fmt: skip
 

@@ -329,6 +329,6 @@ class PartitionDDL(ABC):
         holds no row, so a server that would copy it to add the column may (nothing to copy)."""
 
     @abstractmethod
-    def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True) -> Plan:
-        """The covering index and the list column, of what is ``present``; ``concurrently=False``
-        for a plan that runs in one transaction (a detach)."""
+    def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> Plan:
+        """The covering index and the list column (``column=False``: the index alone), of what is
+        ``present``; ``concurrently=False`` for a plan that runs in one transaction (a detach)."""

@@ -77,7 +77,21 @@ class PartitionsResult:
 
 
 @dataclass(frozen=True)
-class _Target:
+class Additions:
+    """What a fit added to the table (a detach or a drop removes exactly that)."""
+
+    index: bool
+    column: bool
+
+    def __or__(self, other: Additions) -> Additions:
+        return Additions(self.index or other.index, self.column or other.column)
+
+
+@dataclass(frozen=True)
+class ListedTable:
+    """An attached table (columns mode) whose lists are fitted, placed or dropped: where it is,
+    its registry entry and its key."""
+
     schema: str
     entry: Attachment
     keys: tuple[str, ...]
@@ -98,16 +112,17 @@ class _Target:
         return table(names.holder, *(column(c) for c in dict.fromkeys(cols)), schema=self.schema)
 
 
-def _unsigned(value: Any) -> int:
-    """A stored fingerprint as its unsigned value (signed on PostgreSQL, unsigned on MySQL)."""
-    return int(value) & 0xFFFFFFFFFFFFFFFF
+def _unsigned(stored: Any) -> int:
+    """A fingerprint as read by raw SQL, unsigned: PostgreSQL's ``bigint`` holds it signed,
+    MySQL/MariaDB's ``BIGINT UNSIGNED`` as it is (``to_unsigned`` refuses the latter)."""
+    return int(stored) & 0xFFFFFFFFFFFFFFFF
 
 
 def _engine(bind: Engine | str) -> Engine:
     return engine_for(bind) if isinstance(bind, str) else bind
 
 
-def _target(connection: Connection, table_name: str, schema: str | None) -> _Target:
+def attached_target(connection: Connection, table_name: str, schema: str | None) -> ListedTable:
     schema = schema or registry.current_schema(connection)
     entry = registry.read(connection, table_name, schema)
     if entry is None:
@@ -118,11 +133,11 @@ def _target(connection: Connection, table_name: str, schema: str | None) -> _Tar
             "columns (attach it in columns mode)"
         )
     facts = catalog.require_table(connection, table_name, schema)
-    return _Target(schema, entry, tuple(facts.keys))
+    return ListedTable(schema, entry, tuple(facts.keys))
 
 
-def _add_objects(engine: Engine, target: _Target) -> bool:
-    """The list column and covering index where missing; whether the column was added here."""
+def _add_objects(engine: Engine, target: ListedTable) -> Additions:
+    """The list column and covering index where missing; which of them were added here."""
     with engine.connect() as connection:
         present = catalog.present(connection, target.schema, target.entry.table_name, target.names)
     plan = backend(engine).partition_ddl.add(target.schema, target.names, target.keys, present)
@@ -136,10 +151,10 @@ def _add_objects(engine: Engine, target: _Target) -> bool:
             f"(ALTER TABLE {relation} ADD COLUMN {target.names.part} INT NULL), or declare the model with "
             "simsql.partitions.PartitionListsMixin (create_all makes it), then fit again: the index is built online"
         ) from refused
-    return not present.has_column(target.names.part)
+    return Additions(not present.has_index(target.names.part_index), not present.has_column(target.names.part))
 
 
-def _sample(connection: Connection, target: _Target, sample: int | None, lists: int | None, seed: int) -> tuple[Any, int, int]:
+def _sample(connection: Connection, target: ListedTable, sample: int | None, lists: int | None, seed: int) -> tuple[Any, int, int]:
     """The sample (unsigned fingerprints, or vectors) and the number of fingerprinted rows: the
     rows whose seeded hash of their key is smallest, so the sample depends on the table's keys
     and the seed alone, not on the order rows are read."""
@@ -172,11 +187,11 @@ def _sample(connection: Connection, target: _Target, sample: int | None, lists: 
     return np.stack([np.asarray(v, dtype=np.float64) for v in vectors]), wanted, count
 
 
-def _store(engine: Engine, target: _Target, kind: str, centres: np.ndarray, settings: dict[str, Any], added: bool) -> Centres:
+def _store(engine: Engine, target: ListedTable, kind: str, centres: np.ndarray, settings: dict[str, Any], added: bool) -> Centres:
     """A new generation, ``filling``, with its centres, in one transaction."""
     with engine.begin() as connection:
         every = partition_sets.generations(connection, target.schema, target.entry.table_name, live_only=False)
-        number = max((g.generation for g in every), default=0) + 1
+        number = max(max((g.generation for g in every), default=0), _highest_in_rows(connection, target)) + 1
         if number > MAX_GENERATION:
             raise SchemaError(f"{target.entry.table_name} has used every generation number; drop its lists and fit again")
         where = {"table_schema": target.schema, "table_name": target.entry.table_name, "generation": number}
@@ -195,11 +210,20 @@ def _store(engine: Engine, target: _Target, kind: str, centres: np.ndarray, sett
     return Centres(number, "modes" if kind == "modes" else "means", centres)
 
 
+def _highest_in_rows(connection: Connection, target: ListedTable) -> int:
+    """The newest generation a row's list value still names (0: none). After
+    :func:`drop_partitions` a model's list column keeps its values; a new generation of the same
+    number would take them for its own lists and never place those rows again."""
+    t = target.relation()
+    highest = connection.execute(select(func.max(t.c[target.names.part]))).scalar()
+    return 0 if highest is None else max(0, int(highest) // LIST_SPAN)
+
+
 def _outside(t: Any, part: str, centres: Centres) -> Any:
     return or_(t.c[part].is_(None), t.c[part] < centres.base, t.c[part] > centres.base + centres.lists - 1)
 
 
-def _write_batch(connection: Connection, target: _Target, rows: Sequence[Any], values: np.ndarray) -> int:
+def _write_batch(connection: Connection, target: ListedTable, rows: Sequence[Any], values: np.ndarray) -> int:
     """Set the list of each row read whose fingerprint is still the one read (one statement,
     sent for every row at once: the driver pipelines or batches it)."""
     t = target.relation()
@@ -215,7 +239,7 @@ def _write_batch(connection: Connection, target: _Target, rows: Sequence[Any], v
     return int(result.rowcount or 0) if result.rowcount is not None and result.rowcount >= 0 else len(params)
 
 
-def _place_pass(engine: Engine, target: _Target, centres: Centres, progress: Progress | None, total: int) -> int:
+def _place_pass(engine: Engine, target: ListedTable, centres: Centres, progress: Progress | None, total: int) -> int:
     """One key-ordered pass over the rows ``centres`` does not hold; rows placed."""
     t = target.relation()
     names = target.names
@@ -256,7 +280,7 @@ def _retrying(engine: Engine, write: Callable[[Connection], int], attempts: int 
     return 0
 
 
-def _left_behind(engine: Engine, target: _Target, live: Sequence[Centres]) -> int:
+def _left_behind(engine: Engine, target: ListedTable, live: Sequence[Centres]) -> int:
     t = target.relation()
     names = target.names
     held = [and_(t.c[names.part] >= c.base, t.c[names.part] <= c.base + c.lists - 1) for c in live]
@@ -267,7 +291,7 @@ def _left_behind(engine: Engine, target: _Target, live: Sequence[Centres]) -> in
         return int(connection.execute(query).scalar_one())
 
 
-def _finish(engine: Engine, target: _Target, centres: Centres) -> None:
+def _finish(engine: Engine, target: ListedTable, centres: Centres) -> None:
     """``centres`` becomes ``current``; the generations it replaces are deleted."""
     p, c = partitions_table.c, centres_table.c
     where = (p.table_schema == target.schema, p.table_name == target.entry.table_name)
@@ -308,7 +332,7 @@ def fit_partitions(
     engine = _engine(bind)
     registry.install_when_needed(engine)
     with engine.connect() as connection:
-        target = _target(connection, table_name, schema)
+        target = attached_target(connection, table_name, schema)
         live = partition_sets.live_centres(connection, target.schema, table_name)
         filling = [g for g in partition_sets.generations(connection, target.schema, table_name) if g.state == "filling"]
     started = time.monotonic()
@@ -323,10 +347,10 @@ def fit_partitions(
         kind = "means" if target.vector else "modes"
         fit = fit_means if target.vector else fit_modes
         fitted = off_loop(fit, values, wanted, seed, iterations)
-        added = _add_objects(engine, target) or _added(engine, target.schema, table_name)
+        added = _add_objects(engine, target) | _added(engine, target.schema, table_name)
         settings = {"seed": seed, "sample_rows": len(values), "iterations": iterations, "fit_id": uuid.uuid4().hex,
-                    "config_id": target.entry.config_id}  # fmt: skip
-        centres = _store(engine, target, kind, fitted, settings, added)
+                    "config_id": target.entry.config_id, "added_column": added.column}  # fmt: skip
+        centres = _store(engine, target, kind, fitted, settings, added.index or added.column)
         sample_rows = len(values)
     fitted_at = time.monotonic()
     placed = _fill(engine, target, centres, progress)
@@ -350,7 +374,7 @@ def _check_fit(lists: int | None, sample: int | None, seed: int) -> None:
         raise ValueError(f"sample must be a positive int, got {sample!r}")
 
 
-def _fill(engine: Engine, target: _Target, centres: Centres, progress: Progress | None) -> int:
+def _fill(engine: Engine, target: ListedTable, centres: Centres, progress: Progress | None) -> int:
     """The first pass and up to :data:`CATCH_UP_PASSES` more, until a pass places nothing."""
     total = _left_behind(engine, target, [centres])
     placed = _place_pass(engine, target, centres, progress, total)
@@ -368,7 +392,7 @@ def place_partitions(bind: Engine | str, table_name: str, *, schema: str | None 
     many. Backfill calls it after fingerprinting. ``NotAttached`` without fitted lists."""
     engine = _engine(bind)
     with engine.connect() as connection:
-        target = _target(connection, table_name, schema)
+        target = attached_target(connection, table_name, schema)
         live = partition_sets.live_centres(connection, target.schema, table_name)
     if not live:
         raise NotAttached(f"{target.schema}.{table_name} has no partition lists: fit them first (simsql partitions fit)")
@@ -393,41 +417,15 @@ def plan_drop_lists(connection: Connection, schema: str, names: Any, present: An
         return Plan()
     table_name = names.table
     plan = Plan()
-    if _added_on(connection, schema, table_name):
-        plan = backend(connection).partition_ddl.drop(schema, names, present, concurrently=False)
+    added = _added_on(connection, schema, table_name)
+    if added.index or added.column:
+        plan = backend(connection).partition_ddl.drop(schema, names, present, concurrently=False, column=added.column)
     params = {"schema": schema, "table": table_name}
     where = "WHERE table_schema = :schema AND table_name = :table"
     forget = [Step(f"DELETE FROM {name} {where}", f"forget the lists of {schema}.{table_name}", params)
               for name in (CENTRES_TABLE, PARTITIONS_TABLE)]  # fmt: skip
     partition_sets.forget_cached(schema, table_name)
     return plan + Plan(tuple(forget))
-
-
-def add_list_column(connection: Connection, table_name: str, *, schema: str | None = None, concurrently: bool = False) -> None:
-    """The list column and its covering index on an attached table, in the connection's
-    transaction (``op.add_partition_lists``; ``concurrently=True``: the connection in autocommit
-    mode). Made by the migration, they are the migration's: a detach leaves them, its downgrade
-    (``op.drop_partition_lists``) drops them. ``fit_partitions`` then fits the lists."""
-    target = _target(connection, table_name, schema)
-    present = catalog.present(connection, target.schema, table_name, target.names)
-    empty = not catalog.has_rows(connection, target.schema, table_name)
-    plan = backend(connection).partition_ddl.add(
-        target.schema, target.names, target.keys, present, concurrently=concurrently, empty=empty
-    )
-    apply.run(connection, plan)
-
-
-def drop_list_column(connection: Connection, table_name: str, *, schema: str | None = None, concurrently: bool = False) -> None:
-    """Undo :func:`add_list_column`, and forget the table's lists."""
-    target = _target(connection, table_name, schema)
-    present = catalog.present(connection, target.schema, table_name, target.names)
-    plan = backend(connection).partition_ddl.drop(target.schema, target.names, present, concurrently=concurrently)
-    apply.run(connection, plan)
-    p, c = partitions_table.c, centres_table.c
-    if partition_sets.tables_exist(connection):
-        connection.execute(delete(centres_table).where(c.table_schema == target.schema, c.table_name == table_name))
-        connection.execute(delete(partitions_table).where(p.table_schema == target.schema, p.table_name == table_name))
-    partition_sets.forget_cached(target.schema, table_name)
 
 
 def has_lists(connection: Connection, table_name: str, schema: str) -> bool:
@@ -446,13 +444,13 @@ def drop_partitions(bind: Engine | str, table_name: str, *, schema: str | None =
         entry = registry.read(connection, table_name, schema)
     if not every:
         return False
-    if _added(engine, schema, table_name):
-        if entry is not None:
-            with engine.connect() as connection:
-                present = catalog.present(connection, schema, table_name, entry.names)
-            plan = backend(engine).partition_ddl.drop(schema, entry.names, present)
-            if plan:
-                apply.run_on_engine(engine, plan, relations=[f"{schema}.{table_name}"])
+    added = _added(engine, schema, table_name)
+    if (added.index or added.column) and entry is not None:
+        with engine.connect() as connection:
+            present = catalog.present(connection, schema, table_name, entry.names)
+        plan = backend(engine).partition_ddl.drop(schema, entry.names, present, column=added.column)
+        if plan:
+            apply.run_on_engine(engine, plan, relations=[f"{schema}.{table_name}"])
     p, c = partitions_table.c, centres_table.c
     with engine.begin() as connection:
         connection.execute(delete(centres_table).where(c.table_schema == schema, c.table_name == table_name))
@@ -461,24 +459,26 @@ def drop_partitions(bind: Engine | str, table_name: str, *, schema: str | None =
     return True
 
 
-def _added(engine: Engine, schema: str, table_name: str) -> bool:
+def _added(engine: Engine, schema: str, table_name: str) -> Additions:
     with engine.connect() as connection:
         return _added_on(connection, schema, table_name)
 
 
-def _added_on(connection: Connection, schema: str, table_name: str) -> bool:
-    """Whether a fit of ``schema.table_name`` added the list column and index (recorded)."""
+def _added_on(connection: Connection, schema: str, table_name: str) -> Additions:
+    """What fits of ``schema.table_name`` added, as recorded: ``added_objects`` (the index, and
+    the column when ``settings["added_column"]`` says so)."""
+    if not partition_sets.tables_exist(connection):
+        return Additions(False, False)
     p = partitions_table.c
-    found = connection.execute(
-        select(p.added_objects).where(p.table_schema == schema, p.table_name == table_name, p.added_objects.is_(True))
-    ).first()
-    return found is not None
+    rows = connection.execute(
+        select(p.added_objects, p.settings).where(p.table_schema == schema, p.table_name == table_name, p.added_objects.is_(True))
+    ).all()
+    return Additions(bool(rows), any(bool(dict(row.settings).get("added_column", True)) for row in rows))
 
 
 __all__ = [
     "BATCH_ROWS",
-    "add_list_column",
-    "drop_list_column",
+    "attached_target",
 
     "PartitionsResult",
     "Progress",

@@ -33,7 +33,7 @@ def list_column(binding: Binding) -> Any:
     part = part_column(binding)
     if part is None:
         raise NotAttached(
-            f"{binding.model.__name__} has no partition lists: declare __simhash_partitions__ = True on the model "
+            f"{binding.model.__name__} has no partition lists: add simsql.partitions.PartitionListsMixin to the model "
             f"(then simsql.partitions.fit_partitions), or run `simsql partitions fit --table {binding.names.table}`"
         )
     return part

@@ -41,7 +41,7 @@ class MySQLPartitionDDL(PartitionDDL):
             ))  # fmt: skip
         return self.plan(steps)
 
-    def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True) -> Plan:
+    def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> Plan:
         holder = names.holder
         steps = []
         if present.has_index(names.part_index):
@@ -49,7 +49,7 @@ class MySQLPartitionDDL(PartitionDDL):
                 _alter(schema, holder, f"DROP INDEX {quote(names.part_index)}", ONLINE), f"drop index {names.part_index}",
                 online=True,
             ))  # fmt: skip
-        if present.has_column(names.part):
+        if column and present.has_column(names.part):
             steps.append(Step(
                 _alter(schema, holder, f"DROP COLUMN {quote(names.part)}", ONLINE), f"drop column {names.part}", online=True
             ))  # fmt: skip

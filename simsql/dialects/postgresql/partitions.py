@@ -35,7 +35,7 @@ class PostgresPartitionDDL(PartitionDDL):
             ))  # fmt: skip
         return self.plan(steps)
 
-    def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True) -> Plan:
+    def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> Plan:
         steps = []
         if present.has_index(names.part_index):
             concurrently = concurrently and self.concurrent_builds
@@ -44,7 +44,7 @@ class PostgresPartitionDDL(PartitionDDL):
                 f"DROP INDEX {keyword}IF EXISTS {qualified(schema, names.part_index)}", f"drop index {names.part_index}",
                 concurrently=concurrently,
             ))  # fmt: skip
-        if present.has_column(names.part):
+        if column and present.has_column(names.part):
             steps.append(Step(
                 f"ALTER TABLE {qualified(schema, names.holder)} DROP COLUMN IF EXISTS {quote(names.part)}",
                 f"drop column {names.part}",
