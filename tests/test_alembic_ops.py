@@ -76,7 +76,7 @@ def test_alembic_operations_in_a_mysql_applications_history(mysql_engine: Engine
         config.attributes["connection"] = connection
         command.upgrade(config, "heads")
         connection.commit()
-        assert simsql.alembic.current(connection) == ("simsql_0001",)
+        assert simsql.alembic.current(connection) == ("simsql_0002",)
         assert connection.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == ["app_0001"]
     entry = simsql.status(mysql_engine)[0]  # version 2, add_simhash's default (as SimHashMixin's)
     assert (entry.mode, entry.rows_missing) == ("side_table" if side_table else "columns", 4)

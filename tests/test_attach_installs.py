@@ -25,7 +25,7 @@ def test_attach_table_installs_simsqls_objects_when_needed(any_engine: Engine) -
     assert simsql.alembic.current(any_engine) == ()
     entry = simsql.attach_table(any_engine, "notes", ["body"], concurrently=False)
     assert (entry.table_name, entry.source) == ("notes", ("body",))
-    assert simsql.alembic.current(any_engine) == ("simsql_0001",)
+    assert simsql.alembic.current(any_engine) == ("simsql_0002",)
     assert [s.table for s in simsql.status(any_engine)] == ["notes"]
     simsql.backfill(any_engine, "notes")
     assert simsql.status(any_engine)[0].rows_fingerprinted == 1

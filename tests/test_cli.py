@@ -184,20 +184,20 @@ def test_db_commands(engine: Engine, url: str) -> None:
     plain = url.replace("postgresql+psycopg://", "postgresql://", 1)  # normalised by the CLI
     current = ok(cli("db", "current", url=plain))
     assert current.stdout == "" and "no simsql revision" in current.stderr
-    assert ok(cli("db", "upgrade", url=plain)).stdout.split() == ["simsql_0001"]
+    assert ok(cli("db", "upgrade", url=plain)).stdout.split() == ["simsql_0002"]
     assert _registry_exists(engine)
     from_environment = ok(cli("db", "current", env={"SIMSQL_DATABASE_URL": url, "DATABASE_URL": "postgresql://nowhere:1/x"}))
-    assert from_environment.stdout.split() == ["simsql_0001"]
-    assert ok(cli("db", "current", env={"DATABASE_URL": url})).stdout.split() == ["simsql_0001"]
+    assert from_environment.stdout.split() == ["simsql_0002"]
+    assert ok(cli("db", "current", env={"DATABASE_URL": url})).stdout.split() == ["simsql_0002"]
     history = ok(cli("db", "history")).stdout  # no database needed
-    assert "-> simsql_0001 (head)" in history
+    assert "-> simsql_0002 (head)" in history
     removed = ok(cli("db", "downgrade", url=url))
     assert removed.stdout == "" and "nothing of simsql is left" in removed.stderr
     assert "db upgrade" not in removed.stderr  # no advice to undo what was just asked for
     assert ok(cli("db", "current", url=url)).stdout == ""
     assert not _registry_exists(engine)
     assert _simsql_tables(engine) == []  # nothing left behind, not even an empty version table
-    assert ok(cli("db", "upgrade", url=plain)).stdout.split() == ["simsql_0001"]  # and it comes back
+    assert ok(cli("db", "upgrade", url=plain)).stdout.split() == ["simsql_0002"]  # and it comes back
     ok(cli("db", "downgrade", url=url))
     assert _simsql_tables(engine) == []
 
@@ -367,10 +367,10 @@ def test_attach_status_similar_dupes_detach(any_engine: Engine, any_url: str) ->
 
     attached = ok(cli(*DOCS, url=any_url))
     built = "built online" if is_mysql(any_engine) else "built concurrently"
-    assert "installed simsql's registry (revision simsql_0001)" in attached.stdout
+    assert "installed simsql's registry (revision simsql_0002)" in attached.stdout
     assert "attached " in attached.stdout and f"block indexes ready ({built})" in attached.stdout
     assert "4 rows have no fingerprint yet" in attached.stdout and "simsql backfill --table docs" in attached.stdout
-    assert ok(cli("db", "current", url=any_url)).stdout.split() == ["simsql_0001"]
+    assert ok(cli("db", "current", url=any_url)).stdout.split() == ["simsql_0002"]
 
     status = json.loads(ok(cli("status", "--format", "json", url=any_url)).stdout)
     assert [(s["table"].split(".")[-1], s["mode"], s["rows"], s["fingerprinted"], s["missing"]) for s in status] == [

@@ -134,7 +134,7 @@ def test_attach_backfill_query_downgrade_with_application_history(engine: Engine
         heads = set(connection.execute(text("SELECT version_num FROM alembic_version")).scalars())
         assert heads == {"app_0002"}
         # app_0002 applied simsql_0001 (op.upgrade_simsql), recorded where `simsql db` looks.
-        assert simsql.alembic.current(connection) == ("simsql_0001",)
+        assert simsql.alembic.current(connection) == ("simsql_0002",)
         assert connection.execute(text("SELECT to_regclass('simsql_registry')")).scalar()
 
     result = simsql.backfill(engine, "articles", batch_size=64, workers=0)
@@ -184,7 +184,7 @@ def test_standalone_without_application_history(engine: Engine, schema: str) -> 
     build_legacy(engine, rows=120)
     before = snapshot(engine)
     simsql.alembic.upgrade(engine)
-    assert simsql.alembic.current(engine) == ("simsql_0001",)
+    assert simsql.alembic.current(engine) == ("simsql_0002",)
     with engine.begin() as connection:
         operations.add_simhash(connection, "articles", ["title", "body"], side_table=True)
     with engine.connect() as connection:

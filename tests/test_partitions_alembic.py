@@ -101,3 +101,15 @@ def test_fit_adds_the_column_to_an_attached_table_and_detach_removes_it(any_engi
     assert cli("detach", "--table", "docs", url=any_url).returncode == 0
     assert _columns(engine, "docs") == before
     assert _lists_recorded(engine, "docs") == 0
+
+
+def test_a_database_installed_by_simsql_0_3_gets_the_lists_tables_on_its_next_install(any_engine: Engine) -> None:
+    """simsql 0.3 installed revision simsql_0001 only: the next attach (or create_all, or fit)
+    applies simsql_0002 under the migration lock, and the registry's rows are untouched."""
+    simsql.alembic.upgrade(any_engine, "simsql_0001")
+    assert simsql.alembic.current(any_engine) == ("simsql_0001",)
+    run(any_engine, "CREATE TABLE notes (id integer PRIMARY KEY, body text)")
+    simsql.attach_table(any_engine, "notes", ["body"])
+    assert simsql.alembic.current(any_engine) == ("simsql_0002",)
+    assert [found.table for found in simsql.status(any_engine)] == ["notes"]
+    assert _lists_recorded(any_engine, "notes") == 0

@@ -93,8 +93,8 @@ def test_readme_alembic_path(project: Path, url: str, engine: Engine) -> None:
     assert "CREATE INDEX CONCURRENTLY" in offline.stdout
     assert "CREATE TABLE simsql_registry" in offline.stdout
     assert {"simhash", "simhash_b0", "simhash_b3"} <= _columns(engine)
-    assert current.stdout.split() == ["simsql_0001"]
-    assert run(f"simsql db upgrade --url '{url}'", project, url).stdout.split() == ["simsql_0001"]  # a no-op
+    assert current.stdout.split() == ["simsql_0002"]
+    assert run(f"simsql db upgrade --url '{url}'", project, url).stdout.split() == ["simsql_0002"]  # a no-op
 
     (after,) = blocks("python alembic-after")
     queried = run(f"{sys.executable} -c {_shell_quote(after)}", project, url)
@@ -115,7 +115,7 @@ def test_simsql_db_upgrade_first_then_the_applications_history(project: Path, ur
     _write_revision(project, url)
     run("alembic upgrade head", project, url)
     assert {"simhash", "simhash_b0"} <= _columns(engine)
-    assert run(f"simsql db current --url '{url}'", project, url).stdout.split() == ["simsql_0001"]
+    assert run(f"simsql db current --url '{url}'", project, url).stdout.split() == ["simsql_0002"]
     run("alembic downgrade -1", project, url)
     assert "simhash" not in _columns(engine)
 
@@ -175,7 +175,7 @@ def test_offline_sql_runs_as_written(tmp_path: Path, fresh_database: str) -> Non
         _write_revision(tmp_path, fresh_database)
         _psql(fresh_database, run("alembic upgrade head --sql", tmp_path, fresh_database).stdout, tmp_path)
         assert {"simhash", "simhash_b0"} <= _columns(engine)
-        assert simsql.alembic.current(engine) == ("simsql_0001",)
+        assert simsql.alembic.current(engine) == ("simsql_0002",)
         with engine.connect() as connection:
             valid = connection.execute(
                 text("SELECT count(*) FROM pg_index WHERE indrelid = 'articles'::regclass AND indisvalid")

@@ -41,7 +41,7 @@ def test_db_downgrade_refuses_while_tables_are_attached(any_engine: Engine, any_
     failed(refused, 1, "simsql detach --table docs")
     assert ".docs" in refused.stderr and "db downgrade" in refused.stderr
     assert state(any_engine) == before  # nothing removed: columns, triggers, indexes, registry
-    assert ok(cli("db", "current", url=any_url)).stdout.split() == ["simsql_0001"]
+    assert ok(cli("db", "current", url=any_url)).stdout.split() == ["simsql_0002"]
     # Once detached, the same command removes everything of simsql.
     ok(cli("detach", "--table", "docs", url=any_url))
     ok(cli("db", "downgrade", url=any_url))
@@ -53,12 +53,12 @@ def test_alembic_downgrade_refuses_while_tables_are_attached(any_engine: Engine,
     with pytest.raises(SchemaError, match=r"docs.*simsql detach --table docs"):
         simsql.alembic.downgrade(any_engine)
     assert state(any_engine) == before
-    assert simsql.alembic.current(any_engine) == ("simsql_0001",)
+    assert simsql.alembic.current(any_engine) == ("simsql_0002",)
 
 
 def test_a_downgrade_to_the_applied_revision_changes_nothing_and_is_not_refused(any_engine: Engine, any_url: str) -> None:
     before = _attached(any_engine, any_url)
-    simsql.alembic.downgrade(any_engine, "simsql_0001")
+    simsql.alembic.downgrade(any_engine, "simsql_0002")
     assert state(any_engine) == before
 
 

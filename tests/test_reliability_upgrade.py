@@ -33,13 +33,13 @@ def _all_succeeded(runs: list[subprocess.Popen[str]]) -> None:
     results = [(run.wait(timeout=120), *run.communicate()) for run in runs]
     failures = [f"exit {code}: {err.strip()[-400:]}" for code, _, err in results if code != 0]
     assert not failures, "\n".join(failures)
-    assert all(out.split() == ["simsql_0001"] for _, out, _ in results)
+    assert all(out.split() == ["simsql_0002"] for _, out, _ in results)
 
 
 def test_concurrent_db_upgrades_all_succeed(any_engine: Engine, any_url: str) -> None:
     """A race (it failed most runs before the fix on both servers, not every run)."""
     _all_succeeded([_start(any_url) for _ in range(PROCESSES)])
-    assert simsql.alembic.current(any_engine) == ("simsql_0001",)
+    assert simsql.alembic.current(any_engine) == ("simsql_0002",)
     with any_engine.connect() as connection:
         assert registry.registry_exists(connection) and registry.entries(connection) == []
 
@@ -86,4 +86,4 @@ def test_db_upgrades_that_all_reach_the_version_table_at_once_all_succeed(engine
     every upgrade at the same point; when it is rolled back they all go at once. Before the
     advisory lock, one won and the others failed on the catalog's unique index."""
     _all_succeeded(released_at_the_version_table(engine, lambda: _start(url)))
-    assert simsql.alembic.current(engine) == ("simsql_0001",)
+    assert simsql.alembic.current(engine) == ("simsql_0002",)

@@ -49,7 +49,7 @@ def _all_succeeded(runs: list[subprocess.Popen[str]], engine: Engine) -> None:
     failures = [f"exit {code}: {err.strip()[-400:]}" for code, _, err in results if code != 0]
     assert not failures, "\n".join(failures)
     assert all(out.split() == ["migrated"] for _, out, _ in results)
-    assert simsql.alembic.current(engine) == ("simsql_0001",)
+    assert simsql.alembic.current(engine) == ("simsql_0002",)
     with engine.connect() as connection:
         assert registry.registry_exists(connection) and registry.entries(connection) == []
 

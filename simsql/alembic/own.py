@@ -34,10 +34,10 @@ from alembic.operations import ops
 
 from ..errors import SchemaError
 from ..registry import VERSION_TABLE
-from ..schema import BATCH_TABLE, PROGRESS_TABLE, REGISTRY_TABLE, Attachment, Names
+from ..schema import BATCH_TABLE, CENTRES_TABLE, PARTITIONS_TABLE, PROGRESS_TABLE, REGISTRY_TABLE, Attachment, Names
 from .revisions import attached_tables
 
-OWN_TABLES = frozenset({REGISTRY_TABLE, PROGRESS_TABLE, BATCH_TABLE, VERSION_TABLE})
+OWN_TABLES = frozenset({REGISTRY_TABLE, PROGRESS_TABLE, BATCH_TABLE, VERSION_TABLE, PARTITIONS_TABLE, CENTRES_TABLE})
 """The tables simsql creates for itself: its registry, backfill cursors, MySQL's backfill batch
 and its Alembic version table."""
 

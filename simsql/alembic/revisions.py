@@ -130,7 +130,7 @@ def upgrade(bind: str | Engine | Connection, revision: str = "heads") -> None:
         backend(connection).check_server(connection)
         command.upgrade(cfg, revision)
         connection = cfg.attributes.get("connection")
-        if connection is not None:
+        if connection is not None and revision in ("head", "heads"):  # an older revision's tables only
             _repair(connection)
 
     _with_connection(bind, run, one_at_a_time=True)
