@@ -33,6 +33,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 import simsql
+import simsql.storage
 from simsql import schema
 from simsql.storage import text_digest
 from simsql.urls import normalise_url
@@ -63,7 +64,7 @@ class BackfillPost(_Base):
     body: Mapped[str | None] = mapped_column(Text)
 
 
-simsql.attach(BackfillPost, source=("title", "body"))
+simsql.attach_model(BackfillPost, source=("title", "body"))
 MODELS = {"columns": BackfillArticle, "side_table": BackfillPost}
 
 
@@ -121,7 +122,7 @@ def _clear(engine: Engine, mode: str) -> None:
         if mode == "columns":
             connection.execute(text(f"UPDATE {BackfillArticle.__tablename__} SET simhash = NULL, simhash_src = NULL"))
         else:
-            connection.execute(text(f"DELETE FROM {simsql.binding_for(BackfillPost).table.name}"))
+            connection.execute(text(f"DELETE FROM {simsql.storage.binding_for(BackfillPost).table.name}"))
         connection.execute(text("DELETE FROM simsql_backfill"))
 
 
@@ -171,7 +172,7 @@ def _strategies(batch: list[tuple[Any, int | None, str]]) -> dict[str, Callable[
 
 def strategies(engine: Engine, data: list[dict[str, Any]], repeat: int, batch_size: int = 2000) -> dict[str, float]:
     """Seconds (best of ``repeat``) to store every row's precomputed fingerprint, per strategy."""
-    fingerprinter = simsql.binding_for(BackfillArticle).fingerprinter
+    fingerprinter = simsql.storage.binding_for(BackfillArticle).fingerprinter
     texts = [f"{r['title']}\n{r['body']}" for r in data]
     prepared = [(r["id"], fp, text_digest(t).hex) for r, fp, t in zip(data, fingerprinter.fingerprint_many(texts), texts)]
     batches = [prepared[i : i + batch_size] for i in range(0, len(prepared), batch_size)]

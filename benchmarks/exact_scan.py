@@ -44,6 +44,7 @@ from sqlalchemy import BigInteger, Engine, create_engine, select, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
+import simsql.bits
 from simsql.queries import plan_choice
 
 from . import scale
@@ -82,7 +83,7 @@ def _load(engine: Engine, rows: Iterator[tuple[int, int, str | None]]) -> float:
         raw = connection.connection.driver_connection
         with raw.cursor().copy("COPY exact_scan_docs (id, simhash, body) FROM STDIN") as copy:  # type: ignore[union-attr]
             for key, fingerprint, body in rows:
-                copy.write_row((key, simsql.to_signed(fingerprint), body))
+                copy.write_row((key, simsql.bits.to_signed(fingerprint), body))
         for index in table.indexes:
             index.create(connection)
     with engine.connect() as connection:

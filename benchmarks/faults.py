@@ -43,6 +43,7 @@ from sqlalchemy import Engine, text
 
 import simsql
 import simsql.alembic
+import simsql.bits
 from simsql import registry
 from simsql.dialects import backend
 from simsql.storage import join_text
@@ -203,7 +204,7 @@ def check(engine: Engine, summary: Summary) -> tuple[int, int, int]:
     wrong = missing = 0
     for (_, _, stored), joined in zip(rows, texts):
         want = next(computed) if joined is not None else None
-        got = None if stored is None else (stored if stored >= 0 else simsql.to_unsigned(stored))
+        got = None if stored is None else (stored if stored >= 0 else simsql.bits.to_unsigned(stored))
         if got is None and want is not None:
             missing += 1
         elif got != want:

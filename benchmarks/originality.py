@@ -54,6 +54,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
+import simsql.storage
 from simsql.containment import share_of_submission, shingled
 from simsql.queries.wide import WIDE_DISTANCE, wide_distance, wide_search
 from simsql.queries.wide_original import find_wide_original
@@ -151,7 +152,7 @@ _WORKER: dict[str, Any] = {}
 
 
 def _fingerprinter() -> simsql.Fingerprinter:
-    fingerprinter = simsql.binding_for(Doc).fingerprinter
+    fingerprinter = simsql.storage.binding_for(Doc).fingerprinter
     assert isinstance(fingerprinter, simsql.Fingerprinter)
     return fingerprinter
 
@@ -191,7 +192,7 @@ def batches(rows: Iterable[T], size: int, first: int = 1) -> Iterator[tuple[int,
 def _writer(connection: Any) -> Callable[[list[tuple[Any, ...]]], None]:
     """Writes signed rows: ``COPY`` on PostgreSQL (words as the column type stores them), a
     multi-row ``INSERT`` elsewhere (the driver's executemany)."""
-    names = simsql.binding_for(Doc).names
+    names = simsql.storage.binding_for(Doc).names
     columns = ["id", "kind", "body", names.digest, *names.signature_words]
     if connection.dialect.name != "postgresql":
         return lambda rows: connection.execute(insert(Doc), [dict(zip(columns, row)) for row in rows]) and None
@@ -214,7 +215,7 @@ def load(engine: Engine, rows: Iterable[tuple[str, str]], workers: int, batch: i
     writes the previous batches; the table's indexes (all but the key) are dropped first and
     built once the rows are in. Returns rows per second of the load (wall, and of the workers'
     CPU for the signatures) and the index build's time."""
-    table = simsql.binding_for(Doc).table
+    table = simsql.storage.binding_for(Doc).table
     with engine.begin() as connection:
         for index in table.indexes:
             index.drop(connection)
@@ -343,7 +344,7 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 def scan_check(session: Session, body: str, candidates: int = 16) -> Any:
     """The plain scan: every row ordered by its 256-bit distance, the nearest ``candidates``
     confirmed as find_original confirms them."""
-    binding = simsql.binding_for(Doc)
+    binding = simsql.storage.binding_for(Doc)
     signature = _fingerprinter().signature(body)
     distance = wide_distance(binding, signature).label("distance")
     rows = session.execute(select(Doc.id, Doc.body, distance).order_by(distance).limit(candidates)).all()
@@ -486,7 +487,7 @@ def revisions(session: Session, lang: str) -> dict[str, Any]:
 def storage(engine: Engine) -> dict[str, Any]:
     """Bytes per row (PostgreSQL: heap, 64-bit block indexes, wide block indexes, primary key)
     and index writes per insert (every index of the table)."""
-    names = simsql.binding_for(Doc).names
+    names = simsql.storage.binding_for(Doc).names
     narrow = [index for index in names.indexes if index not in names.wide_indexes]  # names.indexes lists every index
     writes = 1 + len(narrow) + len(names.wide_indexes)  # the key's too
     with engine.connect() as connection:

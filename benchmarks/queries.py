@@ -32,6 +32,8 @@ from sqlalchemy import BigInteger, Engine, Table, select, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
+import simsql.bits
+import simsql.queries
 
 from . import scale
 from .hamming import distances
@@ -109,7 +111,7 @@ def load_simsql(engine: Engine, fingerprints: np.ndarray) -> dict[str, float]:
         raw = connection.connection.driver_connection
         with raw.cursor().copy("COPY bench_docs (id, simhash) FROM STDIN") as copy:
             for i, fp in enumerate(fingerprints.tolist()):
-                copy.write_row((i + 1, simsql.to_signed(fp)))
+                copy.write_row((i + 1, simsql.bits.to_signed(fp)))
     loaded = time.perf_counter()
     with engine.begin() as connection:
         for index in table.indexes:
@@ -193,7 +195,7 @@ def _exact_systems(session: Session, workload: Workload) -> dict[str, Callable[[
 def _batched(session: Session, workload: Workload) -> dict[str, float]:
     """``most_similar_many``: every lookup in one round trip (ingest pipelines)."""
     started = time.perf_counter()
-    batched = simsql.most_similar_many(session, BenchDoc, workload.queries, limit=10, max_distance=3)
+    batched = simsql.queries.most_similar_many(session, BenchDoc, workload.queries, limit=10, max_distance=3)
     elapsed = time.perf_counter() - started
     return {"qps": len(workload.queries) / elapsed, "recall": near_recall([{k for k, _ in b} for b in batched], workload.truth_near)}
 

@@ -19,6 +19,7 @@ from sqlalchemy import text
 
 import simsql
 import simsql.alembic
+from simsql.lifecycle.refingerprint import refingerprint
 from simsql.urls import engine_for
 
 
@@ -62,7 +63,7 @@ def main() -> None:
         for writer in writers:
             writer.start()
         try:
-            result = simsql.refingerprint(engine, "bench_refingerprint", to=simsql.Fingerprinter(), workers=args.workers)
+            result = refingerprint(engine, "bench_refingerprint", to=simsql.Fingerprinter(), workers=args.workers)
         finally:
             stop.set()
             for writer in writers:

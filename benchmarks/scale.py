@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import simsql
+import simsql.weighting
 from simsql.background import Background
 from simsql.bitsums import weighted_fingerprints
 from simsql.tokenize import is_han_feature
@@ -69,7 +70,7 @@ def _linear_in_counts(fingerprinter: simsql.Fingerprinter) -> bool:
     """Weightings that multiply the raw count (``count``, and version 1's IDF tables) rather
     than ``1 + ln count``."""
     weighting = fingerprinter.weighting
-    return weighting == "count" or (fingerprinter.version == 1 and (weighting == "jieba_idf" or isinstance(weighting, simsql.IdfTable)))
+    return weighting == "count" or (fingerprinter.version == 1 and (weighting == "jieba_idf" or isinstance(weighting, simsql.weighting.IdfTable)))
 
 
 def fingerprints_of(members: np.ndarray, features: ParagraphFeatures, fingerprinter: simsql.Fingerprinter) -> np.ndarray:
@@ -251,7 +252,7 @@ def real_text(config: str = "default", limit: int | None = None) -> RealText:
     chinese_paragraphs = corpus.paragraphs(d for i, d in enumerate(chinese) if i % 5)
     fingerprinter = simsql.Fingerprinter(version=1) if config == "v1" else simsql.Fingerprinter()
     if config == "idf-heldout":
-        table = simsql.IdfTable.fit((d.text for d in held_out), fingerprinter)
+        table = simsql.weighting.IdfTable.fit((d.text for d in held_out), fingerprinter)
         fingerprinter = simsql.Fingerprinter(weighting=table)
     elif config == "background":
         fitted = Background.fit((d.text for d in held_out), simsql.Fingerprinter())

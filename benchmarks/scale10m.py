@@ -89,6 +89,7 @@ import xxhash
 from sqlalchemy import Engine, text
 
 import simsql
+import simsql.storage
 from simsql.bitsums import weighted_signatures
 from simsql.signature import wide_seeds
 from simsql.weighting import QUANT_SCALE, prior_table
@@ -248,8 +249,8 @@ def _log(message: str) -> None:
 def build(engine: Engine, data: dict[str, Any], cache: ParagraphFeatures, rows: int, seed: int, workers: int, batch: int) -> dict[str, Any]:
     """The table, as ``benchmarks.originality.build`` would load it; the time of each phase."""
     phases: dict[str, Any] = {}
-    table = simsql.binding_for(Doc).table
-    names = simsql.binding_for(Doc).names
+    table = simsql.storage.binding_for(Doc).table
+    names = simsql.storage.binding_for(Doc).names
     columns = ["id", "kind", "body", names.digest, *names.signature_words]
     started = time.perf_counter()
     Base.metadata.drop_all(engine)
@@ -313,7 +314,7 @@ def build(engine: Engine, data: dict[str, Any], cache: ParagraphFeatures, rows: 
 
 def table_facts(engine: Engine) -> dict[str, Any]:
     """Rows, rows whose signature the trigger dropped (should be none), sizes."""
-    names = simsql.binding_for(Doc).names
+    names = simsql.storage.binding_for(Doc).names
     with engine.connect() as connection:
         rows, nulls = connection.execute(text(f"SELECT count(*), count(*) FILTER (WHERE simhash IS NULL OR simhash_w3 IS NULL) FROM {names.table}")).one()  # fmt: skip
         total, heap, indexes = connection.execute(text(
@@ -327,8 +328,8 @@ def table_facts(engine: Engine) -> dict[str, Any]:
 def compare(engine: Engine, other: str, rows: int) -> dict[str, Any]:
     """Rows 1..``rows`` of this table against the same ids in schema ``other``'s table (one
     built by ``benchmarks.originality``), every column."""
-    names = simsql.binding_for(Doc).names
-    columns = [c.name for c in simsql.binding_for(Doc).table.columns]
+    names = simsql.storage.binding_for(Doc).names
+    columns = [c.name for c in simsql.storage.binding_for(Doc).table.columns]
     with engine.connect() as connection:
         here = connection.execute(text("SELECT current_schema()")).scalar_one()
         differ = connection.execute(text(

@@ -29,6 +29,7 @@ from typing import Any
 from sqlalchemy import create_engine, text
 
 import simsql
+import simsql.bits
 from simsql.dialects import wide_block_sql
 from simsql.schema import WIDE_LAYOUT
 from simsql.signature import BlockLayout, Signature, probes
@@ -69,7 +70,7 @@ def cost(url: str, layout: BlockLayout, signatures: Sequence[Signature]) -> dict
     table = f"bench_layout_{layout.count}x{layout.width}"
     words = ["w0", "w1", "w2", "w3"]
     blocks = ", ".join(f"v{i} integer GENERATED ALWAYS AS ({_block_sql(words, layout, i)}) STORED" for i in range(layout.count))
-    rows = [{f"w{k}": simsql.to_signed(s.words[k]) for k in range(4)} | {"id": i} for i, s in enumerate(signatures)]
+    rows = [{f"w{k}": simsql.bits.to_signed(s.words[k]) for k in range(4)} | {"id": i} for i, s in enumerate(signatures)]
     with engine.begin() as connection:
         connection.execute(text(f"DROP TABLE IF EXISTS {table}"))
         connection.execute(text(f"CREATE TABLE {table} (id integer PRIMARY KEY, w0 bigint, w1 bigint, w2 bigint, w3 bigint, {blocks})"))

@@ -26,7 +26,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from simsql import IdfTable, tokenize
+from simsql import tokenize
+from simsql.weighting import IdfTable
 
 from benchmarks.internals import HAN_RUN
 

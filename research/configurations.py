@@ -16,9 +16,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from simsql import Fingerprinter, IdfTable
+from simsql import Fingerprinter
+from simsql.weighting import IdfTable, prior_idf
 from simsql.background import Background
-from simsql.weighting import prior_idf
 
 from benchmarks import corpus
 from benchmarks.manpages import Lang

@@ -1,4 +1,14 @@
-"""simsql: SimHash near-duplicate detection and "most similar" queries inside PostgreSQL."""
+"""simsql: SimHash near-duplicate detection and "most similar" queries inside PostgreSQL, MySQL
+and MariaDB.
+
+The names below are what an application needs on day one: the mixins and ``attach_model`` that
+store fingerprints, the two fingerprinters, the queries and the rows they return, the operations
+on a live table and the errors raised by the text a user submits. Everything else public lives
+in the module it belongs to (docs/api.md lists them): the bit helpers in :mod:`simsql.bits`,
+every exception in :mod:`simsql.errors`, ``simhash`` in :mod:`simsql.fingerprint`, the
+integrations in their own packages (:mod:`simsql.alembic`, :mod:`simsql.asyncio`,
+:mod:`simsql.django`, :mod:`simsql.sqlmodel`, :mod:`simsql.citus`).
+"""
 
 from __future__ import annotations
 
@@ -8,20 +18,8 @@ import warnings
 from typing import Any
 
 from . import registry
-from .background import Background
-from .bits import blocks, cosine_estimate, hamming, similarity, to_signed, to_unsigned
-from .errors import (
-    ConfigMismatch,
-    EmptyDocument,
-    LockTimeout,
-    NotAttached,
-    SchemaError,
-    SimsqlError,
-    TextTooLarge,
-    UnsupportedDatabase,
-    WouldLockTable,
-)
-from .fingerprint import Fingerprinter, simhash, simhash_features
+from .errors import EmptyDocument, SimsqlError, TextTooLarge
+from .fingerprint import Fingerprinter
 from .vectors import VectorFingerprinter
 from .queries import (
     DuplicatePair,
@@ -29,7 +27,6 @@ from .queries import (
     duplicate_groups,
     find_original,
     most_similar,
-    most_similar_many,
     most_similar_vectors,
     near_copy_vectors,
     near_duplicates,
@@ -38,68 +35,40 @@ from .queries import (
 )
 from .orm_triggers import on_trigger_table
 from .side_tables import attach_model
-from .storage import Binding, SimHashMixin, WideSimHashMixin, binding_for
+from .storage import SimHashMixin, WideSimHashMixin
 from .lifecycle.backfill import BackfillResult, backfill
 from .lifecycle.catalog import reflect
-from .lifecycle.refingerprint import RefingerprintResult, refingerprint
-from .lifecycle.sampling import fit_background
 from .lifecycle.tables import TableStatus, attach_table, detach_table, status
-from .types import SimHash
-from .weighting import IdfTable
 
 __all__ = [
-    "Background",
     "BackfillResult",
-    "backfill",
-    "Binding",
     "DuplicatePair",
+    "EmptyDocument",
+    "Fingerprinter",
     "Match",
-    "SimHash",
     "SimHashMixin",
+    "SimsqlError",
+    "TableStatus",
+    "TextTooLarge",
+    "VectorFingerprinter",
+    "VectorMatch",
     "WideSimHashMixin",
     "attach_model",
     "attach_table",
+    "backfill",
     "detach_table",
-    "status",
-    "TableStatus",
-    "LockTimeout",
-    "binding_for",
     "duplicate_groups",
     "find_original",
-    "fit_background",
     "most_similar",
-    "most_similar_many",
     "most_similar_vectors",
     "near_copy_vectors",
     "near_duplicates",
     "reflect",
-    "refingerprint",
-    "RefingerprintResult",
     "similar_to",
-    "ConfigMismatch",
-    "EmptyDocument",
-    "TextTooLarge",
-    "Fingerprinter",
-    "VectorFingerprinter",
-    "VectorMatch",
-    "IdfTable",
-    "NotAttached",
-    "SchemaError",
-    "SimsqlError",
-    "UnsupportedDatabase",
-    "WouldLockTable",
-    "blocks",
-    "cosine_estimate",
-    "hamming",
-    "similarity",
-    "simhash",
-    "simhash_features",
-    "to_signed",
-    "to_unsigned",
+    "status",
 ]
 
 __version__ = "0.3.0"
-
 
 
 def _load_alembic_integration(table: object) -> None:
@@ -121,20 +90,46 @@ def _install(bind: Any) -> bool:
 
 registry.install_with(_install)
 
-DEPRECATED_NAMES = {"attach": "attach_model", "detach": "detach_table"}
-"""Names of simsql 0.2 and the functions that replace them. ``simsql.attach`` (an ORM model's
-side table) read too much like ``simsql.attach_table`` (a live table); ``simsql.detach`` undoes
-the latter. The old names keep working, with a ``DeprecationWarning``, until simsql 0.4."""
+DEPRECATED_NAMES = {
+    "Background": "simsql.background.Background",
+    "Binding": "simsql.storage.Binding",
+    "ConfigMismatch": "simsql.errors.ConfigMismatch",
+    "IdfTable": "simsql.weighting.IdfTable",
+    "LockTimeout": "simsql.errors.LockTimeout",
+    "NotAttached": "simsql.errors.NotAttached",
+    "RefingerprintResult": "simsql.lifecycle.refingerprint.RefingerprintResult",
+    "SchemaError": "simsql.errors.SchemaError",
+    "SimHash": "simsql.types.SimHash",
+    "UnsupportedDatabase": "simsql.errors.UnsupportedDatabase",
+    "WouldLockTable": "simsql.errors.WouldLockTable",
+    "binding_for": "simsql.storage.binding_for",
+    "blocks": "simsql.bits.blocks",
+    "cosine_estimate": "simsql.bits.cosine_estimate",
+    "fit_background": "simsql.lifecycle.sampling.fit_background",
+    "hamming": "simsql.bits.hamming",
+    "most_similar_many": "simsql.queries.most_similar_many",
+    "refingerprint": "simsql.lifecycle.refingerprint.refingerprint",
+    "similarity": "simsql.bits.similarity",
+    "simhash": "simsql.fingerprint.simhash",
+    "simhash_features": "simsql.fingerprint.simhash_features",
+    "to_signed": "simsql.bits.to_signed",
+    "to_unsigned": "simsql.bits.to_unsigned",
+}
+"""The names simsql 0.3 exported at the top that live in their own module since 0.4, and where
+(``simsql.hamming`` is ``simsql.bits.hamming``). They keep working, with a ``DeprecationWarning``
+naming the new home, until simsql 0.5. (0.3's own renames, ``simsql.attach`` and
+``simsql.detach``, were removed in 0.4 as announced.)"""
 
 
 def __getattr__(name: str) -> Any:
-    """The deprecated names of :data:`DEPRECATED_NAMES`, with a warning (PEP 562)."""
+    """The names of :data:`DEPRECATED_NAMES`, imported from their new home with a warning (PEP 562)."""
     if name in DEPRECATED_NAMES:
-        replacement = DEPRECATED_NAMES[name]
+        module, _, attribute = DEPRECATED_NAMES[name].rpartition(".")
         warnings.warn(
-            f"simsql.{name} is deprecated and will be removed in simsql 0.4; use simsql.{replacement}",
+            f"simsql.{name} is deprecated and will be removed in simsql 0.5; "
+            f"use {module}.{attribute} (from {module} import {attribute})",
             DeprecationWarning,
             stacklevel=2,
         )
-        return globals()[replacement]
+        return getattr(importlib.import_module(module), attribute)
     raise AttributeError(f"module 'simsql' has no attribute {name!r}")

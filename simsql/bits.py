@@ -24,7 +24,7 @@ def check_fingerprint(value: object, name: str = "fingerprint") -> int:
     if not 0 <= value <= _MASK64:
         raise ValueError(
             f"{name} must be an unsigned 64-bit int in [0, 2**64), got {value}; "
-            "use simsql.to_unsigned() for a signed bigint read from the database"
+            "use simsql.bits.to_unsigned() for a signed bigint read from the database"
         )
     return value
 

@@ -24,7 +24,7 @@ from .schema import Names
 
 
 class BoundTable(Protocol):
-    """What the trigger needs of a :class:`simsql.Binding` (read once every mapper is configured)."""
+    """What the trigger needs of a :class:`simsql.storage.Binding` (read once every mapper is configured)."""
 
     @property
     def model(self) -> type: ...

@@ -223,7 +223,8 @@ def mismatch(
         f"{schema}.{table_name} holds fingerprints of config {found.config_id}, but this uses {config_id} "
         f"({what} {settings_difference(found.settings, wanted)}); "
         + (remedy or "use the same Fingerprinter settings as the data (Fingerprinter.from_settings rebuilds them), "
-           "or move the table to the new configuration with `simsql refingerprint` (simsql.refingerprint)")
+           "or move the table to the new configuration with `simsql refingerprint` "
+           "(simsql.lifecycle.refingerprint.refingerprint)")
     )
 
 

@@ -1,7 +1,7 @@
 """``SimHash``: a SQLAlchemy column type for 64-bit fingerprints.
 
 Python sees unsigned ints in ``[0, 2**64)``. PostgreSQL stores the same bits as a signed
-``bigint`` (two's complement, see :func:`simsql.to_signed`), which preserves XOR and so every
+``bigint`` (two's complement, see :func:`simsql.bits.to_signed`), which preserves XOR and so every
 distance; MySQL and MariaDB store them as they are, in a ``BIGINT UNSIGNED``. The comparator adds the vocabulary of the math, as pgvector-python does::
 
     select(Article).order_by(Article.simhash.hamming_distance(fp))

@@ -19,7 +19,10 @@ from sqlalchemy import Connection, Engine, bindparam, insert, text, update
 
 import simsql
 import simsql.alembic
-from simsql import Fingerprinter, hamming
+import simsql.bits
+import simsql.storage
+from simsql import Fingerprinter
+from simsql.bits import hamming
 from simsql.lifecycle import attach as operations
 from simsql.fingerprint import DEFAULT
 from simsql.storage import join_text, text_digest
@@ -37,8 +40,8 @@ def is_mysql(engine: Engine | Connection) -> bool:
 
 def unsigned(engine: Engine | Connection, value: int | None) -> int | None:
     """A fingerprint read by raw SQL, as Python computes it: PostgreSQL stores it signed,
-    MySQL/MariaDB unsigned (``simsql.to_unsigned`` refuses what is already unsigned)."""
-    return value if value is None or is_mysql(engine) else simsql.to_unsigned(value)
+    MySQL/MariaDB unsigned (``simsql.bits.to_unsigned`` refuses what is already unsigned)."""
+    return value if value is None or is_mysql(engine) else simsql.bits.to_unsigned(value)
 
 
 def run(engine: Engine, *statements: str) -> None:
@@ -321,7 +324,7 @@ def fingerprint_by_hand(engine: Engine, side: str | None = None, prefix: str = "
             if joined is None:
                 continue
             fingerprint, digest = DEFAULT.fingerprint_many([joined], empty="none")[0], text_digest(joined)
-            values = {"fp": fingerprint if mysql else simsql.to_signed(fingerprint), "src": digest.hex if mysql else digest, "id": key}
+            values = {"fp": fingerprint if mysql else simsql.bits.to_signed(fingerprint), "src": digest.hex if mysql else digest, "id": key}
             if side is None:
                 connection.execute(text(f"UPDATE docs SET {prefix} = :fp, {prefix}_src = :src WHERE id = :id"), values)
             else:
@@ -361,7 +364,7 @@ def create_models(engine: Engine, *models: type) -> None:
     tables = []
     for model in models:
         tables.append(model.__table__)  # type: ignore[attr-defined]
-        binding = simsql.binding_for(model)
+        binding = simsql.storage.binding_for(model)
         if binding.mode == "side_table":
             tables.append(binding.table)
     next(iter(tables)).metadata.create_all(engine, tables=tables)
@@ -397,14 +400,14 @@ def expected(model: type, *parts: str | None) -> int | None:
     if not present:
         return None
     try:
-        return simsql.binding_for(model).fingerprinter.fingerprint("\n".join(present))
+        return simsql.storage.binding_for(model).fingerprinter.fingerprint("\n".join(present))
     except EmptyDocument:
         return None
 
 
 def stored(engine: Engine, model: type) -> list[tuple[Any, ...]]:
     """(key..., source values..., fingerprint (unsigned), digest) of every row of ``model``."""
-    binding = simsql.binding_for(model)
+    binding = simsql.storage.binding_for(model)
     table: Any = model.__table__  # type: ignore[attr-defined]
     keys = [c.name for c in table.primary_key.columns]
     columns = ", ".join(f"b.{c}" for c in [*keys, *binding.source_columns])
@@ -421,7 +424,7 @@ def stored(engine: Engine, model: type) -> list[tuple[Any, ...]]:
 def check_model(engine: Engine, model: type, *, complete: bool = True) -> tuple[int, int]:
     """No stored fingerprint differs from Python's for the row's current text; with
     ``complete``, every row with features has one. Returns (rows with features, stored)."""
-    source = len(simsql.binding_for(model).source_columns)
+    source = len(simsql.storage.binding_for(model).source_columns)
     featured = kept = 0
     for row in stored(engine, model):
         values, fingerprint = row[-2 - source : -2], row[-2]
@@ -449,9 +452,9 @@ def stop_after(batches: int) -> Callable[[int, int], None]:
 
 def load_fingerprints(engine: Engine, model: type, fingerprints: list[int | None]) -> None:
     """Rows with given fingerprints, written with Core (no ORM events), as bulk loads would."""
-    binding = simsql.binding_for(model)
+    binding = simsql.storage.binding_for(model)
     rows = [{"id": i + 1, "title": f"row {i + 1}", "body": None, "category": "even" if i % 2 else "odd"} for i in range(len(fingerprints))]
-    signed = [None if fp is None else simsql.to_signed(fp) for fp in fingerprints]
+    signed = [None if fp is None else simsql.bits.to_signed(fp) for fp in fingerprints]
     with engine.begin() as connection:
         connection.execute(insert(model.__table__), rows)
         if binding.mode == "columns" and is_mysql(engine):

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from simsql import Background, Fingerprinter
+from simsql import Fingerprinter
+from simsql.background import Background
 from simsql.errors import ConfigMismatch
 from simsql.fingerprint import ALGORITHM_VERSION, DEFAULT, DEFAULT_WIDE, WIDE_VERSION
 from simsql.schema import WIDE_LAYOUT

@@ -23,6 +23,8 @@ from sqlalchemy.orm import Session
 
 import simsql
 import simsql.alembic
+import simsql.errors
+import simsql.queries
 from simsql import asyncio as simsql_async
 from simsql.dialects import backend
 from tests.models import Article, Doc
@@ -127,7 +129,7 @@ def _sync_answers(engine: Engine) -> dict[str, Any]:
             "fingerprints_only": [_key(simsql.find_original(session, Article, p, min_containment=None)) for p in probes],
             "near_duplicates": simsql.near_duplicates(session, Article, 3),
             "duplicate_groups": simsql.duplicate_groups(session, Article, 3),
-            "most_similar_many": simsql.most_similar_many(session, Article, probes, limit=3),
+            "most_similar_many": simsql.queries.most_similar_many(session, Article, probes, limit=3),
             "most_similar": [(r[0].id, r[1]) for r in session.execute(simsql.most_similar(select(Article), probes[1], limit=5))],
             "similar_to": sorted(session.scalars(select(Article.id).where(simsql.similar_to(Article, probes[1], 3)))),
         }
@@ -369,7 +371,7 @@ def test_the_configuration_check_of_a_filter_runs_on_every_async_driver(async_ca
 
     assert on(engine, driver, filtered) == wanted == [1, 100]
     run(engine, "UPDATE simsql_registry SET config_id = 'sh2-000000000000'")
-    with pytest.raises(simsql.ConfigMismatch, match="sh2-000000000000"):
+    with pytest.raises(simsql.errors.ConfigMismatch, match="sh2-000000000000"):
         on(engine, driver, filtered)
 
 

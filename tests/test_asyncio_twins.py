@@ -22,6 +22,7 @@ from simsql.steps import Compute, Steps, run_sync_steps
 from tests.test_asyncio import async_case, driver, on  # noqa: F401 - the fixtures
 from tests.tables import build_docs, create_models, is_mysql, texts
 from tests.wide_models import WIDE_MODELS, WideArticle
+from tools import docs_reference
 
 BIND_PARAMETERS = {"bind", "session", "connection", "engine"}
 
@@ -34,9 +35,13 @@ def _runs_statements(function: object) -> bool:
     return bool(parameters) and parameters[0] in BIND_PARAMETERS
 
 
-SYNC_OPERATIONS = sorted(
-    name for name in simsql.__all__ if _runs_statements(getattr(simsql, name)) and name != "reflect"
-)
+PUBLIC_FUNCTIONS = {
+    name.rpartition(".")[2]: docs_reference.resolve(name) for name in docs_reference.api_entries(docs_reference.API_MD.read_text(encoding="utf-8"))
+}
+"""simsql's public names, by their last part: those of ``simsql.__all__`` and those documented in
+docs/api.md in a module of their own (``simsql.lifecycle.refingerprint.refingerprint``)."""
+
+SYNC_OPERATIONS = sorted(name for name, function in PUBLIC_FUNCTIONS.items() if _runs_statements(function) and name != "reflect")
 PARTITION_OPERATIONS = sorted(name for name in simsql.partitions.__all__ if _runs_statements(getattr(simsql.partitions, name)))
 """The partition lists' operations (:mod:`simsql.partitions`), which have twins here too."""
 """``reflect`` describes a table from a ``Connection`` the caller holds: a catalog read inside
@@ -47,13 +52,13 @@ def test_every_operation_that_runs_statements_has_an_async_twin() -> None:
     missing = [name for name in SYNC_OPERATIONS + PARTITION_OPERATIONS if name not in simsql_async.__all__]
     assert PARTITION_OPERATIONS == ["drop_partitions", "fit_partitions", "place_partitions"]
     assert not missing, f"no async twin in simsql.asyncio for {missing}"
-    assert {"attach_table", "backfill", "find_original", "refingerprint", "fit_background"} <= set(SYNC_OPERATIONS)
+    assert {"attach_table", "backfill", "find_original", "refingerprint", "fit_background", "most_similar_many"} <= set(SYNC_OPERATIONS)
 
 
 @pytest.mark.parametrize("name", SYNC_OPERATIONS + PARTITION_OPERATIONS)
 def test_an_async_twin_takes_every_parameter_of_its_sync_function(name: str) -> None:
-    module = simsql.partitions if name in PARTITION_OPERATIONS else simsql
-    sync, twin = inspect.signature(getattr(module, name)), inspect.signature(getattr(simsql_async, name))
+    function = getattr(simsql.partitions, name) if name in PARTITION_OPERATIONS else PUBLIC_FUNCTIONS[name]
+    sync, twin = inspect.signature(function), inspect.signature(getattr(simsql_async, name))
     assert list(sync.parameters.values())[1:] == list(twin.parameters.values())[1:]
     assert inspect.iscoroutinefunction(getattr(simsql_async, name))
 

@@ -11,7 +11,8 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import Connection, Dialect, make_url
 
-from simsql import Fingerprinter, UnsupportedDatabase
+from simsql import Fingerprinter
+from simsql.errors import UnsupportedDatabase
 from simsql.dialects import Backend, backend, type_rules
 from simsql.dialects.batch import Job
 from simsql.dialects.mysql import MySQLBackend

@@ -23,6 +23,8 @@ from sqlalchemy.orm import Session
 
 import simsql
 import simsql.alembic
+import simsql.fingerprint
+import simsql.storage
 from simsql import registry
 from simsql.schema import BATCH_TABLE
 
@@ -160,7 +162,7 @@ NEW = "completely different words about databases indexes and query planners"
 
 def test_composite_keys_backfill_reflect_and_query(any_engine: Engine) -> None:
     simsql.alembic.upgrade(any_engine)
-    KeyedBase.metadata.create_all(any_engine, tables=[Part.__table__, simsql.binding_for(Part).table])  # type: ignore[list-item]
+    KeyedBase.metadata.create_all(any_engine, tables=[Part.__table__, simsql.storage.binding_for(Part).table])  # type: ignore[list-item]
     with any_engine.begin() as connection:
         connection.execute(
             Part.__table__.insert(),  # type: ignore[attr-defined]
@@ -198,7 +200,7 @@ def test_binary_keys_resume_where_they_stopped(any_engine: Engine) -> None:
     rest = simsql.backfill(any_engine, "blobs", workers=0, batch_size=10)
     assert rest.resumed and rest.rows_read == 80 and rest.rows_fingerprinted == 80
     fingerprints = fingerprints_by(any_engine, "SELECT body, simhash FROM blobs")
-    assert len(fingerprints) == 100 and all(fp == simsql.simhash(body) for body, fp in fingerprints.items())
+    assert len(fingerprints) == 100 and all(fp == simsql.fingerprint.simhash(body) for body, fp in fingerprints.items())
 
 
 def test_binary_keys_of_every_length_resume_in_the_servers_order(mysql_engine: Engine) -> None:
@@ -255,7 +257,7 @@ def test_the_keyset_read_after_a_composite_cursor_is_a_range_on_the_key(mysql_en
 
 def _register(engine: Engine, model: type) -> None:
     """The registry entry a table gets from its first ORM write (what ``--table`` reads)."""
-    binding = simsql.binding_for(model)
+    binding = simsql.storage.binding_for(model)
     with engine.begin() as connection:
         registry.claim(connection, binding.names.table, None, binding.fingerprinter, binding.source_columns, binding.names)
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import xxhash
 
-from simsql import Background, Fingerprinter
-from simsql.background import CENTRE_SCALE, MIN_DOCUMENTS
+from simsql import Fingerprinter
+from simsql.background import CENTRE_SCALE, MIN_DOCUMENTS, Background
 from simsql.errors import ConfigMismatch
 from simsql.bitsums import _centred_signs
 from simsql.tokenize import is_han_feature

@@ -17,8 +17,12 @@ from sqlalchemy import Engine, select, text
 
 import simsql
 import simsql.alembic
-from simsql import Background, Fingerprinter
+import simsql.bits
+from simsql import Fingerprinter
+from simsql.background import Background
 from simsql.errors import ConfigMismatch, NotAttached
+from simsql.lifecycle.refingerprint import refingerprint
+from simsql.lifecycle.sampling import fit_background
 
 from .command_line import cli, failed, ok
 from .tables import build_docs, check_fingerprints, config_id, holder_sql
@@ -36,7 +40,7 @@ def _attached(engine: Engine) -> None:
 def _lean(engine: Engine) -> float:
     """Mean |P(bit set) - 1/2| over the stored fingerprints."""
     with engine.connect() as connection:
-        stored = [simsql.to_unsigned(v) for v in connection.execute(text("SELECT simhash FROM docs WHERE simhash IS NOT NULL")).scalars()]
+        stored = [simsql.bits.to_unsigned(v) for v in connection.execute(text("SELECT simhash FROM docs WHERE simhash IS NOT NULL")).scalars()]
     bits = np.array([[(fp >> i) & 1 for i in range(64)] for fp in stored])
     return float(np.abs(bits.mean(axis=0) - 0.5).mean())
 
@@ -44,10 +48,10 @@ def _lean(engine: Engine) -> float:
 def test_fit_on_the_table_then_move_it_online(engine: Engine) -> None:
     _attached(engine)
     before = _lean(engine)
-    background = simsql.fit_background(engine, "docs", sample=1000)
+    background = fit_background(engine, "docs", sample=1000)
     assert background.documents > 900 and background.fitted_for == V2.config_id
     centred = Fingerprinter(background=background)
-    assert simsql.refingerprint(engine, "docs", to=centred, workers=0).switched
+    assert refingerprint(engine, "docs", to=centred, workers=0).switched
     with_text, fingerprinted = check_fingerprints(engine, holder_sql(False), centred)
     assert fingerprinted == with_text > 2000
     assert config_id(engine, "docs") == centred.config_id
@@ -74,12 +78,12 @@ def test_fit_background_refuses_unattached_and_textless_tables(engine: Engine) -
         connection.execute(text("CREATE TABLE few (id int PRIMARY KEY, body text)"))
         connection.execute(text("INSERT INTO few SELECT i, CASE WHEN i % 2 = 0 THEN 'some words ' || i END FROM generate_series(1, 150) i"))
     with pytest.raises(NotAttached):
-        simsql.fit_background(engine, "few")
+        fit_background(engine, "few")
     simsql.attach_table(engine, "few", ["body"])
     with pytest.raises(ValueError, match="few holds 75 texts in a sample of 5000"):
-        simsql.fit_background(engine, "few")
+        fit_background(engine, "few")
     with pytest.raises(ValueError, match="sample must be a positive int"):
-        simsql.fit_background(engine, "few", sample=0)
+        fit_background(engine, "few", sample=0)
 
 
 def test_cli_fits_saves_and_moves_then_resumes_with_the_file(engine: Engine, url: str, tmp_path: Path) -> None:
@@ -130,7 +134,7 @@ def test_mysql_fit_on_the_table_then_attach_it_centred(mysql_engine: Engine) -> 
     build_docs(mysql_engine, rows=600)
     simsql.alembic.upgrade(mysql_engine)
     simsql.attach_table(mysql_engine, "docs", ["title", "body"])
-    background = simsql.fit_background(mysql_engine, "docs", sample=500)
+    background = fit_background(mysql_engine, "docs", sample=500)
     assert background.documents > 450
     centred = Fingerprinter(background=background)
     simsql.detach_table(mysql_engine, "docs")

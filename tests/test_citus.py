@@ -24,11 +24,16 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 import simsql.alembic
+import simsql.bits
 import simsql.citus
+import simsql.errors
+import simsql.queries
+import simsql.storage
 from simsql.partitions import PartitionListsMixin, fit_partitions
 from simsql import dialects
 from simsql.dialects.citus import CitusBackend
 from simsql.dialects.postgresql import PostgresBackend
+from simsql.lifecycle.refingerprint import refingerprint
 from simsql.queries.originality import ORIGINALITY_CANDIDATES
 
 from .command_line import cli
@@ -152,7 +157,7 @@ def _find_original(session: Session, model: type) -> Any:
 
 
 def _most_similar_many(session: Session, model: type) -> Any:
-    return simsql.most_similar_many(session, model, [_text(model, key) for key in (7, 13, 42, 100)], limit=4)
+    return simsql.queries.most_similar_many(session, model, [_text(model, key) for key in (7, 13, 42, 100)], limit=4)
 
 
 def _near_duplicates(session: Session, model: type) -> Any:
@@ -212,9 +217,9 @@ def test_distributed_mixin_table_keeps_fingerprints_honest_on_the_shards(citus_e
     assert simsql.backfill(citus_engine, Note, workers=0).rows_fingerprinted == 1
     with citus_engine.connect() as connection:
         stored = connection.execute(text("SELECT simhash FROM notes WHERE id IN (7, 10000) ORDER BY id")).scalars().all()
-    assert [simsql.to_unsigned(v) for v in stored] == [
-        simsql.binding_for(Note).fingerprinter.fingerprint("title 7\nrewritten by raw SQL"),
-        simsql.binding_for(Note).fingerprinter.fingerprint("fresh\na new row written through the ORM on a distributed table"),
+    assert [simsql.bits.to_unsigned(v) for v in stored] == [
+        simsql.storage.binding_for(Note).fingerprinter.fingerprint("title 7\nrewritten by raw SQL"),
+        simsql.storage.binding_for(Note).fingerprinter.fingerprint("fresh\na new row written through the ORM on a distributed table"),
     ]
 
 
@@ -411,7 +416,7 @@ def test_refingerprint_a_distributed_table_answers_as_plain_postgresql(citus_eng
         simsql.alembic.upgrade(server)
         simsql.attach_table(server, "docs", ["title", "body"], side_table=side_table)
         simsql.backfill(server, "docs", workers=0)
-        assert simsql.refingerprint(server, "docs", to=simsql.Fingerprinter(shingle_size=2), workers=0).switched
+        assert refingerprint(server, "docs", to=simsql.Fingerprinter(shingle_size=2), workers=0).switched
     answers = []
     for server in (citus_engine, engine):
         report = simsql.status(server)[0]
@@ -423,7 +428,7 @@ def test_refingerprint_a_distributed_table_answers_as_plain_postgresql(citus_eng
 
 def test_distribute_refuses_a_server_without_citus(engine: Engine) -> None:
     run(engine, "CREATE TABLE docs (id INT PRIMARY KEY, title TEXT, body TEXT)")
-    with pytest.raises(simsql.UnsupportedDatabase, match="needs Citus"):
+    with pytest.raises(simsql.errors.UnsupportedDatabase, match="needs Citus"):
         simsql.citus.distribute(engine, "docs", "id")
 
 

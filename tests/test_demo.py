@@ -19,6 +19,7 @@ from sqlalchemy import create_engine, select, text
 from sqlalchemy.orm import Session
 
 import simsql
+import simsql.bits
 from simsql.demo import MIN_ARTICLE_CHARS, SCHEMA, DemoArticle, load_corpus, run_demo
 
 LIMIT = 300
@@ -90,7 +91,7 @@ def test_fingerprints_were_computed_by_the_orm_on_insert(demo_rows: list[DemoArt
 def test_duplicate_groups_are_exact_and_find_the_planted_copies(database_url: str, demo_rows: list[DemoArticle]) -> None:
     fingerprint = {row.id: row.simhash for row in demo_rows if row.simhash is not None}
     ids = sorted(fingerprint)
-    close = [(a, b) for a, b in combinations(ids, 2) if simsql.hamming(fingerprint[a], fingerprint[b]) <= 3]
+    close = [(a, b) for a, b in combinations(ids, 2) if simsql.bits.hamming(fingerprint[a], fingerprint[b]) <= 3]
     engine = create_engine(database_url)
     with Session(engine) as session:
         groups = simsql.duplicate_groups(session, DemoArticle, max_distance=3)
@@ -104,7 +105,7 @@ def test_duplicate_groups_are_exact_and_find_the_planted_copies(database_url: st
     def found(copy: int, source: int) -> bool:
         return copy in group_of and group_of[copy] == group_of.get(source)
 
-    within = [(c, s) for c, s, _ in planted if simsql.hamming(fingerprint[c], fingerprint[s]) <= 3]
+    within = [(c, s) for c, s, _ in planted if simsql.bits.hamming(fingerprint[c], fingerprint[s]) <= 3]
     assert len(within) >= 0.8 * len(planted)
     assert sum(found(c, s) for c, s in within) / len(within) >= 0.9  # in fact 1.0: the groups are exact
     # Reordering keeps every word: the default fingerprint (single words) does not move at all.

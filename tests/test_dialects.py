@@ -11,7 +11,8 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 
 import simsql
-from simsql import UnsupportedDatabase
+import simsql.bits
+from simsql.errors import UnsupportedDatabase
 from simsql.dialects import probe_values, radius_for
 
 from .models import Article
@@ -118,7 +119,7 @@ def test_equals_any_is_one_array_on_postgres_and_an_in_list_on_mysql() -> None:
 def test_probe_sets_have_the_multi_index_sizes() -> None:
     assert [len(probe_values(0xBEEF, r)) for r in range(4)] == [1, 17, 137, 697]
     assert len(set(probe_values(0xBEEF, 2))) == 137
-    assert all(simsql.hamming(v, 0xBEEF) <= 2 for v in probe_values(0xBEEF, 2))
+    assert all(simsql.bits.hamming(v, 0xBEEF) <= 2 for v in probe_values(0xBEEF, 2))
     assert [radius_for(d) for d in (0, 3, 4, 7, 8, 11, 12)] == [0, 0, 1, 1, 2, 2, 3]
 
 

@@ -24,6 +24,8 @@ from sqlalchemy.orm import Session
 
 import simsql
 import simsql.alembic
+import simsql.bits
+import simsql.errors
 from simsql.fingerprint import DEFAULT_WIDE
 from tests.conftest import MYSQL_SKIP
 
@@ -164,7 +166,7 @@ def expected_words(title: str, body: str | None) -> tuple[int, ...]:
 
 def brute_force(rows: list[tuple[int, int]], fingerprint: int, exclude: Any = None) -> list[tuple[int, int]]:
     """(pk, distance) of every row, nearest first, ties by primary key."""
-    return sorted(((pk, simsql.hamming(fp, fingerprint)) for pk, fp in rows if pk != exclude), key=lambda r: (r[1], r[0]))
+    return sorted(((pk, simsql.bits.hamming(fp, fingerprint)) for pk, fp in rows if pk != exclude), key=lambda r: (r[1], r[0]))
 
 
 def sqlalchemy_model(alias: str) -> tuple[Any, type]:
@@ -184,7 +186,7 @@ def test_save_writes_what_simsql_writes(news: str) -> None:
     for article, (title, body) in zip(articles, rows):
         row = stored[article.pk]
         assert (row.simhash, row.simhash_w1, row.simhash_w2, row.simhash_w3) == expected_words(title, body)
-        assert row.simhash_b0 == simsql.blocks(row.simhash)[0]
+        assert row.simhash_b0 == simsql.bits.blocks(row.simhash)[0]
     engine, _ = sqlalchemy_model(news)
     [table] = [t for t in simsql.status(engine) if t.table == TABLE]
     assert (table.rows_fingerprinted, table.rows_missing, table.rows_stale) == (len(rows), 0, 0)
@@ -216,7 +218,7 @@ def test_most_similar_and_within_against_brute_force(news: str) -> None:
         assert found == [(row.id, distance) for row, distance, _ in answer]
         for max_distance in (0, 3, 7, 12):
             within = sorted(a.pk for a in manager.within(target, max_distance))
-            assert within == sorted(pk for pk, fp in fingerprints if simsql.hamming(fp, fingerprint) <= max_distance)
+            assert within == sorted(pk for pk, fp in fingerprints if simsql.bits.hamming(fp, fingerprint) <= max_distance)
             bounded = [(a.pk, a.distance) for a in manager.most_similar(target, limit=None, max_distance=max_distance)]
             assert bounded == [r for r in expected if r[1] <= max_distance]
     first = manager.most_similar(articles[0], limit=None).filter(title="Topic 1").first()
@@ -243,7 +245,7 @@ def test_find_original_and_duplicates_agree_with_sqlalchemy(news: str) -> None:
     assert asyncio.run(manager.aduplicate_groups()) == manager.duplicate_groups()
     pairs = {(a, b) for a, b, _ in manager.near_duplicates()}
     fingerprints = [(a.pk, a.simhash) for a in articles]
-    assert pairs == {(a, b) for a, fa in fingerprints for b, fb in fingerprints if a < b and simsql.hamming(fa, fb) <= 3}
+    assert pairs == {(a, b) for a, fa in fingerprints for b, fb in fingerprints if a < b and simsql.bits.hamming(fa, fb) <= 3}
 
 
 def test_other_writers_never_leave_a_stale_fingerprint(news: str) -> None:
@@ -445,9 +447,9 @@ def test_a_writer_of_another_configuration_is_refused(news: str, monkeypatch: py
     from tests.django_project.news.models import Article
 
     monkeypatch.setattr(Article, "simhash_fingerprinter", simsql.Fingerprinter(version=3, shingle_size=2))
-    with pytest.raises(simsql.ConfigMismatch):
+    with pytest.raises(simsql.errors.ConfigMismatch):
         Article(title="Rail", body=TOPICS[0]).save(using=news)
-    with pytest.raises(simsql.ConfigMismatch):
+    with pytest.raises(simsql.errors.ConfigMismatch):
         Article.objects.using(news).bulk_create([Article(title="Rail", body=TOPICS[0])])
     assert not Article.objects.using(news).exists()
 
@@ -467,7 +469,7 @@ def test_manage_py_simsql_and_check(news: str) -> None:
     assert [str(pk) for pk, _ in expected] == [str(row.get("id", row.get("key"))) for row in __import__("json").loads(out.getvalue())]
     out = io.StringIO()
     call_command("simsql", "dupes", "--table", TABLE, "--max-distance", "3", "--format", "json", "--database", news, stdout=out)
-    pairs = {(a.pk, b.pk) for a in articles for b in articles if a.pk < b.pk and simsql.hamming(a.simhash, b.simhash) <= 3}
+    pairs = {(a.pk, b.pk) for a in articles for b in articles if a.pk < b.pk and simsql.bits.hamming(a.simhash, b.simhash) <= 3}
     found = __import__("json").loads(out.getvalue() or "[]")
     assert pairs and len(found) == len(pairs), out.getvalue()
     with pytest.raises(CommandError, match="exit status 1"):

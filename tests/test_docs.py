@@ -22,20 +22,22 @@ PENDING_PAGES: set[str] = set()
 """Pages linked before they exist: none now (every branch of issue 23 has landed)."""
 
 
-def _entries(text: str) -> dict[str, str]:
-    """The entries of docs/api.md: ``### `name` `` heading -> its section, up to the next heading."""
-    parts = re.split(r"^(#{2,3} .*)$", text, flags=re.MULTILINE)
-    entries = {}
-    for heading, body in zip(parts[1::2], parts[2::2]):
-        if found := re.fullmatch(r"### `([A-Za-z_][A-Za-z0-9_]*)`", heading.strip()):
-            entries[found.group(1)] = body
-    return entries
+_entries = docs_reference.api_entries
 
 
 def test_every_public_name_has_a_reference_entry() -> None:
-    entries = _entries(API.read_text(encoding="utf-8"))
-    assert sorted(set(simsql.__all__) - set(entries)) == [], "public names without an entry in docs/api.md"
-    assert sorted(set(entries) - set(simsql.__all__)) == [], "entries in docs/api.md for names simsql does not export"
+    entries = {name for name in _entries(API.read_text(encoding="utf-8")) if "." not in name}
+    assert sorted(set(simsql.__all__) - entries) == [], "public names without an entry in docs/api.md"
+    assert sorted(entries - set(simsql.__all__)) == [], "entries in docs/api.md for names simsql does not export"
+
+
+def test_module_entries_name_what_their_module_holds() -> None:
+    """An entry ``simsql.<module>.<name>`` documents a name importable from there, not one of the
+    top level's (which has its own entry)."""
+    for name in (name for name in _entries(API.read_text(encoding="utf-8")) if "." in name):
+        module, _, attribute = name.rpartition(".")
+        assert module.startswith("simsql.") and attribute not in simsql.__all__, name
+        assert docs_reference.resolve(name) is not None, name
 
 
 def test_every_entry_has_a_signature_and_an_example() -> None:
@@ -65,11 +67,14 @@ def test_cli_reference_names_every_command() -> None:
         assert f"## `simsql {command}`" in text
 
 
-def test_deprecated_names_are_documented_as_deprecated() -> None:
+def test_deprecated_names_are_documented_at_their_new_home() -> None:
     text = API.read_text(encoding="utf-8")
+    moved = text.split("## Moved in 0.4", 1)[1].split("\n## ", 1)[0]
+    entries = _entries(text)
     for old, new in simsql.DEPRECATED_NAMES.items():
-        assert f"`simsql.{old}`, deprecated" in text, old
-        assert f"`{new}(" in text, new
+        assert f"`simsql.{old}`" in moved, old
+        assert f"`{new}`" in moved, new
+        assert new in entries, f"no entry ### `{new}` in docs/api.md"
 
 
 # Links ---------------------------------------------------------------------------------------

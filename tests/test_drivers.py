@@ -24,6 +24,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 import simsql.alembic
+import simsql.bits
+import simsql.fingerprint
 from simsql.errors import MissingDependency, UnsupportedDatabase
 from simsql.urls import SYNC_DRIVERS, check_driver, engine_for
 
@@ -110,12 +112,12 @@ def _mixin_flow(engine: Engine) -> None:
     with Session(engine) as session:
         session.add_all([Page(id=1, title="a", body=ORIGINAL), Page(id=2, title="b", body=COPY), Page(id=3, title="c", body=OTHER), Page(id=4, title="d", body=None)])
         session.commit()
-        assert session.get(Page, 1).simhash == simsql.simhash(ORIGINAL)  # type: ignore[union-attr]
+        assert session.get(Page, 1).simhash == simsql.fingerprint.simhash(ORIGINAL)  # type: ignore[union-attr]
         rows = session.execute(simsql.most_similar(select(Page), ORIGINAL, limit=3)).all()
         assert [(page.id, distance) for page, distance, _ in rows] == [
             (1, 0),
-            (2, simsql.hamming(simsql.simhash(ORIGINAL), simsql.simhash(COPY))),
-            (3, simsql.hamming(simsql.simhash(ORIGINAL), simsql.simhash(OTHER))),
+            (2, simsql.bits.hamming(simsql.fingerprint.simhash(ORIGINAL), simsql.fingerprint.simhash(COPY))),
+            (3, simsql.bits.hamming(simsql.fingerprint.simhash(ORIGINAL), simsql.fingerprint.simhash(OTHER))),
         ]
         distance = rows[1][1]
         assert distance <= 3  # the texts are built so; near_duplicates below relies on it
@@ -136,7 +138,7 @@ def _live_table_flow(url: str, engine: Engine) -> None:
     with Session(engine) as session:
         docs = simsql.reflect(session.connection(), "docs")
         found = session.execute(simsql.most_similar(select(docs), COPY, limit=1)).one()
-        assert (found[0].id, found[1]) == (1, simsql.hamming(simsql.simhash(COPY), simsql.simhash(ORIGINAL)))
+        assert (found[0].id, found[1]) == (1, simsql.bits.hamming(simsql.fingerprint.simhash(COPY), simsql.fingerprint.simhash(ORIGINAL)))
 
 
 def test_the_whole_flow(driver_url: str) -> None:

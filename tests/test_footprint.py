@@ -62,7 +62,8 @@ def test_without_jieba_the_default_fingerprints_chinese_and_jieba_modes_name_the
         "jieba",
         "import simsql\n"
         "from simsql.errors import MissingDependency\n"
-        "assert simsql.simhash('简体中文的文本') is not None\n"  # version 2 default: character bigrams
+        "from simsql.fingerprint import simhash\n"
+        "assert simhash('简体中文的文本') is not None\n"  # version 2 default: character bigrams
         "print(simsql.Fingerprinter().config_id)\n"
         "for make in (lambda: simsql.Fingerprinter(version=1).config_id,\n"
         "             lambda: simsql.Fingerprinter(chinese='jieba').fingerprint('中文'),\n"

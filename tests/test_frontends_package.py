@@ -23,8 +23,8 @@ LAYERS = {
     "demo": ["progress", "corpus", "planting", "database", "report", "sections", "run", "__init__", "__main__"],
 }  # fmt: skip
 #: simsql modules the demo, a front end, may use: the public API a user has.
-DEMO_MAY_IMPORT = {"simsql", "simsql.urls", "simsql.embedded", "simsql.dialects"}
-"""The public API, plus ``simsql.dialects.backend``, the declared seam a server-portable caller
+DEMO_MAY_IMPORT = {"simsql", "simsql.bits", "simsql.urls", "simsql.embedded", "simsql.dialects"}
+"""The public API (the top level, and ``simsql.bits`` where ``hamming`` lives since 0.4), plus ``simsql.dialects.backend``, the declared seam a server-portable caller
 asks (ARCHITECTURE.md): the demo takes its advisory lock and names the server through it on
 PostgreSQL and MySQL/MariaDB alike (issue 23 item 7), never one server's SQL."""
 

@@ -13,6 +13,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 import simsql.alembic
+import simsql.bits
+import simsql.fingerprint
 from simsql import registry
 from simsql.lifecycle import attach as operations
 from simsql.errors import ConfigMismatch, SchemaError
@@ -118,9 +120,9 @@ def _check_attached(engine: Engine, bodies: dict[int, str]) -> None:
         if row.body is None:
             assert row.simhash is None and row.simhash_b0 is None
             continue
-        expected = simsql.simhash(f"{row.title}\n{row.body}")
-        assert simsql.to_unsigned(row.simhash) == expected
-        assert (row.simhash_b0, row.simhash_b1, row.simhash_b2, row.simhash_b3) == simsql.blocks(expected)
+        expected = simsql.fingerprint.simhash(f"{row.title}\n{row.body}")
+        assert simsql.bits.to_unsigned(row.simhash) == expected
+        assert (row.simhash_b0, row.simhash_b1, row.simhash_b2, row.simhash_b3) == simsql.bits.blocks(expected)
 
 
 def test_attach_backfill_query_downgrade_with_application_history(engine: Engine, schema: str) -> None:
@@ -162,7 +164,7 @@ def test_attach_backfill_query_downgrade_with_application_history(engine: Engine
     simsql.backfill(engine, "articles", workers=0)
     with engine.connect() as connection:
         fixed = connection.execute(text("SELECT simhash FROM articles WHERE id = 21")).scalar()
-    assert simsql.to_unsigned(fixed) == simsql.simhash("title 21\nraw sql edit without fingerprint")
+    assert simsql.bits.to_unsigned(fixed) == simsql.fingerprint.simhash("title 21\nraw sql edit without fingerprint")
 
     with engine.connect() as connection:
         command.downgrade(app_config(connection, schema), "app_0001")
@@ -202,7 +204,7 @@ def test_standalone_without_application_history(engine: Engine, schema: str) -> 
     simsql.backfill(engine, "articles", workers=0)
     with engine.begin() as connection:
         fp = connection.execute(text("SELECT simhash FROM articles_simhash WHERE id = 3")).scalar()
-        assert simsql.to_unsigned(fp) == simsql.simhash("title 3\nchanged text here")
+        assert simsql.bits.to_unsigned(fp) == simsql.fingerprint.simhash("title 3\nchanged text here")
         operations.drop_simhash_indexes(connection, "articles")
         operations.drop_simhash(connection, "articles")
     simsql.alembic.downgrade(engine)

@@ -27,7 +27,10 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
-from simsql import NotAttached, SchemaError, VectorFingerprinter, hamming
+from simsql import VectorFingerprinter
+from simsql.bits import hamming
+from simsql.errors import NotAttached, SchemaError
+from simsql.storage import binding_for
 from simsql.errors import WouldLockTable
 from simsql.lifecycle import partitions as lifecycle_partitions
 from simsql.partitions import PartitionListsMixin, drop_partitions, fit_partitions, place_partitions
@@ -125,7 +128,7 @@ def corpus(n: int, seed: int = 7) -> list[dict[str, Any]]:
 
 def stored(model: type, row: dict[str, Any]) -> dict[str, Any]:
     """``row`` with what the ORM would write for it (fingerprint, digest, words), no list."""
-    return {**row, **simsql.binding_for(model).stored_row(model(**row))}
+    return {**row, **binding_for(model).stored_row(model(**row))}
 
 
 def load(engine: Engine, model: type, rows: list[dict[str, Any]]) -> None:
@@ -231,7 +234,7 @@ def answer(engine: Engine, stmt: Any) -> list[tuple[int, int]]:
 
 
 def fingerprint_of(value: str) -> int:
-    return simsql.binding_for(Note).fingerprinter.fingerprint(value)
+    return binding_for(Note).fingerprinter.fingerprint(value)
 
 
 def left_behind_count(engine: Engine, model: type) -> int:
@@ -543,7 +546,7 @@ def vectors(n: int, seed: int = 3) -> np.ndarray:
 def vector_rows(engine: Engine, model: type) -> dict[int, tuple[np.ndarray, tuple[int, ...], int | None]]:
     """``{id: (vector, signature words (unsigned), list)}``."""
     m: Any = model
-    words = [getattr(m, name) for name in simsql.binding_for(model).names.signature_words] or [m.simhash]
+    words = [getattr(m, name) for name in binding_for(model).names.signature_words] or [m.simhash]
     with Session(engine) as session:
         return {
             r[0]: (np.asarray(r[1], dtype=np.float64), tuple(r[2:-1]), r[-1])
@@ -567,7 +570,7 @@ def expected_vectors(
     ``limit`` by cosine (ties by distance, then candidate order); (id, distance)."""
     unit = query / np.linalg.norm(query)
     lists = probed(state.live, lambda centre: -float(centre @ unit), probes)
-    signature = SIGNER.signatures_many(query[None, :])[0].words if simsql.binding_for(model).names.wide else (SIGNER.fingerprint(query),)
+    signature = SIGNER.signatures_many(query[None, :])[0].words if binding_for(model).names.wide else (SIGNER.fingerprint(query),)
     pool = sorted(
         (sum(hamming(w, s) for w, s in zip(words, signature)), key, vector)
         for key, (vector, words, part) in state.rows.items()

@@ -13,7 +13,12 @@ from sqlalchemy import Engine, insert, select, text
 from sqlalchemy.orm import Session
 
 import simsql
-from simsql import EmptyDocument, NotAttached, hamming
+import simsql.bits
+import simsql.queries
+import simsql.storage
+from simsql import EmptyDocument
+from simsql.bits import hamming
+from simsql.errors import NotAttached
 
 from .models import MODELS, Article, Base, Comment
 from .tables import brute_force, explain, is_mysql, load_fingerprints
@@ -224,7 +229,7 @@ def test_most_similar_many_matches_single_queries(tables: Engine, mode: str) -> 
     fingerprints, queries = _planted_corpus(seed=5)
     load_fingerprints(tables, model, fingerprints)
     with Session(tables) as session:
-        many = simsql.most_similar_many(session, model, [*queries, "", "some words"], limit=4, max_distance=3)
+        many = simsql.queries.most_similar_many(session, model, [*queries, "", "some words"], limit=4, max_distance=3)
         assert len(many) == len(queries) + 2
         for query, found in zip(queries, many):
             assert found == brute_force(fingerprints, query, 4, 3)
@@ -269,7 +274,7 @@ def test_column_comparators_match_python(tables: Engine) -> None:
     assert len(rows) == sum(1 for f in fingerprints if f is not None)
     for _, fp, distance, sim in rows:
         assert distance == hamming(fp, query)
-        assert sim == pytest.approx(simsql.similarity(fp, query))
+        assert sim == pytest.approx(simsql.bits.similarity(fp, query))
     assert [r[2] for r in rows] == sorted(r[2] for r in rows)
 
 
@@ -285,7 +290,7 @@ def test_real_text_fingerprints_are_exact(tables: Engine, mode: str) -> None:
     with Session(tables) as session:
         session.add_all(model(title=row[0], body=row[1]) for row in rows)
         session.commit()
-        binding = simsql.binding_for(model)
+        binding = simsql.storage.binding_for(model)
         stored = dict(session.execute(select(binding.table_keys[0], binding.fingerprint)).all())
     fingerprints = [stored.get(i + 1) for i in range(max(stored))]
     queries = [fp for fp in fingerprints[:: max(1, len(fingerprints) // 12)] if fp is not None]
@@ -311,7 +316,7 @@ def test_most_similar_many_refuses_bad_limits(tables: Engine, limit: Any) -> Non
     """A limit that is not a positive int is a caller's mistake: a clear error, not a database one."""
     with Session(tables) as session:
         with pytest.raises((TypeError, ValueError), match="limit"):
-            simsql.most_similar_many(session, Article, ["some words to look up"], limit=limit)
+            simsql.queries.most_similar_many(session, Article, ["some words to look up"], limit=limit)
 
 
 @pytest.mark.parametrize("targets", ["some words to look up", b"some bytes", 12345])
@@ -319,7 +324,7 @@ def test_most_similar_many_refuses_a_single_target(tables: Engine, targets: Any)
     """A str is a Sequence: iterating it would look up each character as its own text."""
     with Session(tables) as session:
         with pytest.raises(TypeError, match="targets"):
-            simsql.most_similar_many(session, Article, targets)
+            simsql.queries.most_similar_many(session, Article, targets)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -378,7 +383,7 @@ def _check_approximate_answers(
                     fp = fingerprints[key - 1]
                     assert fp is not None and hamming(fp, query) == d, where
                     assert max_distance is None or d <= max_distance, where
-                    assert min(hamming(a, b) for a, b in zip(simsql.blocks(fp), simsql.blocks(query))) <= probe_radius, where
+                    assert min(hamming(a, b) for a, b in zip(simsql.bits.blocks(fp), simsql.bits.blocks(query))) <= probe_radius, where
 
 
 def test_a_database_without_the_registry_is_probed_once_not_per_query(any_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,9 +19,11 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 import simsql.alembic
+import simsql.bits
 from simsql import Fingerprinter
 from simsql.dialects import type_rules
 from simsql.errors import ConfigMismatch, SchemaError
+from simsql.lifecycle.refingerprint import refingerprint
 
 from .command_line import cli, command, kill_when, ok
 from .tables import ROWS, build_docs, check_fingerprints, config_id, holder_sql, rows_done, writer
@@ -88,7 +90,7 @@ def test_version_1_named_on_a_mixin_keeps_working_and_the_default_is_refused(eng
         session.add(NewNote(id=99, body="written with the new default"))
         session.commit()
     # Moved to the new default (a mapped class names the table), the new code works and the old is refused.
-    assert simsql.refingerprint(engine, Note, to=V2, workers=0).switched
+    assert refingerprint(engine, Note, to=V2, workers=0).switched
     with Session(engine) as session:
         session.add(NewNote(id=99, body="written with the new default"))
         session.commit()
@@ -146,7 +148,7 @@ def test_refingerprint_with_concurrent_writers(engine: Engine, side_table: bool)
     for thread in writers:
         thread.start()
     try:
-        result = simsql.refingerprint(engine, "docs", to=V2, batch_size=100, workers=2, progress=midway)
+        result = refingerprint(engine, "docs", to=V2, batch_size=100, workers=2, progress=midway)
         check_fingerprints(engine, sql, V2)  # right after the switch, writers still running
     finally:
         stop.set()
@@ -170,7 +172,7 @@ def test_refingerprint_with_concurrent_writers(engine: Engine, side_table: bool)
         statement = select(Docs.id).where(simsql.similar_to(Docs, f"{title}\n{body}", max_distance=0))
         assert connection.execute(statement).scalars().all()
     # And back again: the names a switch leaves are free for the next run.
-    assert simsql.refingerprint(engine, "docs", to=V1, workers=0).switched
+    assert refingerprint(engine, "docs", to=V1, workers=0).switched
     simsql.backfill(engine, "docs", workers=0)
     assert check_fingerprints(engine, sql, V1)[1] == check_fingerprints(engine, sql, V1)[0]
     assert _leftovers(engine) == []
@@ -180,22 +182,22 @@ def test_refingerprint_refuses_a_second_target_until_abandoned(engine: Engine) -
     build_docs(engine)
     simsql.alembic.upgrade(engine)
     simsql.attach_table(engine, "docs", ["title", "body"], fingerprinter=V1)
-    assert not simsql.refingerprint(engine, "docs", to=V1).switched  # already there: nothing to do
+    assert not refingerprint(engine, "docs", to=V1).switched  # already there: nothing to do
     # A run stopped after staging (as if killed): its cursor records the target.
     with engine.begin() as connection:
         connection.execute(text("ALTER TABLE docs ADD COLUMN simhash_next bigint"))  # the user's own column
     with pytest.raises(SchemaError, match="simhash_next"):
-        simsql.refingerprint(engine, "docs", to=V2)
+        refingerprint(engine, "docs", to=V2)
     with engine.begin() as connection:
         connection.execute(text("ALTER TABLE docs DROP COLUMN simhash_next"))
     other = Fingerprinter(shingle_size=2)
     stopped = _stage_only(engine, V2)
     assert stopped
     with pytest.raises(SchemaError, match="in progress"):
-        simsql.refingerprint(engine, "docs", to=other)
-    simsql.refingerprint(engine, "docs", to=other, abandon=True)
+        refingerprint(engine, "docs", to=other)
+    refingerprint(engine, "docs", to=other, abandon=True)
     assert _leftovers(engine) == [] and config_id(engine, "docs") == V1.config_id
-    assert simsql.refingerprint(engine, "docs", to=other, workers=0).switched
+    assert refingerprint(engine, "docs", to=other, workers=0).switched
     assert config_id(engine, "docs") == other.config_id
 
 
@@ -209,7 +211,7 @@ def _stage_only(engine: Engine, to: Fingerprinter) -> bool:
         raise Stop
 
     try:
-        simsql.refingerprint(engine, "docs", to=to, batch_size=50, workers=0, progress=stop)
+        refingerprint(engine, "docs", to=to, batch_size=50, workers=0, progress=stop)
     except Stop:
         return True
     return False
@@ -293,9 +295,9 @@ def _attach_like_0_1(engine: Engine, side_table: bool) -> None:
             if fingerprint is None:
                 continue
             if side_table:
-                connection.execute(text("INSERT INTO docs_simhash (id, simhash) VALUES (:k, :f)"), {"k": key, "f": simsql.to_signed(fingerprint)})
+                connection.execute(text("INSERT INTO docs_simhash (id, simhash) VALUES (:k, :f)"), {"k": key, "f": simsql.bits.to_signed(fingerprint)})
             else:
-                connection.execute(text(f"UPDATE {holder} SET simhash = :f WHERE id = :k"), {"k": key, "f": simsql.to_signed(fingerprint)})
+                connection.execute(text(f"UPDATE {holder} SET simhash = :f WHERE id = :k"), {"k": key, "f": simsql.bits.to_signed(fingerprint)})
 
 
 @pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
@@ -325,7 +327,7 @@ def test_a_table_attached_by_0_1_is_upgraded_by_attaching_again(engine: Engine, 
     check_fingerprints(engine, sql, V1)
     assert simsql.status(engine)[0].rows_missing == 1
     # And it can move on to the new configuration.
-    assert simsql.refingerprint(engine, "docs", to=V2, workers=0).switched
+    assert refingerprint(engine, "docs", to=V2, workers=0).switched
     with_text, fingerprinted = check_fingerprints(engine, sql, V2)
     assert fingerprinted == with_text
 
@@ -366,7 +368,7 @@ def test_a_process_that_checked_before_the_switch_is_refused_after_it(
         session.commit()
     other = __import__("sqlalchemy").create_engine(database_url, connect_args={"options": f"-csearch_path={schema}"})
     try:
-        assert simsql.refingerprint(other, "items", to=V2, workers=0).switched  # another process
+        assert refingerprint(other, "items", to=V2, workers=0).switched  # another process
     finally:
         other.dispose()
     monkeypatch.setattr(simsql.registry, "CHECK_TTL", 0.0, raising=False)  # as if the cache had expired
@@ -390,7 +392,7 @@ def test_a_partitioned_table_moves_there_and_back(engine: Engine) -> None:
     simsql.attach_table(engine, "docs", ["title", "body"], fingerprinter=V1)
     simsql.backfill(engine, "docs", workers=0)
     for to in (V2, V1, V2):  # each switch leaves every index name free for the next run
-        assert simsql.refingerprint(engine, "docs", to=to, workers=0).switched
+        assert refingerprint(engine, "docs", to=to, workers=0).switched
         with_text, fingerprinted = check_fingerprints(engine, holder_sql(False), to)
         assert fingerprinted == with_text == 60
         with engine.connect() as connection:
@@ -421,7 +423,7 @@ def test_refingerprint_not_built_for_mysql_is_refused_clearly_not_half_run(mysql
     """Refingerprint to other settings (on MySQL only version 2 to 3 of the same settings runs:
     tests/test_refingerprint_v3.py) says so before any of its DDL runs; attach, detach and
     status (tests/test_lifecycle.py) and backfill (tests/test_backfill.py) run there."""
-    from simsql import UnsupportedDatabase
+    from simsql.errors import UnsupportedDatabase
 
     from .tables import run
 
@@ -431,6 +433,6 @@ def test_refingerprint_not_built_for_mysql_is_refused_clearly_not_half_run(mysql
     with mysql_engine.connect() as connection:
         before = connection.execute(text("SHOW CREATE TABLE docs")).one()[1]
     with pytest.raises(UnsupportedDatabase, match="on (MySQL|MariaDB).*does not run other moves there yet"):
-        simsql.refingerprint(mysql_engine, "docs", to=Fingerprinter(shingle_size=2))
+        refingerprint(mysql_engine, "docs", to=Fingerprinter(shingle_size=2))
     with mysql_engine.connect() as connection:
         assert connection.execute(text("SHOW CREATE TABLE docs")).one()[1] == before

@@ -22,10 +22,12 @@ from sqlalchemy.orm.exc import StaleDataError
 
 import simsql
 import simsql.alembic
+import simsql.storage
 from simsql import Fingerprinter
 from simsql.dialects import backend
 from simsql.errors import ConfigMismatch, SchemaError, UnsupportedDatabase
 from simsql.fingerprint import DEFAULT_WIDE
+from simsql.lifecycle.refingerprint import refingerprint
 from simsql.schema import Names
 
 from .command_line import cli, command, kill_when, ok
@@ -155,7 +157,7 @@ def test_a_version_2_table_moves_to_version_3_while_writers_run(any_engine: Engi
     for thread in threads:
         thread.start()
     try:
-        result = simsql.refingerprint(any_engine, "docs", to=V3, batch_size=100, workers=2, progress=midway)
+        result = refingerprint(any_engine, "docs", to=V3, batch_size=100, workers=2, progress=midway)
         check_signatures(any_engine, sql)  # right after the switch, writers still running
         time.sleep(0.2)  # let the ORM writer meet the moved table
     finally:
@@ -246,7 +248,7 @@ def test_other_moves_are_refused_on_mysql_before_anything_changes(mysql_engine: 
     before = state(mysql_engine)
     for to in (Fingerprinter(version=3, shingle_size=2), Fingerprinter(shingle_size=2)):
         with pytest.raises(UnsupportedDatabase, match="only from algorithm version 2 to version 3 of the same settings"):
-            simsql.refingerprint(mysql_engine, "docs", to=to)
+            refingerprint(mysql_engine, "docs", to=to)
     assert state(mysql_engine) == before
 
 
@@ -266,7 +268,7 @@ def test_an_indexed_table_moves_and_keeps_its_block_indexes_on_mysql(mysql_engin
     simsql.backfill(mysql_engine, "docs")
     names = Names("docs", wide=True)
     assert set(Names("docs").indexes) <= _index_names(mysql_engine)
-    result = simsql.refingerprint(mysql_engine, "docs", to=V3)
+    result = refingerprint(mysql_engine, "docs", to=V3)
     assert result.switched and config_id(mysql_engine, "docs") == V3.config_id
     assert set(names.indexes) <= _index_names(mysql_engine)
     with_text, complete = check_signatures(mysql_engine, _signatures_sql(mysql_engine, False))
@@ -291,7 +293,7 @@ def test_a_move_killed_with_its_block_indexes_set_aside_builds_them_again(mysql_
         raise Stop
 
     with pytest.raises(Stop):
-        simsql.refingerprint(mysql_engine, "docs", to=V3, batch_size=50, workers=0, progress=stop)
+        refingerprint(mysql_engine, "docs", to=V3, batch_size=50, workers=0, progress=stop)
     narrow = Names("docs")
     with mysql_engine.begin() as connection:
         drops = ", ".join(f"DROP INDEX {backend(connection).quote(i)}" for i in narrow.indexes)
@@ -301,10 +303,10 @@ def test_a_move_killed_with_its_block_indexes_set_aside_builds_them_again(mysql_
                            {"marker": narrow.set_aside_marker, "config": V3.config_id})  # fmt: skip
     assert not set(narrow.indexes) & _index_names(mysql_engine)
     if way == "resume":
-        assert simsql.refingerprint(mysql_engine, "docs", to=V3, workers=0).switched
+        assert refingerprint(mysql_engine, "docs", to=V3, workers=0).switched
         assert set(Names("docs", wide=True).indexes) <= _index_names(mysql_engine)
     else:
-        simsql.refingerprint(mysql_engine, "docs", to=V3, abandon=True)
+        refingerprint(mysql_engine, "docs", to=V3, abandon=True)
         assert set(narrow.indexes) <= _index_names(mysql_engine)
         assert config_id(mysql_engine, "docs") == V2.config_id
     with mysql_engine.connect() as connection:
@@ -328,13 +330,13 @@ def test_an_unfinished_move_is_abandoned_or_detached_cleanly(any_engine: Engine,
         raise Stop
 
     with pytest.raises(Stop):
-        simsql.refingerprint(any_engine, "docs", to=V3, batch_size=50, workers=0, progress=stop)
+        refingerprint(any_engine, "docs", to=V3, batch_size=50, workers=0, progress=stop)
     with pytest.raises(SchemaError, match="in progress"):
-        simsql.refingerprint(any_engine, "docs", to=Fingerprinter(version=3, seed=1))
+        refingerprint(any_engine, "docs", to=Fingerprinter(version=3, seed=1))
     if way == "abandon":
-        simsql.refingerprint(any_engine, "docs", to=V3, abandon=True)
+        refingerprint(any_engine, "docs", to=V3, abandon=True)
         assert state(any_engine) == attached and config_id(any_engine, "docs") == V2.config_id
-        assert simsql.refingerprint(any_engine, "docs", to=V3, workers=0).switched
+        assert refingerprint(any_engine, "docs", to=V3, workers=0).switched
         assert check_signatures(any_engine, _signatures_sql(any_engine, False))[1] > 0
     else:
         simsql.detach_table(any_engine, "docs")
@@ -351,7 +353,7 @@ def test_a_column_of_the_users_under_a_wide_name_is_refused(any_engine: Engine) 
     run(any_engine, "ALTER TABLE docs ADD COLUMN simhash_w1 BIGINT")
     before = state(any_engine)
     with pytest.raises(SchemaError, match="simhash_w1"):
-        simsql.refingerprint(any_engine, "docs", to=V3)
+        refingerprint(any_engine, "docs", to=V3)
     assert state(any_engine) == before and config_id(any_engine, "docs") == V2.config_id
 
 
@@ -399,4 +401,4 @@ def test_wide_and_the_configuration_must_agree() -> None:
         body: Mapped[str | None] = mapped_column(Text)
 
     with pytest.raises(TypeError, match="__simhash_fingerprinter__"):
-        simsql.binding_for(Narrow)
+        simsql.storage.binding_for(Narrow)

@@ -20,7 +20,10 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 import simsql.alembic
-from simsql import ConfigMismatch, Fingerprinter, registry
+import simsql.fingerprint
+import simsql.storage
+from simsql import Fingerprinter, registry
+from simsql.errors import ConfigMismatch
 
 BODY = "the quick brown fox jumps over the lazy dog near the river bank today"
 OTHER = Fingerprinter(shingle_size=2)
@@ -149,9 +152,9 @@ class Titled(simsql.SimHashMixin, StringBase):
 
 def test_a_string_source_is_one_column() -> None:
     assert Titled.__simhash_source__ == ("body",)
-    binding = simsql.binding_for(Titled)
+    binding = simsql.storage.binding_for(Titled)
     assert binding.source == ("body",) and binding.source_columns == ("body",)
-    assert binding.fingerprint_of(Titled(id=1, b="x", o="y", d="z", y="w", body=BODY)) == simsql.simhash(BODY)
+    assert binding.fingerprint_of(Titled(id=1, b="x", o="y", d="z", y="w", body=BODY)) == simsql.fingerprint.simhash(BODY)
 
 
 def test_a_string_source_fingerprints_its_column(any_engine: Engine) -> None:
@@ -160,7 +163,7 @@ def test_a_string_source_fingerprints_its_column(any_engine: Engine) -> None:
         session.add(Titled(id=1, b="b", o="o", d="d", y="y", body=BODY))
         session.commit()
         stored = session.execute(select(Titled.simhash)).scalar_one()
-    assert stored == simsql.simhash(BODY)  # the SimHash column reads back unsigned
+    assert stored == simsql.fingerprint.simhash(BODY)  # the SimHash column reads back unsigned
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from sqlalchemy import Engine
 
 import simsql
 import simsql.alembic
-from simsql import SchemaError
+from simsql.errors import SchemaError
 
 from .command_line import cli, failed, ok
 from .tables import build_live_docs, state

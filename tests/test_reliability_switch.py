@@ -37,7 +37,9 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 import simsql.alembic
-from simsql import ConfigMismatch, Fingerprinter
+from simsql import Fingerprinter
+from simsql.errors import ConfigMismatch
+from simsql.lifecycle.refingerprint import refingerprint
 
 from .tables import check_fingerprints, config_id, is_mysql, random_text
 
@@ -136,7 +138,7 @@ def _switch(engine: Engine, table: str, side_table: bool) -> None:
             simsql.attach_table(second, table, list(SOURCE), fingerprinter=V2, side_table=side_table)
             simsql.backfill(second, table, workers=0)
         else:
-            assert simsql.refingerprint(second, table, to=V2, workers=0).switched
+            assert refingerprint(second, table, to=V2, workers=0).switched
     finally:
         second.dispose()
 
@@ -394,7 +396,7 @@ def test_no_writer_sees_a_deadlock_during_refingerprints(engine: Engine, mode: s
         second = _second_engine(engine)
         try:
             for to in (V2, V1, V2):
-                assert simsql.refingerprint(second, table, to=to, workers=0, batch_size=50).switched
+                assert refingerprint(second, table, to=to, workers=0, batch_size=50).switched
         finally:
             second.dispose()
 

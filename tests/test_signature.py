@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 import xxhash
 
-from simsql import Background, EmptyDocument, Fingerprinter
+from simsql import EmptyDocument, Fingerprinter
+from simsql.background import Background
 from simsql.signature import (
     DEFAULT_LAYOUT,
     WIDE_BITS,

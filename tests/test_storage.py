@@ -20,7 +20,11 @@ from sqlalchemy.schema import CreateTable
 
 import simsql
 import simsql.alembic
-from simsql import ConfigMismatch, Fingerprinter, registry
+import simsql.bits
+import simsql.fingerprint
+import simsql.storage
+from simsql import Fingerprinter, registry
+from simsql.errors import ConfigMismatch
 from simsql.schema import metadata as simsql_metadata
 from simsql.schema import progress_table, registry_table
 
@@ -134,7 +138,7 @@ def test_registry_round_trip_and_configuration_check(tables: Engine) -> None:
 
 def test_side_table_attach_records_and_follows_writes(tables: Engine) -> None:
     simsql_metadata.create_all(tables)
-    binding = simsql.binding_for(Post)
+    binding = simsql.storage.binding_for(Post)
     with tables.begin() as connection:
         registry.record(connection, "posts", None, binding.fingerprinter, binding.source, "side_table", binding.table.name)
     with Session(tables) as session:
@@ -145,7 +149,7 @@ def test_side_table_attach_records_and_follows_writes(tables: Engine) -> None:
         session.commit()  # the upsert path: ON DUPLICATE KEY UPDATE, ON CONFLICT DO UPDATE
         stored = session.execute(select(binding.fingerprint, *binding.blocks).where(binding.table_keys[0] == post.id)).one()
         assert stored[0] == binding.fingerprinter.fingerprint("Shakespeare\nShakespeare produced most of his work after 1589")
-        assert tuple(stored[1:]) == simsql.blocks(stored[0])
+        assert tuple(stored[1:]) == simsql.bits.blocks(stored[0])
         found = simsql.find_original(session, Post, "Shakespeare\nShakespeare produced most of his work after 1589")
         assert found is not None and found.row.id == post.id and found.distance == 0
 
@@ -174,7 +178,7 @@ def test_raw_sql_text_changes_drop_stale_fingerprints_in_both_modes(tables: Engi
         article.body = "written through the ORM again"
         session.commit()
         assert session.execute(select(Article.simhash).where(Article.id == ids[0])).scalar_one() == (
-            simsql.binding_for(Article).fingerprinter.fingerprint("Shakespeare\nwritten through the ORM again")
+            simsql.storage.binding_for(Article).fingerprinter.fingerprint("Shakespeare\nwritten through the ORM again")
         )
     Base.metadata.drop_all(tables)
     assert _triggers(tables) == []
@@ -183,7 +187,7 @@ def test_raw_sql_text_changes_drop_stale_fingerprints_in_both_modes(tables: Engi
 @pytest.mark.parametrize("mode", MODES)
 def test_orm_rows_fingerprinted_and_blocks_follow(tables: Engine, mode: str) -> None:
     model = MODELS[mode]
-    binding = simsql.binding_for(model)
+    binding = simsql.storage.binding_for(model)
     with Session(tables) as session:
         row = model(title="Shakespeare", body="Shakespeare produced most of his known work between 1589 and 1613")
         empty = model(title="  ", body=None)
@@ -191,14 +195,14 @@ def test_orm_rows_fingerprinted_and_blocks_follow(tables: Engine, mode: str) -> 
         session.commit()
         stored = session.execute(select(binding.fingerprint, *binding.blocks).where(binding.table_keys[0] == row.id)).one()
         assert stored[0] == binding.fingerprinter.fingerprint("Shakespeare\nShakespeare produced most of his known work between 1589 and 1613")
-        assert tuple(stored[1:]) == simsql.blocks(stored[0])
+        assert tuple(stored[1:]) == simsql.bits.blocks(stored[0])
         assert session.execute(select(binding.fingerprint).where(binding.table_keys[0] == empty.id)).scalar() is None
 
         row.body = "A completely different text about databases and indexes"
         session.commit()
         updated = session.execute(select(binding.fingerprint, *binding.blocks).where(binding.table_keys[0] == row.id)).one()
         assert updated[0] == binding.fingerprinter.fingerprint("Shakespeare\nA completely different text about databases and indexes")
-        assert tuple(updated[1:]) == simsql.blocks(updated[0])
+        assert tuple(updated[1:]) == simsql.bits.blocks(updated[0])
 
         # NULL fingerprints never match, even a fingerprint of all zeros or all ones.
         for probe in (0, 2**64 - 1):
@@ -216,7 +220,7 @@ def test_raw_sql_update_keeps_blocks_in_sync(tables: Engine) -> None:
         connection.execute(text(f"INSERT INTO articles (id, title, category, simhash) VALUES (1, 'x', 'a', {stored_all_ones})"))
         connection.execute(text("UPDATE articles SET simhash = 81985529216486895 WHERE id = 1"))
         row = connection.execute(text("SELECT simhash_b0, simhash_b1, simhash_b2, simhash_b3 FROM articles")).one()
-    assert tuple(row) == simsql.blocks(81985529216486895)
+    assert tuple(row) == simsql.bits.blocks(81985529216486895)
 
 
 def test_side_table_rows_cascade_with_their_model(tables: Engine) -> None:
@@ -258,7 +262,7 @@ NEW = "completely different words about databases indexes and query planners"
 
 
 def _holder_sql(model: type) -> str:
-    return f"SELECT id, simhash FROM {simsql.binding_for(model).table.name}"
+    return f"SELECT id, simhash FROM {simsql.storage.binding_for(model).table.name}"
 
 
 @pytest.mark.parametrize("model", [Doc, Note], ids=["mixin", "orm_side_table"])
@@ -277,10 +281,10 @@ def test_text_changed_by_any_writer_never_keeps_its_old_fingerprint(any_engine: 
             session.execute(text(f"UPDATE {model.__tablename__} SET body = :b", ), {"b": NEW})  # type: ignore[attr-defined]
         session.commit()
         stored = fingerprints_by(engine, _holder_sql(model)).get(1)
-        assert stored in (None, simsql.simhash(NEW))
+        assert stored in (None, simsql.fingerprint.simhash(NEW))
         assert session.execute(select(model.id).where(simsql.similar_to(model, OLD, 0))).all() == []  # type: ignore[attr-defined]
     simsql.backfill(engine, model, workers=0)
-    assert fingerprints_by(engine, _holder_sql(model))[1] == simsql.simhash(NEW)
+    assert fingerprints_by(engine, _holder_sql(model))[1] == simsql.fingerprint.simhash(NEW)
 
 
 def test_a_recomputed_equal_fingerprint_is_kept(engine: Engine) -> None:
@@ -298,9 +302,9 @@ def test_a_recomputed_equal_fingerprint_is_kept(engine: Engine) -> None:
         session.commit()
         article.body = "hello, world! again and again..."
         session.commit()
-    assert simsql.simhash("title 2\nhello, world! again and again...") == simsql.simhash("title 2\nhello world again and again")
+    assert simsql.fingerprint.simhash("title 2\nhello, world! again and again...") == simsql.fingerprint.simhash("title 2\nhello world again and again")
     stored = fingerprints_by(engine, "SELECT id, simhash FROM articles")[2]
-    assert stored == simsql.simhash("title 2\nhello world again and again")
+    assert stored == simsql.fingerprint.simhash("title 2\nhello world again and again")
 
 
 def test_mixin_tables_are_registered_and_checked(any_engine: Engine) -> None:

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import simsql
+import simsql.bits
 from simsql.vectors import VectorFingerprinter, cosine_estimate, hyperplanes
 
 VECTORS = {
@@ -123,7 +124,7 @@ def test_hamming_distance_tracks_the_angle() -> None:
         angle = math.radians(degrees)
         a, b = _pairs_at_angle(rng, angle, 400, 128)
         fa, fb = fingerprinter.fingerprint_many(a), fingerprinter.fingerprint_many(b)
-        distances = [simsql.hamming(x, y) for x, y in zip(fa, fb)]
+        distances = [simsql.bits.hamming(x, y) for x, y in zip(fa, fb)]
         mean = float(np.mean(distances))
         assert abs(mean - 64 * angle / math.pi) < 1.5, (degrees, mean)
         assert abs(fingerprinter.cosine_estimate(round(mean)) - math.cos(angle)) < 0.1

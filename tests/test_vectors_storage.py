@@ -13,7 +13,10 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
-from simsql import ConfigMismatch, Fingerprinter, SimHashMixin, VectorFingerprinter, hamming, registry
+import simsql.queries
+from simsql import Fingerprinter, SimHashMixin, VectorFingerprinter, registry
+from simsql.bits import hamming
+from simsql.errors import ConfigMismatch
 from simsql.schema import metadata as simsql_metadata
 
 DIMENSIONS = 24
@@ -127,7 +130,7 @@ def test_near_duplicates_and_groups_match_brute_force(any_engine: Engine) -> Non
         assert row is not None
         nearest = session.execute(simsql.most_similar(select(Doc), row, limit=1)).one()
         assert nearest.distance == min(hamming(fps[9], fp) for i, fp in enumerate(fps) if i != 9)
-        many = simsql.most_similar_many(session, Doc, [vectors[9], vectors[19]], limit=5, max_distance=3)
+        many = simsql.queries.most_similar_many(session, Doc, [vectors[9], vectors[19]], limit=5, max_distance=3)
         for index, found in zip((9, 19), many):
             within = sorted((hamming(fps[index], fp), i + 1) for i, fp in enumerate(fps) if hamming(fps[index], fp) <= 3)
             assert sorted((d, k) for k, d in found) == within[:5]

@@ -14,7 +14,10 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
-from simsql import NotAttached, VectorFingerprinter
+import simsql.bits
+import simsql.storage
+from simsql import VectorFingerprinter
+from simsql.errors import NotAttached
 
 DIMENSIONS = 32
 SIGNER = VectorFingerprinter(DIMENSIONS, seed=11)
@@ -90,7 +93,7 @@ def _load(engine: Engine, model: type, vectors: np.ndarray) -> None:
 
 
 def _words(engine: Engine, model: type) -> dict[int, tuple[int | None, ...]]:
-    names = simsql.binding_for(model).names
+    names = simsql.storage.binding_for(model).names
     columns = [getattr(model, name) for name in names.signature_words]
     with Session(engine) as session:
         return {row[0]: tuple(row[1:]) for row in session.execute(select(model.id, *columns))}
@@ -154,8 +157,8 @@ def test_near_copy_vectors_finds_what_brute_force_finds(any_engine: Engine, mode
             target = SIGNER.signatures_many([query])[0]
             for match in found:
                 assert match.cosine == pytest.approx(_cosines(vectors[match.row.id - 1 : match.row.id], query)[0])
-                assert match.distance == simsql.hamming(target.words[0], signatures[match.row.id - 1].words[0]) + sum(
-                    simsql.hamming(a, b) for a, b in zip(target.words[1:], signatures[match.row.id - 1].words[1:])
+                assert match.distance == simsql.bits.hamming(target.words[0], signatures[match.row.id - 1].words[0]) + sum(
+                    simsql.bits.hamming(a, b) for a, b in zip(target.words[1:], signatures[match.row.id - 1].words[1:])
                 )
             checked += len(expected)
         assert checked >= 16  # the copies were there to find

@@ -8,6 +8,7 @@ from sqlalchemy import Engine, text
 
 import simsql
 import simsql.alembic
+import simsql.bits
 from simsql import Fingerprinter
 from simsql.lifecycle import attach as operations
 from simsql.errors import ConfigMismatch
@@ -18,7 +19,7 @@ from .test_migrations import build_legacy
 def _stored(engine: Engine) -> dict[int, tuple[str | None, str | None, int | None]]:
     with engine.connect() as connection:
         rows = connection.execute(text("SELECT id, title, body, simhash FROM articles ORDER BY id")).all()
-    return {r.id: (r.title, r.body, None if r.simhash is None else simsql.to_unsigned(r.simhash)) for r in rows}
+    return {r.id: (r.title, r.body, None if r.simhash is None else simsql.bits.to_unsigned(r.simhash)) for r in rows}
 
 
 def test_a_version_1_table_keeps_its_fingerprints_and_refuses_the_new_default(engine: Engine) -> None:

@@ -18,6 +18,7 @@ import simsql
 import simsql.alembic
 from simsql import EmptyDocument
 from simsql.fingerprint import DEFAULT_WIDE
+from simsql.lifecycle.refingerprint import refingerprint
 
 from .tables import run, unsigned
 from .wide_models import WideArticle, WideBase
@@ -85,7 +86,7 @@ def test_a_move_to_version_3_leaves_wordless_rows_without_words(any_engine: Engi
     indexes = any_engine.dialect.name != "mysql" or not getattr(any_engine.dialect, "is_mariadb", False)
     simsql.attach_table(any_engine, "notes", ["body"], fingerprinter=simsql.Fingerprinter(), indexes=indexes)
     simsql.backfill(any_engine, "notes", workers=0)
-    assert simsql.refingerprint(any_engine, "notes", to=DEFAULT_WIDE, workers=0).switched
+    assert refingerprint(any_engine, "notes", to=DEFAULT_WIDE, workers=0).switched
     with any_engine.connect() as connection:
         stored = dict(connection.execute(text("SELECT id, simhash_w1 FROM notes")).all())
     assert [key for key, word in stored.items() if word is not None] == [len(WORDLESS) + 2]

@@ -19,7 +19,9 @@ from sqlalchemy.orm import Session
 
 import simsql
 import simsql.alembic
+import simsql.errors
 from simsql.dialects import backend
+from simsql.lifecycle.refingerprint import refingerprint
 from simsql.schema import WIDE_LAYOUT, Names
 
 from .command_line import cli
@@ -197,14 +199,14 @@ def test_a_wide_attachment_keeps_its_kind_and_moves_to_other_settings_where_it_c
     simsql.alembic.upgrade(any_engine)
     simsql.attach_table(any_engine, "notes", ["title", "body"], wide=True)
     simsql.attach_table(any_engine, "notes", ["title", "body"], wide=True)  # the same: nothing to do
-    with pytest.raises(simsql.SchemaError, match="already attached"):
+    with pytest.raises(simsql.errors.SchemaError, match="already attached"):
         simsql.attach_table(any_engine, "notes", ["title", "body"], wide=False)
     other = simsql.Fingerprinter(version=3, shingle_size=2)
     if is_mysql(any_engine):  # there refingerprint moves version 2 to 3 of the same settings only
-        with pytest.raises(simsql.UnsupportedDatabase, match="only from algorithm version 2 to version 3"):
-            simsql.refingerprint(any_engine, "notes", to=other)
+        with pytest.raises(simsql.errors.UnsupportedDatabase, match="only from algorithm version 2 to version 3"):
+            refingerprint(any_engine, "notes", to=other)
         return
-    assert simsql.refingerprint(any_engine, "notes", to=other, workers=0).switched  # PostgreSQL: wide to wide
+    assert refingerprint(any_engine, "notes", to=other, workers=0).switched  # PostgreSQL: wide to wide
     report = simsql.status(any_engine)[0]
     assert (report.config_id, report.wide, report.rows_missing, report.rows_missing_wide) == (other.config_id, True, 0, 0)
 

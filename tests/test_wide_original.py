@@ -13,6 +13,7 @@ from sqlalchemy import Engine, inspect, update
 from sqlalchemy.orm import Session
 
 import simsql
+import simsql.storage
 from simsql.queries.wide_original import MAX_TEXT_BYTES
 
 from .models import MODELS
@@ -181,7 +182,7 @@ def test_a_short_text_wrapped_in_a_header_and_footer_is_found(wide_tables: Engin
     from simsql.signature import probe_values
 
     model = WIDE_MODELS[mode]
-    fingerprinter = simsql.binding_for(model).fingerprinter
+    fingerprinter = simsql.storage.binding_for(model).fingerprinter
     original, copy = fingerprinter.signature(SHORT_CHINESE), fingerprinter.signature(SHORT_CHINESE_COPY)
     blocks = original.blocks(WIDE_LAYOUT)
     reached = [blocks[block] == value for block, value in probe_values(copy, WIDE_LAYOUT, budget=probe_budget(copy))]
@@ -203,7 +204,7 @@ def test_the_probe_budget_benchmark_ranks_as_the_database_answers(wide_tables: E
     from simsql.queries.wide import wide_search
 
     model = WIDE_MODELS[mode]
-    fingerprinter = simsql.binding_for(model).fingerprinter
+    fingerprinter = simsql.storage.binding_for(model).fingerprinter
     copy = fingerprinter.signature(SHORT_CHINESE_COPY)
     rank = reach_rank(copy, fingerprinter.signature(SHORT_CHINESE))
     assert rank is not None and rank >= 512

@@ -131,13 +131,35 @@ def _annotation(annotation: object) -> str:
     return inspect.formatannotation(annotation)
 
 
-def signature(name: str) -> str:
-    """The signature block of ``simsql.<name>`` in docs/api.md: ``name(params) -> result`` for a
-    function, ``class name(params)`` for a class (its constructor), ``class name(Base)`` for an
-    error. One parameter a line when it does not fit in 96 characters."""
-    import simsql
+def api_entries(text: str) -> dict[str, str]:
+    """The entries of docs/api.md: ``### `name` `` heading -> its section, up to the next heading.
+    ``name`` is a name of ``simsql.__all__`` or, for a name that lives in a module of its own,
+    its dotted path (``simsql.bits.hamming``)."""
+    parts = re.split(r"^(#{2,3} .*)$", text, flags=re.MULTILINE)
+    entries = {}
+    for heading, body in zip(parts[1::2], parts[2::2]):
+        if found := re.fullmatch(r"### `([A-Za-z_][A-Za-z0-9_.]*)`", heading.strip()):
+            entries[found.group(1)] = body
+    return entries
 
-    obj = getattr(simsql, name)
+
+def resolve(name: str) -> object:
+    """The object an entry of docs/api.md documents: ``name`` is a name of ``simsql.__all__``
+    (``most_similar``) or the dotted path of a name in one of simsql's modules
+    (``simsql.bits.hamming``)."""
+    import importlib
+
+    module, _, attribute = name.rpartition(".") if "." in name else ("simsql", "", name)
+    return getattr(importlib.import_module(module), attribute)
+
+
+def signature(name: str) -> str:
+    """The signature block of the entry ``name`` in docs/api.md (see :func:`resolve`):
+    ``name(params) -> result`` for a function, ``class name(params)`` for a class (its
+    constructor), ``class name(Base)`` for an error, ``name`` its last part. One parameter a line
+    when it does not fit in 96 characters."""
+    obj = resolve(name)
+    name = name.rpartition(".")[2]
     if isinstance(obj, type) and issubclass(obj, BaseException):
         return f"class {name}({obj.__mro__[1].__name__})"
     try:
@@ -168,7 +190,7 @@ def signature(name: str) -> str:
     return f"{prefix}(\n" + "".join(f"    {param},\n" for param in params) + f"){result}"
 
 
-_SIGNATURE_BLOCK = re.compile(r"^(#{2,4} `([A-Za-z_][A-Za-z0-9_]*)`\n\n```text\n)(.*?)(^```$)", re.MULTILINE | re.DOTALL)
+_SIGNATURE_BLOCK = re.compile(r"^(#{2,4} `([A-Za-z_][A-Za-z0-9_.]*)`\n\n```text\n)(.*?)(^```$)", re.MULTILINE | re.DOTALL)
 
 
 def api_markdown(text: str) -> str:

@@ -21,8 +21,9 @@ from sqlalchemy.exc import ArgumentError, DBAPIError
 
 import simsql
 from simsql import urls
+from simsql.background import Background
 from simsql.dialects import backend
-from simsql.errors import UnsupportedDatabase
+from simsql.errors import ConfigMismatch, UnsupportedDatabase
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -104,20 +105,20 @@ def backfill_command(table: str, schema: str | None) -> str:
     return " ".join(shlex.quote(word) for word in words)
 
 
-def load_background(path: str) -> simsql.Background:
+def load_background(path: str) -> Background:
     """``--background FILE``; a missing or malformed file is a usage error naming it."""
     try:
-        return simsql.Background.load(path)
+        return Background.load(path)
     except OSError as error:
         raise UsageError(f"cannot read {path}: {error.strerror or error}") from None
     except (TypeError, ValueError) as error:
         raise UsageError(str(error)) from None
 
 
-def with_background(fingerprinter: simsql.Fingerprinter, background: simsql.Background) -> simsql.Fingerprinter:
+def with_background(fingerprinter: simsql.Fingerprinter, background: Background) -> simsql.Fingerprinter:
     """``fingerprinter`` centred on ``background``; a background fitted with other settings is a
     usage error that says which options must match."""
     try:
         return dataclasses.replace(fingerprinter, background=background)
-    except simsql.ConfigMismatch as error:
+    except ConfigMismatch as error:
         raise UsageError(f"{error} (pass the same --algorithm-version/--shingle-size/--chinese/--weighting/--seed it was fitted with)") from None

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Engine
 
 import simsql
+import simsql.lifecycle.refingerprint
 import simsql.lifecycle.sampling
 from simsql import registry
 from simsql.cli.common import (
@@ -36,7 +37,7 @@ def _fit_and_save_background(engine: Engine, args: argparse.Namespace, to: simsq
     """Fit on a random sample of the table, save before moving anything (a rerun resumes with
     ``--background FILE``), and say how the application uses it."""
     try:
-        background = simsql.fit_background(engine, args.table, fingerprinter=to, schema=args.schema, sample=args.sample)
+        background = simsql.lifecycle.sampling.fit_background(engine, args.table, fingerprinter=to, schema=args.schema, sample=args.sample)
     except ValueError as error:
         raise CommandError(str(error)) from None
     try:
@@ -99,7 +100,7 @@ def cmd_refingerprint(args: argparse.Namespace) -> int:
             _refuse_mysql_move(engine, args, to)
         try:
             with interrupt_main_process_only(), progress_bar(args.table, args.progress and not args.abandon) as progress:
-                result = simsql.refingerprint(
+                result = simsql.lifecycle.refingerprint.refingerprint(
                     engine, args.table, to=to, schema=args.schema, batch_size=args.batch_size, workers=args.workers,
                     progress=progress, lock_timeout=args.lock_timeout, abandon=args.abandon,
                 )

@@ -18,6 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 import simsql
+from simsql.bits import hamming
 
 from .corpus import Article
 from .database import DemoArticle
@@ -97,7 +98,7 @@ def duplicates_section(session: Session, say: Say, planted: Sequence[PlantedCopy
     }
 
     def distance(a: int, b: int) -> int:
-        return simsql.hamming(fingerprints[a], fingerprints[b])
+        return hamming(fingerprints[a], fingerprints[b])
 
     _recall_table(say, groups, planted, distance)
     _nearest_neighbours(session, say, planted, fingerprints, timings)

@@ -22,7 +22,7 @@ from django.db.models.sql.where import AND, OR, WhereNode
 from sqlalchemy import literal_column
 from sqlalchemy.sql import ColumnElement
 
-import simsql
+import simsql.bits
 from simsql.bits import check_fingerprint
 from simsql.dialects import BlockExpression, WideBlockExpression, hamming_expression, probe_values, radius_for
 from simsql.schema import BLOCK_COUNT, WIDE_LAYOUT
@@ -101,7 +101,7 @@ class HammingDistance(SimsqlFunc):
     """Bits that differ between two fingerprints (0..64; NULL if either is NULL); a str is a
     field name, an int a fingerprint::
 
-        Article.objects.annotate(d=HammingDistance("simhash", simsql.simhash(text))).order_by("d")
+        Article.objects.annotate(d=HammingDistance("simhash", simhash(text))).order_by("d")
     """
 
     kind = "hamming"
@@ -152,7 +152,7 @@ def _probes(fingerprint: int, max_distance: int) -> list[list[int]]:
     if isinstance(max_distance, bool) or not isinstance(max_distance, int) or not 0 <= max_distance <= MAX_DISTANCE:
         raise ValueError(f"max_distance must be an int in 0..{MAX_DISTANCE}, got {max_distance!r}")
     radius = radius_for(max_distance)
-    return [probe_values(value, radius) for value in simsql.blocks(check_fingerprint(fingerprint))]
+    return [probe_values(value, radius) for value in simsql.bits.blocks(check_fingerprint(fingerprint))]
 
 
 def within(fingerprint: int, max_distance: int = 3, *, blocks: Sequence[str], column: str = "simhash") -> Q:

@@ -62,7 +62,8 @@ def _configuration(
             have = "has" if entry.names.wide else "does not have"
             raise SchemaError(
                 f"{target.schema}.{target.table} is already attached and {have} the wide signature ({entry.config_id}); "
-                f"move it with `simsql refingerprint --table {target.table}` (simsql.refingerprint) rather than attaching again"
+                f"move it with `simsql refingerprint --table {target.table}` "
+                "(simsql.lifecycle.refingerprint.refingerprint) rather than attaching again"
             )
         wide = entry.names.wide
     if isinstance(fingerprinter, VectorFingerprinter):

@@ -127,7 +127,7 @@ class FillOptions:
     """How a run reads and writes its batches: at most ``batch_size`` rows and
     ``max_batch_bytes`` of text a batch, each statement within ``timeouts``,
     ``progress(rows_done, rows_total_estimate)`` after each batch. What :func:`backfill`,
-    :func:`simsql.refingerprint` and the move to the wide signature hand to :func:`fill`."""
+    :func:`simsql.lifecycle.refingerprint.refingerprint` and the move to the wide signature hand to :func:`fill`."""
 
     timeouts: apply.Timeouts
     batch_size: int = 2000

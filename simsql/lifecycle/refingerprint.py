@@ -145,7 +145,7 @@ def _prepare(
         if staged is not None and staged != to.config_id and not abandon:
             raise SchemaError(
                 f"a refingerprint of {schema}.{table} to {staged} is in progress; run it again with that "
-                f"configuration to finish it, or abandon it with simsql.refingerprint(..., abandon=True) "
+                f"configuration to finish it, or abandon it with refingerprint(..., abandon=True) "
                 f"(`simsql refingerprint --abandon`)"
             )
         holder = catalog.table_facts(connection, entry.names.holder, schema)

@@ -1,4 +1,4 @@
-"""A random sample of an attached table's text, and a :class:`~simsql.Background` fitted on it.
+"""A random sample of an attached table's text, and a :class:`~simsql.background.Background` fitted on it.
 
 A background must describe the table it centres: the words *this* table repeats. Reading a
 random sample of rows (not the first rows, which are often the oldest or one import batch) gives
