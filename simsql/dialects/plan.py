@@ -329,6 +329,12 @@ class PartitionDDL(ABC):
         holds no row, so a server that would copy it to add the column may (nothing to copy)."""
 
     @abstractmethod
+    def refresh(self, schema: str, table: str) -> Plan:
+        """What a fit runs once it has rewritten every row's list: the table's statistics (and on
+        PostgreSQL its visibility map, without which the covering index is read with a visit to
+        every row's heap page) made current at once, not at the next autovacuum."""
+
+    @abstractmethod
     def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> Plan:
         """The covering index and the list column (``column=False``: the index alone), of what is
         ``present``; ``concurrently=False`` for a plan that runs in one transaction (a detach)."""

@@ -356,6 +356,7 @@ def fit_partitions(
     placed = _fill(engine, target, centres, progress)
     _finish(engine, target, centres)
     placed += _place_pass(engine, target, centres, progress, placed)  # what writers with older lists left meanwhile
+    apply.run_on_engine(engine, backend(engine).partition_ddl.refresh(target.schema, table_name))
     with engine.connect() as connection:
         sizes = list_sizes(connection, target.schema, table_name, target.names.part)
     return PartitionsResult(

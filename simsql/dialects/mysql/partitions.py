@@ -41,6 +41,9 @@ class MySQLPartitionDDL(PartitionDDL):
             ))  # fmt: skip
         return self.plan(steps)
 
+    def refresh(self, schema: str, table: str) -> Plan:
+        return self.plan([Step(f"ANALYZE TABLE {qualified(schema, table)}", f"analyze {schema}.{table}", online=True)])
+
     def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> Plan:
         holder = names.holder
         steps = []

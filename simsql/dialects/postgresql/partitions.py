@@ -35,6 +35,10 @@ class PostgresPartitionDDL(PartitionDDL):
             ))  # fmt: skip
         return self.plan(steps)
 
+    def refresh(self, schema: str, table: str) -> Plan:
+        sql = f"VACUUM (ANALYZE) {qualified(schema, table)}"
+        return self.plan([Step(sql, f"vacuum and analyze {schema}.{table}", concurrently=True)])
+
     def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> Plan:
         steps = []
         if present.has_index(names.part_index):
