@@ -51,6 +51,7 @@ class CurrentSchema(ColumnElement[str]):
 
     type = Text()
     inherit_cache = True
+    _traverse_internals: list[Any] = []  # no state: every instance compiles alike (and caches)
 
 
 @compiles(CurrentSchema)

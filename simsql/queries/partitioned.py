@@ -13,13 +13,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Select, literal, select, union_all
+from sqlalchemy import Integer, Select, literal, select, union_all
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql import TableClause, column
+from sqlalchemy.sql.visitors import InternalTraversal
 from sqlalchemy.sql import ColumnElement
 
 from ..dialects import hamming_expression
 from ..errors import NotAttached, SchemaError
 from ..partition_sets import in_lists, left_behind, part_column, probed_lists
-from ..storage import Binding
+from ..storage import Binding, binding_for
 from .planner import as_select, is_plain, similarity_of
 from .targets import fingerprint_literal, keys_equal
 
@@ -62,21 +65,78 @@ def _candidates(
     return union_all(*branches).subquery("simsql_listed")
 
 
+def _text_ranking(
+    binding: Binding, fingerprint: ColumnElement[Any], probes: ColumnElement[Any], limit: int, max_distance: int | None,
+    exclusion: ColumnElement[bool] | None, base: Select[Any] | None,
+) -> Any:  # fmt: skip
+    """The top ``limit`` ``(key..., distance)`` of the probed lists and the rows left behind."""
+    part = list_column(binding)
+    distance = hamming_expression(binding.fingerprint, fingerprint)
+    probed = probed_lists(binding, fingerprint, probes).subquery("simsql_probed")
+    listed = _candidates(binding, (probed, part == probed.c.list_value), distance, max_distance, base, exclusion)
+    keys = [listed.c[k.name] for k in binding.table_keys]
+    return select(listed).order_by(listed.c.distance, *keys).limit(limit).subquery("simsql_ranked")
+
+
+class _ListRanking(TableClause):
+    """:func:`_text_ranking` of a plain ``select(Model)`` as a derived table built when the
+    statement is compiled (as :class:`simsql.queries.planner` builds the exact ranking): its
+    cache key is the model, the limit, the bound, the shape of the exclusion and the bound
+    values, so a repeated query reuses the compiled SQL instead of building the expression tree
+    of its branches (milliseconds of Python) on every call."""
+
+    inherit_cache = True
+    _traverse_internals = TableClause._traverse_internals + [
+        ("model", InternalTraversal.dp_plain_obj),
+        ("limit", InternalTraversal.dp_plain_obj),
+        ("max_distance", InternalTraversal.dp_plain_obj),
+        ("fingerprint", InternalTraversal.dp_clauseelement),
+        ("probes", InternalTraversal.dp_clauseelement),
+        ("exclusion", InternalTraversal.dp_clauseelement),
+    ]
+
+    def __init__(
+        self, binding: Binding, fingerprint: ColumnElement[Any], probes: ColumnElement[Any], limit: int,
+        max_distance: int | None, exclusion: ColumnElement[bool] | None,
+    ) -> None:  # fmt: skip
+        keys = [column(k.name, k.type) for k in binding.table_keys]
+        super().__init__("simsql_ranked", *keys, column("distance", Integer()))
+        self.model = binding.model
+        self.limit = limit
+        self.max_distance = max_distance
+        self.fingerprint = fingerprint
+        self.probes = probes
+        self.exclusion = exclusion
+
+    def ranking(self) -> Any:
+        return _text_ranking(
+            binding_for(self.model), self.fingerprint, self.probes, self.limit, self.max_distance, self.exclusion, None
+        )
+
+
+@compiles(_ListRanking)
+def _compile_list_ranking(element: _ListRanking, compiler: Any, **kw: Any) -> str:
+    linter = kw.pop("from_linter", None)
+    if linter is not None:  # the outer query joins this element, not the subquery it renders
+        linter.froms[element] = element.name
+    return str(compiler.process(element.ranking(), **kw))
+
+
 def text_statement(
     stmt: Select[Any], binding: Binding, fingerprint: int, limit: int, max_distance: int | None,
     exclusion: ColumnElement[bool] | None, probes: int,
 ) -> Select[Any]:  # fmt: skip
     """``stmt``'s top-``limit`` rows of the ``probes`` lists nearest ``fingerprint`` (per live
-    generation) and of the rows left behind, as ``(entity, distance, similarity)``."""
-    part = list_column(binding)
-    target = fingerprint_literal(fingerprint)
-    distance = hamming_expression(binding.fingerprint, target)
-    probed = probed_lists(binding, target, literal(probes)).subquery("simsql_probed")
-    join = (probed, part == probed.c.list_value)
-    base = None if is_plain(stmt, binding) else stmt
-    listed = _candidates(binding, join, distance, max_distance, base, exclusion)
-    keys = [listed.c[k.name] for k in binding.table_keys]
-    top = select(listed).order_by(listed.c.distance, *keys).limit(limit).subquery("simsql_ranked")
+    generation) and of the rows left behind, as ``(entity, distance, similarity)``. A plain
+    ``select(Model)`` is ranked on keys and distances from the list index alone
+    (:class:`_ListRanking`); any other select is filtered before it is ranked."""
+    list_column(binding)
+    target, wanted = fingerprint_literal(fingerprint), literal(probes)
+    top: Any
+    if is_plain(stmt, binding):
+        top = _ListRanking(binding, target, wanted, limit, max_distance, exclusion)
+    else:
+        top = _text_ranking(binding, target, wanted, limit, max_distance, exclusion, stmt)
     return (
         as_select(stmt)
         .add_columns(top.c.distance, similarity_of(top.c.distance))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...schema import Names
+from ...schema import CENTRES_TABLE, Names
 from ..plan import PartitionDDL, Plan, Present, Step
 from .ddl import INSTANT, ONLINE, qualified, quote
 
@@ -42,7 +42,8 @@ class MySQLPartitionDDL(PartitionDDL):
         return self.plan(steps)
 
     def refresh(self, schema: str, table: str) -> Plan:
-        return self.plan([Step(f"ANALYZE TABLE {qualified(schema, table)}", f"analyze {schema}.{table}", online=True)])
+        tables = f"{qualified(schema, table)}, {quote(CENTRES_TABLE)}"
+        return self.plan([Step(f"ANALYZE TABLE {tables}", f"analyze {schema}.{table} and {CENTRES_TABLE}", online=True)])
 
     def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> Plan:
         holder = names.holder

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...schema import Names
+from ...schema import CENTRES_TABLE, Names
 from ..plan import PartitionDDL, Plan, Present, Step
 from .ddl import qualified, quote
 
@@ -37,7 +37,8 @@ class PostgresPartitionDDL(PartitionDDL):
 
     def refresh(self, schema: str, table: str) -> Plan:
         sql = f"VACUUM (ANALYZE) {qualified(schema, table)}"
-        return self.plan([Step(sql, f"vacuum and analyze {schema}.{table}", concurrently=True)])
+        centres = Step(f"ANALYZE {quote(CENTRES_TABLE)}", f"analyze {CENTRES_TABLE}", concurrently=True)
+        return self.plan([Step(sql, f"vacuum and analyze {schema}.{table}", concurrently=True), centres])
 
     def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> Plan:
         steps = []
