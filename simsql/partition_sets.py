@@ -11,6 +11,7 @@ so no row is ever out of reach, whatever writers, refits or a ``kill -9`` left; 
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -90,10 +91,19 @@ def load_centres(connection: Connection, schema: str, table: str, generation: Ge
     if generation.kind == "modes":
         values = np.array([int(r.centre) & 0xFFFFFFFFFFFFFFFF for r in rows], dtype=np.uint64)
     else:
-        values = np.stack([np.frombuffer(bytes(r.vector), dtype="<f8") for r in rows])
+        values = np.stack([decode_centre(r.vector) for r in rows])
     found = Centres(generation.generation, generation.kind, values)
     _CENTRES[key] = found
     return found
+
+
+def encode_centre(vector: Any) -> str:
+    """A vector centre as stored: the base64 text of its little-endian float64 values (exact)."""
+    return base64.b64encode(np.asarray(vector, dtype="<f8").tobytes()).decode("ascii")
+
+
+def decode_centre(stored: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(stored), dtype="<f8")
 
 
 def live_centres(connection: Connection, schema: str, table: str) -> list[Centres]:
@@ -189,6 +199,8 @@ __all__ = [
     "LIVE_STATES",
     "PARTITIONS_TABLE",
     "WRITER_CACHE_SECONDS",
+    "decode_centre",
+    "encode_centre",
     "forget_cached",
     "generations",
     "in_lists",

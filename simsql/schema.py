@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import xxhash
-from sqlalchemy import JSON, BigInteger, Boolean, Column, DateTime, Integer, LargeBinary, MetaData, String, Table, Text, func
-from sqlalchemy.dialects.mysql import LONGBLOB
+from sqlalchemy import JSON, BigInteger, Boolean, Column, DateTime, Integer, MetaData, String, Table, Text, func
+from sqlalchemy.dialects.mysql import LONGTEXT
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from .errors import SchemaError
@@ -374,11 +374,12 @@ centres_table = Table(
     Column("generation", Integer, primary_key=True, autoincrement=False),
     Column("list_value", Integer, primary_key=True, autoincrement=False),
     Column("centre", BigInteger, nullable=True),
-    Column("vector", LargeBinary().with_variant(LONGBLOB(), *_MYSQL), nullable=True),
+    Column("vector", Text().with_variant(LONGTEXT(), *_MYSQL), nullable=True),
 )
 """The centres of each generation, one row a list: ``centre`` a fingerprint (signed, as
-stored), or ``vector`` a unit vector as little-endian float64. A text query ranks its lists by
-``centre`` in SQL."""
+stored), or ``vector`` a unit vector as the base64 text of its little-endian float64 values
+(text, not bytes: every driver writes it alike, aiomysql included). A text query ranks its lists
+by ``centre`` in SQL."""
 
 
 def record_values(

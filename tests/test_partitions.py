@@ -34,6 +34,7 @@ from simsql.storage import binding_for
 from simsql.errors import WouldLockTable
 from simsql.lifecycle import partitions as lifecycle_partitions
 from simsql.partitions import PartitionListsMixin, drop_partitions, fit_partitions, place_partitions
+from simsql.partition_sets import decode_centre
 from simsql.partitioning import LIST_SPAN
 from simsql.schema import Names
 
@@ -172,7 +173,7 @@ def centres(engine: Engine, table: str) -> dict[int, list[tuple[int, Any]]]:
         )  # fmt: skip
         for generation, value, centre, vector in rows:
             if generation in found:
-                stored_centre = int(centre) & MASK if centre is not None else np.frombuffer(bytes(vector), dtype="<f8")
+                stored_centre = int(centre) & MASK if centre is not None else decode_centre(vector)
                 found[generation].append((int(value), stored_centre))
     return found
 

@@ -42,7 +42,7 @@ def upgrade() -> None:
         sa.Column("generation", sa.Integer(), primary_key=True, autoincrement=False),
         sa.Column("list_value", sa.Integer(), primary_key=True, autoincrement=False),
         sa.Column("centre", sa.BigInteger(), nullable=True),
-        sa.Column("vector", mysql_types.LONGBLOB() if mysql else sa.LargeBinary(), nullable=True),
+        sa.Column("vector", mysql_types.LONGTEXT() if mysql else sa.Text(), nullable=True),
     )
 
 

@@ -27,6 +27,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from .. import partition_sets, registry
+from ..partition_sets import encode_centre
 from ..bits import to_signed
 from ..dialects import backend
 from ..errors import NotAttached, SchemaError, WouldLockTable
@@ -202,7 +203,7 @@ def _store(engine: Engine, target: ListedTable, kind: str, centres: np.ndarray, 
         if kind == "modes":
             rows = [{**where, "list_value": base + i, "centre": to_signed(int(v)), "vector": None} for i, v in enumerate(centres)]
         else:
-            rows = [{**where, "list_value": base + i, "centre": None, "vector": np.asarray(v, "<f8").tobytes()}
+            rows = [{**where, "list_value": base + i, "centre": None, "vector": encode_centre(v)}
                     for i, v in enumerate(centres)]  # fmt: skip
         for start in range(0, len(rows), 500):
             connection.execute(insert(centres_table), rows[start : start + 500])
