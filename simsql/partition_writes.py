@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Index, Integer, Table, event
 from sqlalchemy.orm import Mapped, Mapper, declared_attr, mapped_column
-from sqlalchemy.orm.attributes import set_attribute
+from sqlalchemy.orm.attributes import flag_modified, set_attribute
 
 from .dialects import COVERING_INFO
 from .partition_sets import writer_centres
@@ -78,9 +78,13 @@ def list_value(connection: Any, binding: Binding, target: Any) -> int | None:
 
 
 def _place(connection: Any, target: Any) -> None:
+    """The row's list, always written with its fingerprint: a value equal to the one loaded
+    would otherwise be left out of the UPDATE, and a concurrent writer's list would stay
+    beside this writer's fingerprint."""
     if isinstance(target, PartitionListsMixin):
         binding = binding_for(type(target))
         set_attribute(target, binding.names.part, list_value(connection, binding, target))
+        flag_modified(target, binding.names.part)
 
 
 @event.listens_for(SimHashMixin, "before_insert", propagate=True)
