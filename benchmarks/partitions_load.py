@@ -95,7 +95,8 @@ def load_text(engine: Engine, table: Table, data: TextSet, rows: int, prefix: st
                 for row in text_rows(data, range(1, rows + 1)):
                     copy.write_row(row)
     else:
-        _insert_batches(engine, table, (dict(zip(columns, (k, f, str(d), b))) for k, f, d, b in text_rows(data, range(1, rows + 1))))
+        unsigned = ((k, simsql.to_unsigned(f), d, b) for k, f, d, b in text_rows(data, range(1, rows + 1)))  # the column type's own form
+        _insert_batches(engine, table, (dict(zip(columns, row)) for row in unsigned))
     seconds = {"rows": time.perf_counter() - started}
     return seconds | _finish(engine, table)
 
@@ -144,7 +145,7 @@ def load_vectors(engine: Engine, table: Table, vectors: np.ndarray, signer: sims
             else:
                 rows = [
                     {"id": lo + i + 1, "embedding": v.astype("<f4").tobytes(), **dict(zip(words, map(int, w)))}
-                    for i, (v, w) in enumerate(zip(batch, signed))
+                    for i, (v, w) in enumerate(zip(batch, signed.view(np.uint64)))
                 ]
                 for start in range(0, len(rows), 500):
                     connection.execute(insert(table), rows[start : start + 500])
