@@ -34,9 +34,12 @@ from .fingerprint import Fingerprinter
 from .vectors import AnyFingerprinter, VectorFingerprinter
 from .schema import (
     DEFAULT_PREFIX,
+    PARTITIONS_TABLE,
     PROGRESS_TABLE,
     REGISTRY_TABLE,
     Attachment,
+    centres_table,
+    partitions_table,
     progress_table,
     record_values,
     registry_table,
@@ -81,6 +84,13 @@ def version_table_exists(connection: Connection) -> bool:
 
 def registry_exists(connection: Connection, schema: str | None = None) -> bool:
     return _relation_exists(connection, REGISTRY_TABLE)
+
+
+def installed(connection: Connection) -> bool:
+    """Whether every table of simsql's newest revision is there: the registry, and the
+    partition lists' tables (``simsql_0002``), which a database installed by simsql 0.3 lacks
+    until its next install."""
+    return registry_exists(connection) and _relation_exists(connection, PARTITIONS_TABLE)
 
 
 def progress_exists(connection: Connection) -> bool:
@@ -253,6 +263,9 @@ def remove(connection: Connection, table_name: str, schema: str | None = None) -
                 progress_table.c.table_schema == schema, progress_table.c.table_name == table_name
             )
         )
+    if _relation_exists(connection, PARTITIONS_TABLE):  # the lists of a table of that name
+        for lists in (centres_table, partitions_table):
+            connection.execute(lists.delete().where(lists.c.table_schema == schema, lists.c.table_name == table_name))
     forget(connection.engine)
 
 
@@ -426,6 +439,7 @@ __all__ = [
     "progress_table",
     "read",
     "record",
+    "installed",
     "registry_exists",
     "registry_table",
     "remove",

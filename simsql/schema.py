@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import xxhash
-from sqlalchemy import JSON, BigInteger, Column, DateTime, MetaData, String, Table, Text, func
+from sqlalchemy import JSON, BigInteger, Boolean, Column, DateTime, Integer, LargeBinary, MetaData, String, Table, Text, func
+from sqlalchemy.dialects.mysql import LONGBLOB
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from .errors import SchemaError
@@ -38,6 +39,8 @@ index bytes and 9 index writes per insert instead of 13; 16 x 16 reaches a littl
 the cost of 16-bit buckets sixteen times fuller."""
 
 REGISTRY_TABLE = "simsql_registry"
+PARTITIONS_TABLE = "simsql_partitions"
+CENTRES_TABLE = "simsql_partition_centres"
 PROGRESS_TABLE = "simsql_backfill"
 BATCH_TABLE = "simsql_backfill_batch"
 """MySQL/MariaDB: the session temporary table a backfill loads each batch into (no arrays there)."""
@@ -255,6 +258,24 @@ class Names:
         return identifier(f"ix_{relation}", f"_{block}")
 
     @property
+    def part(self) -> str:
+        """The partition list column (``<prefix>_part``, an integer): the list of the row's
+        nearest centre (:mod:`simsql.partitioning`); NULL until placed. Only on a table
+        with partition lists."""
+        return f"{self.prefix}_part"
+
+    @property
+    def part_index(self) -> str:
+        """The covering index of the partition lists: the list, then the key and the signature
+        words, so a probed list is ranked from the index alone."""
+        return self.index_on(self.holder, self.part)
+
+    @property
+    def part_covered(self) -> tuple[str, ...]:
+        """What :attr:`part_index` covers besides the list and the key: every signature word."""
+        return self.signature_words or (self.fingerprint,)
+
+    @property
     def indexes(self) -> tuple[str, ...]:
         """Every block index simsql creates on the holder, in :attr:`indexed_blocks` order."""
         return tuple(self.index(block) for block in self.indexed_blocks)
@@ -327,6 +348,39 @@ progress_table = Table(
 """Backfill cursors, so an interrupted backfill resumes after its last committed batch."""
 
 
+partitions_table = Table(
+    PARTITIONS_TABLE,
+    metadata,
+    Column("table_schema", _NAME, primary_key=True),
+    Column("table_name", _NAME, primary_key=True),
+    Column("generation", Integer, primary_key=True, autoincrement=False),
+    Column("state", String(16), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("lists", Integer, nullable=False),
+    Column("settings", _JSON, nullable=False),
+    Column("added_objects", Boolean, nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+"""One row per generation of partition centres of a table: ``filling`` while rows move into
+its lists (queries probe it and the generation it replaces), ``current`` once every row is in
+it. ``settings``: the fit's seed, sample size, iterations and configuration; ``added_objects``:
+whether simsql added the list column and its index (detach then drops them)."""
+
+centres_table = Table(
+    CENTRES_TABLE,
+    metadata,
+    Column("table_schema", _NAME, primary_key=True),
+    Column("table_name", _NAME, primary_key=True),
+    Column("generation", Integer, primary_key=True, autoincrement=False),
+    Column("list_value", Integer, primary_key=True, autoincrement=False),
+    Column("centre", BigInteger, nullable=True),
+    Column("vector", LargeBinary().with_variant(LONGBLOB(), *_MYSQL), nullable=True),
+)
+"""The centres of each generation, one row a list: ``centre`` a fingerprint (signed, as
+stored), or ``vector`` a unit vector as little-endian float64. A text query ranks its lists by
+``centre`` in SQL."""
+
+
 def record_values(
     schema: str,
     table_name: str,
@@ -381,9 +435,11 @@ __all__ = [
     "Attachment",
     "BATCH_TABLE",
     "BLOCK_COUNT",
+    "CENTRES_TABLE",
     "DEFAULT_PREFIX",
     "MAX_IDENTIFIER_BYTES",
     "Names",
+    "PARTITIONS_TABLE",
     "PROGRESS_TABLE",
     "REGISTRY_TABLE",
     "WIDE_LAYOUT",
@@ -392,7 +448,9 @@ __all__ = [
     "configuration_for",
     "default_side_table",
     "identifier",
+    "centres_table",
     "metadata",
+    "partitions_table",
     "progress_table",
     "record_values",
     "registry_table",

@@ -22,12 +22,12 @@ MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("text and bits", ("errors", "bits", "signature", "tokenize", "weighting", "background", "bitsums", "fingerprint", "containment", "vectors")),
+    ("text and bits", ("errors", "bits", "signature", "tokenize", "weighting", "background", "bitsums", "fingerprint", "containment", "vectors", "partitioning")),
     ("schema and names", ("schema", "urls")),
     ("backends", ("dialects",)),
-    ("storage and queries", ("types", "registry", "statement_checks", "orm_triggers", "storage", "side_tables", "steps", "queries")),
+    ("storage and queries", ("types", "registry", "statement_checks", "orm_triggers", "storage", "side_tables", "steps", "partition_sets", "partition_writes", "queries")),
     ("lifecycle", ("lifecycle", "citus")),
-    ("front ends", ("alembic", "asyncio", "cli", "demo", "django", "embedded", "sqlmodel")),
+    ("front ends", ("alembic", "asyncio", "cli", "demo", "django", "embedded", "partitions", "sqlmodel")),
 )
 """Lowest first. A module may import from its own layer and those before it, never after."""
 

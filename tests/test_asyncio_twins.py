@@ -16,6 +16,7 @@ from sqlalchemy import Engine, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 import simsql
+import simsql.partitions
 from simsql import asyncio as simsql_async
 from simsql.steps import Compute, Steps, run_sync_steps
 from tests.test_asyncio import async_case, driver, on  # noqa: F401 - the fixtures
@@ -36,19 +37,23 @@ def _runs_statements(function: object) -> bool:
 SYNC_OPERATIONS = sorted(
     name for name in simsql.__all__ if _runs_statements(getattr(simsql, name)) and name != "reflect"
 )
+PARTITION_OPERATIONS = sorted(name for name in simsql.partitions.__all__ if _runs_statements(getattr(simsql.partitions, name)))
+"""The partition lists' operations (:mod:`simsql.partitions`), which have twins here too."""
 """``reflect`` describes a table from a ``Connection`` the caller holds: a catalog read inside
 a ``run_sync`` of the caller's own, not an operation with an async twin."""
 
 
 def test_every_operation_that_runs_statements_has_an_async_twin() -> None:
-    missing = [name for name in SYNC_OPERATIONS if name not in simsql_async.__all__]
+    missing = [name for name in SYNC_OPERATIONS + PARTITION_OPERATIONS if name not in simsql_async.__all__]
+    assert PARTITION_OPERATIONS == ["drop_partitions", "fit_partitions", "place_partitions"]
     assert not missing, f"no async twin in simsql.asyncio for {missing}"
     assert {"attach_table", "backfill", "find_original", "refingerprint", "fit_background"} <= set(SYNC_OPERATIONS)
 
 
-@pytest.mark.parametrize("name", SYNC_OPERATIONS)
+@pytest.mark.parametrize("name", SYNC_OPERATIONS + PARTITION_OPERATIONS)
 def test_an_async_twin_takes_every_parameter_of_its_sync_function(name: str) -> None:
-    sync, twin = inspect.signature(getattr(simsql, name)), inspect.signature(getattr(simsql_async, name))
+    module = simsql.partitions if name in PARTITION_OPERATIONS else simsql
+    sync, twin = inspect.signature(getattr(module, name)), inspect.signature(getattr(simsql_async, name))
     assert list(sync.parameters.values())[1:] == list(twin.parameters.values())[1:]
     assert inspect.iscoroutinefunction(getattr(simsql_async, name))
 

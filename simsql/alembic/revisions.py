@@ -137,7 +137,7 @@ def upgrade(bind: str | Engine | Connection, revision: str = "heads") -> None:
 
 
 def install(bind: str | Engine | Connection) -> bool:
-    """Install simsql's own objects when its registry is missing (:func:`upgrade` to the
+    """Install simsql's own objects when its registry or a table of a newer revision is missing (:func:`upgrade` to the
     newest revision, under the migration lock); returns whether it had to. Given a connection,
     in its transaction, the lock held until that ends (as ``op.upgrade_simsql()``).
 
@@ -145,17 +145,17 @@ def install(bind: str | Engine | Connection) -> bool:
     ``create_all`` of a ``SimHashMixin`` model all call it, so a script, a model and the command
     line leave the same database behind."""
     if isinstance(bind, Connection):
-        if registry.registry_exists(bind):
+        if registry.installed(bind):
             return False
         with migration_lock(bind, until_transaction_ends=True):
-            if registry.registry_exists(bind):  # installed by whoever held the lock
+            if registry.installed(bind):  # installed by whoever held the lock
                 return False
             upgrade(bind)
         return True
     engine = engine_for(bind) if isinstance(bind, str) else bind
     try:
         with engine.connect() as connection:
-            if registry.registry_exists(connection):
+            if registry.installed(connection):
                 return False
         upgrade(engine)
         return True

@@ -26,6 +26,9 @@ has its twin here with the same parameters. Drivers tested: ``postgresql+psycopg
 from __future__ import annotations
 
 from ..lifecycle.backfill import backfill as _backfill
+from ..lifecycle.partitions import drop_partitions as _drop_partitions
+from ..lifecycle.partitions import fit_partitions as _fit_partitions
+from ..lifecycle.partitions import place_partitions as _place_partitions
 from ..lifecycle.refingerprint import refingerprint as _refingerprint
 from ..lifecycle.sampling import fit_background as _fit_background
 from ..lifecycle.tables import attach_table as _attach_table
@@ -42,6 +45,9 @@ from .runner import AsyncBind, on_engine, on_session
 attach_table = on_engine(_attach_table)
 backfill = on_engine(_backfill)
 detach_table = on_engine(_detach_table)
+drop_partitions = on_engine(_drop_partitions)
+fit_partitions = on_engine(_fit_partitions)
+place_partitions = on_engine(_place_partitions)
 fit_background = on_engine(_fit_background)
 refingerprint = on_engine(_refingerprint)
 status = on_engine(_status)
@@ -58,13 +64,16 @@ __all__ = [
     "attach_table",
     "backfill",
     "detach_table",
+    "drop_partitions",
     "duplicate_groups",
     "find_original",
     "fit_background",
+    "fit_partitions",
     "most_similar_many",
     "most_similar_vectors",
     "near_copy_vectors",
     "near_duplicates",
+    "place_partitions",
     "refingerprint",
     "status",
 ]

@@ -56,6 +56,7 @@ from simsql.cli.demo import add_demo, cmd_demo
 from simsql.cli.fingerprint import add_fingerprint, cmd_fingerprint
 from simsql.cli.options import common_options
 from simsql.cli.output import PREVIEW_CHARS, read_text, write_csv, write_json, write_records, write_table
+from simsql.cli.partitions import add_partitions
 from simsql.cli.queries import add_dupes, add_similar, cmd_dupes, cmd_similar
 from simsql.cli.refingerprint import add_refingerprint, cmd_refingerprint
 from simsql.cli.tables import add_attach, add_detach, add_status, cmd_attach, cmd_detach, cmd_status, rows_to_fingerprint
@@ -113,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     local = common_options(suppress=True, url=False)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     add_db_commands(commands, common, local)
-    for add in (add_attach, add_detach, add_status, add_backfill, add_refingerprint, add_similar, add_dupes):
+    for add in (add_attach, add_detach, add_status, add_backfill, add_refingerprint, add_partitions, add_similar, add_dupes):
         add(commands, common)
     add_fingerprint(commands, common, local)  # no database: no --url
     add_demo(commands, common, local)  # a --url of its own, no environment

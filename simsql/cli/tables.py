@@ -142,6 +142,15 @@ def cmd_detach(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _lists_record(status: simsql.lifecycle.tables.TableStatus) -> dict[str, object]:
+    lists = status.lists
+    if lists is None:
+        return {"lists": "", "largest_list": "", "median_list": "", "left_behind": ""}
+    shown = f"{lists.lists}" + ("" if lists.state == "current" else f" ({lists.state})")
+    return {"lists": shown, "largest_list": lists.largest_list, "median_list": lists.median_list,
+            "left_behind": lists.rows_left_behind}  # fmt: skip
+
+
 def _state_text(status: simsql.lifecycle.tables.TableStatus) -> str:
     return status.state if status.problem is None else f"{status.state}: {status.problem}"
 
@@ -159,6 +168,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     ]
     if any(s.wide for s in found):  # rows whose wide signature a backfill would still write
         records = [{**r, "missing_wide": s.rows_missing_wide} for r, s in zip(records, found)]
+    if any(s.lists for s in found):  # partition lists: their drift (largest against median) and rows left behind
+        records = [{**r, **_lists_record(s)} for r, s in zip(records, found)]
     if args.format == "json":
         write_json([{**r, "settings": s.settings} for r, s in zip(records, found)], sys.stdout)
     else:

@@ -30,7 +30,7 @@ from ..bits import to_signed, to_unsigned
 from ..errors import UnsupportedDatabase
 from ..schema import BLOCK_COUNT, Names, check_name
 from .batch import BatchSQL, Job
-from .plan import DDLDescriber, Partition, TableFacts
+from .plan import DDLDescriber, Partition, PartitionDDL, TableFacts
 from .sqltext import sql_identifier
 
 BLOCK_BITS = 16
@@ -69,6 +69,8 @@ class Backend(ABC):
 
     ddl: ClassVar[DDLDescriber]
     """The describer of this family's DDL (attach, indexes, detach, refingerprint)."""
+    partition_ddl: ClassVar[PartitionDDL]
+    """The describer of the partition lists' column and covering index."""
 
     transactional_ddl: ClassVar[bool] = True
     """DDL runs inside a transaction: a plan's transactional steps commit or vanish together.

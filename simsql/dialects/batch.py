@@ -40,6 +40,9 @@ class Job:
     fingerprinter: AnyFingerprinter
     cursor: str | None = None
     """Key of the resume cursor in ``simsql_backfill`` (default: the table's name)."""
+    lists: bool = False
+    """The holder has a partition list column: a row whose fingerprint a batch writes leaves
+    its list (NULL: read by every query until placed again in the list of its new fingerprint)."""
 
     @property
     def cursor_key(self) -> str:

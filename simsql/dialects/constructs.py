@@ -45,6 +45,19 @@ def _hamming_default(element: HammingDistance, compiler: Any, **kw: Any) -> str:
     raise refuse(compiler.dialect)
 
 
+class CurrentSchema(ColumnElement[str]):
+    """The schema an unqualified name resolves to: where simsql's own tables are found
+    (PostgreSQL ``current_schema()``, MySQL/MariaDB ``DATABASE()``)."""
+
+    type = Text()
+    inherit_cache = True
+
+
+@compiles(CurrentSchema)
+def _current_schema_default(element: CurrentSchema, compiler: Any, **kw: Any) -> str:
+    raise refuse(compiler.dialect)
+
+
 class IntegerArray(TypeDecorator[list[int]]):
     """The type of every ``EqualsAny`` bind: an integer array, sent as the text of its literal
     (``'{1,2,3}'``) and cast in SQL (``CAST(... AS INTEGER[])``). Why: psycopg dumps a list

@@ -306,3 +306,24 @@ class DDLDescriber(ABC):
 
 
 __all__ = ["Column", "DDLDescriber", "Partition", "Plan", "Present", "REGISTRY_INSERT", "Step", "TableFacts", "TableShape", "registry_values"]
+
+
+class PartitionDDL(ABC):
+    """Describes the DDL of partition lists (:mod:`simsql.partitioning`) on one server family:
+    the list column on the holder table and its covering index. One per backend
+    (:attr:`simsql.dialects.Backend.partition_ddl`); runs nothing."""
+
+    name: ClassVar[str]
+
+    def plan(self, steps: Iterable[Step]) -> Plan:
+        return Plan(tuple(steps), self.name)
+
+    @abstractmethod
+    def add(self, schema: str, names: Names, holder_keys: Sequence[str], present: Present) -> Plan:
+        """The list column (nullable integer) and its covering index (list, then the signature
+        words and the key), each unless ``present``; the index built without blocking writers."""
+
+    @abstractmethod
+    def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True) -> Plan:
+        """The covering index and the list column, of what is ``present``; ``concurrently=False``
+        for a plan that runs in one transaction (a detach)."""

@@ -29,6 +29,7 @@ from ..errors import ConfigMismatch, NotAttached, SchemaError
 from ..fingerprint import Fingerprinter
 from ..schema import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names, configuration_for
 from ..vectors import AnyFingerprinter, VectorFingerprinter
+from .partitions import plan_drop_lists
 from . import apply, catalog
 
 
@@ -253,7 +254,7 @@ def plan_detach(connection: Connection, table: str, *, schema: str | None = None
             "Drop or change them first, then run detach again"
         )
     present = catalog.present(connection, schema, table, entry.names, recorded=True)
-    plan = server.ddl.detach(facts, entry.names, entry.source, present)
+    plan = plan_drop_lists(connection, schema, entry.names, present) + server.ddl.detach(facts, entry.names, entry.source, present)
     if moving:  # an unfinished refingerprint: what it staged goes first
         plan = describe_abandon(connection, catalog.describe(connection, table, entry.source, schema), entry.names, cursor) + plan
     return entry, plan
@@ -308,7 +309,7 @@ def dependents(connection: Connection, schema: str, names: Names, facts: TableFa
         ours = [c for c in names.added_columns if c in facts.columns]
         if not ours:  # a table replaced outside simsql: nothing of simsql's is left on it
             return []
-        return catalog.dependents(connection, schema, names.table, ours, own=names.indexes)
+        return catalog.dependents(connection, schema, names.table, ours, own=(*names.indexes, names.part_index))
     if catalog.table_facts(connection, names.side, schema) is None:
         return []
     found = catalog.dependents(connection, schema, names.side, [], own=names.indexes)

@@ -51,6 +51,7 @@ from ..steps import off_loop, wait_for
 from ..storage import join_text, text_digest
 from ..urls import engine_for
 from ..vectors import AnyFingerprinter
+from .partitions import place_left_behind
 from . import apply, catalog
 from .attach import plan_indexes
 from .backfill_start import FillStart, check_sizes, label_of, start_backfill, start_fill
@@ -80,6 +81,8 @@ class BackfillResult:
     resumed: bool
     indexes_built: tuple[str, ...] = ()
     """Block indexes built once the rows were filled (those a wide attach leaves to the backfill)."""
+    rows_placed: int = 0
+    """Rows placed in partition lists once the rows were filled (:mod:`simsql.partitions`)."""
 
     @property
     def rows_per_second(self) -> float:
@@ -334,6 +337,8 @@ def backfill(
         if indexes and isinstance(target, str) and job.names.wide:
             built = build_deferred_indexes(owned, job, apply.Timeouts(lock_timeout, None), index_lock_timeout)
             result = dataclasses.replace(result, indexes_built=built)
+        if job.lists:
+            result = dataclasses.replace(result, rows_placed=place_left_behind(owned, job.table, job.schema))
         return result
     finally:
         if isinstance(bind, str):

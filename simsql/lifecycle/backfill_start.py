@@ -55,7 +55,8 @@ def resolve_job(connection: Connection, target: type | str, schema: str | None, 
             f"attached by simsql 0.1 is upgraded in place, fingerprints kept, by running `simsql attach --table {table}` "
             "again with the same settings)"
         )
-    return Job(schema, table, info.keys, info.key_types, source, names, chosen)
+    lists = holder is not None and names.side is None and names.part in holder.columns
+    return Job(schema, table, info.keys, info.key_types, source, names, chosen, lists=lists)
 
 
 def read_progress(connection: Connection, sql: BatchSQL) -> tuple[str, list[Any] | None, bool]:

@@ -24,6 +24,7 @@ from ..vectors import AnyFingerprinter
 from ..schema import DEFAULT_PREFIX, Attachment
 from ..urls import engine_for
 from . import apply, catalog
+from .partition_status import ListsStatus, lists_status
 from .catalog import attachment_state
 from .attach import attached_names, describe_indexes, plan_attach, plan_detach
 
@@ -248,6 +249,8 @@ class TableStatus:
     """On a wide table: rows with text whose signature a backfill would still write (those of
     ``rows_missing``, and fingerprints stored without their words by a writer that knows only
     the 64 bits). 0 on a healthy, backfilled table, and on any other."""
+    lists: ListsStatus | None = None
+    """The table's partition lists (:mod:`simsql.partitions`), or None without them."""
 
 
 def _counts(connection: Connection, entry: Attachment) -> tuple[int, ...]:
@@ -307,10 +310,11 @@ def _table_status(connection: Connection, entry: Attachment) -> TableStatus:
         except DBAPIError as error:
             state, problem = "unreadable", str(error.orig if error.orig is not None else error).strip().splitlines()[0]
     rows, fingerprinted, missing, stale, _, no_text, *wide = counts
+    lists = lists_status(connection, entry) if state == "attached" and problem is None else None
     return TableStatus(
         entry.table_schema, entry.table_name, entry.mode, entry.prefix, entry.side_table, entry.source,
         entry.config_id, entry.settings, rows, fingerprinted, missing, stale, state, problem, no_text,
-        entry.wide, wide[0] if wide and entry.wide else 0,
+        entry.wide, wide[0] if wide and entry.wide else 0, lists,
     )  # fmt: skip
 
 

@@ -14,6 +14,8 @@ from sqlalchemy.sql import ColumnElement
 
 from .. import statement_checks
 from ..storage import binding_for
+from ..partitioning import check_probes
+from .partitioned import text_statement
 from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS, nearest_keys_statement, nearest_statement
 from .within import Within
 from .targets import check_distance, check_limit, exclude_keys, exclusion, resolve_target
@@ -57,6 +59,7 @@ def most_similar(
     probe_radius: int = DEFAULT_PROBE_RADIUS,
     exact: bool = True,
     scan: bool = True,
+    probes: int | None = None,
 ) -> Select[Any]:
     """The top-``limit`` rows of ``stmt`` by Hamming distance to ``target``: exact by default.
 
@@ -89,14 +92,21 @@ def most_similar(
     originality check's search (:func:`simsql.queries.find_original`): disguised copies 12-14
     bits away mostly keep one block that close, and the scan would cost every original
     submission a pass over the table. How the statement is planned: :mod:`simsql.queries.planner`.
+
+    ``probes=N`` (a table with partition lists, :mod:`simsql.partitions`) ranks the rows of the
+    ``N`` lists whose centres are nearest the target, and every row not yet placed: approximate,
+    for far neighbours the blocks cannot reach; more probes, more recall (docs/partitions.md).
+    ``probe_radius``, ``exact`` and ``scan`` do not apply; ``stmt``'s filters apply first.
     """
-    _check_most_similar(stmt, limit, max_distance, probe_radius, scan)
+    _check_most_similar(stmt, limit, max_distance, probe_radius, scan, probes)
     model = _selected_model(stmt)
     binding = binding_for(model)
     fingerprint, own_key = resolve_target(binding, target)
     excluded = exclusion(binding, exclude_keys(binding, exclude) + ([own_key] if own_key is not None else []))
     schema, table = binding.registry_key
     check = {statement_checks.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)}
+    if probes is not None:
+        return text_statement(stmt, binding, fingerprint, limit, max_distance, excluded, probes).execution_options(**check)
     ranked = nearest_statement(stmt, model, fingerprint, limit, max_distance, excluded, probe_radius=probe_radius, exact=exact, scan=scan)
     return ranked.execution_options(**check)
 
@@ -118,8 +128,12 @@ def most_similar_keys(
     return ranked.execution_options(**check)
 
 
-def _check_most_similar(stmt: object, limit: object, max_distance: int | None, probe_radius: int, scan: object) -> None:
+def _check_most_similar(
+    stmt: object, limit: object, max_distance: int | None, probe_radius: int, scan: object, probes: int | None = None
+) -> None:  # fmt: skip
     check_limit(limit)
+    if probes is not None:
+        check_probes(probes)
     check_distance(max_distance)
     if not isinstance(stmt, Select):
         raise TypeError(f"most_similar() takes a select(), got {type(stmt).__name__}")

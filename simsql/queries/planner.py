@@ -315,7 +315,7 @@ def _exact_branches(
     return branches
 
 
-def _is_plain(stmt: Select[Any], binding: Binding) -> bool:
+def is_plain(stmt: Select[Any], binding: Binding) -> bool:
     """``select(Model)`` with nothing that filters or multiplies rows: ranking can then run on
     keys and distances alone and fetch the entities once, at the end."""
     return (
@@ -438,11 +438,11 @@ def nearest_statement(
     binding = binding_for(model)
     reach = _probe_reach(max_distance, probe_radius, scan)
     target = _Target.of(fingerprint, probe_radius if reach is None else reach) if exact else None
-    if target is not None and _is_plain(stmt, binding):
+    if target is not None and is_plain(stmt, binding):
         ranked: Any = _KeyRanking(binding, target, limit, max_distance, probe_radius, exclusion, scan)
         return (
-            _as_select(stmt)
-            .add_columns(ranked.c.distance, _similarity(ranked.c.distance))
+            as_select(stmt)
+            .add_columns(ranked.c.distance, similarity_of(ranked.c.distance))
             .join(ranked, keys_equal(binding.keys, [ranked.c[k.name] for k in binding.table_keys]))
             .order_by(ranked.c.distance, *binding.keys)
         )
@@ -454,7 +454,7 @@ def nearest_statement(
     ranked = (union_all(*branches) if len(branches) > 1 else branches[0]).subquery("simsql_ranked")
     entity: Any = aliased(model, ranked)
     return (
-        select(entity, ranked.c.distance, _similarity(ranked.c.distance))
+        select(entity, ranked.c.distance, similarity_of(ranked.c.distance))
         .order_by(*(dialects.eager_order(c) for c in (ranked.c.distance, *(ranked.c[k.name] for k in binding.keys))))
         .limit(limit)
     )
@@ -476,7 +476,7 @@ def nearest_keys_statement(
     return select(ranked).order_by(ranked.c.distance, *(ranked.c[k.name] for k in binding.table_keys))
 
 
-def _as_select(stmt: Select[Any]) -> Select[Any]:
+def as_select(stmt: Select[Any]) -> Select[Any]:
     """``stmt`` as SQLAlchemy's own :class:`Select`, everything else kept (a copy, as its
     generative methods make). A subclass keeps its class through ``add_columns``, and SQLModel's
     ``session.exec`` reads a ``select(Model)`` (its ``SelectOfScalar``) as scalars: the
@@ -488,5 +488,5 @@ def _as_select(stmt: Select[Any]) -> Select[Any]:
     return plain
 
 
-def _similarity(distance: ColumnElement[Any]) -> ColumnElement[float]:
+def similarity_of(distance: ColumnElement[Any]) -> ColumnElement[float]:
     return (literal(1.0, Float()) - distance / literal(64.0, Float())).label("similarity")

@@ -22,11 +22,15 @@ from sqlalchemy.sql import ColumnElement
 from sqlalchemy.orm import Session
 
 from ..signature import WIDE_BITS
-from ..steps import Compute, Execute, Steps, run_sync_steps
+from ..partition_sets import live_centres
+from ..partitioning import check_probes
+from ..registry import current_schema
+from ..steps import Call, Compute, Execute, Steps, run_sync_steps
 from ..storage import Binding, binding_for
 from ..vectors import VectorFingerprinter, vector_of
 from .nearest import most_similar
-from .targets import check_limit
+from .partitioned import list_column, vector_candidates
+from .targets import check_limit, exclude_keys, exclusion
 from .wide import WIDE_BUDGET, wide_binding, wide_search
 
 DEFAULT_CANDIDATES = 200
@@ -59,10 +63,17 @@ def most_similar_vectors(
     *,
     probe_radius: int = 0,
     exact: bool = True,
+    probes: int | None = None,
 ) -> list[VectorMatch]:
     """The top-``limit`` rows of ``stmt`` by exact cosine to ``target``, among the ``candidates``
     nearest by signature; ordered by cosine (highest first), then distance, then the order of the
     candidates (primary key on ties).
+
+    ``probes=N`` (a table with partition lists, :mod:`simsql.partitions`): the candidates are
+    instead the ``candidates`` rows nearest by signature (256 bits on a wide table, else 64)
+    among the ``N`` lists whose centres are nearest ``target`` by cosine, and the rows not yet
+    placed in a list; then re-ranked by exact cosine as above. Approximate: a neighbour in a
+    list not probed is missed (BENCHMARKS.md gives the recall each setting buys).
 
     ``stmt`` is ``select(Model)`` of a model signed by a :class:`~simsql.VectorFingerprinter`,
     with any filters (no ``order_by``/``limit``). ``target`` is a vector (list or numpy array)
@@ -79,7 +90,7 @@ def most_similar_vectors(
     a vector of another length, with NaN or infinity, or of zeros.
     """
     steps = most_similar_vectors_steps(
-        stmt, target, limit, candidates, exclude, probe_radius=probe_radius, exact=exact
+        stmt, target, limit, candidates, exclude, probe_radius=probe_radius, exact=exact, probes=probes
     )
     return run_sync_steps(session, steps)
 
@@ -93,14 +104,44 @@ def most_similar_vectors_steps(
     *,
     probe_radius: int = 0,
     exact: bool = True,
+    probes: int | None = None,
 ) -> Steps[list[VectorMatch]]:
     """:func:`most_similar_vectors` as steps (:mod:`simsql.steps`): the candidates, their
     re-ranking (a :class:`~simsql.steps.Compute` step), the rows chosen."""
     _check_counts(limit, candidates)
     binding = _vector_binding(stmt)
-    query, _ = _target_vector(binding, target)
+    query, skip = _target_vector(binding, target)
+    if probes is not None:
+        check_probes(probes)
+        return (yield from _listed(binding, stmt, query, skip, exclude, limit, candidates, probes))
     ranked = most_similar(stmt, target, limit=candidates, exclude=exclude, probe_radius=probe_radius, exact=exact)
     return (yield from _reranked(binding, stmt, ranked, query, limit, -math.inf, None))
+
+
+def _listed(
+    binding: Binding, stmt: Select[Any], query: np.ndarray, skip: tuple[Any, ...] | None, exclude: object,
+    limit: int, candidates: int, probes: int,
+) -> Steps[list[VectorMatch]]:  # fmt: skip
+    """The partition lists' candidates (:func:`simsql.queries.partitioned.vector_candidates`),
+    re-ranked by exact cosine."""
+    list_column(binding)
+    schema, table = binding.registry_key
+    centres = yield Call(lambda connection: live_centres(connection, schema or current_schema(connection), table))
+    lists = [value for generation in centres for value in generation.nearest(query, probes)]
+    fingerprinter = binding.fingerprinter
+    assert isinstance(fingerprinter, VectorFingerprinter)
+    if binding.words:
+        signature: list[int] = list(fingerprinter.signatures_many(query[None, :])[0].words)
+    else:
+        signature = [fingerprinter.fingerprint(query)]
+    excluded = exclude_keys(binding, exclude)
+    if excluded:
+        stmt = stmt.where(exclusion(binding, excluded))  # type: ignore[arg-type]
+    extra = (skip is not None) + len(excluded)
+    ranked = vector_candidates(stmt, binding, signature, lists, candidates + extra)
+    excluded_keys = {tuple(k) for k in excluded}
+    found = yield from _reranked(binding, stmt, ranked, query, limit + extra, -math.inf, skip)
+    return [m for m in found if binding.key_of(m.row) not in excluded_keys][:limit]
 
 
 def near_copy_vectors(

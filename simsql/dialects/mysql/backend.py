@@ -29,6 +29,7 @@ from . import catalog, session
 from .backfill import MySQLBatchSQL
 from .compile import MYSQL_DIALECTS
 from .ddl import MYSQL_DDL, block_expression_sql, create_trigger_sql, digest_sql, drop_trigger_sql, quote, trigger_names
+from .partitions import MYSQL_PARTITION_DDL
 from .server import check_version
 
 MAX_IDENTIFIER_CHARACTERS = 64
@@ -53,6 +54,7 @@ class MySQLBackend(Backend):
     name = "mysql"
     supported = "MySQL >= 8.0 or MariaDB >= 10.6"
     ddl = MYSQL_DDL
+    partition_ddl = MYSQL_PARTITION_DDL
 
     transactional_ddl = False
     online_index_builds = True

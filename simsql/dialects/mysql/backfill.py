@@ -95,7 +95,8 @@ class MySQLBatchSQL(BatchSQL):
             # STRAIGHT_JOIN: the batch first, then each of its rows by key. Joined the other way
             # round, the optimizer may scan the (small) table and lock rows outside the batch, so
             # a writer holding any row anywhere stalls the batch until the lock timeout.
-            sets = ", ".join(f"b.{c} = v.{v}" for v, c in [("fp", fp), ("src", src), *words])
+            sets = ", ".join([f"b.{c} = v.{v}" for v, c in [("fp", fp), ("src", src), *words]]
+                             + [f"b.{self.quote(job.names.part)} = NULL"] * job.lists)
             return text(
                 f"UPDATE {batch} AS v STRAIGHT_JOIN {self.base} AS b ON {match} SET {sets} "
                 f"WHERE {' OR '.join([f'b.{fp} IS NULL', f'b.{src} IS NULL', *self.unsigned('b')])}"

@@ -14,6 +14,7 @@ from ..constructs import (
     COVERING_INFO,
     BlockComputed,
     BlockExpression,
+    CurrentSchema,
     EagerChoice,
     EagerGuard,
     EagerOrder,
@@ -105,7 +106,12 @@ def _whole_quotient(element: WholeQuotient, compiler: Any, **kw: Any) -> str:
     return f"({compiler.process(element.dividend, **kw)} DIV {element.divisor})"
 
 
+def _current_schema(element: CurrentSchema, compiler: Any, **kw: Any) -> str:
+    return "DATABASE()"
+
+
 for _name in MYSQL_DIALECTS:
+    compiles(CurrentSchema, _name)(_current_schema)
     compiles(WholeQuotient, _name)(_whole_quotient)
     compiles(RunTimeLimit, _name)(_run_time_limit)
     compiles(RowEstimate, _name)(_row_estimate)

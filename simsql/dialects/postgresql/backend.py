@@ -25,6 +25,7 @@ from ..base import Backend, backend, version_text
 from ..sqltext import execute_sql, is_autocommit
 from ..batch import Job
 from ..constructs import (
+    CurrentSchema,
     BlockExpression,
     EagerChoice,
     EagerGuard,
@@ -37,6 +38,7 @@ from ..constructs import (
 )
 from ..plan import Column, Partition, TableFacts
 from .backfill import PostgresBatchSQL
+from .partitions import POSTGRES_PARTITION_DDL
 from .ddl import (
     FUNCTION_MARK,
     POSTGRES_DDL,
@@ -59,6 +61,11 @@ REGISTRY_PROBE = "SELECT to_regclass(%s) IS NOT NULL, to_regclass(%s) IS NOT NUL
 
 def _refuse(found: str) -> UnsupportedDatabase:
     return UnsupportedDatabase(f"simsql needs PostgreSQL >= 14 (for bit_count), but the server is PostgreSQL {found}")
+
+
+@compiles(CurrentSchema, "postgresql")
+def _current_schema(element: CurrentSchema, compiler: Any, **kw: Any) -> str:
+    return "current_schema()"
 
 
 @compiles(HammingDistance, "postgresql")
@@ -133,6 +140,7 @@ class PostgresBackend(Backend):
     name = "postgresql"
     supported = "PostgreSQL >= 14"
     ddl = POSTGRES_DDL
+    partition_ddl = POSTGRES_PARTITION_DDL
     activity_view = "pg_stat_activity"
     registry_probe = REGISTRY_PROBE
     def row_estimate_sql(self, table: str) -> str:

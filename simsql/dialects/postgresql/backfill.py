@@ -78,7 +78,7 @@ class PostgresBatchSQL(BatchSQL):
         fp, src = values[0][1], values[1][1]
         if job.names.side is None:
             # The row trigger keeps the fingerprint only if src is the digest of the row's text.
-            sets = ", ".join(f"{column} = v.{v}" for v, column in values)
+            sets = ", ".join([f"{column} = v.{v}" for v, column in values] + [f"{self.quote(job.names.part)} = NULL"] * job.lists)
             return text(
                 f"UPDATE {self.base} AS b SET {sets} FROM unnest({arrays}) AS v({columns}) "
                 f"WHERE {match} AND ({' OR '.join([f'b.{fp} IS NULL', f'b.{src} IS NULL', *self.unsigned('b')])}) "

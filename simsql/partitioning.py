@@ -1,0 +1,268 @@
+"""Partition lists (IVF): centres fitted on a sample, each row placed in the list of its nearest.
+
+"Most similar" without a near copy has no block to probe: the tenth neighbour of an article is
+15-20 bits away, of an embedding 70-80 of 256. Partition lists give such queries an index path,
+as pgvector's IVFFlat does: ``lists`` centres fitted on a sample of the table, every row placed
+in the list of its nearest centre (an integer column with a covering index), and a query that
+reads only the rows of the ``probes`` lists nearest to its target. What it gives up: a neighbour
+placed in a list that was not probed is missed, so the answer is approximate; more probes, more
+recall, more rows read (BENCHMARKS.md measures recall@10 on real text and embeddings).
+
+Two kinds of centres, one per signature:
+
+- ``modes`` (text fingerprints): k-modes on 64-bit fingerprints. Distance is the Hamming
+  distance; a centre is the bitwise majority of its members (the fingerprint nearest, in
+  Hamming distance, to all of them at once).
+- ``means`` (vectors): spherical k-means on the stored vectors scaled to unit length. Distance
+  is the cosine; a centre is the normalised mean of its members.
+
+Deterministic from the sample and the seed: the first centres are the sample's rows in the order
+of a seeded XXH3 hash of their values (not numpy's generator, whose streams may change between
+versions), ties in assignment go to the lowest list, and an emptied list is reseeded with the row
+farthest from its centre (lowest index on ties). Pure numpy: no database here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import xxhash
+
+Kind = Literal["modes", "means"]
+
+LIST_SPAN = 1 << 16
+"""List numbers of one generation of centres: a row's list value is
+``generation * LIST_SPAN + list``, so a refit's lists never share a value with the lists it
+replaces, and a query tells "in a live list" from "left behind" by range alone."""
+
+MAX_LISTS = LIST_SPAN
+MAX_GENERATION = (1 << 31) // LIST_SPAN - 1
+"""The list column is a 32-bit integer."""
+
+DEFAULT_ITERATIONS = 12
+_CHUNK = 4096
+
+
+def default_lists(rows: int) -> int:
+    """pgvector's rule for IVFFlat, which BENCHMARKS.md checks on simsql's lists: ``rows / 1000``
+    up to a million rows, ``sqrt(rows)`` beyond; at least 1."""
+    if rows <= 1_000_000:
+        return max(1, rows // 1000)
+    return max(1, int(rows**0.5))
+
+
+def default_sample(lists: int, rows: int) -> int:
+    """Rows sampled to fit ``lists`` centres: 50 a list, at least 10,000, at most the table."""
+    return min(rows, max(10_000, 50 * lists))
+
+
+def check_lists(lists: object) -> int:
+    if isinstance(lists, bool) or not isinstance(lists, int):
+        raise TypeError(f"lists must be an int, got {type(lists).__name__}")
+    if not 1 <= lists <= MAX_LISTS:
+        raise ValueError(f"lists must be in 1..{MAX_LISTS}, got {lists}")
+    return lists
+
+
+def check_probes(probes: object) -> int:
+    if isinstance(probes, bool) or not isinstance(probes, int):
+        raise TypeError(f"probes must be an int, got {type(probes).__name__}")
+    if probes < 1:
+        raise ValueError(f"probes must be at least 1 (the lists read per query), got {probes}")
+    return probes
+
+
+def _hash_order(values: np.ndarray, seed: int) -> np.ndarray:
+    """Indexes of ``values``' rows in the order of a seeded hash of each row's bytes (ties, equal
+    rows, by index): a shuffle that depends on the sample's contents and the seed alone."""
+    rows = np.ascontiguousarray(values).reshape(len(values), -1).view(np.uint8)
+    hashes = np.array([xxhash.xxh3_64_intdigest(row.tobytes(), seed=seed) for row in rows], dtype=np.uint64)
+    return np.lexsort((np.arange(len(values)), hashes))
+
+
+def hamming_matrix(fingerprints: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """``[n, lists]`` Hamming distances (uint8) between unsigned 64-bit values."""
+    return np.bitwise_count(fingerprints[:, None] ^ centres[None, :]).astype(np.uint8)
+
+
+def nearest_modes(fingerprints: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each fingerprint's nearest centre (lowest list on ties) and its distance, in chunks."""
+    lists = np.empty(len(fingerprints), dtype=np.int64)
+    distances = np.empty(len(fingerprints), dtype=np.int64)
+    for start in range(0, len(fingerprints), _CHUNK):
+        block = hamming_matrix(fingerprints[start : start + _CHUNK], centres)
+        chosen = block.argmin(axis=1)
+        lists[start : start + _CHUNK] = chosen
+        distances[start : start + _CHUNK] = block[np.arange(len(block)), chosen]
+    return lists, distances
+
+
+def _majority(members: np.ndarray, current: np.uint64) -> np.uint64:
+    """The bitwise majority of ``members`` (unsigned 64-bit); a tied bit keeps ``current``'s."""
+    bits = np.unpackbits(members.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
+    ones = bits.sum(axis=0, dtype=np.int64) * 2
+    mine = np.unpackbits(np.array([current], dtype="<u8").view(np.uint8), bitorder="little").astype(bool)
+    chosen = np.where(ones == len(members), mine, ones > len(members))
+    return np.packbits(chosen, bitorder="little").view("<u8")[0]
+
+
+def fit_modes(fingerprints: object, lists: int, seed: int = 0, iterations: int = DEFAULT_ITERATIONS) -> np.ndarray:
+    """``lists`` centres (unsigned 64-bit) by k-modes on ``fingerprints`` (unsigned 64-bit values).
+
+    ``ValueError`` when the sample holds fewer distinct fingerprints than ``lists``."""
+    sample = np.asarray(fingerprints, dtype=np.uint64).ravel()
+    check_lists(lists)
+    distinct = np.unique(sample)
+    if len(distinct) < lists:
+        raise ValueError(
+            f"the sample holds {len(distinct)} distinct fingerprints, fewer than lists={lists}: "
+            "ask for fewer lists (or sample more rows)"
+        )
+    order = _hash_order(distinct, seed)
+    centres = distinct[order[:lists]].copy()
+    assigned = np.full(len(sample), -1, dtype=np.int64)
+    for _ in range(iterations):
+        chosen, distances = nearest_modes(sample, centres)
+        if np.array_equal(chosen, assigned):
+            break
+        assigned = chosen
+        counts = np.bincount(assigned, minlength=lists)
+        spare = list(np.lexsort((np.arange(len(sample)), -distances)))
+        for list_number in range(lists):
+            if counts[list_number] == 0:  # reseed with the farthest row not yet used
+                while spare and distances[spare[0]] == 0:
+                    spare.pop(0)
+                if spare:
+                    centres[list_number] = sample[spare.pop(0)]
+                continue
+            centres[list_number] = _majority(sample[assigned == list_number], centres[list_number])
+    return centres
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (a zero row stays zero)."""
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0.0, 1.0, norms)
+
+
+def nearest_means(unit: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each unit row's nearest centre by cosine (lowest list on ties) and that cosine."""
+    lists = np.empty(len(unit), dtype=np.int64)
+    cosines = np.empty(len(unit), dtype=np.float64)
+    for start in range(0, len(unit), _CHUNK):
+        block = unit[start : start + _CHUNK] @ centres.T
+        chosen = block.argmax(axis=1)
+        lists[start : start + _CHUNK] = chosen
+        cosines[start : start + _CHUNK] = block[np.arange(len(block)), chosen]
+    return lists, cosines
+
+
+def fit_means(vectors: object, lists: int, seed: int = 0, iterations: int = DEFAULT_ITERATIONS) -> np.ndarray:
+    """``lists`` unit centres ``[lists, dimensions]`` (float64) by spherical k-means on ``vectors``."""
+    sample = np.asarray(vectors, dtype=np.float64)
+    check_lists(lists)
+    if sample.ndim != 2 or len(sample) == 0:
+        raise ValueError(f"fit_means takes a non-empty 2-D batch of vectors, got shape {sample.shape}")
+    unit = unit_rows(sample)
+    distinct = np.unique(unit, axis=0)
+    distinct = distinct[distinct.any(axis=1)]
+    if len(distinct) < lists:
+        raise ValueError(
+            f"the sample holds {len(distinct)} distinct vectors, fewer than lists={lists}: ask for fewer lists"
+        )
+    centres = distinct[_hash_order(distinct, seed)[:lists]].copy()
+    assigned = np.full(len(unit), -1, dtype=np.int64)
+    for _ in range(iterations):
+        chosen, cosines = nearest_means(unit, centres)
+        if np.array_equal(chosen, assigned):
+            break
+        assigned = chosen
+        counts = np.bincount(assigned, minlength=lists)
+        sums = _sums_by_list(unit, assigned, lists)
+        spare = list(np.lexsort((np.arange(len(unit)), cosines)))
+        for list_number in np.flatnonzero(counts == 0):
+            sums[list_number] = unit[spare.pop(0)] if spare else centres[list_number]
+        centres = unit_rows(sums)
+    return centres
+
+
+def _sums_by_list(unit: np.ndarray, assigned: np.ndarray, lists: int) -> np.ndarray:
+    """``[lists, dimensions]``: the sum of the rows assigned to each list (zeros for none)."""
+    order = np.argsort(assigned, kind="stable")
+    ordered = assigned[order]
+    present, starts = np.unique(ordered, return_index=True)
+    sums = np.zeros((lists, unit.shape[1]), dtype=np.float64)
+    sums[present] = np.add.reduceat(unit[order], starts, axis=0)
+    return sums
+
+
+@dataclass(frozen=True, eq=False)
+class Centres:
+    """One generation of fitted centres: how a row is placed and which lists a query reads.
+
+    ``values`` are unsigned 64-bit fingerprints (``kind="modes"``) or unit vectors
+    ``[lists, dimensions]`` (``kind="means"``). List ``i`` is stored as ``base + i``."""
+
+    generation: int
+    kind: Kind
+    values: np.ndarray
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.generation <= MAX_GENERATION:
+            raise ValueError(f"generation must be in 1..{MAX_GENERATION}, got {self.generation}")
+
+    @property
+    def lists(self) -> int:
+        return len(self.values)
+
+    @property
+    def base(self) -> int:
+        return self.generation * LIST_SPAN
+
+    @property
+    def last(self) -> int:
+        """The highest list value this generation can hold."""
+        return self.base + LIST_SPAN - 1
+
+    def place(self, signatures: object) -> np.ndarray:
+        """The list values (``base + list``) of unsigned fingerprints (``modes``) or vectors
+        (``means``), one per row."""
+        if self.kind == "modes":
+            chosen, _ = nearest_modes(np.asarray(signatures, dtype=np.uint64).ravel(), self.values)
+        else:
+            chosen, _ = nearest_means(unit_rows(np.atleast_2d(np.asarray(signatures, dtype=np.float64))), self.values)
+        return chosen + self.base
+
+    def nearest(self, target: object, probes: int) -> list[int]:
+        """The list values of the ``probes`` lists nearest ``target`` (a fingerprint or a vector),
+        nearest first (lowest list on ties)."""
+        check_probes(probes)
+        if self.kind == "modes":
+            distances = hamming_matrix(np.array([target], dtype=np.uint64), self.values)[0].astype(np.int64)
+        else:
+            unit = unit_rows(np.atleast_2d(np.asarray(target, dtype=np.float64)))[0]
+            distances = -(self.values @ unit)
+        order = np.lexsort((np.arange(self.lists), distances))[:probes]
+        return [int(i) + self.base for i in order]
+
+
+__all__ = [
+    "Centres",
+    "DEFAULT_ITERATIONS",
+    "Kind",
+    "LIST_SPAN",
+    "MAX_GENERATION",
+    "MAX_LISTS",
+    "check_lists",
+    "check_probes",
+    "default_lists",
+    "default_sample",
+    "fit_means",
+    "fit_modes",
+    "hamming_matrix",
+    "nearest_means",
+    "nearest_modes",
+    "unit_rows",
+]

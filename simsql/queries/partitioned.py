@@ -1,0 +1,111 @@
+"""Ranking through partition lists (:mod:`simsql.partitioning`): the rows of the lists nearest
+the target, and every row left behind, by Hamming distance.
+
+Two branches under one ``UNION ALL``, each an index-only scan of the list index (it covers the
+list, the signature words and the key): the rows of the probed lists, and the rows no live list
+holds (:func:`simsql.partition_sets.left_behind`). A plain ``select(Model)`` is ranked on keys
+and distances alone and joined to the entities once; any other select is filtered before it is
+ranked, so its filters never leave the answer short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Select, literal, select, union_all
+from sqlalchemy.sql import ColumnElement
+
+from ..dialects import hamming_expression
+from ..errors import NotAttached, SchemaError
+from ..partition_sets import in_lists, left_behind, part_column, probed_lists
+from ..storage import Binding
+from .planner import as_select, is_plain, similarity_of
+from .targets import fingerprint_literal, keys_equal
+
+
+def list_column(binding: Binding) -> Any:
+    """The bound table's list column, or :class:`NotAttached` saying how to get one."""
+    if binding.mode != "columns":
+        raise SchemaError(
+            f"{binding.model.__name__} keeps its fingerprints in a side table; partition lists need them in the table's own columns"
+        )
+    part = part_column(binding)
+    if part is None:
+        raise NotAttached(
+            f"{binding.model.__name__} has no partition lists: declare __simhash_partitions__ = True on the model "
+            f"(then simsql.partitions.fit_partitions), or run `simsql partitions fit --table {binding.names.table}`"
+        )
+    return part
+
+
+def _candidates(
+    binding: Binding, where_probed: Any, distance: ColumnElement[Any], max_distance: int | None, base: Select[Any] | None,
+    exclusion: ColumnElement[bool] | None = None,
+) -> Any:  # fmt: skip
+    """``(key..., distance)`` of the probed lists' rows and of the rows left behind: read from
+    the table alone (``base`` None), or from ``base``, the caller's select with its filters."""
+    part = list_column(binding)
+    branches = []
+    for where in (where_probed, left_behind(binding, part)):
+        if base is None:
+            branch = select(*binding.table_keys, distance.label("distance"))
+        else:
+            branch = base.with_only_columns(*binding.keys, distance.label("distance"), maintain_column_froms=True)
+        branch = branch.where(binding.fingerprint.is_not(None))
+        if exclusion is not None:
+            branch = branch.where(exclusion)
+        branch = branch.join(where[0], where[1]) if isinstance(where, tuple) else branch.where(where)
+        if max_distance is not None:
+            branch = branch.where(distance <= max_distance)
+        branches.append(branch)
+    return union_all(*branches).subquery("simsql_listed")
+
+
+def text_statement(
+    stmt: Select[Any], binding: Binding, fingerprint: int, limit: int, max_distance: int | None,
+    exclusion: ColumnElement[bool] | None, probes: int,
+) -> Select[Any]:  # fmt: skip
+    """``stmt``'s top-``limit`` rows of the ``probes`` lists nearest ``fingerprint`` (per live
+    generation) and of the rows left behind, as ``(entity, distance, similarity)``."""
+    part = list_column(binding)
+    target = fingerprint_literal(fingerprint)
+    distance = hamming_expression(binding.fingerprint, target)
+    probed = probed_lists(binding, target, literal(probes)).subquery("simsql_probed")
+    join = (probed, part == probed.c.list_value)
+    base = None if is_plain(stmt, binding) else stmt
+    listed = _candidates(binding, join, distance, max_distance, base, exclusion)
+    keys = [listed.c[k.name] for k in binding.table_keys]
+    top = select(listed).order_by(listed.c.distance, *keys).limit(limit).subquery("simsql_ranked")
+    return (
+        as_select(stmt)
+        .add_columns(top.c.distance, similarity_of(top.c.distance))
+        .join(top, keys_equal(binding.keys, [top.c[k.name] for k in binding.table_keys]))
+        .order_by(top.c.distance, *binding.keys)
+    )
+
+
+def vector_candidates(
+    stmt: Select[Any], binding: Binding, signature: Sequence[int], lists: Sequence[int], limit: int
+) -> Select[Any]:  # fmt: skip
+    """``(key..., vector, distance)`` of the ``limit`` rows of ``stmt`` nearest by signature
+    among the lists ``lists`` (chosen by the caller from the vector centres) and the rows left
+    behind; the distance over the four words of a wide table (256 bits), else the 64-bit
+    signature."""
+    part = list_column(binding)
+    words = binding.words or (binding.fingerprint,)
+    distance: Any = None
+    for column, word in zip(words, signature):
+        term = hamming_expression(column, fingerprint_literal(word))
+        distance = term if distance is None else distance + term
+    base = None if is_plain(stmt, binding) else stmt
+    listed = _candidates(binding, in_lists(part, lists), distance, None, base)
+    keys = [listed.c[k.name] for k in binding.table_keys]
+    top = select(listed).order_by(listed.c.distance, *keys).limit(limit).subquery("simsql_nearest")
+    vector = binding.table.c[binding.source[0]]
+    return select(*binding.table_keys, vector, top.c.distance).join(
+        top, keys_equal(binding.table_keys, [top.c[k.name] for k in binding.table_keys])
+    )
+
+
+__all__ = ["list_column", "text_statement", "vector_candidates"]
