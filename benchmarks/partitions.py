@@ -186,7 +186,9 @@ def close_all(sessions: dict[str, Session]) -> None:
 # -- text ----------------------------------------------------------------------------------------
 
 
-def text_systems(sessions: dict[str, Session], probes: Sequence[int], with_scans: bool) -> dict[str, Runner]:
+def text_systems(
+    sessions: dict[str, Session], probes: Sequence[int], with_scans: bool, by_hand: Sequence[int] = (), generation: int = 0
+) -> dict[str, Runner]:
     """Each system by name (its session is ``sessions[name]``); an answer is ``[(id, distance)]``."""
     distance = TextDoc.simhash.hamming_distance
     found: dict[str, Runner] = {}
@@ -205,12 +207,34 @@ def text_systems(sessions: dict[str, Session], probes: Sequence[int], with_scans
     for n in probes:
         name = f"simsql most_similar probes={n}"
         found[name] = similar(sessions[name], probes=n)
+    for n in by_hand:
+        name = f"{BY_HAND} probes={n}"
+        found[name] = text_by_hand(sessions[name], n, generation)
     return found
 
 
-def text_names(probes: Sequence[int], with_scans: bool) -> list[str]:
+def text_names(probes: Sequence[int], with_scans: bool, by_hand: Sequence[int] = ()) -> list[str]:
     names = ["plain scan (whole rows)", "simsql most_similar (exact)"] if with_scans else []
-    return names + ["plain scan (keys)"] + [f"simsql most_similar probes={n}" for n in probes]
+    names += ["plain scan (keys)"] + [f"simsql most_similar probes={n}" for n in probes]
+    return names + [f"{BY_HAND} probes={n}" for n in by_hand]
+
+
+BY_HAND = "by hand: probed lists only"
+"""A diagnostic, PostgreSQL only: the rows of the ``probes`` lists nearest the target ranked from
+the list index alone, written in SQL by hand *without* the branch for rows left behind (no row is
+left behind after a fit without writers, so its answer equals ``most_similar(probes=)``'s): what
+the design costs, against what the library's statement costs."""
+
+
+def text_by_hand(session: Session, probes: int, generation: int) -> Runner:
+    statement = text(
+        "SELECT t.id, bit_count(CAST((t.simhash # :q) AS bit(64))) AS d FROM parts_text t "
+        "WHERE t.simhash_part IN (SELECT c.list_value FROM simsql_partition_centres c WHERE c.table_schema = current_schema() "
+        "AND c.table_name = 'parts_text' AND c.generation = :g "
+        "ORDER BY bit_count(CAST((c.centre # :q) AS bit(64))), c.list_value LIMIT :probes) "
+        "ORDER BY d, t.id LIMIT 10"
+    )
+    return lambda q: [(r[0], r[1]) for r in session.execute(statement, {"q": simsql.to_signed(q), "g": generation, "probes": probes})]
 
 
 def text_recalls(answers: dict[str, list[Any]], data: TextSet) -> dict[str, float]:
@@ -221,11 +245,14 @@ def text_recalls(answers: dict[str, list[Any]], data: TextSet) -> dict[str, floa
     return out
 
 
-def text_phase(engine: Engine, data: TextSet, probes: Sequence[int], with_scans: bool, seed: int) -> dict[str, Any]:
-    names = text_names(probes, with_scans)
+def text_phase(engine: Engine, data: TextSet, probes: Sequence[int], with_scans: bool, seed: int, by_hand: Sequence[int] = ()) -> dict[str, Any]:
+    generation = 0
+    if by_hand:
+        generation = (lists_status(engine, TextDoc.__tablename__) or {}).get("generation", 0)
+    names = text_names(probes, with_scans, by_hand)
     sessions = sessions_for(engine, names)
     try:
-        systems = text_systems(sessions, probes, with_scans)
+        systems = text_systems(sessions, probes, with_scans, by_hand, generation)
         before = os.getloadavg()
         times, answers = race(systems, [int(q) for q in data.queries], seed)
         after = os.getloadavg()
@@ -301,8 +328,38 @@ def wide_scan(session: Session, candidates: int = 1000) -> Runner:
     return run
 
 
-def vector_systems(sessions: dict[str, Session], grid: Sequence[tuple[int, int]], exact: bool) -> dict[str, Runner]:
+def vector_by_hand(session: Session, probes: int, candidates: int) -> Runner:
+    """:data:`BY_HAND` for vectors: the lists nearest by cosine (the library's own
+    :meth:`~simsql.partitioning.Centres.nearest`), the ``candidates`` nearest of their rows by the
+    256-bit distance from the list index alone, their vectors fetched by key, re-ranked by cosine."""
+    from simsql import partition_sets
+    from simsql.queries.wide import wide_distance
+
+    binding = simsql.binding_for(VectorDoc)
+    signer: Any = VectorDoc.__simhash_fingerprinter__
+    with session.bind.connect() as connection:  # type: ignore[union-attr]
+        schema = connection.exec_driver_sql("SELECT current_schema()").scalar()
+        centres = partition_sets.live_centres(connection, str(schema), VectorDoc.__tablename__)[-1]
+    part = VectorDoc.__table__.c.simhash_part  # type: ignore[attr-defined]
+
+    def run(q: np.ndarray) -> list[int]:
+        distance = wide_distance(binding, signer.signatures_many([q])[0])
+        lists = centres.nearest(q, probes)
+        top = select(VectorDoc.id).where(part.in_(lists)).order_by(distance, VectorDoc.id).limit(candidates).subquery()
+        rows = session.execute(select(VectorDoc.id, VectorDoc.embedding).join(top, VectorDoc.id == top.c.id)).all()
+        stored = np.stack([np.frombuffer(row.embedding, dtype="<f4") for row in rows])
+        return [rows[i].id for i in np.argsort(-(stored @ q), kind="stable")[:TOP]]
+
+    return run
+
+
+def vector_systems(
+    sessions: dict[str, Session], grid: Sequence[tuple[int, int]], exact: bool, by_hand: Sequence[tuple[int, int]] = ()
+) -> dict[str, Runner]:
     found: dict[str, Runner] = {}
+    for n, m in by_hand:
+        name = f"{BY_HAND} probes={n} candidates={m}"
+        found[name] = vector_by_hand(sessions[name], n, m)
 
     def search(session: Session, **options: int) -> Runner:
         return lambda q: [m.row.id for m in simsql.most_similar_vectors(session, select(VectorDoc), q, limit=TOP, **options)]
@@ -318,12 +375,14 @@ def vector_systems(sessions: dict[str, Session], grid: Sequence[tuple[int, int]]
     return found
 
 
-def vector_phase(engine: Engine, data: VectorSet, grid: Sequence[tuple[int, int]], pgvector: bool, seed: int) -> dict[str, Any]:
-    names = vector_names(grid, exact=True)
+def vector_phase(
+    engine: Engine, data: VectorSet, grid: Sequence[tuple[int, int]], pgvector: bool, seed: int, by_hand: Sequence[tuple[int, int]] = ()
+) -> dict[str, Any]:
+    names = vector_names(grid, exact=True) + [f"{BY_HAND} probes={n} candidates={m}" for n, m in by_hand]
     sessions = sessions_for(engine, names)
     held: list[Connection] = []
     try:
-        systems = vector_systems(sessions, grid, exact=True)
+        systems = vector_systems(sessions, grid, exact=True, by_hand=by_hand)
         if pgvector:
             systems |= pgvector_systems(engine, data.vectors.shape[1], ivf_lists(len(data.vectors)), held, with_exact=True)
         before = os.getloadavg()
@@ -381,14 +440,17 @@ def _plan_summary(found: dict[str, Any]) -> dict[str, Any]:
     def walk(node: dict[str, Any]) -> None:
         if "Scan" in str(node["Node Type"]) and not str(node.get("Index Name") or node.get("Relation Name") or "").startswith("pg_"):
             where = node.get("Index Name") or node.get("Relation Name") or ""
-            nodes.append(f"{node['Node Type']} {where} (rows {node.get('Actual Rows')} x{node.get('Actual Loops')})")
+            nodes.append(
+                f"{node['Node Type']} {where} (rows {node.get('Actual Rows')} x{node.get('Actual Loops')}, {node.get('Actual Total Time')} ms)"
+            )
         for child in node.get("Plans", []):
             walk(child)
 
     plan = found["Plan"]
     walk(plan)
+    jit = found.get("JIT", {}).get("Timing", {}).get("Total")
     return {
-        "execution_ms": round(found["Execution Time"], 2), "planning_ms": round(found["Planning Time"], 2), "scans": nodes,
+        "execution_ms": round(found["Execution Time"], 2), "planning_ms": round(found["Planning Time"], 2), "jit_ms": jit, "scans": nodes,
         "shared_buffers_hit_read": [plan.get("Shared Hit Blocks"), plan.get("Shared Read Blocks")],
     }  # fmt: skip
 
@@ -420,22 +482,37 @@ def timed_inserts(engine: Engine, models: Sequence[type], rows: list[dict[str, A
     """ORM inserts of ``rows`` into each model's table, batch by batch, the tables taking turns in
     a shuffled order per batch (so load drifts hit both); the first batch of each untimed."""
     seconds: dict[str, float] = {m.__tablename__: 0.0 for m in models}  # type: ignore[attr-defined]
+    statements: dict[str, int] = dict.fromkeys(seconds, 0)
     order = np.random.default_rng(seed)
     timed = 0
-    for start in range(0, len(rows), batch):
-        chunk = rows[start : start + batch]
-        for i in order.permutation(len(models)).tolist():
-            model = models[i]
-            started = time.perf_counter()
-            with Session(engine) as session:
-                session.add_all([model(**row) for row in chunk])
-                session.commit()
-            if start > 0:
-                seconds[model.__tablename__] += time.perf_counter() - started  # type: ignore[attr-defined]
-        timed += len(chunk) if start > 0 else 0
+    sent: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
+        sent.append(statement)
+
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        for start in range(0, len(rows), batch):
+            chunk = rows[start : start + batch]
+            for i in order.permutation(len(models)).tolist():
+                model = models[i]
+                sent.clear()
+                started = time.perf_counter()
+                with Session(engine) as session:
+                    session.add_all([model(**row) for row in chunk])
+                    session.commit()
+                if start > 0:
+                    seconds[model.__tablename__] += time.perf_counter() - started  # type: ignore[attr-defined]
+                    statements[model.__tablename__] += len(sent)  # type: ignore[attr-defined]
+            timed += len(chunk) if start > 0 else 0
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
     out: dict[str, Any] = {"rows_timed": timed, "batch": batch}
     for name, spent in seconds.items():
-        out[name] = {"seconds": round(spent, 2), "rows_per_second": round(timed / spent, 1), "us_per_row": round(1e6 * spent / timed, 1)}
+        out[name] = {
+            "seconds": round(spent, 2), "rows_per_second": round(timed / spent, 1), "us_per_row": round(1e6 * spent / timed, 1),
+            "statements_per_batch": round(statements[name] * batch / timed, 1),
+        }  # fmt: skip
     return out
 
 
@@ -495,7 +572,8 @@ def run_text(engine: Engine, args: argparse.Namespace, api: Any, report: dict[st
         name = f"lists={lists or 'default'}"
         if api is not None:
             section.setdefault("fits", {})[name] = _fit(engine, api, TextDoc.__tablename__, lists)
-        phase = text_phase(engine, data, probes, with_scans=number == 0, seed=args.rows + number)
+        by_hand = args.by_hand if api is not None and engine.dialect.name == "postgresql" else ()
+        phase = text_phase(engine, data, probes, with_scans=number == 0, seed=args.rows + number, by_hand=by_hand)
         section.setdefault("phases", {})[name] = phase
         print(json.dumps({name: phase}), file=sys.stderr, flush=True)
     return data
@@ -522,7 +600,8 @@ def run_vectors(engine: Engine, args: argparse.Namespace, api: Any, report: dict
     if api is not None:
         section["fit"] = _fit(engine, api, VectorDoc.__tablename__, None)
         grid = [(n, m) for n in args.vector_probes for m in args.vector_candidates]
-    section["phase"] = vector_phase(engine, data, grid, reason is None, seed=args.rows)
+    by_hand = [(n, m) for n in args.by_hand for m in args.vector_candidates] if api is not None and engine.dialect.name == "postgresql" else []
+    section["phase"] = vector_phase(engine, data, grid, reason is None, seed=args.rows, by_hand=by_hand)
     return data
 
 
@@ -577,6 +656,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--text-probes", default=",".join(map(str, TEXT_PROBES)))
     parser.add_argument("--vector-probes", default=",".join(map(str, VECTOR_PROBES)))
     parser.add_argument("--vector-candidates", default=",".join(map(str, VECTOR_CANDIDATES)))
+    parser.add_argument("--by-hand", default="", help=f"probes of the diagnostic '{BY_HAND}' systems (PostgreSQL; comma-separated)")
     parser.add_argument("--insert-base", type=int, default=100_000, help="rows in each insert-cost table before the inserts")
     parser.add_argument("--insert-rows", type=int, default=5_000)
     parser.add_argument("--batch", type=int, default=100, help="rows per ORM insert (one commit)")
@@ -588,8 +668,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.sets = args.sets.split(",")
     ints = lambda value: [int(x) for x in value.split(",") if x]  # noqa: E731
-    args.lists, args.text_probes, args.vector_probes, args.vector_candidates = (
-        ints(args.lists), ints(args.text_probes), ints(args.vector_probes), ints(args.vector_candidates)
+    args.lists, args.text_probes, args.vector_probes, args.vector_candidates, args.by_hand = (
+        ints(args.lists), ints(args.text_probes), ints(args.vector_probes), ints(args.vector_candidates), ints(args.by_hand)
     )  # fmt: skip
     args.insert_rows = min(args.insert_rows, args.rows // 10)
     report = run(args)
