@@ -582,15 +582,22 @@ def run_text(engine: Engine, args: argparse.Namespace, api: Any, report: dict[st
     return data
 
 
+def vectors_for(args: argparse.Namespace) -> VectorSet:
+    """The vector set of ``--rows`` with ``--held-out`` queries held out (the stored rows depend on
+    it: tables loaded with one cannot be reused with another), the first ``--queries`` of them asked."""
+    data = vector_set(args.rows, args.held_out)
+    return VectorSet(data.vectors, data.queries[: args.queries], data.truth[: args.queries], data.real_rows, data.seconds)
+
+
 def run_vectors(engine: Engine, args: argparse.Namespace, api: Any, report: dict[str, Any]) -> VectorSet:
-    data = vector_set(args.rows, args.queries)
+    data = vectors_for(args)
     section: dict[str, Any] = report.setdefault("vectors", {})
     section["real_rows"] = data.real_rows
-    if not (args.reuse and load.loaded(engine, VectorDoc.__tablename__, args.rows)):
+    if not (args.reuse and load.loaded(engine, VectorDoc.__tablename__, args.rows) and load.same_vector(engine, VectorDoc.__tablename__, data.vectors[0])):
         section["load_seconds"] = {k: round(v, 3) for k, v in load.load_vectors(engine, VectorDoc.__table__, data.vectors, VectorDoc.__simhash_fingerprinter__).items()}  # type: ignore[attr-defined]
     reason = "--no-pgvector" if args.no_pgvector else load.pgvector_available(engine)
     if reason is None:
-        if args.reuse and load.pgvector_loaded(engine, args.rows):
+        if args.reuse and load.pgvector_loaded(engine, args.rows, data.vectors[0]):
             section["pgvector"] = json.loads(Path(args.pgvector_report).read_text()) if args.pgvector_report else "reused"
         else:
             section["pgvector"] = load.load_pgvector(engine, data.vectors, ivf_lists(args.rows), HNSW_M, HNSW_EF_CONSTRUCTION)
@@ -622,7 +629,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     vectors: VectorSet | None = None
     texts: TextSet | None = None
     if "vectors" in args.sets or "inserts" in args.sets:
-        sample_from = vector_set(args.rows, args.queries).vectors
+        sample_from = vectors_for(args).vectors
         sample = np.random.default_rng(2).choice(len(sample_from), size=min(FIT_SAMPLE, len(sample_from)), replace=False)
         fitted = simsql.VectorFingerprinter.fit(sample_from[np.sort(sample)])
         for model in (VectorDoc, VectorLists, VectorPlain):
@@ -633,7 +640,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         vectors = run_vectors(engine, args, api, report)
     if "inserts" in args.sets and api is not None:
         texts = texts or text_set(args.rows, args.queries)
-        vectors = vectors or vector_set(args.rows, args.queries)
+        vectors = vectors or vectors_for(args)
         base = min(args.insert_base, args.rows - args.insert_rows)
         report["inserts"] = insert_phase(engine, api, texts, vectors, base, args.insert_rows, args.batch)
     if "refit" in args.sets and api is not None:
@@ -654,6 +661,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--url", default=DEFAULT_URL)
     parser.add_argument("--rows", type=int, default=20_000)
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--held-out", type=int, default=200, help="vectors held out of the stored rows as queries (--queries of them asked)")
     parser.add_argument("--sets", default="text,vectors,inserts,refit", help="comma-separated: text, vectors, inserts, refit")
     parser.add_argument("--lists", default="", help="list counts to refit the text table with after the default (comma-separated)")
     parser.add_argument("--text-probes", default=",".join(map(str, TEXT_PROBES)))
@@ -675,6 +683,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         ints(args.lists), ints(args.text_probes), ints(args.vector_probes), ints(args.vector_candidates), ints(args.by_hand)
     )  # fmt: skip
     args.insert_rows = min(args.insert_rows, args.rows // 10)
+    if args.queries > args.held_out:
+        parser.error("--queries must be at most --held-out")
     report = run(args)
     out = args.out or RESULTS / f"partitions-{report['server']}-{args.rows}.json"
     out.write_text(json.dumps(report, indent=1) + "\n")

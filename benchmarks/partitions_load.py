@@ -243,12 +243,22 @@ def loaded(engine: Engine, table: str, rows: int) -> bool:
         return False
 
 
-def pgvector_loaded(engine: Engine, rows: int) -> bool:
-    """Both pgvector tables there with ``rows`` rows and their index (``--reuse``)."""
+def same_vector(engine: Engine, table: str, first: np.ndarray) -> bool:
+    """Row 1 of simsql's vector table holds ``first`` (``--reuse``: the same data set)."""
+    with engine.connect() as connection:
+        stored = connection.exec_driver_sql(f"SELECT embedding FROM {table} WHERE id = 1").scalar()
+    return stored is not None and bool(np.array_equal(np.frombuffer(bytes(stored), dtype="<f4"), first.astype("<f4")))
+
+
+def pgvector_loaded(engine: Engine, rows: int, first: np.ndarray) -> bool:
+    """Both pgvector tables there with ``rows`` rows, row 1 being ``first``, and their index (``--reuse``)."""
     try:
         with engine.connect() as connection:
             for table in PGV_TABLES.values():
                 if connection.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar() != rows:
+                    return False
+                stored = connection.exec_driver_sql(f"SELECT embedding::text FROM {table} WHERE id = 1").scalar()
+                if not np.allclose(np.array([float(x) for x in stored.strip("[]").split(",")]), first, atol=1e-6):
                     return False
                 if connection.exec_driver_sql(f"SELECT to_regclass('{table}_index')").scalar() is None:
                     return False
