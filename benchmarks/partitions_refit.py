@@ -113,6 +113,7 @@ def check_lists(engine: Engine, model: type) -> dict[str, Any]:
         "rows_checked": len(rows), "rows_in_their_list": int((parts == expected).sum()),
         "in_newest_generation_other_list": int((in_newest & (parts != expected)).sum()),
         "in_a_stale_list": int((in_live & ~in_newest).sum()), "left_behind": int((~in_live).sum()),
+        "misplaced_ids": [int(rows[i][0]) for i in np.flatnonzero(parts != expected)[:20]],
         "status": _status(engine, table.name),
     }  # fmt: skip
 
