@@ -53,6 +53,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
+import simsql.bits
+import simsql.storage
 from simsql.partitions import PartitionListsMixin
 
 from . import partitions_load as load
@@ -234,7 +236,7 @@ def text_by_hand(session: Session, probes: int, generation: int) -> Runner:
         "ORDER BY bit_count(CAST((c.centre # :q) AS bit(64))), c.list_value LIMIT :probes) "
         "ORDER BY d, t.id LIMIT 10"
     )
-    return lambda q: [(r[0], r[1]) for r in session.execute(statement, {"q": simsql.to_signed(q), "g": generation, "probes": probes})]
+    return lambda q: [(r[0], r[1]) for r in session.execute(statement, {"q": simsql.bits.to_signed(q), "g": generation, "probes": probes})]
 
 
 def text_recalls(answers: dict[str, list[Any]], data: TextSet) -> dict[str, float]:
@@ -316,7 +318,7 @@ def vector_names(grid: Sequence[tuple[int, int]], exact: bool) -> list[str]:
 def wide_scan(session: Session, candidates: int = 1000) -> Runner:
     from simsql.queries.wide import wide_distance
 
-    binding = simsql.binding_for(VectorDoc)
+    binding = simsql.storage.binding_for(VectorDoc)
     signer: Any = VectorDoc.__simhash_fingerprinter__
 
     def run(q: np.ndarray) -> list[int]:
@@ -335,7 +337,7 @@ def vector_by_hand(session: Session, probes: int, candidates: int) -> Runner:
     from simsql import partition_sets
     from simsql.queries.wide import wide_distance
 
-    binding = simsql.binding_for(VectorDoc)
+    binding = simsql.storage.binding_for(VectorDoc)
     signer: Any = VectorDoc.__simhash_fingerprinter__
     with session.bind.connect() as connection:  # type: ignore[union-attr]
         schema = connection.exec_driver_sql("SELECT current_schema()").scalar()

@@ -21,6 +21,7 @@ from sqlalchemy import Table, insert, text
 from sqlalchemy.engine import Connection, Engine
 
 import simsql
+import simsql.bits
 
 from .partitions_data import TextSet
 
@@ -84,7 +85,7 @@ def text_rows(data: TextSet, ids: Iterable[int]) -> Iterator[tuple[int, int, uui
 
     for key in ids:
         body = scale.article_text(data.paragraphs, data.members[key - 1])
-        yield key, simsql.to_signed(int(data.fingerprints[key - 1])), digest(body), body
+        yield key, simsql.bits.to_signed(int(data.fingerprints[key - 1])), digest(body), body
 
 
 def load_text(engine: Engine, table: Table, data: TextSet, rows: int, prefix: str = "simhash") -> dict[str, float]:
@@ -99,7 +100,7 @@ def load_text(engine: Engine, table: Table, data: TextSet, rows: int, prefix: st
                 for row in text_rows(data, range(1, rows + 1)):
                     copy.write_row(row)
     else:
-        unsigned = ((k, simsql.to_unsigned(f), d, b) for k, f, d, b in text_rows(data, range(1, rows + 1)))  # the column type's own form
+        unsigned = ((k, simsql.bits.to_unsigned(f), d, b) for k, f, d, b in text_rows(data, range(1, rows + 1)))  # the column type's own form
         _insert_batches(engine, table, (dict(zip(columns, row)) for row in unsigned))
     seconds = {"rows": time.perf_counter() - started}
     return seconds | _finish(engine, table)
