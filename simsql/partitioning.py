@@ -25,7 +25,7 @@ farthest from its centre (lowest index on ties). Pure numpy: no database here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import xxhash
@@ -87,16 +87,22 @@ def hamming_matrix(fingerprints: np.ndarray, centres: np.ndarray) -> np.ndarray:
     return np.bitwise_count(fingerprints[:, None] ^ centres[None, :]).astype(np.uint8)
 
 
-def nearest_modes(fingerprints: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each fingerprint's nearest centre (lowest list on ties) and its distance, in chunks."""
-    lists = np.empty(len(fingerprints), dtype=np.int64)
-    distances = np.empty(len(fingerprints), dtype=np.int64)
-    for start in range(0, len(fingerprints), _CHUNK):
-        block = hamming_matrix(fingerprints[start : start + _CHUNK], centres)
+def _best(rows: np.ndarray, scores: Any, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's best centre by ``scores(chunk)`` (``[chunk, lists]``, lower is better; the
+    lowest list on ties) and its score, a chunk of rows at a time (memory stays bounded)."""
+    lists = np.empty(len(rows), dtype=np.int64)
+    best = np.empty(len(rows), dtype=dtype)
+    for start in range(0, len(rows), _CHUNK):
+        block = scores(rows[start : start + _CHUNK])
         chosen = block.argmin(axis=1)
         lists[start : start + _CHUNK] = chosen
-        distances[start : start + _CHUNK] = block[np.arange(len(block)), chosen]
-    return lists, distances
+        best[start : start + _CHUNK] = block[np.arange(len(block)), chosen]
+    return lists, best
+
+
+def nearest_modes(fingerprints: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each fingerprint's nearest centre (lowest list on ties) and its Hamming distance."""
+    return _best(fingerprints, lambda chunk: hamming_matrix(chunk, centres), np.int64)
 
 
 def _majority(members: np.ndarray, current: np.uint64) -> np.uint64:
@@ -149,14 +155,8 @@ def unit_rows(vectors: np.ndarray) -> np.ndarray:
 
 def nearest_means(unit: np.ndarray, centres: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each unit row's nearest centre by cosine (lowest list on ties) and that cosine."""
-    lists = np.empty(len(unit), dtype=np.int64)
-    cosines = np.empty(len(unit), dtype=np.float64)
-    for start in range(0, len(unit), _CHUNK):
-        block = unit[start : start + _CHUNK] @ centres.T
-        chosen = block.argmax(axis=1)
-        lists[start : start + _CHUNK] = chosen
-        cosines[start : start + _CHUNK] = block[np.arange(len(block)), chosen]
-    return lists, cosines
+    lists, negated = _best(unit, lambda chunk: -(chunk @ centres.T), np.float64)
+    return lists, -negated
 
 
 def fit_means(vectors: object, lists: int, seed: int = 0, iterations: int = DEFAULT_ITERATIONS) -> np.ndarray:

@@ -23,7 +23,7 @@ from ..dialects import hamming_expression
 from ..errors import NotAttached, SchemaError
 from ..partition_sets import in_lists, left_behind, part_column, probed_lists
 from ..storage import Binding, binding_for
-from .planner import as_select, is_plain, similarity_of
+from .planner import as_select, is_plain, render_in_place, similarity_of
 from .targets import fingerprint_literal, keys_equal
 
 
@@ -116,10 +116,7 @@ class _ListRanking(TableClause):
 
 @compiles(_ListRanking)
 def _compile_list_ranking(element: _ListRanking, compiler: Any, **kw: Any) -> str:
-    linter = kw.pop("from_linter", None)
-    if linter is not None:  # the outer query joins this element, not the subquery it renders
-        linter.froms[element] = element.name
-    return str(compiler.process(element.ranking(), **kw))
+    return render_in_place(element, element.ranking(), compiler, **kw)
 
 
 def text_statement(

@@ -412,13 +412,18 @@ class _KeyRanking(TableClause):
         return _key_ranking(binding_for(self.model), target, self.limit, self.max_distance, self.probe_radius, self.exclusion, self.scan, lazy)
 
 
+def render_in_place(element: TableClause, derived: Any, compiler: Any, **kw: Any) -> str:
+    """``derived`` (a subquery built at compile time) rendered where ``element`` stands: the
+    outer query joins ``element``, so the FROM linter is told it is this element's name."""
+    linter = kw.pop("from_linter", None)
+    if linter is not None:
+        linter.froms[element] = element.name
+    return str(compiler.process(derived, **kw))
+
+
 @compiles(_KeyRanking)
 def _compile_key_ranking(element: _KeyRanking, compiler: Any, **kw: Any) -> str:
-    linter = kw.pop("from_linter", None)
-    if linter is not None:  # the outer query joins this element, not the subquery it renders
-        linter.froms[element] = element.name
-    lazy = dialects.backend(compiler.dialect).lazy_branches
-    return str(compiler.process(element.ranking(lazy), **kw))
+    return render_in_place(element, element.ranking(dialects.backend(compiler.dialect).lazy_branches), compiler, **kw)
 
 
 
