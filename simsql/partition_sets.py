@@ -167,17 +167,32 @@ def probed_lists(binding: Binding, fingerprint: ColumnElement[Any], probes: Colu
     return select(ranked.c.list_value).where(ranked.c.simsql_rank <= probes)
 
 
-def left_behind(binding: Binding, part: Any) -> tuple[ColumnElement[bool], ...]:
+def left_behind(binding: Binding, part: Any, live: Sequence[int] | None = None) -> tuple[ColumnElement[bool], ...]:
     """Rows no live list holds, as four disjoint conditions, each an index range of its own (an
     ``OR`` of them would scan the table): NULL; below the oldest live generation's values;
     above the newest's; between the two when they are not adjacent (a generation's values are
     ``[generation * LIST_SPAN, (generation + 1) * LIST_SPAN)``). Without live lists, every row
-    exactly once (below ``2**31 - 1``, or that value)."""
+    exactly once (below ``2**31 - 1``, or that value).
+
+    ``live``: the live generations when the caller read them already (a vector query): the bounds
+    are then values the planner sees, so it estimates the ranges empty (PostgreSQL otherwise
+    guesses a third of the table for each and may spend 20 ms compiling the plan with JIT);
+    else they are read by the statement itself (a text query stays one statement)."""
+    if live is not None:
+        if not live:
+            return part.is_(None), part < _INT_MAX, part == _INT_MAX
+        oldest_value, newest_value = min(live), max(live)
+        return (
+            part.is_(None),
+            part < oldest_value * LIST_SPAN,
+            part > (newest_value + 1) * LIST_SPAN - 1,
+            and_(part > (oldest_value + 1) * LIST_SPAN - 1, part < newest_value * LIST_SPAN),
+        )
     p = partitions_table.c
     _, table = binding.registry_key
-    live = (p.table_schema == schema_expression(binding), p.table_name == table, p.state.in_(LIVE_STATES))
-    oldest = select(func.min(p.generation)).where(*live).scalar_subquery()
-    newest = select(func.max(p.generation)).where(*live).scalar_subquery()
+    where = (p.table_schema == schema_expression(binding), p.table_name == table, p.state.in_(LIVE_STATES))
+    oldest = select(func.min(p.generation)).where(*where).scalar_subquery()
+    newest = select(func.max(p.generation)).where(*where).scalar_subquery()
     low = func.coalesce(oldest * LIST_SPAN, _INT_MAX)
     high = func.coalesce((newest + 1) * LIST_SPAN - 1, _INT_MAX - 1)
     return (

@@ -44,13 +44,13 @@ def list_column(binding: Binding) -> Any:
 
 def _candidates(
     binding: Binding, where_probed: Any, distance: ColumnElement[Any], max_distance: int | None, base: Select[Any] | None,
-    exclusion: ColumnElement[bool] | None = None,
+    exclusion: ColumnElement[bool] | None = None, live: Sequence[int] | None = None,
 ) -> Any:  # fmt: skip
     """``(key..., distance)`` of the probed lists' rows and of the rows left behind: read from
     the table alone (``base`` None), or from ``base``, the caller's select with its filters."""
     part = list_column(binding)
     branches = []
-    for where in (where_probed, *left_behind(binding, part)):
+    for where in (where_probed, *left_behind(binding, part, live)):
         if base is None:
             branch = select(*binding.table_keys, distance.label("distance"))
         else:
@@ -143,12 +143,12 @@ def text_statement(
 
 
 def vector_candidates(
-    stmt: Select[Any], binding: Binding, signature: Sequence[int], lists: Sequence[int], limit: int
+    stmt: Select[Any], binding: Binding, signature: Sequence[int], lists: Sequence[int], limit: int, live: Sequence[int]
 ) -> Select[Any]:  # fmt: skip
     """``(key..., vector, distance)`` of the ``limit`` rows of ``stmt`` nearest by signature
     among the lists ``lists`` (chosen by the caller from the vector centres) and the rows left
     behind; the distance over the four words of a wide table (256 bits), else the 64-bit
-    signature."""
+    signature. ``live``: the live generations the lists were chosen from."""
     part = list_column(binding)
     words = binding.words or (binding.fingerprint,)
     distance: Any = None
@@ -156,7 +156,7 @@ def vector_candidates(
         term = hamming_expression(column, fingerprint_literal(word))
         distance = term if distance is None else distance + term
     base = None if is_plain(stmt, binding) else stmt
-    listed = _candidates(binding, in_lists(part, lists), distance, None, base)
+    listed = _candidates(binding, in_lists(part, lists), distance, None, base, live=live)
     keys = [listed.c[k.name] for k in binding.table_keys]
     top = select(listed).order_by(listed.c.distance, *keys).limit(limit).subquery("simsql_nearest")
     vector = binding.table.c[binding.source[0]]

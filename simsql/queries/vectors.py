@@ -138,7 +138,7 @@ def _listed(
     if excluded:
         stmt = stmt.where(exclusion(binding, excluded))  # type: ignore[arg-type]
     extra = (skip is not None) + len(excluded)
-    ranked = vector_candidates(stmt, binding, signature, lists, candidates + extra)
+    ranked = vector_candidates(stmt, binding, signature, lists, candidates + extra, [g.generation for g in centres])
     excluded_keys = {tuple(k) for k in excluded}
     found = yield from _reranked(binding, stmt, ranked, query, limit + extra, -math.inf, skip)
     return [m for m in found if binding.key_of(m.row) not in excluded_keys][:limit]
