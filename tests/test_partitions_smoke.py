@@ -3,6 +3,7 @@ systems answer exactly, and the refit under two writers leaves every row in its 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -27,9 +28,13 @@ def test_partitions_smoke_run(database_url: str, schema: str, tmp_path: Path) ->
         pytest.skip(str(exc))
     url = f"{database_url}{'&' if '?' in database_url else '?'}options=-csearch_path%3D{schema}"
     out = tmp_path / "partitions.json"
+    # the embeddings need scikit-learn (the bench extra, not the test extra): without it the
+    # text and refit sets still run, and the vector ones are left to a machine that has it
+    embeddings = importlib.util.find_spec("sklearn") is not None
+    sets = ["--sets", "text,vectors,inserts,refit" if embeddings else "text,refit"]
     result = subprocess.run(
         [sys.executable, "-m", "benchmarks.partitions", "--rows", "3000", "--queries", "5", "--url", url, "--no-pgvector",
-         "--text-probes", "1,4", "--vector-probes", "2", "--vector-candidates", "50", "--out", str(out)],
+         "--text-probes", "1,4", "--vector-probes", "2", "--vector-candidates", "50", "--out", str(out), *sets],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
@@ -39,13 +44,15 @@ def test_partitions_smoke_run(database_url: str, schema: str, tmp_path: Path) ->
         assert text[exact]["recall@10"] == 1.0, exact
     for listed in ("simsql most_similar probes=1", "simsql most_similar probes=4"):
         assert 0.0 <= text[listed]["recall@10"] <= 1.0
-    vectors = report["vectors"]["phase"]["systems"]
-    assert set(vectors) >= {"simsql most_similar_vectors candidates=200 (exact path)", "simsql most_similar_vectors probes=2 candidates=50"}
-    assert report["vectors"]["pgvector_skipped"] == "--no-pgvector"
-    assert report["inserts"]["text"]["rows_timed"] > 0 and report["inserts"]["vectors"]["rows_timed"] > 0
+    if embeddings:
+        vectors = report["vectors"]["phase"]["systems"]
+        assert set(vectors) >= {"simsql most_similar_vectors candidates=200 (exact path)", "simsql most_similar_vectors probes=2 candidates=50"}
+        assert report["vectors"]["pgvector_skipped"] == "--no-pgvector"
+        assert report["inserts"]["text"]["rows_timed"] > 0 and report["inserts"]["vectors"]["rows_timed"] > 0
     check = report["refit"]["check"]  # every row read back and placed again by the library's rule
     assert check["rows_checked"] > 3000 and 0 <= check["rows_in_their_list"] <= check["rows_checked"]
-    # Not asserted equal here: at 3,000 rows the two writers often update the same row at once,
-    # and a few rows then end in another list of the current generation (BENCHMARKS.md, "Partition
-    # lists"): a finding the benchmark reports, not the harness's to fail on.
+    # Not asserted equal: writers still racing the refit's last pass may leave a row placed by
+    # the generation it replaced (read as left behind, placed by the next pass), and the harness
+    # reports that rather than fails on it; the race that put rows in a wrong list of the current
+    # generation is fixed and tested in tests/test_partitions_writes.py.
     assert sum(w["inserted"] for w in report["refit"]["writers"]) > 0
