@@ -122,7 +122,7 @@ def _queries(engine: Engine, args: argparse.Namespace, sizes: list[int], queries
         entry: dict[str, Any] = {"generate_seconds": time.perf_counter() - started}
         out[str(size)] = entry
         entry["verified"] = f"{scale.verify(paragraphs, data, fingerprinter, 100)}/100"
-        log(f"  load simsql ({entry['verified']} sampled fingerprints equal simsql.fingerprint.simhash of the text)")
+        log(f"  load simsql ({entry['verified']} sampled fingerprints equal simsql.text.fingerprint.simhash of the text)")
         entry["simsql_load"] = load_simsql(engine, data.fingerprints)
         with_vector = _load_vectors(engine, data.fingerprints, size, args.hnsw_max, entry)
         workloads = make_workloads(data, features, queries, seed=size + 1)

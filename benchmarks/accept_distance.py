@@ -36,9 +36,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 import simsql
-import simsql.storage
-from simsql.containment import MIN_CONTAINMENT, share_of_submission, shingled
+import simsql.store
 from simsql.queries.wide import WIDE_DISTANCE, wide_search
+from simsql.text.containment import MIN_CONTAINMENT, share_of_submission, shingled
 
 from .originality import DEFAULT_URL, Doc, _fingerprinter, corpus, disguised, engine_for, timed
 from .timing import summary
@@ -55,7 +55,7 @@ def popcounts(words: np.ndarray) -> np.ndarray:
 
 def random_pairs(session: Session, pairs: int, seed: int) -> dict[str, Any]:
     """The distance distribution of random pairs of stored filler signatures, and its fitted tail."""
-    rows = session.execute(select(*simsql.storage.binding_for(Doc).words).where(Doc.kind == "filler")).all()
+    rows = session.execute(select(*simsql.store.binding_for(Doc).words).where(Doc.kind == "filler")).all()
     words = np.array([[word & 0xFFFF_FFFF_FFFF_FFFF for word in row] for row in rows], dtype=np.uint64)
     rng = np.random.default_rng(seed)
     distances = []

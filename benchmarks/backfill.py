@@ -33,9 +33,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 import simsql
-import simsql.storage
-from simsql import schema
-from simsql.storage import text_digest
+import simsql.store
+from simsql.schema.names import metadata
+from simsql.store.storage import text_digest
 from simsql.urls import normalise_url
 
 from . import log
@@ -108,7 +108,7 @@ def _postgresql(url: str) -> Iterator[Engine]:
 
 
 def _load(engine: Engine, data: list[dict[str, Any]]) -> None:
-    schema.metadata.create_all(engine)
+    metadata.create_all(engine)
     _Base.metadata.create_all(engine)
     with engine.begin() as connection:
         for model in MODELS.values():
@@ -122,7 +122,7 @@ def _clear(engine: Engine, mode: str) -> None:
         if mode == "columns":
             connection.execute(text(f"UPDATE {BackfillArticle.__tablename__} SET simhash = NULL, simhash_src = NULL"))
         else:
-            connection.execute(text(f"DELETE FROM {simsql.storage.binding_for(BackfillPost).table.name}"))
+            connection.execute(text(f"DELETE FROM {simsql.store.binding_for(BackfillPost).table.name}"))
         connection.execute(text("DELETE FROM simsql_backfill"))
 
 
@@ -172,7 +172,7 @@ def _strategies(batch: list[tuple[Any, int | None, str]]) -> dict[str, Callable[
 
 def strategies(engine: Engine, data: list[dict[str, Any]], repeat: int, batch_size: int = 2000) -> dict[str, float]:
     """Seconds (best of ``repeat``) to store every row's precomputed fingerprint, per strategy."""
-    fingerprinter = simsql.storage.binding_for(BackfillArticle).fingerprinter
+    fingerprinter = simsql.store.binding_for(BackfillArticle).fingerprinter
     texts = [f"{r['title']}\n{r['body']}" for r in data]
     prepared = [(r["id"], fp, text_digest(t).hex) for r, fp, t in zip(data, fingerprinter.fingerprint_many(texts), texts)]
     batches = [prepared[i : i + batch_size] for i in range(0, len(prepared), batch_size)]

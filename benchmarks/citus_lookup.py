@@ -32,9 +32,10 @@ from typing import Any
 
 import psycopg
 
-from .citus_floor import kept_servers, print_medians, task_counts
 from simsql.bits import blocks
 from simsql.dialects.constructs import probe_values
+
+from .citus_floor import kept_servers, print_medians, task_counts
 
 DISTANCE = "bit_count(CAST((simhash # %(f)s) AS BIT(64)))"
 BLOCK_PROBES = " UNION ".join(

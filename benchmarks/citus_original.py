@@ -26,7 +26,7 @@ import simsql
 from simsql.dialects.citus import CitusBackend
 from simsql.queries.nearest import most_similar_keys
 from simsql.queries.targets import rows_of_keys
-from simsql.storage import binding_for
+from simsql.store import binding_for
 
 from .citus import BenchNote, _rows
 

@@ -44,9 +44,9 @@ from sqlalchemy import Engine, text
 import simsql
 import simsql.alembic
 import simsql.bits
-from simsql import registry
 from simsql.dialects import backend
-from simsql.storage import join_text
+from simsql.store import registry
+from simsql.store.storage import join_text
 from simsql.urls import engine_for
 
 TABLE = "faults_docs"

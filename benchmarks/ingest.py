@@ -57,7 +57,7 @@ def _attach(engine: Engine, table: str) -> dict[str, float]:
 
 def _detach(engine: Engine, table: str) -> None:
     with engine.begin() as connection:
-        if simsql.registry.read(connection, table) is not None:
+        if simsql.store.registry.read(connection, table) is not None:
             operations.drop_simhash_indexes(connection, table)
             operations.drop_simhash(connection, table)
 

@@ -17,7 +17,8 @@ from re import Pattern
 
 import numpy as np
 
-from simsql import Fingerprinter, bitsums, tokenize
+from simsql import Fingerprinter
+from simsql.text import bitsums, tokenize
 
 HAN_RUN: Pattern[str] = tokenize._HAN_RUN
 """A run of Han characters, as simsql's tokenizer cuts them from other words."""

@@ -33,7 +33,7 @@ from sqlalchemy import BigInteger, Engine, Text, create_engine, select, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
-import simsql.storage
+import simsql.store
 from simsql.urls import normalise_url
 
 from . import log
@@ -103,7 +103,7 @@ def load_mysql(engine: Engine, fingerprints: np.ndarray, stored: bool) -> dict[s
         for index in table.indexes:
             connection.execute(text(f"DROP INDEX `{index.name}` ON bench_docs"))
         if stored:  # the alternative measured: block values kept in the rows as well
-            for i, name in enumerate(simsql.storage.binding_for(MysqlBenchDoc).names.blocks):
+            for i, name in enumerate(simsql.store.binding_for(MysqlBenchDoc).names.blocks):
                 shift = 16 * (3 - i)
                 connection.execute(
                     text(f"ALTER TABLE bench_docs DROP COLUMN `{name}`, ADD COLUMN `{name}` INT AS ((`simhash` >> {shift}) & 65535) STORED")

@@ -3,7 +3,7 @@
 The corpus keeps one page of each group of natural near-duplicates (a tool and its renamed fork)
 and the planted negatives of :mod:`benchmarks.edits` must not be near-duplicates by accident;
 both ask the same question here. Independent of simsql's own shingles
-(:mod:`simsql.containment`): the benchmarks judge simsql, so their ground truth does not reuse it.
+(:mod:`simsql.text.containment`): the benchmarks judge simsql, so their ground truth does not reuse it.
 """
 
 from __future__ import annotations

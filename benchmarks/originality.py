@@ -54,17 +54,26 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
-import simsql.storage
-from simsql.containment import share_of_submission, shingled
+import simsql.store
 from simsql.queries.wide import WIDE_DISTANCE, wide_distance, wide_search
 from simsql.queries.wide_original import find_wide_original
-from simsql.types import SimHash
+from simsql.store import SimHash
+from simsql.text.containment import share_of_submission, shingled
 
-from .corpus import CACHE_DIR, Document, assembled_articles, build_cache, chinese_documents, english_documents, is_chinese, paragraphs
+from .corpus import (
+    CACHE_DIR,
+    Document,
+    assembled_articles,
+    build_cache,
+    chinese_documents,
+    english_documents,
+    is_chinese,
+    paragraphs,
+)
 from .edits import add_boilerplate, evade, substitute_words
 from .heldout import APT_INSTALL as HELDOUT_APT_INSTALL
-from .heldout import heldout_documents
 from .heldout import files as heldout_files
+from .heldout import heldout_documents
 from .heldout import missing as heldout_missing
 from .manpages import APT_INSTALL as MANPAGES_APT_INSTALL
 from .manpages import CorpusUnavailable
@@ -79,7 +88,7 @@ PARTS = ("recall", "alarms", "latency", "storage")
 MAX_ORIGINAL_CHARS = 30_000
 """The longest document stored (and disguised) as an original."""
 EXTRA_PARTS = ("revisions",)
-"""Run only when asked (``--parts revisions``): it needs ``python -m research.sources --fetch``."""
+"""Run only when asked (``--parts revisions``): it needs ``python -m benchmarks.sources --fetch``."""
 EVASIONS = (
     "header_footer", "sub_1", "sub_2", "sub_5", "sentence_in", "sentence_out", "shuffle",
     "mix", "shuffle_lines", "lines_mix", "excerpt_60",
@@ -152,7 +161,7 @@ _WORKER: dict[str, Any] = {}
 
 
 def _fingerprinter() -> simsql.Fingerprinter:
-    fingerprinter = simsql.storage.binding_for(Doc).fingerprinter
+    fingerprinter = simsql.store.binding_for(Doc).fingerprinter
     assert isinstance(fingerprinter, simsql.Fingerprinter)
     return fingerprinter
 
@@ -192,7 +201,7 @@ def batches(rows: Iterable[T], size: int, first: int = 1) -> Iterator[tuple[int,
 def _writer(connection: Any) -> Callable[[list[tuple[Any, ...]]], None]:
     """Writes signed rows: ``COPY`` on PostgreSQL (words as the column type stores them), a
     multi-row ``INSERT`` elsewhere (the driver's executemany)."""
-    names = simsql.storage.binding_for(Doc).names
+    names = simsql.store.binding_for(Doc).names
     columns = ["id", "kind", "body", names.digest, *names.signature_words]
     if connection.dialect.name != "postgresql":
         return lambda rows: connection.execute(insert(Doc), [dict(zip(columns, row)) for row in rows]) and None
@@ -215,7 +224,7 @@ def load(engine: Engine, rows: Iterable[tuple[str, str]], workers: int, batch: i
     writes the previous batches; the table's indexes (all but the key) are dropped first and
     built once the rows are in. Returns rows per second of the load (wall, and of the workers'
     CPU for the signatures) and the index build's time."""
-    table = simsql.storage.binding_for(Doc).table
+    table = simsql.store.binding_for(Doc).table
     with engine.begin() as connection:
         for index in table.indexes:
             index.drop(connection)
@@ -344,7 +353,7 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 def scan_check(session: Session, body: str, candidates: int = 16) -> Any:
     """The plain scan: every row ordered by its 256-bit distance, the nearest ``candidates``
     confirmed as find_original confirms them."""
-    binding = simsql.storage.binding_for(Doc)
+    binding = simsql.store.binding_for(Doc)
     signature = _fingerprinter().signature(body)
     distance = wide_distance(binding, signature).label("distance")
     rows = session.execute(select(Doc.id, Doc.body, distance).order_by(distance).limit(candidates)).all()
@@ -457,12 +466,12 @@ def false_alarms(session: Session, texts: Sequence[str]) -> dict[str, Any]:
 
 
 def revisions(session: Session, lang: str) -> dict[str, Any]:
-    """Real revisions (:func:`research.sources.real_revisions`: sections of the Debian Edu manual
+    """Real revisions (:func:`benchmarks.sources.real_revisions`: sections of the Debian Edu manual
     for bullseye and bookworm, and of Django's documentation 4.2 and 5.1, at least 80% unchanged
     and not identical): each old release is added to the table for the run, each new one
     checked, and counted found when the check reports its old release. The added rows are
     deleted again, so the table stays what ``--reuse`` expects."""
-    from research.sources import real_revisions
+    from benchmarks.sources import real_revisions
 
     pairs = real_revisions("zh" if lang == "zh" else "en")
     first = (session.execute(select(func.max(Doc.id))).scalar_one() or 0) + 1
@@ -487,7 +496,7 @@ def revisions(session: Session, lang: str) -> dict[str, Any]:
 def storage(engine: Engine) -> dict[str, Any]:
     """Bytes per row (PostgreSQL: heap, 64-bit block indexes, wide block indexes, primary key)
     and index writes per insert (every index of the table)."""
-    names = simsql.storage.binding_for(Doc).names
+    names = simsql.store.binding_for(Doc).names
     narrow = [index for index in names.indexes if index not in names.wide_indexes]  # names.indexes lists every index
     writes = 1 + len(narrow) + len(names.wide_indexes)  # the key's too
     with engine.connect() as connection:

@@ -6,7 +6,7 @@
 
 For each source and language, the originals of ``python -m benchmarks.originality`` (same
 sampling, same seed) are disguised every light way it uses; for each copy the rank of the first
-of its margin-directed probes (:func:`simsql.signature.probe_values`, the wide layout) that
+of its margin-directed probes (:func:`simsql.text.signature.probe_values`, the wide layout) that
 equals one of its original's block values is computed: the index stage reaches the original
 exactly when that rank is below the budget. Each budget rule is then scored by
 
@@ -44,10 +44,10 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from simsql.containment import MIN_CONTAINMENT, share_of_submission, shingled
 from simsql.queries.wide import WIDE_MAX_BUDGET, probe_budget
-from simsql.schema import WIDE_LAYOUT
-from simsql.signature import Signature, probe_values
+from simsql.schema.names import WIDE_LAYOUT
+from simsql.text.containment import MIN_CONTAINMENT, share_of_submission, shingled
+from simsql.text.signature import Signature, probe_values
 
 from .originality import DEFAULT_URL, EVASIONS, Doc, _fingerprinter, corpus, disguised, engine_for, timed
 from .timing import summary

@@ -126,7 +126,7 @@ def simhash_package_many(texts: Sequence[str]) -> list[int | None]:
 def _configs(lang: str, idf_texts: Sequence[str]) -> list[tuple[str, str, Callable[[Sequence[str]], list[int | None]]]]:
     """(name, description, fingerprint function) for every configuration measured."""
     from simsql import Fingerprinter
-    from simsql.weighting import IdfTable
+    from simsql.fingerprint import IdfTable
 
     def simsql(fp: Fingerprinter) -> Callable[[Sequence[str]], list[int | None]]:
         return lambda texts: fp.fingerprint_many(texts, empty="none")

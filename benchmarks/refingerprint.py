@@ -19,7 +19,7 @@ from sqlalchemy import text
 
 import simsql
 import simsql.alembic
-from simsql.lifecycle.refingerprint import refingerprint
+from simsql.lifecycle import refingerprint
 from simsql.urls import engine_for
 
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 
 import simsql
-import simsql.weighting
-from simsql.background import Background
-from simsql.bitsums import weighted_fingerprints
-from simsql.tokenize import is_han_feature
-from simsql.weighting import QUANT_SCALE
+import simsql.text.weighting
+from simsql.fingerprint import Background
+from simsql.text.bitsums import weighted_fingerprints
+from simsql.text.tokenize import is_han_feature
+from simsql.text.weighting import QUANT_SCALE
 
 from .internals import feature_hashes
 
@@ -70,7 +70,7 @@ def _linear_in_counts(fingerprinter: simsql.Fingerprinter) -> bool:
     """Weightings that multiply the raw count (``count``, and version 1's IDF tables) rather
     than ``1 + ln count``."""
     weighting = fingerprinter.weighting
-    return weighting == "count" or (fingerprinter.version == 1 and (weighting == "jieba_idf" or isinstance(weighting, simsql.weighting.IdfTable)))
+    return weighting == "count" or (fingerprinter.version == 1 and (weighting == "jieba_idf" or isinstance(weighting, simsql.text.weighting.IdfTable)))
 
 
 def fingerprints_of(members: np.ndarray, features: ParagraphFeatures, fingerprinter: simsql.Fingerprinter) -> np.ndarray:
@@ -232,7 +232,7 @@ CONFIGS = ("default", "v1", "idf-heldout", "background")
 default. ``idf-heldout``: the default features weighted by an
 :class:`simsql.IdfTable` fitted on every fifth document, which no article is assembled from (a
 user who fits on their own corpus; the stand-in for balanced bits). ``background``: the default
-fingerprinter centred on a :class:`simsql.background.Background` fitted on those same held-out
+fingerprinter centred on a :class:`simsql.text.background.Background` fitted on those same held-out
 documents (a user who fits a background on a sample of their own corpus)."""
 
 CHINESE_SHARE = 0.2
@@ -252,7 +252,7 @@ def real_text(config: str = "default", limit: int | None = None) -> RealText:
     chinese_paragraphs = corpus.paragraphs(d for i, d in enumerate(chinese) if i % 5)
     fingerprinter = simsql.Fingerprinter(version=1) if config == "v1" else simsql.Fingerprinter()
     if config == "idf-heldout":
-        table = simsql.weighting.IdfTable.fit((d.text for d in held_out), fingerprinter)
+        table = simsql.text.weighting.IdfTable.fit((d.text for d in held_out), fingerprinter)
         fingerprinter = simsql.Fingerprinter(weighting=table)
     elif config == "background":
         fitted = Background.fit((d.text for d in held_out), simsql.Fingerprinter())

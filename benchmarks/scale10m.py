@@ -34,11 +34,11 @@ features under four seeds, weigh them) costs 290-390 CPU-microseconds an article
 single words, ``\\w+`` runs; ``"\\n\\n"`` is not a word character; NFKC and case folding map each
 paragraph apart), so an article's feature counts are *exactly* the sum of its paragraphs'
 counts. So each of the 45,087 paragraphs of the pool is tokenised once: its 39,624 distinct
-features get a number, and their XXH3 hashes under :func:`simsql.signature.wide_seeds` and their
+features get a number, and their XXH3 hashes under :func:`simsql.text.signature.wide_seeds` and their
 prior weights are cached. An article's counts are then merged in numpy (summed per feature
 number), weighted as :meth:`simsql.Fingerprinter.feature_weights` and
-:func:`simsql.weighting.quantize` weigh them (``(1 + ln count) * prior``, scaled so the article's
-heaviest is 2**24, rounded) and reduced to bits by :func:`simsql.bitsums.weighted_signatures`,
+:func:`simsql.text.weighting.quantize` weigh them (``(1 + ln count) * prior``, scaled so the article's
+heaviest is 2**24, rounded) and reduced to bits by :func:`simsql.text.bitsums.weighted_signatures`,
 the library's own rule, 128 articles at a time. The quantized weights are integers and the bit
 sums exact integers in float64, so the order of features does not matter: the signatures are
 **bit-identical** to ``Fingerprinter.signatures_many``'s, not approximate, at 56 us an article
@@ -89,14 +89,14 @@ import xxhash
 from sqlalchemy import Engine, text
 
 import simsql
-import simsql.storage
-from simsql.bitsums import weighted_signatures
-from simsql.signature import wide_seeds
-from simsql.weighting import QUANT_SCALE, prior_table
+import simsql.store
+from simsql.text.bitsums import weighted_signatures
+from simsql.text.signature import wide_seeds
+from simsql.text.weighting import QUANT_SCALE, prior_table
 
 from .corpus import article_paragraphs, eligible_paragraphs
 from .manpages import CorpusUnavailable
-from .originality import CORPUS_UNAVAILABLE, SOURCES, Base, Doc, batches, _fingerprinter, corpus, digest, engine_for, filler
+from .originality import CORPUS_UNAVAILABLE, SOURCES, Base, Doc, _fingerprinter, batches, corpus, digest, engine_for, filler
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/h_scale"
 SCHEMA = "bench_originality_10m"
@@ -143,7 +143,7 @@ def paragraph_features(eligible: list[str]) -> ParagraphFeatures:
 
 
 SUB_BATCH = 128
-"""Articles reduced at once: the byte histograms of :func:`simsql.bitsums.weighted_signatures`
+"""Articles reduced at once: the byte histograms of :func:`simsql.text.bitsums.weighted_signatures`
 (2,048 bins an article) stay in the CPU's cache (55 us an article at 128, 237 at 5,000)."""
 
 
@@ -249,8 +249,8 @@ def _log(message: str) -> None:
 def build(engine: Engine, data: dict[str, Any], cache: ParagraphFeatures, rows: int, seed: int, workers: int, batch: int) -> dict[str, Any]:
     """The table, as ``benchmarks.originality.build`` would load it; the time of each phase."""
     phases: dict[str, Any] = {}
-    table = simsql.storage.binding_for(Doc).table
-    names = simsql.storage.binding_for(Doc).names
+    table = simsql.store.binding_for(Doc).table
+    names = simsql.store.binding_for(Doc).names
     columns = ["id", "kind", "body", names.digest, *names.signature_words]
     started = time.perf_counter()
     Base.metadata.drop_all(engine)
@@ -314,7 +314,7 @@ def build(engine: Engine, data: dict[str, Any], cache: ParagraphFeatures, rows: 
 
 def table_facts(engine: Engine) -> dict[str, Any]:
     """Rows, rows whose signature the trigger dropped (should be none), sizes."""
-    names = simsql.storage.binding_for(Doc).names
+    names = simsql.store.binding_for(Doc).names
     with engine.connect() as connection:
         rows, nulls = connection.execute(text(f"SELECT count(*), count(*) FILTER (WHERE simhash IS NULL OR simhash_w3 IS NULL) FROM {names.table}")).one()  # fmt: skip
         total, heap, indexes = connection.execute(text(
@@ -328,8 +328,8 @@ def table_facts(engine: Engine) -> dict[str, Any]:
 def compare(engine: Engine, other: str, rows: int) -> dict[str, Any]:
     """Rows 1..``rows`` of this table against the same ids in schema ``other``'s table (one
     built by ``benchmarks.originality``), every column."""
-    names = simsql.storage.binding_for(Doc).names
-    columns = [c.name for c in simsql.storage.binding_for(Doc).table.columns]
+    names = simsql.store.binding_for(Doc).names
+    columns = [c.name for c in simsql.store.binding_for(Doc).table.columns]
     with engine.connect() as connection:
         here = connection.execute(text("SELECT current_schema()")).scalar_one()
         differ = connection.execute(text(

@@ -67,9 +67,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
-import simsql.storage
+import simsql.store
 from simsql.queries.wide import wide_distance, wide_search
-from simsql.vectors import hyperplanes
+from simsql.text.vectors import hyperplanes
 
 from . import vectors_pgvector as pgvector
 from .corpus import CACHE_DIR, english_documents, paragraphs
@@ -174,7 +174,7 @@ def load(engine: Engine, model: type, vectors: np.ndarray) -> tuple[float, float
     as_bytes = not (engine.dialect.name == "postgresql" and os.environ.get("SIMSQL_BENCH_VECTOR") == "array")
     fingerprinter = _signer(model)
     wide = issubclass(model, simsql.WideSimHashMixin)
-    names = simsql.storage.binding_for(model).names
+    names = simsql.store.binding_for(model).names
     columns = names.signature_words if wide else (names.fingerprint,)
     signed = []
     started = time.perf_counter()
@@ -206,7 +206,7 @@ def systems(session: Session, with_raw: bool) -> dict[str, Callable[[np.ndarray]
         return lambda q: [m.row.id for m in simsql.most_similar_vectors(session, select(model), q, limit=TOP, candidates=candidates)]
 
     def wide_scan(candidates: int) -> Callable[[np.ndarray], list[int]]:
-        binding = simsql.storage.binding_for(CentredDoc)
+        binding = simsql.store.binding_for(CentredDoc)
         signer = _signer(CentredDoc)
 
         def run(q: np.ndarray) -> list[int]:
@@ -372,7 +372,7 @@ def server_times(engine: Engine, query: np.ndarray, near: np.ndarray, with_pgvec
         return {}
     dialect = engine.dialect
     signer = _signer(CentredDoc)
-    binding = simsql.storage.binding_for(CentredDoc)
+    binding = simsql.store.binding_for(CentredDoc)
     scan = select(CentredDoc.id, CentredDoc.embedding).order_by(wide_distance(binding, signer.signatures_many([query])[0]), CentredDoc.id)
     statements = {
         "centred: most_similar top-10 (probe_radius=0)": simsql.most_similar(select(CentredDoc), query, limit=TOP, probe_radius=0),

@@ -7,7 +7,7 @@ For each candidate layout (``count`` blocks of ``width`` bits), two measurements
 * **reach**: the share of disguised copies of real man pages (header and footer, 2% and 5%
   substitutions, a sentence in, shuffled lines with 1% substitutions and boilerplate, a 60%
   excerpt) whose original shares a block value with one of the copy's ``budget`` cheapest
-  margin-directed probes (``simsql.signature.probes``): the index stage's recall, before text;
+  margin-directed probes (``simsql.text.signature.probes``): the index stage's recall, before text;
 * **cost** on PostgreSQL: a table of ``rows`` signatures with one generated ``integer`` column
   per block (as ``WideSimHashMixin`` stores them) and one btree each: heap and index bytes per
   row, index writes per insert, and the insert rate.
@@ -31,8 +31,8 @@ from sqlalchemy import create_engine, text
 import simsql
 import simsql.bits
 from simsql.dialects import wide_block_sql
-from simsql.schema import WIDE_LAYOUT
-from simsql.signature import BlockLayout, Signature, probes
+from simsql.schema.names import WIDE_LAYOUT
+from simsql.text.signature import BlockLayout, Signature, probes
 
 from .corpus import assembled_articles, english_documents, paragraphs
 from .originality import DEFAULT_URL, disguise

@@ -10,7 +10,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import pool
 
-from simsql import registry
+from simsql.store import registry
 from simsql.urls import engine_for, normalise_url
 
 config = context.config

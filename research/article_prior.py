@@ -26,10 +26,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from simsql import tokenize
-from simsql.weighting import IdfTable
-
 from benchmarks.internals import HAN_RUN
+from simsql.fingerprint import IdfTable
+from simsql.text import tokenize
 
 BOUNDARY_CHARS = 3000
 MIN_SHARE = 1e-9

@@ -1,6 +1,6 @@
 """Bit balance at a million rows of real text, for a user who fits nothing.
 
-Articles are assembled from real text of the tuning sources (:mod:`research.sources`, never
+Articles are assembled from real text of the tuning sources (:mod:`benchmarks.sources`, never
 the held-out one), half English and half Chinese, in one of two populations:
 
 * ``sentences`` (default): random sets of distinct real sentences (:func:`benchmarks.edits.sentences`,
@@ -17,7 +17,7 @@ paragraph's) feature counts are computed once and an article's counts are the su
 Units are joined with whitespace and cut at whitespace or punctuation, so no word and no Han
 bigram crosses a unit boundary and the sum is exact for word features (shingle size 1); weights
 then come from ``Fingerprinter.feature_weights`` and the bits from simsql's own
-``weighted_fingerprints`` (with a :class:`~simsql.background.Background`: per-script sums and its
+``weighted_fingerprints`` (with a :class:`~simsql.text.background.Background`: per-script sums and its
 exact integer rule). :func:`verify` checks the result equals ``fingerprint_many``
 on the article texts.
 
@@ -54,16 +54,16 @@ from typing import Any, Literal
 
 import numpy as np
 
-from simsql import Fingerprinter, tokenize
-from simsql.background import Background
-from simsql.bitsums import weighted_fingerprints
-from simsql.weighting import quantize
-
 from benchmarks import edits, log
 from benchmarks.internals import feature_hashes
 from benchmarks.manpages import Lang
+from simsql import Fingerprinter
+from simsql.fingerprint import Background
+from simsql.text import tokenize
+from simsql.text.bitsums import weighted_fingerprints
+from simsql.text.weighting import quantize
 
-from . import sources
+from benchmarks import sources
 from .configurations import configurations
 
 _BATCH = 4096

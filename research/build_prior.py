@@ -37,8 +37,7 @@ def build() -> bytes:
     import jieba.analyse
     import wordfreq
 
-    from simsql import tokenize
-
+    from simsql.text import tokenize
     table: dict[str, float] = {}
     path = os.path.join(os.path.dirname(jieba.analyse.__file__), "idf.txt")
     with open(path, encoding="utf-8") as handle:

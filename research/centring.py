@@ -30,12 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from simsql import Fingerprinter
-from simsql.queries import ORIGINALITY_DISTANCE
-from simsql.weighting import prior_table
-
 from benchmarks import log
 from benchmarks.internals import BYTE_BITS, BYTE_OFFSETS, HAN_RUN, feature_hashes
+from simsql import Fingerprinter
+from simsql.queries import ORIGINALITY_DISTANCE
+from simsql.text.weighting import prior_table
 
 from . import balance
 from .article_prior import article_prior, chinese_bigram_shares, english_shares

@@ -16,14 +16,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from simsql import Fingerprinter
-from simsql.weighting import IdfTable, prior_idf
-from simsql.background import Background
-
 from benchmarks import corpus
 from benchmarks.manpages import Lang
+from simsql import Fingerprinter
+from simsql.fingerprint import Background
+from simsql.text.weighting import IdfTable, prior_idf
 
-from . import sources
+from benchmarks import sources
 from .article_prior import article_prior
 
 

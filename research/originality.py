@@ -1,12 +1,12 @@
 """The originality check of issue 8, measured: evasions caught, false matches, balanced bits.
 
-Corpus: :mod:`research.sources` (six documentation sources for tuning, ``debian-handbook``
+Corpus: :mod:`benchmarks.sources` (six documentation sources for tuning, ``debian-handbook``
 held out). For each language and each configuration:
 
 * **evasions**: up to ``--per-kind`` tuning articles (every held-out one) get each evasion of
   :data:`benchmarks.edits.EVASIONS`; a copy is *caught at t* when its fingerprint is within t
   bits of the original's. The ``simhash`` package (``Simhash(text)`` defaults) runs on the same
-  texts. Real revisions (:func:`research.sources.real_revisions`) are reported alike.
+  texts. Real revisions (:func:`benchmarks.sources.real_revisions`) are reported alike.
 * **false matches**: every distinct pair of tuning articles (English: all of them; Chinese has
   fewer articles, so besides all pairs of real articles, all pairs of articles assembled from
   disjoint sets of real paragraphs, at least 10^7 pairs); the per-pair rate at distance <= t
@@ -35,15 +35,14 @@ from typing import Any
 
 import numpy as np
 
-from simsql import Fingerprinter
-from simsql.containment import shingles
-from simsql.queries import ORIGINALITY_DISTANCE, ORIGINALITY_PROBE_RADIUS
-
 from benchmarks import corpus, edits, log
 from benchmarks.hamming import distances, nearest_blocks
 from benchmarks.internals import fingerprints_from_counts
 from benchmarks.manpages import Lang
 from benchmarks.quality import simhash_package_many
+from simsql import Fingerprinter
+from simsql.queries import ORIGINALITY_DISTANCE, ORIGINALITY_PROBE_RADIUS
+from simsql.text.containment import shingles
 
 from . import balance, sources
 from .configurations import configurations, corpus_split
@@ -145,7 +144,7 @@ rates at every distance around ``find_original``'s default (14) have them set ap
 
 
 def _containment(a: str, b: str, cache: dict[str, frozenset[int]]) -> float:
-    """simsql's own second stage (:mod:`simsql.containment`), so the study measures what
+    """simsql's own second stage (:mod:`simsql.text.containment`), so the study measures what
     ``find_original`` does."""
     sa = cache.get(a)
     if sa is None:

@@ -249,11 +249,11 @@ def _intro(results: dict[str, Any]) -> list[str]:
     return [
         "## Originality check (issue 8): evasions, false matches, balanced bits",
         "",
-        "Regenerate: `python -m research.sources --fetch && python -m research.originality --balance && "
+        "Regenerate: `python -m benchmarks.sources --fetch && python -m research.originality --balance && "
         "python -m research.originality_report` (results in `research/results/originality.json`).",
         "",
         "Articles are sections of documentation, 1,500-8,000 characters (English) or 600-4,000 (Chinese); "
-        "every source below is named in `research/sources.py`. Defaults were chosen on the tuning "
+        "every source below is named in `benchmarks/sources.py`. Defaults were chosen on the tuning "
         f"sources only; `{sources.HELD_OUT}` was not looked at until they were fixed.",
         "",
         _sources_table(results),
@@ -439,7 +439,7 @@ def _find_original_bullet(results: dict[str, Any], t: int) -> str:
         "real text: at the widths that catch light evasions, unrelated articles match too often for a million-row "
         f"store ({sci(fm_d['rate'][t])} per pair reached at {t} bits). So `find_original` reads the nearest candidates' "
         "stored text and accepts one only when at least half of the smaller text's word 5-shingles are in the other "
-        f"(`simsql.containment`). That keeps {pct(keeps)} of the held-out copies, while every unrelated pair within "
+        f"(`simsql.text.containment`). That keeps {pct(keeps)} of the held-out copies, while every unrelated pair within "
         f"15 bits shares less than half (at most {int(worst['en'] * 100) / 100:.2f} in English, "
         f"{int(worst['zh'] * 100) / 100:.2f} in Chinese, where man pages share a translation colophon: a thin "
         "margin). No unrelated pair of the 17M passed both stages; that bounds false alarms per check at 1M rows "

@@ -37,12 +37,11 @@ import numpy as np
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session
 
-from simsql.queries import originality_search
-
 from benchmarks import corpus, log, scale
 from benchmarks.hamming import bit_balance, reachable_distances
 from benchmarks.queries import BenchDoc, load_simsql
 from benchmarks.timing import summary
+from simsql.queries import originality_search
 
 RESULTS = Path(__file__).resolve().parent / "results" / "probe-floor.json"
 SEARCHES = (

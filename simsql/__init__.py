@@ -4,10 +4,10 @@ and MariaDB.
 The names below are what an application needs on day one: the mixins and ``attach_model`` that
 store fingerprints, the two fingerprinters, the queries and the rows they return, the operations
 on a live table and the errors raised by the text a user submits. Everything else public lives
-in the module it belongs to (docs/api.md lists them): the bit helpers in :mod:`simsql.bits`,
-every exception in :mod:`simsql.errors`, ``simhash`` in :mod:`simsql.fingerprint`, the
+in the module it belongs to (docs/api.md lists them): the bit helpers in :mod:`simsql.text.bits`,
+every exception in :mod:`simsql.text.errors`, ``simhash`` in :mod:`simsql.text.fingerprint`, the
 integrations in their own packages (:mod:`simsql.alembic`, :mod:`simsql.asyncio`,
-:mod:`simsql.django`, :mod:`simsql.sqlmodel`, :mod:`simsql.citus`).
+:mod:`simsql.django`, :mod:`simsql.sqlmodel`, :mod:`simsql.lifecycle.distribute`).
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ import sys
 import warnings
 from typing import Any
 
-from . import registry
-from .errors import EmptyDocument, SimsqlError, TextTooLarge
-from .fingerprint import Fingerprinter
-from .vectors import VectorFingerprinter
+from .lifecycle.backfill import BackfillResult, backfill
+from .lifecycle.catalog import reflect
+from .lifecycle.tables import TableStatus, attach_table, detach_table, status
 from .queries import (
     DuplicatePair,
     Match,
+    VectorMatch,
     duplicate_groups,
     find_original,
     most_similar,
@@ -31,14 +31,14 @@ from .queries import (
     near_copy_vectors,
     near_duplicates,
     similar_to,
-    VectorMatch,
 )
-from .orm_triggers import on_trigger_table
-from .side_tables import attach_model
-from .storage import SimHashMixin, WideSimHashMixin
-from .lifecycle.backfill import BackfillResult, backfill
-from .lifecycle.catalog import reflect
-from .lifecycle.tables import TableStatus, attach_table, detach_table, status
+from .store import registry
+from .store.orm_triggers import on_trigger_table
+from .store.side_tables import attach_model
+from .store.storage import SimHashMixin, WideSimHashMixin
+from .text.errors import EmptyDocument, SimsqlError, TextTooLarge
+from .text.fingerprint import Fingerprinter
+from .text.vectors import VectorFingerprinter
 
 __all__ = [
     "BackfillResult",
@@ -68,7 +68,7 @@ __all__ = [
     "status",
 ]
 
-__version__ = "0.3.0"
+__version__ = "0.4.0.dev0"
 
 
 def _load_alembic_integration(table: object) -> None:
@@ -91,24 +91,24 @@ def _install(bind: Any) -> bool:
 registry.install_with(_install)
 
 DEPRECATED_NAMES = {
-    "Background": "simsql.background.Background",
-    "Binding": "simsql.storage.Binding",
+    "Background": "simsql.fingerprint.Background",
+    "Binding": "simsql.store.Binding",
     "ConfigMismatch": "simsql.errors.ConfigMismatch",
-    "IdfTable": "simsql.weighting.IdfTable",
+    "IdfTable": "simsql.fingerprint.IdfTable",
     "LockTimeout": "simsql.errors.LockTimeout",
     "NotAttached": "simsql.errors.NotAttached",
-    "RefingerprintResult": "simsql.lifecycle.refingerprint.RefingerprintResult",
+    "RefingerprintResult": "simsql.lifecycle.RefingerprintResult",
     "SchemaError": "simsql.errors.SchemaError",
-    "SimHash": "simsql.types.SimHash",
+    "SimHash": "simsql.store.SimHash",
     "UnsupportedDatabase": "simsql.errors.UnsupportedDatabase",
     "WouldLockTable": "simsql.errors.WouldLockTable",
-    "binding_for": "simsql.storage.binding_for",
+    "binding_for": "simsql.store.binding_for",
     "blocks": "simsql.bits.blocks",
     "cosine_estimate": "simsql.bits.cosine_estimate",
-    "fit_background": "simsql.lifecycle.sampling.fit_background",
+    "fit_background": "simsql.lifecycle.fit_background",
     "hamming": "simsql.bits.hamming",
     "most_similar_many": "simsql.queries.most_similar_many",
-    "refingerprint": "simsql.lifecycle.refingerprint.refingerprint",
+    "refingerprint": "simsql.lifecycle.refingerprint",
     "similarity": "simsql.bits.similarity",
     "simhash": "simsql.fingerprint.simhash",
     "simhash_features": "simsql.fingerprint.simhash_features",
@@ -116,7 +116,7 @@ DEPRECATED_NAMES = {
     "to_unsigned": "simsql.bits.to_unsigned",
 }
 """The names simsql 0.3 exported at the top that live in their own module since 0.4, and where
-(``simsql.hamming`` is ``simsql.bits.hamming``). They keep working, with a ``DeprecationWarning``
+(``simsql.hamming`` is ``simsql.text.bits.hamming``). They keep working, with a ``DeprecationWarning``
 naming the new home, until simsql 0.5. (0.3's own renames, ``simsql.attach`` and
 ``simsql.detach``, were removed in 0.4 as announced.)"""
 

@@ -12,16 +12,16 @@ rows; :func:`most_similar` here says so to the type checker, so that ``session.e
 typed ``TupleResult[tuple[Model, int, float]]`` instead of matching no overload.
 
 Needs SQLModel (``pip install "simsql[sqlmodel]"``); importing it without raises
-:class:`~simsql.errors.MissingDependency` saying so.
+:class:`~simsql.text.errors.MissingDependency` saying so.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, cast
 
-from . import queries
-from .errors import MissingDependency
-from .queries.planner import DEFAULT_PROBE_RADIUS
+from .queries import nearest
+from .text.errors import MissingDependency
 
 try:
     import sqlmodel  # noqa: F401  (the dependency this module exists for)
@@ -34,29 +34,32 @@ if TYPE_CHECKING:
 __all__ = ["most_similar"]
 
 Model = TypeVar("Model")
+Parameters = ParamSpec("Parameters")
 
 
-def most_similar(
-    stmt: SelectOfScalar[Model],
-    target: object,
-    limit: int = 10,
-    max_distance: int | None = None,
-    exclude: object = None,
-    *,
-    probe_radius: int = DEFAULT_PROBE_RADIUS,
-    exact: bool = True,
-    scan: bool = True,
-) -> Select[Model, int, float]:
-    """:func:`simsql.most_similar`, typed for SQLModel's ``session.exec``::
+class ExecTyped(Protocol, Generic[Parameters]):
+    """A simsql statement builder as SQLModel's ``session.exec`` should see it: a SQLModel
+    ``select(Model)`` in, ``(Model, distance, similarity)`` rows out; every other parameter the
+    builder's own."""
 
-        rows = session.exec(simsql.sqlmodel.most_similar(select(Article), "some text", limit=5))
-        for article, distance, similarity in rows: ...
+    def __call__(
+        self, stmt: SelectOfScalar[Model], /, *args: Parameters.args, **kwargs: Parameters.kwargs
+    ) -> Select[Model, int, float]: ...
 
-    The statement is :func:`simsql.most_similar`'s own, with the same arguments, plans and
-    errors; only its annotation differs. (SQLModel's ``Select`` adds typing to SQLAlchemy's and
-    nothing at run time: ``session.exec`` turns only a ``SelectOfScalar`` into scalars, and this
-    statement never is one.)"""
-    statement: Any = queries.most_similar(
-        stmt, target, limit, max_distance, exclude, probe_radius=probe_radius, exact=exact, scan=scan
-    )
-    return cast("Select[Model, int, float]", statement)
+
+def exec_typed(builder: Callable[Concatenate[Any, Parameters], Any]) -> ExecTyped[Parameters]:
+    """``builder`` itself, typed for ``session.exec``: the SQLModel face is the definition, not a
+    copy of its parameters, so it cannot lose one (``probes``, say) when the definition grows.
+    (SQLModel's ``Select`` adds typing to SQLAlchemy's and nothing at run time: ``session.exec``
+    turns only a ``SelectOfScalar`` into scalars, and simsql's statement never is one.)"""
+    return cast("ExecTyped[Parameters]", builder)
+
+
+most_similar = exec_typed(nearest.most_similar)
+""":func:`simsql.most_similar`, typed for SQLModel's ``session.exec``::
+
+    rows = session.exec(simsql.sqlmodel.most_similar(select(Article), "some text", limit=5))
+    for article, distance, similarity in rows: ...
+
+The very function :func:`simsql.most_similar` (same arguments, plans and errors); only the type
+checker's view of it differs."""

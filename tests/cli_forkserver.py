@@ -112,6 +112,7 @@ def serve(path: str, lifeline: int) -> None:
     """Listen on the Unix socket ``path`` until the pipe ``lifeline`` ends (the session ended)."""
     import alembic.command  # noqa: F401  (the imports every child shares)
     import alembic.config  # noqa: F401
+
     import simsql.alembic  # noqa: F401
     import simsql.cli  # noqa: F401
 

@@ -19,13 +19,13 @@ from sqlalchemy import Connection, Engine, bindparam, insert, text, update
 
 import simsql
 import simsql.alembic
+import simsql.store
 import simsql.bits
-import simsql.storage
 from simsql import Fingerprinter
 from simsql.bits import hamming
 from simsql.lifecycle import attach as operations
-from simsql.fingerprint import DEFAULT
-from simsql.storage import join_text, text_digest
+from simsql.store.storage import join_text, text_digest
+from simsql.text.fingerprint import DEFAULT
 
 WORDS = (
     "index query planner vacuum replication backup schema table column tuple page buffer transaction lock "
@@ -358,13 +358,13 @@ def groups(engine: Engine) -> list[list[Any]]:
 def create_models(engine: Engine, *models: type) -> None:
     """simsql's registry and progress tables, then the models' tables (with their triggers, and
     their side tables)."""
-    from simsql.schema import metadata as simsql_metadata
+    from simsql.schema.names import metadata as simsql_metadata
 
     simsql_metadata.create_all(engine)
     tables = []
     for model in models:
         tables.append(model.__table__)  # type: ignore[attr-defined]
-        binding = simsql.storage.binding_for(model)
+        binding = simsql.store.binding_for(model)
         if binding.mode == "side_table":
             tables.append(binding.table)
     next(iter(tables)).metadata.create_all(engine, tables=tables)
@@ -400,14 +400,14 @@ def expected(model: type, *parts: str | None) -> int | None:
     if not present:
         return None
     try:
-        return simsql.storage.binding_for(model).fingerprinter.fingerprint("\n".join(present))
+        return simsql.store.binding_for(model).fingerprinter.fingerprint("\n".join(present))
     except EmptyDocument:
         return None
 
 
 def stored(engine: Engine, model: type) -> list[tuple[Any, ...]]:
     """(key..., source values..., fingerprint (unsigned), digest) of every row of ``model``."""
-    binding = simsql.storage.binding_for(model)
+    binding = simsql.store.binding_for(model)
     table: Any = model.__table__  # type: ignore[attr-defined]
     keys = [c.name for c in table.primary_key.columns]
     columns = ", ".join(f"b.{c}" for c in [*keys, *binding.source_columns])
@@ -424,7 +424,7 @@ def stored(engine: Engine, model: type) -> list[tuple[Any, ...]]:
 def check_model(engine: Engine, model: type, *, complete: bool = True) -> tuple[int, int]:
     """No stored fingerprint differs from Python's for the row's current text; with
     ``complete``, every row with features has one. Returns (rows with features, stored)."""
-    source = len(simsql.storage.binding_for(model).source_columns)
+    source = len(simsql.store.binding_for(model).source_columns)
     featured = kept = 0
     for row in stored(engine, model):
         values, fingerprint = row[-2 - source : -2], row[-2]
@@ -452,7 +452,7 @@ def stop_after(batches: int) -> Callable[[int, int], None]:
 
 def load_fingerprints(engine: Engine, model: type, fingerprints: list[int | None]) -> None:
     """Rows with given fingerprints, written with Core (no ORM events), as bulk loads would."""
-    binding = simsql.storage.binding_for(model)
+    binding = simsql.store.binding_for(model)
     rows = [{"id": i + 1, "title": f"row {i + 1}", "body": None, "category": "even" if i % 2 else "odd"} for i in range(len(fingerprints))]
     signed = [None if fp is None else simsql.bits.to_signed(fp) for fp in fingerprints]
     with engine.begin() as connection:

@@ -15,10 +15,9 @@ import simsql
 import simsql.alembic
 import simsql.errors
 from simsql.lifecycle import catalog
-from simsql.schema import Names
+from simsql.schema.names import Names
 
 from .tables import build_live_docs, fingerprint_by_hand, groups, state
-
 
 _REVISION = '''"""fingerprint docs
 
@@ -102,7 +101,7 @@ def test_offline_scripts_are_refused_on_mysql(mysql_engine: Engine, tmp_path: An
 
     config = _application(tmp_path, "")
     config.set_main_option("sqlalchemy.url", mysql_engine.url.render_as_string(hide_password=False))
-    with pytest.raises(simsql.errors.UnsupportedDatabase, match="offline .* online"):
+    with pytest.raises(simsql.text.errors.UnsupportedDatabase, match="offline .* online"):
         command.upgrade(config, "heads", sql=True)
 
 

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 import simsql
-from simsql import registry
+from simsql.store import registry
 
 from .models import Article, Base, Post
 from .test_readme_alembic import _psql, fresh_database  # noqa: F401  (fixture)
@@ -102,8 +102,9 @@ def _migrate(code: str, context: MigrationContext) -> None:
     """Run rendered migration code as Alembic would (``import simsql.alembic`` is in the file's
     imports, rendered separately, as are the dialect modules a rendered type may name, such as
     ``postgresql.ARRAY``: a revision file imports ``from sqlalchemy.dialects import postgresql``)."""
-    import simsql.alembic  # noqa: F401
     from sqlalchemy.dialects import mysql, postgresql
+
+    import simsql.alembic  # noqa: F401
 
     with Operations.context(context):
         from alembic import op

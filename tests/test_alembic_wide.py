@@ -17,10 +17,10 @@ from sqlalchemy import Engine, create_engine, text
 
 import simsql
 import simsql.alembic
-from simsql import registry
 from simsql.alembic import AddSimHashOp, CreateSimHashIndexesOp, CreateSimHashTriggerOp
-from simsql.fingerprint import DEFAULT, DEFAULT_WIDE
-from simsql.schema import Names
+from simsql.schema.names import Names
+from simsql.store import registry
+from simsql.text.fingerprint import DEFAULT, DEFAULT_WIDE
 
 from .tables import build_docs, config_id, state
 from .test_alembic_render import _body, _migrate

@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 
 from simsql import Fingerprinter
-from simsql.background import Background
 from simsql.errors import ConfigMismatch
-from simsql.fingerprint import ALGORITHM_VERSION, DEFAULT, DEFAULT_WIDE, WIDE_VERSION
-from simsql.schema import WIDE_LAYOUT
+from simsql.fingerprint import Background
+from simsql.schema.names import WIDE_LAYOUT
+from simsql.text.fingerprint import ALGORITHM_VERSION, DEFAULT, DEFAULT_WIDE, WIDE_VERSION
 
 ENGLISH = (
     "Replication slots make the primary keep write-ahead log until every standby has received it, "

@@ -22,14 +22,20 @@ MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("text and bits", ("errors", "bits", "signature", "tokenize", "weighting", "background", "bitsums", "fingerprint", "containment", "vectors", "partitioning")),
-    ("schema and names", ("schema", "urls")),
+    ("text and bits", ("text",)),
+    ("schema and names", ("schema",)),
     ("backends", ("dialects",)),
-    ("storage and queries", ("types", "registry", "statement_checks", "orm_triggers", "storage", "side_tables", "steps", "partition_sets", "partition_writes", "queries")),
-    ("lifecycle", ("lifecycle", "citus")),
-    ("front ends", ("alembic", "asyncio", "cli", "demo", "django", "embedded", "partitions", "sqlmodel")),
+    ("store and queries", ("store", "queries")),
+    ("lifecycle", ("lifecycle",)),
+    ("front ends", ("alembic", "asyncio", "cli", "demo", "django", "embedded") + ("bits", "citus", "errors", "fingerprint", "lists", "sqlmodel", "urls")),
 )
-"""Lowest first. A module may import from its own layer and those before it, never after."""
+"""Lowest first, by folder: a module may import from its own layer and those before it, never
+after. The modules loose at the top of ``simsql/`` are :data:`PUBLIC_FACES`, beside the front
+ends: each re-exports the public names of one home from the layers below."""
+
+PUBLIC_FACES = ("bits", "citus", "errors", "fingerprint", "lists", "sqlmodel", "urls")
+"""The documented public modules at the top of ``simsql/`` (docs/api.md, "Modules"): the only
+files there beside ``__init__.py``; everything else lives in the folder of its layer."""
 
 
 @dataclass(frozen=True)
@@ -227,9 +233,9 @@ _DIALECT_BRANCH = re.compile(
 )
 
 NOT_BRANCHES = {
-    "simsql/schema.py": "the registry's column types name their MySQL variant (SQLAlchemy's "
+    "simsql/schema/names.py": "the registry's column types name their MySQL variant (SQLAlchemy's "
     "with_variant: one declared type, compiled per dialect, no runtime branch)",
-    "simsql/urls.py": "which driver a plain URL scheme means, decided before any dialect exists",
+    "simsql/schema/urls.py": "which driver a plain URL scheme means, decided before any dialect exists",
 }
 """Files where a server's name appears for a reason other than branching on it."""
 
@@ -281,3 +287,28 @@ def test_function_size() -> None:
         and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
     ]
     assert long == [], "\n".join(long)
+
+
+def test_the_top_holds_the_public_faces_only() -> None:
+    """At most 12 modules loose at the top (issue 39): ``__init__`` and the documented faces."""
+    loose = sorted(path.stem for path in PACKAGE.glob("*.py") if path.name != "__init__.py")
+    assert loose == sorted(PUBLIC_FACES)
+    assert len(loose) + 1 <= 12
+
+
+def test_every_layer_is_a_folder() -> None:
+    """The layer table names folders (and the faces): each exists as a package of ``simsql``."""
+    for _, members in LAYERS:
+        for member in members:
+            assert member in PUBLIC_FACES or (PACKAGE / member / "__init__.py").is_file(), member
+
+
+def test_one_feature_one_name() -> None:
+    """Partition lists are ``lists`` in every layer (text, store, queries, lifecycle, each
+    family's DDL, the CLI, the public face); "partition" means native table partitions only."""
+    files = {str(path.relative_to(ROOT)) for path in PACKAGE.rglob("*.py")}
+    assert not [name for name in files if "partition" in name]
+    lists = sorted(name for name in files if "lists" in Path(name).name)
+    for layer in ("text", "store", "queries", "lifecycle", "dialects/postgresql", "dialects/mysql", "cli"):
+        assert f"simsql/{layer}/lists.py" in lists, layer
+    assert "simsql/lists.py" in lists

@@ -12,8 +12,8 @@ import asyncio
 import random
 import sys
 import types
-from pathlib import Path
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session
 
 import simsql
 import simsql.alembic
-import simsql.errors
 import simsql.queries
+import simsql.errors
 from simsql import asyncio as simsql_async
 from simsql.dialects import backend
 from tests.models import Article, Doc
@@ -371,7 +371,7 @@ def test_the_configuration_check_of_a_filter_runs_on_every_async_driver(async_ca
 
     assert on(engine, driver, filtered) == wanted == [1, 100]
     run(engine, "UPDATE simsql_registry SET config_id = 'sh2-000000000000'")
-    with pytest.raises(simsql.errors.ConfigMismatch, match="sh2-000000000000"):
+    with pytest.raises(simsql.text.errors.ConfigMismatch, match="sh2-000000000000"):
         on(engine, driver, filtered)
 
 

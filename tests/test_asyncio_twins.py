@@ -16,11 +16,11 @@ from sqlalchemy import Engine, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 import simsql
-import simsql.partitions
+import simsql.lists
 from simsql import asyncio as simsql_async
-from simsql.steps import Compute, Steps, run_sync_steps
-from tests.test_asyncio import async_case, driver, on  # noqa: F401 - the fixtures
+from simsql.store.awaiting import off_loop
 from tests.tables import build_docs, create_models, is_mysql, texts
+from tests.test_asyncio import async_case, driver, on  # noqa: F401 - the fixtures
 from tests.wide_models import WIDE_MODELS, WideArticle
 from tools import docs_reference
 
@@ -39,52 +39,45 @@ PUBLIC_FUNCTIONS = {
     name.rpartition(".")[2]: docs_reference.resolve(name) for name in docs_reference.api_entries(docs_reference.API_MD.read_text(encoding="utf-8"))
 }
 """simsql's public names, by their last part: those of ``simsql.__all__`` and those documented in
-docs/api.md in a module of their own (``simsql.lifecycle.refingerprint.refingerprint``)."""
+docs/api.md in a module of their own (``simsql.lifecycle.refingerprinting.refingerprint``)."""
 
 SYNC_OPERATIONS = sorted(name for name, function in PUBLIC_FUNCTIONS.items() if _runs_statements(function) and name != "reflect")
-PARTITION_OPERATIONS = sorted(name for name in simsql.partitions.__all__ if _runs_statements(getattr(simsql.partitions, name)))
-"""The partition lists' operations (:mod:`simsql.partitions`), which have twins here too."""
+PARTITION_OPERATIONS = sorted(name for name in simsql.lists.__all__ if _runs_statements(getattr(simsql.lists, name)))
+"""The partition lists' operations (:mod:`simsql.lists`), which have twins here too."""
 """``reflect`` describes a table from a ``Connection`` the caller holds: a catalog read inside
 a ``run_sync`` of the caller's own, not an operation with an async twin."""
 
 
 def test_every_operation_that_runs_statements_has_an_async_twin() -> None:
     missing = [name for name in SYNC_OPERATIONS + PARTITION_OPERATIONS if name not in simsql_async.__all__]
-    assert PARTITION_OPERATIONS == ["drop_partitions", "fit_partitions", "place_partitions"]
+    assert PARTITION_OPERATIONS == ["drop_lists", "fit_lists", "place_lists"]
     assert not missing, f"no async twin in simsql.asyncio for {missing}"
     assert {"attach_table", "backfill", "find_original", "refingerprint", "fit_background", "most_similar_many"} <= set(SYNC_OPERATIONS)
 
 
 @pytest.mark.parametrize("name", SYNC_OPERATIONS + PARTITION_OPERATIONS)
 def test_an_async_twin_takes_every_parameter_of_its_sync_function(name: str) -> None:
-    function = getattr(simsql.partitions, name) if name in PARTITION_OPERATIONS else PUBLIC_FUNCTIONS[name]
+    function = getattr(simsql.lists, name) if name in PARTITION_OPERATIONS else PUBLIC_FUNCTIONS[name]
     sync, twin = inspect.signature(function), inspect.signature(getattr(simsql_async, name))
     assert list(sync.parameters.values())[1:] == list(twin.parameters.values())[1:]
     assert inspect.iscoroutinefunction(getattr(simsql_async, name))
 
 
-def _off_loop_thread() -> Steps[tuple[str, str]]:
-    """Where a Compute step runs, beside where the statements run."""
-    (row,) = yield from _one_row()
-    where = yield Compute(lambda: threading.current_thread().name)
+def _off_loop_thread(connection: Any) -> tuple[str, str]:
+    """Where :func:`~simsql.store.awaiting.off_loop` runs CPU work, beside where the statements run."""
+    (row,) = connection.execute(text("SELECT 1")).all()
+    where = off_loop(lambda: threading.current_thread().name)
     return str(row[0]), str(where)
-
-
-def _one_row() -> Steps[list[Any]]:
-    from simsql.steps import Execute
-
-    rows = yield Execute(text("SELECT 1"))
-    return rows  # type: ignore[no-any-return]
 
 
 def test_cpu_work_runs_in_place_sync_and_in_a_worker_thread_awaited(async_case: tuple[Engine, str]) -> None:
     engine, driver = async_case
     with engine.connect() as connection:
-        assert run_sync_steps(connection, _off_loop_thread()) == ("1", threading.current_thread().name)
+        assert _off_loop_thread(connection) == ("1", threading.current_thread().name)
 
     async def driven(async_engine: AsyncEngine) -> tuple[str, str]:
         async with async_engine.connect() as connection:
-            return await connection.run_sync(lambda sync: run_sync_steps(sync, _off_loop_thread()))
+            return await connection.run_sync(lambda sync: _off_loop_thread(sync))
 
     one, where = on(engine, driver, driven)
     assert one == "1" and where != threading.current_thread().name

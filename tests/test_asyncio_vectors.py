@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
 
 import simsql
-import simsql.storage
+import simsql.store
 from simsql import asyncio as simsql_async
 from tests.test_asyncio import async_case, driver, on  # noqa: F401 - the fixtures are used by name
 from tests.test_vectors_wide import DIMENSIONS, WideDoc, _load, _vectors
@@ -93,7 +93,7 @@ def test_the_async_backfill_signs_a_vector_model(async_case: tuple[Engine, str])
     engine, driver = async_case
     vectors = _vectors(9)
     _load(engine, WideDoc, vectors)
-    names = simsql.storage.binding_for(WideDoc).names
+    names = simsql.store.binding_for(WideDoc).names
     table = WideDoc.__table__  # type: ignore[attr-defined]
     with engine.begin() as connection:  # as a raw writer leaves them: no signature
         connection.execute(table.update().values(dict.fromkeys(names.signature_words)))

@@ -10,7 +10,7 @@ from sqlalchemy import Engine, inspect, text
 
 import simsql
 import simsql.alembic
-import simsql.registry
+import simsql.store.registry
 from simsql.errors import SchemaError
 
 
@@ -38,5 +38,5 @@ def test_a_typo_installs_nothing(any_engine: Engine) -> None:
     with pytest.raises(SchemaError):
         simsql.attach_table(any_engine, "nots", ["body"], concurrently=False)
     with any_engine.connect() as connection:
-        here = simsql.registry.current_schema(connection)
+        here = simsql.store.registry.current_schema(connection)
     assert set(inspect(any_engine).get_table_names(schema=here)) == {"notes"}

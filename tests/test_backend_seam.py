@@ -12,16 +12,16 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import Connection, Dialect, make_url
 
 from simsql import Fingerprinter
-from simsql.errors import UnsupportedDatabase
 from simsql.dialects import Backend, backend, type_rules
 from simsql.dialects.batch import Job
 from simsql.dialects.mysql import MySQLBackend
 from simsql.dialects.mysql.backfill import MySQLBatchSQL
 from simsql.dialects.postgresql import PostgresBackend
 from simsql.dialects.postgresql.backfill import PostgresBatchSQL
-from simsql.schema import Names
-from simsql.storage import text_digest
-from simsql.types import SimHash
+from simsql.errors import UnsupportedDatabase
+from simsql.schema.names import Names
+from simsql.store.storage import text_digest
+from simsql.store.types import SimHash
 
 
 def _dialect(url: str) -> Dialect:

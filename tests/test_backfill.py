@@ -23,10 +23,10 @@ from sqlalchemy.orm import Session
 
 import simsql
 import simsql.alembic
-import simsql.fingerprint
-import simsql.storage
-from simsql import registry
-from simsql.schema import BATCH_TABLE
+import simsql.store
+import simsql.text.fingerprint
+from simsql.schema.names import BATCH_TABLE
+from simsql.store import registry
 
 from .command_line import command, environment
 from .models import KEYED_MODES, Amount, Blob, Doc, Huge, KeyedBase, Part, Stamp
@@ -162,7 +162,7 @@ NEW = "completely different words about databases indexes and query planners"
 
 def test_composite_keys_backfill_reflect_and_query(any_engine: Engine) -> None:
     simsql.alembic.upgrade(any_engine)
-    KeyedBase.metadata.create_all(any_engine, tables=[Part.__table__, simsql.storage.binding_for(Part).table])  # type: ignore[list-item]
+    KeyedBase.metadata.create_all(any_engine, tables=[Part.__table__, simsql.store.binding_for(Part).table])  # type: ignore[list-item]
     with any_engine.begin() as connection:
         connection.execute(
             Part.__table__.insert(),  # type: ignore[attr-defined]
@@ -200,7 +200,7 @@ def test_binary_keys_resume_where_they_stopped(any_engine: Engine) -> None:
     rest = simsql.backfill(any_engine, "blobs", workers=0, batch_size=10)
     assert rest.resumed and rest.rows_read == 80 and rest.rows_fingerprinted == 80
     fingerprints = fingerprints_by(any_engine, "SELECT body, simhash FROM blobs")
-    assert len(fingerprints) == 100 and all(fp == simsql.fingerprint.simhash(body) for body, fp in fingerprints.items())
+    assert len(fingerprints) == 100 and all(fp == simsql.text.fingerprint.simhash(body) for body, fp in fingerprints.items())
 
 
 def test_binary_keys_of_every_length_resume_in_the_servers_order(mysql_engine: Engine) -> None:
@@ -238,8 +238,8 @@ def test_temporal_and_decimal_keys_resume_where_they_stopped(mysql_engine: Engin
 def test_the_keyset_read_after_a_composite_cursor_is_a_range_on_the_key(mysql_engine: Engine) -> None:
     """MariaDB scans a key from its start for ``(a, b) > (x, y)``, which makes each batch
     slower than the one before; the read it gets is a range on the primary key."""
-    from simsql.lifecycle.backfill_start import resolve_job
     from simsql.dialects import backend
+    from simsql.lifecycle.backfill_start import resolve_job
 
     create_models(mysql_engine, Part)
     insert_rows(mysql_engine, Part, [{"shelf": f"s{i % 20}", "slot": i, "body": f"part {i}"} for i in range(4000)])
@@ -257,7 +257,7 @@ def test_the_keyset_read_after_a_composite_cursor_is_a_range_on_the_key(mysql_en
 
 def _register(engine: Engine, model: type) -> None:
     """The registry entry a table gets from its first ORM write (what ``--table`` reads)."""
-    binding = simsql.storage.binding_for(model)
+    binding = simsql.store.binding_for(model)
     with engine.begin() as connection:
         registry.claim(connection, binding.names.table, None, binding.fingerprinter, binding.source_columns, binding.names)
 

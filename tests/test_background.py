@@ -16,10 +16,10 @@ import pytest
 import xxhash
 
 from simsql import Fingerprinter
-from simsql.background import CENTRE_SCALE, MIN_DOCUMENTS, Background
 from simsql.errors import ConfigMismatch
-from simsql.bitsums import _centred_signs
-from simsql.tokenize import is_han_feature
+from simsql.text.background import CENTRE_SCALE, MIN_DOCUMENTS, Background
+from simsql.text.bitsums import _centred_signs
+from simsql.text.tokenize import is_han_feature
 
 BASE = Fingerprinter()
 LATIN = tuple((37 * i) % 601 - 300 for i in range(64))

@@ -19,9 +19,9 @@ import simsql
 import simsql.alembic
 import simsql.bits
 from simsql import Fingerprinter
-from simsql.background import Background
 from simsql.errors import ConfigMismatch, NotAttached
-from simsql.lifecycle.refingerprint import refingerprint
+from simsql.fingerprint import Background
+from simsql.lifecycle.refingerprinting import refingerprint
 from simsql.lifecycle.sampling import fit_background
 
 from .command_line import cli, failed, ok
@@ -60,7 +60,7 @@ def test_fit_on_the_table_then_move_it_online(engine: Engine) -> None:
     assert after < before / 2
     # The recorded configuration carries the background: rebuilt from the registry alone.
     with engine.connect() as connection:
-        settings = json.loads(json.dumps(simsql.registry.read(connection, "docs").settings))  # type: ignore[union-attr]
+        settings = json.loads(json.dumps(simsql.store.registry.read(connection, "docs").settings))  # type: ignore[union-attr]
     assert Fingerprinter.from_settings(settings) == centred
     simsql.backfill(engine, "docs", workers=0)  # no fingerprinter given: the registry's own
     with pytest.raises(ConfigMismatch):
@@ -168,7 +168,7 @@ def test_mysql_cli_fits_and_saves_then_says_how_to_move_offline(mysql_engine: En
     ok(cli(*attach.split()[1:], url=url))
     centred = Fingerprinter(background=Background.load(saved))
     with mysql_engine.connect() as connection:
-        assert simsql.registry.read(connection, "docs", connection.execute(text("SELECT DATABASE()")).scalar_one()).config_id == centred.config_id  # type: ignore[union-attr]
+        assert simsql.store.registry.read(connection, "docs", connection.execute(text("SELECT DATABASE()")).scalar_one()).config_id == centred.config_id  # type: ignore[union-attr]
         rows = connection.execute(text("SELECT title, body, simhash FROM docs")).all()
     assert [s for _, _, s in rows] == [centred.fingerprint("\n".join(p for p in (t, b) if p is not None)) for t, b, _ in rows]
 

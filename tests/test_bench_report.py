@@ -5,10 +5,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
-
-import pytest
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from benchmarks import report
 

@@ -66,7 +66,7 @@ def test_balance_background_fingerprints_from_cached_counts_are_exact() -> None:
 
     from research import balance
     from simsql import Fingerprinter
-    from simsql.background import Background
+    from simsql.fingerprint import Background
 
     units = ["The first sentence explains the idea.", "It has two parts, and a third.", "第一段介绍了这个想法。",
              "它有两个句子。", "mixed 中文 words here", "没有句号的一句", "另一句也没有句号", "An example is short!"]  # fmt: skip

@@ -18,8 +18,8 @@ import simsql.alembic
 import simsql.errors
 from simsql.dialects.mysql import session as my
 from simsql.dialects.mysql.ddl import quote
-from simsql.lifecycle import apply, catalog
 from simsql.dialects.plan import Plan, Step
+from simsql.lifecycle import apply, catalog
 
 from .models import Doc
 from .tables import (
@@ -57,7 +57,7 @@ def test_attach_behind_an_exclusive_lock_gives_up_and_changes_nothing(engine: En
         error = within(
             20, lambda: simsql.attach_table(engine, "articles", source=["body"], lock_timeout="1s")
         )
-        assert isinstance(error, simsql.errors.LockTimeout), error
+        assert isinstance(error, simsql.text.errors.LockTimeout), error
         assert time.monotonic() - started < 15
         assert "held by: pid" in str(error) and "Nothing of the failed transaction was kept" in str(error)
     finally:
@@ -76,7 +76,7 @@ def test_attach_behind_a_held_lock_gives_up_names_the_holder_and_changes_nothing
     try:
         started = time.monotonic()
         error = within(20, lambda: simsql.attach_table(any_engine, "docs", ["body"], lock_timeout="1s"))
-        assert isinstance(error, simsql.errors.LockTimeout), error
+        assert isinstance(error, simsql.text.errors.LockTimeout), error
         assert time.monotonic() - started < 15
         message = str(error)
         if is_mysql(any_engine):
@@ -103,7 +103,7 @@ def test_concurrent_index_build_behind_an_idle_transaction_gives_up_and_says_so(
             30,
             lambda: simsql.attach_table(engine, "articles", source=["body"], lock_timeout="1s", index_lock_timeout="2s"),
         )
-        assert isinstance(error, simsql.errors.LockTimeout), error
+        assert isinstance(error, simsql.text.errors.LockTimeout), error
         message = str(error)
         assert "idle in transaction" in message and "build index" in message
         assert "next run drops and rebuilds it" in message
@@ -132,7 +132,7 @@ def test_detach_behind_a_held_lock_gives_up_and_keeps_the_attachment(any_engine:
     try:
         started = time.monotonic()
         error = within(30, lambda: simsql.detach_table(any_engine, "docs", lock_timeout="1s"))
-        assert isinstance(error, simsql.errors.LockTimeout), error
+        assert isinstance(error, simsql.text.errors.LockTimeout), error
         assert time.monotonic() - started < 15
         gave_up = "drop trigger simsql_docs_blocks_ins: gave up" if is_mysql(any_engine) else "held by: pid"
         assert gave_up in str(error)
@@ -153,7 +153,7 @@ def test_backfill_behind_an_exclusive_lock_gives_up(engine: Engine) -> None:
     holder = _holding(engine, "LOCK TABLE articles IN ACCESS EXCLUSIVE MODE")
     try:
         error = within(20, lambda: simsql.backfill(engine, "articles", workers=0, lock_timeout="1s"))
-        assert isinstance(error, simsql.errors.LockTimeout), error
+        assert isinstance(error, simsql.text.errors.LockTimeout), error
     finally:
         holder.rollback()
         holder.close()
@@ -180,7 +180,7 @@ def test_a_held_row_lock_gives_up_naming_the_holder_and_keeps_earlier_batches(an
         holder.rollback()
         holder.close()
     error = outcome.get("error")
-    assert isinstance(error, simsql.errors.LockTimeout), error
+    assert isinstance(error, simsql.text.errors.LockTimeout), error
     message = str(error)
     assert "gave up after waiting 1s for a lock" in message and "idle in transaction" in message
     assert "run the same backfill again to resume" in message
@@ -242,7 +242,7 @@ def test_a_statement_over_its_bound_is_a_statement_timeout(mysql_engine: Engine)
     plan = Plan((Step("SELECT SLEEP(5) FROM (SELECT 1 UNION ALL SELECT 2) AS two", "sleep"),))
     with mysql_engine.connect() as connection:
         error = within(15, lambda: apply.run(connection, plan, apply.Timeouts("1s", "300ms")))
-    assert isinstance(error, simsql.errors.LockTimeout), error
+    assert isinstance(error, simsql.text.errors.LockTimeout), error
     assert "sleep: gave up after waiting 300ms for the statement to finish" in str(error)
 
 
@@ -260,7 +260,7 @@ def test_ddl_behind_a_held_metadata_lock_gives_up_and_names_the_holder(mysql_eng
         relation = f"{quote(schema)}.{quote('docs')}"
         # the first statement must wait: run it behind the lock
         error = within(20, lambda: apply.run_on_engine(mysql_engine, Plan(plan.steps[:1]), apply.Timeouts("1s"), relations=[relation]))
-        assert isinstance(error, simsql.errors.LockTimeout), error
+        assert isinstance(error, simsql.text.errors.LockTimeout), error
         message = str(error)
         assert f"session {holder_id} (idle in transaction" in message
         assert "add column first: gave up after waiting 1s for a lock" in message
@@ -281,13 +281,13 @@ def test_a_plan_that_stops_halfway_on_mysql_is_undone_or_says_what_it_kept(mysql
     try:
         holder.execute(text("SELECT id FROM other"))
         error = within(20, lambda: apply.run_on_engine(mysql_engine, Plan((undoable, blocked)), apply.Timeouts("1s")))
-        assert isinstance(error, simsql.errors.LockTimeout), error
+        assert isinstance(error, simsql.text.errors.LockTimeout), error
         assert "Already committed: nothing. Nothing was changed (its 1 earlier statement(s) were undone)" in str(error)
         assert _columns(mysql_engine, "docs") == ["id", "body"]
         # a statement without an undo stays, and the error says so
         kept = Step("ALTER TABLE docs ADD COLUMN first INT", "add column first")
         error = within(20, lambda: apply.run_on_engine(mysql_engine, Plan((kept, blocked)), apply.Timeouts("1s")))
-        assert isinstance(error, simsql.errors.LockTimeout), error
+        assert isinstance(error, simsql.text.errors.LockTimeout), error
         assert "Already committed: add column first." in str(error) and "add column first stay(s) in place" in str(error)
         assert _columns(mysql_engine, "docs") == ["id", "body", "first"]
     finally:
@@ -304,10 +304,10 @@ def _columns(engine: Engine, table: str) -> list[str]:
 
 def test_a_postgresql_plan_never_runs_on_mysql(mysql_engine: Engine) -> None:
     from simsql.dialects.postgresql.ddl import POSTGRES_DDL
-    from simsql.schema import Names
+    from simsql.schema.names import Names
 
     plan = POSTGRES_DDL.drop_indexes("test", Names("docs"))
-    with pytest.raises(simsql.errors.UnsupportedDatabase, match=r"in postgresql's DDL only; it does not run it on (MariaDB|MySQL) \d+\.\d+\.\d+ yet"):
+    with pytest.raises(simsql.text.errors.UnsupportedDatabase, match=r"in postgresql's DDL only; it does not run it on (MariaDB|MySQL) \d+\.\d+\.\d+ yet"):
         apply.run_on_engine(mysql_engine, plan)
 
 
@@ -315,7 +315,7 @@ def test_unsupported_servers_are_refused_with_the_version_found() -> None:
     from sqlalchemy import create_engine
 
     engine = create_engine("sqlite://")
-    with engine.connect() as connection, pytest.raises(simsql.errors.UnsupportedDatabase, match=r"'sqlite' database \(3\."):
+    with engine.connect() as connection, pytest.raises(simsql.text.errors.UnsupportedDatabase, match=r"'sqlite' database \(3\."):
         apply.set_timeouts(connection, apply.DDL_TIMEOUTS)
 
 

@@ -42,9 +42,9 @@ def test_catalog_facts_of_a_real_table(mysql_engine: Engine) -> None:
         assert catalog.table_facts(connection, "missing", schema) is None
         target = catalog.describe(connection, "docs", ["title", "body"])
         assert (target.schema, target.keys, target.source) == (schema, ("region", "n"), ("title", "body"))
-        with pytest.raises(simsql.errors.SchemaError, match=r"docs\.views is int\(11\), not text" if widths else r"docs\.views is int, not text"):
+        with pytest.raises(simsql.text.errors.SchemaError, match=r"docs\.views is int\(11\), not text" if widths else r"docs\.views is int, not text"):
             catalog.describe(connection, "docs", ["views"])
-        with pytest.raises(simsql.errors.SchemaError, match="does not exist"):
+        with pytest.raises(simsql.text.errors.SchemaError, match="does not exist"):
             catalog.describe(connection, "missing", ["body"])
 
 

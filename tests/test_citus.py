@@ -24,21 +24,20 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 import simsql.alembic
-import simsql.bits
 import simsql.citus
-import simsql.errors
 import simsql.queries
-import simsql.storage
-from simsql.partitions import PartitionListsMixin, fit_partitions
+import simsql.store
+import simsql.bits
+import simsql.errors
 from simsql import dialects
 from simsql.dialects.citus import CitusBackend
 from simsql.dialects.postgresql import PostgresBackend
-from simsql.lifecycle.refingerprint import refingerprint
+from simsql.lifecycle.refingerprinting import refingerprint
+from simsql.lists import ListsMixin, fit_lists
 from simsql.queries.originality import ORIGINALITY_CANDIDATES
 
 from .command_line import cli
 from .tables import create_models, insert_rows, run, texts
-
 
 
 class Base(DeclarativeBase):
@@ -218,8 +217,8 @@ def test_distributed_mixin_table_keeps_fingerprints_honest_on_the_shards(citus_e
     with citus_engine.connect() as connection:
         stored = connection.execute(text("SELECT simhash FROM notes WHERE id IN (7, 10000) ORDER BY id")).scalars().all()
     assert [simsql.bits.to_unsigned(v) for v in stored] == [
-        simsql.storage.binding_for(Note).fingerprinter.fingerprint("title 7\nrewritten by raw SQL"),
-        simsql.storage.binding_for(Note).fingerprinter.fingerprint("fresh\na new row written through the ORM on a distributed table"),
+        simsql.store.binding_for(Note).fingerprinter.fingerprint("title 7\nrewritten by raw SQL"),
+        simsql.store.binding_for(Note).fingerprinter.fingerprint("fresh\na new row written through the ORM on a distributed table"),
     ]
 
 
@@ -428,7 +427,7 @@ def test_refingerprint_a_distributed_table_answers_as_plain_postgresql(citus_eng
 
 def test_distribute_refuses_a_server_without_citus(engine: Engine) -> None:
     run(engine, "CREATE TABLE docs (id INT PRIMARY KEY, title TEXT, body TEXT)")
-    with pytest.raises(simsql.errors.UnsupportedDatabase, match="needs Citus"):
+    with pytest.raises(simsql.text.errors.UnsupportedDatabase, match="needs Citus"):
         simsql.citus.distribute(engine, "docs", "id")
 
 
@@ -461,7 +460,7 @@ def test_detach_of_a_side_table_in_a_schema_off_the_search_path(engine: Engine, 
 # -- partition lists (issue 34): the same lists, the same answers as plain PostgreSQL ----------
 
 
-class ListedNote(PartitionListsMixin, simsql.SimHashMixin, Base):
+class ListedNote(ListsMixin, simsql.SimHashMixin, Base):
     """Columns mode with partition lists: the list column and its covering index on the shards."""
 
     __tablename__ = "listed_notes"
@@ -474,7 +473,7 @@ class ListedNote(PartitionListsMixin, simsql.SimHashMixin, Base):
 
 def _listed_answers(engine: Engine) -> list[Any]:
     """The fit's lists and sizes, then probes queries (plain, filtered, a row target, a text)."""
-    fitted = fit_partitions(engine, "listed_notes", lists=8, seed=3)
+    fitted = fit_lists(engine, "listed_notes", lists=8, seed=3)
     with engine.begin() as connection:  # raw writes: a row taken out of its list (left behind, still found), a new row
         connection.execute(text("UPDATE listed_notes SET simhash_part = NULL WHERE id = 61"))
         connection.execute(text("INSERT INTO listed_notes (id, title, body) VALUES (9999, 'raw', 'written behind the ORM')"))

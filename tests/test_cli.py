@@ -20,9 +20,15 @@ from sqlalchemy import Engine, text
 
 import simsql
 import simsql.bits
-import simsql.fingerprint
+import simsql.text.fingerprint
 
-from .command_line import cli, command, environment, failed, ok  # test_cli_frictions and test_urls import cli, failed, ok from here
+from .command_line import (  # test_cli_frictions and test_urls import cli, failed, ok from here
+    cli,
+    command,
+    environment,
+    failed,
+    ok,
+)
 from .tables import BODIES, KILL_ROWS, build_big_articles, build_live_docs, is_mysql, progress, run, state, wait_for_rows
 from .test_migrations import _check_attached, build_legacy, snapshot
 
@@ -131,7 +137,7 @@ def test_attach_side_table_asks_on_a_terminal(engine: Engine, url: str) -> None:
         stored: dict[int, int] = dict(connection.execute(text("SELECT id, simhash FROM articles_simhash WHERE simhash IS NOT NULL")).all())
     assert len(stored) == 59
     for key, fingerprint in stored.items():
-        assert simsql.bits.to_unsigned(fingerprint) == simsql.fingerprint.simhash(f"title {key}\n{bodies[key]}")
+        assert simsql.bits.to_unsigned(fingerprint) == simsql.text.fingerprint.simhash(f"title {key}\n{bodies[key]}")
     after = snapshot(engine)
     assert after["columns"] == before["columns"] and after["checksum"] == before["checksum"]
 
@@ -163,7 +169,7 @@ def test_query_errors_are_clean(engine: Engine, url: str) -> None:
 def test_fingerprint_needs_no_database() -> None:
     sample = "The quick brown fox jumps over the lazy dog, again and again"
     document = json.loads(ok(cli("fingerprint", sample, "--format", "json")).stdout)
-    expected = simsql.fingerprint.simhash(sample)
+    expected = simsql.text.fingerprint.simhash(sample)
     assert document["unsigned"] == expected
     assert document["hex"] == f"0x{expected:016x}"
     assert document["signed"] == simsql.bits.to_signed(expected)
@@ -171,11 +177,11 @@ def test_fingerprint_needs_no_database() -> None:
     assert document["config_id"] == simsql.Fingerprinter().config_id
 
     shingled = ok(cli("fingerprint", "--file", "-", "--shingle-size", "2", input=sample)).stdout
-    assert f"0x{simsql.fingerprint.simhash(sample, shingle_size=2):016x}" in shingled
-    assert str(simsql.bits.to_signed(simsql.fingerprint.simhash(sample, shingle_size=2))) in shingled
+    assert f"0x{simsql.text.fingerprint.simhash(sample, shingle_size=2):016x}" in shingled
+    assert str(simsql.bits.to_signed(simsql.text.fingerprint.simhash(sample, shingle_size=2))) in shingled
     assert simsql.Fingerprinter(shingle_size=2).config_id in shingled
     chars = json.loads(ok(cli("fingerprint", sample, "--tokenizer", "chars", "--format", "json")).stdout)
-    assert chars["unsigned"] == simsql.fingerprint.simhash(sample, tokenizer="chars")
+    assert chars["unsigned"] == simsql.text.fingerprint.simhash(sample, tokenizer="chars")
 
     failed(cli("fingerprint", " ... "), 1, "no features")
     assert cli("fingerprint").returncode == 2

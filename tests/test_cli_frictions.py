@@ -10,7 +10,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 import simsql
 import simsql.errors
-import simsql.fingerprint
+import simsql.text.fingerprint
 from tests.models import Article
 from tests.test_cli import cli, failed
 
@@ -38,7 +38,7 @@ def test_commands_that_need_no_database_offer_no_url(command: tuple[str, ...]) -
 )
 def test_text_without_words_is_described_precisely(text: str, described: str) -> None:
     with pytest.raises(simsql.EmptyDocument) as raised:
-        simsql.fingerprint.simhash(text)
+        simsql.text.fingerprint.simhash(text)
     message = str(raised.value)
     assert described in message
     assert not re.search(r"\b1 \w+s\b", message)  # "1 characters"
@@ -66,7 +66,7 @@ def test_not_attached_advice_names_what_works_after_a_migration() -> None:
         id: Mapped[int] = mapped_column(primary_key=True)
         body: Mapped[str]
 
-    with pytest.raises(simsql.errors.NotAttached) as raised:
+    with pytest.raises(simsql.text.errors.NotAttached) as raised:
         simsql.most_similar(select(Migrated), "some text")
     message = str(raised.value)
     assert "simsql.SimHashMixin" in message

@@ -12,7 +12,7 @@ from pathlib import Path
 from sqlalchemy import Engine, text
 
 import simsql
-import simsql.background
+import simsql.text.background
 from tests.command_line import cli, failed, ok
 
 
@@ -63,7 +63,7 @@ def _background(tmp_path: Path, seed: int) -> Path:
     words = [f"w{rng.randrange(400)}" for _ in range(3000)]
     texts = [" ".join(rng.sample(words, 25)) for _ in range(150)]
     path = tmp_path / f"background-{seed}.json"
-    simsql.background.Background.fit(texts).save(path)
+    simsql.text.background.Background.fit(texts).save(path)
     return path
 
 

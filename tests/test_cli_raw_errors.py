@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import Engine, text
 
 import simsql
-from simsql.schema import Names
+from simsql.schema.names import Names
 
 from .command_line import cli, command, environment, failed, ok
 from .tables import is_mysql

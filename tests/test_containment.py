@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simsql.containment import MIN_CONTAINMENT, containment, share_of_submission, shingled, shingles
-from simsql.tokenize import normalize
+from simsql.text.containment import MIN_CONTAINMENT, containment, share_of_submission, shingled, shingles
+from simsql.text.tokenize import normalize
 
 SENTENCES = [
     "The storage engine writes every page twice so that a torn write can be repaired at startup.",
@@ -27,7 +27,7 @@ QUOTED = "Advisory locks are application-defined locks that the database tracks 
 
 def _word_grams(text: str, size: int = 5, *, by_line: bool = False) -> set[tuple[str, ...]]:
     """The slow reference: word tuples, per line or across the whole text."""
-    from simsql.containment import _TOKEN  # the tokeniser itself; the grams are rebuilt here
+    from simsql.text.containment import _TOKEN  # the tokeniser itself; the grams are rebuilt here
 
     parts = normalize(text).split("\n") if by_line else [normalize(text)]
     found: set[tuple[str, ...]] = set()
@@ -123,7 +123,7 @@ def test_one_stored_paragraph_under_half_of_the_submission_is_not_most_of_it() -
 def _reference_share(submission: str, stored: str, size: int = 5) -> float:
     """The definition on word tuples: the share of the submission's words inside a shingle the
     stored text has, plain or within lines, whichever covers more."""
-    from simsql.containment import _TOKEN
+    from simsql.text.containment import _TOKEN
 
     lines = [_TOKEN.findall(line) for line in normalize(submission).split("\n")]
     tokens = [token for line in lines for token in line]

@@ -16,7 +16,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 import simsql
 import simsql.alembic
 import simsql.errors
-from simsql.fingerprint import DEFAULT, DEFAULT_WIDE
+from simsql.text.fingerprint import DEFAULT, DEFAULT_WIDE
 
 from .command_line import cli, ok
 from .tables import config_id
@@ -100,7 +100,7 @@ def test_a_model_of_the_other_kind_is_told_which_mixin_to_use(any_engine: Engine
     simsql.attach_table(any_engine, "legacy", ["body"], wide=attached_wide, indexes=False)
     narrow, wide = _models()
     model = narrow if attached_wide else wide
-    with Session(any_engine) as session, pytest.raises(simsql.errors.ConfigMismatch) as refused:
+    with Session(any_engine) as session, pytest.raises(simsql.text.errors.ConfigMismatch) as refused:
         session.add(model(id=2, body=TEXT))
         session.commit()
     message = str(refused.value)

@@ -7,13 +7,13 @@ from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import Engine, create_engine, select
-from sqlalchemy.engine import make_url
 from sqlalchemy.dialects import mysql, postgresql, sqlite
+from sqlalchemy.engine import make_url
 
 import simsql
 import simsql.bits
-from simsql.errors import UnsupportedDatabase
 from simsql.dialects import probe_values, radius_for
+from simsql.errors import UnsupportedDatabase
 
 from .models import Article
 

@@ -26,7 +26,7 @@ import simsql
 import simsql.alembic
 import simsql.bits
 import simsql.errors
-from simsql.fingerprint import DEFAULT_WIDE
+from simsql.text.fingerprint import DEFAULT_WIDE
 from tests.conftest import MYSQL_SKIP
 
 ALIASES = ["default", "mysql"]
@@ -99,7 +99,8 @@ def _configure(database_url: str, request: pytest.FixtureRequest) -> dict[str, s
     import django
     from django.conf import settings
 
-    from tests.django_project.settings import database, settings as project_settings
+    from tests.django_project.settings import database
+    from tests.django_project.settings import settings as project_settings
 
     servers = {"default": database_url}
     try:
@@ -447,9 +448,9 @@ def test_a_writer_of_another_configuration_is_refused(news: str, monkeypatch: py
     from tests.django_project.news.models import Article
 
     monkeypatch.setattr(Article, "simhash_fingerprinter", simsql.Fingerprinter(version=3, shingle_size=2))
-    with pytest.raises(simsql.errors.ConfigMismatch):
+    with pytest.raises(simsql.text.errors.ConfigMismatch):
         Article(title="Rail", body=TOPICS[0]).save(using=news)
-    with pytest.raises(simsql.errors.ConfigMismatch):
+    with pytest.raises(simsql.text.errors.ConfigMismatch):
         Article.objects.using(news).bulk_create([Article(title="Rail", body=TOPICS[0])])
     assert not Article.objects.using(news).exists()
 

@@ -17,6 +17,7 @@ import importlib.util
 import re
 import uuid
 from collections.abc import Iterator
+
 import pytest
 from sqlalchemy import Engine, String, Text, select, text
 from sqlalchemy.engine import URL, make_url
@@ -25,9 +26,9 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 import simsql
 import simsql.alembic
 import simsql.bits
-import simsql.fingerprint
+import simsql.text.fingerprint
 from simsql.errors import MissingDependency, UnsupportedDatabase
-from simsql.urls import SYNC_DRIVERS, check_driver, engine_for
+from simsql.schema.urls import SYNC_DRIVERS, check_driver, engine_for
 
 from .command_line import cli, failed
 
@@ -112,12 +113,12 @@ def _mixin_flow(engine: Engine) -> None:
     with Session(engine) as session:
         session.add_all([Page(id=1, title="a", body=ORIGINAL), Page(id=2, title="b", body=COPY), Page(id=3, title="c", body=OTHER), Page(id=4, title="d", body=None)])
         session.commit()
-        assert session.get(Page, 1).simhash == simsql.fingerprint.simhash(ORIGINAL)  # type: ignore[union-attr]
+        assert session.get(Page, 1).simhash == simsql.text.fingerprint.simhash(ORIGINAL)  # type: ignore[union-attr]
         rows = session.execute(simsql.most_similar(select(Page), ORIGINAL, limit=3)).all()
         assert [(page.id, distance) for page, distance, _ in rows] == [
             (1, 0),
-            (2, simsql.bits.hamming(simsql.fingerprint.simhash(ORIGINAL), simsql.fingerprint.simhash(COPY))),
-            (3, simsql.bits.hamming(simsql.fingerprint.simhash(ORIGINAL), simsql.fingerprint.simhash(OTHER))),
+            (2, simsql.bits.hamming(simsql.text.fingerprint.simhash(ORIGINAL), simsql.text.fingerprint.simhash(COPY))),
+            (3, simsql.bits.hamming(simsql.text.fingerprint.simhash(ORIGINAL), simsql.text.fingerprint.simhash(OTHER))),
         ]
         distance = rows[1][1]
         assert distance <= 3  # the texts are built so; near_duplicates below relies on it
@@ -138,7 +139,7 @@ def _live_table_flow(url: str, engine: Engine) -> None:
     with Session(engine) as session:
         docs = simsql.reflect(session.connection(), "docs")
         found = session.execute(simsql.most_similar(select(docs), COPY, limit=1)).one()
-        assert (found[0].id, found[1]) == (1, simsql.bits.hamming(simsql.fingerprint.simhash(COPY), simsql.fingerprint.simhash(ORIGINAL)))
+        assert (found[0].id, found[1]) == (1, simsql.bits.hamming(simsql.text.fingerprint.simhash(COPY), simsql.text.fingerprint.simhash(ORIGINAL)))
 
 
 def test_the_whole_flow(driver_url: str) -> None:

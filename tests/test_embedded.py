@@ -18,14 +18,13 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, exc, make_url, text
 
-from tests.pg_dirs import PG15_BIN, UnrelatedCluster, cluster_parent, is_root, unrelated_cluster
-
 from simsql.embedded import (
     EmbeddedPostgresUnavailable,
     default_data_dir,
     embedded_url,
     stop_embedded,
 )
+from tests.pg_dirs import PG15_BIN, UnrelatedCluster, cluster_parent, is_root, unrelated_cluster
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -24,9 +24,9 @@ from sqlalchemy import Engine, text
 
 import simsql
 import simsql.alembic
+import simsql.store
 import simsql.bits
-import simsql.fingerprint
-import simsql.storage
+import simsql.text.fingerprint
 
 from .command_line import command, environment
 from .models import KEYED_MODES, Doc
@@ -161,9 +161,9 @@ def test_a_backfill_killed_mid_run_resumes_where_it_stopped(mysql_engine: Engine
     create_models(mysql_engine, Doc)
     rows = texts(KILL_ROWS, seed=11)
     insert_rows(mysql_engine, Doc, rows)
-    binding = simsql.storage.binding_for(Doc)
+    binding = simsql.store.binding_for(Doc)
     with mysql_engine.begin() as connection:  # the registry entry a table gets from its first ORM write
-        simsql.registry.claim(connection, binding.names.table, None, binding.fingerprinter, binding.source_columns, binding.names)
+        simsql.store.registry.claim(connection, binding.names.table, None, binding.fingerprinter, binding.source_columns, binding.names)
     backfill = ("backfill", "--table", "docs", "--workers", "0")
     killed = subprocess.Popen(
         command(mysql_cli_url, *backfill, "--batch-size", "500", "--no-progress"),
@@ -285,7 +285,7 @@ def _restart_mid_backfill_then_resume(data_dir: Any) -> None:
         with engine.connect() as connection:
             rows = connection.execute(text("SELECT id, title, body, simhash FROM articles")).all()
         for key, title, body, fingerprint in rows:
-            wanted = simsql.fingerprint.simhash(f"{title}\n{body}") if body is not None else None
+            wanted = simsql.text.fingerprint.simhash(f"{title}\n{body}") if body is not None else None
             assert (None if fingerprint is None else simsql.bits.to_unsigned(fingerprint)) == wanted, key
         engine.dispose()
     finally:

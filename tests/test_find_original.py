@@ -13,10 +13,10 @@ from sqlalchemy import Engine, update
 from sqlalchemy.orm import Session
 
 import simsql
+import simsql.store
 import simsql.bits
-import simsql.fingerprint
-import simsql.storage
-from simsql.containment import containment, shingles
+import simsql.text.fingerprint
+from simsql.text.containment import containment, shingles
 
 from .models import MODELS
 
@@ -57,7 +57,7 @@ def test_a_copy_with_header_and_footer_is_caught_by_default(tables: Engine, mode
     model = MODELS[mode]
     article = _article()
     copy = f"{HEADER}\n\n{article}\n\n{FOOTER}"
-    distance = simsql.bits.hamming(simsql.fingerprint.simhash(f"Original\n{article}"), simsql.fingerprint.simhash(copy))
+    distance = simsql.bits.hamming(simsql.text.fingerprint.simhash(f"Original\n{article}"), simsql.text.fingerprint.simhash(copy))
     assert distance > 3, "the copy must be beyond the one-probe radius for this test to mean anything"
     with Session(tables) as session:
         original = model(title="Original", body=article)
@@ -70,14 +70,14 @@ def test_a_copy_with_header_and_footer_is_caught_by_default(tables: Engine, mode
 @pytest.mark.parametrize("mode", MODES)
 def test_a_coincidental_fingerprint_is_not_reported_as_a_copy(tables: Engine, mode: str) -> None:
     model = MODELS[mode]
-    binding = simsql.storage.binding_for(model)
+    binding = simsql.store.binding_for(model)
     submitted = _article()
     with Session(tables) as session:
         stranger = model(title="Tax", body="Parliament debated the new tax law for small businesses until late")
         session.add(stranger)
         session.commit()
         # A stranger whose fingerprint happens to sit 2 bits from the submission's.
-        near = simsql.fingerprint.simhash(submitted) ^ 0b101
+        near = simsql.text.fingerprint.simhash(submitted) ^ 0b101
         key = binding.table_keys[0]
         session.execute(update(binding.table).where(key == stranger.id).values({binding.fingerprint.name: near}))
         session.commit()
@@ -146,7 +146,7 @@ def test_the_default_check_reaches_past_its_probes_where_a_block_is_close(
     bits, as most disguised copies are (BENCHMARKS.md); a row whose every block is 3 bits off, or
     one past 14 bits, is not, and ``probe_radius=3`` probes exactly to 15 bits."""
     model = MODELS[mode]
-    binding = simsql.storage.binding_for(model)
+    binding = simsql.store.binding_for(model)
     submitted = _article()
     mask = _mask(bits_per_block)
     with Session(tables) as session:
@@ -154,7 +154,7 @@ def test_the_default_check_reaches_past_its_probes_where_a_block_is_close(
         session.add(stranger)
         session.commit()
         key = binding.table_keys[0]
-        near = simsql.fingerprint.simhash(submitted) ^ mask
+        near = simsql.text.fingerprint.simhash(submitted) ^ mask
         session.execute(update(binding.table).where(key == stranger.id).values({binding.fingerprint.name: near}))
         session.commit()
         found = simsql.find_original(session, model, submitted, min_containment=None)
@@ -189,8 +189,8 @@ def test_the_default_check_answers_from_its_probes_without_scanning(tables: Engi
 
 def _word_grams(text: str) -> set[tuple[str, ...]]:
     """The word 5-grams themselves (no hashing); a text shorter than 5 words is one gram."""
-    from simsql.containment import _TOKEN
-    from simsql.tokenize import normalize
+    from simsql.text.containment import _TOKEN
+    from simsql.text.tokenize import normalize
 
     tokens = _TOKEN.findall(normalize(text))
     return {tuple(tokens[i : i + 5]) for i in range(max(len(tokens) - 4, 1))} if tokens else set()

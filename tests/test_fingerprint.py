@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 import simsql
 import simsql.bits
 import simsql.errors
-import simsql.fingerprint
-from simsql import EmptyDocument, Fingerprinter, tokenize
-from simsql.weighting import IdfTable
+import simsql.text.fingerprint
+from simsql import EmptyDocument, Fingerprinter
+from simsql.fingerprint import IdfTable
+from simsql.text import tokenize
 
 TEXTS = {
     "en_short": "Shakespeare produced most of his known work between 1589 and 1613",
@@ -186,7 +187,7 @@ def test_chunking_does_not_change_output(config: str, monkeypatch: pytest.Monkey
 
 def test_deterministic_across_processes_and_hash_seeds() -> None:
     code = (
-        "import sys; from simsql.fingerprint import simhash;"
+        "import sys; from simsql.text.fingerprint import simhash;"
         "print(simhash(sys.argv[1]), simhash(sys.argv[2]), simhash(sys.argv[3], shingle_size=3))"
     )
     args = [TEXTS["en_para"], TEXTS["mixed"], TEXTS["zh"]]
@@ -206,24 +207,24 @@ def test_seed_six_bit_example() -> None:
     """Seed 001: 美国 hashes to 100101 with weight 4, 51区 to 101011 with weight 5: sums
     9 -9 1 -1 1 9, signature 101011."""
     six_bit = {"美国": 0b100101, "51区": 0b101011}
-    assert simsql.fingerprint.simhash_features({"美国": 4, "51区": 5}, hash_function=six_bit.__getitem__) == 0b101011
-    assert simsql.fingerprint.simhash_features([("美国", 4), ("51区", 5)], hash_function=six_bit.__getitem__) == 0b101011
+    assert simsql.text.fingerprint.simhash_features({"美国": 4, "51区": 5}, hash_function=six_bit.__getitem__) == 0b101011
+    assert simsql.text.fingerprint.simhash_features([("美国", 4), ("51区", 5)], hash_function=six_bit.__getitem__) == 0b101011
     # With 51区 lighter than 美国 the middle bits follow 美国 instead.
-    assert simsql.fingerprint.simhash_features({"美国": 5, "51区": 4}, hash_function=six_bit.__getitem__) == 0b100101
+    assert simsql.text.fingerprint.simhash_features({"美国": 5, "51区": 4}, hash_function=six_bit.__getitem__) == 0b100101
 
 
 def test_seed_chinese_pair_is_closer_than_unrelated() -> None:
-    a = simsql.fingerprint.simhash("你妈妈喊你回家吃饭哦，回家罗回家罗")
-    b = simsql.fingerprint.simhash("你妈妈叫你回家吃饭啦，回家罗回家罗")
-    unrelated = simsql.fingerprint.simhash("美国“51区”雇员称内部有9架飞碟，曾看见灰色外星人")
+    a = simsql.text.fingerprint.simhash("你妈妈喊你回家吃饭哦，回家罗回家罗")
+    b = simsql.text.fingerprint.simhash("你妈妈叫你回家吃饭啦，回家罗回家罗")
+    unrelated = simsql.text.fingerprint.simhash("美国“51区”雇员称内部有9架飞碟，曾看见灰色外星人")
     assert simsql.bits.hamming(a, b) < simsql.bits.hamming(a, unrelated)
     assert simsql.bits.hamming(a, b) < simsql.bits.hamming(b, unrelated)
 
 
 def test_seed_shakespeare_pair_is_closer_than_unrelated() -> None:
-    a = simsql.fingerprint.simhash("Shakespeare produced most of his known work between 1589 and 1613")
-    b = simsql.fingerprint.simhash("Shakespeare produced most of his work after 1589")
-    unrelated = simsql.fingerprint.simhash("The committee approved the new budget for public transport on Tuesday")
+    a = simsql.text.fingerprint.simhash("Shakespeare produced most of his known work between 1589 and 1613")
+    b = simsql.text.fingerprint.simhash("Shakespeare produced most of his work after 1589")
+    unrelated = simsql.text.fingerprint.simhash("The committee approved the new budget for public transport on Tuesday")
     assert simsql.bits.hamming(a, b) < simsql.bits.hamming(a, unrelated)
     assert simsql.bits.hamming(a, b) < simsql.bits.hamming(b, unrelated)
 
@@ -241,8 +242,8 @@ def test_mixed_script_dispatch() -> None:
 
 
 def test_normalisation_nfkc_and_casefold() -> None:
-    assert simsql.fingerprint.simhash("ＳＴＲＡＳＳＥ ﬁle") == simsql.fingerprint.simhash("strasse file")
-    assert simsql.fingerprint.simhash("Straße FILE") == simsql.fingerprint.simhash("strasse file")
+    assert simsql.text.fingerprint.simhash("ＳＴＲＡＳＳＥ ﬁle") == simsql.text.fingerprint.simhash("strasse file")
+    assert simsql.text.fingerprint.simhash("Straße FILE") == simsql.text.fingerprint.simhash("strasse file")
 
 
 def test_weighting_changes_output_but_is_deterministic() -> None:
@@ -277,25 +278,25 @@ def test_private_jieba_ignores_global_user_words() -> None:
 @pytest.mark.parametrize("text", ["", "   \n\t ", "!!! ... ---", "🎉🎉🎉", "\x00\x01\x02"])
 def test_text_without_features_is_refused(text: str) -> None:
     with pytest.raises(EmptyDocument):
-        simsql.fingerprint.simhash(text)
+        simsql.text.fingerprint.simhash(text)
     assert Fingerprinter().fingerprint_many([text, "real words"], empty="none")[0] is None
 
 
 @pytest.mark.parametrize("bad", [None, b"bytes", bytearray(b"x"), 42, ["list"]])
 def test_non_str_is_a_type_error(bad: object) -> None:
     with pytest.raises(TypeError, match="str"):
-        simsql.fingerprint.simhash(bad)  # type: ignore[arg-type]
+        simsql.text.fingerprint.simhash(bad)  # type: ignore[arg-type]
 
 
 def test_hostile_characters_do_not_crash() -> None:
     for text in ["\ud800 lone surrogate \udfff", "emoji 😀 inside words", "ctrl\x07chars\x1b[0m", "\ufeffbom"]:
-        assert 0 <= simsql.fingerprint.simhash(text) < 2**64
+        assert 0 <= simsql.text.fingerprint.simhash(text) < 2**64
 
 
 def test_huge_document() -> None:
     text = (TEXTS["en_para"] + " ") * 50_000  # about 11 MB
     assert len(text) > 10_000_000
-    assert simsql.fingerprint.simhash(text) == simsql.fingerprint.simhash(TEXTS["en_para"])  # same proportions of words
+    assert simsql.text.fingerprint.simhash(text) == simsql.text.fingerprint.simhash(TEXTS["en_para"])  # same proportions of words
 
 
 def test_invalid_configuration() -> None:
@@ -311,17 +312,17 @@ def test_invalid_configuration() -> None:
 
 def test_simhash_features_bad_input() -> None:
     with pytest.raises(EmptyDocument):
-        simsql.fingerprint.simhash_features({})
+        simsql.text.fingerprint.simhash_features({})
     with pytest.raises(EmptyDocument):
-        simsql.fingerprint.simhash_features({"a": 0})
+        simsql.text.fingerprint.simhash_features({"a": 0})
     with pytest.raises(ValueError):
-        simsql.fingerprint.simhash_features({"a": -1})
+        simsql.text.fingerprint.simhash_features({"a": -1})
     with pytest.raises(ValueError):
-        simsql.fingerprint.simhash_features({"a": float("nan")})
+        simsql.text.fingerprint.simhash_features({"a": float("nan")})
     with pytest.raises(TypeError):
-        simsql.fingerprint.simhash_features({1: 1.0})  # type: ignore[dict-item]
+        simsql.text.fingerprint.simhash_features({1: 1.0})  # type: ignore[dict-item]
     with pytest.raises(ValueError):
-        simsql.fingerprint.simhash_features({"a": 1}, hash_function=lambda f: -1)
+        simsql.text.fingerprint.simhash_features({"a": 1}, hash_function=lambda f: -1)
 
 
 def test_idf_table_fit_save_load(tmp_path) -> None:
@@ -402,12 +403,12 @@ def test_settings_rebuild_the_same_configuration(config: str) -> None:
 
 def test_settings_from_another_simsql_are_refused() -> None:
     newer = dict(Fingerprinter().settings, algorithm=99)
-    with pytest.raises(simsql.errors.ConfigMismatch, match="cannot rebuild"):
+    with pytest.raises(simsql.text.errors.ConfigMismatch, match="cannot rebuild"):
         Fingerprinter.from_settings(newer)
     other_prior = dict(Fingerprinter().settings, weighting="prior:0000")
-    with pytest.raises(simsql.errors.ConfigMismatch, match="differs"):
+    with pytest.raises(simsql.text.errors.ConfigMismatch, match="differs"):
         Fingerprinter.from_settings(other_prior)
-    with pytest.raises(simsql.errors.ConfigMismatch, match="IdfTable"):
+    with pytest.raises(simsql.text.errors.ConfigMismatch, match="IdfTable"):
         Fingerprinter.from_settings(CONFIGS["v2 idf"].settings)
 
 
@@ -416,8 +417,7 @@ def test_prior_file_is_pinned() -> None:
     import hashlib
     from importlib import resources
 
-    from simsql import weighting
-
+    from simsql.text import weighting
     raw = gzip.decompress(resources.files("simsql").joinpath("data/prior-1.tsv.gz").read_bytes())
     assert hashlib.sha256(raw).hexdigest() == weighting.PRIOR_SHA256
     idf = weighting.prior_idf()

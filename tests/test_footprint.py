@@ -61,8 +61,8 @@ def test_without_jieba_the_default_fingerprints_chinese_and_jieba_modes_name_the
     result = _without(
         "jieba",
         "import simsql\n"
-        "from simsql.errors import MissingDependency\n"
-        "from simsql.fingerprint import simhash\n"
+        "from simsql.text.errors import MissingDependency\n"
+        "from simsql.text.fingerprint import simhash\n"
         "assert simhash('简体中文的文本') is not None\n"  # version 2 default: character bigrams
         "print(simsql.Fingerprinter().config_id)\n"
         "for make in (lambda: simsql.Fingerprinter(version=1).config_id,\n"
@@ -88,7 +88,7 @@ def test_without_the_embedded_server_the_demo_names_the_extra() -> None:
 def test_without_sqlmodel_its_module_names_the_extra() -> None:
     result = _without(
         "sqlmodel",
-        "from simsql.errors import MissingDependency\n"
+        "from simsql.text.errors import MissingDependency\n"
         "try:\n    import simsql.sqlmodel\nexcept MissingDependency as error:\n    print(error)\n",
     )
     assert result.returncode == 0, result.stderr

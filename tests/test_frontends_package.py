@@ -24,7 +24,7 @@ LAYERS = {
 }  # fmt: skip
 #: simsql modules the demo, a front end, may use: the public API a user has.
 DEMO_MAY_IMPORT = {"simsql", "simsql.bits", "simsql.urls", "simsql.embedded", "simsql.dialects"}
-"""The public API (the top level, and ``simsql.bits`` where ``hamming`` lives since 0.4), plus ``simsql.dialects.backend``, the declared seam a server-portable caller
+"""The public API (the top level, and its documented homes ``simsql.bits`` and ``simsql.urls``), plus ``simsql.dialects.backend``, the declared seam a server-portable caller
 asks (ARCHITECTURE.md): the demo takes its advisory lock and names the server through it on
 PostgreSQL and MySQL/MariaDB alike (issue 23 item 7), never one server's SQL."""
 

@@ -20,11 +20,12 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 import simsql.alembic
+import simsql.store
 import simsql.errors
-import simsql.storage
-from simsql.lifecycle import attach as operations
-from simsql.dialects.mysql import backend as mysql_backend, catalog
+from simsql.dialects.mysql import backend as mysql_backend
+from simsql.dialects.mysql import catalog
 from simsql.errors import SchemaError
+from simsql.lifecycle import attach as operations
 
 from .tables import (
     BODIES,
@@ -100,11 +101,11 @@ def test_attaching_again_with_the_same_settings_changes_nothing_and_other_settin
     attached = state(any_engine)
     simsql.attach_table(any_engine, "docs", ["title", "body"])
     assert state(any_engine) == attached
-    with pytest.raises(simsql.errors.SchemaError, match="already attached .*detach --table docs"):
+    with pytest.raises(simsql.text.errors.SchemaError, match="already attached .*detach --table docs"):
         simsql.attach_table(any_engine, "docs", ["body"])
-    with pytest.raises(simsql.errors.SchemaError, match="already attached"):
+    with pytest.raises(simsql.text.errors.SchemaError, match="already attached"):
         simsql.attach_table(any_engine, "docs", ["title", "body"], side_table=True)
-    with pytest.raises(simsql.errors.ConfigMismatch):
+    with pytest.raises(simsql.text.errors.ConfigMismatch):
         simsql.attach_table(any_engine, "docs", ["title", "body"], fingerprinter=simsql.Fingerprinter(shingle_size=2))
     assert state(any_engine) == attached
 
@@ -129,7 +130,7 @@ def test_detach_refuses_to_harm_what_depends_on_simsql(any_engine: Engine) -> No
     for create, drop, named in _dependents(any_engine):
         run(any_engine, create)
         before = state(any_engine)
-        with pytest.raises(simsql.errors.SchemaError, match=f"would drop objects simsql did not create: {named}"):
+        with pytest.raises(simsql.text.errors.SchemaError, match=f"would drop objects simsql did not create: {named}"):
             simsql.detach_table(any_engine, "docs")
         assert state(any_engine) == before
         if "VIEW" in create:
@@ -142,7 +143,7 @@ def test_detach_refuses_to_harm_what_depends_on_simsql(any_engine: Engine) -> No
     run(any_engine, "CREATE TABLE likes (doc_id INT PRIMARY KEY, FOREIGN KEY (doc_id) REFERENCES docs_simhash (id))")
     before = state(any_engine)
     constraint = "likes_ibfk_1" if is_mysql(any_engine) else "likes_doc_id_fkey"
-    with pytest.raises(simsql.errors.SchemaError, match=f"constraint {constraint} on table likes"):
+    with pytest.raises(simsql.text.errors.SchemaError, match=f"constraint {constraint} on table likes"):
         simsql.detach_table(any_engine, "docs")
     assert state(any_engine) == before
 
@@ -216,7 +217,7 @@ def test_a_registry_dropped_by_hand_is_reported_and_repaired(engine: Engine, sch
     with engine.begin() as connection:
         connection.execute(text("DROP TABLE simsql_registry"))
     with engine.connect() as connection, pytest.raises(SchemaError, match="db upgrade"):
-        simsql.registry.read(connection, "articles")
+        simsql.store.registry.read(connection, "articles")
     simsql.alembic.upgrade(engine)  # repairs
     with engine.connect() as connection:
         assert connection.execute(text("SELECT to_regclass('simsql_registry')")).scalar() is not None
@@ -266,7 +267,7 @@ def test_orm_and_migrations_name_long_indexes_alike(engine: Engine) -> None:
                 {"t": Long.__tablename__},
             ).scalars()
         )
-    assert set(simsql.storage.binding_for(Long).names.indexes) <= built
+    assert set(simsql.store.binding_for(Long).names.indexes) <= built
 
 
 def test_partitioned_tables(engine: Engine) -> None:
@@ -331,13 +332,13 @@ def test_conflicts_are_refused_and_change_nothing(mysql_engine: Engine) -> None:
     for create, drop, named in cases:
         run(mysql_engine, create)
         before = state(mysql_engine)
-        with pytest.raises(simsql.errors.SchemaError, match=named + ".*another column prefix"):
+        with pytest.raises(simsql.text.errors.SchemaError, match=named + ".*another column prefix"):
             simsql.attach_table(mysql_engine, "docs", ["body"])
         assert state(mysql_engine) == before
         run(mysql_engine, drop)
     run(mysql_engine, "CREATE TABLE docs_simhash (id INT PRIMARY KEY)")
     before = state(mysql_engine)
-    with pytest.raises(simsql.errors.SchemaError, match=r"table .*\.docs_simhash already exist"):
+    with pytest.raises(simsql.text.errors.SchemaError, match=r"table .*\.docs_simhash already exist"):
         simsql.attach_table(mysql_engine, "docs", ["body"], side_table=True)
     assert state(mysql_engine) == before
 
@@ -372,7 +373,7 @@ def test_a_table_the_server_cannot_alter_online_is_refused_and_left_as_it_was(my
     build_live_docs(mysql_engine, ", FULLTEXT KEY docs_body (body)")
     simsql.alembic.upgrade(mysql_engine)
     before = state(mysql_engine)
-    with pytest.raises(simsql.errors.WouldLockTable) as refused:
+    with pytest.raises(simsql.text.errors.WouldLockTable) as refused:
         simsql.attach_table(mysql_engine, "docs", ["body"])
     message = str(refused.value)
     assert "add stored columns simhash, simhash_src to" in message
@@ -450,14 +451,14 @@ def test_servers_too_old_are_refused_with_the_version_found(mysql_engine: Engine
             lambda: simsql.detach_table(mysql_engine, "docs"),
             lambda: simsql.status(mysql_engine),
         ):
-            with pytest.raises(simsql.errors.UnsupportedDatabase, match=refused):
+            with pytest.raises(simsql.text.errors.UnsupportedDatabase, match=refused):
                 attempt()
-        with pytest.raises(simsql.errors.UnsupportedDatabase, match=refused):
+        with pytest.raises(simsql.text.errors.UnsupportedDatabase, match=refused):
             simsql.alembic.upgrade(mysql_engine)
     finally:
         mysql_engine.dialect.server_version_info = real
     assert state(mysql_engine)["tables"] == ["doc_titles", "docs", "notes"]
-    with pytest.raises(simsql.errors.UnsupportedDatabase, match=r"'sqlite' database \(3\."):
+    with pytest.raises(simsql.text.errors.UnsupportedDatabase, match=r"'sqlite' database \(3\."):
         simsql.attach_table(create_engine("sqlite://"), "docs", ["body"])
 
 
@@ -500,7 +501,7 @@ def test_a_mysql_without_md5_is_refused_before_anything_is_created(mysql_engine:
                 lambda: _in_migration(fresh, lambda op: op.add_simhash("docs", ["title", "body"])),
                 lambda: _in_migration(fresh, lambda op: op.create_simhash_trigger("docs", ["title", "body"])),
             ):
-                with pytest.raises(simsql.errors.UnsupportedDatabase, match=refused):
+                with pytest.raises(simsql.text.errors.UnsupportedDatabase, match=refused):
                     attempt()
             assert state(fresh) == before
             simsql.detach_table(fresh, "memos")  # taking simsql away needs no MD5()

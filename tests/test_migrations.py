@@ -14,10 +14,10 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 import simsql
 import simsql.alembic
 import simsql.bits
-import simsql.fingerprint
-from simsql import registry
-from simsql.lifecycle import attach as operations
+import simsql.text.fingerprint
 from simsql.errors import ConfigMismatch, SchemaError
+from simsql.lifecycle import attach as operations
+from simsql.store import registry
 
 LEGACY_APP = Path(__file__).parent / "legacy_app"
 
@@ -120,7 +120,7 @@ def _check_attached(engine: Engine, bodies: dict[int, str]) -> None:
         if row.body is None:
             assert row.simhash is None and row.simhash_b0 is None
             continue
-        expected = simsql.fingerprint.simhash(f"{row.title}\n{row.body}")
+        expected = simsql.text.fingerprint.simhash(f"{row.title}\n{row.body}")
         assert simsql.bits.to_unsigned(row.simhash) == expected
         assert (row.simhash_b0, row.simhash_b1, row.simhash_b2, row.simhash_b3) == simsql.bits.blocks(expected)
 
@@ -164,7 +164,7 @@ def test_attach_backfill_query_downgrade_with_application_history(engine: Engine
     simsql.backfill(engine, "articles", workers=0)
     with engine.connect() as connection:
         fixed = connection.execute(text("SELECT simhash FROM articles WHERE id = 21")).scalar()
-    assert simsql.bits.to_unsigned(fixed) == simsql.fingerprint.simhash("title 21\nraw sql edit without fingerprint")
+    assert simsql.bits.to_unsigned(fixed) == simsql.text.fingerprint.simhash("title 21\nraw sql edit without fingerprint")
 
     with engine.connect() as connection:
         command.downgrade(app_config(connection, schema), "app_0001")
@@ -204,7 +204,7 @@ def test_standalone_without_application_history(engine: Engine, schema: str) -> 
     simsql.backfill(engine, "articles", workers=0)
     with engine.begin() as connection:
         fp = connection.execute(text("SELECT simhash FROM articles_simhash WHERE id = 3")).scalar()
-        assert simsql.bits.to_unsigned(fp) == simsql.fingerprint.simhash("title 3\nchanged text here")
+        assert simsql.bits.to_unsigned(fp) == simsql.text.fingerprint.simhash("title 3\nchanged text here")
         operations.drop_simhash_indexes(connection, "articles")
         operations.drop_simhash(connection, "articles")
     simsql.alembic.downgrade(engine)

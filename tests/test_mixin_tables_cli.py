@@ -16,7 +16,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 import simsql
 import simsql.alembic
 import simsql.dialects
-from simsql.schema import Names
+from simsql.schema.names import Names
 
 from .command_line import cli, failed, ok
 from .tables import is_mysql, state

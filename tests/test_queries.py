@@ -13,9 +13,9 @@ from sqlalchemy import Engine, insert, select, text
 from sqlalchemy.orm import Session
 
 import simsql
-import simsql.bits
 import simsql.queries
-import simsql.storage
+import simsql.store
+import simsql.bits
 from simsql import EmptyDocument
 from simsql.bits import hamming
 from simsql.errors import NotAttached
@@ -255,7 +255,7 @@ def test_unattached_model_is_refused() -> None:
 
 
 def test_long_table_names_get_valid_index_names() -> None:
-    from simsql.schema import Names
+    from simsql.schema.names import Names
 
     name = Names("a_very_long_table_name_that_goes_on_and_on_beyond_the_limit").index("simhash_b0")
     assert len(name.encode()) <= 63 and name.endswith("simhash_b0")
@@ -290,7 +290,7 @@ def test_real_text_fingerprints_are_exact(tables: Engine, mode: str) -> None:
     with Session(tables) as session:
         session.add_all(model(title=row[0], body=row[1]) for row in rows)
         session.commit()
-        binding = simsql.storage.binding_for(model)
+        binding = simsql.store.binding_for(model)
         stored = dict(session.execute(select(binding.table_keys[0], binding.fingerprint)).all())
     fingerprints = [stored.get(i + 1) for i in range(max(stored))]
     queries = [fp for fp in fingerprints[:: max(1, len(fingerprints) // 12)] if fp is not None]
@@ -390,8 +390,7 @@ def test_a_database_without_the_registry_is_probed_once_not_per_query(any_engine
     """Without simsql's registry (a mixin model, no `simsql db upgrade`), there is nothing to
     check; the answer is cached like a passed check, instead of one extra round trip per query
     (it cost near-duplicate lookups on MariaDB about half their time)."""
-    from simsql import registry, statement_checks
-
+    from simsql.store import registry, statement_checks
     Base.metadata.create_all(any_engine)
     with Session(any_engine) as session:
         session.add(Article(id=1, title="t", body="the wheat harvest was late this year"))

@@ -23,7 +23,7 @@ import simsql.bits
 from simsql import Fingerprinter
 from simsql.dialects import type_rules
 from simsql.errors import ConfigMismatch, SchemaError
-from simsql.lifecycle.refingerprint import refingerprint
+from simsql.lifecycle.refingerprinting import refingerprint
 
 from .command_line import cli, command, kill_when, ok
 from .tables import ROWS, build_docs, check_fingerprints, config_id, holder_sql, rows_done, writer
@@ -371,7 +371,7 @@ def test_a_process_that_checked_before_the_switch_is_refused_after_it(
         assert refingerprint(other, "items", to=V2, workers=0).switched  # another process
     finally:
         other.dispose()
-    monkeypatch.setattr(simsql.registry, "CHECK_TTL", 0.0, raising=False)  # as if the cache had expired
+    monkeypatch.setattr(simsql.store.registry, "CHECK_TTL", 0.0, raising=False)  # as if the cache had expired
     with Session(engine) as session, pytest.raises(ConfigMismatch, match=V2.config_id):
         session.add(Item(id=2, body="a second item written by code still on version 1"))
         session.commit()

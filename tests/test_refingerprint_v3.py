@@ -13,6 +13,7 @@ import random
 import threading
 import time
 from typing import Any
+
 import pytest
 from sqlalchemy import Engine, String, Text, text
 from sqlalchemy import inspect as sa_inspect
@@ -22,13 +23,13 @@ from sqlalchemy.orm.exc import StaleDataError
 
 import simsql
 import simsql.alembic
-import simsql.storage
+import simsql.store
 from simsql import Fingerprinter
 from simsql.dialects import backend
 from simsql.errors import ConfigMismatch, SchemaError, UnsupportedDatabase
-from simsql.fingerprint import DEFAULT_WIDE
-from simsql.lifecycle.refingerprint import refingerprint
-from simsql.schema import Names
+from simsql.lifecycle.refingerprinting import refingerprint
+from simsql.schema.names import Names
+from simsql.text.fingerprint import DEFAULT_WIDE
 
 from .command_line import cli, command, kill_when, ok
 from .tables import ROWS, build_docs, config_id, is_mysql, random_text, rows_done, run, state, unsigned, writer
@@ -385,10 +386,10 @@ def test_a_version_2_mixin_keeps_working_until_moved(any_engine: Engine) -> None
 
 def test_wide_and_the_configuration_must_agree() -> None:
     with pytest.raises(ValueError, match="part of algorithm version 3"):
-        simsql.schema.configuration_for(V2, True)
+        simsql.schema.names.configuration_for(V2, True)
     with pytest.raises(ValueError, match="includes the wide signature"):
-        simsql.schema.configuration_for(V3, False)
-    assert simsql.schema.configuration_for(None, True) is V3 and simsql.schema.configuration_for(None, None) == V2
+        simsql.schema.names.configuration_for(V3, False)
+    assert simsql.schema.names.configuration_for(None, True) is V3 and simsql.schema.names.configuration_for(None, None) == V2
 
     class Base(DeclarativeBase):
         pass
@@ -401,4 +402,4 @@ def test_wide_and_the_configuration_must_agree() -> None:
         body: Mapped[str | None] = mapped_column(Text)
 
     with pytest.raises(TypeError, match="__simhash_fingerprinter__"):
-        simsql.storage.binding_for(Narrow)
+        simsql.store.binding_for(Narrow)

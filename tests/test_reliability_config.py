@@ -20,10 +20,11 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 import simsql.alembic
-import simsql.fingerprint
-import simsql.storage
-from simsql import Fingerprinter, registry
+import simsql.store
+import simsql.text.fingerprint
+from simsql import Fingerprinter
 from simsql.errors import ConfigMismatch
+from simsql.store import registry
 
 BODY = "the quick brown fox jumps over the lazy dog near the river bank today"
 OTHER = Fingerprinter(shingle_size=2)
@@ -93,7 +94,7 @@ def test_a_new_engine_at_a_disposed_engines_address_is_checked(any_engine: Engin
 def test_registry_check_is_not_inherited_by_an_engine_at_the_same_address(
     any_engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The same through :func:`simsql.registry.check`, which statements with
+    """The same through :func:`simsql.store.registry.check`, which statements with
     ``statement_checks.CHECK_OPTION`` and the ORM's writes use."""
     simsql.alembic.upgrade(any_engine)
     first = any_engine.execution_options()
@@ -117,8 +118,8 @@ def test_forget_still_drops_an_engines_cached_checks(any_engine: Engine) -> None
     with any_engine.begin() as connection:
         # written behind the cache's back (another process): the cache still trusts the check ...
         connection.execute(
-            simsql.schema.registry_table.insert().values(
-                simsql.schema.record_values(
+            simsql.schema.names.registry_table.insert().values(
+                simsql.schema.names.record_values(
                     registry.current_schema(connection), "docs", Fingerprinter(), ("body",), "columns", None, "simhash"
                 )
             )
@@ -152,9 +153,9 @@ class Titled(simsql.SimHashMixin, StringBase):
 
 def test_a_string_source_is_one_column() -> None:
     assert Titled.__simhash_source__ == ("body",)
-    binding = simsql.storage.binding_for(Titled)
+    binding = simsql.store.binding_for(Titled)
     assert binding.source == ("body",) and binding.source_columns == ("body",)
-    assert binding.fingerprint_of(Titled(id=1, b="x", o="y", d="z", y="w", body=BODY)) == simsql.fingerprint.simhash(BODY)
+    assert binding.fingerprint_of(Titled(id=1, b="x", o="y", d="z", y="w", body=BODY)) == simsql.text.fingerprint.simhash(BODY)
 
 
 def test_a_string_source_fingerprints_its_column(any_engine: Engine) -> None:
@@ -163,7 +164,7 @@ def test_a_string_source_fingerprints_its_column(any_engine: Engine) -> None:
         session.add(Titled(id=1, b="b", o="o", d="d", y="y", body=BODY))
         session.commit()
         stored = session.execute(select(Titled.simhash)).scalar_one()
-    assert stored == simsql.fingerprint.simhash(BODY)  # the SimHash column reads back unsigned
+    assert stored == simsql.text.fingerprint.simhash(BODY)  # the SimHash column reads back unsigned
 
 
 @pytest.mark.parametrize(

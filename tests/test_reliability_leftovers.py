@@ -17,7 +17,7 @@ from sqlalchemy import Engine, create_engine, text
 
 import simsql
 import simsql.alembic
-from simsql.schema import Names
+from simsql.schema.names import Names
 
 from .tables import build_docs, check_fingerprints, is_mysql, run, writer
 
@@ -67,7 +67,7 @@ def test_detaching_a_dropped_table_keeps_a_side_table_others_depend_on(engine: E
     side_table = Names.for_table("lost", mode="side_table").side
     run(engine, f'CREATE VIEW user_view AS SELECT * FROM "{side_table}"')
     objects = _objects(engine)
-    with pytest.raises(simsql.errors.SchemaError, match="user_view"):
+    with pytest.raises(simsql.text.errors.SchemaError, match="user_view"):
         simsql.detach_table(engine, "lost")
     assert _objects(engine) == objects and [s.table for s in simsql.status(engine)] == [side.table]
 

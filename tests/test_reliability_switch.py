@@ -39,7 +39,7 @@ import simsql
 import simsql.alembic
 from simsql import Fingerprinter
 from simsql.errors import ConfigMismatch
-from simsql.lifecycle.refingerprint import refingerprint
+from simsql.lifecycle.refingerprinting import refingerprint
 
 from .tables import check_fingerprints, config_id, is_mysql, random_text
 
@@ -231,7 +231,7 @@ def test_a_check_that_found_no_entry_mid_move_does_not_let_old_writes_through_af
     second = _second_engine(any_engine)
     try:
         simsql.detach_table(second, table)
-        simsql.registry.forget(any_engine)  # the old writer's check has expired
+        simsql.store.registry.forget(any_engine)  # the old writer's check has expired
         with Session(any_engine) as session, pytest.raises(DBAPIError):  # its columns are gone
             session.get(old, 2).body = "an edit by the old application while the table is detached"
             session.commit()
@@ -262,7 +262,7 @@ def test_a_snapshot_from_before_the_re_attach_does_not_vouch_for_old_writes(mysq
             session.execute(text("SELECT count(*) FROM simsql_registry"))  # the snapshot: no entry for the table
             simsql.attach_table(second, table, list(SOURCE), fingerprinter=V2, side_table=True)
             simsql.backfill(second, table, workers=0)
-            simsql.registry.forget(any_engine)  # another old writer was refused meanwhile
+            simsql.store.registry.forget(any_engine)  # another old writer was refused meanwhile
             row = session.get(old, 2)
             assert row is not None
             row.body = "an edit by the old application, in a transaction begun before the move"

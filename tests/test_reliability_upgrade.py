@@ -15,7 +15,7 @@ from collections.abc import Callable
 from sqlalchemy import Connection, Engine, text
 
 import simsql.alembic
-from simsql import registry
+from simsql.store import registry
 
 from .command_line import command, environment
 

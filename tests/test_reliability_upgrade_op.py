@@ -16,7 +16,7 @@ import sys
 from sqlalchemy import Engine
 
 import simsql.alembic
-from simsql import registry
+from simsql.store import registry
 
 from .command_line import environment
 from .test_reliability_upgrade import PROCESSES, released_at_the_version_table

@@ -29,7 +29,7 @@ def _paragraph(rng: random.Random) -> str:
 
 def test_fingerprints_of_with_background_equal_simsql() -> None:
     from simsql import Fingerprinter
-    from simsql.background import Background
+    from simsql.fingerprint import Background
 
     rng = random.Random(7)
     paragraphs = [_paragraph(rng) for _ in range(300)]

@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.corpus import CorpusUnavailable, chinese_documents, english_documents
-from simsql.containment import _GRAM_BASE, SHINGLE_WORDS, Runs, Shingled, share_of_submission, shingled
-from simsql.tokenize import normalize
+from simsql.text.containment import _GRAM_BASE, SHINGLE_WORDS, Runs, Shingled, share_of_submission, shingled
+from simsql.text.tokenize import normalize
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f"
 _TOKEN = re.compile(f"[{_HAN}]|[^\\W_{_HAN}]+")

@@ -12,8 +12,8 @@ import pytest
 import xxhash
 
 from simsql import EmptyDocument, Fingerprinter
-from simsql.background import Background
-from simsql.signature import (
+from simsql.fingerprint import Background
+from simsql.text.signature import (
     DEFAULT_LAYOUT,
     WIDE_BITS,
     BlockLayout,
@@ -22,7 +22,7 @@ from simsql.signature import (
     probes,
     wide_seeds,
 )
-from simsql.weighting import quantize
+from simsql.text.weighting import quantize
 
 SEEDS = Path(__file__).resolve().parent.parent.parent / "shared" / "seeds"
 

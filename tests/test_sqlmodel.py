@@ -19,7 +19,7 @@ from sqlmodel import Field, Session, SQLModel, select  # noqa: E402
 
 import simsql  # noqa: E402
 import simsql.sqlmodel  # noqa: E402
-from simsql.storage import text_digest  # noqa: E402
+from simsql.store.storage import text_digest  # noqa: E402
 
 
 class Story(simsql.SimHashMixin, SQLModel, table=True):
@@ -47,7 +47,7 @@ class Note(SQLModel, table=True):
 
 simsql.attach_model(Note, source=("title", "body"))
 MODELS = {"columns": Story, "side_table": Note}
-TABLES = [Story.__table__, Note.__table__, simsql.storage.binding_for(Note).table]
+TABLES = [Story.__table__, Note.__table__, simsql.store.binding_for(Note).table]
 
 WORDS = "river stone cloud maple lantern harbour violet engine copper meadow falcon silver orchard".split()
 
@@ -87,24 +87,24 @@ def test_insert_and_update_fingerprint_the_row(sqlmodel_engine: Engine) -> None:
         story = Story(title="a", body=ORIGINAL)
         session.add(story)
         session.commit()
-        assert story.simhash == simsql.fingerprint.simhash("a\n" + ORIGINAL)
+        assert story.simhash == simsql.text.fingerprint.simhash("a\n" + ORIGINAL)
         assert story.simhash_src == text_digest("a\n" + ORIGINAL)
         assert "simhash" not in story.model_dump()  # SQLAlchemy's columns, not pydantic fields
         story.body = OTHER
         session.add(story)
         session.commit()
         session.refresh(story)
-        assert story.simhash == simsql.fingerprint.simhash("a\n" + OTHER)
+        assert story.simhash == simsql.text.fingerprint.simhash("a\n" + OTHER)
         stored = session.exec(select(Story.simhash_b0).where(Story.id == story.id)).one()  # type: ignore[arg-type]
-        assert stored == simsql.bits.blocks(simsql.fingerprint.simhash("a\n" + OTHER))[0]
+        assert stored == simsql.bits.blocks(simsql.text.fingerprint.simhash("a\n" + OTHER))[0]
 
 
 def test_side_table_insert(sqlmodel_engine: Engine) -> None:
     (first, _, _) = _fill(sqlmodel_engine, Note)
-    side = simsql.storage.binding_for(Note).table.name
+    side = simsql.store.binding_for(Note).table.name
     with sqlmodel_engine.connect() as connection:
         stored = connection.execute(text(f"SELECT simhash FROM {side} WHERE id = {first}")).scalar_one()
-    assert simsql.bits.to_unsigned(stored) == simsql.fingerprint.simhash("a\n" + ORIGINAL)
+    assert simsql.bits.to_unsigned(stored) == simsql.text.fingerprint.simhash("a\n" + ORIGINAL)
 
 
 @pytest.mark.parametrize("most_similar", [simsql.most_similar, simsql.sqlmodel.most_similar], ids=["simsql", "simsql.sqlmodel"])
@@ -119,12 +119,12 @@ def test_exec_most_similar_gives_distances(sqlmodel_engine: Engine, model: Any, 
         assert distances[0] == 0 and 0 < distances[1] <= 12 and distances[2] > 12
         assert rows[1][2] == pytest.approx(1 - distances[1] / 64)
         filtered = session.exec(most_similar(select(model).where(model.topic == "blog"), ORIGINAL, limit=2)).all()
-        assert [(m.id, d) for m, d, _ in filtered] == [(copy, simsql.bits.hamming(simsql.fingerprint.simhash(ORIGINAL), simsql.fingerprint.simhash("a\n" + COPY)))]
+        assert [(m.id, d) for m, d, _ in filtered] == [(copy, simsql.bits.hamming(simsql.text.fingerprint.simhash(ORIGINAL), simsql.text.fingerprint.simhash("a\n" + COPY)))]
 
 
 def test_exec_similar_to(sqlmodel_engine: Engine, model: Any) -> None:
     original, copy, _ = _fill(sqlmodel_engine, model)
-    distance = simsql.bits.hamming(simsql.fingerprint.simhash("a\n" + ORIGINAL), simsql.fingerprint.simhash("a\n" + COPY))
+    distance = simsql.bits.hamming(simsql.text.fingerprint.simhash("a\n" + ORIGINAL), simsql.text.fingerprint.simhash("a\n" + COPY))
     with Session(sqlmodel_engine) as session:
         found = session.exec(select(model).where(simsql.similar_to(model, "a\n" + ORIGINAL, max_distance=distance)).order_by(model.id)).all()
     assert [m.id for m in found] == [original, copy]
@@ -132,7 +132,7 @@ def test_exec_similar_to(sqlmodel_engine: Engine, model: Any) -> None:
 
 def test_near_duplicates_and_groups(sqlmodel_engine: Engine, model: Any) -> None:
     original, copy, other = _fill(sqlmodel_engine, model)
-    distance = simsql.bits.hamming(simsql.fingerprint.simhash("a\n" + ORIGINAL), simsql.fingerprint.simhash("a\n" + COPY))
+    distance = simsql.bits.hamming(simsql.text.fingerprint.simhash("a\n" + ORIGINAL), simsql.text.fingerprint.simhash("a\n" + COPY))
     assert 0 < distance <= 3  # the corpus is built so; the assertions below rely on it
     with Session(sqlmodel_engine) as session:
         session.add(model(title="a", body=ORIGINAL))
@@ -162,10 +162,10 @@ TYPED = """
 from sqlmodel import Field, Session, SQLModel, select
 import simsql
 import simsql.bits
-import simsql.fingerprint
+import simsql.text.fingerprint
 import simsql.queries
 import simsql.sqlmodel
-import simsql.storage
+import simsql.store
 
 class Article(simsql.SimHashMixin, SQLModel, table=True):
     __simhash_source__ = ("title", "body")

@@ -20,13 +20,14 @@ from sqlalchemy.schema import CreateTable
 
 import simsql
 import simsql.alembic
+import simsql.store
 import simsql.bits
-import simsql.fingerprint
-import simsql.storage
-from simsql import Fingerprinter, registry
+import simsql.text.fingerprint
+from simsql import Fingerprinter
 from simsql.errors import ConfigMismatch
-from simsql.schema import metadata as simsql_metadata
-from simsql.schema import progress_table, registry_table
+from simsql.schema.names import metadata as simsql_metadata
+from simsql.schema.names import progress_table, registry_table
+from simsql.store import registry
 
 from .models import MODELS, Article, Base, Comment, Post
 from .tables import add_simhash, fingerprints_by, is_mysql, run, unsigned
@@ -138,7 +139,7 @@ def test_registry_round_trip_and_configuration_check(tables: Engine) -> None:
 
 def test_side_table_attach_records_and_follows_writes(tables: Engine) -> None:
     simsql_metadata.create_all(tables)
-    binding = simsql.storage.binding_for(Post)
+    binding = simsql.store.binding_for(Post)
     with tables.begin() as connection:
         registry.record(connection, "posts", None, binding.fingerprinter, binding.source, "side_table", binding.table.name)
     with Session(tables) as session:
@@ -155,7 +156,7 @@ def test_side_table_attach_records_and_follows_writes(tables: Engine) -> None:
 
 
 def test_raw_sql_text_changes_drop_stale_fingerprints_in_both_modes(tables: Engine) -> None:
-    """The digest invariant (simsql.storage), kept by the server's triggers: a writer that
+    """The digest invariant (simsql.store.storage), kept by the server's triggers: a writer that
     changes the text behind simsql's back leaves no fingerprint describing the old text."""
     with Session(tables) as session:
         article = Article(title="Shakespeare", body="Shakespeare produced most of his known work between 1589 and 1613")
@@ -178,7 +179,7 @@ def test_raw_sql_text_changes_drop_stale_fingerprints_in_both_modes(tables: Engi
         article.body = "written through the ORM again"
         session.commit()
         assert session.execute(select(Article.simhash).where(Article.id == ids[0])).scalar_one() == (
-            simsql.storage.binding_for(Article).fingerprinter.fingerprint("Shakespeare\nwritten through the ORM again")
+            simsql.store.binding_for(Article).fingerprinter.fingerprint("Shakespeare\nwritten through the ORM again")
         )
     Base.metadata.drop_all(tables)
     assert _triggers(tables) == []
@@ -187,7 +188,7 @@ def test_raw_sql_text_changes_drop_stale_fingerprints_in_both_modes(tables: Engi
 @pytest.mark.parametrize("mode", MODES)
 def test_orm_rows_fingerprinted_and_blocks_follow(tables: Engine, mode: str) -> None:
     model = MODELS[mode]
-    binding = simsql.storage.binding_for(model)
+    binding = simsql.store.binding_for(model)
     with Session(tables) as session:
         row = model(title="Shakespeare", body="Shakespeare produced most of his known work between 1589 and 1613")
         empty = model(title="  ", body=None)
@@ -262,7 +263,7 @@ NEW = "completely different words about databases indexes and query planners"
 
 
 def _holder_sql(model: type) -> str:
-    return f"SELECT id, simhash FROM {simsql.storage.binding_for(model).table.name}"
+    return f"SELECT id, simhash FROM {simsql.store.binding_for(model).table.name}"
 
 
 @pytest.mark.parametrize("model", [Doc, Note], ids=["mixin", "orm_side_table"])
@@ -281,10 +282,10 @@ def test_text_changed_by_any_writer_never_keeps_its_old_fingerprint(any_engine: 
             session.execute(text(f"UPDATE {model.__tablename__} SET body = :b", ), {"b": NEW})  # type: ignore[attr-defined]
         session.commit()
         stored = fingerprints_by(engine, _holder_sql(model)).get(1)
-        assert stored in (None, simsql.fingerprint.simhash(NEW))
+        assert stored in (None, simsql.text.fingerprint.simhash(NEW))
         assert session.execute(select(model.id).where(simsql.similar_to(model, OLD, 0))).all() == []  # type: ignore[attr-defined]
     simsql.backfill(engine, model, workers=0)
-    assert fingerprints_by(engine, _holder_sql(model))[1] == simsql.fingerprint.simhash(NEW)
+    assert fingerprints_by(engine, _holder_sql(model))[1] == simsql.text.fingerprint.simhash(NEW)
 
 
 def test_a_recomputed_equal_fingerprint_is_kept(engine: Engine) -> None:
@@ -302,9 +303,9 @@ def test_a_recomputed_equal_fingerprint_is_kept(engine: Engine) -> None:
         session.commit()
         article.body = "hello, world! again and again..."
         session.commit()
-    assert simsql.fingerprint.simhash("title 2\nhello, world! again and again...") == simsql.fingerprint.simhash("title 2\nhello world again and again")
+    assert simsql.text.fingerprint.simhash("title 2\nhello, world! again and again...") == simsql.text.fingerprint.simhash("title 2\nhello world again and again")
     stored = fingerprints_by(engine, "SELECT id, simhash FROM articles")[2]
-    assert stored == simsql.fingerprint.simhash("title 2\nhello world again and again")
+    assert stored == simsql.text.fingerprint.simhash("title 2\nhello world again and again")
 
 
 def test_mixin_tables_are_registered_and_checked(any_engine: Engine) -> None:
@@ -315,7 +316,7 @@ def test_mixin_tables_are_registered_and_checked(any_engine: Engine) -> None:
         session.add(Doc(id=1, body=OLD))
         session.commit()
     with engine.connect() as connection:
-        entry = simsql.registry.read(connection, "docs")
+        entry = simsql.store.registry.read(connection, "docs")
     assert entry is not None and entry.config_id == simsql.Fingerprinter().config_id and entry.mode == "columns"
 
     class OtherBase(DeclarativeBase):

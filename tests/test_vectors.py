@@ -10,7 +10,7 @@ import pytest
 
 import simsql
 import simsql.bits
-from simsql.vectors import VectorFingerprinter, cosine_estimate, hyperplanes
+from simsql.text.vectors import VectorFingerprinter, cosine_estimate, hyperplanes
 
 VECTORS = {
     "ints8": [(i * 7 % 11) - 5 for i in range(8)],

@@ -15,10 +15,10 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 import simsql
+import simsql.store
 import simsql.errors
-import simsql.storage
 from simsql import VectorFingerprinter
-from simsql.schema import metadata as simsql_metadata
+from simsql.schema.names import metadata as simsql_metadata
 
 DIMENSIONS = 16
 SIGNER = VectorFingerprinter(DIMENSIONS, seed=5)
@@ -143,7 +143,7 @@ def test_backfill_writes_the_wide_words_of_a_vector(any_engine: Engine) -> None:
     vectors = _vectors(12, seed=8)
     _raw_load(any_engine, WideBlob, list(vectors))
     simsql.backfill(any_engine, WideBlob, batch_size=4, workers=0)
-    names = simsql.storage.binding_for(WideBlob).names
+    names = simsql.store.binding_for(WideBlob).names
     stored = [_column(any_engine, WideBlob, name) for name in names.signature_words]
     expected = SIGNER.signatures_many(vectors)
     for key in range(1, 13):
@@ -246,7 +246,7 @@ def test_attach_table_with_a_vector_fingerprinter_then_backfill(any_engine: Engi
     simsql.backfill(any_engine, "vbf_plain", batch_size=4, workers=0)
     with any_engine.connect() as connection:
         assert connection.execute(text(f"SELECT simhash FROM {holder} WHERE id = 2")).scalar_one() % 2**64 == SIGNER.fingerprint(-vectors[1])
-    with pytest.raises(simsql.errors.SchemaError, match="vector"):  # a column that cannot hold a vector
+    with pytest.raises(simsql.text.errors.SchemaError, match="vector"):  # a column that cannot hold a vector
         simsql.attach_table(any_engine, "vbf_plain", ["id"], fingerprinter=SIGNER, prefix="other")
 
 

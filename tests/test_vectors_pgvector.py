@@ -15,9 +15,9 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 from sqlalchemy.types import UserDefinedType
 
 import simsql
-import simsql.storage
+import simsql.store
 from simsql import VectorFingerprinter
-from simsql.schema import metadata as simsql_metadata
+from simsql.schema.names import metadata as simsql_metadata
 
 DIMENSIONS = 12
 SIGNER = VectorFingerprinter(DIMENSIONS, seed=21)
@@ -120,7 +120,7 @@ def test_backfill_writes_the_wide_words_of_a_pgvector_column(pg: Engine) -> None
     vectors = _vectors(9, seed=7)
     _raw_load(pg, "pgv_wide_posts", list(vectors))
     simsql.backfill(pg, WidePost, batch_size=4, workers=0)
-    names = simsql.storage.binding_for(WidePost).names
+    names = simsql.store.binding_for(WidePost).names
     with pg.connect() as connection:
         rows = connection.execute(select(WidePost.id, *[getattr(WidePost, w) for w in names.signature_words]).order_by(WidePost.id)).all()
     assert [tuple(w % 2**64 for w in row[1:]) for row in rows] == [s.words for s in SIGNER.signatures_many(vectors)]

@@ -14,10 +14,11 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 import simsql.queries
-from simsql import Fingerprinter, SimHashMixin, VectorFingerprinter, registry
+from simsql import Fingerprinter, SimHashMixin, VectorFingerprinter
 from simsql.bits import hamming
 from simsql.errors import ConfigMismatch
-from simsql.schema import metadata as simsql_metadata
+from simsql.schema.names import metadata as simsql_metadata
+from simsql.store import registry
 
 DIMENSIONS = 24
 SIGNER = VectorFingerprinter(DIMENSIONS, seed=7)

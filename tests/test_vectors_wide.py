@@ -14,8 +14,8 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
+import simsql.store
 import simsql.bits
-import simsql.storage
 from simsql import VectorFingerprinter
 from simsql.errors import NotAttached
 
@@ -93,7 +93,7 @@ def _load(engine: Engine, model: type, vectors: np.ndarray) -> None:
 
 
 def _words(engine: Engine, model: type) -> dict[int, tuple[int | None, ...]]:
-    names = simsql.storage.binding_for(model).names
+    names = simsql.store.binding_for(model).names
     columns = [getattr(model, name) for name in names.signature_words]
     with Session(engine) as session:
         return {row[0]: tuple(row[1:]) for row in session.execute(select(model.id, *columns))}

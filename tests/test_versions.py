@@ -10,8 +10,8 @@ import simsql
 import simsql.alembic
 import simsql.bits
 from simsql import Fingerprinter
-from simsql.lifecycle import attach as operations
 from simsql.errors import ConfigMismatch
+from simsql.lifecycle import attach as operations
 
 from .test_migrations import build_legacy
 

@@ -17,8 +17,8 @@ from sqlalchemy.orm import Session
 import simsql
 import simsql.alembic
 from simsql import EmptyDocument
-from simsql.fingerprint import DEFAULT_WIDE
-from simsql.lifecycle.refingerprint import refingerprint
+from simsql.lifecycle.refingerprinting import refingerprint
+from simsql.text.fingerprint import DEFAULT_WIDE
 
 from .tables import run, unsigned
 from .wide_models import WideArticle, WideBase

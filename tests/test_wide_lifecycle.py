@@ -21,8 +21,8 @@ import simsql
 import simsql.alembic
 import simsql.errors
 from simsql.dialects import backend
-from simsql.lifecycle.refingerprint import refingerprint
-from simsql.schema import WIDE_LAYOUT, Names
+from simsql.lifecycle.refingerprinting import refingerprint
+from simsql.schema.names import WIDE_LAYOUT, Names
 
 from .command_line import cli
 from .tables import build_live_docs, is_mysql, run, state, texts, unsigned
@@ -73,7 +73,7 @@ def _insert(engine: Engine, quoted: str, rows: list[dict[str, Any]]) -> None:
 
 def _index_names(engine: Engine, table: str) -> set[str]:
     with engine.connect() as connection:
-        return set(simsql.lifecycle.catalog.index_names(connection, simsql.registry.current_schema(connection), table))
+        return set(simsql.lifecycle.catalog.index_names(connection, simsql.store.registry.current_schema(connection), table))
 
 
 def _signatures(engine: Engine, quoted: str, names: Names) -> dict[int, tuple[Any, ...]]:
@@ -199,11 +199,11 @@ def test_a_wide_attachment_keeps_its_kind_and_moves_to_other_settings_where_it_c
     simsql.alembic.upgrade(any_engine)
     simsql.attach_table(any_engine, "notes", ["title", "body"], wide=True)
     simsql.attach_table(any_engine, "notes", ["title", "body"], wide=True)  # the same: nothing to do
-    with pytest.raises(simsql.errors.SchemaError, match="already attached"):
+    with pytest.raises(simsql.text.errors.SchemaError, match="already attached"):
         simsql.attach_table(any_engine, "notes", ["title", "body"], wide=False)
     other = simsql.Fingerprinter(version=3, shingle_size=2)
     if is_mysql(any_engine):  # there refingerprint moves version 2 to 3 of the same settings only
-        with pytest.raises(simsql.errors.UnsupportedDatabase, match="only from algorithm version 2 to version 3"):
+        with pytest.raises(simsql.text.errors.UnsupportedDatabase, match="only from algorithm version 2 to version 3"):
             refingerprint(any_engine, "notes", to=other)
         return
     assert refingerprint(any_engine, "notes", to=other, workers=0).switched  # PostgreSQL: wide to wide
@@ -226,4 +226,4 @@ def test_the_command_line_attaches_wide_and_backfills(any_engine: Engine, any_ur
     after = state(any_engine)
     assert (after["create"], after["checksum"], after["triggers"]) == (before["create"], before["checksum"], before["triggers"])
     with any_engine.connect() as connection:
-        assert connection.execute(select(simsql.schema.registry_table)).all() == []
+        assert connection.execute(select(simsql.schema.names.registry_table)).all() == []

@@ -13,7 +13,7 @@ from sqlalchemy import Engine, inspect, update
 from sqlalchemy.orm import Session
 
 import simsql
-import simsql.storage
+import simsql.store
 from simsql.queries.wide_original import MAX_TEXT_BYTES
 
 from .models import MODELS
@@ -178,11 +178,11 @@ def test_a_short_text_wrapped_in_a_header_and_footer_is_found(wide_tables: Engin
     keeps its point), and the check probes deeper for a submission of few features
     (:func:`simsql.queries.wide.probe_budget`). Held-out Chinese sections missed this way."""
     from simsql.queries.wide import WIDE_BUDGET, probe_budget
-    from simsql.schema import WIDE_LAYOUT
-    from simsql.signature import probe_values
+    from simsql.schema.names import WIDE_LAYOUT
+    from simsql.text.signature import probe_values
 
     model = WIDE_MODELS[mode]
-    fingerprinter = simsql.storage.binding_for(model).fingerprinter
+    fingerprinter = simsql.store.binding_for(model).fingerprinter
     original, copy = fingerprinter.signature(SHORT_CHINESE), fingerprinter.signature(SHORT_CHINESE_COPY)
     blocks = original.blocks(WIDE_LAYOUT)
     reached = [blocks[block] == value for block, value in probe_values(copy, WIDE_LAYOUT, budget=probe_budget(copy))]
@@ -204,7 +204,7 @@ def test_the_probe_budget_benchmark_ranks_as_the_database_answers(wide_tables: E
     from simsql.queries.wide import wide_search
 
     model = WIDE_MODELS[mode]
-    fingerprinter = simsql.storage.binding_for(model).fingerprinter
+    fingerprinter = simsql.store.binding_for(model).fingerprinter
     copy = fingerprinter.signature(SHORT_CHINESE_COPY)
     rank = reach_rank(copy, fingerprinter.signature(SHORT_CHINESE))
     assert rank is not None and rank >= 512

@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session
 import simsql
 from simsql.errors import NotAttached
 from simsql.queries.wide import probe_groups, wide_search
-from simsql.schema import WIDE_LAYOUT, Names
-from simsql.signature import Signature
+from simsql.schema.names import WIDE_LAYOUT, Names
+from simsql.text.signature import Signature
 
 from .models import Article
 from .wide_models import WIDE_MODELS, WideBase

@@ -9,8 +9,8 @@ from sqlalchemy import Engine, inspect, select, text, update
 from sqlalchemy.orm import Session
 
 import simsql
-from simsql.schema import WIDE_LAYOUT, Names
-from simsql.storage import binding_for
+from simsql.schema.names import WIDE_LAYOUT, Names
+from simsql.store.storage import binding_for
 
 from .models import Article
 from .wide_models import WIDE_MODELS, WideArticle, WideBase

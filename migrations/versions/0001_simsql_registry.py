@@ -21,7 +21,7 @@ depends_on = None
 
 
 # MySQL/MariaDB have neither jsonb, arrays nor unbounded text keys: JSON, and VARCHAR(64) (their
-# longest identifier) for the names that form a key. The same tables as simsql.schema declares.
+# longest identifier) for the names that form a key. The same tables as simsql.schema.names declares.
 _MYSQL = ("mysql", "mariadb")
 
 

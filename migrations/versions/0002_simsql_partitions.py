@@ -4,7 +4,7 @@ Revision ID: simsql_0002
 Revises: simsql_0001
 Create Date: 2026-11-28
 
-Frozen DDL, like simsql_0001: the same tables as simsql.schema declares today.
+Frozen DDL, like simsql_0001: the same tables as simsql.schema.names declares today.
 """
 
 from __future__ import annotations

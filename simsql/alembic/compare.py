@@ -24,10 +24,10 @@ from sqlalchemy import Column, Computed
 from sqlalchemy.engine import Connection
 
 from ..dialects import COVERING_INFO, Backend, BlockComputed, BlockExpression, backend
-from ..errors import UnsupportedDatabase
 from ..lifecycle import catalog
-from ..orm_triggers import orm_trigger
-from ..types import SimHash
+from ..store.orm_triggers import orm_trigger
+from ..store.types import SimHash
+from ..text.errors import UnsupportedDatabase
 from .ops import CreateSimHashTriggerOp
 from .own import leave_simsqls_objects
 

@@ -13,10 +13,10 @@ from typing import Any
 
 from alembic.operations import MigrateOperation, Operations
 
-from ..errors import SchemaError
-from ..fingerprint import Fingerprinter
-from ..schema import DEFAULT_PREFIX, Mode, Names, configuration_for
-from ..orm_triggers import OrmTrigger
+from ..schema.names import DEFAULT_PREFIX, Mode, Names, configuration_for
+from ..store.orm_triggers import OrmTrigger
+from ..text.errors import SchemaError
+from ..text.fingerprint import Fingerprinter
 
 #: A primary key as a migration gives it: column names, or (offline, for a side table) a
 #: mapping of column name to SQL type; ``None`` when the operation reads it from the table.
@@ -209,7 +209,7 @@ class DropSimHashIndexesOp(IndexesOp):
 
 
 class ListsOp(MigrateOperation):
-    """What add_partition_lists and drop_partition_lists carry: the table (attached already)."""
+    """What add_simhash_lists and drop_simhash_lists carry: the table (attached already)."""
 
     def __init__(self, table_name: str, schema: str | None = None, concurrently: bool = False) -> None:
         self.table_name = table_name
@@ -217,33 +217,33 @@ class ListsOp(MigrateOperation):
         self.concurrently = concurrently
 
 
-@Operations.register_operation("add_partition_lists")
-class AddPartitionListsOp(ListsOp):
-    """The partition list column and its covering index (:mod:`simsql.partitions`) on an
-    attached table; ``simsql partitions fit`` fits the lists afterwards (it needs the rows)."""
+@Operations.register_operation("add_simhash_lists")
+class AddSimhashListsOp(ListsOp):
+    """The partition list column and its covering index (:mod:`simsql.lists`) on an
+    attached table; ``simsql lists fit`` fits the lists afterwards (it needs the rows)."""
 
     @classmethod
-    def add_partition_lists(
+    def add_simhash_lists(
         cls, operations: Operations, table_name: str, *, schema: str | None = None, concurrently: bool = False
     ) -> Any:
         return operations.invoke(cls(table_name, schema, concurrently))
 
-    def reverse(self) -> DropPartitionListsOp:
-        return DropPartitionListsOp(self.table_name, self.schema, self.concurrently)
+    def reverse(self) -> DropSimhashListsOp:
+        return DropSimhashListsOp(self.table_name, self.schema, self.concurrently)
 
 
-@Operations.register_operation("drop_partition_lists")
-class DropPartitionListsOp(ListsOp):
+@Operations.register_operation("drop_simhash_lists")
+class DropSimhashListsOp(ListsOp):
     """Drop the list column and its index, and forget the table's lists."""
 
     @classmethod
-    def drop_partition_lists(
+    def drop_simhash_lists(
         cls, operations: Operations, table_name: str, *, schema: str | None = None, concurrently: bool = False
     ) -> Any:
         return operations.invoke(cls(table_name, schema, concurrently))
 
-    def reverse(self) -> AddPartitionListsOp:
-        return AddPartitionListsOp(self.table_name, self.schema, self.concurrently)
+    def reverse(self) -> AddSimhashListsOp:
+        return AddSimhashListsOp(self.table_name, self.schema, self.concurrently)
 
 
 @Operations.register_operation("upgrade_simsql")
@@ -402,9 +402,9 @@ def downgrade_simsql(op: Any, revision: str = "base") -> None:
     op.invoke(DowngradeSimsqlOp(revision))
 
 
-def add_partition_lists(op: Any, table_name: str, *, schema: str | None = None, concurrently: bool = False) -> None:
-    op.invoke(AddPartitionListsOp(table_name, schema, concurrently))
+def add_simhash_lists(op: Any, table_name: str, *, schema: str | None = None, concurrently: bool = False) -> None:
+    op.invoke(AddSimhashListsOp(table_name, schema, concurrently))
 
 
-def drop_partition_lists(op: Any, table_name: str, *, schema: str | None = None, concurrently: bool = False) -> None:
-    op.invoke(DropPartitionListsOp(table_name, schema, concurrently))
+def drop_simhash_lists(op: Any, table_name: str, *, schema: str | None = None, concurrently: bool = False) -> None:
+    op.invoke(DropSimhashListsOp(table_name, schema, concurrently))

@@ -32,9 +32,9 @@ from typing import Any
 from alembic.autogenerate.api import AutogenContext
 from alembic.operations import ops
 
-from ..errors import SchemaError
-from ..registry import VERSION_TABLE
-from ..schema import BATCH_TABLE, CENTRES_TABLE, PARTITIONS_TABLE, PROGRESS_TABLE, REGISTRY_TABLE, Attachment, Names
+from ..schema.names import BATCH_TABLE, CENTRES_TABLE, PARTITIONS_TABLE, PROGRESS_TABLE, REGISTRY_TABLE, Attachment, Names
+from ..store.registry import VERSION_TABLE
+from ..text.errors import SchemaError
 from .revisions import attached_tables
 
 OWN_TABLES = frozenset({REGISTRY_TABLE, PROGRESS_TABLE, BATCH_TABLE, VERSION_TABLE, PARTITIONS_TABLE, CENTRES_TABLE})

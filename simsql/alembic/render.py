@@ -13,8 +13,8 @@ from typing import Any
 from alembic.autogenerate import renderers
 from alembic.autogenerate.api import AutogenContext
 
-from ..fingerprint import DEFAULT, DEFAULT_WIDE
-from ..schema import DEFAULT_PREFIX
+from ..schema.names import DEFAULT_PREFIX
+from ..text.fingerprint import DEFAULT, DEFAULT_WIDE
 from .ops import (
     AddSimHashOp,
     AttachmentOp,

@@ -23,11 +23,12 @@ from sqlalchemy import Engine, MetaData, Table
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from .. import registry, schema
 from ..dialects import backend
-from ..errors import SchemaError
-from ..registry import VERSION_TABLE
-from ..urls import engine_for, normalise_url
+from ..schema.names import Attachment, metadata
+from ..schema.urls import engine_for, normalise_url
+from ..store import registry
+from ..store.registry import VERSION_TABLE
+from ..text.errors import SchemaError
 
 BRANCH = "simsql"
 
@@ -167,7 +168,7 @@ def install(bind: str | Engine | Connection) -> bool:
 def _repair(connection: Connection) -> None:
     context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
     if context.get_current_heads():
-        schema.metadata.create_all(connection, checkfirst=True)
+        metadata.create_all(connection, checkfirst=True)
 
 
 def downgrade(bind: str | Engine | Connection, revision: str = "base") -> None:
@@ -193,13 +194,13 @@ def _applied(connection: Connection) -> tuple[str, ...]:
     return tuple(context.get_current_heads())
 
 
-def attached_tables(connection: Connection) -> list[schema.Attachment]:
+def attached_tables(connection: Connection) -> list[Attachment]:
     """The tables the registry records as attached; none when there is no registry (never
     installed, or dropped by hand: a downgrade then removes what is left)."""
     return registry.entries(connection) if registry.registry_exists(connection) else []
 
 
-def detach_commands(connection: Connection, attached: list[schema.Attachment]) -> str:
+def detach_commands(connection: Connection, attached: list[Attachment]) -> str:
     """The ``simsql detach`` command of each table, ready to paste into a shell."""
     here = registry.current_schema(connection)
     return "; ".join(

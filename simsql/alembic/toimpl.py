@@ -1,6 +1,6 @@
 """Running the operations of :mod:`.ops` (Alembic's ``toimpl.py``): online on the live catalog
 through :mod:`simsql.lifecycle.attach`, offline (``--sql``) by writing what
-:mod:`simsql.lifecycle.ddl` describes from the operation's arguments alone.
+the backend's describer (`backend(bind).ddl`) describes from the operation's arguments alone.
 
 Importing this module registers one implementation per operation
 (``Operations.implementation_for``).
@@ -17,19 +17,19 @@ from sqlalchemy import Text, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from ..dialects import Backend, backend, execute_sql
-from ..errors import SchemaError, UnsupportedDatabase
 from ..dialects.plan import Plan, Step, TableShape
-from ..lifecycle import attach, partition_migrations
-from ..schema import Names
+from ..lifecycle import attach, lists_columns
+from ..schema.names import Names
+from ..text.errors import SchemaError, UnsupportedDatabase
 from .ops import (
+    AddSimhashListsOp,
     AddSimHashOp,
     AttachmentOp,
-    AddPartitionListsOp,
     CreateSimHashIndexesOp,
     CreateSimHashTriggerOp,
     DowngradeSimsqlOp,
-    DropPartitionListsOp,
     DropSimHashIndexesOp,
+    DropSimhashListsOp,
     DropSimHashOp,
     DropSimHashTriggerOp,
     IndexesOp,
@@ -199,18 +199,18 @@ def _create_indexes(operations: Operations, operation: CreateSimHashIndexesOp) -
     )
 
 
-@Operations.implementation_for(AddPartitionListsOp)
-def _add_lists(operations: Operations, operation: AddPartitionListsOp) -> None:
-    _online_only(operations, "add_partition_lists")
-    _autocommit(operations, operation.concurrently, lambda: partition_migrations.add_list_column(
+@Operations.implementation_for(AddSimhashListsOp)
+def _add_lists(operations: Operations, operation: AddSimhashListsOp) -> None:
+    _online_only(operations, "add_simhash_lists")
+    _autocommit(operations, operation.concurrently, lambda: lists_columns.add_list_column(
         operations.get_bind(), operation.table_name, schema=operation.schema, concurrently=operation.concurrently
     ))  # fmt: skip
 
 
-@Operations.implementation_for(DropPartitionListsOp)
-def _drop_lists(operations: Operations, operation: DropPartitionListsOp) -> None:
-    _online_only(operations, "drop_partition_lists")
-    _autocommit(operations, operation.concurrently, lambda: partition_migrations.drop_list_column(
+@Operations.implementation_for(DropSimhashListsOp)
+def _drop_lists(operations: Operations, operation: DropSimhashListsOp) -> None:
+    _online_only(operations, "drop_simhash_lists")
+    _autocommit(operations, operation.concurrently, lambda: lists_columns.drop_list_column(
         operations.get_bind(), operation.table_name, schema=operation.schema, concurrently=operation.concurrently
     ))  # fmt: skip
 

@@ -4,7 +4,7 @@ Every function takes an ``AsyncSession``, ``AsyncConnection`` or ``AsyncEngine``
 (``sqlalchemy.ext.asyncio``) where the sync API takes a ``Session`` or ``Engine``, every other
 parameter as the sync function takes it, and gives the same answer::
 
-    from simsql import asyncio as simsql_async
+    from .. import asyncio as simsql_async
 
     match = await simsql_async.find_original(session, Article, text)
     groups = await simsql_async.duplicate_groups(session, Article)
@@ -26,10 +26,10 @@ has its twin here with the same parameters. Drivers tested: ``postgresql+psycopg
 from __future__ import annotations
 
 from ..lifecycle.backfill import backfill as _backfill
-from ..lifecycle.partitions import drop_partitions as _drop_partitions
-from ..lifecycle.partitions import fit_partitions as _fit_partitions
-from ..lifecycle.partitions import place_partitions as _place_partitions
-from ..lifecycle.refingerprint import refingerprint as _refingerprint
+from ..lifecycle.lists import drop_lists as _drop_lists
+from ..lifecycle.lists import fit_lists as _fit_lists
+from ..lifecycle.lists import place_lists as _place_lists
+from ..lifecycle.refingerprinting import refingerprint as _refingerprint
 from ..lifecycle.sampling import fit_background as _fit_background
 from ..lifecycle.tables import attach_table as _attach_table
 from ..lifecycle.tables import detach_table as _detach_table
@@ -45,9 +45,9 @@ from .runner import AsyncBind, on_engine, on_session
 attach_table = on_engine(_attach_table)
 backfill = on_engine(_backfill)
 detach_table = on_engine(_detach_table)
-drop_partitions = on_engine(_drop_partitions)
-fit_partitions = on_engine(_fit_partitions)
-place_partitions = on_engine(_place_partitions)
+drop_lists = on_engine(_drop_lists)
+fit_lists = on_engine(_fit_lists)
+place_lists = on_engine(_place_lists)
 fit_background = on_engine(_fit_background)
 refingerprint = on_engine(_refingerprint)
 status = on_engine(_status)
@@ -64,16 +64,16 @@ __all__ = [
     "attach_table",
     "backfill",
     "detach_table",
-    "drop_partitions",
+    "drop_lists",
     "duplicate_groups",
     "find_original",
     "fit_background",
-    "fit_partitions",
+    "fit_lists",
     "most_similar_many",
     "most_similar_vectors",
     "near_copy_vectors",
     "near_duplicates",
-    "place_partitions",
+    "place_lists",
     "refingerprint",
     "status",
 ]

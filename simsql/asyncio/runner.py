@@ -4,8 +4,8 @@ turns a sync operation into its async twin.
 A twin is the sync function itself, run through SQLAlchemy's greenlet bridge
 (``greenlet_spawn``, the mechanism behind ``AsyncSession`` and ``run_sync``) on the sync facade
 of the async bind: every statement it executes is awaited on the event loop, a lock wait holds
-no thread, and the CPU work the sync code marks (:func:`simsql.steps.off_loop`,
-:func:`simsql.steps.wait_for`) runs in a worker thread. Nothing is written twice, so a parameter,
+no thread, and the CPU work the sync code marks (:func:`simsql.store.awaiting.off_loop`,
+:func:`simsql.store.awaiting.wait_for`) runs in a worker thread. Nothing is written twice, so a parameter,
 a default, a check or a server path cannot exist on one side only: the twin's signature *is* the
 sync function's, with the first parameter an async bind.
 """

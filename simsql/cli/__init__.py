@@ -29,8 +29,10 @@ from collections.abc import Sequence
 from sqlalchemy.exc import DBAPIError
 
 import simsql
-from simsql.cli.backfill import add_backfill, cmd_backfill, print_backfill_summary, run_backfill
-from simsql.cli.common import (
+
+from ..text.errors import SimsqlError
+from .backfill import add_backfill, cmd_backfill, print_backfill_summary, run_backfill
+from .common import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -45,22 +47,21 @@ from simsql.cli.common import (
     open_engine,
     resolve_url,
 )
-from simsql.cli.database import (
+from .database import (
     add_db_commands,
     cmd_db_current,
     cmd_db_downgrade,
     cmd_db_history,
     cmd_db_upgrade,
 )
-from simsql.cli.demo import add_demo, cmd_demo
-from simsql.cli.fingerprint import add_fingerprint, cmd_fingerprint
-from simsql.cli.options import common_options
-from simsql.cli.output import PREVIEW_CHARS, read_text, write_csv, write_json, write_records, write_table
-from simsql.cli.partitions import add_partitions
-from simsql.cli.queries import add_dupes, add_similar, cmd_dupes, cmd_similar
-from simsql.cli.refingerprint import add_refingerprint, cmd_refingerprint
-from simsql.cli.tables import add_attach, add_detach, add_status, cmd_attach, cmd_detach, cmd_status, rows_to_fingerprint
-from simsql.errors import SimsqlError
+from .demo import add_demo, cmd_demo
+from .fingerprint import add_fingerprint, cmd_fingerprint
+from .lists import add_partitions
+from .options import common_options
+from .output import PREVIEW_CHARS, read_text, write_csv, write_json, write_records, write_table
+from .queries import add_dupes, add_similar, cmd_dupes, cmd_similar
+from .refingerprint import add_refingerprint, cmd_refingerprint
+from .tables import add_attach, add_detach, add_status, cmd_attach, cmd_detach, cmd_status, rows_to_fingerprint
 
 __all__ = [
     "EXIT_ERROR",

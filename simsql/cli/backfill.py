@@ -13,10 +13,11 @@ from typing import Any, TextIO
 from sqlalchemy import Engine
 
 import simsql
-from simsql.cli.common import EXIT_OK, Interrupted, backfill_command, open_engine
-from simsql.cli.options import backfill_options, format_option, lock_timeout_option, table_options
-from simsql.cli.output import write_json
-from simsql.cli.progress import interrupt_main_process_only, progress_bar
+
+from .common import EXIT_OK, Interrupted, backfill_command, open_engine
+from .options import backfill_options, format_option, lock_timeout_option, table_options
+from .output import write_json
+from .progress import interrupt_main_process_only, progress_bar
 
 
 def run_backfill(

@@ -20,10 +20,11 @@ from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, DBAPIError
 
 import simsql
-from simsql import urls
-from simsql.background import Background
-from simsql.dialects import backend
-from simsql.errors import ConfigMismatch, UnsupportedDatabase
+
+from ..dialects import backend
+from ..schema import urls
+from ..text.background import Background
+from ..text.errors import ConfigMismatch, UnsupportedDatabase
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -48,7 +49,7 @@ class Interrupted(Exception):
 
 
 def normalise_url(raw: str) -> URL:
-    """The library's :func:`simsql.urls.normalise_url`, with a bad URL as a usage error."""
+    """The library's :func:`simsql.schema.urls.normalise_url`, with a bad URL as a usage error."""
     try:
         return urls.normalise_url(raw)
     except ArgumentError as error:

@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from simsql.cli.common import EXIT_OK, open_engine
+from .common import EXIT_OK, open_engine
 
 
 def migrations() -> ModuleType:

@@ -7,15 +7,15 @@ import argparse
 import sys
 from typing import Any
 
-from simsql.cli.common import EXIT_OK, URL_VARIABLES, CommandError, normalise_url, supported_engine
-from simsql.cli.options import positive_int
+from .common import EXIT_OK, URL_VARIABLES, CommandError, normalise_url, supported_engine
+from .options import positive_int
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
     """Only an explicit ``--url`` is used: the demo creates tables, and must not do so in
     whatever database ``DATABASE_URL`` happens to point at."""
     try:
-        from simsql.demo import run_demo  # type: ignore[import-not-found, unused-ignore]
+        from ..demo import run_demo  # type: ignore[import-not-found, unused-ignore]
     except ImportError as error:
         raise CommandError(f"the demo is not available in this installation ({error})") from None
     explicit = getattr(args, "url", None)

@@ -7,10 +7,11 @@ import sys
 from typing import Any
 
 import simsql
-import simsql.bits
-from simsql.cli.common import EXIT_OK, UsageError, load_background, with_background
-from simsql.cli.options import format_option, non_negative_int, positive_int
-from simsql.cli.output import read_text, write_json
+import simsql.text.bits
+
+from .common import EXIT_OK, UsageError, load_background, with_background
+from .options import format_option, non_negative_int, positive_int
+from .output import read_text, write_json
 
 
 def cmd_fingerprint(args: argparse.Namespace) -> int:
@@ -32,13 +33,13 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
     if args.background is not None:
         fingerprinter = with_background(fingerprinter, load_background(args.background))
     fingerprint = fingerprinter.fingerprint(text)
-    blocks = simsql.bits.blocks(fingerprint)
+    blocks = simsql.text.bits.blocks(fingerprint)
     if args.format == "json":
         write_json(
             {
                 "hex": f"0x{fingerprint:016x}",
                 "unsigned": fingerprint,
-                "signed": simsql.bits.to_signed(fingerprint),
+                "signed": simsql.text.bits.to_signed(fingerprint),
                 "blocks": list(blocks),
                 "config_id": fingerprinter.config_id,
                 "settings": fingerprinter.settings,
@@ -48,7 +49,7 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(f"hex       0x{fingerprint:016x}")
     print(f"unsigned  {fingerprint}")
-    print(f"signed    {simsql.bits.to_signed(fingerprint)}  (as stored in a bigint)")
+    print(f"signed    {simsql.text.bits.to_signed(fingerprint)}  (as stored in a bigint)")
     print(f"blocks    {' '.join(str(b) for b in blocks)}  (simhash_b0..simhash_b3)")
     print(f"config    {fingerprinter.config_id}")
     return EXIT_OK

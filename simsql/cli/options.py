@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from simsql.cli.common import URL_VARIABLES
+from .common import URL_VARIABLES
 
 
 def positive_int(raw: str) -> int:

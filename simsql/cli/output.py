@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from simsql.cli.common import CommandError
+from .common import CommandError
 
 PREVIEW_CHARS = 60
 

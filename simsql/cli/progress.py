@@ -11,8 +11,8 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
 from contextlib import contextmanager
+from typing import Any
 
 
 @contextmanager

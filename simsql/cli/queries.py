@@ -18,11 +18,12 @@ from sqlalchemy.types import Text
 
 import simsql
 import simsql.lifecycle.apply
-import simsql.storage
-from simsql.cli.common import EXIT_OK, CommandError, UsageError, open_engine
-from simsql.cli.options import distance_up_to, format_option, positive_int, table_options
-from simsql.cli.output import flat, preview, read_text, write_csv, write_json, write_records, write_table
-from simsql.errors import EmptyDocument
+import simsql.store.storage
+
+from ..text.errors import EmptyDocument
+from .common import EXIT_OK, CommandError, UsageError, open_engine
+from .options import distance_up_to, format_option, positive_int, table_options
+from .output import flat, preview, read_text, write_csv, write_json, write_records, write_table
 
 
 def _key(values: Sequence[Any]) -> Any:
@@ -102,7 +103,7 @@ def cmd_similar(args: argparse.Namespace) -> int:
     with open_engine(args) as engine, Session(engine) as session:
         _bound_queries(session)
         model = simsql.reflect(session.connection(), args.table, args.schema)
-        binding = simsql.storage.binding_for(model)
+        binding = simsql.store.storage.binding_for(model)
         value_of = _column_getter(model, columns)
         records = []
         for instance, distance, similarity in session.execute(_similar_statement(args, session, model)):

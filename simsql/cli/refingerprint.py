@@ -16,10 +16,12 @@ from typing import Any
 from sqlalchemy import Engine
 
 import simsql
-import simsql.lifecycle.refingerprint
+import simsql.lifecycle.refingerprinting
 import simsql.lifecycle.sampling
-from simsql import registry
-from simsql.cli.common import (
+
+from ..dialects import backend
+from ..store import registry
+from .common import (
     EXIT_OK,
     CommandError,
     Interrupted,
@@ -28,9 +30,8 @@ from simsql.cli.common import (
     open_engine,
     with_background,
 )
-from simsql.cli.options import backfill_options, lock_timeout_option, non_negative_int, positive_int, table_options
-from simsql.cli.progress import interrupt_main_process_only, progress_bar
-from simsql.dialects import backend
+from .options import backfill_options, lock_timeout_option, non_negative_int, positive_int, table_options
+from .progress import interrupt_main_process_only, progress_bar
 
 
 def _fit_and_save_background(engine: Engine, args: argparse.Namespace, to: simsql.Fingerprinter) -> simsql.Fingerprinter:
@@ -100,7 +101,7 @@ def cmd_refingerprint(args: argparse.Namespace) -> int:
             _refuse_mysql_move(engine, args, to)
         try:
             with interrupt_main_process_only(), progress_bar(args.table, args.progress and not args.abandon) as progress:
-                result = simsql.lifecycle.refingerprint.refingerprint(
+                result = simsql.lifecycle.refingerprinting.refingerprint(
                     engine, args.table, to=to, schema=args.schema, batch_size=args.batch_size, workers=args.workers,
                     progress=progress, lock_timeout=args.lock_timeout, abandon=args.abandon,
                 )

@@ -16,16 +16,17 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import Connection
 
 import simsql
-import simsql.fingerprint
 import simsql.lifecycle.catalog
 import simsql.lifecycle.tables
-import simsql.registry
-from simsql.cli.backfill import print_backfill_summary, run_backfill
-from simsql.cli.common import EXIT_OK, backfill_command, load_background, open_engine, with_background
-from simsql.cli.database import ensure_registry, migrations
-from simsql.cli.options import backfill_options, format_option, lock_timeout_option, table_options
-from simsql.cli.output import write_json, write_records
-from simsql.dialects import backend
+import simsql.store.registry
+import simsql.text.fingerprint
+
+from ..dialects import backend
+from .backfill import print_backfill_summary, run_backfill
+from .common import EXIT_OK, backfill_command, load_background, open_engine, with_background
+from .database import ensure_registry, migrations
+from .options import backfill_options, format_option, lock_timeout_option, table_options
+from .output import write_json, write_records
 
 
 def rows_to_fingerprint(connection: Connection, table: str, schema: str | None) -> int:
@@ -92,12 +93,12 @@ def _attach_configuration(engine: Engine, args: argparse.Namespace) -> tuple[sim
     unless ``--wide`` asks for version 3 (the wide signature, as ``WideSimHashMixin``)."""
     if args.wide is None and args.background is None:
         with engine.connect() as connection:
-            if simsql.registry.read(connection, args.table, args.schema) is not None:
+            if simsql.store.registry.read(connection, args.table, args.schema) is not None:
                 return None, None
     wide = args.wide is True
     if args.background is None:
         return None, wide
-    version = simsql.fingerprint.WIDE_VERSION if wide else simsql.fingerprint.ALGORITHM_VERSION
+    version = simsql.text.fingerprint.WIDE_VERSION if wide else simsql.text.fingerprint.ALGORITHM_VERSION
     return with_background(simsql.Fingerprinter(version=version), load_background(args.background)), wide
 
 
@@ -124,7 +125,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 def _state_before_detach(engine: Engine, args: argparse.Namespace) -> str | None:
     with engine.connect() as connection:
-        entry = simsql.registry.read(connection, args.table, args.schema)
+        entry = simsql.store.registry.read(connection, args.table, args.schema)
         return None if entry is None else simsql.lifecycle.tables.attachment_state(connection, entry)
 
 

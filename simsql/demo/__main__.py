@@ -1,5 +1,5 @@
 """``python -m simsql.demo``: the demo without the CLI."""
 
-from simsql.demo.run import main
+from .run import main
 
 raise SystemExit(main())

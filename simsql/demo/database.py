@@ -15,8 +15,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 from sqlalchemy.schema import CreateSchema
 
 import simsql
-from simsql.dialects import backend
 
+from ..dialects import backend
 from .planting import Row
 
 __all__ = ["DEMO_LOCK", "LOAD_BATCH", "SCHEMA", "DemoArticle", "analyze", "insert_rows", "one_demo_at_a_time", "recreate_table"]

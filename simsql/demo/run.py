@@ -17,8 +17,8 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 import simsql
-from simsql.urls import engine_for, normalise_url
 
+from ..urls import engine_for, normalise_url
 from .corpus import MAX_ARTICLES, Article, load_corpus
 from .database import LOAD_BATCH, SCHEMA, DemoArticle, analyze, insert_rows, one_demo_at_a_time, recreate_table
 from .planting import KINDS, SEED, PlantedCopy, Row, plant_copies
@@ -58,7 +58,7 @@ def _database(url: str | None, timings: Timings) -> tuple[str, str]:
     """The URL to run on and how the report names it: the embedded PostgreSQL when None."""
     if url is not None:
         return url, normalise_url(url).render_as_string(hide_password=True)
-    from simsql.embedded import default_data_dir, embedded_url
+    from ..embedded import default_data_dir, embedded_url
 
     t0 = time.perf_counter()
     url = embedded_url()

@@ -18,8 +18,8 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 import simsql
-from simsql.bits import hamming
 
+from ..bits import hamming
 from .corpus import Article
 from .database import DemoArticle
 from .planting import KINDS, SEED, PlantedCopy, change_words, disguised_copy, vocabulary

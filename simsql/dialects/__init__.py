@@ -3,7 +3,7 @@
 ``backend(connection)`` (or an engine, or a dialect) returns the :class:`Backend` of the server
 family behind it, :class:`PostgresBackend` (PostgreSQL >= 14) or :class:`MySQLBackend`
 (MySQL >= 8.0, MariaDB >= 10.6); any other database is refused with
-:class:`~simsql.errors.UnsupportedDatabase` naming what it found. Code outside this package asks
+:class:`~simsql.text.errors.UnsupportedDatabase` naming what it found. Code outside this package asks
 the backend and never branches on the server's name. Modules:
 
 * :mod:`.base` the interface and its registry; :mod:`.plan` and :mod:`.batch` the vocabulary
@@ -21,7 +21,12 @@ a variant of a family (Citus) is a subclass of that family overriding :meth:`Bac
 
 from __future__ import annotations
 
-from ..schema import BLOCK_COUNT
+from ..schema.names import BLOCK_COUNT
+
+# The families register themselves by subclassing Backend; PostgreSQL first, so refusals name it
+# first; Citus, a variant of PostgreSQL, is chosen from the server (detect). Nothing outside this
+# package imports a family module (tests/test_architecture.py): ask ``backend(bind)``.
+from . import citus, mysql, postgresql  # noqa: F401 - registered on import
 from .base import (
     BLOCK_BITS,
     BLOCK_MASK,
@@ -36,16 +41,15 @@ from .base import (
     type_rules,
     variant_type,
 )
-from .sqltext import execute_sql
 from .constructs import (
     COVERING_INFO,
     BlockComputed,
     BlockExpression,
+    CurrentSchema,
     EagerChoice,
     EagerGuard,
     EagerOrder,
     EqualsAny,
-    CurrentSchema,
     HammingDistance,
     RowEstimate,
     RunTimeLimit,
@@ -64,10 +68,7 @@ from .constructs import (
     run_time_limit,
     whole_quotient,
 )
-# The families register themselves by subclassing Backend; PostgreSQL first, so refusals name it
-# first; Citus, a variant of PostgreSQL, is chosen from the server (detect). Nothing outside this
-# package imports a family module (tests/test_architecture.py): ask ``backend(bind)``.
-from . import postgresql, mysql, citus  # noqa: F401 - registered on import
+from .sqltext import execute_sql
 from .wide import WideBlockComputed, WideBlockExpression, wide_block_computed, wide_block_sql
 
 __all__ = [

@@ -26,11 +26,11 @@ from sqlalchemy import BigInteger, Uuid, text
 from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.types import TypeEngine
 
-from ..bits import to_signed, to_unsigned
-from ..errors import UnsupportedDatabase
-from ..schema import BLOCK_COUNT, Names, check_name
+from ..schema.names import BLOCK_COUNT, Names, check_name
+from ..text.bits import to_signed, to_unsigned
+from ..text.errors import UnsupportedDatabase
 from .batch import BatchSQL, Job
-from .plan import DDLDescriber, Partition, PartitionDDL, TableFacts
+from .plan import DDLDescriber, ListsDDL, Partition, TableFacts
 from .sqltext import sql_identifier
 
 BLOCK_BITS = 16
@@ -69,7 +69,7 @@ class Backend(ABC):
 
     ddl: ClassVar[DDLDescriber]
     """The describer of this family's DDL (attach, indexes, detach, refingerprint)."""
-    partition_ddl: ClassVar[PartitionDDL]
+    lists_ddl: ClassVar[ListsDDL]
     """The describer of the partition lists' column and covering index."""
 
     transactional_ddl: ClassVar[bool] = True
@@ -118,7 +118,7 @@ class Backend(ABC):
     fingerprint_type: ClassVar[TypeEngine[Any]] = BigInteger()
     """The column type of a fingerprint (:class:`simsql.SimHash`'s implementation)."""
     digest_type: ClassVar[TypeEngine[Any]] = Uuid()
-    """The column type of a text digest (``simsql.types.TEXT_DIGEST``)."""
+    """The column type of a text digest (``simsql.store.types.TEXT_DIGEST``)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -203,7 +203,7 @@ class Backend(ABC):
     @abstractmethod
     def digest_sql(self, columns: Sequence[str], row: str = "") -> str:
         """SQL for the digest of a row's text (md5 of its UTF-8 bytes, as
-        :func:`simsql.storage.text_digest`); ``row`` qualifies the columns (``NEW.``, ``b.``)."""
+        :func:`simsql.store.storage.text_digest`); ``row`` qualifies the columns (``NEW.``, ``b.``)."""
 
     def distinct_sql(self, a: str, b: str) -> str:
         """``a`` differs from ``b``, NULL being a value."""
@@ -441,7 +441,7 @@ def type_rules(dialect: Dialect | str) -> type[Backend]:
 
 def backend(bind: Bind) -> Backend:
     """The :class:`Backend` of a dialect, a connection or an engine; any other database is
-    refused with :class:`~simsql.errors.UnsupportedDatabase` naming what it found.
+    refused with :class:`~simsql.text.errors.UnsupportedDatabase` naming what it found.
 
     One instance per dialect object (so per engine), kept as long as the dialect lives. Given
     only a dialect, the family is chosen by its name; given a connection or an engine, a

@@ -22,8 +22,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
-from ..schema import Names
-from ..vectors import AnyFingerprinter, VectorFingerprinter
+from ..schema.names import Names
+from ..text.vectors import AnyFingerprinter, VectorFingerprinter
 
 
 @dataclass(frozen=True)

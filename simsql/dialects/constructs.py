@@ -21,7 +21,7 @@ from sqlalchemy.sql.elements import BindParameter
 from sqlalchemy.sql.functions import FunctionElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
-from ..schema import BLOCK_COUNT
+from ..schema.names import BLOCK_COUNT
 from .base import BLOCK_BITS, Backend, refuse
 
 COVERING_INFO = "simsql_covering"

@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import SchemaError
-from ..fingerprint import Fingerprinter
-from ..vectors import AnyFingerprinter
-from ..schema import PROGRESS_TABLE, REGISTRY_TABLE, Names, record_values
+from ..schema.names import PROGRESS_TABLE, REGISTRY_TABLE, Names, record_values
+from ..text.errors import SchemaError
+from ..text.fingerprint import Fingerprinter
+from ..text.vectors import AnyFingerprinter
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ list of source columns."""
 
 
 def registry_values(target: TableShape, names: Names, fingerprinter: AnyFingerprinter) -> dict[str, Any]:
-    """:func:`simsql.schema.record_values` as bound values of a text statement (settings
+    """:func:`simsql.schema.names.record_values` as bound values of a text statement (settings
     as JSON text; ``source`` stays a list, PostgreSQL's ``text[]``)."""
     values = record_values(
         target.schema, target.table, fingerprinter, target.source, names.recorded_mode, names.side, names.prefix
@@ -308,10 +308,10 @@ class DDLDescriber(ABC):
 __all__ = ["Column", "DDLDescriber", "Partition", "Plan", "Present", "REGISTRY_INSERT", "Step", "TableFacts", "TableShape", "registry_values"]
 
 
-class PartitionDDL(ABC):
-    """Describes the DDL of partition lists (:mod:`simsql.partitioning`) on one server family:
+class ListsDDL(ABC):
+    """Describes the DDL of partition lists (:mod:`simsql.text.lists`) on one server family:
     the list column on the holder table and its covering index. One per backend
-    (:attr:`simsql.dialects.Backend.partition_ddl`); runs nothing."""
+    (:attr:`simsql.dialects.Backend.lists_ddl`); runs nothing."""
 
     name: ClassVar[str]
 

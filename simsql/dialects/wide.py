@@ -1,7 +1,7 @@
 """The wide signature's block columns in SQL: generated from its four 64-bit words.
 
-A block of :data:`simsql.schema.WIDE_LAYOUT` is a run of signature bits from bit 0 (bit ``j`` is
-bit ``j % 64`` of word ``j // 64``, least significant first, as :mod:`simsql.signature` numbers
+A block of :data:`simsql.schema.names.WIDE_LAYOUT` is a run of signature bits from bit 0 (bit ``j`` is
+bit ``j % 64`` of word ``j // 64``, least significant first, as :mod:`simsql.text.signature` numbers
 them), so a block may take its low bits from one word and its high bits from the next. The
 database derives every block from the words, as it derives the 16-bit blocks from the
 fingerprint: Python never writes one, so a block cannot disagree with its words.
@@ -20,8 +20,8 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
-from ..schema import WIDE_LAYOUT
-from ..signature import WIDE_WORDS
+from ..schema.names import WIDE_LAYOUT
+from ..text.signature import WIDE_WORDS
 from .mysql.compile import MYSQL_DIALECTS
 from .wide_sql import wide_block_sql
 

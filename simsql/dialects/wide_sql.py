@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..schema import WIDE_LAYOUT
+from ..schema.names import WIDE_LAYOUT
 
 
 def wide_block_sql(words: Sequence[str], index: int, *, cast: bool) -> str:

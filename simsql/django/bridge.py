@@ -9,9 +9,9 @@ particular to create or drop one (``manage.py test``): PostgreSQL drops no datab
 connection, a pooled one of simsql's included, is open on it.
 
 Django's ``connection.vendor`` is the scheme of a plain URL (``postgresql``, ``mysql`` for MySQL
-and MariaDB), so :func:`simsql.urls.normalise_url` picks the driver simsql runs on for it
+and MariaDB), so :func:`simsql.schema.urls.normalise_url` picks the driver simsql runs on for it
 (psycopg 3, PyMySQL), as for a URL a user types. A vendor simsql has no driver for (SQLite,
-Oracle) is refused with :class:`~simsql.errors.UnsupportedDatabase`.
+Oracle) is refused with :class:`~simsql.text.errors.UnsupportedDatabase`.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ from sqlalchemy import Engine, create_engine
 from sqlalchemy.engine import URL, Dialect
 
 import simsql
-from simsql.dialects.base import supported
-from simsql.errors import UnsupportedDatabase
-from simsql.urls import SYNC_DRIVERS, normalise_url
+
+from ..dialects.base import supported
+from ..schema.urls import SYNC_DRIVERS, normalise_url
+from ..text.errors import UnsupportedDatabase
 
 _DIALECTS: dict[str, Dialect] = {}
 _ENGINES: dict[str, Engine] = {}
@@ -37,7 +38,7 @@ _LOCK = threading.Lock()
 
 
 def check_vendor(vendor: str, alias: str = "default") -> str:
-    """``vendor`` if simsql serves it, else :class:`~simsql.errors.UnsupportedDatabase`."""
+    """``vendor`` if simsql serves it, else :class:`~simsql.text.errors.UnsupportedDatabase`."""
     if not serves(vendor):
         raise UnsupportedDatabase(
             f"simsql needs {supported()}; the Django database {alias!r} is {vendor} "

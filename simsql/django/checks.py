@@ -19,11 +19,10 @@ from django.core import checks
 from django.core.exceptions import FieldDoesNotExist
 from django.db import connections, models, router
 
-from simsql.dialects.base import supported
-from simsql.fingerprint import Fingerprinter
-from simsql.schema import configuration_for
-from simsql.storage import source_names
-
+from ..dialects.base import supported
+from ..schema.names import configuration_for
+from ..store.storage import source_names
+from ..text.fingerprint import Fingerprinter
 from .bridge import serves
 from .models import SimHashModel, is_wide
 

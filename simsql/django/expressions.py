@@ -22,11 +22,11 @@ from django.db.models.sql.where import AND, OR, WhereNode
 from sqlalchemy import literal_column
 from sqlalchemy.sql import ColumnElement
 
-import simsql.bits
-from simsql.bits import check_fingerprint
-from simsql.dialects import BlockExpression, WideBlockExpression, hamming_expression, probe_values, radius_for
-from simsql.schema import BLOCK_COUNT, WIDE_LAYOUT
+import simsql.text.bits
 
+from ..dialects import BlockExpression, WideBlockExpression, hamming_expression, probe_values, radius_for
+from ..schema.names import BLOCK_COUNT, WIDE_LAYOUT
+from ..text.bits import check_fingerprint
 from .bridge import dialect_for
 from .fields import SimHashField
 
@@ -133,7 +133,7 @@ class Block(SimsqlFunc):
 
 class WideBlock(SimsqlFunc):
     """Block ``index`` of the wide 256-bit signature held in four word columns (word 0 the
-    fingerprint), cut as :data:`simsql.schema.WIDE_LAYOUT` says."""
+    fingerprint), cut as :data:`simsql.schema.names.WIDE_LAYOUT` says."""
 
     kind = "wide_block"
     output_field = IntegerField()
@@ -152,7 +152,7 @@ def _probes(fingerprint: int, max_distance: int) -> list[list[int]]:
     if isinstance(max_distance, bool) or not isinstance(max_distance, int) or not 0 <= max_distance <= MAX_DISTANCE:
         raise ValueError(f"max_distance must be an int in 0..{MAX_DISTANCE}, got {max_distance!r}")
     radius = radius_for(max_distance)
-    return [probe_values(value, radius) for value in simsql.bits.blocks(check_fingerprint(fingerprint))]
+    return [probe_values(value, radius) for value in simsql.text.bits.blocks(check_fingerprint(fingerprint))]
 
 
 def within(fingerprint: int, max_distance: int = 3, *, blocks: Sequence[str], column: str = "simhash") -> Q:

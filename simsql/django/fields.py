@@ -18,9 +18,8 @@ from django.db import models
 from django.db.models.expressions import BaseExpression
 from django.utils.functional import cached_property
 
-from simsql.bits import check_fingerprint
-from simsql.dialects import type_rules
-
+from ..dialects import type_rules
+from ..text.bits import check_fingerprint
 from .bridge import dialect_for
 
 

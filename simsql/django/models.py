@@ -2,7 +2,7 @@
 
 ::
 
-    from simsql.django.models import WideSimHashModel
+    from .models import WideSimHashModel
 
     class Article(WideSimHashModel):
         simhash_source = ("title", "body")   # joined by newlines, in this order
@@ -28,13 +28,13 @@ from django.db import models, router
 from sqlalchemy.orm import Session
 
 import simsql
-from simsql import registry
-from simsql.bits import check_fingerprint
-from simsql.errors import EmptyDocument
-from simsql.fingerprint import DEFAULT, DEFAULT_WIDE, Fingerprinter
-from simsql.schema import Names
-from simsql.storage import join_text, source_names, stored_for_text
 
+from ..schema.names import Names
+from ..store import registry
+from ..store.storage import join_text, source_names, stored_for_text
+from ..text.bits import check_fingerprint
+from ..text.errors import EmptyDocument
+from ..text.fingerprint import DEFAULT, DEFAULT_WIDE, Fingerprinter
 from . import bridge
 from .expressions import Block, HammingDistance, Similarity, WideBlock, within, within_condition
 from .fields import DigestField, SimHashField
@@ -118,7 +118,7 @@ def submitted_text(model: type[models.Model], submitted: object) -> str:
 
 def check_configuration(model: type[models.Model], alias: str) -> None:
     """Refuse to write fingerprints of another configuration than the one simsql's registry
-    records for the table (:class:`~simsql.errors.ConfigMismatch`, before anything is written),
+    records for the table (:class:`~simsql.text.errors.ConfigMismatch`, before anything is written),
     as the SQLAlchemy mixin refuses; the answer is cached for a short while per database."""
     with bridge.engine_for(alias).connect() as connection:
         registry.check(connection, model._meta.db_table, None, fingerprinter_of(model).config_id)

@@ -2,7 +2,7 @@
 
 ::
 
-    from simsql.django.operations import AddSimHash, InstallSimSQL
+    from .operations import AddSimHash, InstallSimSQL
 
     class Migration(migrations.Migration):
         dependencies = [("news", "0001_initial")]
@@ -36,9 +36,9 @@ from django.db.migrations.operations.base import Operation, OperationCategory
 
 import simsql
 import simsql.alembic
-from simsql.alembic.revisions import attached_tables
-from simsql.errors import SchemaError, SimsqlError
 
+from ..alembic.revisions import attached_tables
+from ..text.errors import SchemaError, SimsqlError
 from . import bridge
 
 

@@ -5,7 +5,7 @@ The lowest module of :mod:`simsql.embedded`: every other one raises this class.
 
 from __future__ import annotations
 
-from ..errors import SimsqlError
+from ..text.errors import SimsqlError
 
 __all__ = ["EmbeddedPostgresUnavailable", "tail"]
 

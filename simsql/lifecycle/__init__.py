@@ -1,6 +1,18 @@
-"""Attach, index, backfill and detach: the lifecycle of simsql on a user's table.
+"""Attach, index, backfill, refingerprint, fit and detach: the lifecycle of simsql on a user's table.
 
 Three steps for every change (Alembic's split between describing and running operations):
-:mod:`.catalog` reads what is there, :mod:`.ddl` describes the statements as text,
-:mod:`.apply` runs them bounded in time. :mod:`.attach` and :mod:`.backfill` combine them.
+:mod:`.catalog` reads what is there, the backend's describer (``backend(bind).ddl``, a
+:class:`~simsql.dialects.plan.Plan` of steps) describes the statements as text, :mod:`.apply`
+runs them bounded in time. :mod:`.attach`, :mod:`.tables`, :mod:`.backfill`, :mod:`.lists` and
+:mod:`.refingerprinting` combine them.
+
+The public home of the second-step operations (the top level holds the first ones:
+:func:`simsql.attach_table`, :func:`simsql.backfill`, ...): :func:`refingerprint` moves a table
+to another configuration online, :func:`fit_background` fits a :class:`~simsql.fingerprint.Background`
+on a table's own rows.
 """
+
+from .refingerprinting import RefingerprintResult, refingerprint
+from .sampling import fit_background
+
+__all__ = ["RefingerprintResult", "fit_background", "refingerprint"]

@@ -3,7 +3,7 @@
 A statement on a user's table can wait behind another session's lock forever; queued behind
 it, every other query on that table waits too. So each one runs under a bound on how long to
 wait for a lock and how long to run, and a timeout becomes a
-:class:`~simsql.errors.LockTimeout` that says which step waited, on whom, and what state the
+:class:`~simsql.text.errors.LockTimeout` that says which step waited, on whom, and what state the
 table was left in.
 
 The bounds are PostgreSQL durations (``"5s"``, ``"10min"``) on every server. PostgreSQL
@@ -27,9 +27,9 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from ..dialects import Backend, backend, describe_server, timeout_kind
-from ..dialects.sqltext import execute_sql, is_autocommit
 from ..dialects.plan import Plan, Step
-from ..errors import LockTimeout, SchemaError, UnsupportedDatabase, WouldLockTable
+from ..dialects.sqltext import execute_sql, is_autocommit
+from ..text.errors import LockTimeout, SchemaError, UnsupportedDatabase, WouldLockTable
 
 
 @dataclass(frozen=True)

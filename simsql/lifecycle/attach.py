@@ -22,15 +22,15 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from .. import registry
 from ..dialects import backend
-from ..dialects.plan import Plan, TableShape, TableFacts
-from ..errors import ConfigMismatch, NotAttached, SchemaError
-from ..fingerprint import Fingerprinter
-from ..schema import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names, configuration_for
-from ..vectors import AnyFingerprinter, VectorFingerprinter
-from .partitions import plan_drop_lists
+from ..dialects.plan import Plan, TableFacts, TableShape
+from ..schema.names import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names, configuration_for
+from ..store import registry
+from ..text.errors import ConfigMismatch, NotAttached, SchemaError
+from ..text.fingerprint import Fingerprinter
+from ..text.vectors import AnyFingerprinter, VectorFingerprinter
 from . import apply, catalog
+from .lists import plan_drop_lists
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def _configuration(
     """The configuration to attach with, and whether it stores the wide signature: without a
     ``fingerprinter``, an attached table's recorded one (a ``wide`` that contradicts it is
     refused); a vector configuration is wide when ``wide`` says so, a text one as
-    :func:`~simsql.schema.configuration_for` rules."""
+    :func:`~simsql.schema.names.configuration_for` rules."""
     if fingerprinter is None and entry is not None:
         fingerprinter = registry.fingerprinter_from_settings(entry.settings)
         if wide is not None and wide != entry.names.wide:
@@ -63,7 +63,7 @@ def _configuration(
             raise SchemaError(
                 f"{target.schema}.{target.table} is already attached and {have} the wide signature ({entry.config_id}); "
                 f"move it with `simsql refingerprint --table {target.table}` "
-                "(simsql.lifecycle.refingerprint.refingerprint) rather than attaching again"
+                "(simsql.lifecycle.refingerprinting.refingerprint) rather than attaching again"
             )
         wide = entry.names.wide
     if isinstance(fingerprinter, VectorFingerprinter):
@@ -87,7 +87,7 @@ def plan_attach(
     ``fingerprinter``, an attached table keeps its recorded one (attaching again after the
     default changed is not a change of configuration), a new attachment gets the default of its
     kind. ``wide``: the wide 256-bit originality signature too (words 1-3 and the wide blocks),
-    part of algorithm version 3 (:func:`simsql.schema.configuration_for`); ``None``: as the
+    part of algorithm version 3 (:func:`simsql.schema.names.configuration_for`); ``None``: as the
     configuration says."""
     target = catalog.describe(connection, table, source, schema, vector=None)
     server = backend(connection)

@@ -42,19 +42,19 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
-from .. import registry
 from ..dialects import backend
 from ..dialects.batch import BatchSQL, Fingerprinted, Job
-from ..errors import LockTimeout, SchemaError
-from ..fingerprint import Fingerprinter
-from ..steps import off_loop, wait_for
-from ..storage import join_text, text_digest
-from ..urls import engine_for
-from ..vectors import AnyFingerprinter
-from .partitions import place_left_behind
+from ..schema.urls import engine_for
+from ..store import registry
+from ..store.awaiting import off_loop, wait_for
+from ..store.storage import join_text, text_digest
+from ..text.errors import LockTimeout, SchemaError
+from ..text.fingerprint import Fingerprinter
+from ..text.vectors import AnyFingerprinter
 from . import apply, catalog
 from .attach import plan_indexes
 from .backfill_start import FillStart, check_sizes, label_of, start_backfill, start_fill
+from .lists import place_left_behind
 from .vector_batch import sign_rows
 from .workers import worker_pool
 
@@ -82,7 +82,7 @@ class BackfillResult:
     indexes_built: tuple[str, ...] = ()
     """Block indexes built once the rows were filled (those a wide attach leaves to the backfill)."""
     rows_placed: int = 0
-    """Rows placed in partition lists once the rows were filled (:mod:`simsql.partitions`)."""
+    """Rows placed in partition lists once the rows were filled (:mod:`simsql.lists`)."""
 
     @property
     def rows_per_second(self) -> float:
@@ -127,7 +127,7 @@ class FillOptions:
     """How a run reads and writes its batches: at most ``batch_size`` rows and
     ``max_batch_bytes`` of text a batch, each statement within ``timeouts``,
     ``progress(rows_done, rows_total_estimate)`` after each batch. What :func:`backfill`,
-    :func:`simsql.lifecycle.refingerprint.refingerprint` and the move to the wide signature hand to :func:`fill`."""
+    :func:`simsql.lifecycle.refingerprinting.refingerprint` and the move to the wide signature hand to :func:`fill`."""
 
     timeouts: apply.Timeouts
     batch_size: int = 2000
@@ -316,7 +316,7 @@ def backfill(
     ``progress(rows_done, rows_total_estimate)`` is called after each batch. Interrupt it at
     any point (Ctrl-C, SIGKILL): a rerun resumes after the last batch. A statement that waits
     longer than ``lock_timeout`` or runs longer than ``statement_timeout`` raises
-    :class:`~simsql.errors.LockTimeout`.
+    :class:`~simsql.text.errors.LockTimeout`.
 
     ``indexes``: once every row is filled, build the block indexes a wide attachment lacks
     (``attach_table(..., wide=True)`` leaves them to the backfill on a table with rows, so each

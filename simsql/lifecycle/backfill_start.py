@@ -11,14 +11,14 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from .. import registry
 from ..dialects import backend
 from ..dialects.batch import BatchSQL, Job
-from ..errors import ConfigMismatch, NotAttached, SchemaError
-from ..fingerprint import Fingerprinter
-from ..schema import PROGRESS_TABLE
-from ..storage import binding_for
-from ..vectors import AnyFingerprinter
+from ..schema.names import PROGRESS_TABLE
+from ..store import registry
+from ..store.storage import binding_for
+from ..text.errors import ConfigMismatch, NotAttached, SchemaError
+from ..text.fingerprint import Fingerprinter
+from ..text.vectors import AnyFingerprinter
 from . import apply, catalog
 
 

@@ -1,6 +1,6 @@
 """Read what the DDL needs from the server's catalog, and nothing else.
 
-The catalog step is separate from describing DDL (:mod:`simsql.lifecycle.ddl`) so that an
+The catalog step is separate from describing DDL (the backend's describer, `backend(bind).ddl`) so that an
 offline mode can supply the same facts from arguments. The queries themselves differ per server
 (``pg_class`` / ``information_schema``) and belong to the backend
 (:class:`simsql.dialects.Backend`); every one names the table by a bound value, never by
@@ -17,12 +17,12 @@ from typing import Any
 from sqlalchemy import MetaData, Table, inspect, orm, text
 from sqlalchemy.engine import Connection
 
-from .. import registry
 from ..dialects import backend
 from ..dialects.plan import Column, Partition, Present, TableFacts, TableShape
-from ..errors import NotAttached, SchemaError
-from ..schema import DEFAULT_PREFIX, Attachment, Names
-from ..storage import Binding, join_text, register
+from ..schema.names import DEFAULT_PREFIX, Attachment, Names
+from ..store import registry
+from ..store.storage import Binding, join_text, register
+from ..text.errors import NotAttached, SchemaError
 
 
 def table_facts(connection: Connection, table: str, schema: str) -> TableFacts | None:

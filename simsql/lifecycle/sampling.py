@@ -1,9 +1,9 @@
-"""A random sample of an attached table's text, and a :class:`~simsql.background.Background` fitted on it.
+"""A random sample of an attached table's text, and a :class:`~simsql.text.background.Background` fitted on it.
 
 A background must describe the table it centres: the words *this* table repeats. Reading a
 random sample of rows (not the first rows, which are often the oldest or one import batch) gives
 that with a few thousand texts, whatever the table's size. The table's own recorded source
-columns are read, joined exactly as fingerprints join them (:func:`simsql.storage.join_text`).
+columns are read, joined exactly as fingerprints join them (:func:`simsql.store.storage.join_text`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, func, select
 
-from ..background import Background
-from ..fingerprint import DEFAULT, Fingerprinter
-from ..storage import binding_for, join_text
+from ..store.storage import binding_for, join_text
+from ..text.background import Background
+from ..text.fingerprint import DEFAULT, Fingerprinter
 from .catalog import reflect
 
 DEFAULT_SAMPLE = 5000
@@ -50,9 +50,9 @@ def fit_background(
     random sample of ``table``'s text. Use it as ``Fingerprinter(background=...)`` and move the
     table over with :func:`simsql.refingerprint`.
 
-    Raises :class:`~simsql.errors.NotAttached` for a table simsql does not know, and
+    Raises :class:`~simsql.text.errors.NotAttached` for a table simsql does not know, and
     ``ValueError`` when the table holds too little text to fit one (see
-    :data:`simsql.background.MIN_DOCUMENTS`).
+    :data:`simsql.text.background.MIN_DOCUMENTS`).
     """
     base = fingerprinter if fingerprinter is not None else DEFAULT
     if not isinstance(base, Fingerprinter):

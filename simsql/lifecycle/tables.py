@@ -17,16 +17,16 @@ from sqlalchemy import Engine, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
-from .. import registry
 from ..dialects import backend
 from ..dialects.plan import Plan
-from ..vectors import AnyFingerprinter
-from ..schema import DEFAULT_PREFIX, Attachment
-from ..urls import engine_for
+from ..schema.names import DEFAULT_PREFIX, Attachment
+from ..schema.urls import engine_for
+from ..store import registry
+from ..text.vectors import AnyFingerprinter
 from . import apply, catalog
-from .partition_status import ListsStatus, lists_status
-from .catalog import attachment_state
 from .attach import attached_names, describe_indexes, plan_attach, plan_detach
+from .catalog import attachment_state
+from .lists_status import ListsStatus, lists_status
 
 
 def _engine(bind: Engine | str) -> Engine:
@@ -62,7 +62,7 @@ def attach_table(
     are skipped, an index a failed concurrent build left invalid is rebuilt.
 
     ``wide=True`` (or a ``Fingerprinter(version=3)``: the signature is part of algorithm
-    version 3, and ``wide=True`` alone means :data:`simsql.fingerprint.DEFAULT_WIDE`) adds the
+    version 3, and ``wide=True`` alone means :data:`simsql.text.fingerprint.DEFAULT_WIDE`) adds the
     wide 256-bit originality signature (as ``WideSimHashMixin``): words
     1-3 beside the fingerprint and the 20-bit blocks :func:`simsql.find_original` probes, kept
     current by the same triggers, recorded in the registry (``mode`` ``columns+wide``). On a
@@ -79,7 +79,7 @@ def attach_table(
     other settings than an existing attachment). DDL waits at most ``lock_timeout`` for its
     lock (others queue behind a waiting ``ALTER TABLE``); a concurrent index build waits at most
     ``index_lock_timeout`` for older transactions to end (it blocks nobody meanwhile).
-    :class:`~simsql.errors.LockTimeout` names who held them.
+    :class:`~simsql.text.errors.LockTimeout` names who held them.
 
     On MySQL/MariaDB: the registry entry, columns (``ALGORITHM=INSTANT``, else an online
     rebuild) or side table, triggers and indexes (``INPLACE, LOCK=NONE``) are separate
@@ -87,7 +87,7 @@ def attach_table(
     apply (every wait for a metadata lock is bounded by ``lock_timeout``, since other queries
     queue behind it). If one fails, those before it are undone, so nothing changes; a table the
     server could only alter by copying it or locking out writers (a FULLTEXT index, say) is
-    refused with :class:`~simsql.errors.WouldLockTable`. Should the undo itself be blocked,
+    refused with :class:`~simsql.text.errors.WouldLockTable`. Should the undo itself be blocked,
     the error says what stayed, recorded as simsql's: run attach again to finish, or detach.
     simsql's own objects are installed first when missing, as ``simsql attach`` does."""
     engine = _engine(bind)
@@ -176,7 +176,7 @@ def detach_table(bind: Engine | str, table: str, *, schema: str | None = None, l
     or side table with their indexes, the registry entry and backfill cursor. The table, its
     data, its own indexes and triggers are left as they were before attach.
 
-    Refuses (:class:`~simsql.errors.SchemaError`, nothing changed) while another object depends
+    Refuses (:class:`~simsql.text.errors.SchemaError`, nothing changed) while another object depends
     on what would be dropped: a view over the fingerprint column, a user's index on it, a
     foreign key to the side table. Returns the removed registry entry.
 
@@ -250,7 +250,7 @@ class TableStatus:
     ``rows_missing``, and fingerprints stored without their words by a writer that knows only
     the 64 bits). 0 on a healthy, backfilled table, and on any other."""
     lists: ListsStatus | None = None
-    """The table's partition lists (:mod:`simsql.partitions`), or None without them."""
+    """The table's partition lists (:mod:`simsql.lists`), or None without them."""
 
 
 def _counts(connection: Connection, entry: Attachment) -> tuple[int, ...]:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..dialects.batch import Job
-from ..vectors import VectorFingerprinter, vector_of
+from ..text.vectors import VectorFingerprinter, vector_of
 
 SHOWN = 10
 """Bad rows a refusal names (a batch may hold more)."""
@@ -80,7 +80,7 @@ def signatures(job: Job, keys: Sequence[Sequence[Any]], values: Sequence[Any]) -
 
 
 def _decoded(value: Any, what: str) -> Any:
-    """A stored value as a vector (:func:`simsql.vectors.vector_of`), or the error saying why
+    """A stored value as a vector (:func:`simsql.text.vectors.vector_of`), or the error saying why
     it is none (kept for :func:`_refusal`, which names the row)."""
     try:
         return vector_of(value, what)

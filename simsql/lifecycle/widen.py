@@ -1,7 +1,7 @@
 """Move a version 2 table to algorithm version 3 in place, online and resumably, where the
 backend does not stage a second fingerprint set (MySQL/MariaDB).
 
-Version 3's fingerprint is version 2's bit for bit (:data:`simsql.fingerprint.WIDE_VERSION`):
+Version 3's fingerprint is version 2's bit for bit (:data:`simsql.text.fingerprint.WIDE_VERSION`):
 what the move adds is the wide signature's words 1-3 and its block columns, beside the
 fingerprints the table has. So nothing is swapped, only added:
 
@@ -19,7 +19,7 @@ fingerprints the table has. So nothing is swapped, only added:
    once the registry says the table has the signature.
 3. **index**: the wide block indexes, built online.
 4. **switch**: one statement records version 3 and the wide signature; from its commit on, a
-   version 2 ORM writer is refused (:func:`simsql.registry.confirm`). The move's trigger is then
+   version 2 ORM writer is refused (:func:`simsql.store.registry.confirm`). The move's trigger is then
    dropped, the rows written since the fill get their words, and the cursor goes.
 
 Killed anywhere, the same call resumes from its cursor; after the switch, it finishes the last
@@ -33,13 +33,13 @@ import time
 
 from sqlalchemy import Engine
 
-from .. import registry
 from ..dialects import backend
 from ..dialects.batch import Job
 from ..dialects.plan import Plan, TableShape
-from ..errors import WouldLockTable
-from ..fingerprint import Fingerprinter
-from ..schema import Names
+from ..schema.names import Names
+from ..store import registry
+from ..text.errors import WouldLockTable
+from ..text.fingerprint import Fingerprinter
 from . import apply, backfill, catalog
 from .attach import describe_indexes
 

@@ -16,12 +16,12 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
 from .. import dialects
-from ..bits import blocks, to_signed
 from ..dialects import BLOCK_COUNT, hamming_expression
-from ..fingerprint import Fingerprinter
-from ..steps import Call, Compute, Execute, Steps, run_sync_steps
-from ..storage import Binding, binding_for
-from ..types import SimHash
+from ..store.awaiting import connection_of, off_loop
+from ..store.storage import Binding, binding_for
+from ..store.types import SimHash
+from ..text.bits import blocks, to_signed
+from ..text.fingerprint import Fingerprinter
 from .targets import MAX_EXACT_BLOCK_DISTANCE, check_distance, check_limit, check_targets, key_value, resolve_target
 
 
@@ -36,23 +36,17 @@ def most_similar_many(
 
     Returns, per target and in order, up to ``limit`` ``(primary key, distance)`` pairs within
     ``max_distance`` (<= 3, exact), nearest first. A text without features gets ``[]``.
+    The configuration check, the targets' fingerprints (CPU work: off the event loop when
+    awaited), one statement.
     """
-    return run_sync_steps(session, most_similar_many_steps(model, targets, limit, max_distance))
-
-
-def most_similar_many_steps(
-    model: type, targets: Sequence[object], limit: int = 10, max_distance: int = 3
-) -> Steps[list[list[tuple[Any, int]]]]:
-    """:func:`most_similar_many` as steps (:mod:`simsql.steps`): the configuration check, the
-    targets' fingerprints (a :class:`~simsql.steps.Compute` step), one statement."""
     check_limit(limit)
     targets = check_targets(targets)
     check_distance(max_distance)
     if max_distance > MAX_EXACT_BLOCK_DISTANCE:
         raise ValueError(f"most_similar_many() supports max_distance <= 3, got {max_distance}")
     binding = binding_for(model)
-    plan = yield Call(lambda connection: _check_and_plan(binding, connection))
-    fingerprints: list[int | None] = yield Compute(lambda: _fingerprints(binding, targets))
+    plan = _check_and_plan(binding, connection_of(session))
+    fingerprints: list[int | None] = off_loop(lambda: _fingerprints(binding, targets))
     live = [(i, fp) for i, fp in enumerate(fingerprints) if fp is not None]
     results: list[list[tuple[Any, int]]] = [[] for _ in targets]
     if not live:
@@ -64,7 +58,7 @@ def most_similar_many_steps(
     else:
         statement = _many_by_lateral(binding, live, limit, max_distance)
     width = len(binding.table_keys)
-    for row in (yield Execute(statement)):
+    for row in session.execute(statement).all():
         results[row[0]].append((key_value(row[1 : 1 + width]), int(row[-1])))
     return results
 

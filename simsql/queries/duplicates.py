@@ -17,9 +17,9 @@ from sqlalchemy.orm import Session
 
 from .. import dialects
 from ..dialects import BLOCK_COUNT, hamming_expression
-from ..steps import Call, Execute, Steps, run_sync_steps
-from ..storage import Binding, binding_for
-from ..types import SimHash
+from ..store.awaiting import connection_of
+from ..store.storage import Binding, binding_for
+from ..store.types import SimHash
 from .targets import MAX_EXACT_BLOCK_DISTANCE, check_distance, key_value
 
 
@@ -109,16 +109,10 @@ def near_duplicates_query(model: type, max_distance: int = 3, dialect: Any = Non
 def near_duplicates(session: Session, model: type, max_distance: int = 3) -> list[DuplicatePair]:
     """Every pair of rows within ``max_distance`` bits (<= 3), ordered by keys: the crawler
     deduplication job, done by the database with block self-joins."""
-    return run_sync_steps(session, near_duplicates_steps(model, max_distance))
-
-
-def near_duplicates_steps(model: type, max_distance: int = 3) -> Steps[list[DuplicatePair]]:
-    """:func:`near_duplicates` as steps (:mod:`simsql.steps`), for the sync and async APIs: the
-    configuration check and the self-join settings, then the self-joins."""
     binding = binding_for(model)
     width = len(binding.table_keys)
-    dialect = yield Call(lambda connection: _prepare(binding, connection))
-    rows = yield Execute(near_duplicates_query(model, max_distance, dialect))
+    dialect = _prepare(binding, connection_of(session))
+    rows = session.execute(near_duplicates_query(model, max_distance, dialect)).all()
     pairs = [DuplicatePair(key_value(r[:width]), key_value(r[width : 2 * width]), int(r[-1])) for r in rows]
     pairs.sort(key=lambda p: (p.a, p.b))
     return pairs
@@ -133,13 +127,7 @@ def _prepare(binding: Binding, connection: Connection) -> Any:
 
 def duplicate_groups(session: Session, model: type, max_distance: int = 3) -> list[list[Any]]:
     """Connected clusters of near-duplicates (transitively linked), each sorted, largest first."""
-    return run_sync_steps(session, duplicate_groups_steps(model, max_distance))
-
-
-def duplicate_groups_steps(model: type, max_distance: int = 3) -> Steps[list[list[Any]]]:
-    """:func:`duplicate_groups` as steps (:mod:`simsql.steps`)."""
-    pairs = yield from near_duplicates_steps(model, max_distance)
-    return groups_of(pairs)
+    return groups_of(near_duplicates(session, model, max_distance))
 
 
 def groups_of(pairs: Sequence[DuplicatePair]) -> list[list[Any]]:

@@ -12,13 +12,13 @@ from typing import Any, NamedTuple
 from sqlalchemy import Select, select
 from sqlalchemy.sql import ColumnElement
 
-from .. import statement_checks
-from ..storage import binding_for
-from ..partitioning import check_probes
-from .partitioned import text_statement
+from ..store import statement_checks
+from ..store.storage import binding_for
+from ..text.lists import check_probes
+from .lists import text_statement
 from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS, nearest_keys_statement, nearest_statement
-from .within import Within
 from .targets import check_distance, check_limit, exclude_keys, exclusion, resolve_target
+from .within import Within
 
 
 class Match(NamedTuple):
@@ -93,9 +93,9 @@ def most_similar(
     bits away mostly keep one block that close, and the scan would cost every original
     submission a pass over the table. How the statement is planned: :mod:`simsql.queries.planner`.
 
-    ``probes=N`` (a table with partition lists, :mod:`simsql.partitions`) ranks the rows of the
+    ``probes=N`` (a table with partition lists, :mod:`simsql.lists`) ranks the rows of the
     ``N`` lists whose centres are nearest the target, and every row not yet placed: approximate,
-    for far neighbours the blocks cannot reach; more probes, more recall (docs/partitions.md).
+    for far neighbours the blocks cannot reach; more probes, more recall (docs/lists.md).
     ``probe_radius``, ``exact`` and ``scan`` do not apply; ``stmt``'s filters apply first.
     """
     _check_most_similar(stmt, limit, max_distance, probe_radius, scan, probes)

@@ -14,11 +14,11 @@ from typing import Any
 from sqlalchemy import Select, select
 from sqlalchemy.orm import Session
 
-from ..containment import MIN_CONTAINMENT, containment, shingles
 from ..dialects import backend, radius_for
-from ..signature import WIDE_BITS
-from ..steps import Call, Compute, Execute, Steps, run_sync_steps
-from ..storage import binding_for
+from ..store.awaiting import connection_of, off_loop
+from ..store.storage import binding_for
+from ..text.containment import MIN_CONTAINMENT, containment, shingles
+from ..text.signature import WIDE_BITS
 from .nearest import Match, most_similar, most_similar_keys
 from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS
 from .targets import check_distance, in_ranked_order, rows_of_keys
@@ -86,7 +86,7 @@ def find_original(
     within ``max_distance``, at several times the index work). Then each candidate's own text is
     compared with ``text`` and accepted when at least
     ``min_containment`` of the smaller one's word 5-shingles are in the other
-    (:mod:`simsql.containment`). At 14 bits a large table holds some unrelated rows by chance
+    (:mod:`simsql.text.containment`). At 14 bits a large table holds some unrelated rows by chance
     (BENCHMARKS.md, "False matches at 14 bits"); the second stage turns them away, so the
     threshold can be wide enough to catch disguised copies. ``min_containment=None`` skips it (fingerprints only:
     the nearest row within ``max_distance`` is the answer). At most ``candidates`` rows are
@@ -115,12 +115,9 @@ def find_original(
             f"accept_distance counts bits of the wide signature; {model.__name__} has no wide signature "
             f"(declare it with simsql.WideSimHashMixin, or move the table: simsql refingerprint)"
         )
-    return run_sync_steps(
-        session,
-        find_original_steps(
-            model, text, max_distance, probe_radius=probe_radius, min_containment=min_containment, candidates=candidates,
-            max_bytes=max_bytes,
-        ),
+    return find_fingerprint_original(
+        session, model, text, max_distance, probe_radius=probe_radius, min_containment=min_containment, candidates=candidates,
+        max_bytes=max_bytes,
     )
 
 
@@ -136,7 +133,8 @@ def check_arguments(text: object, min_containment: float | None, candidates: int
     check_text_size(text, max_bytes)
 
 
-def find_original_steps(
+def find_fingerprint_original(
+    session: Session,
     model: type,
     text: str,
     max_distance: int = ORIGINALITY_DISTANCE,
@@ -145,33 +143,33 @@ def find_original_steps(
     min_containment: float | None = MIN_CONTAINMENT,
     candidates: int = ORIGINALITY_CANDIDATES,
     max_bytes: int | None = MAX_TEXT_BYTES,
-) -> Steps[Match | None]:
-    """:func:`find_original` on a table without the wide signature, as steps
-    (:mod:`simsql.steps`). The submission's fingerprint and the candidates' text comparison are
-    :class:`~simsql.steps.Compute` steps (CPU work, off the event loop when
-    :mod:`simsql.asyncio` runs it), the search one :class:`~simsql.steps.Execute`."""
+) -> Match | None:
+    """:func:`find_original` on a table without the wide signature. The submission's fingerprint
+    and the candidates' text comparison are CPU work (:func:`~simsql.store.awaiting.off_loop`:
+    off the event loop when :mod:`simsql.asyncio` runs it); one search statement, or two where the
+    backend reads rows by key."""
     check_arguments(text, min_containment, candidates, max_bytes)
     if binding_for(model).words:
         raise ValueError(f"{model.__name__} has the wide signature: find_original checks it with find_wide_original")
     limit = 1 if min_containment is None else candidates
-    by_key = yield Call(lambda connection: backend(connection).rows_by_key)
+    by_key = backend(connection_of(session)).rows_by_key
     if by_key:
-        rows = yield from ranked_rows_by_key(model, text, max_distance, probe_radius, limit)
+        rows = ranked_rows_by_key(session, model, text, max_distance, probe_radius, limit)
     else:
-        statement = yield Compute(
+        statement = off_loop(
             lambda: originality_search(model, text, max_distance, probe_radius=probe_radius, limit=limit)
         )
-        rows = yield Execute(statement)
+        rows = list(session.execute(statement).all())
     if min_containment is None:
         return Match(rows[0][0], int(rows[0][1]), float(rows[0][2])) if rows else None
     threshold = min_containment
-    found: Match | None = yield Compute(lambda: first_contained(model, text, rows, threshold))
+    found: Match | None = off_loop(lambda: first_contained(model, text, rows, threshold))
     return found
 
 
 def ranked_rows_by_key(
-    model: type, text: str, max_distance: int, probe_radius: int | None, limit: int
-) -> Steps[list[tuple[Any, int, float]]]:
+    session: Session, model: type, text: str, max_distance: int, probe_radius: int | None, limit: int
+) -> list[tuple[Any, int, float]]:
     """:func:`originality_search`'s rows in two statements, for a backend whose
     :attr:`~simsql.dialects.Backend.rows_by_key` says so (Citus): the candidates' keys and
     distances from the fingerprint table (its block indexes), then their rows by key
@@ -180,13 +178,13 @@ def ranked_rows_by_key(
     nearest first, ties by key; a row deleted between the two is left out, as the join would."""
     radius = bounded_probe_radius(max_distance) if probe_radius is None else probe_radius
     binding = binding_for(model)
-    statement = yield Compute(
+    statement = off_loop(
         lambda: most_similar_keys(model, text, limit, max_distance, probe_radius=radius, scan=False)
     )
-    ranked = yield Execute(statement)
+    ranked = session.execute(statement).all()
     if not ranked:
         return []
-    found = yield Execute(rows_of_keys(binding, [tuple(rank[: len(binding.keys)]) for rank in ranked]))
+    found = session.execute(rows_of_keys(binding, [tuple(rank[: len(binding.keys)]) for rank in ranked])).all()
     return [(row, distance, 1.0 - distance / 64.0) for row, distance in in_ranked_order(binding, ranked, found)]
 
 

@@ -46,7 +46,7 @@ from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.selectable import CTE
 
 from ..dialects import BLOCK_BITS, BLOCK_COUNT, equals_any, hamming_expression, row_estimate
-from ..storage import Binding
+from ..store.storage import Binding
 
 FINGERPRINT_BITS = BLOCK_COUNT * BLOCK_BITS
 

@@ -67,9 +67,9 @@ from sqlalchemy.sql import ColumnElement, TableClause, column
 from sqlalchemy.sql.visitors import InternalTraversal
 
 from .. import dialects
-from ..bits import blocks
 from ..dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_parameter, probe_values, radius_for, ring_values
-from ..storage import Binding, binding_for
+from ..store.storage import Binding, binding_for
+from ..text.bits import blocks
 from .plan_choice import band_budget, bands_worth_running
 from .targets import fingerprint_literal, keys_equal
 

@@ -18,12 +18,12 @@ import numpy as np
 from sqlalchemy import Select, and_, literal, not_, select, tuple_
 from sqlalchemy.sql import ColumnElement
 
-from ..bits import check_fingerprint
 from ..dialects import BLOCK_COUNT
-from ..errors import EmptyDocument
-from ..storage import Binding
-from ..vectors import VectorFingerprinter
-from ..types import SimHash
+from ..store.storage import Binding
+from ..store.types import SimHash
+from ..text.bits import check_fingerprint
+from ..text.errors import EmptyDocument
+from ..text.vectors import VectorFingerprinter
 
 MAX_EXACT_BLOCK_DISTANCE = BLOCK_COUNT - 1
 """The widest bound answered by rows sharing a whole block (pigeonhole over the four blocks):

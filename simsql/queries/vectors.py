@@ -18,18 +18,18 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from sqlalchemy import Select, select, tuple_
-from sqlalchemy.sql import ColumnElement
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import ColumnElement
 
-from ..signature import WIDE_BITS
-from ..partition_sets import live_centres
-from ..partitioning import check_probes
-from ..registry import current_schema
-from ..steps import Call, Compute, Execute, Steps, run_sync_steps
-from ..storage import Binding, binding_for
-from ..vectors import VectorFingerprinter, vector_of
+from ..store.awaiting import connection_of, off_loop
+from ..store.lists import live_centres
+from ..store.registry import current_schema
+from ..store.storage import Binding, binding_for
+from ..text.lists import check_probes
+from ..text.signature import WIDE_BITS
+from ..text.vectors import VectorFingerprinter, vector_of
+from .lists import list_column, vector_candidates
 from .nearest import most_similar
-from .partitioned import list_column, vector_candidates
 from .targets import check_limit, exclude_keys, exclusion
 from .wide import WIDE_BUDGET, wide_binding, wide_search
 
@@ -69,7 +69,7 @@ def most_similar_vectors(
     nearest by signature; ordered by cosine (highest first), then distance, then the order of the
     candidates (primary key on ties).
 
-    ``probes=N`` (a table with partition lists, :mod:`simsql.partitions`): the candidates are
+    ``probes=N`` (a table with partition lists, :mod:`simsql.lists`): the candidates are
     instead the ``candidates`` rows nearest by signature (256 bits on a wide table, else 64)
     among the ``N`` lists whose centres are nearest ``target`` by cosine, and the rows not yet
     placed in a list; then re-ranked by exact cosine as above. Approximate: a neighbour in a
@@ -89,44 +89,26 @@ def most_similar_vectors(
     ``TypeError`` for a text model or target; ``ValueError`` for ``candidates < limit``, and for
     a vector of another length, with NaN or infinity, or of zeros.
     """
-    steps = most_similar_vectors_steps(
-        stmt, target, limit, candidates, exclude, probe_radius=probe_radius, exact=exact, probes=probes
-    )
-    return run_sync_steps(session, steps)
-
-
-def most_similar_vectors_steps(
-    stmt: Select[Any],
-    target: object,
-    limit: int = 10,
-    candidates: int = DEFAULT_CANDIDATES,
-    exclude: object = None,
-    *,
-    probe_radius: int = 0,
-    exact: bool = True,
-    probes: int | None = None,
-) -> Steps[list[VectorMatch]]:
-    """:func:`most_similar_vectors` as steps (:mod:`simsql.steps`): the candidates, their
-    re-ranking (a :class:`~simsql.steps.Compute` step), the rows chosen."""
     _check_counts(limit, candidates)
     binding = _vector_binding(stmt)
     query, skip = _target_vector(binding, target)
     if probes is not None:
         check_probes(probes)
-        return (yield from _listed(binding, stmt, query, skip, exclude, limit, candidates, probes))
+        return _listed(session, binding, stmt, query, skip, exclude, limit, candidates, probes)
     ranked = most_similar(stmt, target, limit=candidates, exclude=exclude, probe_radius=probe_radius, exact=exact)
-    return (yield from _reranked(binding, stmt, ranked, query, limit, -math.inf, None))
+    return _reranked(session, binding, stmt, ranked, query, limit, -math.inf, None)
 
 
 def _listed(
-    binding: Binding, stmt: Select[Any], query: np.ndarray, skip: tuple[Any, ...] | None, exclude: object,
+    session: Session, binding: Binding, stmt: Select[Any], query: np.ndarray, skip: tuple[Any, ...] | None, exclude: object,
     limit: int, candidates: int, probes: int,
-) -> Steps[list[VectorMatch]]:  # fmt: skip
-    """The partition lists' candidates (:func:`simsql.queries.partitioned.vector_candidates`),
+) -> list[VectorMatch]:  # fmt: skip
+    """The partition lists' candidates (:func:`simsql.queries.lists.vector_candidates`),
     re-ranked by exact cosine."""
     list_column(binding)
     schema, table = binding.registry_key
-    centres = yield Call(lambda connection: live_centres(connection, schema or current_schema(connection), table))
+    connection = connection_of(session)
+    centres = live_centres(connection, schema or current_schema(connection), table)
     lists = [value for generation in centres for value in generation.nearest(query, probes)]
     fingerprinter = binding.fingerprinter
     assert isinstance(fingerprinter, VectorFingerprinter)
@@ -140,7 +122,7 @@ def _listed(
     extra = (skip is not None) + len(excluded)
     ranked = vector_candidates(stmt, binding, signature, lists, candidates + extra, [g.generation for g in centres])
     excluded_keys = {tuple(k) for k in excluded}
-    found = yield from _reranked(binding, stmt, ranked, query, limit + extra, -math.inf, skip)
+    found = _reranked(session, binding, stmt, ranked, query, limit + extra, -math.inf, skip)
     return [m for m in found if binding.key_of(m.row) not in excluded_keys][:limit]
 
 
@@ -176,23 +158,6 @@ def near_copy_vectors(
     model or target; ``ValueError`` for a bad vector (another length, NaN or infinity, zeros),
     ``min_cosine`` outside [-1, 1] or ``candidates < limit``.
     """
-    steps = near_copy_vectors_steps(
-        stmt, target, limit, min_cosine, candidates=candidates, budget=budget, max_distance=max_distance
-    )
-    return run_sync_steps(session, steps)
-
-
-def near_copy_vectors_steps(
-    stmt: Select[Any],
-    target: object,
-    limit: int = 10,
-    min_cosine: float = NEAR_COPY_COSINE,
-    *,
-    candidates: int = NEAR_COPY_CANDIDATES,
-    budget: int = WIDE_BUDGET,
-    max_distance: int | None = None,
-) -> Steps[list[VectorMatch]]:
-    """:func:`near_copy_vectors` as steps (:mod:`simsql.steps`)."""
     _check_counts(limit, candidates)
     if isinstance(min_cosine, bool) or not isinstance(min_cosine, Real) or not -1.0 <= float(min_cosine) <= 1.0:
         raise ValueError(f"min_cosine must be a number in [-1, 1], got {min_cosine!r}")
@@ -204,7 +169,7 @@ def near_copy_vectors_steps(
     signature = fingerprinter.signatures_many(query[None, :])[0]
     bound = near_copy_distance(float(min_cosine)) if max_distance is None else max_distance
     ranked = wide_search(binding.model, signature, bound, budget=budget, limit=candidates + (skip is not None))
-    return (yield from _reranked(binding, stmt, ranked, query, limit, float(min_cosine), skip))
+    return _reranked(session, binding, stmt, ranked, query, limit, float(min_cosine), skip)
 
 
 def near_copy_distance(min_cosine: float, bits: int = WIDE_BITS) -> int:
@@ -242,27 +207,27 @@ def _target_vector(binding: Binding, target: object) -> tuple[np.ndarray, tuple[
 
 
 def _reranked(
-    binding: Binding, stmt: Select[Any], ranked: Select[Any], query: np.ndarray, limit: int,
+    session: Session, binding: Binding, stmt: Select[Any], ranked: Select[Any], query: np.ndarray, limit: int,
     min_cosine: float, skip: tuple[Any, ...] | None,
-) -> Steps[list[VectorMatch]]:  # fmt: skip
+) -> list[VectorMatch]:  # fmt: skip
     """The candidates of ``ranked`` (rows with a ``distance``) re-ranked by exact cosine: their
     keys, vectors and distances (no ORM rows: fetching is most of the cost), the best ``limit``
     at ``min_cosine`` or more (``skip`` left out), then those rows read through ``stmt``."""
     vector_column = getattr(binding.model, binding.source[0]).property.columns[0]
     candidate = ranked.subquery("simsql_candidates")
     keys = [candidate.c[key.key] for key in binding.keys]
-    found = yield Execute(
+    found = session.execute(
         select(*keys, candidate.c[vector_column.key], candidate.c.distance).order_by(candidate.c.distance, *keys)
-    )
+    ).all()
     found = [row for row in found if skip is None or tuple(row[: len(keys)]) != skip]
     if not found:
         return []
-    order, cosines = yield Compute(lambda: _cosine_order(binding, found, query, limit, min_cosine))
+    order, cosines = off_loop(lambda: _cosine_order(binding, found, query, limit, min_cosine))
     if not order:
         return []
     width = len(binding.keys)
     best = [tuple(found[i][:width]) for i in order]
-    rows = {binding.key_of(row[0]): row[0] for row in (yield Execute(stmt.where(_key_in(binding.keys, best))))}
+    rows = {binding.key_of(row[0]): row[0] for row in session.execute(stmt.where(_key_in(binding.keys, best))).all()}
     return [VectorMatch(rows[key], float(cosines[i]), int(found[i][width + 1])) for key, i in zip(best, order) if key in rows]
 
 

@@ -1,6 +1,6 @@
 """The originality check's index stage on tables with the wide signature (``wide=True``).
 
-One statement: margin-directed probes of the 20-bit block indexes (:func:`simsql.signature.probes`:
+One statement: margin-directed probes of the 20-bit block indexes (:func:`simsql.text.signature.probes`:
 each block's own value, then variants flipping its least confident bits, cheapest first, within
 ``budget`` lookups), united into one set of candidate keys, then the full 256-bit Hamming
 distance (``bit_count`` of the XOR of each word) computed and filtered inside the database,
@@ -24,11 +24,11 @@ from sqlalchemy import Integer, Select, bindparam, literal, select, union
 from sqlalchemy.sql import ColumnElement
 
 from ..dialects import equals_any, hamming_expression, probe_parameter
-from ..errors import NotAttached
-from ..schema import WIDE_LAYOUT
-from ..signature import WIDE_BITS, WIDE_WORDS, Signature, probe_values
-from ..storage import Binding, binding_for
-from ..types import SimHash
+from ..schema.names import WIDE_LAYOUT
+from ..store.storage import Binding, binding_for
+from ..store.types import SimHash
+from ..text.errors import NotAttached
+from ..text.signature import WIDE_BITS, WIDE_WORDS, Signature, probe_values
 from .targets import keys_equal
 
 WIDE_DISTANCE = 96

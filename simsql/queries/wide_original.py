@@ -6,7 +6,7 @@
 the database), nearest first, the cheapest probes in a first statement and the whole budget
 only when none of its few nearest candidates is confirmed; each confirmed by the share of the
 *submission's* words that lie in word 5-shingles of the candidate's text
-(:func:`simsql.containment.share_of_submission`, the larger of plain shingles and shingles
+(:func:`simsql.text.containment.share_of_submission`, the larger of plain shingles and shingles
 within lines, so shuffled short lines still match).
 
 :func:`check_text_size` bounds the memory of both paths: fingerprinting and shingling keep a
@@ -19,18 +19,27 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from ..containment import MIN_CONTAINMENT, Shingled, share_of_submission, shingled
 from ..dialects import backend
-from ..errors import TextTooLarge
-from ..fingerprint import Fingerprinter
-from ..signature import WIDE_BITS
-from ..steps import off_loop
-from ..storage import Binding
+from ..store.awaiting import off_loop
+from ..store.storage import Binding
+from ..text.containment import MIN_CONTAINMENT, Shingled, share_of_submission, shingled
+from ..text.errors import TextTooLarge
+from ..text.fingerprint import Fingerprinter
+from ..text.signature import WIDE_BITS
 from .nearest import Match
 from .targets import in_ranked_order, rows_of_keys
 from .wide import (
-    WIDE_CANDIDATES, WIDE_DISTANCE, WIDE_FIRST_CANDIDATES, WIDE_FIRST_STAGE, probe_budget, probe_groups, wide_binding, wide_keys_statement,
-    wide_parameters, wide_search, wide_text_statement,
+    WIDE_CANDIDATES,
+    WIDE_DISTANCE,
+    WIDE_FIRST_CANDIDATES,
+    WIDE_FIRST_STAGE,
+    probe_budget,
+    probe_groups,
+    wide_binding,
+    wide_keys_statement,
+    wide_parameters,
+    wide_search,
+    wide_text_statement,
 )  # fmt: skip
 
 MAX_TEXT_BYTES = 4 * 1024 * 1024
@@ -77,7 +86,7 @@ def find_wide_original(
     ``budget`` reaches (rows already read are not read again; None: the submission's own
     :func:`~simsql.queries.wide.probe_budget`, more probes for a text of few features). ``min_containment``: the share of the
     submission's words a candidate's text must hold
-    (:func:`~simsql.containment.share_of_submission`; None: the nearest candidate of the whole
+    (:func:`~simsql.text.containment.share_of_submission`; None: the nearest candidate of the whole
     budget is the answer, no text read). ``accept_distance``: a candidate within this many of the
     256 bits is the answer without its text being compared (None, the default: every candidate
     is read); see :func:`check_accept_distance`. The Match's ``similarity`` is

@@ -12,9 +12,9 @@ from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
 from .. import dialects
-from ..bits import blocks
 from ..dialects import equals_any, hamming_expression, probe_parameter, probe_values, radius_for
-from ..storage import Binding, binding_for
+from ..store.storage import Binding, binding_for
+from ..text.bits import blocks
 from .targets import fingerprint_literal
 
 

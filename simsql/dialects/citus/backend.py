@@ -21,7 +21,7 @@ connected database), it is PostgreSQL with what Citus refuses taken another way:
   a self-join on anything but the distribution column in place); a backfill stores a side
   table's batch shard by shard, in statements naming their keys, which Citus routes to one
   shard each (and which may then lock the base rows ``FOR SHARE``).
-* :func:`distribute_sql`: what :func:`simsql.citus.distribute` runs for the user's own tables.
+* :func:`distribute_sql`: what :func:`simsql.lifecycle.distribute.distribute` runs for the user's own tables.
 """
 
 from __future__ import annotations
@@ -34,14 +34,14 @@ from typing import Any
 from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, Engine
 
-from ...schema import Names
+from ...schema.names import Names
 from ..base import backend
-from ..sqltext import execute_sql
 from ..batch import Job
 from ..plan import Plan, Step, TableShape
 from ..postgresql.backend import PostgresBackend
 from ..postgresql.backfill import PostgresBatchSQL
 from ..postgresql.ddl import PostgresDDL, qualified, quote
+from ..sqltext import execute_sql
 
 CITUS_TRUNCATE_TRIGGER = re.compile(r"trigger truncate_trigger_[0-9]+ on table ")
 """How ``pg_describe_object`` names the trigger Citus adds to each distributed table."""

@@ -20,8 +20,8 @@ from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.types import TypeEngine
 
-from ...errors import SchemaError, UnsupportedDatabase
-from ...schema import Names, check_name
+from ...schema.names import Names, check_name
+from ...text.errors import SchemaError, UnsupportedDatabase
 from ..base import Backend, describe_server, version_text
 from ..batch import Job
 from ..plan import TableFacts
@@ -29,7 +29,7 @@ from . import catalog, session
 from .backfill import MySQLBatchSQL
 from .compile import MYSQL_DIALECTS
 from .ddl import MYSQL_DDL, block_expression_sql, create_trigger_sql, digest_sql, drop_trigger_sql, quote, trigger_names
-from .partitions import MYSQL_PARTITION_DDL
+from .lists import MYSQL_PARTITION_DDL
 from .server import check_version
 
 MAX_IDENTIFIER_CHARACTERS = 64
@@ -54,7 +54,7 @@ class MySQLBackend(Backend):
     name = "mysql"
     supported = "MySQL >= 8.0 or MariaDB >= 10.6"
     ddl = MYSQL_DDL
-    partition_ddl = MYSQL_PARTITION_DDL
+    lists_ddl = MYSQL_PARTITION_DDL
 
     transactional_ddl = False
     online_index_builds = True
@@ -115,7 +115,7 @@ class MySQLBackend(Backend):
 
     def check_identifier(self, name: str, what: str = "identifier") -> str:
         """The server's own limit (64 characters; the names simsql derives from ``name`` are
-        cut to fit, :func:`simsql.schema.identifier`), then what no server holds (empty, NUL)."""
+        cut to fit, :func:`simsql.schema.names.identifier`), then what no server holds (empty, NUL)."""
         if isinstance(name, str) and len(name) > MAX_IDENTIFIER_CHARACTERS:
             raise SchemaError(f"{what} {name!r} is {len(name)} characters long; MySQL and MariaDB names hold at most 64")
         return check_name(name, what, max_bytes=None)

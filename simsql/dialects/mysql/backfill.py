@@ -10,7 +10,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
-from ...schema import BATCH_TABLE, PROGRESS_TABLE
+from ...schema.names import BATCH_TABLE, PROGRESS_TABLE
 from ..batch import BatchSQL, Fingerprinted, Job
 from .ddl import digest_sql, quote
 

@@ -15,9 +15,9 @@ from typing import Any
 from sqlalchemy import bindparam, text
 from sqlalchemy.engine import Connection, Dialect
 
-from ...schema import Names
-from .ddl import quote
+from ...schema.names import Names
 from ..plan import Column, TableFacts
+from .ddl import quote
 
 TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})
 

@@ -11,7 +11,7 @@ is neither transactional nor, by default, online:
   (a metadata change, no rows touched), falling back to ``ALGORITHM=INPLACE, LOCK=NONE`` (an
   online rebuild that lets writers in) where the server cannot do it instantly; indexes are
   built and dropped ``INPLACE, LOCK=NONE``. A change the server could only make by copying the
-  table or locking out writers is refused (:class:`~simsql.errors.WouldLockTable`), never made;
+  table or locking out writers is refused (:class:`~simsql.text.errors.WouldLockTable`), never made;
 * stored and generated columns are added by separate statements (MariaDB adds ``VIRTUAL``
   columns instantly, but not together with other changes);
 * each statement carries its undo, so a plan that stops halfway (a lock timeout, a refused
@@ -32,17 +32,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from ...fingerprint import Fingerprinter
-from ...vectors import AnyFingerprinter
-from ...schema import BLOCK_COUNT, PROGRESS_TABLE, REGISTRY_TABLE, Names
+from ...schema.names import BLOCK_COUNT, PROGRESS_TABLE, REGISTRY_TABLE, Names
+from ...text.fingerprint import Fingerprinter
+from ...text.vectors import AnyFingerprinter
 from ..base import BLOCK_BITS, BLOCK_MASK
-from ..plan import DDLDescriber, REGISTRY_INSERT, Plan, Present, Step, TableFacts, TableShape, registry_values
+from ..plan import REGISTRY_INSERT, DDLDescriber, Plan, Present, Step, TableFacts, TableShape, registry_values
 from ..wide_sql import wide_block_sql
 
 FINGERPRINT_TYPE = "BIGINT UNSIGNED"
 """:class:`simsql.SimHash` on MySQL: the 64 bits as they are."""
 DIGEST_TYPE = "CHAR(32)"
-"""``simsql.types.TEXT_DIGEST`` on MySQL: ``MD5()``'s 32 hex digits."""
+"""``simsql.store.types.TEXT_DIGEST`` on MySQL: ``MD5()``'s 32 hex digits."""
 BLOCK_TYPE = "INT"
 INSTANT = "ALGORITHM=INSTANT"
 ONLINE = "ALGORITHM=INPLACE, LOCK=NONE"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Dialect
 
-from ...errors import UnsupportedDatabase
+from ...text.errors import UnsupportedDatabase
 from ..base import describe_server
 
 MIN_MYSQL = (8, 0)

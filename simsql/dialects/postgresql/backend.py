@@ -1,6 +1,6 @@
 """PostgreSQL >= 14: ``bit_count`` over ``#`` (XOR), ``= ANY(array)``, ``ON CONFLICT``.
 
-Fingerprints are stored in a signed ``bigint`` (two's complement, see :mod:`simsql.types`);
+Fingerprints are stored in a signed ``bigint`` (two's complement, see :mod:`simsql.store.types`);
 XOR and so every distance is the same on the signed bits. DDL is transactional, index builds
 can run ``CONCURRENTLY`` (:mod:`.postgresql_ddl`), and time bounds are ``SET LOCAL``
 settings that end with the transaction. The catalog is read from ``pg_class`` and friends,
@@ -19,14 +19,13 @@ from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import any_
 
-from ...errors import SchemaError, UnsupportedDatabase
-from ...schema import Names
+from ...schema.names import Names
+from ...text.errors import SchemaError, UnsupportedDatabase
 from ..base import Backend, backend, version_text
-from ..sqltext import execute_sql, is_autocommit
 from ..batch import Job
 from ..constructs import (
-    CurrentSchema,
     BlockExpression,
+    CurrentSchema,
     EagerChoice,
     EagerGuard,
     EagerOrder,
@@ -37,8 +36,8 @@ from ..constructs import (
     WholeQuotient,
 )
 from ..plan import Column, Partition, TableFacts
+from ..sqltext import execute_sql, is_autocommit
 from .backfill import PostgresBatchSQL
-from .partitions import POSTGRES_PARTITION_DDL
 from .ddl import (
     FUNCTION_MARK,
     POSTGRES_DDL,
@@ -48,6 +47,7 @@ from .ddl import (
     qualified,
     trigger_function,
 )
+from .lists import POSTGRES_PARTITION_DDL
 
 MIN_POSTGRES = 140000
 """``bit_count`` arrived in PostgreSQL 14."""
@@ -140,7 +140,7 @@ class PostgresBackend(Backend):
     name = "postgresql"
     supported = "PostgreSQL >= 14"
     ddl = POSTGRES_DDL
-    partition_ddl = POSTGRES_PARTITION_DDL
+    lists_ddl = POSTGRES_PARTITION_DDL
     activity_view = "pg_stat_activity"
     registry_probe = REGISTRY_PROBE
     def row_estimate_sql(self, table: str) -> str:

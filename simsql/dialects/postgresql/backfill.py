@@ -9,8 +9,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
-from ...bits import to_signed
-from ...schema import PROGRESS_TABLE
+from ...schema.names import PROGRESS_TABLE
+from ...text.bits import to_signed
 from ..batch import BatchSQL, Fingerprinted, encode_key
 from .ddl import digest_sql, quote
 

@@ -21,12 +21,12 @@ from collections.abc import Sequence
 
 from sqlalchemy.dialects import postgresql
 
-from ...fingerprint import Fingerprinter
-from ...vectors import AnyFingerprinter
-from ...schema import PROGRESS_TABLE, REGISTRY_TABLE, Names
+from ...schema.names import PROGRESS_TABLE, REGISTRY_TABLE, Names
+from ...text.fingerprint import Fingerprinter
+from ...text.vectors import AnyFingerprinter
 from ..base import Backend
+from ..plan import REGISTRY_INSERT, DDLDescriber, Partition, Plan, Present, Step, TableFacts, TableShape, registry_values
 from ..sqltext import sql_identifier
-from ..plan import DDLDescriber, REGISTRY_INSERT, Partition, Plan, Present, Step, TableFacts, TableShape, registry_values
 from ..wide_sql import wide_block_sql
 
 _PREPARER = postgresql.dialect().identifier_preparer
@@ -49,7 +49,7 @@ def qualified(schema: str, name: str) -> str:
 
 def digest_sql(columns: Sequence[str], row: str = "") -> str:
     """SQL for the digest of a row's text; ``row`` qualifies the columns (``NEW.``, ``b.``).
-    md5 of the text's UTF-8 bytes, as :func:`simsql.storage.text_digest` computes it, whatever
+    md5 of the text's UTF-8 bytes, as :func:`simsql.store.storage.text_digest` computes it, whatever
     the database's encoding (``md5(text)`` would hash a LATIN1 database's own bytes)."""
     return f"CAST(md5(convert_to(concat_ws(chr(10), {', '.join(row + quote(c) for c in columns)}), 'UTF8')) AS uuid)"
 

@@ -1,0 +1,63 @@
+"""MySQL's and MariaDB's DDL of partition lists: the list column added instantly, and the
+covering index (the list, then the signature words; InnoDB appends the primary key) built
+online; each statement with its undo, since DDL commits at once there."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...schema.names import CENTRES_TABLE, Names
+from ..plan import ListsDDL, Plan, Present, Step
+from .ddl import INSTANT, ONLINE, qualified, quote
+
+
+def _alter(schema: str, table: str, change: str, algorithm: str) -> str:
+    return f"ALTER TABLE {qualified(schema, table)} {change}, {algorithm}"
+
+
+class MySQLListsDDL(ListsDDL):
+    name = "mysql"
+
+    def add(
+        self, schema: str, names: Names, holder_keys: Sequence[str], present: Present, *, concurrently: bool = True,
+        empty: bool = False,
+    ) -> Plan:  # fmt: skip
+        """MariaDB adds no column online to a table with indexed generated columns (simsql's
+        blocks): on an empty table it may copy (nothing to copy), on one with rows it is refused."""
+        holder, column, index = names.holder, quote(names.part), quote(names.part_index)
+        steps = []
+        if not present.has_column(names.part):
+            steps.append(Step(
+                _alter(schema, holder, f"ADD COLUMN {column} INT NULL", INSTANT), f"add column {names.part}",
+                undo=_alter(schema, holder, f"DROP COLUMN {column}", INSTANT),
+                fallback=_alter(schema, holder, f"ADD COLUMN {column} INT NULL", "ALGORITHM=COPY" if empty else ONLINE),
+            ))  # fmt: skip
+        if not present.has_index(names.part_index):
+            covered = ", ".join(quote(c) for c in (names.part, *names.part_covered))
+            steps.append(Step(
+                _alter(schema, holder, f"ADD INDEX {index} ({covered})", ONLINE),
+                f"build index {names.part_index} on {schema}.{holder}",
+                undo=_alter(schema, holder, f"DROP INDEX {index}", ONLINE), online=True,
+            ))  # fmt: skip
+        return self.plan(steps)
+
+    def refresh(self, schema: str, table: str) -> Plan:
+        tables = f"{qualified(schema, table)}, {quote(CENTRES_TABLE)}"
+        return self.plan([Step(f"ANALYZE TABLE {tables}", f"analyze {schema}.{table} and {CENTRES_TABLE}", online=True)])
+
+    def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> Plan:
+        holder = names.holder
+        steps = []
+        if present.has_index(names.part_index):
+            steps.append(Step(
+                _alter(schema, holder, f"DROP INDEX {quote(names.part_index)}", ONLINE), f"drop index {names.part_index}",
+                online=True,
+            ))  # fmt: skip
+        if column and present.has_column(names.part):
+            steps.append(Step(
+                _alter(schema, holder, f"DROP COLUMN {quote(names.part)}", ONLINE), f"drop column {names.part}", online=True
+            ))  # fmt: skip
+        return self.plan(steps)
+
+
+MYSQL_PARTITION_DDL = MySQLListsDDL()

@@ -1,0 +1,60 @@
+"""PostgreSQL's DDL of partition lists: an instant ``ADD COLUMN`` and a concurrent build of the
+covering index (``INCLUDE``: the list, then the signature words and the key), so a probed list
+is ranked by an index-only scan."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...schema.names import CENTRES_TABLE, Names
+from ..plan import ListsDDL, Plan, Present, Step
+from .ddl import qualified, quote
+
+
+class PostgresListsDDL(ListsDDL):
+    name = "postgresql"
+    concurrent_builds = True
+    """Whether the index is built ``CONCURRENTLY`` (outside a transaction)."""
+
+    def add(
+        self, schema: str, names: Names, holder_keys: Sequence[str], present: Present, *, concurrently: bool = True,
+        empty: bool = False,
+    ) -> Plan:  # fmt: skip
+        holder = qualified(schema, names.holder)
+        steps = []
+        if not present.has_column(names.part):
+            steps.append(Step(f"ALTER TABLE {holder} ADD COLUMN {quote(names.part)} integer", f"add column {names.part}"))
+        if not present.has_index(names.part_index):
+            include = ", ".join(quote(c) for c in (*names.part_covered, *holder_keys))
+            concurrently = concurrently and self.concurrent_builds
+            keyword = "CONCURRENTLY " if concurrently else ""
+            steps.append(Step(
+                f"CREATE INDEX {keyword}IF NOT EXISTS {quote(names.part_index)} ON {holder} ({quote(names.part)}) "
+                f"INCLUDE ({include})",
+                f"build index {names.part_index} on {schema}.{names.holder}", concurrently=concurrently,
+            ))  # fmt: skip
+        return self.plan(steps)
+
+    def refresh(self, schema: str, table: str) -> Plan:
+        sql = f"VACUUM (ANALYZE) {qualified(schema, table)}"
+        centres = Step(f"ANALYZE {quote(CENTRES_TABLE)}", f"analyze {CENTRES_TABLE}", concurrently=True)
+        return self.plan([Step(sql, f"vacuum and analyze {schema}.{table}", concurrently=True), centres])
+
+    def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> Plan:
+        steps = []
+        if present.has_index(names.part_index):
+            concurrently = concurrently and self.concurrent_builds
+            keyword = "CONCURRENTLY " if concurrently else ""
+            steps.append(Step(
+                f"DROP INDEX {keyword}IF EXISTS {qualified(schema, names.part_index)}", f"drop index {names.part_index}",
+                concurrently=concurrently,
+            ))  # fmt: skip
+        if column and present.has_column(names.part):
+            steps.append(Step(
+                f"ALTER TABLE {qualified(schema, names.holder)} DROP COLUMN IF EXISTS {quote(names.part)}",
+                f"drop column {names.part}",
+            ))  # fmt: skip
+        return self.plan(steps)
+
+
+POSTGRES_PARTITION_DDL = PostgresListsDDL()

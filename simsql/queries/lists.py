@@ -1,0 +1,167 @@
+"""Ranking through partition lists (:mod:`simsql.text.lists`): the rows of the lists nearest
+the target, and every row left behind, by Hamming distance.
+
+Two branches under one ``UNION ALL``, each an index-only scan of the list index (it covers the
+list, the signature words and the key): the rows of the probed lists, and the rows no live list
+holds (:func:`simsql.store.lists.left_behind`). A plain ``select(Model)`` is ranked on keys
+and distances alone and joined to the entities once; any other select is filtered before it is
+ranked, so its filters never leave the answer short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Integer, Select, literal, select, union_all
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql import ColumnElement, TableClause, column
+from sqlalchemy.sql.visitors import InternalTraversal
+
+from ..dialects import hamming_expression
+from ..store.lists import in_lists, left_behind, part_column, probed_lists
+from ..store.storage import Binding, binding_for
+from ..text.errors import NotAttached, SchemaError
+from .planner import as_select, is_plain, render_in_place, similarity_of
+from .targets import fingerprint_literal, keys_equal
+
+
+def list_column(binding: Binding) -> Any:
+    """The bound table's list column, or :class:`NotAttached` saying how to get one."""
+    if binding.mode != "columns":
+        raise SchemaError(
+            f"{binding.model.__name__} keeps its fingerprints in a side table; partition lists need them in the table's own columns"
+        )
+    part = part_column(binding)
+    if part is None:
+        raise NotAttached(
+            f"{binding.model.__name__} has no partition lists: add simsql.lists.ListsMixin to the model "
+            f"(then simsql.lists.fit_lists), or run `simsql lists fit --table {binding.names.table}`"
+        )
+    return part
+
+
+def _candidates(
+    binding: Binding, where_probed: Any, distance: ColumnElement[Any], max_distance: int | None, base: Select[Any] | None,
+    exclusion: ColumnElement[bool] | None = None, live: Sequence[int] | None = None,
+) -> Any:  # fmt: skip
+    """``(key..., distance)`` of the probed lists' rows and of the rows left behind: read from
+    the table alone (``base`` None), or from ``base``, the caller's select with its filters."""
+    part = list_column(binding)
+    branches = []
+    for where in (where_probed, *left_behind(binding, part, live)):
+        if base is None:
+            branch = select(*binding.table_keys, distance.label("distance"))
+        else:
+            branch = base.with_only_columns(*binding.keys, distance.label("distance"), maintain_column_froms=True)
+        branch = branch.where(binding.fingerprint.is_not(None))
+        if exclusion is not None:
+            branch = branch.where(exclusion)
+        branch = branch.join(where[0], where[1]) if isinstance(where, tuple) else branch.where(where)
+        if max_distance is not None:
+            branch = branch.where(distance <= max_distance)
+        branches.append(branch)
+    return union_all(*branches).subquery("simsql_listed")
+
+
+def _text_ranking(
+    binding: Binding, fingerprint: ColumnElement[Any], probes: ColumnElement[Any], limit: int, max_distance: int | None,
+    exclusion: ColumnElement[bool] | None, base: Select[Any] | None,
+) -> Any:  # fmt: skip
+    """The top ``limit`` ``(key..., distance)`` of the probed lists and the rows left behind."""
+    part = list_column(binding)
+    distance = hamming_expression(binding.fingerprint, fingerprint)
+    probed = probed_lists(binding, fingerprint, probes).subquery("simsql_probed")
+    listed = _candidates(binding, (probed, part == probed.c.list_value), distance, max_distance, base, exclusion)
+    keys = [listed.c[k.name] for k in binding.table_keys]
+    return select(listed).order_by(listed.c.distance, *keys).limit(limit).subquery("simsql_ranked")
+
+
+class _ListRanking(TableClause):
+    """:func:`_text_ranking` of a plain ``select(Model)`` as a derived table built when the
+    statement is compiled (as :class:`simsql.queries.planner` builds the exact ranking): its
+    cache key is the model, the limit, the bound, the shape of the exclusion and the bound
+    values, so a repeated query reuses the compiled SQL instead of building the expression tree
+    of its branches (milliseconds of Python) on every call."""
+
+    inherit_cache = True
+    _traverse_internals = TableClause._traverse_internals + [
+        ("model", InternalTraversal.dp_plain_obj),
+        ("limit", InternalTraversal.dp_plain_obj),
+        ("max_distance", InternalTraversal.dp_plain_obj),
+        ("fingerprint", InternalTraversal.dp_clauseelement),
+        ("probes", InternalTraversal.dp_clauseelement),
+        ("exclusion", InternalTraversal.dp_clauseelement),
+    ]
+
+    def __init__(
+        self, binding: Binding, fingerprint: ColumnElement[Any], probes: ColumnElement[Any], limit: int,
+        max_distance: int | None, exclusion: ColumnElement[bool] | None,
+    ) -> None:  # fmt: skip
+        keys = [column(k.name, k.type) for k in binding.table_keys]
+        super().__init__("simsql_ranked", *keys, column("distance", Integer()))
+        self.model = binding.model
+        self.limit = limit
+        self.max_distance = max_distance
+        self.fingerprint = fingerprint
+        self.probes = probes
+        self.exclusion = exclusion
+
+    def ranking(self) -> Any:
+        return _text_ranking(
+            binding_for(self.model), self.fingerprint, self.probes, self.limit, self.max_distance, self.exclusion, None
+        )
+
+
+@compiles(_ListRanking)
+def _compile_list_ranking(element: _ListRanking, compiler: Any, **kw: Any) -> str:
+    return render_in_place(element, element.ranking(), compiler, **kw)
+
+
+def text_statement(
+    stmt: Select[Any], binding: Binding, fingerprint: int, limit: int, max_distance: int | None,
+    exclusion: ColumnElement[bool] | None, probes: int,
+) -> Select[Any]:  # fmt: skip
+    """``stmt``'s top-``limit`` rows of the ``probes`` lists nearest ``fingerprint`` (per live
+    generation) and of the rows left behind, as ``(entity, distance, similarity)``. A plain
+    ``select(Model)`` is ranked on keys and distances from the list index alone
+    (:class:`_ListRanking`); any other select is filtered before it is ranked."""
+    list_column(binding)
+    target, wanted = fingerprint_literal(fingerprint), literal(probes)
+    top: Any
+    if is_plain(stmt, binding):
+        top = _ListRanking(binding, target, wanted, limit, max_distance, exclusion)
+    else:
+        top = _text_ranking(binding, target, wanted, limit, max_distance, exclusion, stmt)
+    return (
+        as_select(stmt)
+        .add_columns(top.c.distance, similarity_of(top.c.distance))
+        .join(top, keys_equal(binding.keys, [top.c[k.name] for k in binding.table_keys]))
+        .order_by(top.c.distance, *binding.keys)
+    )
+
+
+def vector_candidates(
+    stmt: Select[Any], binding: Binding, signature: Sequence[int], lists: Sequence[int], limit: int, live: Sequence[int]
+) -> Select[Any]:  # fmt: skip
+    """``(key..., vector, distance)`` of the ``limit`` rows of ``stmt`` nearest by signature
+    among the lists ``lists`` (chosen by the caller from the vector centres) and the rows left
+    behind; the distance over the four words of a wide table (256 bits), else the 64-bit
+    signature. ``live``: the live generations the lists were chosen from."""
+    part = list_column(binding)
+    words = binding.words or (binding.fingerprint,)
+    distance: Any = None
+    for column, word in zip(words, signature):
+        term = hamming_expression(column, fingerprint_literal(word))
+        distance = term if distance is None else distance + term
+    base = None if is_plain(stmt, binding) else stmt
+    listed = _candidates(binding, in_lists(part, lists), distance, None, base, live=live)
+    keys = [listed.c[k.name] for k in binding.table_keys]
+    top = select(listed).order_by(listed.c.distance, *keys).limit(limit).subquery("simsql_nearest")
+    vector = binding.table.c[binding.source[0]]
+    return select(*binding.table_keys, vector, top.c.distance).join(
+        top, keys_equal(binding.table_keys, [top.c[k.name] for k in binding.table_keys])
+    )
+
+
+__all__ = ["list_column", "text_statement", "vector_candidates"]

@@ -1,0 +1,58 @@
+"""benchmarks.lists at a tiny size against the real PostgreSQL: every set runs, the exact
+systems answer exactly, and the refit under two writers leaves every row in its nearest list."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.harness
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_lists_smoke_run(database_url: str, schema: str, tmp_path: Path) -> None:
+    if not database_url.startswith("postgresql"):
+        pytest.skip("the smoke run loads by COPY: PostgreSQL (MySQL/MariaDB runs are measured by hand)")
+    from benchmarks import corpus
+
+    try:
+        corpus.english_documents(limit=5)
+        corpus.chinese_documents(limit=5)
+    except corpus.CorpusUnavailable as exc:
+        pytest.skip(str(exc))
+    url = f"{database_url}{'&' if '?' in database_url else '?'}options=-csearch_path%3D{schema}"
+    out = tmp_path / "partitions.json"
+    # the embeddings need scikit-learn (the bench extra, not the test extra): without it the
+    # text and refit sets still run, and the vector ones are left to a machine that has it
+    embeddings = importlib.util.find_spec("sklearn") is not None
+    sets = ["--sets", "text,vectors,inserts,refit" if embeddings else "text,refit"]
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.lists", "--rows", "3000", "--queries", "5", "--url", url, "--no-pgvector",
+         "--text-probes", "1,4", "--vector-probes", "2", "--vector-candidates", "50", "--out", str(out), *sets],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(out.read_text())
+    text = report["text"]["phases"]["lists=default"]["systems"]
+    for exact in ("plain scan (whole rows)", "plain scan (keys)", "simsql most_similar (exact)"):
+        assert text[exact]["recall@10"] == 1.0, exact
+    for listed in ("simsql most_similar probes=1", "simsql most_similar probes=4"):
+        assert 0.0 <= text[listed]["recall@10"] <= 1.0
+    if embeddings:
+        vectors = report["vectors"]["phase"]["systems"]
+        assert set(vectors) >= {"simsql most_similar_vectors candidates=200 (exact path)", "simsql most_similar_vectors probes=2 candidates=50"}
+        assert report["vectors"]["pgvector_skipped"] == "--no-pgvector"
+        assert report["inserts"]["text"]["rows_timed"] > 0 and report["inserts"]["vectors"]["rows_timed"] > 0
+    check = report["refit"]["check"]  # every row read back and placed again by the library's rule
+    assert check["rows_checked"] > 3000 and 0 <= check["rows_in_their_list"] <= check["rows_checked"]
+    # Not asserted equal: writers still racing the refit's last pass may leave a row placed by
+    # the generation it replaced (read as left behind, placed by the next pass), and the harness
+    # reports that rather than fails on it; the race that put rows in a wrong list of the current
+    # generation is fixed and tested in tests/test_lists_writes.py.
+    assert sum(w["inserted"] for w in report["refit"]["writers"]) > 0
