@@ -31,6 +31,7 @@ from simsql import VectorFingerprinter
 from simsql.bits import hamming
 from simsql.errors import NotAttached, SchemaError, WouldLockTable
 from simsql.lifecycle import lists as lifecycle_lists
+from simsql.lifecycle import lists_place
 from simsql.lists import ListsMixin, drop_lists, fit_lists, place_lists
 from simsql.schema.names import Names
 from simsql.store.lists import decode_centre
@@ -392,7 +393,7 @@ def _every_row_is_read(engine: Engine, target: str) -> None:
 
 
 def test_refit_under_two_orm_writers_loses_no_row(any_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lifecycle_lists, "BATCH_ROWS", 200)  # many batches: the writers race them
+    monkeypatch.setattr(lists_place, "BATCH_ROWS", 200)  # many batches: the writers race them
     load(any_engine, Note, corpus(900))
     fit_lists(any_engine, Note.__tablename__, lists=6)
     stop, counts, errors = threading.Event(), {"writes": 0, "deadlocks": 0}, []
@@ -466,7 +467,7 @@ def _every_probe_count_is_brute_force(engine: Engine, targets: list[str]) -> Non
 
 
 def test_a_stopped_fit_loses_no_row_and_the_next_one_resumes(any_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lifecycle_lists, "BATCH_ROWS", 250)
+    monkeypatch.setattr(lists_place, "BATCH_ROWS", 250)
     rows = corpus(1000)
     load(any_engine, Note, rows)
     targets = [rows[10]["body"], "trigger2 function2 sequence2 the of and", rows[500]["body"]]
@@ -497,8 +498,8 @@ def test_a_stopped_fit_loses_no_row_and_the_next_one_resumes(any_engine: Engine,
 
 _KILLED_FIT = """
 import sys, time
-from simsql.lifecycle import lists
-lists.BATCH_ROWS = 200
+from simsql.lifecycle import lists, lists_place
+lists_place.BATCH_ROWS = 200
 
 def progress(phase, done, total):
     if phase == "place" and done >= 400:

@@ -51,7 +51,11 @@ def _fit(args: argparse.Namespace) -> int:
         f"sample of {result.sample_rows} rows, {result.fit_seconds:.1f} s); placed {result.rows_placed} rows in "
         f"{result.place_seconds:.1f} s; largest list {result.largest_list} rows, median {result.median_list}"
         + (f"; {result.left_behind} rows left behind (run `simsql lists place`)" if result.left_behind else "")
+        + (f"; rebuilt online the indexes its writes grew: {', '.join(result.rebuilt)}" if result.rebuilt else "")
     )
+    if result.recall is not None:
+        curve = ", ".join(f"{p}: {r:.3f}" for p, r in zip(result.recall.grid, result.recall.recall))
+        print(f"recall@10 by probes ({result.recall.queries} held-out rows): {curve}")
     return EXIT_OK
 
 

@@ -146,10 +146,11 @@ def cmd_detach(args: argparse.Namespace) -> int:
 def _lists_record(status: simsql.lifecycle.tables.TableStatus) -> dict[str, object]:
     lists = status.lists
     if lists is None:
-        return {"lists": "", "largest_list": "", "median_list": "", "left_behind": ""}
+        return {"lists": "", "largest_list": "", "median_list": "", "left_behind": "", "recall@10": "", "drift": ""}
     shown = f"{lists.lists}" + ("" if lists.state == "current" else f" ({lists.state})")
+    curve = "" if lists.recall is None else " ".join(f"{p}:{r:.2f}" for p, r in zip(lists.recall.grid, lists.recall.recall))
     return {"lists": shown, "largest_list": lists.largest_list, "median_list": lists.median_list,
-            "left_behind": lists.rows_left_behind}  # fmt: skip
+            "left_behind": lists.rows_left_behind, "recall@10": curve, "drift": lists.drift or ""}  # fmt: skip
 
 
 def _state_text(status: simsql.lifecycle.tables.TableStatus) -> str:

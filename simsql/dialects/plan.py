@@ -335,6 +335,28 @@ class ListsDDL(ABC):
         every row's heap page) made current at once, not at the next autovacuum."""
 
     @abstractmethod
+    def write_lists(self, connection: Any, relation: Any, keys: Sequence[str], fingerprint: str, part: str, rows: Sequence[Sequence[Any]]) -> int:
+        """Set ``part`` of each row of ``relation`` (a ``table()``) named by ``rows`` (``(key...,
+        fingerprint, list)``, as read) whose fingerprint is still the one read, in one set-based
+        statement; the rows it changed."""
+
+    def tidy(self, schema: str, table: str) -> Plan:
+        """What a fit runs between its batches so the row versions it replaced are reused by the
+        next ones instead of growing the table and every index (PostgreSQL: a ``VACUUM`` that
+        skips a table it cannot lock at once). Nothing where an update rewrites in place
+        (InnoDB touches only the indexes whose columns changed)."""
+        return self.plan([])
+
+    def rebuild(self, schema: str, indexes: Sequence[str]) -> Plan:
+        """An online rebuild of ``indexes`` (grown by a fit's writes beyond what they held before
+        it), each on its own; nothing where a fit does not bloat them."""
+        return self.plan([])
+
+    def index_sizes(self, connection: Any, schema: str, table: str) -> dict[str, int]:
+        """Bytes of each valid index of ``schema.table`` (empty where a fit needs no rebuild)."""
+        return {}
+
+    @abstractmethod
     def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> Plan:
         """The covering index and the list column (``column=False``: the index alone), of what is
         ``present``; ``concurrently=False`` for a plan that runs in one transaction (a detach)."""

@@ -39,24 +39,31 @@ from ..text.lists import (
     DEFAULT_ITERATIONS,
     LIST_SPAN,
     MAX_GENERATION,
+    RECALL_QUERIES,
     Centres,
+    RecallCurve,
     check_lists,
     default_lists,
     default_sample,
     fit_means,
     fit_modes,
+    recall_curve,
 )
 from ..text.vectors import VectorFingerprinter, vector_of
 from . import apply, catalog
+from .lists_place import (
+    BATCH_ROWS,
+    ListedTable,
+    Progress,
+    attached_target,
+    fill,
+    index_sizes,
+    left_behind_rows,
+    place_pass,
+    rebuild_grown,
+    unsigned,
+)
 from .lists_status import list_sizes
-
-BATCH_ROWS = 2000
-CATCH_UP_PASSES = 5
-"""Passes after the first, each over the rows still left behind, before the fit ends."""
-
-Progress = Callable[[str, int, int], None]
-"""``progress(phase, done, total)``: ``phase`` is ``sample``, ``fit`` or ``place``."""
-
 
 @dataclass(frozen=True)
 class ListsResult:
@@ -75,6 +82,10 @@ class ListsResult:
     median_list: int
     fit_seconds: float
     place_seconds: float
+    rebuilt: tuple[str, ...] = ()
+    """The indexes the fit's writes had grown, rebuilt online at its end (PostgreSQL)."""
+    recall: RecallCurve | None = None
+    """Recall@10 against probes, measured on held-out rows of the table (text lists)."""
 
 
 @dataclass(frozen=True)
@@ -88,53 +99,8 @@ class Additions:
         return Additions(self.index or other.index, self.column or other.column)
 
 
-@dataclass(frozen=True)
-class ListedTable:
-    """An attached table (columns mode) whose lists are fitted, placed or dropped: where it is,
-    its registry entry and its key."""
-
-    schema: str
-    entry: Attachment
-    keys: tuple[str, ...]
-
-    @property
-    def names(self) -> Any:
-        return self.entry.names
-
-    @property
-    def vector(self) -> bool:
-        return self.entry.settings.get("kind") == "vector"
-
-    def relation(self) -> Any:
-        names = self.names
-        cols = [*self.keys, names.fingerprint, names.part]
-        if self.vector:
-            cols.append(self.entry.source[0])
-        return table(names.holder, *(column(c) for c in dict.fromkeys(cols)), schema=self.schema)
-
-
-def _unsigned(stored: Any) -> int:
-    """A fingerprint as read by raw SQL, unsigned: PostgreSQL's ``bigint`` holds it signed,
-    MySQL/MariaDB's ``BIGINT UNSIGNED`` as it is (``to_unsigned`` refuses the latter)."""
-    return int(stored) & 0xFFFFFFFFFFFFFFFF
-
-
 def _engine(bind: Engine | str) -> Engine:
     return engine_for(bind) if isinstance(bind, str) else bind
-
-
-def attached_target(connection: Connection, table_name: str, schema: str | None) -> ListedTable:
-    schema = schema or registry.current_schema(connection)
-    entry = registry.read(connection, table_name, schema)
-    if entry is None:
-        raise catalog.not_attached(schema, table_name)
-    if entry.side_table:
-        raise SchemaError(
-            f"{schema}.{table_name} keeps its fingerprints in a side table; partition lists need them in the table's own "
-            "columns (attach it in columns mode)"
-        )
-    facts = catalog.require_table(connection, table_name, schema)
-    return ListedTable(schema, entry, tuple(facts.keys))
 
 
 def _add_objects(engine: Engine, target: ListedTable) -> Additions:
@@ -155,10 +121,23 @@ def _add_objects(engine: Engine, target: ListedTable) -> Additions:
     return Additions(not present.has_index(target.names.part_index), not present.has_column(target.names.part))
 
 
-def _sample(connection: Connection, target: ListedTable, sample: int | None, lists: int | None, seed: int) -> tuple[Any, int, int]:
-    """The sample (unsigned fingerprints, or vectors) and the number of fingerprinted rows: the
-    rows whose seeded hash of their key is smallest, so the sample depends on the table's keys
-    and the seed alone, not on the order rows are read."""
+@dataclass(frozen=True)
+class Sample:
+    """What a fit reads of the table: the rows its centres are fitted on (unsigned fingerprints,
+    or vectors), the lists wanted, and for text every fingerprint with the held-out rows whose
+    neighbours measure the recall curve."""
+
+    values: Any
+    lists: int
+    rows: int
+    fingerprints: np.ndarray | None = None
+    held_out: np.ndarray | None = None
+
+
+def _sample(connection: Connection, target: ListedTable, sample: int | None, lists: int | None, seed: int) -> Sample:
+    """The rows whose seeded hash of their key is smallest, so the sample depends on the table's
+    keys and the seed alone, not on the order rows are read; the next :data:`RECALL_QUERIES`
+    in that order are held out (from the sample itself when it holds the whole table)."""
     t = target.relation()
     names = target.names
     keys = [t.c[k] for k in target.keys]
@@ -176,7 +155,9 @@ def _sample(connection: Connection, target: ListedTable, sample: int | None, lis
     order = sorted(range(count), key=lambda i: xxhash.xxh3_64_intdigest(repr(tuple(rows[i][: len(keys)])).encode(), seed=seed))
     chosen = sorted(order[:size])
     if not target.vector:
-        return np.array([_unsigned(rows[i][-1]) for i in chosen], dtype=np.uint64), wanted, count
+        every = np.array([unsigned(r[-1]) for r in rows], dtype=np.uint64)
+        held = order[size : size + RECALL_QUERIES] if count - size >= RECALL_QUERIES else order[:RECALL_QUERIES]
+        return Sample(every[chosen], wanted, count, every, np.array(sorted(held), dtype=np.int64))
     vectors = []
     source = t.c[target.entry.source[0]]
     picked = [tuple(rows[i][: len(keys)]) for i in chosen]
@@ -185,7 +166,7 @@ def _sample(connection: Connection, target: ListedTable, sample: int | None, lis
         vectors += [vector_of(r[0], target.entry.source[0]) for r in connection.execute(
             select(source).where(tuple_(*keys).in_(part) if len(keys) > 1 else keys[0].in_([p[0] for p in part]))
         )]  # fmt: skip
-    return np.stack([np.asarray(v, dtype=np.float64) for v in vectors]), wanted, count
+    return Sample(np.stack([np.asarray(v, dtype=np.float64) for v in vectors]), wanted, count)
 
 
 def _store(engine: Engine, target: ListedTable, kind: str, centres: np.ndarray, settings: dict[str, Any], added: bool) -> Centres:
@@ -220,78 +201,6 @@ def _highest_in_rows(connection: Connection, target: ListedTable) -> int:
     return 0 if highest is None else max(0, int(highest) // LIST_SPAN)
 
 
-def _outside(t: Any, part: str, centres: Centres) -> Any:
-    return or_(t.c[part].is_(None), t.c[part] < centres.base, t.c[part] > centres.base + centres.lists - 1)
-
-
-def _write_batch(connection: Connection, target: ListedTable, rows: Sequence[Any], values: np.ndarray) -> int:
-    """Set the list of each row read whose fingerprint is still the one read (one statement,
-    sent for every row at once: the driver pipelines or batches it)."""
-    t = target.relation()
-    names = target.names
-    width = len(target.keys)
-    match = and_(*(t.c[k] == bindparam(f"k{i}") for i, k in enumerate(target.keys)), t.c[names.fingerprint] == bindparam("fp"))
-    statement = update(t).where(match).values({names.part: bindparam("part")})
-    params = [
-        {**{f"k{i}": v for i, v in enumerate(row[:width])}, "fp": row[width], "part": int(value)}
-        for row, value in zip(rows, values)
-    ]
-    result = connection.execute(statement, params)
-    return int(result.rowcount or 0) if result.rowcount is not None and result.rowcount >= 0 else len(params)
-
-
-def _place_pass(engine: Engine, target: ListedTable, centres: Centres, progress: Progress | None, total: int) -> int:
-    """One key-ordered pass over the rows ``centres`` does not hold; rows placed."""
-    t = target.relation()
-    names = target.names
-    keys = [t.c[k] for k in target.keys]
-    fingerprinter = registry.fingerprinter_from_settings(target.entry.settings)
-    read = [*keys, t.c[names.fingerprint]] + ([t.c[target.entry.source[0]]] if target.vector else [])
-    cursor: tuple[Any, ...] | None = None
-    placed = 0
-    while True:
-        query = select(*read).where(t.c[names.fingerprint].is_not(None), _outside(t, names.part, centres))
-        if cursor is not None:
-            query = query.where(tuple_(*keys) > tuple_(*(literal(v) for v in cursor)) if len(keys) > 1 else keys[0] > cursor[0])
-        with engine.connect() as connection:
-            rows = connection.execute(query.order_by(*keys).limit(BATCH_ROWS)).all()
-        if not rows:
-            return placed
-        if target.vector:
-            assert isinstance(fingerprinter, VectorFingerprinter)
-            vectors = [vector_of(r[-1], target.entry.source[0]) for r in rows]
-            values = off_loop(lambda: centres.place(fingerprinter.check(np.stack([np.asarray(v, float) for v in vectors]))))
-        else:
-            values = off_loop(lambda: centres.place(np.array([_unsigned(r[len(keys)]) for r in rows], np.uint64)))
-        placed += _retrying(engine, lambda connection: _write_batch(connection, target, rows, values))
-        cursor = tuple(rows[-1][: len(keys)])
-        if progress is not None:
-            progress("place", placed, total)
-
-
-def _retrying(engine: Engine, write: Callable[[Connection], int], attempts: int = 5) -> int:
-    """``write`` in a transaction of its own, again after a deadlock with a writer."""
-    for attempt in range(attempts):
-        try:
-            with engine.begin() as connection:
-                return write(connection)
-        except DBAPIError as error:
-            if attempt == attempts - 1 or "deadlock" not in str(error.orig).lower():
-                raise
-    return 0
-
-
-def _left_behind(engine: Engine, target: ListedTable, live: Sequence[Centres]) -> int:
-    t = target.relation()
-    names = target.names
-    held = [and_(t.c[names.part] >= c.base, t.c[names.part] <= c.base + c.lists - 1) for c in live]
-    with engine.connect() as connection:
-        query = select(func.count()).select_from(t).where(t.c[names.fingerprint].is_not(None))
-        if held:
-            query = query.where(~or_(*held) | t.c[names.part].is_(None))
-        return int(connection.execute(query).scalar_one())
-
-
 def _finish(engine: Engine, target: ListedTable, centres: Centres) -> None:
     """``centres`` becomes ``current``; the generations it replaces are deleted."""
     p, c = partitions_table.c, centres_table.c
@@ -321,13 +230,17 @@ def fit_lists(
     ``lists`` defaults to pgvector's rule (rows / 1000 up to a million rows, their square root
     beyond); ``sample`` to 50 rows a list (at least 10,000, at most the table). Text tables get
     k-modes centres on their fingerprints, vector tables spherical k-means on their vectors;
-    deterministic from the sample (chosen by a seeded hash of each key) and ``seed``. A table
-    whose lists are live is refitted; one whose fit stopped halfway resumes placing it (the
-    settings of the stopped fit are kept).
+    deterministic from the sample (chosen by a seeded hash of each key) and ``seed``. A text
+    fit also measures recall@10 against probes on held-out rows of the table (exact top-10 by
+    brute force) and records the curve with the generation: what ``most_similar(...,
+    recall=...)`` reads. A table whose lists are live is refitted; one whose fit stopped halfway
+    resumes placing it (the settings of the stopped fit are kept).
 
-    Online: writers carry on, queries keep answering from the lists they had. ``ValueError``
-    (nothing written) for a table without fingerprinted rows, or more lists than rows;
-    ``NotAttached`` for a table simsql does not know; ``SchemaError`` for a side-table attachment.
+    Online, and without collateral: writers carry on, queries keep answering from the lists
+    they had, and the indexes the fit's writes grew are rebuilt online at its end
+    (:mod:`simsql.lifecycle.lists_place`). ``ValueError`` (nothing written) for a table without
+    fingerprinted rows, or more lists than rows; ``NotAttached`` for a table simsql does not
+    know; ``SchemaError`` for a side-table attachment.
     """
     _check_fit(lists, sample, seed)
     engine = _engine(bind)
@@ -338,33 +251,45 @@ def fit_lists(
         filling = [g for g in generations(connection, target.schema, table_name) if g.state == "filling"]
     started = time.monotonic()
     if filling:
-        centres = live[-1]
-        sample_rows = int(filling[-1].settings.get("sample_rows", 0))
+        centres, settings = live[-1], filling[-1].settings
     else:
-        with engine.connect() as connection:
-            values, wanted, count = _sample(connection, target, sample, lists, seed)
-        if progress is not None:
-            progress("sample", len(values), count)
-        kind = "means" if target.vector else "modes"
-        fit = fit_means if target.vector else fit_modes
-        fitted = off_loop(fit, values, wanted, seed, iterations)
-        added = _add_objects(engine, target) | _added(engine, target.schema, table_name)
-        settings = {"seed": seed, "sample_rows": len(values), "iterations": iterations, "fit_id": uuid.uuid4().hex,
-                    "config_id": target.entry.config_id, "added_column": added.column}  # fmt: skip
-        centres = _store(engine, target, kind, fitted, settings, added.index or added.column)
-        sample_rows = len(values)
+        centres, settings = _fit_new(engine, target, sample, lists, seed, iterations, progress)
     fitted_at = time.monotonic()
-    placed = _fill(engine, target, centres, progress)
+    placed = fill(engine, target, centres, progress)
     _finish(engine, target, centres)
-    placed += _place_pass(engine, target, centres, progress, placed)  # what writers with older lists left meanwhile
+    placed += place_pass(engine, target, centres, progress, placed)  # what writers with older lists left meanwhile
     apply.run_on_engine(engine, backend(engine).lists_ddl.refresh(target.schema, table_name))
+    rebuilt = rebuild_grown(engine, target, dict(settings.get("index_bytes", {})), progress)
     with engine.connect() as connection:
         sizes = list_sizes(connection, target.schema, table_name, target.names.part)
     return ListsResult(
-        target.schema, table_name, centres.generation, centres.lists, sample_rows, placed,
-        _left_behind(engine, target, [centres]), max(sizes, default=0), int(np.median(sizes)) if sizes else 0,
-        fitted_at - started, time.monotonic() - fitted_at,
+        target.schema, table_name, centres.generation, centres.lists, int(settings.get("sample_rows", 0)), placed,
+        left_behind_rows(engine, target, [centres]), max(sizes, default=0), int(np.median(sizes)) if sizes else 0,
+        fitted_at - started, time.monotonic() - fitted_at, tuple(rebuilt), RecallCurve.from_settings(settings.get("recall")),
     )  # fmt: skip
+
+
+def _fit_new(
+    engine: Engine, target: ListedTable, sample: int | None, lists: int | None, seed: int, iterations: int,
+    progress: Progress | None,
+) -> tuple[Centres, dict[str, Any]]:  # fmt: skip
+    """A new generation: sampled, fitted, its recall measured, recorded ``filling``."""
+    with engine.connect() as connection:
+        read = _sample(connection, target, sample, lists, seed)
+    if progress is not None:
+        progress("sample", len(read.values), read.rows)
+    fitted = off_loop(fit_means if target.vector else fit_modes, read.values, read.lists, seed, iterations)
+    curve = None
+    if read.fingerprints is not None and read.held_out is not None:
+        curve = off_loop(recall_curve, read.fingerprints, read.held_out, fitted)
+    added = _add_objects(engine, target) | _added(engine, target.schema, target.entry.table_name)
+    settings = {"seed": seed, "sample_rows": len(read.values), "iterations": iterations, "fit_id": uuid.uuid4().hex,
+                "config_id": target.entry.config_id, "added_column": added.column,
+                "index_bytes": index_sizes(engine, target)}  # fmt: skip
+    if curve is not None:
+        settings["recall"] = curve.as_settings()
+    kind = "means" if target.vector else "modes"
+    return _store(engine, target, kind, fitted, settings, added.index or added.column), settings
 
 
 def _check_fit(lists: int | None, sample: int | None, seed: int) -> None:
@@ -374,18 +299,6 @@ def _check_fit(lists: int | None, sample: int | None, seed: int) -> None:
         check_lists(lists)
     if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 1):
         raise ValueError(f"sample must be a positive int, got {sample!r}")
-
-
-def _fill(engine: Engine, target: ListedTable, centres: Centres, progress: Progress | None) -> int:
-    """The first pass and up to :data:`CATCH_UP_PASSES` more, until a pass places nothing."""
-    total = _left_behind(engine, target, [centres])
-    placed = _place_pass(engine, target, centres, progress, total)
-    for _ in range(CATCH_UP_PASSES):
-        more = _place_pass(engine, target, centres, progress, total)
-        placed += more
-        if not more:
-            break
-    return placed
 
 
 def place_lists(bind: Engine | str, table_name: str, *, schema: str | None = None) -> int:
@@ -398,7 +311,7 @@ def place_lists(bind: Engine | str, table_name: str, *, schema: str | None = Non
         live = live_centres(connection, target.schema, table_name)
     if not live:
         raise NotAttached(f"{target.schema}.{table_name} has no partition lists: fit them first (simsql lists fit)")
-    return _place_pass(engine, target, live[-1], None, 0)
+    return place_pass(engine, target, live[-1], None, 0)
 
 
 def place_left_behind(bind: Engine | str, table_name: str, schema: str | None = None) -> int:

@@ -19,7 +19,7 @@ from sqlalchemy.sql import ColumnElement, TableClause, column
 from sqlalchemy.sql.visitors import InternalTraversal
 
 from ..dialects import hamming_expression
-from ..store.lists import in_lists, left_behind, part_column, probed_lists
+from ..store.lists import in_lists, left_behind, part_column, probed_lists, recalled_probes
 from ..store.storage import Binding, binding_for
 from ..text.errors import NotAttached, SchemaError
 from .planner import as_select, is_plain, render_in_place, similarity_of
@@ -120,14 +120,17 @@ def _compile_list_ranking(element: _ListRanking, compiler: Any, **kw: Any) -> st
 
 def text_statement(
     stmt: Select[Any], binding: Binding, fingerprint: int, limit: int, max_distance: int | None,
-    exclusion: ColumnElement[bool] | None, probes: int,
+    exclusion: ColumnElement[bool] | None, probes: int | None, recall_percent: int | None = None,
 ) -> Select[Any]:  # fmt: skip
     """``stmt``'s top-``limit`` rows of the ``probes`` lists nearest ``fingerprint`` (per live
-    generation) and of the rows left behind, as ``(entity, distance, similarity)``. A plain
-    ``select(Model)`` is ranked on keys and distances from the list index alone
-    (:class:`_ListRanking`); any other select is filtered before it is ranked."""
+    generation) and of the rows left behind, as ``(entity, distance, similarity)``; or, with
+    ``recall_percent``, of as many lists as the fit measured that recall needs
+    (:func:`simsql.store.lists.recalled_probes`). A plain ``select(Model)`` is ranked on keys and
+    distances from the list index alone (:class:`_ListRanking`); any other select is filtered
+    before it is ranked."""
     list_column(binding)
-    target, wanted = fingerprint_literal(fingerprint), literal(probes)
+    target = fingerprint_literal(fingerprint)
+    wanted = literal(probes) if recall_percent is None else recalled_probes(binding, recall_percent)
     top: Any
     if is_plain(stmt, binding):
         top = _ListRanking(binding, target, wanted, limit, max_distance, exclusion)

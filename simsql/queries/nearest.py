@@ -14,7 +14,7 @@ from sqlalchemy.sql import ColumnElement
 
 from ..store import statement_checks
 from ..store.storage import binding_for
-from ..text.lists import check_probes
+from ..text.lists import check_probes, recall_percent
 from .lists import text_statement
 from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS, nearest_keys_statement, nearest_statement
 from .targets import check_distance, check_limit, exclude_keys, exclusion, resolve_target
@@ -60,6 +60,7 @@ def most_similar(
     exact: bool = True,
     scan: bool = True,
     probes: int | None = None,
+    recall: float | None = None,
 ) -> Select[Any]:
     """The top-``limit`` rows of ``stmt`` by Hamming distance to ``target``: exact by default.
 
@@ -93,21 +94,20 @@ def most_similar(
     bits away mostly keep one block that close, and the scan would cost every original
     submission a pass over the table. How the statement is planned: :mod:`simsql.queries.planner`.
 
-    ``probes=N`` (a table with partition lists, :mod:`simsql.lists`) ranks the rows of the
-    ``N`` lists whose centres are nearest the target, and every row not yet placed: approximate,
-    for far neighbours the blocks cannot reach; more probes, more recall (docs/lists.md).
-    ``probe_radius``, ``exact`` and ``scan`` do not apply; ``stmt``'s filters apply first.
+    ``probes=N`` (a table with partition lists, :mod:`simsql.lists`): the rows of the ``N``
+    lists whose centres are nearest the target and every row not yet placed (approximate; more
+    probes, more recall); ``recall=0.95`` instead: the fewest lists whose recall@10, as the fit
+    measured it on held-out rows, reaches it (docs/lists.md). ``stmt``'s filters apply first.
     """
-    _check_most_similar(stmt, limit, max_distance, probe_radius, scan, probes)
-    model = _selected_model(stmt)
-    binding = binding_for(model)
+    percent = _check_most_similar(stmt, limit, max_distance, probe_radius, scan, probes, recall)
+    binding = binding_for(model := _selected_model(stmt))
     fingerprint, own_key = resolve_target(binding, target)
     excluded = exclusion(binding, exclude_keys(binding, exclude) + ([own_key] if own_key is not None else []))
-    schema, table = binding.registry_key
-    check = {statement_checks.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)}
-    if probes is not None:
-        return text_statement(stmt, binding, fingerprint, limit, max_distance, excluded, probes).execution_options(**check)
-    ranked = nearest_statement(stmt, model, fingerprint, limit, max_distance, excluded, probe_radius=probe_radius, exact=exact, scan=scan)
+    check = {statement_checks.CHECK_OPTION: (*binding.registry_key, binding.fingerprinter.config_id)}
+    if probes is not None or percent is not None:
+        ranked = text_statement(stmt, binding, fingerprint, limit, max_distance, excluded, probes, percent)
+    else:
+        ranked = nearest_statement(stmt, model, fingerprint, limit, max_distance, excluded, probe_radius=probe_radius, exact=exact, scan=scan)
     return ranked.execution_options(**check)
 
 
@@ -129,8 +129,13 @@ def most_similar_keys(
 
 
 def _check_most_similar(
-    stmt: object, limit: object, max_distance: int | None, probe_radius: int, scan: object, probes: int | None = None
-) -> None:  # fmt: skip
+    stmt: object, limit: object, max_distance: int | None, probe_radius: int, scan: object, probes: int | None = None,
+    recall: float | None = None,
+) -> int | None:  # fmt: skip
+    """The arguments checked; the recall asked, as a whole percent (None: no recall asked)."""
+    percent = None if recall is None else recall_percent(recall)
+    if percent is not None and probes is not None:
+        raise ValueError("pass probes or recall, not both: recall chooses the probes from the curve the fit measured")
     check_limit(limit)
     if probes is not None:
         check_probes(probes)
@@ -143,6 +148,7 @@ def _check_most_similar(
         raise ValueError(f"probe_radius must be an int in 0..{MAX_PROBE_RADIUS}, got {probe_radius!r}")
     if not isinstance(scan, bool):
         raise TypeError(f"scan must be True or False, got {scan!r}")
+    return percent
 
 
 def _selected_model(stmt: Select[Any]) -> type:

@@ -167,6 +167,23 @@ def probed_lists(binding: Binding, fingerprint: ColumnElement[Any], probes: Colu
     return select(ranked.c.list_value).where(ranked.c.simsql_rank <= probes)
 
 
+def recalled_probes(binding: Binding, percent: int) -> ColumnElement[Any]:
+    """The probes a query asking ``percent`` percent recall reads, chosen in SQL from the curve
+    the newest live generation's fit measured (:class:`simsql.text.lists.RecallCurve`); every
+    list (an exact answer through the lists) where no curve was recorded."""
+    p = partitions_table.c
+    _, table = binding.registry_key
+    chosen = p.settings[("recall", "probes_at", percent)].as_integer()
+    newest = (
+        select(chosen)
+        .where(p.table_schema == schema_expression(binding), p.table_name == table, p.state.in_(LIVE_STATES))
+        .order_by(p.generation.desc())
+        .limit(1)
+        .scalar_subquery()
+    )
+    return func.coalesce(newest, LIST_SPAN)
+
+
 def left_behind(binding: Binding, part: Any, live: Sequence[int] | None = None) -> tuple[ColumnElement[bool], ...]:
     """Rows no live list holds, as four disjoint conditions, each an index range of its own (an
     ``OR`` of them would scan the table): NULL; below the oldest live generation's values;
@@ -224,6 +241,7 @@ __all__ = [
     "load_centres",
     "part_column",
     "probed_lists",
+    "recalled_probes",
     "schema_expression",
     "tables_exist",
     "writer_centres",

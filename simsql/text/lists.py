@@ -248,8 +248,89 @@ class Centres:
         return [int(i) + self.base for i in order]
 
 
+RECALL_K = 10
+"""The recall a fit measures is recall@10, as the benchmarks count it."""
+RECALL_QUERIES = 200
+"""Held-out rows a fit asks for its neighbours (about +-0.02 on the recall it records)."""
+RECALL_PERCENT = 100
+
+
+@dataclass(frozen=True)
+class RecallCurve:
+    """Recall@``k`` against probes, measured by a fit on ``queries`` rows of the table itself
+    (each excluded from its own answer), when the table held ``rows`` fingerprinted rows.
+
+    ``probes_at[p]`` is the fewest probes whose measured recall reaches ``p`` percent; what a
+    query asking ``recall=p / 100`` probes. ``grid`` and ``recall``: the curve at 1, 2, 4, ...
+    probes and at every list, for a person to read."""
+
+    k: int
+    queries: int
+    rows: int
+    grid: tuple[int, ...]
+    recall: tuple[float, ...]
+    probes_at: tuple[int, ...]
+
+    def as_settings(self) -> dict[str, Any]:
+        return {"k": self.k, "queries": self.queries, "rows": self.rows, "grid": list(self.grid),
+                "recall": list(self.recall), "probes_at": list(self.probes_at)}  # fmt: skip
+
+    @classmethod
+    def from_settings(cls, stored: Any) -> RecallCurve | None:
+        if not isinstance(stored, dict) or "probes_at" not in stored:
+            return None
+        return cls(int(stored["k"]), int(stored["queries"]), int(stored["rows"]), tuple(int(p) for p in stored["grid"]),
+                   tuple(float(r) for r in stored["recall"]), tuple(int(p) for p in stored["probes_at"]))  # fmt: skip
+
+
+def recall_percent(recall: object) -> int:
+    """``recall`` (a float in (0, 1]) as the whole percent a query looks up, rounded up (a query
+    never gets less than it asked); a clear error naming ``recall`` otherwise."""
+    if isinstance(recall, bool) or not isinstance(recall, (int, float)):
+        raise TypeError(f"recall must be a number in (0, 1], got {type(recall).__name__}")
+    if not 0.0 < float(recall) <= 1.0:
+        raise ValueError(f"recall must be in (0, 1] (the share of the exact top-10 wanted, e.g. 0.95), got {recall!r}")
+    return min(RECALL_PERCENT, max(1, int(np.ceil(float(recall) * RECALL_PERCENT - 1e-9))))
+
+
+def recall_curve(fingerprints: object, queries: object, centres: np.ndarray, k: int = RECALL_K) -> RecallCurve:
+    """The recall@``k`` of probing 1 .. ``lists`` lists of ``centres`` (k-modes) for each row
+    ``queries`` (indexes into ``fingerprints``, every fingerprinted row of the table), against
+    the exact top-``k`` by brute force over all of them, the query row excluded.
+
+    A probed answer holds the ``k`` nearest rows of the probed lists; of them, those within the
+    true ``k``-th distance count (ties at that distance are as good as the exact answer's), so a
+    query's recall with ``p`` probes is ``min(k, rows within that distance in its p nearest
+    lists) / k``: computed for every ``p`` at once from the lists of those rows alone."""
+    rows = np.asarray(fingerprints, dtype=np.uint64).ravel()
+    chosen = np.asarray(queries, dtype=np.int64).ravel()
+    lists = len(centres)
+    k = max(1, min(k, len(rows) - 1))
+    found = np.zeros(lists, dtype=np.float64)
+    for index in chosen:
+        distances = np.bitwise_count(rows ^ rows[index]).astype(np.int16)
+        distances[index] = 127
+        kth = np.partition(distances, k - 1)[k - 1]
+        within = np.flatnonzero(distances <= kth)
+        their_lists, _ = nearest_modes(rows[within], centres)
+        order = np.lexsort((np.arange(lists), hamming_matrix(rows[index : index + 1], centres)[0]))
+        rank = np.empty(lists, dtype=np.int64)
+        rank[order] = np.arange(lists)
+        per_probe = np.bincount(rank[their_lists], minlength=lists).cumsum()
+        found += np.minimum(per_probe, k) / k
+    mean = found / max(len(chosen), 1)
+    probes_at = tuple(int(np.argmax(mean >= p / RECALL_PERCENT - 1e-9)) + 1 for p in range(RECALL_PERCENT + 1))
+    grid = sorted({*(1 << i for i in range(lists.bit_length()) if 1 << i <= lists), lists})
+    return RecallCurve(k, len(chosen), len(rows), tuple(grid), tuple(round(float(mean[p - 1]), 4) for p in grid), probes_at)
+
+
 __all__ = [
     "Centres",
+    "RECALL_K",
+    "RECALL_QUERIES",
+    "RecallCurve",
+    "recall_curve",
+    "recall_percent",
     "DEFAULT_ITERATIONS",
     "Kind",
     "LIST_SPAN",

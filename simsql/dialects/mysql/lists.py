@@ -5,6 +5,10 @@ online; each statement with its undo, since DDL commits at once there."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import BigInteger, Integer, bindparam, column, select, table, union_all, update
 
 from ...schema.names import CENTRES_TABLE, Names
 from ..plan import ListsDDL, Plan, Present, Step
@@ -41,6 +45,13 @@ class MySQLListsDDL(ListsDDL):
             ))  # fmt: skip
         return self.plan(steps)
 
+    def write_lists(self, connection: Any, relation: Any, keys: Sequence[str], fingerprint: str, part: str, rows: Sequence[Sequence[Any]]) -> int:
+        """One multi-table ``UPDATE`` joined to the rows as a derived ``UNION ALL`` of bound
+        values (the statement of a full batch is built and compiled once)."""
+        statement = _write_statement(relation.schema, relation.name, tuple(keys), fingerprint, part, len(rows))
+        params = {f"c{j}_{i}": value for i, row in enumerate(rows) for j, value in enumerate(row)}
+        return int(connection.execute(statement, params).rowcount or 0)
+
     def refresh(self, schema: str, table: str) -> Plan:
         tables = f"{qualified(schema, table)}, {quote(CENTRES_TABLE)}"
         return self.plan([Step(f"ANALYZE TABLE {tables}", f"analyze {schema}.{table} and {CENTRES_TABLE}", online=True)])
@@ -58,6 +69,19 @@ class MySQLListsDDL(ListsDDL):
                 _alter(schema, holder, f"DROP COLUMN {quote(names.part)}", ONLINE), f"drop column {names.part}", online=True
             ))  # fmt: skip
         return self.plan(steps)
+
+
+@lru_cache(maxsize=32)
+def _write_statement(schema: str, holder: str, keys: tuple[str, ...], fingerprint: str, part: str, count: int) -> Any:
+    names = (*keys, fingerprint, part)
+    relation = table(holder, *(column(name) for name in names), schema=schema)
+    types = [None] * len(keys) + [BigInteger(), Integer()]
+    rows = [
+        select(*(bindparam(f"c{j}_{i}", type_=types[j]).label(name) for j, name in enumerate(names))) for i in range(count)
+    ]
+    values = union_all(*rows).subquery("simsql_placed") if count > 1 else rows[0].subquery("simsql_placed")
+    match = [relation.c[name] == values.c[name] for name in (*keys, fingerprint)]
+    return update(relation).where(*match).values({part: values.c[part]})
 
 
 MYSQL_PARTITION_DDL = MySQLListsDDL()

@@ -5,6 +5,10 @@ is ranked by an index-only scan."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+import json
+from typing import Any
+
+from sqlalchemy import text
 
 from ...schema.names import CENTRES_TABLE, Names
 from ..plan import ListsDDL, Plan, Present, Step
@@ -39,6 +43,40 @@ class PostgresListsDDL(ListsDDL):
         sql = f"VACUUM (ANALYZE) {qualified(schema, table)}"
         centres = Step(f"ANALYZE {quote(CENTRES_TABLE)}", f"analyze {CENTRES_TABLE}", concurrently=True)
         return self.plan([Step(sql, f"vacuum and analyze {schema}.{table}", concurrently=True), centres])
+
+    def write_lists(self, connection: Any, relation: Any, keys: Sequence[str], fingerprint: str, part: str, rows: Sequence[Sequence[Any]]) -> int:
+        """One ``UPDATE ... FROM jsonb_populate_recordset``: the rows arrive as one JSON value
+        typed by the table's own row type (any key type, one parameter, one plan)."""
+        holder = qualified(relation.schema, relation.name)
+        match = " AND ".join(f"t.{quote(c)} = v.{quote(c)}" for c in (*keys, fingerprint))
+        sql = (
+            f"UPDATE {holder} AS t SET {quote(part)} = v.{quote(part)} "
+            f"FROM jsonb_populate_recordset(NULL::{holder}, CAST(:rows AS jsonb)) AS v WHERE {match}"
+        )
+        names = (*keys, fingerprint, part)
+        payload = json.dumps([dict(zip(names, row)) for row in rows], default=str)
+        return int(connection.execute(text(sql), {"rows": payload}).rowcount or 0)
+
+    def tidy(self, schema: str, table: str) -> Plan:
+        sql = f"VACUUM (SKIP_LOCKED) {qualified(schema, table)}"
+        return self.plan([Step(sql, f"vacuum {schema}.{table} between batches", concurrently=True)])
+
+    def rebuild(self, schema: str, indexes: Sequence[str]) -> Plan:
+        return self.plan([
+            Step(f"REINDEX INDEX CONCURRENTLY {qualified(schema, index)}", f"rebuild index {index} online", concurrently=True)
+            for index in indexes
+        ])  # fmt: skip
+
+    def index_sizes(self, connection: Any, schema: str, table: str) -> dict[str, int]:
+        rows = connection.execute(
+            text(
+                "SELECT i.relname, pg_relation_size(i.oid) FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid "
+                "JOIN pg_class t ON t.oid = x.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace "
+                "WHERE n.nspname = :schema AND t.relname = :table AND x.indisvalid"
+            ),
+            {"schema": schema, "table": table},
+        )
+        return {str(name): int(size) for name, size in rows}
 
     def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> Plan:
         steps = []

@@ -1,0 +1,127 @@
+"""Partition lists without collateral (issue 41): a fit leaves every index of the table about as
+small as it found it (PostgreSQL, where a rewritten row gets an entry in every index), the recall
+curve it records is a brute-force measurement, ``most_similar(..., recall=r)`` probes what that
+curve says (checked against brute force over the stored rows and centres), and ``simsql status``
+shows the curve and says when the table has drifted from it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import Engine, select, text
+from sqlalchemy.orm import Session
+
+import simsql
+from simsql.lifecycle.lists_status import lists_status
+from simsql.lists import fit_lists
+from simsql.store import registry
+from simsql.text.lists import RecallCurve, nearest_modes, recall_curve, recall_percent
+
+from .test_lists import MASK, Note, answer, corpus, expected_text, fingerprint_of, load, stored_text
+
+
+def index_sizes(engine: Engine, table: str) -> dict[str, int]:
+    with engine.connect() as connection:
+        rows = connection.execute(
+            text("SELECT indexrelname, pg_relation_size(indexrelid) FROM pg_stat_user_indexes WHERE relname = :t"), {"t": table}
+        )
+        return {str(name): int(size) for name, size in rows}
+
+
+def test_a_fit_and_a_refit_leave_every_index_as_small_as_they_found_it(engine: Engine) -> None:
+    load(engine, Note, corpus(6000))
+    before = index_sizes(engine, Note.__tablename__)
+    assert max(before.values()) >= 1 << 16  # large enough that a doubled index would show
+    first = fit_lists(engine, Note.__tablename__, lists=16)
+    refit = fit_lists(engine, Note.__tablename__, lists=12)
+    after = index_sizes(engine, Note.__tablename__)
+    grown = {name: (before[name], size) for name, size in after.items() if size > 1.15 * before[name] + 8192}
+    assert not grown, f"indexes grown by the fits: {grown} (rebuilt: {first.rebuilt}, {refit.rebuilt})"
+    assert refit.left_behind == 0
+
+
+def _brute_curve(rows: np.ndarray, queries: np.ndarray, centres: np.ndarray, probes: int) -> float:
+    """Recall@10 of probing ``probes`` lists for each query row, by ranking every row: the 10
+    nearest of the probed lists' rows, counted within the true 10th distance."""
+    lists, _ = nearest_modes(rows, centres)
+    found = []
+    for q in queries:
+        d = np.array([bin(int(r) ^ int(rows[q])).count("1") for r in rows])
+        d[q] = 1000
+        tenth = np.sort(d)[9]
+        order = sorted(range(len(centres)), key=lambda i: (bin(int(centres[i]) ^ int(rows[q])).count("1"), i))[:probes]
+        candidates = np.sort(d[np.isin(lists, order)])[:10]
+        found.append(float(np.sum(candidates <= tenth)) / 10)
+    return float(np.mean(found))
+
+
+def test_the_recall_curve_is_the_brute_force_recall() -> None:
+    rng = np.random.default_rng(4)
+    middles = rng.integers(0, 2**63, 6, dtype=np.int64).astype(np.uint64)
+    noise = np.zeros(600, dtype=np.uint64)
+    for bit in range(64):
+        noise |= (rng.random(600) < 0.12).astype(np.uint64) << np.uint64(bit)
+    rows = middles[rng.integers(0, 6, 600)] ^ noise
+    centres = rows[[0, 100, 200, 300, 400, 500, 50, 150]]
+    queries = np.arange(0, 600, 20)
+    curve = recall_curve(rows, queries, centres)
+    for probes, recall in zip(curve.grid, curve.recall):
+        assert recall == pytest.approx(_brute_curve(rows, queries, centres, probes), abs=1e-4)
+    assert curve.grid[-1] == 8 and curve.recall[-1] == 1.0
+    assert list(curve.recall) == sorted(curve.recall)
+    assert all(curve.probes_at[p] <= curve.probes_at[p + 1] for p in range(100))
+
+
+def test_recall_picks_the_probes_the_curve_says_and_answers_as_brute_force(any_engine: Engine) -> None:
+    rows = corpus(1500)
+    load(any_engine, Note, rows)
+    fitted = fit_lists(any_engine, Note.__tablename__, lists=12)
+    assert fitted.recall is not None and fitted.recall.k == 10 and fitted.recall.rows == sum(r["body"] is not None for r in rows)
+    state = stored_text(any_engine)
+    for wanted in (0.5, 0.9, 0.95, 1.0):
+        probes = fitted.recall.probes_at[recall_percent(wanted)]
+        for target in (rows[10]["body"], "trigger2 function2 sequence2 the of and"):
+            fp = fingerprint_of(target)
+            got = answer(any_engine, simsql.most_similar(select(Note), target, limit=10, recall=wanted))
+            assert got == expected_text(state, fp, probes, 10)
+
+
+@pytest.mark.parametrize(
+    ("recall", "error"), [(0, ValueError), (1.01, ValueError), (-0.5, ValueError), ("0.9", TypeError), (True, TypeError)]
+)
+def test_a_recall_outside_0_to_1_is_refused_naming_it(recall: Any, error: type) -> None:
+    with pytest.raises(error, match="recall"):
+        simsql.most_similar(select(Note), 5, recall=recall)
+
+
+def test_probes_and_recall_together_are_refused() -> None:
+    with pytest.raises(ValueError, match="probes or recall"):
+        simsql.most_similar(select(Note), 5, probes=4, recall=0.9)
+
+
+def test_status_shows_the_curve_and_says_when_the_table_drifted(any_engine: Engine) -> None:
+    rows = corpus(600)
+    load(any_engine, Note, rows)
+    fit_lists(any_engine, Note.__tablename__, lists=6)
+    with any_engine.connect() as connection:
+        entry = registry.read(connection, Note.__tablename__, registry.current_schema(connection))
+        assert entry is not None
+        status = lists_status(connection, entry)
+    assert status is not None and isinstance(status.recall, RecallCurve) and status.drift is None
+    more = [{**row, "id": row["id"] + 10_000} for row in corpus(300, seed=11)]
+    with Session(any_engine) as session:  # raw-ish: rows written through Core, no list
+        session.execute(Note.__table__.insert(), [_stored(row) for row in more])
+        session.commit()
+    with any_engine.connect() as connection:
+        drifted = lists_status(connection, entry)
+    assert drifted is not None and drifted.drift is not None and "refit" in drifted.drift
+
+
+def _stored(row: dict[str, Any]) -> dict[str, Any]:
+    from .test_lists import stored
+
+    return stored(Note, row)
+
+
