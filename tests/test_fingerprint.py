@@ -376,7 +376,7 @@ def _imported_modules(path: str) -> set[str]:
 
 @pytest.mark.parametrize("module", ["weighting", "tokenize", "bits"])
 def test_lower_layers_never_import_the_fingerprinter(module: str) -> None:
-    path = os.path.join(os.path.dirname(simsql.__file__), f"{module}.py")
+    path = os.path.join(os.path.dirname(simsql.__file__), "text", f"{module}.py")
     assert not {m for m in _imported_modules(path) if "fingerprint" in m}
 
 

@@ -53,6 +53,29 @@ def test_the_first_model_is_seen_by_the_command_line(any_engine: Engine, any_url
     code = _readme_blocks("mysql" if mysql else "postgresql")
     run_blocks(code, "README.md", any_url)
     (block,) = blocks("sh first-model")
-    printed = [ok(cli(*command.split()[1:], url=any_url)).stdout for command in commands(block)]
+    typed = [command for command in commands(block) if command.startswith("simsql ")]  # the export names the URL given here
+    printed = [ok(cli(*command.split()[1:], url=any_url)).stdout for command in typed]
     assert "simsql_example_articles" in printed[0]
     assert len(printed) == 4 and all(printed), printed
+
+
+def test_the_first_model_commands_run_as_typed_on_the_embedded_default() -> None:
+    """A newcomer with no server and no DATABASE_URL runs the README's first model (on the
+    embedded PostgreSQL, its default), then the commands under it, typed as they are, in a
+    shell: they must reach that same database (they stopped at "no database URL")."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = _readme_blocks("postgresql")
+    environment = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SIMSQL_DATABASE_URL")}
+    first = subprocess.run([sys.executable, "-c", code[0]], env=environment, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    (block,) = blocks("sh first-model")
+    script = "set -e\n" + block
+    bin_dir = str(Path(sys.executable).parent)
+    environment["PATH"] = bin_dir + os.pathsep + environment.get("PATH", "")
+    shell = subprocess.run(["bash", "-c", script], env=environment, capture_output=True, text=True, timeout=600)
+    assert shell.returncode == 0, shell.stdout + shell.stderr
+    assert "simsql_example_articles" in shell.stdout

@@ -29,7 +29,8 @@ CLI_HEADER = """\
 tests/test_docs.py fails when this file and the parser disagree. -->
 
 Every command takes the database URL from `--url`, else `$SIMSQL_DATABASE_URL`, else
-`$DATABASE_URL` (`fingerprint`, `db history` and `demo` read none). `--url` and `-v` work before
+`$DATABASE_URL` (`fingerprint`, `db history` and `demo` read none); the word `embedded` names
+the embedded PostgreSQL (`--url embedded`), the README examples' default. `--url` and `-v` work before
 or after the command. Exit codes: 0 success, 1 an error (`simsql: error: ...` on stderr, no
 traceback), 2 a usage error, 130 interrupted (Ctrl-C). `simsql COMMAND --help` prints the same
 text as below.

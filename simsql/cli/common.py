@@ -56,12 +56,25 @@ def normalise_url(raw: str) -> URL:
         raise UsageError(f"invalid database URL: {error}") from None
 
 
+EMBEDDED = "embedded"
+"""The URL word for the embedded PostgreSQL (``--url embedded``, ``DATABASE_URL=embedded``): the
+server the README's examples and ``simsql demo`` run on when no URL is given, started if needed."""
+
+
 def resolve_url(explicit: str | None, environ: Mapping[str, str] = os.environ) -> URL:
-    """``--url``, else the first of :data:`URL_VARIABLES` set; none is a usage error."""
+    """``--url``, else the first of :data:`URL_VARIABLES` set; none is a usage error. The word
+    :data:`EMBEDDED` stands for the embedded PostgreSQL's URL."""
     for candidate in (explicit, *(environ.get(name) for name in URL_VARIABLES)):
+        if candidate == EMBEDDED:
+            from ..embedded import embedded_url  # the [embedded] extra: imported only when asked for
+
+            return normalise_url(embedded_url())
         if candidate:
             return normalise_url(candidate)
-    raise UsageError(f"no database URL: pass --url or set {' or '.join(URL_VARIABLES)}")
+    raise UsageError(
+        f"no database URL: pass --url or set {' or '.join(URL_VARIABLES)} "
+        f"(--url {EMBEDDED}: the embedded PostgreSQL the README's examples and `simsql demo` use)"
+    )
 
 
 @contextmanager

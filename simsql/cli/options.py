@@ -54,7 +54,7 @@ def common_options(suppress: bool, url: bool = True) -> argparse.ArgumentParser:
         common.add_argument(
             "--url",
             default=default,
-            help=f"database URL (default: ${URL_VARIABLES[0]}, then ${URL_VARIABLES[1]})",
+            help=f"database URL, or 'embedded' (default: ${URL_VARIABLES[0]}, then ${URL_VARIABLES[1]})",
         )
     common.add_argument(
         "-v", "--verbose", action="count", default=argparse.SUPPRESS if suppress else 0,
