@@ -16,7 +16,8 @@ from ..store import statement_checks
 from ..store.storage import binding_for
 from ..text.lists import check_probes, recall_percent
 from .lists import text_statement
-from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS, nearest_keys_statement, nearest_statement
+from .plan_size import sized
+from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS, has_bands, nearest_keys_statement, nearest_statement
 from .targets import check_distance, check_limit, exclude_keys, exclusion, resolve_target
 from .within import Within
 
@@ -107,8 +108,21 @@ def most_similar(
     if probes is not None or percent is not None:
         ranked = text_statement(stmt, binding, fingerprint, limit, max_distance, excluded, probes, percent)
     else:
-        ranked = nearest_statement(stmt, model, fingerprint, limit, max_distance, excluded, probe_radius=probe_radius, exact=exact, scan=scan)
+        ranked = _exact_by_size(stmt, model, fingerprint, limit, max_distance, excluded, probe_radius, exact, scan)
     return ranked.execution_options(**check)
+
+
+def _exact_by_size(
+    stmt: Select[Any], model: type, fingerprint: int, limit: int, max_distance: int | None, excluded: Any,
+    probe_radius: int, exact: bool, scan: bool,
+) -> Select[Any]:  # fmt: skip
+    """:func:`nearest_statement`; when its plan has bands past the first, with the plan without
+    them for a small table attached (:mod:`simsql.queries.plan_size`)."""
+    ranked = nearest_statement(stmt, model, fingerprint, limit, max_distance, excluded, probe_radius=probe_radius, exact=exact, scan=scan)
+    if not (exact and scan and probe_radius > 0 and has_bands(max_distance, probe_radius)):
+        return ranked
+    small = nearest_statement(stmt, model, fingerprint, limit, max_distance, excluded, probe_radius=0, exact=True, scan=True)
+    return sized(ranked, binding_for(model), small)
 
 
 def most_similar_keys(

@@ -294,6 +294,11 @@ def _probe_reach(max_distance: int | None, probe_radius: int, scan: bool = True)
     return None if scan else probe_radius
 
 
+def has_bands(max_distance: int | None, probe_radius: int) -> bool:
+    """Whether the exact plan of this bound and radius runs bands and a scan (not one probe)."""
+    return _probe_reach(max_distance, probe_radius) is None
+
+
 def _exact_branches(
     binding: Binding, base: Select[Any], target: _Target, limit: int, max_distance: int | None, probe_radius: int,
     scan: bool = True, exclusion: ColumnElement[bool] | None = None,

@@ -253,6 +253,10 @@ RECALL_K = 10
 RECALL_QUERIES = 200
 """Held-out rows a fit asks for its neighbours (about +-0.02 on the recall it records)."""
 RECALL_PERCENT = 100
+CONFIDENCE_Z = 1.645
+"""``probes_at`` holds the fewest probes whose recall reaches a level at one-sided 95%
+confidence (the measured mean less 1.645 standard errors over the held-out rows), not the mean:
+a query asking ``recall=0.95`` should get it on rows the fit did not see."""
 
 
 @dataclass(frozen=True)
@@ -260,8 +264,8 @@ class RecallCurve:
     """Recall@``k`` against probes, measured by a fit on ``queries`` rows of the table itself
     (each excluded from its own answer), when the table held ``rows`` fingerprinted rows.
 
-    ``probes_at[p]`` is the fewest probes whose measured recall reaches ``p`` percent; what a
-    query asking ``recall=p / 100`` probes. ``grid`` and ``recall``: the curve at 1, 2, 4, ...
+    ``probes_at[p]`` is the fewest probes whose measured recall reaches ``p`` percent at 95%
+    confidence (:data:`CONFIDENCE_Z`); what a query asking ``recall=p / 100`` probes. ``grid`` and ``recall``: the curve at 1, 2, 4, ...
     probes and at every list, for a person to read."""
 
     k: int
@@ -306,8 +310,8 @@ def recall_curve(fingerprints: object, queries: object, centres: np.ndarray, k: 
     chosen = np.asarray(queries, dtype=np.int64).ravel()
     lists = len(centres)
     k = max(1, min(k, len(rows) - 1))
-    found = np.zeros(lists, dtype=np.float64)
-    for index in chosen:
+    found = np.zeros((len(chosen), lists), dtype=np.float64)
+    for row, index in enumerate(chosen):
         distances = np.bitwise_count(rows ^ rows[index]).astype(np.int16)
         distances[index] = 127
         kth = np.partition(distances, k - 1)[k - 1]
@@ -317,9 +321,11 @@ def recall_curve(fingerprints: object, queries: object, centres: np.ndarray, k: 
         rank = np.empty(lists, dtype=np.int64)
         rank[order] = np.arange(lists)
         per_probe = np.bincount(rank[their_lists], minlength=lists).cumsum()
-        found += np.minimum(per_probe, k) / k
-    mean = found / max(len(chosen), 1)
-    probes_at = tuple(int(np.argmax(mean >= p / RECALL_PERCENT - 1e-9)) + 1 for p in range(RECALL_PERCENT + 1))
+        found[row] = np.minimum(per_probe, k) / k
+    mean = found.mean(axis=0) if len(chosen) else np.ones(lists)
+    spread = found.std(axis=0) / np.sqrt(max(len(chosen), 1)) if len(chosen) else np.zeros(lists)
+    assured = np.where(mean >= 1.0, 1.0, mean - CONFIDENCE_Z * spread)
+    probes_at = tuple(int(np.argmax(assured >= p / RECALL_PERCENT - 1e-9)) + 1 for p in range(RECALL_PERCENT + 1))
     grid = sorted({*(1 << i for i in range(lists.bit_length()) if 1 << i <= lists), lists})
     return RecallCurve(k, len(chosen), len(rows), tuple(grid), tuple(round(float(mean[p - 1]), 4) for p in grid), probes_at)
 

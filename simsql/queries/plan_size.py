@@ -1,0 +1,77 @@
+"""Exact ``most_similar`` on a table too small for its bands: the plan chosen by the table's
+size, read when the statement runs.
+
+The bands past the first (:mod:`simsql.queries.planner`) spare the scan when the target has near
+neighbours, and cost a few milliseconds whatever the table's size: the server plans every branch,
+the probes' value lists and the checks that decide whether they run (measured in BENCHMARKS.md,
+"Lists without collateral": about 2 ms of planning against 0.1 ms for the keys-only scan, and
++30% at 100,000 rows on a target with no near copy, the common case of "most similar"). On a
+table whose whole scan costs little more than that, the bands can never pay; so a statement
+built with them carries a second one without them (band 0, then the scan: the answer is the
+same, exact either way), and the server's row estimate, read once a minute per table, picks
+which one is sent. The choice is made here, in ``before_execute``, because it needs the
+connection the statement runs on; a statement that does not carry :data:`SIZED_OPTION` passes
+untouched.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Engine, Select, event, select
+from sqlalchemy.engine import Connection
+
+from ..dialects import row_estimate
+from ..store.storage import Binding
+
+SIZED_OPTION = "simsql_sized_plan"
+BANDS_FROM_ROWS = 1_000_000
+"""Tables estimated below this many rows run exact ``most_similar`` as band 0 and the scan: the
+bands' fixed cost is then more than a few percent of the scan they might spare."""
+ESTIMATE_SECONDS = 60.0
+"""How long a table's row estimate is reused before it is read again."""
+
+_ESTIMATES: weakref.WeakKeyDictionary[Engine, dict[tuple[str | None, str], tuple[float, float]]] = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class SizedPlan:
+    """What a statement with bands carries: its table, and the statement without them."""
+
+    binding: Binding
+    small: Select[Any]
+
+
+def sized(statement: Select[Any], binding: Binding, small: Select[Any]) -> Select[Any]:
+    """``statement``, sent as ``small`` when the table is estimated below :data:`BANDS_FROM_ROWS` rows."""
+    return statement.execution_options(**{SIZED_OPTION: SizedPlan(binding, small)})
+
+
+def estimated_rows(connection: Connection, binding: Binding) -> float:
+    """The server's row estimate of the bound table, as read at most every :data:`ESTIMATE_SECONDS`."""
+    key = binding.registry_key
+    known = _ESTIMATES.setdefault(connection.engine, {})
+    cached = known.get(key)
+    now = time.monotonic()
+    if cached is not None and now - cached[0] < ESTIMATE_SECONDS:
+        return cached[1]
+    # sent as text compiled once per dialect: a catalog read, not one of the caller's statements
+    sql = str(select(row_estimate(binding.table)).compile(dialect=connection.dialect, compile_kwargs={"literal_binds": True}))
+    rows = float(connection.exec_driver_sql(sql).scalar() or 0.0)
+    known[key] = (now, rows)
+    return rows
+
+
+@event.listens_for(Engine, "before_execute", retval=True)
+def _choose_by_size(connection: Connection, statement: Any, multiparams: Any, params: Any, execution_options: Any) -> Any:
+    options = getattr(statement, "_execution_options", None) or {}
+    plan = options.get(SIZED_OPTION)
+    if isinstance(plan, SizedPlan) and estimated_rows(connection, plan.binding) < BANDS_FROM_ROWS:
+        return plan.small, multiparams, params
+    return statement, multiparams, params
+
+
+__all__ = ["BANDS_FROM_ROWS", "SIZED_OPTION", "SizedPlan", "estimated_rows", "sized"]
