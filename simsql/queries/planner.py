@@ -101,7 +101,6 @@ class _Target:
         return self.probes[block * (self.max_radius + 1) + radius]
 
 
-
 def _band_filter(distance: ColumnElement[Any], low: int, high: int | None) -> ColumnElement[bool] | None:
     """``low <= distance <= high`` with the distance computed once per candidate: a whole band
     (``4k .. 4k+3``) is ``distance / 4 = k``."""
@@ -429,8 +428,6 @@ def render_in_place(element: TableClause, derived: Any, compiler: Any, **kw: Any
 @compiles(_KeyRanking)
 def _compile_key_ranking(element: _KeyRanking, compiler: Any, **kw: Any) -> str:
     return render_in_place(element, element.ranking(dialects.backend(compiler.dialect).lazy_branches), compiler, **kw)
-
-
 
 
 def nearest_statement(
