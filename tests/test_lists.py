@@ -32,6 +32,7 @@ from simsql.bits import hamming
 from simsql.errors import NotAttached, SchemaError, WouldLockTable
 from simsql.lifecycle import lists as lifecycle_lists
 from simsql.lifecycle import lists_place
+from simsql.queries import plan_size
 from simsql.lists import ListsMixin, drop_lists, fit_lists, place_lists
 from simsql.schema.names import Names
 from simsql.store.lists import decode_centre
@@ -241,6 +242,13 @@ def fingerprint_of(value: str) -> int:
 def left_behind_count(engine: Engine, model: type) -> int:
     live = centres(engine, model.__tablename__)  # type: ignore[attr-defined]
     return sum(fp is not None and read_by_query(live, set(), part) for fp, part in rows_of(engine, model).values())
+
+
+@pytest.fixture(autouse=True)
+def lists_never_step_aside(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests here check what the lists' plan reads (brute force over probed lists): the
+    step-aside to the exact plan (tests/test_lists_collateral.py) is turned off."""
+    monkeypatch.setattr(plan_size, "STEP_ASIDE_SHARE", 10.0)
 
 
 # -- text: the fit, the queries ----------------------------------------------------------------

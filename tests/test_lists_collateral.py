@@ -19,7 +19,10 @@ from simsql.lists import fit_lists
 from simsql.store import registry
 from simsql.text.lists import RecallCurve, nearest_modes, recall_curve, recall_percent
 
-from .test_lists import MASK, Note, answer, corpus, expected_text, fingerprint_of, load, stored_text
+from simsql.queries import plan_size
+
+from .test_lists import ALL, Note, answer, corpus, expected_text, fingerprint_of, load, stored_text
+from .test_lists_exact_size import sent_statements
 
 
 def index_sizes(engine: Engine, table: str) -> dict[str, int]:
@@ -82,10 +85,24 @@ def test_recall_picks_the_probes_the_curve_says_and_answers_as_brute_force(any_e
     state = stored_text(any_engine)
     for wanted in (0.5, 0.9, 0.95, 1.0):
         probes = fitted.recall.probes_at[recall_percent(wanted)]
+        if probes >= plan_size.STEP_ASIDE_SHARE * 12:  # most lists: the exact plan instead
+            probes = ALL
         for target in (rows[10]["body"], "trigger2 function2 sequence2 the of and"):
             fp = fingerprint_of(target)
             got = answer(any_engine, simsql.most_similar(select(Note), target, limit=10, recall=wanted))
             assert got == expected_text(state, fp, probes, 10)
+
+
+def test_probes_of_most_lists_step_aside_for_the_exact_plan(any_engine: Engine) -> None:
+    rows = corpus(900)
+    load(any_engine, Note, rows)
+    fit_lists(any_engine, Note.__tablename__, lists=8)
+    state = stored_text(any_engine)
+    for probes, aside in ((5, False), (6, True), (8, True)):
+        for target in (rows[7]["body"], "lock1 snapshot1 isolation1"):
+            got, sent = sent_statements(any_engine, simsql.most_similar(select(Note), target, limit=10, probes=probes))
+            assert got == expected_text(state, fingerprint_of(target), ALL if aside else probes, 10)
+            assert any("simsql_listed" in sql for sql in sent) != aside
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from simsql.queries import plan_size
 from .test_lists import Note, corpus, fingerprint_of, load, rows_of
 
 
-def _sent(engine: Engine, statement: Any) -> tuple[list[tuple[int, int]], list[str]]:
+def sent_statements(engine: Engine, statement: Any) -> tuple[list[tuple[int, int]], list[str]]:
     seen: list[str] = []
 
     def record(conn: Any, cursor: Any, sql: str, *_: Any) -> None:
@@ -41,7 +41,7 @@ def test_exact_plan_follows_the_table_size_and_answers_as_brute_force(any_engine
     stored = {key: fp for key, (fp, _) in rows_of(any_engine, Note).items() if fp is not None}
     for target in (rows[5]["body"], "trigger2 function2 sequence2 the of and"):
         fp = fingerprint_of(target)
-        found, sent = _sent(any_engine, simsql.most_similar(select(Note), target, limit=10))
+        found, sent = sent_statements(any_engine, simsql.most_similar(select(Note), target, limit=10))
         expected = sorted((hamming(fp, v), k) for k, v in stored.items())[:10]
         assert found == [(k, d) for d, k in expected]
         banded = any("simsql_band_1" in sql for sql in sent)

@@ -16,7 +16,7 @@ from ..store import statement_checks
 from ..store.storage import binding_for
 from ..text.lists import check_probes, recall_percent
 from .lists import text_statement
-from .plan_size import sized
+from .plan_size import sized, stepping_aside
 from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS, has_bands, nearest_keys_statement, nearest_statement
 from .targets import check_distance, check_limit, exclude_keys, exclusion, resolve_target
 from .within import Within
@@ -96,9 +96,8 @@ def most_similar(
     submission a pass over the table. How the statement is planned: :mod:`simsql.queries.planner`.
 
     ``probes=N`` (a table with partition lists, :mod:`simsql.lists`): the rows of the ``N``
-    lists whose centres are nearest the target and every row not yet placed (approximate; more
-    probes, more recall); ``recall=0.95`` instead: the fewest lists whose recall@10, as the fit
-    measured it on held-out rows, reaches it (docs/lists.md). ``stmt``'s filters apply first.
+    lists nearest the target and every row not yet placed (approximate); ``recall=0.95``: the
+    fewest lists whose recall@10, as the fit measured it, reaches it (docs/lists.md).
     """
     percent = _check_most_similar(stmt, limit, max_distance, probe_radius, scan, probes, recall)
     binding = binding_for(model := _selected_model(stmt))
@@ -106,10 +105,20 @@ def most_similar(
     excluded = exclusion(binding, exclude_keys(binding, exclude) + ([own_key] if own_key is not None else []))
     check = {statement_checks.CHECK_OPTION: (*binding.registry_key, binding.fingerprinter.config_id)}
     if probes is not None or percent is not None:
-        ranked = text_statement(stmt, binding, fingerprint, limit, max_distance, excluded, probes, percent)
+        listed = text_statement(stmt, binding, fingerprint, limit, max_distance, excluded, probes, percent)
+        ranked = _or_exact(listed, stmt, model, fingerprint, limit, max_distance, excluded, probes, percent, check)
     else:
         ranked = _exact_by_size(stmt, model, fingerprint, limit, max_distance, excluded, probe_radius, exact, scan)
     return ranked.execution_options(**check)
+
+
+def _or_exact(
+    listed: Select[Any], stmt: Select[Any], model: type, fingerprint: int, limit: int, max_distance: int | None,
+    excluded: Any, probes: int | None, percent: int | None, check: dict[str, Any],
+) -> Select[Any]:  # fmt: skip
+    """``listed``, with the exact statement it steps aside for when it would probe most lists."""
+    exact = _exact_by_size(stmt, model, fingerprint, limit, max_distance, excluded, DEFAULT_PROBE_RADIUS, True, True)
+    return stepping_aside(listed, binding_for(model), probes, percent, exact.execution_options(**check))
 
 
 def _exact_by_size(

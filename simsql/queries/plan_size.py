@@ -12,6 +12,11 @@ same, exact either way), and the server's row estimate, read once a minute per t
 which one is sent. The choice is made here, in ``before_execute``, because it needs the
 connection the statement runs on; a statement that does not carry :data:`SIZED_OPTION` passes
 untouched.
+
+The same hook lets partition lists step aside (:data:`LISTS_OPTION`): a query through the lists
+that would probe most of them (``probes`` near ``lists``, or a ``recall`` whose curve needs that
+many, typically on a small table) is sent as the exact statement, which reads about as much and
+answers everything.
 """
 
 from __future__ import annotations
@@ -25,12 +30,18 @@ from sqlalchemy import Engine, Select, event, select
 from sqlalchemy.engine import Connection
 
 from ..dialects import row_estimate
+from ..store.lists import newest_shape
 from ..store.storage import Binding
 
 SIZED_OPTION = "simsql_sized_plan"
 BANDS_FROM_ROWS = 1_000_000
 """Tables estimated below this many rows run exact ``most_similar`` as band 0 and the scan: the
 bands' fixed cost is then more than a few percent of the scan they might spare."""
+LISTS_OPTION = "simsql_lists_step_aside"
+STEP_ASIDE_SHARE = 0.75
+"""A query through the lists that would probe this share of them or more runs the exact plan
+instead: it reads about as many rows, through one index range per list, and answers less (on a
+small table, or a recall the lists reach only by reading most of them)."""
 ESTIMATE_SECONDS = 60.0
 """How long a table's row estimate is reused before it is read again."""
 
@@ -43,6 +54,33 @@ class SizedPlan:
 
     binding: Binding
     small: Select[Any]
+
+
+@dataclass(frozen=True)
+class ListedPlan:
+    """What a statement through the lists carries: its table, the probes asked (or the recall,
+    in whole percent), and the exact statement it steps aside for."""
+
+    binding: Binding
+    probes: int | None
+    percent: int | None
+    exact: Select[Any]
+
+
+def stepping_aside(statement: Select[Any], binding: Binding, probes: int | None, percent: int | None, exact: Select[Any]) -> Select[Any]:
+    """``statement``, sent as ``exact`` when it would probe :data:`STEP_ASIDE_SHARE` of the lists or more."""
+    return statement.execution_options(**{LISTS_OPTION: ListedPlan(binding, probes, percent, exact)})
+
+
+def _steps_aside(connection: Connection, plan: ListedPlan) -> bool:
+    lists, probes_at = newest_shape(connection, *plan.binding.registry_key)
+    if plan.probes is not None:
+        probes = plan.probes
+    elif plan.percent is not None and probes_at:
+        probes = probes_at[plan.percent]
+    else:
+        probes = lists
+    return probes >= STEP_ASIDE_SHARE * lists
 
 
 def sized(statement: Select[Any], binding: Binding, small: Select[Any]) -> Select[Any]:
@@ -68,10 +106,24 @@ def estimated_rows(connection: Connection, binding: Binding) -> float:
 @event.listens_for(Engine, "before_execute", retval=True)
 def _choose_by_size(connection: Connection, statement: Any, multiparams: Any, params: Any, execution_options: Any) -> Any:
     options = getattr(statement, "_execution_options", None) or {}
+    listed = options.get(LISTS_OPTION)
+    if isinstance(listed, ListedPlan) and _steps_aside(connection, listed):
+        statement = listed.exact
+        options = getattr(statement, "_execution_options", None) or {}
     plan = options.get(SIZED_OPTION)
     if isinstance(plan, SizedPlan) and estimated_rows(connection, plan.binding) < BANDS_FROM_ROWS:
         return plan.small, multiparams, params
     return statement, multiparams, params
 
 
-__all__ = ["BANDS_FROM_ROWS", "SIZED_OPTION", "SizedPlan", "estimated_rows", "sized"]
+__all__ = [
+    "BANDS_FROM_ROWS",
+    "LISTS_OPTION",
+    "SIZED_OPTION",
+    "STEP_ASIDE_SHARE",
+    "ListedPlan",
+    "SizedPlan",
+    "estimated_rows",
+    "sized",
+    "stepping_aside",
+]

@@ -24,7 +24,7 @@ from sqlalchemy.sql import ColumnElement
 
 from ..dialects import CurrentSchema, hamming_expression
 from ..schema.names import CENTRES_TABLE, PARTITIONS_TABLE, centres_table, partitions_table
-from ..text.lists import LIST_SPAN, Centres, Kind
+from ..text.lists import LIST_SPAN, Centres, Kind, RecallCurve
 from . import registry
 from .storage import Binding
 
@@ -54,6 +54,10 @@ class Generation:
 
 
 _CENTRES: dict[tuple[str, str, str, int, str], Centres] = {}
+_SHAPES: dict[tuple[str, str | None, str], tuple[float, tuple[int, tuple[int, ...]]]] = {}
+SHAPE_CACHE_SECONDS = 60.0
+"""How long a query process keeps a table's number of lists and recall curve (what the lists'
+step-aside reads) before asking again; a fit, refit or drop in this process forgets it at once."""
 _WRITERS: dict[tuple[str, str, str], tuple[float, Centres | None]] = {}
 
 
@@ -130,6 +134,23 @@ def forget_cached(schema: str, table: str) -> None:
     """Drop what this process cached of ``schema.table``'s lists (after a fit, a refit or a drop)."""
     for key in [k for k in _WRITERS if k[2] == table and k[1] in (schema, "")]:
         del _WRITERS[key]
+    for shape in [k for k in _SHAPES if k[2] == table and k[1] in (schema, None)]:
+        _SHAPES.pop(shape, None)
+
+
+def newest_shape(connection: Connection, schema: str | None, table: str) -> tuple[int, tuple[int, ...]]:
+    """The newest live generation's number of lists and its recall curve's ``probes_at`` (empty
+    without a curve; ``(0, ())`` without lists), cached for :data:`SHAPE_CACHE_SECONDS`."""
+    key = (_bind_key(connection), schema, table)
+    cached = _SHAPES.get(key)
+    now = time.monotonic()
+    if cached is not None and now - cached[0] < SHAPE_CACHE_SECONDS:
+        return cached[1]
+    live = generations(connection, schema or registry.current_schema(connection), table)
+    curve = RecallCurve.from_settings(live[-1].settings.get("recall")) if live else None
+    found = (live[-1].lists, curve.probes_at if curve is not None else ()) if live else (0, ())
+    _SHAPES[key] = (now, found)
+    return found
 
 
 def part_column(binding: Binding) -> Any:
@@ -238,6 +259,7 @@ __all__ = [
     "in_lists",
     "left_behind",
     "live_centres",
+    "newest_shape",
     "load_centres",
     "part_column",
     "probed_lists",
