@@ -20,27 +20,45 @@ from simsql.store import registry
 from simsql.text.lists import RecallCurve, nearest_modes, recall_curve, recall_percent
 
 from simsql.queries import plan_size
+from simsql.schema.names import Names
 
 from .test_lists import ALL, Note, answer, corpus, expected_text, fingerprint_of, load, stored_text
 from .test_lists_exact_size import sent_statements
 
 
 def index_sizes(engine: Engine, table: str) -> dict[str, int]:
-    with engine.connect() as connection:
-        rows = connection.execute(
-            text("SELECT indexrelname, pg_relation_size(indexrelid) FROM pg_stat_user_indexes WHERE relname = :t"), {"t": table}
-        )
+    with engine.begin() as connection:
+        if engine.dialect.name == "postgresql":
+            rows = connection.execute(
+                text("SELECT indexrelname, pg_relation_size(indexrelid) FROM pg_stat_user_indexes WHERE relname = :t"), {"t": table}
+            )
+        else:
+            connection.exec_driver_sql(f"ANALYZE TABLE {table}")
+            rows = connection.execute(
+                text("SELECT index_name, stat_value * @@innodb_page_size FROM mysql.innodb_index_stats "
+                     "WHERE database_name = DATABASE() AND table_name = :t AND stat_name = 'size'"), {"t": table},
+            )  # fmt: skip
         return {str(name): int(size) for name, size in rows}
 
 
-def test_a_fit_and_a_refit_leave_every_index_as_small_as_they_found_it(engine: Engine) -> None:
+def test_a_fit_and_a_refit_leave_every_index_as_small_as_they_found_it(any_engine: Engine) -> None:
+    engine = any_engine
     load(engine, Note, corpus(6000))
     before = index_sizes(engine, Note.__tablename__)
     assert max(before.values()) >= 1 << 16  # large enough that a doubled index would show
     first = fit_lists(engine, Note.__tablename__, lists=16)
     refit = fit_lists(engine, Note.__tablename__, lists=12)
     after = index_sizes(engine, Note.__tablename__)
-    grown = {name: (before[name], size) for name, size in after.items() if size > 1.15 * before[name] + 8192}
+    part_index = Names(Note.__tablename__).part_index
+    with engine.begin() as connection:  # the list index as a fresh build of it would be
+        if engine.dialect.name == "postgresql":
+            connection.exec_driver_sql(f"REINDEX INDEX {part_index}")
+        else:
+            connection.exec_driver_sql(
+                f"ALTER TABLE {Note.__tablename__} DROP INDEX {part_index}, ADD INDEX {part_index} (simhash_part, simhash)"
+            )
+    before[part_index] = index_sizes(engine, Note.__tablename__)[part_index]
+    grown = {name: (before[name], size) for name, size in after.items() if size > 1.15 * before[name] + 16384}
     assert not grown, f"indexes grown by the fits: {grown} (rebuilt: {first.rebuilt}, {refit.rebuilt})"
     assert refit.left_behind == 0
 
@@ -140,5 +158,6 @@ def _stored(row: dict[str, Any]) -> dict[str, Any]:
     from .test_lists import stored
 
     return stored(Note, row)
+
 
 

@@ -347,9 +347,9 @@ class ListsDDL(ABC):
         (InnoDB touches only the indexes whose columns changed)."""
         return self.plan([])
 
-    def rebuild(self, schema: str, indexes: Sequence[str]) -> Plan:
-        """An online rebuild of ``indexes`` (grown by a fit's writes beyond what they held before
-        it), each on its own; nothing where a fit does not bloat them."""
+    def rebuild(self, schema: str, names: Names, indexes: Sequence[str]) -> Plan:
+        """An online rebuild of ``indexes`` of ``names.holder`` (grown by a fit's writes beyond
+        what they held before it), each on its own; nothing where a fit does not bloat them."""
         return self.plan([])
 
     def index_sizes(self, connection: Any, schema: str, table: str) -> dict[str, int]:

@@ -12,7 +12,8 @@ block index about twice its size, and ``find_original`` slower until a ``REINDEX
 vacuums between slices of the table (:meth:`~simsql.dialects.plan.ListsDDL.tidy`: the versions it
 replaced are reused by the next slices), measures each index before and after, and rebuilds
 online (``REINDEX INDEX CONCURRENTLY``) those grown by more than :data:`REBUILD_GROWTH`. InnoDB
-updates in place and touches only the list index, so MySQL and MariaDB need neither.
+updates in place and touches only the list index, which a fit leaves the size of a fresh online
+build of it: MySQL and MariaDB need neither.
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ def rebuild_grown(engine: Engine, target: ListedTable, before: dict[str, int], p
     )  # fmt: skip
     lists_ddl = backend(engine).lists_ddl
     for done, name in enumerate(grown, 1):
-        apply.run_on_engine(engine, lists_ddl.rebuild(target.schema, [name]), relations=[f"{target.schema}.{target.names.holder}"])
+        apply.run_on_engine(engine, lists_ddl.rebuild(target.schema, target.names, [name]), relations=[f"{target.schema}.{target.names.holder}"])
         if progress is not None:
             progress("rebuild", done, len(grown))
     return grown

@@ -52,6 +52,12 @@ class MySQLListsDDL(ListsDDL):
         params = {f"c{j}_{i}": value for i, row in enumerate(rows) for j, value in enumerate(row)}
         return int(connection.execute(statement, params).rowcount or 0)
 
+    def rebuild(self, schema: str, names: Names, indexes: Sequence[str]) -> Plan:
+        """Nothing: InnoDB updates no other index when a row's list changes, and the list index a
+        fit leaves is the size of a fresh online build of it (BENCHMARKS.md, "Lists without
+        collateral"); :meth:`index_sizes` is empty, so a fit never asks."""
+        return self.plan([])
+
     def refresh(self, schema: str, table: str) -> Plan:
         tables = f"{qualified(schema, table)}, {quote(CENTRES_TABLE)}"
         return self.plan([Step(f"ANALYZE TABLE {tables}", f"analyze {schema}.{table} and {CENTRES_TABLE}", online=True)])

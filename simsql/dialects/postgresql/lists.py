@@ -61,7 +61,7 @@ class PostgresListsDDL(ListsDDL):
         sql = f"VACUUM (SKIP_LOCKED) {qualified(schema, table)}"
         return self.plan([Step(sql, f"vacuum {schema}.{table} between batches", concurrently=True)])
 
-    def rebuild(self, schema: str, indexes: Sequence[str]) -> Plan:
+    def rebuild(self, schema: str, names: Names, indexes: Sequence[str]) -> Plan:
         return self.plan([
             Step(f"REINDEX INDEX CONCURRENTLY {qualified(schema, index)}", f"rebuild index {index} online", concurrently=True)
             for index in indexes
