@@ -8,7 +8,7 @@ Opt in per table, then fit::
         ...
 
     fit_lists(engine, "articles")            # or: simsql lists fit --table articles
-    session.execute(simsql.most_similar(select(Article), text, probes=32))
+    session.execute(simsql.most_similar(select(Article), text, recall=0.95))  # or probes=32
 
 A table attached with :func:`simsql.attach_table` (or ``simsql attach``) needs no model change:
 the fit adds the list column and its index. How the lists work and what they give up:
@@ -20,5 +20,6 @@ from __future__ import annotations
 
 from .lifecycle.lists import ListsResult, drop_lists, fit_lists, place_lists
 from .store.lists_mixin import ListsMixin
+from .text.lists import RecallCurve
 
-__all__ = ["ListsMixin", "ListsResult", "drop_lists", "fit_lists", "place_lists"]
+__all__ = ["ListsMixin", "ListsResult", "RecallCurve", "drop_lists", "fit_lists", "place_lists"]

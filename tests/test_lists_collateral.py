@@ -95,7 +95,8 @@ def test_the_recall_curve_is_the_brute_force_recall() -> None:
     assert all(curve.probes_at[p] <= curve.probes_at[p + 1] for p in range(100))
 
 
-def test_recall_picks_the_probes_the_curve_says_and_answers_as_brute_force(any_engine: Engine) -> None:
+def test_recall_picks_the_probes_the_curve_says_and_answers_as_brute_force(any_engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(plan_size, "STEP_ASIDE_ROWS", 0)  # the share rule alone (the size rule: below)
     rows = corpus(1500)
     load(any_engine, Note, rows)
     fitted = fit_lists(any_engine, Note.__tablename__, lists=12)
@@ -111,12 +112,19 @@ def test_recall_picks_the_probes_the_curve_says_and_answers_as_brute_force(any_e
             assert got == expected_text(state, fp, probes, 10)
 
 
-def test_probes_of_most_lists_step_aside_for_the_exact_plan(any_engine: Engine) -> None:
+@pytest.mark.parametrize("small", [False, True])
+def test_probes_of_most_lists_step_aside_for_the_exact_plan(any_engine: Engine, small: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """3/4 of the lists or more run the exact plan; on a table of ``rows`` rows, from ``1 -
+    STEP_ASIDE_ROWS / rows`` (here 1 - 450/900: half the lists)."""
+    monkeypatch.setattr(plan_size, "STEP_ASIDE_ROWS", 450 if small else 0)
     rows = corpus(900)
     load(any_engine, Note, rows)
     fit_lists(any_engine, Note.__tablename__, lists=8)
+    with any_engine.begin() as connection:  # the row estimate the rule reads
+        connection.exec_driver_sql(f"ANALYZE {'TABLE ' if any_engine.dialect.name != 'postgresql' else ''}{Note.__tablename__}")
     state = stored_text(any_engine)
-    for probes, aside in ((5, False), (6, True), (8, True)):
+    cases = ((3, False), (4, True), (8, True)) if small else ((5, False), (6, True), (8, True))
+    for probes, aside in cases:
         for target in (rows[7]["body"], "lock1 snapshot1 isolation1"):
             got, sent = sent_statements(any_engine, simsql.most_similar(select(Note), target, limit=10, probes=probes))
             assert got == expected_text(state, fingerprint_of(target), ALL if aside else probes, 10)
