@@ -249,6 +249,7 @@ def lists_never_step_aside(monkeypatch: pytest.MonkeyPatch) -> None:
     """The tests here check what the lists' plan reads (brute force over probed lists): the
     step-aside to the exact plan (tests/test_lists_collateral.py) is turned off."""
     monkeypatch.setattr(plan_size, "STEP_ASIDE_SHARE", 10.0)
+    monkeypatch.setattr(plan_size, "STEP_ASIDE_ROWS", 0)
 
 
 # -- text: the fit, the queries ----------------------------------------------------------------
