@@ -16,19 +16,17 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import xxhash
-from sqlalchemy import Engine, and_, bindparam, column, delete, func, insert, literal, or_, select, table, tuple_, update
+from sqlalchemy import Engine, column, delete, func, insert, select, table, tuple_, update
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError
 
 from ..dialects import backend
 from ..dialects.plan import Plan, Step
-from ..schema.names import CENTRES_TABLE, PARTITIONS_TABLE, Attachment, centres_table, partitions_table
+from ..schema.names import CENTRES_TABLE, PARTITIONS_TABLE, centres_table, partitions_table
 from ..schema.urls import engine_for
 from ..store import registry
 from ..store.lists import encode_centre, forget_cached, generations, live_centres, tables_exist
@@ -49,7 +47,7 @@ from ..text.lists import (
     fit_modes,
     recall_curve,
 )
-from ..text.vectors import VectorFingerprinter, vector_of
+from ..text.vectors import vector_of
 from . import apply, catalog
 from .lists_place import (
     BATCH_ROWS,

@@ -106,7 +106,7 @@ def most_similar(
     check = {statement_checks.CHECK_OPTION: (*binding.registry_key, binding.fingerprinter.config_id)}
     if probes is not None or percent is not None:
         listed = text_statement(stmt, binding, fingerprint, limit, max_distance, excluded, probes, percent)
-        ranked = _or_exact(listed, stmt, model, fingerprint, limit, max_distance, excluded, probes, percent, check)
+        ranked = _or_exact(listed, stmt, model, fingerprint, limit, max_distance, excluded, probes, percent)
     else:
         ranked = _exact_by_size(stmt, model, fingerprint, limit, max_distance, excluded, probe_radius, exact, scan)
     return ranked.execution_options(**check)
@@ -114,11 +114,13 @@ def most_similar(
 
 def _or_exact(
     listed: Select[Any], stmt: Select[Any], model: type, fingerprint: int, limit: int, max_distance: int | None,
-    excluded: Any, probes: int | None, percent: int | None, check: dict[str, Any],
+    excluded: Any, probes: int | None, percent: int | None,
 ) -> Select[Any]:  # fmt: skip
     """``listed``, with the exact statement it steps aside for when it would probe most lists."""
-    exact = _exact_by_size(stmt, model, fingerprint, limit, max_distance, excluded, DEFAULT_PROBE_RADIUS, True, True)
-    return stepping_aside(listed, binding_for(model), probes, percent, exact.execution_options(**check))
+    def exact() -> Select[Any]:
+        return _exact_by_size(stmt, model, fingerprint, limit, max_distance, excluded, DEFAULT_PROBE_RADIUS, True, True)
+
+    return stepping_aside(listed, binding_for(model), probes, percent, exact)
 
 
 def _exact_by_size(
@@ -130,7 +132,9 @@ def _exact_by_size(
     ranked = nearest_statement(stmt, model, fingerprint, limit, max_distance, excluded, probe_radius=probe_radius, exact=exact, scan=scan)
     if not (exact and scan and probe_radius > 0 and has_bands(max_distance, probe_radius)):
         return ranked
-    small = nearest_statement(stmt, model, fingerprint, limit, max_distance, excluded, probe_radius=0, exact=True, scan=True)
+    def small() -> Select[Any]:
+        return nearest_statement(stmt, model, fingerprint, limit, max_distance, excluded, probe_radius=0, exact=True, scan=True)
+
     return sized(ranked, binding_for(model), small)
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,7 +57,8 @@ class SizedPlan:
     """What a statement with bands carries: its table, and the statement without them."""
 
     binding: Binding
-    small: Select[Any]
+    small: Callable[[], Select[Any]]
+    """Builds the statement without bands (only when it is sent: most calls never need it)."""
 
 
 @dataclass(frozen=True)
@@ -67,10 +69,13 @@ class ListedPlan:
     binding: Binding
     probes: int | None
     percent: int | None
-    exact: Select[Any]
+    exact: Callable[[], Select[Any]]
+    """Builds the exact statement (only when it is sent)."""
 
 
-def stepping_aside(statement: Select[Any], binding: Binding, probes: int | None, percent: int | None, exact: Select[Any]) -> Select[Any]:
+def stepping_aside(
+    statement: Select[Any], binding: Binding, probes: int | None, percent: int | None, exact: Callable[[], Select[Any]]
+) -> Select[Any]:  # fmt: skip
     """``statement``, sent as ``exact`` when it would probe :data:`STEP_ASIDE_SHARE` of the lists or more."""
     return statement.execution_options(**{LISTS_OPTION: ListedPlan(binding, probes, percent, exact)})
 
@@ -90,7 +95,7 @@ def _steps_aside(connection: Connection, plan: ListedPlan) -> bool:
     return probes >= share * lists
 
 
-def sized(statement: Select[Any], binding: Binding, small: Select[Any]) -> Select[Any]:
+def sized(statement: Select[Any], binding: Binding, small: Callable[[], Select[Any]]) -> Select[Any]:
     """``statement``, sent as ``small`` when the table is estimated below :data:`BANDS_FROM_ROWS` rows."""
     return statement.execution_options(**{SIZED_OPTION: SizedPlan(binding, small)})
 
@@ -115,12 +120,19 @@ def _choose_by_size(connection: Connection, statement: Any, multiparams: Any, pa
     options = getattr(statement, "_execution_options", None) or {}
     listed = options.get(LISTS_OPTION)
     if isinstance(listed, ListedPlan) and _steps_aside(connection, listed):
-        statement = listed.exact
+        statement = _carrying(listed.exact(), options)
         options = getattr(statement, "_execution_options", None) or {}
     plan = options.get(SIZED_OPTION)
     if isinstance(plan, SizedPlan) and estimated_rows(connection, plan.binding) < BANDS_FROM_ROWS:
-        return plan.small, multiparams, params
+        return _carrying(plan.small(), options), multiparams, params
     return statement, multiparams, params
+
+
+def _carrying(replacement: Select[Any], options: Any) -> Select[Any]:
+    """``replacement`` with the options the statement it replaces carried (the configuration
+    check among them), but not the choices already made."""
+    kept = {k: v for k, v in options.items() if k not in (LISTS_OPTION, SIZED_OPTION)}
+    return replacement.execution_options(**kept)
 
 
 __all__ = [
