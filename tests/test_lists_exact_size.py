@@ -13,7 +13,10 @@ from sqlalchemy.orm import Session
 
 import simsql
 from simsql.bits import hamming
+from simsql.errors import ConfigMismatch
+from simsql.lists import fit_lists
 from simsql.queries import plan_size
+from simsql.store import registry
 
 from .test_lists import Note, corpus, fingerprint_of, load, rows_of
 
@@ -46,3 +49,16 @@ def test_exact_plan_follows_the_table_size_and_answers_as_brute_force(any_engine
         assert found == [(k, d) for d, k in expected]
         banded = any("simsql_band_1" in sql for sql in sent)
         assert banded == (large and any_engine.dialect.name == "postgresql"), sent[-1][:200]
+
+
+@pytest.mark.parametrize("options", [{}, {"probes": 7}])
+def test_a_swapped_statement_still_checks_the_configuration(any_engine: Engine, options: dict[str, Any]) -> None:
+    """The statement sent in place of the one built (a small table's, the lists' exact one)
+    carries the configuration check: a table recorded under another configuration is refused."""
+    load(any_engine, Note, corpus(300))
+    fit_lists(any_engine, Note.__tablename__, lists=8)
+    with any_engine.begin() as connection:
+        connection.exec_driver_sql("UPDATE simsql_registry SET config_id = 'sh2-000000000000'")
+    registry.forget(any_engine)
+    with pytest.raises(ConfigMismatch, match="sh2-000000000000"), Session(any_engine) as session:
+        session.execute(simsql.most_similar(select(Note), "lock1 snapshot1 isolation1", limit=10, **options)).all()
