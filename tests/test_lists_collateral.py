@@ -169,3 +169,18 @@ def _stored(row: dict[str, Any]) -> dict[str, Any]:
 
 
 
+
+
+def test_what_a_stopped_rebuild_left_is_dropped_by_the_next_fit(engine: Engine) -> None:
+    """``REINDEX ... CONCURRENTLY`` killed midway leaves an invalid ``<index>_ccnew`` copy that
+    every insert would keep writing; the next fit drops it (made here as PostgreSQL leaves it)."""
+    load(engine, Note, corpus(400))
+    with engine.begin() as connection:
+        connection.exec_driver_sql("CREATE INDEX ix_part_notes_simhash_b0_ccnew ON part_notes (simhash_b0)")
+        connection.exec_driver_sql(
+            "UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'ix_part_notes_simhash_b0_ccnew'::regclass"
+        )
+    fit_lists(engine, Note.__tablename__, lists=4)
+    with engine.connect() as connection:
+        left = connection.exec_driver_sql("SELECT count(*) FROM pg_class WHERE relname = 'ix_part_notes_simhash_b0_ccnew'").scalar()
+    assert left == 0

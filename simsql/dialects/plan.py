@@ -356,6 +356,11 @@ class ListsDDL(ABC):
         """Bytes of each valid index of ``schema.table`` (empty where a fit needs no rebuild)."""
         return {}
 
+    def stopped_rebuilds(self, connection: Any, schema: str, table: str) -> Plan:
+        """Dropping what an online rebuild stopped midway (an error, ``kill -9``) left on
+        ``schema.table``: nothing where rebuilds leave nothing."""
+        return self.plan([])
+
     @abstractmethod
     def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> Plan:
         """The covering index and the list column (``column=False``: the index alone), of what is

@@ -183,7 +183,12 @@ def index_sizes(engine: Engine, target: ListedTable) -> dict[str, int]:
 
 def rebuild_grown(engine: Engine, target: ListedTable, before: dict[str, int], progress: Progress | None) -> list[str]:
     """Rebuild online each index grown past :data:`REBUILD_GROWTH` times its size ``before``
-    the fit (after the statistics and visibility map are current); the indexes rebuilt."""
+    the fit (after the statistics and visibility map are current), once what a stopped rebuild
+    left is dropped; the indexes rebuilt."""
+    with engine.connect() as connection:
+        leftovers = backend(engine).lists_ddl.stopped_rebuilds(connection, target.schema, target.names.holder)
+    if leftovers:
+        apply.run_on_engine(engine, leftovers)
     after = index_sizes(engine, target)
     grown = sorted(
         name for name, size in after.items()

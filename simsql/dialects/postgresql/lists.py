@@ -78,6 +78,23 @@ class PostgresListsDDL(ListsDDL):
         )
         return {str(name): int(size) for name, size in rows}
 
+    def stopped_rebuilds(self, connection: Any, schema: str, table: str) -> Plan:
+        """The invalid ``<index>_ccnew`` copies a ``REINDEX ... CONCURRENTLY`` stopped midway
+        leaves (they would be written by every insert and read by no query), dropped online."""
+        rows = connection.execute(
+            text(
+                "SELECT i.relname FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid "
+                "JOIN pg_class t ON t.oid = x.indrelid JOIN pg_namespace n ON n.oid = t.relnamespace "
+                "WHERE n.nspname = :schema AND t.relname = :table AND NOT x.indisvalid AND i.relname ~ '_ccnew[0-9]*$'"
+            ),
+            {"schema": schema, "table": table},
+        )
+        return self.plan([
+            Step(f"DROP INDEX CONCURRENTLY IF EXISTS {qualified(schema, name)}", f"drop {name}, left by a stopped rebuild",
+                 concurrently=True)
+            for (name,) in rows
+        ])  # fmt: skip
+
     def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> Plan:
         steps = []
         if present.has_index(names.part_index):
