@@ -6,6 +6,7 @@ shows the curve and says when the table has drifted from it."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from simsql.text.lists import RecallCurve, nearest_modes, recall_curve, recall_p
 from simsql.queries import plan_size
 from simsql.schema.names import Names
 
+from .command_line import cli, ok
 from .test_lists import ALL, Note, answer, corpus, expected_text, fingerprint_of, load, stored_text
 from .test_lists_exact_size import sent_statements
 
@@ -184,3 +186,12 @@ def test_what_a_stopped_rebuild_left_is_dropped_by_the_next_fit(engine: Engine) 
     with engine.connect() as connection:
         left = connection.exec_driver_sql("SELECT count(*) FROM pg_class WHERE relname = 'ix_part_notes_simhash_b0_ccnew'").scalar()
     assert left == 0
+
+
+def test_the_command_line_prints_the_curve_and_status_shows_it(any_engine: Engine, any_url: str) -> None:
+    load(any_engine, Note, corpus(500))
+    fitted = ok(cli("lists", "fit", "--table", Note.__tablename__, "--lists", "5", url=any_url))
+    assert "recall@10 by probes (200 held-out rows): 1: " in fitted.stdout and "5: 1.000" in fitted.stdout, fitted.stdout
+    status = json.loads(ok(cli("status", "--format", "json", url=any_url)).stdout)
+    mine = next(s for s in status if s["table"].endswith(Note.__tablename__))
+    assert mine["recall@10"].endswith("5:1.00") and mine["drift"] == ""
