@@ -108,7 +108,7 @@ def estimated_rows(connection: Connection, binding: Binding) -> float:
     now = time.monotonic()
     if cached is not None and now - cached[0] < ESTIMATE_SECONDS:
         return cached[1]
-    # sent as text compiled once per dialect: a catalog read, not one of the caller's statements
+    # sent as plain text (compiled here, once a minute): a catalog read, not one of the caller's statements
     sql = str(select(row_estimate(binding.table)).compile(dialect=connection.dialect, compile_kwargs={"literal_binds": True}))
     rows = float(connection.exec_driver_sql(sql).scalar() or 0.0)
     known[key] = (now, rows)
