@@ -27,6 +27,15 @@ from .tables import brute_force, load_fingerprints
 MODES = sorted(MODELS)
 
 
+@pytest.fixture(autouse=True)
+def _bands_at_every_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tables are small; the banded plan they test runs on tables estimated at 1M rows or
+    more (``plan_size.BANDS_FROM_ROWS``): every size here, so the bands stay covered."""
+    from simsql.queries import plan_size
+
+    monkeypatch.setattr(plan_size, "BANDS_FROM_ROWS", 0)
+
+
 def _flip(rng: random.Random, value: int, bits: int) -> int:
     for bit in rng.sample(range(64), bits):
         value ^= 1 << bit

@@ -26,6 +26,15 @@ from .tables import brute_force, explain, is_mysql, load_fingerprints
 MODES = sorted(MODELS)
 
 
+@pytest.fixture(autouse=True)
+def _bands_at_every_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tables are small; the banded plan they test runs on tables estimated at 1M rows or
+    more (``plan_size.BANDS_FROM_ROWS``): every size here, so the bands stay covered."""
+    from simsql.queries import plan_size
+
+    monkeypatch.setattr(plan_size, "BANDS_FROM_ROWS", 0)
+
+
 def _planted_corpus(seed: int, size: int = 3000) -> tuple[list[int | None], list[int]]:
     """Random fingerprints, sign bit included, plus neighbours planted at 0..12 bits of queries."""
     rng = random.Random(seed)
