@@ -1,0 +1,25 @@
+"""Two simsql models in one app without migrations in the repository: tests/test_django_transaction.py
+has ``makemigrations`` write them (one run, one leaf) into a directory of its own."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from simsql.django.models import SimHashModel, WideSimHashModel
+
+
+class Memo(WideSimHashModel):
+    simhash_source = ("subject", "body")
+    subject = models.CharField(max_length=200)
+    body = models.TextField()
+
+    class Meta:
+        app_label = "shelf"
+
+
+class Note(SimHashModel):
+    simhash_source = "text"
+    text = models.TextField()
+
+    class Meta:
+        app_label = "shelf"
