@@ -4,7 +4,8 @@ psycopg2 on PostgreSQL, mysqlclient and PyMySQL (installed as ``MySQLdb``) on My
 Django picks its driver when its backend is imported, once per process: each driver gets a
 process of its own (a database of its own too), which migrates ``news``, runs the issue's first
 example in a ``TestCase`` and reports which driver module Django's connection came from and
-which SQLAlchemy dialect simsql compiled for.
+which SQLAlchemy dialect simsql compiled for, and counts the sessions open on its database
+(one: Django's).
 """
 
 from __future__ import annotations
@@ -62,6 +63,14 @@ result = unittest.TestResult()
 unittest.defaultTestLoader.loadTestsFromTestCase(InTransactionTests).run(result)
 found["ok"] = result.wasSuccessful()
 found["problems"] = [str(p[1]) for p in result.failures + result.errors]
+outside = Article.objects.create(title="Outside", body=LONG)
+found["outside"] = Article.objects.find_original(edited(LONG)).row.pk == outside.pk
+with connections["default"].cursor() as cursor:
+    if connections["default"].vendor == "postgresql":
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+    else:
+        cursor.execute("SELECT count(*) FROM information_schema.processlist WHERE db = DATABASE()")
+    found["connections"] = cursor.fetchone()[0]
 found["module"] = type(connections["default"].connection).__module__.split(".")[0]
 found["dialect"] = f"{engine_for('default').dialect.name}+{engine_for('default').dialect.driver}"
 call_command("migrate", "news", "zero", verbosity=0)
@@ -101,5 +110,6 @@ def test_each_driver_runs_on_djangos_connection(driver: tuple[str, str, str]) ->
     found = json.loads(done.stdout.strip().splitlines()[-1])
     _, module, dialect = DRIVERS[name]
     assert found["ok"], found["problems"]
-    assert found["match"] and found["nearest"] and found["groups"] == []
+    assert found["match"] and found["nearest"] and found["groups"] == [] and found["outside"]
+    assert found["connections"] == 1  # Django's: simsql opened none, migrations included
     assert (found["module"], found["dialect"]) == (module, dialect)

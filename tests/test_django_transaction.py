@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import create_engine, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
+from sqlalchemy.pool import NullPool
 
 import simsql
 from tests.test_django import TOPICS, _database_name, add_articles, alias, corpus, django_project, news  # noqa: F401  fixtures
@@ -45,7 +46,7 @@ def run_test_case(case: type[unittest.TestCase]) -> unittest.TestResult:
 def own_engine(django_project: dict[str, str], alias: str) -> Any:
     """An engine of the test's own on the Django database of ``alias`` (committed rows only)."""
     url = make_url(django_project[alias]).set(database=_database_name(django_project[alias]))
-    return create_engine(url)
+    return create_engine(url, poolclass=NullPool)
 
 
 def test_the_issue_example_in_a_testcase(news: str) -> None:
@@ -119,8 +120,9 @@ def _server_connections(engine: Any, database: str) -> int:
 
 
 def test_simsql_opens_no_connection_of_its_own(news: str, django_project: dict[str, str]) -> None:
-    """The connection count with simsql's calls equals the count without them: one, Django's
-    (nothing else of this process opened one, migrations included)."""
+    """The connection count with simsql's calls equals the count without them (Django's, one per
+    thread that used the database; tests/test_django_drivers.py counts exactly one in a process
+    of its own, migrations included)."""
     from django.db import connections
 
     from tests.django_project.news.models import Article
@@ -138,7 +140,7 @@ def test_simsql_opens_no_connection_of_its_own(news: str, django_project: dict[s
         list(manager.most_similar(TOPICS[0], limit=3))
         list(manager.within(TOPICS[0], 7))
         Article(title="One more", body=TOPICS[1] + " Really.").save(using=news)
-        assert _server_connections(counter, database) == before == 1
+        assert _server_connections(counter, database) == before
     finally:
         counter.dispose()
 
@@ -300,6 +302,6 @@ def test_two_simsql_models_in_one_app_migrate_and_squash(alias: str, tmp_path: A
             assert len(squashed) == 1
             call_command("migrate", "shelf", database=alias, verbosity=0)
             Memo(subject="Rail", body=TOPICS[0]).save(using=alias)
-            assert Memo.objects.using(alias).most_similar(TOPICS[0], limit=1)[0].distance == 0
+            assert Memo.objects.using(alias).most_similar(f"Rail\n{TOPICS[0]}", limit=1)[0].distance == 0
         finally:
             call_command("migrate", "shelf", "zero", database=alias, verbosity=0)
