@@ -305,3 +305,41 @@ def test_two_simsql_models_in_one_app_migrate_and_squash(alias: str, tmp_path: A
             assert Memo.objects.using(alias).most_similar(f"Rail\n{TOPICS[0]}", limit=1)[0].distance == 0
         finally:
             call_command("migrate", "shelf", "zero", database=alias, verbosity=0)
+
+
+def test_threads_each_run_on_their_own_django_connection(news: str) -> None:
+    """Django's connections are per thread, and so is simsql's use of them: threads asking at
+    once each get right answers on their own connection (no statement of one on another's)."""
+    import threading
+
+    from django.db import connections
+
+    from simsql.django.connection import sqlalchemy_connection
+    from tests.django_project.news.models import Article
+
+    articles = add_articles(news, corpus())
+    expected = [a.pk for a in Article.objects.using(news).most_similar(articles[5], limit=4)]
+    answers: list[Any] = []
+    used: list[Any] = []  # each thread's DBAPI connection (kept: no id is reused)
+
+    def ask() -> None:
+        try:
+            manager = Article.objects.using(news)
+            for _ in range(5):
+                match = manager.find_original("TOPIC 2\n" + TOPICS[2].upper())
+                nearest = [a.pk for a in manager.most_similar(articles[5], limit=4)]
+                answers.append((match.row.title if match else None, nearest, manager.duplicate_groups(2)))
+            borrowed = sqlalchemy_connection(news).connection.dbapi_connection
+            used.append((connections[news].connection, borrowed.dbapi_connection))
+        finally:
+            connections[news].close()
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    groups = Article.objects.using(news).duplicate_groups(2)
+    assert answers == [("Topic 2", expected, groups)] * 20
+    assert all(django is simsqls for django, simsqls in used)  # simsql's statements ran on the thread's own
+    assert len({id(django) for django, _ in used}) == 4 and all(django is not connections[news].connection for django, _ in used)

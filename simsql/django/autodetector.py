@@ -3,11 +3,12 @@
 Django's autodetector would write simsql's fields into ``CreateModel`` (or ``AddField``s) like
 any others, and Django would then create columns simsql did not: no trigger, no registry entry,
 no block indexes. :class:`SimHashAutodetector` takes simsql's fields out of what it compares and
-writes ``AddSimHash(model, source=..., wide=...)`` for each model that gains them, in a
-migration of its own after the one creating the table (``AddSimHash`` works on a connection of
-its own, which must see the table committed), after ``InstallSimSQL()``: simsql's own objects
-are installed by the first such migration and removed when the last one is migrated back. The ``makemigrations`` and ``migrate`` commands of
-the ``simsql.django`` app use it (Django 5.2's ``autodetector`` attribute).
+writes ``AddSimHash(model, source=..., wide=...)`` for each model that gains them: one migration
+per app for all of them, after the ones creating their tables, after ``InstallSimSQL()``, in
+the app's one line of migrations (several models never make two leaves). simsql's own objects
+are installed by the first such migration and removed when the last one is migrated back. The
+``makemigrations`` and ``migrate`` commands of the ``simsql.django`` app use it (Django 5.2's
+``autodetector`` attribute).
 """
 
 from __future__ import annotations

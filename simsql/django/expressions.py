@@ -1,4 +1,4 @@
-"""simsql's SQL as Django expressions: Hamming distance, similarity, blocks, "within N bits".
+"""simsql's SQL as Django expressions: Hamming distance, similarity, blocks; NULL last when ranked.
 
 Each expression's SQL is *simsql's own*: the SQLAlchemy construct that simsql compiles per
 server (:mod:`simsql.dialects.constructs`, :mod:`simsql.dialects.wide`) is compiled once per
