@@ -12,10 +12,11 @@ The SQLAlchemy dialect is the one of Django's driver (psycopg 3 or psycopg2, mys
 PyMySQL, named by the module of the DBAPI connection, so PyMySQL installed as ``MySQLdb`` is
 PyMySQL). Django's connections are per thread (and per async context); so is the SQLAlchemy
 ``Connection`` :func:`borrowed` keeps on the ``DatabaseWrapper`` of that thread, made again
-whenever Django reconnected. Outside an atomic block :func:`borrowed` opens one
-(``transaction.atomic(using=alias, savepoint=False)``), so several statements see one snapshot
-and a write is all or nothing; inside one it adds nothing. What must commit on its own (a
-backfill's batches, a concurrent index build) asks :func:`refuse_in_atomic` first.
+whenever Django reconnected. Outside an atomic block :func:`borrowed` opens one for work that
+writes (``transaction.atomic(using=alias, savepoint=False)``: all or nothing); queries
+(:func:`session`) run as Django's own do there, statement by statement; inside one it adds
+nothing. What must commit on its own (a backfill's batches, a concurrent index build) asks
+:func:`refuse_in_atomic` first.
 """
 
 from __future__ import annotations
@@ -192,8 +193,10 @@ def borrowed(alias: str = "default", *, atomic: bool = True) -> Iterator[Connect
 
 @contextmanager
 def session(alias: str = "default") -> Iterator[Session]:
-    """A SQLAlchemy ``Session`` for simsql's query functions on ``alias``'s own connection."""
-    with borrowed(alias) as connection, Session(bind=connection) as opened:
+    """A SQLAlchemy ``Session`` for simsql's query functions on ``alias``'s own connection: in
+    its open transaction, else as Django's own queries run outside one (each statement on its
+    own: a query writes nothing, and a transaction would cost two more round trips)."""
+    with borrowed(alias, atomic=False) as connection, Session(bind=connection) as opened:
         yield opened
 
 
