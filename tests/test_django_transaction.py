@@ -343,3 +343,49 @@ def test_threads_each_run_on_their_own_django_connection(news: str) -> None:
     assert answers == [("Topic 2", expected, groups)] * 20
     assert all(django is simsqls for django, simsqls in used)  # simsql's statements ran on the thread's own
     assert len({id(django) for django, _ in used}) == 4 and all(django is not connections[news].connection for django, _ in used)
+
+
+def test_partition_lists_on_a_django_model(alias: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``ListsModel``: fit on the database's own connection (refused inside an atomic block),
+    ``most_similar(..., probes=N)`` answers what simsql's function answers on the same table,
+    rows saved after the fit are read until placed, then placed; drop removes the lists."""
+    import uuid
+
+    from django.core.management import call_command
+    from django.db import transaction
+    from django.test.utils import override_settings
+
+    from simsql.django.connection import InsideAtomicBlock
+    from tests.django_project.shelf.models import Clipping
+    from tests.test_django import own_engine
+
+    package = f"shelf_lists_{uuid.uuid4().hex[:8]}"
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with override_settings(MIGRATION_MODULES={"shelf": package}):
+        call_command("makemigrations", "shelf", verbosity=0)
+        call_command("migrate", "shelf", database=alias, verbosity=0)
+        try:
+            manager = Clipping.objects.using(alias)
+            manager.bulk_create([Clipping(text=f"{body} {number}") for number, (_, body) in enumerate(corpus() * 8)])
+            with transaction.atomic(using=alias), pytest.raises(InsideAtomicBlock, match="outside"):
+                manager.fit_lists(lists=4)
+            fitted = manager.fit_lists(lists=4)
+            assert fitted.lists == 4 and fitted.left_behind == 0
+            late = Clipping(text=TOPICS[4] + " late")
+            late.save(using=alias)
+            engine = own_engine(alias)
+            with engine.connect() as bound:
+                reflected = simsql.reflect(bound, "shelf_clipping")
+            with Session(engine) as session:
+                for target in (TOPICS[4], TOPICS[0].upper()):
+                    for probes in (1, 2, 4):
+                        django = [(c.pk, c.distance) for c in manager.most_similar(target, limit=5, probes=probes)]
+                        rows = session.execute(simsql.most_similar(select(reflected), target, limit=5, probes=probes)).all()
+                        assert django == [(row.id, distance) for row, distance, _ in rows], (target, probes)
+            assert late.pk in [c.pk for c in manager.most_similar(TOPICS[4] + " late", limit=1, probes=1)]
+            assert manager.place_lists() == 1 and manager.get(pk=late.pk).simhash_part is not None
+            assert manager.drop_lists() is True
+        finally:
+            call_command("migrate", "shelf", "zero", database=alias, verbosity=0)

@@ -4,7 +4,8 @@ simsql's queries (:func:`simsql.most_similar`, :func:`simsql.similar_to`,
 :func:`simsql.find_original`, the deduplication) are functions of a mapped class. The
 *mirror* of a Django model is that class, declared from the model's own ``_meta`` (no database
 read, so a queryset can be built where the database may not be touched: in async code):
-the primary key, the ``simhash_source`` fields under their Django names and columns, and
+the primary key, the ``simhash_source`` fields under their Django names and columns, the list
+column of partition lists if the model has it (:class:`simsql.django.models.ListsModel`), and
 simsql's columns through ``SimHashMixin`` or ``WideSimHashMixin`` with the model's
 ``Fingerprinter``. A query builds and plans its statement over the mirror; :mod:`.statements`
 runs it inside the Django query, or a ``Session`` on the alias's own connection runs it
@@ -18,12 +19,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import models
-from sqlalchemy import BigInteger, Text, Uuid, inspect
+from sqlalchemy import BigInteger, Integer, Text, Uuid, inspect
 from sqlalchemy.orm import DeclarativeBase, mapped_column
 from sqlalchemy.types import TypeEngine
 
+from ..schema.names import DEFAULT_PREFIX, Names
 from ..store.storage import SimHashMixin, WideSimHashMixin
 from ..text.fingerprint import Fingerprinter
+
+LIST_COLUMN = Names("simsql_django", DEFAULT_PREFIX).part
+"""The list column of partition lists (``simhash_part``), as :class:`simsql.lists.ListsMixin` names it."""
 
 _MIRRORS: dict[type, type] = {}
 _LOCK = threading.Lock()
@@ -71,6 +76,9 @@ def _declare(model: type[models.Model], source: Sequence[str], fingerprinter: Fi
     for name in source:
         field = meta.get_field(name)
         attributes[name] = mapped_column(field.column, column_type(field), nullable=True)
+    for field in meta.concrete_fields:  # the list column of partition lists, when the model declares it
+        if field.column == LIST_COLUMN:
+            attributes[field.name] = mapped_column(LIST_COLUMN, Integer, nullable=True)
     mixin = WideSimHashMixin if wide else SimHashMixin
     return type(f"Mirror_{meta.db_table}", (mixin, Base), attributes)
 

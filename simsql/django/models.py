@@ -29,6 +29,7 @@ from sqlalchemy import Select, select
 
 import simsql
 
+from ..lifecycle.lists import ListsResult, drop_lists, fit_lists, place_lists
 from ..schema.names import Names
 from ..store import registry
 from ..store.storage import join_text, source_names, stored_for_text
@@ -241,6 +242,27 @@ class SimHashQuerySet(models.QuerySet):
             fields = [*fields, *[name for name in written if name not in fields]]
         return super().bulk_update(objs, fields, *args, **kwargs)
 
+    def fit_lists(self, **options: Any) -> ListsResult:
+        """:func:`simsql.lists.fit_lists` on the model's table (options as there), on the
+        database's own connection; it commits as it goes, so it refuses inside an atomic block."""
+        return fit_lists(self._committing("fit_lists"), self.model._meta.db_table, **options)
+
+    def place_lists(self) -> int:
+        """:func:`simsql.lists.place_lists`: place the rows no live list holds (``save()`` leaves
+        new rows unplaced; every query reads them until then)."""
+        return place_lists(self._committing("place_lists"), self.model._meta.db_table)
+
+    def drop_lists(self) -> bool:
+        """:func:`simsql.lists.drop_lists`: the lists' generations and centres, and the index the
+        fit added (the model's own ``simhash_part`` column stays: a migration's to remove)."""
+        return drop_lists(self._committing("drop_lists"), self.model._meta.db_table)
+
+    def _committing(self, method: str) -> Any:
+        """The engine of the database's own connection for work that commits as it goes."""
+        alias = self._whole_table(method)
+        connection.refuse_in_atomic(alias, f"{self.model.__name__}.objects.{method}()", "call it outside the block")
+        return connection.engine_for(alias)
+
     def _whole_table(self, method: str) -> str:
         """The database of a question about the whole table; a filtered queryset is refused
         (its filter would be silently ignored)."""
@@ -337,6 +359,19 @@ def fill_raw_rows(sender: type, instance: models.Model, raw: bool = False, using
         instance.simsql_fill()
 
 
+class ListsModel(models.Model):
+    """Partition lists (:mod:`simsql.lists`) for a :class:`SimHashModel` or
+    :class:`WideSimHashModel`: the list column ``simhash_part`` (NULL: not placed yet, read by
+    every query). ``Model.objects.fit_lists()`` fits the lists and adds its index,
+    ``most_similar(..., probes=N)`` reads them. Inherit it first:
+    ``class Article(ListsModel, WideSimHashModel)``."""
+
+    simhash_part = models.IntegerField(null=True, editable=False)
+
+    class Meta:
+        abstract = True
+
+
 def _wide_block(index: int) -> models.GeneratedField:
     return models.GeneratedField(expression=WideBlock(*WORDS, index=index), output_field=models.IntegerField(), db_persist=True)
 
@@ -361,4 +396,4 @@ class WideSimHashModel(SimHashModel):
         abstract = True
 
 
-__all__ = ["SimHashManager", "SimHashModel", "SimHashQuerySet", "WideSimHashModel", "Within", "fill_raw_rows", "stored_values"]
+__all__ = ["ListsModel", "SimHashManager", "SimHashModel", "SimHashQuerySet", "WideSimHashModel", "Within", "fill_raw_rows", "stored_values"]

@@ -1,11 +1,11 @@
-"""Two simsql models in one app without migrations in the repository: tests/test_django_transaction.py
+"""Three simsql models in one app (one with partition lists) without migrations in the repository: tests/test_django_transaction.py
 has ``makemigrations`` write them (one run, one leaf) into a directory of its own."""
 
 from __future__ import annotations
 
 from django.db import models
 
-from simsql.django.models import SimHashModel, WideSimHashModel
+from simsql.django.models import ListsModel, SimHashModel, WideSimHashModel
 
 
 class Memo(WideSimHashModel):
@@ -18,6 +18,16 @@ class Memo(WideSimHashModel):
 
 
 class Note(SimHashModel):
+    simhash_source = "text"
+    text = models.TextField()
+
+    class Meta:
+        app_label = "shelf"
+
+
+class Clipping(ListsModel, WideSimHashModel):
+    """Partition lists on a Django model (tests/test_django_transaction.py)."""
+
     simhash_source = "text"
     text = models.TextField()
 
