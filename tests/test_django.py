@@ -21,6 +21,7 @@ import pytest
 from sqlalchemy import create_engine, inspect, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
+from sqlalchemy.pool import NullPool
 
 import simsql
 import simsql.alembic
@@ -84,10 +85,10 @@ def django_project(database_url: str, request: pytest.FixtureRequest) -> Iterato
         return
     from django.db import connections
 
-    from simsql.django.bridge import dispose_engines
-
     connections.close_all()
-    dispose_engines()
+    for engine in _ENGINES.values():
+        engine.dispose()
+    _ENGINES.clear()
     for url in _PROJECT["servers"].values():
         _drop(url, _database_name(url))
 
@@ -170,10 +171,22 @@ def brute_force(rows: list[tuple[int, int]], fingerprint: int, exclude: Any = No
     return sorted(((pk, simsql.bits.hamming(fp, fingerprint)) for pk, fp in rows if pk != exclude), key=lambda r: (r[1], r[0]))
 
 
-def sqlalchemy_model(alias: str) -> tuple[Any, type]:
-    from simsql.django import bridge
+_ENGINES: dict[str, Any] = {}
 
-    return bridge.engine_for(alias), bridge.model_for(alias, TABLE)
+
+def own_engine(alias: str) -> Any:
+    """An engine of the tests' own on the Django database of ``alias``: it sees committed rows
+    only, and its connections are not Django's (disposed with the test project)."""
+    if alias not in _ENGINES:
+        url = _PROJECT["servers"][alias]
+        _ENGINES[alias] = create_engine(make_url(url).set(database=_database_name(url)), poolclass=NullPool)
+    return _ENGINES[alias]
+
+
+def sqlalchemy_model(alias: str) -> tuple[Any, type]:
+    engine = own_engine(alias)
+    with engine.connect() as connection:
+        return engine, simsql.reflect(connection, TABLE)
 
 
 def test_save_writes_what_simsql_writes(news: str) -> None:
@@ -306,10 +319,7 @@ def test_migrate_forward_and_back_on_a_table_with_rows(alias: str) -> None:
         with connections[alias].cursor() as cursor:
             for title, body in corpus()[:8]:
                 cursor.execute(f"INSERT INTO {TABLE} (title, body) VALUES (%s, %s)", [title, body])
-        engine, _ = (None, None)
-        from simsql.django import bridge
-
-        engine = bridge.engine_for(alias)
+        engine = own_engine(alias)
         before = _catalog(engine)
         migrate(alias, "0002")
         assert {"simhash", "simhash_src", "simhash_w3", "simhash_v7"} <= {c["name"] for c in inspect(engine).get_columns(TABLE)}
@@ -342,7 +352,7 @@ def test_expressions_are_simsqls_sql(django_project: dict[str, str]) -> None:
     from sqlalchemy import literal_column
 
     from simsql.dialects import hamming_expression
-    from simsql.django.bridge import dialect_for
+    from simsql.django.connection import dialect_for
     from simsql.django.expressions import sql_template
 
     for vendor in ("postgresql", "mysql"):
@@ -409,7 +419,6 @@ def test_makemigrations_writes_add_simhash_for_a_new_model(alias: str, tmp_path:
     from django.core.management import call_command
     from django.test.utils import override_settings
 
-    from simsql.django import bridge
     from tests.django_project.blog.models import Post
 
     package = f"blog_migrations_{uuid.uuid4().hex[:8]}"
@@ -431,15 +440,15 @@ def test_makemigrations_writes_add_simhash_for_a_new_model(alias: str, tmp_path:
                 post.save(using=alias)
             nearest = Post.objects.using(alias).most_similar(TOPICS[1].upper(), limit=1)[0]
             assert (nearest.pk, nearest.distance) == (posts[1].pk, 0)
-            [status] = [t for t in simsql.status(bridge.engine_for(alias)) if t.table == "blog_post"]
+            [status] = [t for t in simsql.status(own_engine(alias)) if t.table == "blog_post"]
             assert (status.mode, status.rows_fingerprinted, status.rows_stale) == ("columns", len(TOPICS), 0)
         finally:
             migrate(alias, "0002")  # news attached too: blog's InstallSimSQL keeps simsql's objects
             with pytest.warns(UserWarning, match="simsql's objects are kept"):
                 call_command("migrate", "blog", "zero", database=alias, verbosity=0)
-            assert "simsql_registry" in inspect(bridge.engine_for(alias)).get_table_names()
+            assert "simsql_registry" in inspect(own_engine(alias)).get_table_names()
             migrate(alias, "zero")  # the last one out removes them
-    assert not {"blog_post", "news_article", "simsql_registry"} & set(inspect(bridge.engine_for(alias)).get_table_names())
+    assert not {"blog_post", "news_article", "simsql_registry"} & set(inspect(own_engine(alias)).get_table_names())
 
 
 def test_a_writer_of_another_configuration_is_refused(news: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -514,16 +523,15 @@ class Migration(migrations.Migration):
 
 
 def test_add_simhash_in_the_transaction_creating_its_table(alias: str, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """AddSimHash's connection sees committed tables only: in the atomic migration that creates
-    its table (PostgreSQL's DDL is transactional) it fails saying what to do, and the migration
-    is rolled back whole; where DDL commits at once (MySQL/MariaDB) it simply works."""
+    """AddSimHash runs on the migration's own connection, in its transaction: in the atomic
+    migration that creates its table (PostgreSQL's DDL is transactional) it attaches the table
+    created a moment before; migrated back, the table and the attachment go."""
     import uuid
 
     from django.core.management import call_command
-    from django.db import connections
     from django.test.utils import override_settings
 
-    from simsql.django import bridge
+    from tests.django_project.blog.models import Post
 
     package = f"blog_one_{uuid.uuid4().hex[:8]}"
     (tmp_path / package).mkdir()
@@ -531,12 +539,13 @@ def test_add_simhash_in_the_transaction_creating_its_table(alias: str, tmp_path:
     (tmp_path / package / "0001_initial.py").write_text(ONE_MIGRATION)
     monkeypatch.syspath_prepend(str(tmp_path))
     with override_settings(MIGRATION_MODULES={"blog": package}):
-        if connections[alias].features.can_rollback_ddl:
-            with pytest.raises(simsql.SimsqlError, match="put it in a migration after the one creating blog_post"):
-                call_command("migrate", "blog", database=alias, verbosity=0)
-            assert "blog_post" not in inspect(bridge.engine_for(alias)).get_table_names()
-        else:
-            call_command("migrate", "blog", database=alias, verbosity=0)
+        call_command("migrate", "blog", database=alias, verbosity=0)
+        try:
+            Post(body=TOPICS[0]).save(using=alias)
+            assert Post.objects.using(alias).most_similar(TOPICS[0].upper(), limit=1)[0].distance == 0
+            [status] = [t for t in simsql.status(own_engine(alias)) if t.table == "blog_post"]
+            assert (status.mode, status.rows_fingerprinted) == ("columns", 1)
+        finally:
             call_command("migrate", "blog", "zero", database=alias, verbosity=0)
-            assert "blog_post" not in inspect(bridge.engine_for(alias)).get_table_names()
-            simsql.alembic.downgrade(bridge.engine_for(alias))  # what the attach installed (no InstallSimSQL here)
+        assert "blog_post" not in inspect(own_engine(alias)).get_table_names()
+        simsql.alembic.downgrade(own_engine(alias))  # what the attach installed (no InstallSimSQL here)

@@ -2,11 +2,14 @@
 
 A project of ``django-admin startproject`` in a directory of its own, run as separate processes:
 the page's ``sh django`` commands as typed, its files (``python news/models.py``, views, URLs,
-template, form) written where their labels say, its settings put into the generated
-``settings.py``. The only thing put in is the server, where the page puts the user's. Then what
-a user does with them: save articles, open an article's page, submit a disguised copy and a new
-text through the form, compare ``manage.py simsql status`` with ``simsql status``, and migrate
-``news`` back to zero, after which the catalogs hold nothing of simsql.
+template, form, tests, fixture) written where their labels say, its settings put into the
+generated ``settings.py``. The only thing put in is the server, where the page puts the user's.
+The migration ``makemigrations`` writes is the page's ``python migration`` block. Then what a
+user does with them: save articles (one without a word), run the page's ``python queries``
+block, open an article's page, submit a disguised copy and a new text through the form, run the
+page's tests (``manage.py test news``: a ``TestCase`` with a fixture), compare ``manage.py simsql
+status`` with ``simsql status``, and migrate ``news`` back to zero, after which the catalogs hold
+nothing of simsql.
 """
 
 from __future__ import annotations
@@ -47,6 +50,11 @@ from news.models import Article
 
 for title, body in ARTICLES:
     Article(title=title, body=body).save()
+wordless = Article.objects.create(title="...", body="!!!")  # no word: a NULL fingerprint
+found = {"Article": Article}
+exec(QUERIES, found)
+queried = {"rail": [a.title for a in found["rail"]], "near": list(found["near"]), "ranked": [row.d for row in found["ranked"]]}
+Article.objects.filter(pk=wordless.pk).delete()
 rail = Article.objects.get(title="Rail strike on Monday")
 setup_test_environment()
 page = Client().get(f"/articles/{rail.pk}/")
@@ -59,6 +67,7 @@ print(json.dumps({
     "status": page.status_code, "page": page.content.decode(), "copy_valid": copy.is_valid(), "copy_errors": copy.errors.get("__all__", []),
     "harvest": harvest.pk, "fresh_valid": fresh.is_valid(), "edit_valid": edit.is_valid(),
     "related": [a.title for a in Article.objects.most_similar(rail, limit=5)],
+    **queried,
 }))
 '''
 
@@ -113,10 +122,19 @@ def _settings(label: str) -> dict[str, Any]:
 
 
 def write_files(project: Path) -> None:
-    for label in ("python news/models.py", "python news/views.py", "python newsroom/urls.py", "html news/templates/news/article.html", "python news/forms.py"):
+    for label in (
+        "python news/models.py", "python news/views.py", "python newsroom/urls.py", "html news/templates/news/article.html",
+        "python news/forms.py", "python news/tests.py", "json news/fixtures/articles.json",
+    ):  # fmt: skip
         path = project / label.split(" ", 1)[1]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(doc_block(label))
+
+
+def _code(python: str) -> str:
+    """Python source without its layout: whitespace, quote style and trailing commas."""
+    flat = "".join(python.replace('"', "'").split())
+    return flat.replace(",)", ")").replace(",]", "]")
 
 
 def leftovers(url: str) -> list[tuple[str, str]]:
@@ -151,14 +169,22 @@ def test_the_documented_project_end_to_end(server: tuple[str, str], tmp_path: Pa
     write_files(project)
     for command in migrations:
         run(command, project)
+    [written] = (project / "news" / "migrations").glob("0002_*.py")
+    assert _code(doc_block("python migration").split("class Migration")[1]) in _code(written.read_text())
     attached = leftovers(url)
     assert ("trigger", "simsql_news_article_blocks" if "postgresql" in url else "simsql_news_article_blocks_ins") in attached
-    (project / "trial.py").write_text(f"ARTICLES = {ARTICLES!r}\n{TRIAL}")
+    (project / "trial.py").write_text(f"ARTICLES = {ARTICLES!r}\nQUERIES = {doc_block('python queries')!r}\n{TRIAL}")
     trial = json.loads(run("python manage.py shell < trial.py", project).strip().splitlines()[-1])
     assert trial["status"] == 200 and trial["related"][0] == "Rail strike: more lines", trial
     assert all(title in trial["page"] for title in trial["related"]) and len(trial["related"]) == 4
     assert not trial["copy_valid"] and f"copies article #{trial['harvest']}" in trial["copy_errors"][0], trial
     assert trial["fresh_valid"] and trial["edit_valid"], trial
+    assert sorted(trial["rail"]) == ["Rail strike on Monday", "Rail strike: more lines"], trial
+    ranked = trial["ranked"]  # NULL never ranks: the wordless row comes last, on both servers
+    assert ranked[:-1] == sorted(ranked[:-1]) and None not in ranked[:-1] and ranked[-1] is None, trial
+    for command in commands(doc_block("sh django tests")):
+        tested = run(command, project)
+    assert "Found 2 test(s)" in tested, tested  # and passed: run() checks the exit status
     status = run("python manage.py simsql status", project)
     assert status == run(f"simsql status --url '{url}'", project) and "news_article" in status
     assert status.split("\n")[1].split()[5:10] == ["5", "5", "0", "0", "0"], status

@@ -36,9 +36,9 @@ def test_find_original_of_an_unsaved_instance(news: str) -> None:
 
 
 def test_the_test_runner_drops_its_database_after_simsql_used_it(alias: str, django_project: dict[str, str]) -> None:
-    """``manage.py test``: Django creates a test database, the tests save rows (simsql's own
-    connections check the table's configuration), and Django drops it, which PostgreSQL refuses
-    while a connection is open on it: simsql keeps none open past that point."""
+    """``manage.py test``: Django creates a test database, the tests save rows (simsql checks
+    the table's configuration) and ask for an original, and Django drops it, which PostgreSQL
+    refuses while a connection is open on it: simsql works on Django's connection and opens none."""
     from django.db import connections
 
     from tests.django_project.news.models import Article
@@ -57,10 +57,7 @@ def test_the_test_runner_drops_its_database_after_simsql_used_it(alias: str, dja
     finally:
         connection.settings_dict["NAME"], connection.settings_dict["TEST"] = old_name, old_test
         if not destroyed:
-            from simsql.django.bridge import dispose_engines
-
             connection.close()
-            dispose_engines()
             _drop(django_project[alias], test_name)
     assert destroyed
 

@@ -3,11 +3,12 @@
 Django's autodetector would write simsql's fields into ``CreateModel`` (or ``AddField``s) like
 any others, and Django would then create columns simsql did not: no trigger, no registry entry,
 no block indexes. :class:`SimHashAutodetector` takes simsql's fields out of what it compares and
-writes ``AddSimHash(model, source=..., wide=...)`` for each model that gains them, in a
-migration of its own after the one creating the table (``AddSimHash`` works on a connection of
-its own, which must see the table committed), after ``InstallSimSQL()``: simsql's own objects
-are installed by the first such migration and removed when the last one is migrated back. The ``makemigrations`` and ``migrate`` commands of
-the ``simsql.django`` app use it (Django 5.2's ``autodetector`` attribute).
+writes ``AddSimHash(model, source=..., wide=...)`` for each model that gains them: one migration
+per app for all of them, after the ones creating their tables, after ``InstallSimSQL()``, in
+the app's one line of migrations (several models never make two leaves). simsql's own objects
+are installed by the first such migration and removed when the last one is migrated back. The
+``makemigrations`` and ``migrate`` commands of the ``simsql.django`` app use it (Django 5.2's
+``autodetector`` attribute).
 """
 
 from __future__ import annotations
@@ -31,17 +32,21 @@ def has_simsql_fields(model_state: Any) -> bool:
 
 
 class AttachMigration(Migration):
-    """The migration attaching one model, named after it (``0002_simhash_article``)."""
+    """The migration attaching an app's new simsql models, named after them
+    (``0002_simhash_article``, ``0002_simhash_memo_note``)."""
 
     def suggest_name(self) -> str:
-        return str(self.operations[-1].migration_name_fragment)
+        models = [operation.model_name_lower for operation in self.operations if isinstance(operation, AddSimHash)]
+        return "simhash_" + "_".join(models) if len(models) <= 3 else f"simhash_{len(models)}_models"
 
 
 class SimHashAutodetector(MigrationAutodetector):
-    """Django's autodetector, with simsql's columns added by ``AddSimHash``."""
+    """Django's autodetector, with simsql's columns added by ``AddSimHash``: one migration per
+    app, after the ones creating its models, in the app's one line of migrations (any number of
+    models, one leaf)."""
 
     def _detect_changes(self, convert_apps: Any = None, graph: Any = None) -> dict[str, list[Any]]:
-        self.simsql_attach: list[tuple[str, str, AddSimHash]] = []
+        attaching: dict[str, list[AddSimHash]] = {}
         for (app_label, model_name), model_state in self.to_state.models.items():
             if not has_simsql_fields(model_state):
                 continue
@@ -50,22 +55,30 @@ class SimHashAutodetector(MigrationAutodetector):
                 continue
             wide = NAMES.wide_words[0] in model_state.fields
             source = source_of(apps.get_model(app_label, model_state.name))
-            self.simsql_attach.append((app_label, model_name, AddSimHash(model_state.name, source=list(source), wide=wide)))
+            attaching.setdefault(app_label, []).append(AddSimHash(model_state.name, source=list(source), wide=wide))
             model_state.fields = {name: field for name, field in model_state.fields.items() if name not in SIMSQL_FIELDS}
         changes: dict[str, list[Any]] = super()._detect_changes(convert_apps, graph)
-        for app_label, model_name, operation in self.simsql_attach:
-            migrations = changes.setdefault(app_label, [])
-            created = [m for m in migrations if any(isinstance(o, CreateModel) and o.name_lower == model_name for o in m.operations)]
-            attach = AttachMigration(f"auto_simsql_{model_name}", app_label)
-            attach.operations = [InstallSimSQL(), operation]
-            attach.dependencies = []
-            if created:
-                attach.dependencies.append((app_label, created[0].name))
-                migrations.insert(migrations.index(created[0]) + 1, attach)
-            else:
-                attach.dependencies.extend([(app_label, migrations[-1].name)] if migrations else [])
-                migrations.append(attach)
+        for app_label, operations in attaching.items():
+            add_attach_migration(app_label, changes.setdefault(app_label, []), operations)
         return changes
 
 
-__all__ = ["AttachMigration", "SimHashAutodetector", "has_simsql_fields"]
+def add_attach_migration(app_label: str, migrations: list[Any], operations: list[AddSimHash]) -> None:
+    """Put one :class:`AttachMigration` of ``operations`` into the app's new ``migrations``: after
+    the last one creating one of their models (else at the end), depending on the one before it,
+    and the one after it (if any) depending on it, so the app keeps one leaf."""
+    names = {operation.model_name_lower for operation in operations}
+    creating = [
+        index for index, migration in enumerate(migrations)
+        if any(isinstance(o, CreateModel) and o.name_lower in names for o in migration.operations)
+    ]  # fmt: skip
+    position = creating[-1] + 1 if creating else len(migrations)
+    attach = AttachMigration("auto_simsql", app_label)
+    attach.operations = [InstallSimSQL(), *operations]
+    attach.dependencies = [(app_label, migrations[position - 1].name)] if position else []
+    migrations.insert(position, attach)
+    if position + 1 < len(migrations):
+        migrations[position + 1].dependencies.append((app_label, attach.name))
+
+
+__all__ = ["AttachMigration", "SimHashAutodetector", "add_attach_migration", "has_simsql_fields"]

@@ -23,7 +23,7 @@ from ..dialects.base import supported
 from ..schema.names import configuration_for
 from ..store.storage import source_names
 from ..text.fingerprint import Fingerprinter
-from .bridge import serves
+from .connection import serves
 from .models import SimHashModel, is_wide
 
 

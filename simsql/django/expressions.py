@@ -1,4 +1,4 @@
-"""simsql's SQL as Django expressions: Hamming distance, similarity, blocks, "within N bits".
+"""simsql's SQL as Django expressions: Hamming distance, similarity, blocks; NULL last when ranked.
 
 Each expression's SQL is *simsql's own*: the SQLAlchemy construct that simsql compiles per
 server (:mod:`simsql.dialects.constructs`, :mod:`simsql.dialects.wide`) is compiled once per
@@ -15,22 +15,17 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from django.db.models import F, FloatField, IntegerField, Q, Value
-from django.db.models.expressions import ExpressionWrapper, Func
-from django.db.models.lookups import Exact, In, LessThanOrEqual
-from django.db.models.sql.where import AND, OR, WhereNode
+from django.db.models import F, FloatField, IntegerField, Value
+from django.db.models.expressions import ExpressionWrapper, Func, OrderBy
 from sqlalchemy import literal_column
 from sqlalchemy.sql import ColumnElement
 
-import simsql.text.bits
-
-from ..dialects import BlockExpression, WideBlockExpression, hamming_expression, probe_values, radius_for
+from ..dialects import BlockExpression, WideBlockExpression, hamming_expression
 from ..schema.names import BLOCK_COUNT, WIDE_LAYOUT
 from ..text.bits import check_fingerprint
-from .bridge import dialect_for
+from .connection import dialect_for
 from .fields import SimHashField
 
-MAX_DISTANCE = 64
 _PLACEHOLDER = "simsql_argument_{}"
 _PLACES = re.compile(r"%\(a(\d+)\)s")
 
@@ -147,36 +142,30 @@ class WideBlock(SimsqlFunc):
         super().__init__(*(_operand(word) for word in words), **extra)
 
 
-def _probes(fingerprint: int, max_distance: int) -> list[list[int]]:
-    """Each block's probe values: a row within ``max_distance`` bits has a block among them."""
-    if isinstance(max_distance, bool) or not isinstance(max_distance, int) or not 0 <= max_distance <= MAX_DISTANCE:
-        raise ValueError(f"max_distance must be an int in 0..{MAX_DISTANCE}, got {max_distance!r}")
-    radius = radius_for(max_distance)
-    return [probe_values(value, radius) for value in simsql.text.bits.blocks(check_fingerprint(fingerprint))]
+def ranks(expression: Any) -> bool:
+    """Whether ``expression`` is (or holds) a :class:`HammingDistance`: a distance or a similarity."""
+    if isinstance(expression, HammingDistance):
+        return True
+    return any(ranks(source) for source in expression.get_source_expressions() if source is not None)
 
 
-def within(fingerprint: int, max_distance: int = 3, *, blocks: Sequence[str], column: str = "simhash") -> Q:
-    """Rows within ``max_distance`` bits of ``fingerprint``, found through the block indexes.
-
-    Pigeonhole over the four 16-bit blocks: a row within ``4 * (r + 1) - 1`` bits has a block
-    within ``r`` bits of the target's, so the filter is "one block among its probe values"
-    (the block itself up to 3 bits; :func:`simsql.dialects.probe_values` beyond) and the exact
-    distance. Exact at every distance, like :func:`simsql.similar_to`.
-    """
-    probes = Q()
-    for name, values in zip(blocks, _probes(fingerprint, max_distance)):
-        probes |= Q(**{name: values[0]}) if len(values) == 1 else Q(**{f"{name}__in": values})
-    return probes & Q(LessThanOrEqual(HammingDistance(column, fingerprint), max_distance))
-
-
-def within_condition(fingerprint_column: Any, block_columns: Sequence[Any], fingerprint: int, max_distance: int) -> WhereNode:
-    """:func:`within` over resolved columns (what a lookup compiles)."""
-    probes = [
-        Exact(column, values[0]) if len(values) == 1 else In(column, values)
-        for column, values in zip(block_columns, _probes(fingerprint, max_distance))
-    ]
-    distance = LessThanOrEqual(HammingDistance(fingerprint_column, fingerprint), max_distance)
-    return WhereNode([WhereNode(probes, connector=OR), distance], connector=AND)
+def nulls_last(annotations: dict[str, Any], ordering: Any) -> Any:
+    """An ``order_by`` argument with NULL last when it orders by a distance or similarity
+    (an annotation's name, ``-name``, the expression, or its ``asc()`` / ``desc()``): NULL, a row
+    without a fingerprint, never ranks, whichever the direction and the server (PostgreSQL puts
+    NULL first in descending order, MySQL and MariaDB in ascending order). Anything else as given."""
+    if isinstance(ordering, str):
+        name = ordering.removeprefix("-")
+        if name in annotations and ranks(annotations[name]):
+            return F(name).desc(nulls_last=True) if ordering.startswith("-") else F(name).asc(nulls_last=True)
+        return ordering
+    if isinstance(ordering, OrderBy):
+        if ordering.nulls_first or ordering.nulls_last or not ranks(ordering.expression):
+            return ordering
+        return OrderBy(ordering.expression, descending=ordering.descending, nulls_last=True)
+    if hasattr(ordering, "get_source_expressions") and ranks(ordering):
+        return ordering.asc(nulls_last=True)
+    return ordering
 
 
-__all__ = ["Block", "HammingDistance", "Similarity", "WideBlock", "fingerprint_value", "sql_template", "within", "within_condition"]
+__all__ = ["Block", "HammingDistance", "Similarity", "WideBlock", "fingerprint_value", "nulls_last", "ranks", "sql_template"]

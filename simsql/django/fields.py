@@ -20,7 +20,7 @@ from django.utils.functional import cached_property
 
 from ..dialects import type_rules
 from ..text.bits import check_fingerprint
-from .bridge import dialect_for
+from .connection import dialect_for
 
 
 def column_type(vendor: str, attribute: str) -> str:

@@ -25,19 +25,24 @@ from typing import Any, ClassVar
 
 from asgiref.sync import sync_to_async
 from django.db import models, router
-from sqlalchemy.orm import Session
+from sqlalchemy import Select, select
 
 import simsql
 
+from ..lifecycle.lists import ListsResult, drop_lists, fit_lists, place_lists
 from ..schema.names import Names
 from ..store import registry
 from ..store.storage import join_text, source_names, stored_for_text
 from ..text.bits import check_fingerprint
 from ..text.errors import EmptyDocument
 from ..text.fingerprint import DEFAULT, DEFAULT_WIDE, Fingerprinter
-from . import bridge
-from .expressions import Block, HammingDistance, Similarity, WideBlock, within, within_condition
+from ..queries import DEFAULT_PROBE_RADIUS
+from ..queries.targets import MAX_LIMIT, check_limit
+from . import connection
+from .expressions import Block, HammingDistance, Similarity, WideBlock, nulls_last
 from .fields import DigestField, SimHashField
+from .mirror import mirror_for, primary_key
+from .statements import SimsqlRows, queryset_rows, rows_of
 
 NAMES = Names("simsql_django", wide=True)
 """The column names (simsql's default prefix, ``simhash``): the same on every table."""
@@ -97,6 +102,11 @@ def fingerprint_of(model: type[models.Model], target: object) -> tuple[int, Any]
     )
 
 
+def mirror_of(model: type[models.Model]) -> type:
+    """The model's SQLAlchemy mirror (:mod:`simsql.django.mirror`), what simsql's queries take."""
+    return mirror_for(model, source_of(model), fingerprinter_of(model), is_wide(model))
+
+
 def submitted_text(model: type[models.Model], submitted: object) -> str:
     """The text of the originality check: ``submitted`` itself, or the text an unsaved instance
     of ``model`` would be stored with; a saved row is refused (its own row would be its original)."""
@@ -119,52 +129,76 @@ def submitted_text(model: type[models.Model], submitted: object) -> str:
 def check_configuration(model: type[models.Model], alias: str) -> None:
     """Refuse to write fingerprints of another configuration than the one simsql's registry
     records for the table (:class:`~simsql.text.errors.ConfigMismatch`, before anything is written),
-    as the SQLAlchemy mixin refuses; the answer is cached for a short while per database."""
-    with bridge.engine_for(alias).connect() as connection:
-        registry.check(connection, model._meta.db_table, None, fingerprinter_of(model).config_id)
+    as the SQLAlchemy mixin refuses; the answer is cached for a short while per database. Read
+    on the alias's own connection, in its transaction."""
+    with connection.borrowed(alias, atomic=False) as borrowed:
+        registry.check(borrowed, model._meta.db_table, None, fingerprinter_of(model).config_id)
+
+
+def check_exact(exact: object) -> None:
+    if not isinstance(exact, bool):
+        raise TypeError(f"exact must be True or False, got {type(exact).__name__} {exact!r}")
 
 
 class SimHashQuerySet(models.QuerySet):
     """Similarity queries in Django's idiom; each returns a queryset that composes with
-    ``.filter()``, slicing and the async iteration of Django's ORM."""
+    ``.filter()``, slicing and the async iteration of Django's ORM. The statements are simsql's
+    own (:mod:`simsql.django.statements`): the same answers as its SQLAlchemy functions."""
 
     def fingerprint_of(self, target: object) -> tuple[int, Any]:
         """(fingerprint, primary key to leave out) of a text, a fingerprint (int) or a row."""
         return fingerprint_of(self.model, target)
 
     def within(self, target: object, max_distance: int = 3) -> SimHashQuerySet:
-        """Rows within ``max_distance`` bits of ``target``, through the block indexes (exact;
-        a row target is not left out, as :func:`simsql.similar_to`)."""
+        """Rows within ``max_distance`` bits of ``target``: :func:`simsql.similar_to`'s statement
+        (exact; a row target is not left out)."""
         fingerprint, _ = self.fingerprint_of(target)
-        return self.filter(within(fingerprint, max_distance, blocks=NAMES.blocks))
+        return self.filter(pk__in=within_rows(self.model, fingerprint, max_distance))
 
-    def most_similar(self, target: object, limit: int | None = 10, max_distance: int | None = None) -> SimHashQuerySet:
+    def most_similar(
+        self, target: object, limit: int | None = 10, max_distance: int | None = None, *,
+        probe_radius: int = DEFAULT_PROBE_RADIUS, exact: bool = True, scan: bool = True, probes: int | None = None,
+    ) -> SimHashQuerySet:  # fmt: skip
         """The rows nearest ``target``, annotated with ``distance`` (bits) and ``similarity``
-        (``1 - distance / 64``), nearest first, ties by primary key (as :func:`simsql.most_similar`);
-        a row target is left out. ``limit=None`` leaves the slicing to you (filter further first)."""
+        (``1 - distance / 64``), nearest first, ties by primary key: :func:`simsql.most_similar`'s
+        statement and answer, with its arguments (``exact``, ``scan``, ``probe_radius``,
+        ``probes``), over the rows of this queryset; a row target is left out. ``limit=None``
+        ranks every row and leaves the slicing to you (filter further first)."""
+        check_exact(exact)
+        if limit is not None:
+            check_limit(limit)
         fingerprint, key = self.fingerprint_of(target)
-        rows = self.filter(**{f"{NAMES.fingerprint}__isnull": False})
-        if key is not None:
-            rows = rows.exclude(pk=key)
-        if max_distance is not None:
-            rows = rows.filter(within(fingerprint, max_distance, blocks=NAMES.blocks))
+        mirror = mirror_of(self.model)
+        filtered = bool(self.query.where)
+        statement: Select[Any] = select(mirror).where(queryset_rows(mirror)) if filtered else select(mirror)
+        ranked = simsql.most_similar(
+            statement, fingerprint, MAX_LIMIT if limit is None else limit, max_distance, None if key is None else [key],
+            probe_radius=probe_radius, exact=exact, scan=scan, probes=probes,
+        )  # fmt: skip
+        rows = self.filter(pk__in=rows_of(ranked, mirror, self.order_by() if filtered else None))
         rows = rows.annotate(
             distance=HammingDistance(NAMES.fingerprint, fingerprint), similarity=Similarity(NAMES.fingerprint, fingerprint)
         ).order_by("distance", "pk")
         return rows[:limit] if limit is not None else rows
 
+    def order_by(self, *field_names: Any) -> SimHashQuerySet:
+        """Django's ``order_by``; a distance or similarity (any expression of
+        :class:`~simsql.django.expressions.HammingDistance`) puts NULL last either way: a row
+        without a fingerprint never ranks before one with it, on every server."""
+        return super().order_by(*(nulls_last(self.query.annotations, name) for name in field_names))  # type: ignore[no-any-return]
+
     def find_original(self, text: str | models.Model, **options: Any) -> simsql.Match | None:
         """:func:`simsql.find_original` on the model's table: the stored row ``text`` copies,
         as a ``Match`` whose ``row`` is the model instance, or None. ``text`` may be an unsaved
         instance (a form's): the text it would be stored with, its ``simhash_source`` joined.
-        Options as there. Reads the whole table through a connection of its own (rows this
-        transaction has not committed are not seen)."""
+        Options as there. Runs on the database's own connection, in its open transaction."""
         submitted = submitted_text(self.model, text)
-        with Session(bridge.engine_for(self._whole_table("find_original"))) as session:
-            match = simsql.find_original(session, self._reflected(), submitted, **options)
-        if match is None:
-            return None
-        row = self.model._base_manager.using(self.db).get(pk=getattr(match.row, self.model._meta.pk.column))
+        alias = self._whole_table("find_original")
+        with connection.session(alias) as session:
+            match = simsql.find_original(session, mirror_of(self.model), submitted, **options)
+            if match is None:
+                return None
+            row = self.model._base_manager.using(alias).get(pk=getattr(match.row, self.model._meta.pk.name))
         return simsql.Match(row, match.distance, match.similarity)
 
     async def afind_original(self, text: str | models.Model, **options: Any) -> simsql.Match | None:
@@ -173,13 +207,13 @@ class SimHashQuerySet(models.QuerySet):
 
     def near_duplicates(self, max_distance: int = 3) -> list[simsql.DuplicatePair]:
         """:func:`simsql.near_duplicates` on the model's table: pairs of primary keys."""
-        with Session(bridge.engine_for(self._whole_table("near_duplicates"))) as session:
-            return simsql.near_duplicates(session, self._reflected(), max_distance)
+        with connection.session(self._whole_table("near_duplicates")) as session:
+            return simsql.near_duplicates(session, mirror_of(self.model), max_distance)
 
     def duplicate_groups(self, max_distance: int = 3) -> list[list[Any]]:
         """:func:`simsql.duplicate_groups` on the model's table: groups of primary keys."""
-        with Session(bridge.engine_for(self._whole_table("duplicate_groups"))) as session:
-            return simsql.duplicate_groups(session, self._reflected(), max_distance)
+        with connection.session(self._whole_table("duplicate_groups")) as session:
+            return simsql.duplicate_groups(session, mirror_of(self.model), max_distance)
 
     async def anear_duplicates(self, max_distance: int = 3) -> list[simsql.DuplicatePair]:
         """:meth:`near_duplicates` from async code."""
@@ -208,6 +242,27 @@ class SimHashQuerySet(models.QuerySet):
             fields = [*fields, *[name for name in written if name not in fields]]
         return super().bulk_update(objs, fields, *args, **kwargs)
 
+    def fit_lists(self, **options: Any) -> ListsResult:
+        """:func:`simsql.lists.fit_lists` on the model's table (options as there), on the
+        database's own connection; it commits as it goes, so it refuses inside an atomic block."""
+        return fit_lists(self._committing("fit_lists"), self.model._meta.db_table, **options)
+
+    def place_lists(self) -> int:
+        """:func:`simsql.lists.place_lists`: place the rows no live list holds (``save()`` leaves
+        new rows unplaced; every query reads them until then)."""
+        return place_lists(self._committing("place_lists"), self.model._meta.db_table)
+
+    def drop_lists(self) -> bool:
+        """:func:`simsql.lists.drop_lists`: the lists' generations and centres, and the index the
+        fit added (the model's own ``simhash_part`` column stays: a migration's to remove)."""
+        return drop_lists(self._committing("drop_lists"), self.model._meta.db_table)
+
+    def _committing(self, method: str) -> Any:
+        """The engine of the database's own connection for work that commits as it goes."""
+        alias = self._whole_table(method)
+        connection.refuse_in_atomic(alias, f"{self.model.__name__}.objects.{method}()", "call it outside the block")
+        return connection.engine_for(alias)
+
     def _whole_table(self, method: str) -> str:
         """The database of a question about the whole table; a filtered queryset is refused
         (its filter would be silently ignored)."""
@@ -215,8 +270,13 @@ class SimHashQuerySet(models.QuerySet):
             raise ValueError(f"{method}() reads the whole table of {self.model.__name__}: call it on the manager, not a filtered queryset")
         return self.db
 
-    def _reflected(self) -> type:
-        return bridge.model_for(self.db, self.model._meta.db_table)
+
+def within_rows(model: type[models.Model], fingerprint: int, max_distance: object) -> SimsqlRows:
+    """The primary keys :func:`simsql.similar_to` finds within ``max_distance`` bits."""
+    if max_distance is None:
+        raise TypeError("max_distance must be an int in 0..64, got None")
+    mirror = mirror_of(model)
+    return rows_of(select(primary_key(mirror)).where(simsql.similar_to(mirror, fingerprint, max_distance)), mirror)  # type: ignore[arg-type]
 
 
 SimHashManager = models.Manager.from_queryset(SimHashQuerySet)
@@ -227,17 +287,31 @@ class Within(models.Lookup):
     """``filter(simhash__within=(target, max_distance))`` (or ``simhash__within=target``: 3
     bits): :meth:`SimHashQuerySet.within` as a field lookup, so it goes in ``Q`` objects and
     across relations (``filter(article__simhash__within=...)``). The target is a text, a
-    fingerprint or a row, as there."""
+    fingerprint or a row, as there; the arguments are checked when the filter is built."""
 
     lookup_name = "within"
     prepare_rhs = False
 
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
-        target, max_distance = self.rhs if isinstance(self.rhs, tuple) else (self.rhs, 3)
+    def get_prep_lookup(self) -> Any:
+        target, max_distance = within_arguments(self.rhs)
         model = self.lhs.output_field.model
         fingerprint, _ = fingerprint_of(model, target)
-        blocks = [model._meta.get_field(name).get_col(self.lhs.alias) for name in NAMES.blocks]
-        return compiler.compile(within_condition(self.lhs, blocks, fingerprint, max_distance))
+        return within_rows(model, fingerprint, max_distance)
+
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+        model = self.lhs.output_field.model
+        key_sql, key_params = compiler.compile(model._meta.pk.get_col(self.lhs.alias))
+        rows_sql, rows_params = compiler.compile(self.rhs)
+        return f"{key_sql} IN ({rows_sql})", [*key_params, *rows_params]
+
+
+def within_arguments(value: object) -> tuple[object, object]:
+    """(target, max_distance) of a ``simhash__within`` value: a target, or a pair."""
+    if not isinstance(value, tuple):
+        return value, 3
+    if len(value) != 2:
+        raise ValueError(f"simhash__within takes a target or a (target, max_distance) pair, got a tuple of {len(value)}")
+    return value[0], value[1]
 
 
 class SimHashModel(models.Model):
@@ -276,6 +350,28 @@ class SimHashModel(models.Model):
         super().save(*args, **kwargs)
 
 
+def fill_raw_rows(sender: type, instance: models.Model, raw: bool = False, using: str | None = None, **kwargs: Any) -> None:
+    """``pre_save`` of a row saved *raw* (``loaddata``, a ``TestCase``'s ``fixtures``), which
+    skips ``save()``: its fingerprint is computed from its text all the same, so fixture rows are
+    found like saved ones. Connected by the app's ``ready()``."""
+    if raw and isinstance(instance, SimHashModel):
+        check_configuration(sender, using or router.db_for_write(sender, instance=instance))
+        instance.simsql_fill()
+
+
+class ListsModel(models.Model):
+    """Partition lists (:mod:`simsql.lists`) for a :class:`SimHashModel` or
+    :class:`WideSimHashModel`: the list column ``simhash_part`` (NULL: not placed yet, read by
+    every query). ``Model.objects.fit_lists()`` fits the lists and adds its index,
+    ``most_similar(..., probes=N)`` reads them. Inherit it first:
+    ``class Article(ListsModel, WideSimHashModel)``."""
+
+    simhash_part = models.IntegerField(null=True, editable=False)
+
+    class Meta:
+        abstract = True
+
+
 def _wide_block(index: int) -> models.GeneratedField:
     return models.GeneratedField(expression=WideBlock(*WORDS, index=index), output_field=models.IntegerField(), db_persist=True)
 
@@ -300,4 +396,4 @@ class WideSimHashModel(SimHashModel):
         abstract = True
 
 
-__all__ = ["SimHashManager", "SimHashModel", "SimHashQuerySet", "WideSimHashModel", "Within", "stored_values"]
+__all__ = ["ListsModel", "SimHashManager", "SimHashModel", "SimHashQuerySet", "WideSimHashModel", "Within", "fill_raw_rows", "stored_values"]

@@ -12,12 +12,13 @@
         ]
 
 They are the Django counterparts of ``op.upgrade_simsql()`` and ``op.add_simhash(...)`` and run
-simsql's own machinery (:func:`simsql.alembic.upgrade`, :func:`simsql.attach_table`, whose DDL
-is described, then run bounded in time, and :func:`simsql.detach_table`, its exact undo) on a
-SQLAlchemy engine on the migration's database (:mod:`simsql.django.bridge`). That engine is a
-connection of its own: write ``AddSimHash`` in a migration after the one creating the table, or
-mark the migration ``atomic = False`` (PostgreSQL builds the indexes ``CONCURRENTLY``, outside
-any transaction, as Django's ``AddIndexConcurrently`` does).
+simsql's own machinery (:func:`simsql.alembic.upgrade`, :func:`simsql.lifecycle.attach.add_simhash`
+and ``create_simhash_indexes``, ``drop_simhash``: described, then run bounded in time) on the
+migration's own connection, in its transaction (:mod:`simsql.django.connection`): a migration
+may create a table and attach it, and migrating back undoes both. Inside an atomic migration
+(PostgreSQL's default) the block indexes are built in that transaction, as Django's ``AddIndex``;
+in a migration with ``atomic = False`` they are built ``CONCURRENTLY``, as ``AddIndexConcurrently``,
+each committing on its own while writes go on (MySQL/MariaDB build them online either way).
 
 ``AddSimHash`` also adds simsql's fields to the migration state, so a model inheriting
 ``WideSimHashModel`` (or ``SimHashModel`` with ``wide=False``) matches it and ``makemigrations``
@@ -34,12 +35,13 @@ from typing import Any
 from django.db import models
 from django.db.migrations.operations.base import Operation, OperationCategory
 
-import simsql
 import simsql.alembic
 
-from ..alembic.revisions import attached_tables
-from ..text.errors import SchemaError, SimsqlError
-from . import bridge
+from ..alembic.revisions import attached_tables, install
+from ..lifecycle import attach
+from ..lifecycle.catalog import has_rows
+from ..store import registry
+from . import connection
 
 
 def simsql_fields(wide: bool) -> list[tuple[str, models.Field]]:
@@ -63,23 +65,21 @@ class InstallSimSQL(Operation):
         pass
 
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
-        simsql.alembic.upgrade(bridge.engine_for(schema_editor.connection.alias))
+        with connection.borrowed(schema_editor.connection.alias) as bound:
+            install(bound)
 
     def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
-        engine = bridge.engine_for(schema_editor.connection.alias)
-        with engine.connect() as connection:
-            attached = [f"{entry.table_schema}.{entry.table_name}" for entry in attached_tables(connection)]
-        if attached:  # simsql.alembic.downgrade would refuse, with the command line's advice
-            warnings.warn(
-                f"simsql's objects are kept: attached tables still use them ({', '.join(attached)}); an InstallSimSQL "
-                "migrated back after the last of them is detached (its AddSimHash migrated back) removes them",
-                stacklevel=2,
-            )
-            return
-        try:
-            simsql.alembic.downgrade(engine)
-        except SchemaError as error:  # a table attached meanwhile
-            warnings.warn(f"simsql's objects are kept: {error}", stacklevel=2)
+        with connection.borrowed(schema_editor.connection.alias) as bound:
+            attached = [f"{entry.table_schema}.{entry.table_name}" for entry in attached_tables(bound)]
+            if attached:  # simsql.alembic.downgrade would refuse, with the command line's advice
+                warnings.warn(
+                    f"simsql's objects are kept: attached tables still use them ({', '.join(attached)}); an InstallSimSQL "
+                    "migrated back after the last of them is detached (its AddSimHash migrated back) removes them",
+                    stacklevel=2,
+                )
+                return
+            simsql.alembic.downgrade(bound)
+            registry.forget(bound.engine)
 
     def describe(self) -> str:
         return "Install simsql's own objects"
@@ -91,11 +91,11 @@ class InstallSimSQL(Operation):
 
 class AddSimHash(Operation):
     """Attach simsql to the table of ``model_name``: fingerprint columns, the trigger that keeps
-    them true to the text, the registry entry and the block indexes (:func:`simsql.attach_table`;
+    them true to the text, the registry entry and the block indexes (as :func:`simsql.attach_table`;
     a table with rows gets the wide indexes from ``manage.py simsql backfill``). ``source``:
     the model's text fields, in the order their text is joined. ``wide`` (the default, algorithm
-    version 3): with the 256-bit originality signature. Reversed: :func:`simsql.detach_table`,
-    which leaves the table exactly as it was."""
+    version 3): with the 256-bit originality signature. Reversed: the exact undo
+    (:func:`simsql.detach_table`'s), which leaves the table as it was."""
 
     reversible = True
     reduces_to_sql = False
@@ -122,28 +122,28 @@ class AddSimHash(Operation):
 
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         model = from_state.apps.get_model(app_label, self.model_name)
-        if not self.allow_migrate_model(schema_editor.connection.alias, model):
+        alias = schema_editor.connection.alias
+        if not self.allow_migrate_model(alias, model):
             return
+        table = model._meta.db_table
         columns = [model._meta.get_field(name).column for name in self.source]
-        engine = bridge.engine_for(schema_editor.connection.alias)
-        try:
-            simsql.attach_table(engine, model._meta.db_table, columns, wide=self.wide)
-        except SimsqlError as error:
-            if not schema_editor.connection.in_atomic_block:
-                raise
-            raise SchemaError(
-                f"{error} (AddSimHash runs on a connection of its own, which sees only committed tables: "
-                f"put it in a migration after the one creating {model._meta.db_table}, or set atomic = False "
-                "on this migration)"
-            ) from error
-        bridge.forget(model._meta.db_table)
+        with connection.borrowed(alias) as bound:
+            install(bound)
+            attach.add_simhash(bound, table, columns, wide=self.wide)
+            registry.forget(bound.engine)
+            later = self.wide and has_rows(bound, registry.current_schema(bound), table)  # built after the backfill
+        if not later:
+            concurrently = not schema_editor.connection.in_atomic_block
+            with connection.borrowed(alias, atomic=not concurrently) as bound:
+                attach.create_simhash_indexes(bound, table, concurrently=concurrently)
 
     def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         model = to_state.apps.get_model(app_label, self.model_name)
-        if not self.allow_migrate_model(schema_editor.connection.alias, model):
+        alias = schema_editor.connection.alias
+        if not self.allow_migrate_model(alias, model):
             return
-        simsql.detach_table(bridge.engine_for(schema_editor.connection.alias), model._meta.db_table)
-        bridge.forget(model._meta.db_table)
+        with connection.borrowed(alias) as bound:
+            attach.drop_simhash(bound, model._meta.db_table)
 
     def describe(self) -> str:
         return f"Attach simsql to {self.model_name} (source {', '.join(self.source)})"

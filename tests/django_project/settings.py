@@ -35,8 +35,8 @@ def settings(databases: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return {
         "DATABASES": {**databases, "sqlite": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
         "DATABASE_ROUTERS": [Router()],
-        "INSTALLED_APPS": ["simsql.django", "tests.django_project.news", "tests.django_project.blog"],
-        "MIGRATION_MODULES": {"blog": None},
+        "INSTALLED_APPS": ["simsql.django", "tests.django_project.news", "tests.django_project.blog", "tests.django_project.shelf"],
+        "MIGRATION_MODULES": {"blog": None, "shelf": None},
         "DEFAULT_AUTO_FIELD": "django.db.models.BigAutoField",
         "USE_TZ": True,
     }

@@ -3,8 +3,10 @@
 Every subcommand of the ``simsql`` command (``status``, ``backfill``, ``similar``, ``dupes``,
 ``attach``, ``detach``, ``refingerprint``, ``db ...``) with its own options, on the database
 ``--database`` names (``default`` unless given): the URL is built from its settings
-(:func:`simsql.django.bridge.url_for`) and handed to :func:`simsql.cli.main`, so the output,
-progress bars and exit codes are the command line's own.
+(:func:`simsql.django.connection.url_for`) and handed to :func:`simsql.cli.main`, so the output,
+progress bars and exit codes are the command line's own. The command line is a program of its
+own, with its connections (a backfill's workers) and commits: inside an atomic block of that
+database (``call_command`` in a ``TestCase``, say) it refuses, before doing anything.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 import simsql.cli
 
-from ... import bridge
+from ... import connection
 
 
 def split_database(arguments: list[str], default: str) -> tuple[str, list[str]]:
@@ -45,7 +47,15 @@ class Command(BaseCommand):
         alias, arguments = split_database(list(options["simsql_arguments"]), options["database"])
         if not arguments:
             arguments = ["--help"]
-        url = bridge.url_for(alias).render_as_string(hide_password=False)
+        try:
+            connection.refuse_in_atomic(
+                alias, f"manage.py simsql {arguments[0]}",
+                "call it outside the block (in a TransactionTestCase rather than a TestCase), or use the queryset "
+                "methods, which run inside it",
+            )  # fmt: skip
+        except connection.InsideAtomicBlock as error:
+            raise CommandError(str(error)) from None
+        url = connection.url_for(alias).render_as_string(hide_password=False)
         ending, self.stdout.ending = self.stdout.ending, ""
         try:
             with redirect_stdout(self.stdout):
