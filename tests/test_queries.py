@@ -457,3 +457,12 @@ def test_most_similar_bands_probe_ranges_and_stored_values_are_unsigned(mysql_en
         stored = session.execute(text("SELECT simhash, simhash_b0 FROM articles WHERE id = 1")).one()
         assert tuple(stored) == (2**64 - 1, 0xFFFF)
         assert session.execute(select(Article.simhash).where(Article.id == 1)).scalar_one() == 2**64 - 1
+
+
+@pytest.mark.parametrize("argument", ["exact", "scan"])
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_most_similar_refuses_a_flag_that_is_not_a_bool(argument: str, value: object) -> None:
+    """``exact="yes"`` was taken as true without a word (found by the Django faces, which check
+    it): a flag that is not True or False is refused, naming it, before any statement is built."""
+    with pytest.raises(TypeError, match=f"{argument} must be True or False"):
+        simsql.most_similar(select(Article), "some text", **{argument: value})
