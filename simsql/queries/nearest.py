@@ -99,7 +99,7 @@ def most_similar(
     lists nearest the target and every row not yet placed (approximate); ``recall=0.95``: the
     fewest lists whose recall@10, as the fit measured it, reaches it (docs/lists.md).
     """
-    percent = _check_most_similar(stmt, limit, max_distance, probe_radius, scan, probes, recall)
+    percent = _check_most_similar(stmt, limit, max_distance, probe_radius, scan, probes, recall, exact)
     binding = binding_for(model := _selected_model(stmt))
     fingerprint, own_key = resolve_target(binding, target)
     excluded = exclusion(binding, exclude_keys(binding, exclude) + ([own_key] if own_key is not None else []))
@@ -157,7 +157,7 @@ def most_similar_keys(
 
 def _check_most_similar(
     stmt: object, limit: object, max_distance: int | None, probe_radius: int, scan: object, probes: int | None = None,
-    recall: float | None = None,
+    recall: float | None = None, exact: object = True,
 ) -> int | None:  # fmt: skip
     """The arguments checked; the recall asked, as a whole percent (None: no recall asked)."""
     percent = None if recall is None else recall_percent(recall)
@@ -173,8 +173,9 @@ def _check_most_similar(
         raise ValueError("pass a select() without order_by/limit/offset: most_similar() orders and limits it")
     if isinstance(probe_radius, bool) or not isinstance(probe_radius, int) or not 0 <= probe_radius <= MAX_PROBE_RADIUS:
         raise ValueError(f"probe_radius must be an int in 0..{MAX_PROBE_RADIUS}, got {probe_radius!r}")
-    if not isinstance(scan, bool):
-        raise TypeError(f"scan must be True or False, got {scan!r}")
+    for name, flag in (("exact", exact), ("scan", scan)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be True or False, got {flag!r}")
     return percent
 
 
