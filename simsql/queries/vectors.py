@@ -14,23 +14,28 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from numbers import Real
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from sqlalchemy import Select, select, tuple_
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import ColumnElement
 
+from ..dialects.vector_index import VectorIndexFacts
 from ..store.awaiting import connection_of, off_loop
 from ..store.lists import live_centres
 from ..store.registry import current_schema
 from ..store.storage import Binding, binding_for
+from ..text.bits import hamming
+from ..text.errors import UnsupportedDatabase
 from ..text.lists import check_probes
 from ..text.signature import WIDE_BITS
 from ..text.vectors import VectorFingerprinter, vector_of
 from .lists import list_column, vector_candidates
 from .nearest import most_similar
+from .pgvector import pgvector_ranked, vector_index_facts
 from .targets import check_limit, exclude_keys, exclusion
+from .vectors_exact import exact_ranking
 from .wide import WIDE_BUDGET, wide_binding, wide_search
 
 DEFAULT_CANDIDATES = 200
@@ -53,6 +58,12 @@ class VectorMatch(NamedTuple):
     distance: int
 
 
+Ranker = Literal["pgvector", "lists", "signatures"]
+"""What ranks a :func:`most_similar_vectors` query (``using``; None: chosen from the table)."""
+
+RANKERS = ("pgvector", "lists", "signatures")
+
+
 def most_similar_vectors(
     session: Session,
     stmt: Select[Any],
@@ -62,41 +73,111 @@ def most_similar_vectors(
     exclude: object = None,
     *,
     probe_radius: int = 0,
-    exact: bool = True,
+    exact: bool = False,
     probes: int | None = None,
+    exact_candidates: bool = True,
+    ef_search: int | None = None,
+    using: Ranker | None = None,
 ) -> list[VectorMatch]:
-    """The top-``limit`` rows of ``stmt`` by exact cosine to ``target``, among the ``candidates``
-    nearest by signature; ordered by cosine (highest first), then distance, then the order of the
-    candidates (primary key on ties).
+    """The top-``limit`` rows of ``stmt`` by cosine to ``target``, highest first, as
+    :class:`VectorMatch` (the stored vector's cosine, computed in float64, and the 64-bit
+    signatures' Hamming distance). One call on every server; what ranks depends on the table:
 
-    ``probes=N`` (a table with partition lists, :mod:`simsql.lists`): the candidates are
-    instead the ``candidates`` rows nearest by signature (256 bits on a wide table, else 64)
-    among the ``N`` lists whose centres are nearest ``target`` by cosine, and the rows not yet
-    placed in a list; then re-ranked by exact cosine as above. Approximate: a neighbour in a
-    list not probed is missed (BENCHMARKS.md gives the recall each setting buys).
+    - **pgvector** (``using="pgvector"``, chosen when ``using`` is None and the table has simsql's
+      HNSW index, :func:`simsql.lifecycle.add_vector_index`): one statement ordered by pgvector's
+      ``<=>`` through the index, ``ef_search`` its ``hnsw.ef_search`` for the session's
+      transaction (``SET LOCAL``; None: the server's). Approximate as HNSW is; rows need no
+      signature; ``candidates``, ``probes``, ``probe_radius``, ``exact_candidates`` unused.
+    - **lists** (``probes=N`` on a table with partition lists, :mod:`simsql.lists`): the
+      ``candidates`` rows nearest by signature (256 bits on a wide table, else 64) among the
+      ``N`` lists whose centres are nearest ``target`` and the rows not yet placed, re-ranked
+      by exact cosine. A neighbour in a list not probed is missed.
+    - **signatures** (otherwise): the ``candidates`` rows nearest by 64-bit Hamming distance
+      (:func:`~simsql.most_similar` with ``probe_radius`` and ``exact=exact_candidates``: whether
+      those candidates are the exact Hamming top-``candidates``), re-ranked by exact cosine. A
+      row outside the candidates is never returned, however close its vector.
 
-    ``stmt`` is ``select(Model)`` of a model signed by a :class:`~simsql.VectorFingerprinter`,
-    with any filters (no ``order_by``/``limit``). ``target`` is a vector (list or numpy array)
-    or a row of the model (excluded, and its stored vector is the target). ``exclude``,
-    ``probe_radius`` and ``exact`` are :func:`~simsql.most_similar`'s; ``probe_radius=0`` (band 0,
-    then the scan) suits embeddings, whose neighbours are rarely within a few bits.
+    ``exact=True``: the exact cosine top-``limit`` whatever the table has: a scan of every
+    row's vector (by ``<=>`` on the server where pgvector ranks, else read in batches and ranked
+    in numpy). What is guaranteed otherwise: the rows returned are in exact cosine order among
+    those the ranker considered; recall against the true top-``limit`` is measured in
+    BENCHMARKS.md. Round trips: docs/vectors.md counts them per ranker.
 
-    Two round trips: the candidates' keys, vectors and distances, then the ``limit`` rows
-    chosen, read through ``stmt`` (its options apply). What is guaranteed: the answer is the
-    exact cosine order of the candidates; a row outside the ``candidates`` nearest by signature
-    is never returned, however close its vector, so recall against the true cosine
-    top-``limit`` grows with ``candidates`` (BENCHMARKS.md).
-    ``TypeError`` for a text model or target; ``ValueError`` for ``candidates < limit``, and for
-    a vector of another length, with NaN or infinity, or of zeros.
+    ``stmt``: ``select(Model)`` of a vector model, with any filters (no ``order_by``/``limit``);
+    ``target``: a vector, or a row of the model (excluded; its stored vector is the target). ``TypeError`` for a
+    text model or target; ``ValueError`` for ``candidates < limit``, a bad ``ef_search`` or
+    ``using``, and a vector of another length, with NaN or infinity, or of zeros;
+    ``UnsupportedDatabase`` for ``using="pgvector"`` where pgvector cannot rank the table
+    (saying why).
     """
     _check_counts(limit, candidates)
+    _check_choices(exact, exact_candidates, ef_search, using, probes)
     binding = _vector_binding(stmt)
     query, skip = _target_vector(binding, target)
+    ranker = _ranker(session, binding, using, probes)
+    if ranker is not None:
+        skipped = exclude_keys(binding, exclude) + ([skip] if skip is not None else [])
+        return [VectorMatch(*m) for m in pgvector_ranked(session, binding, stmt, query, limit, skipped, ranker, exact=exact, ef_search=ef_search)]
+    if exact:
+        return _exactly(session, binding, stmt, query, limit, exclude, skip)
     if probes is not None:
-        check_probes(probes)
-        return _listed(session, binding, stmt, query, skip, exclude, limit, candidates, probes)
-    ranked = most_similar(stmt, target, limit=candidates, exclude=exclude, probe_radius=probe_radius, exact=exact)
+        return _listed(session, binding, stmt, query, skip, exclude, limit, candidates, check_probes(probes))
+    ranked = most_similar(stmt, target, limit=candidates, exclude=exclude, probe_radius=probe_radius, exact=exact_candidates)
     return _reranked(session, binding, stmt, ranked, query, limit, -math.inf, None)
+
+
+def _check_choices(exact: object, exact_candidates: object, ef_search: object, using: object, probes: object) -> None:
+    for name, value in (("exact", exact), ("exact_candidates", exact_candidates)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be True or False, got {value!r}")
+    if ef_search is not None and (isinstance(ef_search, bool) or not isinstance(ef_search, int) or not 1 <= ef_search <= 1000):
+        raise ValueError(f"ef_search must be an integer in [1, 1000] (pgvector's hnsw.ef_search) or None, got {ef_search!r}")
+    if using is not None and using not in RANKERS:
+        raise ValueError(f"using must be one of {', '.join(RANKERS)} or None, got {using!r}")
+    if using == "lists" and probes is None:
+        raise ValueError("using='lists' needs probes (the number of lists to read)")
+
+
+def _ranker(session: Session, binding: Binding, using: Ranker | None, probes: int | None) -> VectorIndexFacts | None:
+    """pgvector's facts when pgvector ranks this query, else None (simsql's own paths)."""
+    if using in ("lists", "signatures"):
+        return None
+    facts = vector_index_facts(connection_of(session), binding, fresh=using == "pgvector")
+    if facts.ranks:
+        return facts
+    if using == "pgvector":
+        raise UnsupportedDatabase(_why_not(binding, facts))
+    return None
+
+
+def _why_not(binding: Binding, facts: VectorIndexFacts) -> str:
+    table = binding.registry_key[1]
+    if facts.extension == "missing":
+        return f"pgvector cannot rank {table}: the server has no pgvector (pass using=None for simsql's own ranking)"
+    if facts.extension == "available":
+        return f"pgvector cannot rank {table}: the extension is not created in this database (CREATE EXTENSION vector)"
+    if facts.index_valid is None:
+        return f"pgvector cannot rank {table}: it has no HNSW index of simsql's (simsql.lifecycle.add_vector_index)"
+    return f"pgvector cannot rank {table}: its HNSW index {binding.names.vector_index} is invalid (an interrupted build: add it again)"
+
+
+def _exactly(
+    session: Session, binding: Binding, stmt: Select[Any], query: np.ndarray, limit: int, exclude: object,
+    skip: tuple[Any, ...] | None,
+) -> list[VectorMatch]:  # fmt: skip
+    """The exact cosine top-``limit`` by a scan in numpy (:mod:`simsql.queries.vectors_exact`)."""
+    skipped = {tuple(k) for k in exclude_keys(binding, exclude)} | ({skip} if skip is not None else set())
+    best = exact_ranking(session, binding, stmt, query, limit, skipped)
+    if not best:
+        return []
+    rows = {binding.key_of(row[0]): row[0] for row in session.execute(stmt.where(_key_in(binding.keys, [k for k, _ in best]))).all()}
+    fingerprinter = binding.fingerprinter
+    assert isinstance(fingerprinter, VectorFingerprinter)
+    target = fingerprinter.fingerprint(query)
+    what = f"{binding.model.__name__}.{binding.source[0]}"
+    kept = [(rows[key], cosine) for key, cosine in best if key in rows]
+    signed = fingerprinter.fingerprint_many(np.stack([np.asarray(vector_of(getattr(r, binding.source[0]), what), dtype=np.float64) for r, _ in kept]))
+    return [VectorMatch(row, cosine, hamming(target, s)) for (row, cosine), s in zip(kept, signed)]
 
 
 def _listed(
