@@ -17,6 +17,8 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
+import simsql.cli
+import simsql.schema.names
 from simsql.dialects import backend
 from simsql.errors import SchemaError, UnsupportedDatabase
 from simsql.lifecycle import add_vector_index, drop_vector_index
@@ -215,3 +217,19 @@ def test_bad_arguments_are_refused_naming_them(any_engine: Engine) -> None:
         with pytest.raises(TypeError, match="exact must be True or False"):
             simsql.most_similar_vectors(session, select(Story), [1.0] * DIMENSIONS, exact="yes")  # type: ignore[arg-type]
     assert backend(any_engine).vector_index.drop("s", "i").steps == () or any_engine.dialect.name == "postgresql"
+
+
+def test_the_command_line_adds_and_drops_the_index_of_an_attached_table(pg: Engine, url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``simsql vector-index add|drop`` on a plain table attached by name (search_path without
+    ``public``: the DDL names pgvector's schema itself)."""
+    with pg.begin() as connection:
+        connection.execute(text("CREATE TABLE plain_vectors (id integer PRIMARY KEY, embedding real[])"))
+    simsql.attach_table(pg, "plain_vectors", ["embedding"], fingerprinter=SIGNER)
+    index = simsql.schema.names.Names("plain_vectors").vector_index
+    assert simsql.cli.main(["vector-index", "add", "--url", url, "--table", "plain_vectors", "--m", "12", "--ef-construction", "48"]) == 0
+    assert "built the HNSW index of plain_vectors" in capsys.readouterr().out
+    definition = _index_sql(pg, index)
+    assert definition is not None and "ef_construction='48'" in definition.replace(" ", "")
+    assert simsql.cli.main(["vector-index", "add", "--url", url, "--table", "plain_vectors", "--m", "40"]) == 2  # 64 < 2 * 40
+    assert simsql.cli.main(["vector-index", "drop", "--url", url, "--table", "plain_vectors"]) == 0
+    assert _index_sql(pg, index) is None
