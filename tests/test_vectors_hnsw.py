@@ -133,21 +133,28 @@ def test_pgvector_ranks_once_simsql_built_its_index(pg: Engine, model: type) -> 
     with Session(pg) as session:
         found = simsql.most_similar_vectors(session, select(model), query, limit=10, ef_search=400)
         assert [m.row.id for m in found] == _truth(vectors, query, 10)
-        assert [m.cosine for m in found] == pytest.approx([float(vectors[m.row.id - 1] @ query / np.linalg.norm(vectors[m.row.id - 1]) / np.linalg.norm(query)) for m in found])
-        target = SIGNER.fingerprint(query)
-        assert [m.distance for m in found] == [bin(target ^ SIGNER.fingerprint(vectors[m.row.id - 1])).count("1") for m in found]
+        cosines = [float(vectors[m.row.id - 1] @ query / np.linalg.norm(vectors[m.row.id - 1]) / np.linalg.norm(query)) for m in found]
+        assert [m.cosine for m in found] == pytest.approx(cosines, abs=1e-6)  # pgvector's float32 cosine
+        assert [m.distance for m in found] == [None] * 10  # rows written without the ORM: no signature yet
         # ef_search is SET LOCAL: the session's transaction sees it, the next one does not
         assert session.execute(text("SELECT current_setting('hnsw.ef_search')")).scalar() == "400"
         session.commit()
         assert session.execute(text("SELECT current_setting('hnsw.ef_search')")).scalar() == "40"
         exact = simsql.most_similar_vectors(session, select(model), query, limit=10, exact=True)
         assert [m.row.id for m in exact] == _truth(vectors, query, 10)
+        # float64, from the stored vectors (a vector column is read as float32 text: 1e-8 apart)
+        assert [m.cosine for m in exact] == pytest.approx(cosines, rel=1e-7 if model is Note else 1e-12)
+        # the same call can still ask simsql's own paths (and these rows have no signature yet)
+        assert simsql.most_similar_vectors(session, select(model), query, using="signatures") == []
+    simsql.backfill(pg, model, workers=0)
+    with Session(pg) as session:  # signed now: the distance of the stored signature
+        found = simsql.most_similar_vectors(session, select(model), query, limit=10, ef_search=400)
+        target = SIGNER.fingerprint(query)
+        assert [m.distance for m in found] == [bin(target ^ SIGNER.fingerprint(vectors[m.row.id - 1])).count("1") for m in found]
         # filters, exclusions and a row as the target
         row = session.get(model, 20)
         kept = simsql.most_similar_vectors(session, select(model).where(model.id > 100), row, limit=5, exclude=[150], ef_search=400)
         assert [m.row.id for m in kept] == _truth(vectors, vectors[19], 5, [k for k in range(101, 301) if k != 150])
-        # the same call can still ask simsql's own paths
-        assert simsql.most_similar_vectors(session, select(model), query, using="signatures") == []
 
 
 def test_detach_and_drop_remove_simsql_s_index_and_nothing_else(pg: Engine) -> None:

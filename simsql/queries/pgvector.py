@@ -16,7 +16,7 @@ import weakref
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Select
+from sqlalchemy import Select, inspect
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session
 
@@ -26,8 +26,9 @@ from ..store.awaiting import connection_of
 from ..store.registry import current_schema
 from ..store.storage import Binding
 from ..text.bits import hamming
-from ..text.vectors import VectorFingerprinter, vector_of
+from ..text.vectors import VectorFingerprinter
 from .targets import exclusion
+from .vectors_exact import cosines_of
 
 FACTS_SECONDS = 30.0
 """How long a query trusts what it read of a table's pgvector index before reading it again."""
@@ -64,11 +65,14 @@ def forget_vector_index(schema: str | None, table: str) -> None:
 def pgvector_ranked(
     session: Session, binding: Binding, stmt: Select[Any], query: np.ndarray, limit: int, skipped: list[tuple[Any, ...]],
     facts: VectorIndexFacts, *, exact: bool, ef_search: int | None,
-) -> list[tuple[Any, float, int]]:  # fmt: skip
-    """``(row, cosine, distance)`` of the top ``limit`` rows of ``stmt`` by pgvector's ``<=>``:
-    through the HNSW index (approximate, ``ef_search`` set for the transaction), or with
-    ``exact`` by a scan the index cannot serve (``<=> + 0``, then re-ranked in float64). The
-    cosine is numpy's of the stored vector, the distance the 64-bit signatures'."""
+) -> list[tuple[Any, float, int | None]]:  # fmt: skip
+    """``(row, cosine, distance)`` of the top ``limit`` rows of ``stmt`` by pgvector's ``<=>``.
+
+    Through the HNSW index (approximate; ``ef_search`` set for the transaction), the cosine is
+    pgvector's own (``1 - <=>``, computed in float32), so the stored vectors are not decoded in
+    Python and a deferred vector column stays deferred. With ``exact``, a scan the index cannot
+    serve (``<=> + 0``), then the float64 cosines of the stored vectors, re-ranked. The
+    distance is the row's stored 64-bit signature's to the target's (None while it has none)."""
     connection = connection_of(session)
     server = backend(connection).vector_index
     fingerprinter = binding.fingerprinter
@@ -85,19 +89,18 @@ def pgvector_ranked(
         ranked = ranked.order_by(distance).limit(limit)
         if ef_search is not None:
             server.set_ef_search(connection, ef_search)
-    rows = [row[0] for row in session.execute(ranked).all()]
-    if not rows:
-        return []
-    what = f"{binding.model.__name__}.{binding.source[0]}"
-    stored = fingerprinter.check(np.stack([np.asarray(vector_of(getattr(row, binding.source[0]), what), dtype=np.float64) for row in rows]))
-    cosines = (stored @ query) / (np.linalg.norm(stored, axis=1) * float(np.linalg.norm(query)))
-    order = list(range(len(rows)))
-    if exact:  # float64 cosines, ties by key: the same order as the portable scan
-        order.sort(key=lambda i: (-float(cosines[i]), binding.key_of(rows[i])))
-    order = order[:limit]
+    found = [(row[0], 1.0 - float(row[-1])) for row in session.execute(ranked).all()]
+    if exact and found:
+        cosines = cosines_of(binding, [getattr(row, binding.source[0]) for row, _ in found], query)
+        found = sorted(((row, float(c)) for (row, _), c in zip(found, cosines)), key=lambda pair: (-pair[1], binding.key_of(pair[0])))
     target = fingerprinter.fingerprint(query)
-    signed = fingerprinter.fingerprint_many(stored[order])
-    return [(rows[i], float(cosines[i]), hamming(target, s)) for i, s in zip(order, signed)]
+    return [(row, cosine, _distance(binding, row, target)) for row, cosine in found[:limit]]
+
+
+def _distance(binding: Binding, row: Any, target: int) -> int | None:
+    """The Hamming distance of ``row``'s stored signature to ``target`` (None: not stored, or not loaded)."""
+    stored = inspect(row).dict.get(binding.fingerprint.key) if binding.mode == "columns" else None
+    return None if stored is None else hamming(target, int(stored) & 0xFFFFFFFFFFFFFFFF)
 
 
 __all__ = ["EXACT_MARGIN", "FACTS_SECONDS", "forget_vector_index", "pgvector_ranked", "vector_index_facts"]

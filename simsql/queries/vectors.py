@@ -49,13 +49,15 @@ NEAR_COPY_CANDIDATES = 50
 
 
 class VectorMatch(NamedTuple):
-    """A row found by :func:`most_similar_vectors` or :func:`near_copy_vectors`: its exact
-    cosine to the target vector, and the Hamming distance of its signature that made it a
-    candidate (of 64 bits for the first, of the 256-bit signature for the second)."""
+    """A row found by :func:`most_similar_vectors` or :func:`near_copy_vectors`: its cosine to
+    the target vector, and the Hamming distance of its signature (of 64 bits for the first, of
+    the 256-bit signature for the second and for lists on a wide table). Where pgvector ranks,
+    the cosine is pgvector's (float32) and the distance that of the row's stored signature, None
+    while the row has none (pgvector finds rows no backfill signed yet)."""
 
     row: Any
     cosine: float
-    distance: int
+    distance: int | None
 
 
 Ranker = Literal["pgvector", "lists", "signatures"]
