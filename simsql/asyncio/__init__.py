@@ -42,6 +42,7 @@ from ..queries import most_similar_many as _most_similar_many
 from ..queries import most_similar_vectors as _most_similar_vectors
 from ..queries import near_copy_vectors as _near_copy_vectors
 from ..queries import near_duplicates as _near_duplicates
+from ..queries import related_vectors as _related_vectors
 from .runner import AsyncBind, on_engine, on_session
 
 add_vector_index = on_engine(_add_vector_index)
@@ -62,6 +63,7 @@ most_similar_many = on_session(_most_similar_many)
 most_similar_vectors = on_session(_most_similar_vectors)
 near_copy_vectors = on_session(_near_copy_vectors)
 near_duplicates = on_session(_near_duplicates)
+related_vectors = on_session(_related_vectors)
 
 __all__ = [
     "AsyncBind",
@@ -81,5 +83,6 @@ __all__ = [
     "near_duplicates",
     "place_lists",
     "refingerprint",
+    "related_vectors",
     "status",
 ]

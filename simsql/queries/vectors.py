@@ -114,8 +114,8 @@ def most_similar_vectors(
     """
     _check_counts(limit, candidates)
     _check_choices(exact, exact_candidates, ef_search, using, probes)
-    binding = _vector_binding(stmt)
-    query, skip = _target_vector(binding, target)
+    binding = vector_binding(stmt)
+    query, skip = target_vector(binding, target)
     ranker = _ranker(session, binding, using, probes)
     if ranker is not None:
         skipped = exclude_keys(binding, exclude) + ([skip] if skip is not None else [])
@@ -244,9 +244,9 @@ def near_copy_vectors(
     _check_counts(limit, candidates)
     if isinstance(min_cosine, bool) or not isinstance(min_cosine, Real) or not -1.0 <= float(min_cosine) <= 1.0:
         raise ValueError(f"min_cosine must be a number in [-1, 1], got {min_cosine!r}")
-    binding = _vector_binding(stmt)
+    binding = vector_binding(stmt)
     wide_binding(binding.model)
-    query, skip = _target_vector(binding, target)
+    query, skip = target_vector(binding, target)
     fingerprinter = binding.fingerprinter
     assert isinstance(fingerprinter, VectorFingerprinter)
     signature = fingerprinter.signatures_many(query[None, :])[0]
@@ -269,14 +269,14 @@ def _check_counts(limit: int, candidates: int) -> None:
         raise ValueError(f"candidates must be at least limit ({limit}), got {candidates}")
 
 
-def _vector_binding(stmt: Select[Any]) -> Binding:
+def vector_binding(stmt: Select[Any]) -> Binding:
     binding = binding_for(stmt.column_descriptions[0]["entity"])
     if not isinstance(binding.fingerprinter, VectorFingerprinter):
         raise TypeError(f"{binding.model.__name__} is fingerprinted from text: it needs a vector model")
     return binding
 
 
-def _target_vector(binding: Binding, target: object) -> tuple[np.ndarray, tuple[Any, ...] | None]:
+def target_vector(binding: Binding, target: object) -> tuple[np.ndarray, tuple[Any, ...] | None]:
     """The target as one checked float64 vector, and the key of the row it is (else None)."""
     fingerprinter = binding.fingerprinter
     assert isinstance(fingerprinter, VectorFingerprinter)
