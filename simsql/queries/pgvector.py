@@ -88,13 +88,26 @@ def pgvector_ranked(
     else:
         ranked = ranked.order_by(distance).limit(limit)
         if ef_search is not None:
-            server.set_ef_search(connection, ef_search)
+            _set_ef_search(connection, server, ef_search)
     found = [(row[0], 1.0 - float(row[-1])) for row in session.execute(ranked).all()]
     if exact and found:
         cosines = cosines_of(binding, [getattr(row, binding.source[0]) for row, _ in found], query)
         found = sorted(((row, float(c)) for (row, _), c in zip(found, cosines)), key=lambda pair: (-pair[1], binding.key_of(pair[0])))
     target = fingerprinter.fingerprint(query)
     return [(row, cosine, _distance(binding, row, target)) for row, cosine in found[:limit]]
+
+
+def _set_ef_search(connection: Connection, server: Any, ef_search: int) -> None:
+    """``hnsw.ef_search`` for the current transaction (``SET LOCAL``), sent once per transaction
+    (and savepoint) and value: the next query of the same transaction with the same setting
+    skips the round trip."""
+    transaction = connection.get_nested_transaction() or connection.get_transaction()
+    done = connection.info.get("simsql_ef_search")
+    if done is not None and done[0]() is transaction and transaction is not None and done[1] == ef_search:
+        return
+    server.set_ef_search(connection, ef_search)
+    if transaction is not None:
+        connection.info["simsql_ef_search"] = (weakref.ref(transaction), ef_search)
 
 
 def _distance(binding: Binding, row: Any, target: int) -> int | None:
