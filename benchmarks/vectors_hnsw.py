@@ -8,7 +8,7 @@ Ground truth: numpy's exact cosine top-10.
 
 1. **Top-10.** A ``SimHashMixin`` model whose source is a pgvector ``vector(256)`` column,
    filled by COPY, then ``simsql.lifecycle.add_vector_index`` (HNSW, m=16, ef_construction=64).
-   Per ``hnsw.ef_search`` E, interleaved per query (load drifts hit all alike), p50 and recall@10:
+   Per ``hnsw.ef_search`` E, interleaved per query in a shuffled order, p50 and recall@10:
    ``raw pgvector`` (``SELECT id ... ORDER BY embedding <=> q LIMIT 10``, ``SET hnsw.ef_search``
    on its connection); ``pgvector-python ORM`` (``select(Model).order_by(cosine_distance)``,
    whole rows: what an application writes without simsql); ``simsql ef_search=E``
@@ -160,13 +160,17 @@ def measure(
     score: Callable[[list[int], int], dict[str, float]] | None = None,
 ) -> dict[str, dict[str, float]]:  # fmt: skip
     """p50/p90 and recall@10 (or ``score(found, query index)``) of each system, interleaved per
-    query, the first two queries run once before to warm."""
+    query in an order shuffled per query (the first system to search a neighbourhood reads its
+    pages from disk for the others), the first two queries run once before to warm."""
     for q in queries[:2]:
         for run in systems.values():
             run(q)
     figures: dict[str, dict[str, list[float]]] = {name: {"ms": []} for name in systems}
+    names = list(systems)
+    shuffle = np.random.default_rng(44)
     for i, q in enumerate(queries):
-        for name, run in systems.items():
+        for name in shuffle.permutation(names).tolist():
+            run = systems[name]
             started = time.perf_counter()
             found = run(q)
             figures[name]["ms"].append((time.perf_counter() - started) * 1000)

@@ -240,3 +240,25 @@ def test_the_command_line_adds_and_drops_the_index_of_an_attached_table(pg: Engi
     assert simsql.cli.main(["vector-index", "add", "--url", url, "--table", "plain_vectors", "--m", "40"]) == 2  # 64 < 2 * 40
     assert simsql.cli.main(["vector-index", "drop", "--url", url, "--table", "plain_vectors"]) == 0
     assert _index_sql(pg, index) is None
+
+
+def test_the_refusals_say_what_to_do_without_a_server() -> None:
+    """The describer's refusals and DDL as text (no server): pgvector shipped but not created,
+    not there, a column of the wrong length; a ``vector(d)`` column indexed as it is."""
+    from simsql.dialects.postgresql.pgvector import POSTGRES_VECTOR_INDEX
+    from simsql.dialects.vector_index import HnswSettings, VectorIndexFacts
+
+    def create(facts: VectorIndexFacts) -> Any:
+        return POSTGRES_VECTOR_INDEX.create(facts, "s", "t", "v", "ix", 12, HnswSettings(), concurrently=False)
+
+    with pytest.raises(UnsupportedDatabase, match="available on this server but not created in this database: run CREATE EXTENSION vector"):
+        create(VectorIndexFacts("available", None, "real[]", None))
+    with pytest.raises(UnsupportedDatabase, match="pgvector is not available on this server"):
+        create(VectorIndexFacts("missing", None, "real[]", None))
+    with pytest.raises(SchemaError, match=r"s\.t\.v is vector\(16\): pgvector's HNSW index needs vector\(12\)"):
+        create(VectorIndexFacts("installed", "ext", "vector(16)", None))
+    plan = create(VectorIndexFacts("installed", "ext", "vector(12)", False))  # an invalid index: dropped first
+    assert plan.sql == [
+        'DROP INDEX IF EXISTS "s"."ix"',
+        'CREATE INDEX IF NOT EXISTS "ix" ON "s"."t" USING hnsw (("v") "ext".vector_cosine_ops) WITH (m = 16, ef_construction = 64)',
+    ]

@@ -1,12 +1,14 @@
-"""The top rows by exact cosine, found through the vector signature: :func:`most_similar_vectors`.
+"""Rows by cosine to a vector: :func:`most_similar_vectors` (related by meaning) and
+:func:`near_copy_vectors` (near copies, through the 256-bit probes).
 
-A 64-bit signature ranks an embedding's neighbours coarsely (one bit of Hamming distance is
-about three degrees of angle, and the spread of the estimate is wider than the gap between a
-query's tenth neighbour and its hundredth), so "related by meaning" takes two stages: the
-``candidates`` nearest rows by Hamming distance (:func:`~simsql.queries.most_similar`, the
-block indexes then the scan), then those rows ordered by the exact cosine of their stored
-vectors, in numpy. More candidates, more recall, more rows read: BENCHMARKS.md measures recall@10
-against ``candidates``.
+One call, three rankers. Where the table has simsql's HNSW index, pgvector ranks
+(:mod:`simsql.queries.pgvector`). Otherwise simsql's own two stages: candidates by signature (the
+``candidates`` nearest by Hamming distance, :func:`~simsql.queries.most_similar`, or among the
+probed partition lists), then those rows ordered by the exact cosine of their stored vectors, in
+numpy. A 64-bit signature ranks an embedding's neighbours coarsely (one bit is about three
+degrees, and the spread of the estimate is wider than the gap between a query's tenth neighbour
+and its hundredth), so recall grows with ``candidates`` (BENCHMARKS.md). ``exact=True`` is a
+scan (:mod:`simsql.queries.vectors_exact`, or ``<=>`` in the server).
 """
 
 from __future__ import annotations
@@ -144,10 +146,13 @@ def _ranker(session: Session, binding: Binding, using: Ranker | None, probes: in
     """pgvector's facts when pgvector ranks this query, else None (simsql's own paths)."""
     if using in ("lists", "signatures"):
         return None
-    facts = vector_index_facts(connection_of(session), binding, fresh=using == "pgvector")
+    facts = vector_index_facts(connection_of(session), binding)
     if facts.ranks:
         return facts
-    if using == "pgvector":
+    if using == "pgvector":  # read again before refusing: the index may be newer than what was kept
+        facts = vector_index_facts(connection_of(session), binding, fresh=True)
+        if facts.ranks:
+            return facts
         raise UnsupportedDatabase(_why_not(binding, facts))
     return None
 
