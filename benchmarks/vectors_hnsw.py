@@ -15,7 +15,8 @@ Ground truth: numpy's exact cosine top-10.
    (``most_similar_vectors`` with ``ef_search=E`` in one long transaction: its ``SET LOCAL`` is
    sent once per transaction); ``simsql ef_search=E, a transaction per query`` (committed after
    each: the ``SET LOCAL`` and the commit are two more round trips); ``simsql, server's
-   ef_search`` (the connection's setting, one round trip). Then the exact scans.
+   ef_search`` (the connection's setting, one round trip), and the same with
+   ``select(Model).options(load_only(Model.id))`` (keys only, as the raw query). Then the exact scans.
 2. **Related, not copies.** Real vectors de-duplicated (no two at cosine >= 0.95), the first
    ``--stories`` kept, every fourth republished 1-8 times (each copy turned 2-8 degrees), in a
    second table with its own index. Per query (held out, then rows of stories with copies as
@@ -42,7 +43,7 @@ import numpy as np
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import Integer, create_engine, select
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, load_only, mapped_column
 
 import simsql
 from simsql.lifecycle import add_vector_index
@@ -135,11 +136,15 @@ def top10_systems(engine: Engine, held: list[Any]) -> dict[str, Callable[[np.nda
             return found
 
         found[f"simsql most_similar_vectors ef_search={ef}, a transaction per query"] = committed
+        keys_only = Session(bind=raw)
+        found[f"simsql most_similar_vectors load_only(id), server's ef_search={ef}"] = lambda q, s=keys_only: [
+            m.row.id for m in simsql.most_similar_vectors(s, select(MeaningDoc).options(load_only(MeaningDoc.id)), q, limit=TOP)
+        ]
         on_raw = Session(bind=raw)
         found[f"simsql most_similar_vectors, server's ef_search={ef}"] = lambda q, s=on_raw: [
             m.row.id for m in simsql.most_similar_vectors(s, select(MeaningDoc), q, limit=TOP)
         ]
-        held += [raw, orm, session, fresh, on_raw]
+        held += [raw, orm, session, fresh, keys_only, on_raw]
     return found
 
 
@@ -244,7 +249,7 @@ def related_figures(engine: Engine, real: np.ndarray, queries: np.ndarray, count
             systems = {
                 f"most_similar_vectors ef_search={ef}": lambda i: [m.row.id for m in simsql.most_similar_vectors(session, select(StoryDoc), target(i), limit=TOP, ef_search=ef)],
                 f"related_vectors ef_search={ef}": lambda i: [m.row.id for m in related_vectors(session, select(StoryDoc), target(i), limit=TOP, ef_search=ef)],
-                "related_vectors (ef_search: the pool)": lambda i: [m.row.id for m in related_vectors(session, select(StoryDoc), target(i), limit=TOP)],
+                "related_vectors (default ef_search: twice the pool, >= 100)": lambda i: [m.row.id for m in related_vectors(session, select(StoryDoc), target(i), limit=TOP)],
             }
             indexed = {name: (lambda q, run=run: run(int(q[0]))) for name, run in systems.items()}
             order = np.arange(len(qs), dtype=np.float64)[:, None]

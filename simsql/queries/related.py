@@ -68,8 +68,8 @@ def related_vectors(
     The rows come from :func:`most_similar_vectors` (``candidates``, ``probes``, ``ef_search``
     and ``using`` are its own), ``limit * 4`` of them at first, twice as many while fewer than
     ``limit`` stories are found and the pool was full (up to ``limit * 32``); so its recall is
-    that of its ranker. Where pgvector ranks and ``ef_search`` is None, ``ef_search`` is the
-    pool (an HNSW scan returns at most ``ef_search`` rows). ``target``: a vector, or a row of the
+    that of its ranker. Where pgvector ranks and ``ef_search`` is None, ``ef_search`` is twice the
+    pool, at least 100 (an HNSW scan returns at most ``ef_search`` rows, the best of them first). ``target``: a vector, or a row of the
     model (excluded, and its copies with it). ``ValueError`` for ``copy_cosine`` outside
     (0, 1]; otherwise what :func:`most_similar_vectors` refuses.
     """
@@ -82,7 +82,7 @@ def related_vectors(
     while True:
         found = most_similar_vectors(
             session, stmt, target, limit=pool, candidates=max(candidates, pool), probes=probes, using=using,
-            ef_search=ef_search if ef_search is not None or using in ("lists", "signatures") else max(pool, 40),
+            ef_search=ef_search if ef_search is not None or using in ("lists", "signatures") else min(max(2 * pool, 100), 1000),
         )  # fmt: skip
         stories = group_copies(binding, query, found, float(copy_cosine))
         if len(stories) >= limit or len(found) < pool or pool >= limit * MAX_POOL_FACTOR:

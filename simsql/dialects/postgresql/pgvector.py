@@ -36,7 +36,7 @@ FACTS_SQL = text(
 
 class PgVectorType(UserDefinedType[Any]):
     """pgvector's ``vector(d)``, qualified with the extension's schema; binds a list of floats as
-    pgvector's text form ``[x1,x2,...]``."""
+    pgvector's text form ``[x1, x2, ...]``."""
 
     cache_ok = True
 
@@ -48,8 +48,8 @@ class PgVectorType(UserDefinedType[Any]):
         return f"{quote(self.schema)}.vector({self.dimensions})"
 
     def bind_processor(self, dialect: Any) -> Any:
-        def process(value: Any) -> Any:
-            return None if value is None else "[" + ",".join(repr(float(x)) for x in value) + "]"
+        def process(value: Any) -> Any:  # str() of a list of floats: repr of each, in C ("[1.0, 2.5]")
+            return None if value is None else str([float(x) for x in value] if not isinstance(value, list) else value)
 
         return process
 
