@@ -136,9 +136,10 @@ def test_pgvector_ranks_once_simsql_built_its_index(pg: Engine, model: type) -> 
         cosines = [float(vectors[m.row.id - 1] @ query / np.linalg.norm(vectors[m.row.id - 1]) / np.linalg.norm(query)) for m in found]
         assert [m.cosine for m in found] == pytest.approx(cosines, abs=1e-6)  # pgvector's float32 cosine
         assert [m.distance for m in found] == [None] * 10  # rows written without the ORM: no signature yet
-        keys = simsql.most_similar_vectors(session, select(model).options(load_only(model.id)), query, limit=10, ef_search=400)
-        assert [(m.row.id, m.cosine) for m in keys] == [(m.row.id, m.cosine) for m in found]  # the vector stays deferred
-        assert all("embedding" not in m.row.__dict__ for m in keys)
+        with Session(pg) as other:  # the vector stays deferred: pgvector's cosine, nothing decoded
+            keys = simsql.most_similar_vectors(other, select(model).options(load_only(model.id)), query, limit=10, ef_search=400)
+            assert [(m.row.id, m.cosine) for m in keys] == [(m.row.id, m.cosine) for m in found]
+            assert all("embedding" not in m.row.__dict__ for m in keys)
         # ef_search is SET LOCAL: the session's transaction sees it, the next one does not
         assert session.execute(text("SELECT current_setting('hnsw.ef_search')")).scalar() == "400"
         session.commit()
