@@ -93,8 +93,9 @@ def pgvector_ranked(
     if exact and found:
         cosines = cosines_of(binding, [getattr(row, binding.source[0]) for row, _ in found], query)
         found = sorted(((row, float(c)) for (row, _), c in zip(found, cosines)), key=lambda pair: (-pair[1], binding.key_of(pair[0])))
-    target = fingerprinter.fingerprint(query)
-    return [(row, cosine, _distance(binding, row, target)) for row, cosine in found[:limit]]
+    stored = [_stored_signature(binding, row) for row, _ in found[:limit]]
+    target = fingerprinter.fingerprint(query) if any(s is not None for s in stored) else 0  # not signed when unused
+    return [(row, cosine, None if s is None else hamming(target, s)) for (row, cosine), s in zip(found, stored)]
 
 
 def _set_ef_search(connection: Connection, server: Any, ef_search: int) -> None:
@@ -110,10 +111,10 @@ def _set_ef_search(connection: Connection, server: Any, ef_search: int) -> None:
         connection.info["simsql_ef_search"] = (weakref.ref(transaction), ef_search)
 
 
-def _distance(binding: Binding, row: Any, target: int) -> int | None:
-    """The Hamming distance of ``row``'s stored signature to ``target`` (None: not stored, or not loaded)."""
+def _stored_signature(binding: Binding, row: Any) -> int | None:
+    """``row``'s stored 64-bit signature, unsigned (None: not stored, or not loaded)."""
     stored = inspect(row).dict.get(binding.fingerprint.key) if binding.mode == "columns" else None
-    return None if stored is None else hamming(target, int(stored) & 0xFFFFFFFFFFFFFFFF)
+    return None if stored is None else int(stored) & 0xFFFFFFFFFFFFFFFF
 
 
 __all__ = ["EXACT_MARGIN", "FACTS_SECONDS", "forget_vector_index", "pgvector_ranked", "vector_index_facts"]
