@@ -182,3 +182,14 @@ def searches_sql(dimensions: int, top: int, query: np.ndarray) -> dict[str, str]
             f"binary_quantize({q})::bit({d}) LIMIT 1000) c ORDER BY embedding <=> {q}, id LIMIT {top}"
         ),
     }
+
+
+def indexed_searcher(connection: Connection, table: str, dimensions: int, top: int, column: str = "embedding") -> Callable[[np.ndarray], list[int]]:
+    """pgvector's own search on ``connection`` (its ``hnsw.ef_search`` as set there): ``ORDER BY
+    column <=> q LIMIT top`` through the HNSW index, keys only (issue 44's baseline)."""
+    return _searcher(connection, f"SELECT id FROM {table} ORDER BY {column} <=> CAST(:q AS vector({dimensions})) LIMIT {top}")
+
+
+def exact_searcher(connection: Connection, table: str, dimensions: int, top: int, column: str = "embedding") -> Callable[[np.ndarray], list[int]]:
+    """pgvector's exact answer: ``<=> + 0`` so the index cannot serve it, every row read."""
+    return _searcher(connection, f"SELECT id FROM {table} ORDER BY ({column} <=> CAST(:q AS vector({dimensions}))) + 0, id LIMIT {top}")

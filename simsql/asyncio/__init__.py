@@ -34,17 +34,22 @@ from ..lifecycle.sampling import fit_background as _fit_background
 from ..lifecycle.tables import attach_table as _attach_table
 from ..lifecycle.tables import detach_table as _detach_table
 from ..lifecycle.tables import status as _status
+from ..lifecycle.vector_index import add_vector_index as _add_vector_index
+from ..lifecycle.vector_index import drop_vector_index as _drop_vector_index
 from ..queries import duplicate_groups as _duplicate_groups
 from ..queries import find_original as _find_original
 from ..queries import most_similar_many as _most_similar_many
 from ..queries import most_similar_vectors as _most_similar_vectors
 from ..queries import near_copy_vectors as _near_copy_vectors
 from ..queries import near_duplicates as _near_duplicates
+from ..queries import related_vectors as _related_vectors
 from .runner import AsyncBind, on_engine, on_session
 
+add_vector_index = on_engine(_add_vector_index)
 attach_table = on_engine(_attach_table)
 backfill = on_engine(_backfill)
 detach_table = on_engine(_detach_table)
+drop_vector_index = on_engine(_drop_vector_index)
 drop_lists = on_engine(_drop_lists)
 fit_lists = on_engine(_fit_lists)
 place_lists = on_engine(_place_lists)
@@ -58,13 +63,16 @@ most_similar_many = on_session(_most_similar_many)
 most_similar_vectors = on_session(_most_similar_vectors)
 near_copy_vectors = on_session(_near_copy_vectors)
 near_duplicates = on_session(_near_duplicates)
+related_vectors = on_session(_related_vectors)
 
 __all__ = [
     "AsyncBind",
+    "add_vector_index",
     "attach_table",
     "backfill",
     "detach_table",
     "drop_lists",
+    "drop_vector_index",
     "duplicate_groups",
     "find_original",
     "fit_background",
@@ -75,5 +83,6 @@ __all__ = [
     "near_duplicates",
     "place_lists",
     "refingerprint",
+    "related_vectors",
     "status",
 ]

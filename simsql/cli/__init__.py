@@ -62,6 +62,7 @@ from .output import PREVIEW_CHARS, read_text, write_csv, write_json, write_recor
 from .queries import add_dupes, add_similar, cmd_dupes, cmd_similar
 from .refingerprint import add_refingerprint, cmd_refingerprint
 from .tables import add_attach, add_detach, add_status, cmd_attach, cmd_detach, cmd_status, rows_to_fingerprint
+from .vector_index import add_vector_index_commands
 
 __all__ = [
     "EXIT_ERROR",
@@ -115,7 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     local = common_options(suppress=True, url=False)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     add_db_commands(commands, common, local)
-    for add in (add_attach, add_detach, add_status, add_backfill, add_refingerprint, add_partitions, add_similar, add_dupes):
+    for add in (add_attach, add_detach, add_status, add_backfill, add_refingerprint, add_partitions, add_vector_index_commands, add_similar, add_dupes):
         add(commands, common)
     add_fingerprint(commands, common, local)  # no database: no --url
     add_demo(commands, common, local)  # a --url of its own, no environment

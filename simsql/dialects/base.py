@@ -32,6 +32,7 @@ from ..text.errors import UnsupportedDatabase
 from .batch import BatchSQL, Job
 from .plan import DDLDescriber, ListsDDL, Partition, TableFacts
 from .sqltext import sql_identifier
+from .vector_index import NO_PGVECTOR, VectorIndexSQL
 
 BLOCK_BITS = 16
 BLOCK_MASK = (1 << BLOCK_BITS) - 1
@@ -71,6 +72,8 @@ class Backend(ABC):
     """The describer of this family's DDL (attach, indexes, detach, refingerprint)."""
     lists_ddl: ClassVar[ListsDDL]
     """The describer of the partition lists' column and covering index."""
+    vector_index: ClassVar[VectorIndexSQL] = NO_PGVECTOR
+    """pgvector's facts, HNSW DDL and ``<=>`` (the portable default: no pgvector)."""
 
     transactional_ddl: ClassVar[bool] = True
     """DDL runs inside a transaction: a plan's transactional steps commit or vanish together.

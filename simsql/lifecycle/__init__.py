@@ -9,10 +9,12 @@ runs them bounded in time. :mod:`.attach`, :mod:`.tables`, :mod:`.backfill`, :mo
 The public home of the second-step operations (the top level holds the first ones:
 :func:`simsql.attach_table`, :func:`simsql.backfill`, ...): :func:`refingerprint` moves a table
 to another configuration online, :func:`fit_background` fits a :class:`~simsql.fingerprint.Background`
-on a table's own rows.
+on a table's own rows; :func:`add_vector_index` and :func:`drop_vector_index` build and remove
+pgvector's HNSW index on a vector table (:mod:`.vector_index`).
 """
 
 from .refingerprinting import RefingerprintResult, refingerprint
 from .sampling import fit_background
+from .vector_index import add_vector_index, drop_vector_index
 
-__all__ = ["RefingerprintResult", "fit_background", "refingerprint"]
+__all__ = ["RefingerprintResult", "add_vector_index", "drop_vector_index", "fit_background", "refingerprint"]

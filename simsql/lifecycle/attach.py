@@ -31,6 +31,7 @@ from ..text.fingerprint import Fingerprinter
 from ..text.vectors import AnyFingerprinter, VectorFingerprinter
 from . import apply, catalog
 from .lists import plan_drop_lists
+from .vector_index import plan_drop_vector_index
 
 
 @dataclass(frozen=True)
@@ -255,7 +256,8 @@ def plan_detach(connection: Connection, table: str, *, schema: str | None = None
             "Drop or change them first, then run detach again"
         )
     present = catalog.present(connection, schema, table, entry.names, recorded=True)
-    plan = plan_drop_lists(connection, schema, entry.names, present) + server.ddl.detach(facts, entry.names, entry.source, present)
+    plan = plan_drop_lists(connection, schema, entry.names, present) + plan_drop_vector_index(connection, schema, entry.names, entry.source[0])
+    plan = plan + server.ddl.detach(facts, entry.names, entry.source, present)
     if moving:  # an unfinished refingerprint: what it staged goes first
         plan = describe_abandon(connection, catalog.describe(connection, table, entry.source, schema), entry.names, cursor) + plan
     return entry, plan

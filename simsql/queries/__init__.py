@@ -16,8 +16,12 @@ One module per reason to change, lowest first:
 - :mod:`~simsql.queries.originality`: :func:`find_original` and its index stage;
 - :mod:`~simsql.queries.duplicates`: :func:`near_duplicates` and :func:`duplicate_groups`;
 - :mod:`~simsql.queries.batch`: :func:`most_similar_many`;
-- :mod:`~simsql.queries.vectors`: :func:`most_similar_vectors` (signature candidates re-ranked
-  by exact cosine on the stored vectors) and :func:`near_copy_vectors` (the 256-bit probes).
+- :mod:`~simsql.queries.vectors`: :func:`most_similar_vectors` (ranked by pgvector where simsql's
+  HNSW index is, :mod:`~simsql.queries.pgvector`; else signature or list candidates re-ranked
+  by exact cosine; ``exact=True`` a scan, :mod:`~simsql.queries.vectors_exact`) and
+  :func:`near_copy_vectors` (the 256-bit probes);
+- :mod:`~simsql.queries.related`: :func:`related_vectors`, the nearest stories with near copies
+  collapsed into one entry.
 
 Every name below is importable from ``simsql.queries`` as it was when this was one module.
 """
@@ -38,6 +42,7 @@ from .originality import (
 from .plan_choice import BAND_BUDGET, MIN_BAND_BUDGET
 from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS
 from .targets import MAX_EXACT_BLOCK_DISTANCE
+from .related import RelatedMatch, related_vectors
 from .vectors import VectorMatch, most_similar_vectors, near_copy_vectors
 
 __all__ = [
@@ -49,6 +54,8 @@ __all__ = [
     "most_similar_many",
     "most_similar_vectors",
     "near_copy_vectors",
+    "RelatedMatch",
+    "related_vectors",
     "VectorMatch",
     "near_duplicates",
     "near_duplicates_query",

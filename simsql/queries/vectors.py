@@ -1,12 +1,14 @@
-"""The top rows by exact cosine, found through the vector signature: :func:`most_similar_vectors`.
+"""Rows by cosine to a vector: :func:`most_similar_vectors` (related by meaning) and
+:func:`near_copy_vectors` (near copies, through the 256-bit probes).
 
-A 64-bit signature ranks an embedding's neighbours coarsely (one bit of Hamming distance is
-about three degrees of angle, and the spread of the estimate is wider than the gap between a
-query's tenth neighbour and its hundredth), so "related by meaning" takes two stages: the
-``candidates`` nearest rows by Hamming distance (:func:`~simsql.queries.most_similar`, the
-block indexes then the scan), then those rows ordered by the exact cosine of their stored
-vectors, in numpy. More candidates, more recall, more rows read: BENCHMARKS.md measures recall@10
-against ``candidates``.
+One call, three rankers. Where the table has simsql's HNSW index, pgvector ranks
+(:mod:`simsql.queries.pgvector`). Otherwise simsql's own two stages: candidates by signature (the
+``candidates`` nearest by Hamming distance, :func:`~simsql.queries.most_similar`, or among the
+probed partition lists), then those rows ordered by the exact cosine of their stored vectors, in
+numpy. A 64-bit signature ranks an embedding's neighbours coarsely (one bit is about three
+degrees, and the spread of the estimate is wider than the gap between a query's tenth neighbour
+and its hundredth), so recall grows with ``candidates`` (BENCHMARKS.md). ``exact=True`` is a
+scan (:mod:`simsql.queries.vectors_exact`, or ``<=>`` in the server).
 """
 
 from __future__ import annotations
@@ -14,23 +16,28 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from numbers import Real
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from sqlalchemy import Select, select, tuple_
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import ColumnElement
 
+from ..dialects.vector_index import VectorIndexFacts
 from ..store.awaiting import connection_of, off_loop
 from ..store.lists import live_centres
 from ..store.registry import current_schema
 from ..store.storage import Binding, binding_for
+from ..text.bits import hamming
+from ..text.errors import UnsupportedDatabase
 from ..text.lists import check_probes
 from ..text.signature import WIDE_BITS
 from ..text.vectors import VectorFingerprinter, vector_of
 from .lists import list_column, vector_candidates
 from .nearest import most_similar
+from .pgvector import pgvector_ranked, vector_index_facts
 from .targets import check_limit, exclude_keys, exclusion
+from .vectors_exact import exact_ranking
 from .wide import WIDE_BUDGET, wide_binding, wide_search
 
 DEFAULT_CANDIDATES = 200
@@ -44,13 +51,21 @@ NEAR_COPY_CANDIDATES = 50
 
 
 class VectorMatch(NamedTuple):
-    """A row found by :func:`most_similar_vectors` or :func:`near_copy_vectors`: its exact
-    cosine to the target vector, and the Hamming distance of its signature that made it a
-    candidate (of 64 bits for the first, of the 256-bit signature for the second)."""
+    """A row found by :func:`most_similar_vectors` or :func:`near_copy_vectors`: its cosine to
+    the target vector, and the Hamming distance of its signature (of 64 bits for the first, of
+    the 256-bit signature for the second and for lists on a wide table). Where pgvector ranks,
+    the cosine is pgvector's (float32) and the distance that of the row's stored signature, None
+    while the row has none (pgvector finds rows no backfill signed yet)."""
 
     row: Any
     cosine: float
-    distance: int
+    distance: int | None
+
+
+Ranker = Literal["pgvector", "lists", "signatures"]
+"""What ranks a :func:`most_similar_vectors` query (``using``; None: chosen from the table)."""
+
+RANKERS = ("pgvector", "lists", "signatures")
 
 
 def most_similar_vectors(
@@ -62,41 +77,114 @@ def most_similar_vectors(
     exclude: object = None,
     *,
     probe_radius: int = 0,
-    exact: bool = True,
+    exact: bool = False,
     probes: int | None = None,
+    exact_candidates: bool = True,
+    ef_search: int | None = None,
+    using: Ranker | None = None,
 ) -> list[VectorMatch]:
-    """The top-``limit`` rows of ``stmt`` by exact cosine to ``target``, among the ``candidates``
-    nearest by signature; ordered by cosine (highest first), then distance, then the order of the
-    candidates (primary key on ties).
+    """The top-``limit`` rows of ``stmt`` by cosine to ``target``, highest first, as
+    :class:`VectorMatch` (the stored vector's cosine, computed in float64, and the 64-bit
+    signatures' Hamming distance). One call on every server; what ranks depends on the table:
 
-    ``probes=N`` (a table with partition lists, :mod:`simsql.lists`): the candidates are
-    instead the ``candidates`` rows nearest by signature (256 bits on a wide table, else 64)
-    among the ``N`` lists whose centres are nearest ``target`` by cosine, and the rows not yet
-    placed in a list; then re-ranked by exact cosine as above. Approximate: a neighbour in a
-    list not probed is missed (BENCHMARKS.md gives the recall each setting buys).
+    - **pgvector** (``using="pgvector"``, chosen when ``using`` is None and the table has simsql's
+      HNSW index, :func:`simsql.lifecycle.add_vector_index`): one statement ordered by pgvector's
+      ``<=>`` through the index, ``ef_search`` its ``hnsw.ef_search`` for the session's
+      transaction (``SET LOCAL``; None: the server's). Approximate as HNSW is; rows need no
+      signature; ``candidates``, ``probes``, ``probe_radius``, ``exact_candidates`` unused.
+    - **lists** (``probes=N`` on a table with partition lists, :mod:`simsql.lists`): the
+      ``candidates`` rows nearest by signature (256 bits on a wide table, else 64) among the
+      ``N`` lists whose centres are nearest ``target`` and the rows not yet placed, re-ranked
+      by exact cosine. A neighbour in a list not probed is missed.
+    - **signatures** (otherwise): the ``candidates`` rows nearest by 64-bit Hamming distance
+      (:func:`~simsql.most_similar` with ``probe_radius`` and ``exact=exact_candidates``: whether
+      those candidates are the exact Hamming top-``candidates``), re-ranked by exact cosine. A
+      row outside the candidates is never returned, however close its vector.
 
-    ``stmt`` is ``select(Model)`` of a model signed by a :class:`~simsql.VectorFingerprinter`,
-    with any filters (no ``order_by``/``limit``). ``target`` is a vector (list or numpy array)
-    or a row of the model (excluded, and its stored vector is the target). ``exclude``,
-    ``probe_radius`` and ``exact`` are :func:`~simsql.most_similar`'s; ``probe_radius=0`` (band 0,
-    then the scan) suits embeddings, whose neighbours are rarely within a few bits.
+    ``exact=True``: the exact cosine top-``limit`` whatever the table has: a scan of every
+    row's vector (by ``<=>`` on the server where pgvector ranks, else read in batches and ranked
+    in numpy). What is guaranteed otherwise: the rows returned are in exact cosine order among
+    those the ranker considered; recall against the true top-``limit`` is measured in
+    BENCHMARKS.md. Round trips: docs/vectors.md counts them per ranker.
 
-    Two round trips: the candidates' keys, vectors and distances, then the ``limit`` rows
-    chosen, read through ``stmt`` (its options apply). What is guaranteed: the answer is the
-    exact cosine order of the candidates; a row outside the ``candidates`` nearest by signature
-    is never returned, however close its vector, so recall against the true cosine
-    top-``limit`` grows with ``candidates`` (BENCHMARKS.md).
-    ``TypeError`` for a text model or target; ``ValueError`` for ``candidates < limit``, and for
-    a vector of another length, with NaN or infinity, or of zeros.
+    ``stmt``: ``select(Model)`` of a vector model, with any filters (no ``order_by``/``limit``);
+    ``target``: a vector, or a row of the model (excluded; its stored vector is the target). ``TypeError`` for a
+    text model or target; ``ValueError`` for ``candidates < limit``, a bad ``ef_search`` or
+    ``using``, and a vector of another length, with NaN or infinity, or of zeros;
+    ``UnsupportedDatabase`` for ``using="pgvector"`` where pgvector cannot rank the table
+    (saying why).
     """
     _check_counts(limit, candidates)
-    binding = _vector_binding(stmt)
-    query, skip = _target_vector(binding, target)
+    _check_choices(exact, exact_candidates, ef_search, using, probes)
+    binding = vector_binding(stmt)
+    query, skip = target_vector(binding, target)
+    ranker = _ranker(session, binding, using, probes)
+    if ranker is not None:
+        skipped = exclude_keys(binding, exclude) + ([skip] if skip is not None else [])
+        return [VectorMatch(*m) for m in pgvector_ranked(session, binding, stmt, query, limit, skipped, ranker, exact=exact, ef_search=ef_search)]
+    if exact:
+        return _exactly(session, binding, stmt, query, limit, exclude, skip)
     if probes is not None:
-        check_probes(probes)
-        return _listed(session, binding, stmt, query, skip, exclude, limit, candidates, probes)
-    ranked = most_similar(stmt, target, limit=candidates, exclude=exclude, probe_radius=probe_radius, exact=exact)
+        return _listed(session, binding, stmt, query, skip, exclude, limit, candidates, check_probes(probes))
+    ranked = most_similar(stmt, target, limit=candidates, exclude=exclude, probe_radius=probe_radius, exact=exact_candidates)
     return _reranked(session, binding, stmt, ranked, query, limit, -math.inf, None)
+
+
+def _check_choices(exact: object, exact_candidates: object, ef_search: object, using: object, probes: object) -> None:
+    for name, value in (("exact", exact), ("exact_candidates", exact_candidates)):
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be True or False, got {value!r}")
+    if ef_search is not None and (isinstance(ef_search, bool) or not isinstance(ef_search, int) or not 1 <= ef_search <= 1000):
+        raise ValueError(f"ef_search must be an integer in [1, 1000] (pgvector's hnsw.ef_search) or None, got {ef_search!r}")
+    if using is not None and using not in RANKERS:
+        raise ValueError(f"using must be one of {', '.join(RANKERS)} or None, got {using!r}")
+    if using == "lists" and probes is None:
+        raise ValueError("using='lists' needs probes (the number of lists to read)")
+
+
+def _ranker(session: Session, binding: Binding, using: Ranker | None, probes: int | None) -> VectorIndexFacts | None:
+    """pgvector's facts when pgvector ranks this query, else None (simsql's own paths)."""
+    if using in ("lists", "signatures"):
+        return None
+    facts = vector_index_facts(connection_of(session), binding)
+    if facts.ranks:
+        return facts
+    if using == "pgvector":  # read again before refusing: the index may be newer than what was kept
+        facts = vector_index_facts(connection_of(session), binding, fresh=True)
+        if facts.ranks:
+            return facts
+        raise UnsupportedDatabase(_why_not(binding, facts))
+    return None
+
+
+def _why_not(binding: Binding, facts: VectorIndexFacts) -> str:
+    table = binding.registry_key[1]
+    if facts.extension == "missing":
+        return f"pgvector cannot rank {table}: the server has no pgvector (pass using=None for simsql's own ranking)"
+    if facts.extension == "available":
+        return f"pgvector cannot rank {table}: the extension is not created in this database (CREATE EXTENSION vector)"
+    if facts.index_valid is None:
+        return f"pgvector cannot rank {table}: it has no HNSW index of simsql's (simsql.lifecycle.add_vector_index)"
+    return f"pgvector cannot rank {table}: its HNSW index {binding.names.vector_index} is invalid (an interrupted build: add it again)"
+
+
+def _exactly(
+    session: Session, binding: Binding, stmt: Select[Any], query: np.ndarray, limit: int, exclude: object,
+    skip: tuple[Any, ...] | None,
+) -> list[VectorMatch]:  # fmt: skip
+    """The exact cosine top-``limit`` by a scan in numpy (:mod:`simsql.queries.vectors_exact`)."""
+    skipped = {tuple(k) for k in exclude_keys(binding, exclude)} | ({skip} if skip is not None else set())
+    best = exact_ranking(session, binding, stmt, query, limit, skipped)
+    if not best:
+        return []
+    rows = {binding.key_of(row[0]): row[0] for row in session.execute(stmt.where(_key_in(binding.keys, [k for k, _ in best]))).all()}
+    fingerprinter = binding.fingerprinter
+    assert isinstance(fingerprinter, VectorFingerprinter)
+    target = fingerprinter.fingerprint(query)
+    what = f"{binding.model.__name__}.{binding.source[0]}"
+    kept = [(rows[key], cosine) for key, cosine in best if key in rows]
+    signed = fingerprinter.fingerprint_many(np.stack([np.asarray(vector_of(getattr(r, binding.source[0]), what), dtype=np.float64) for r, _ in kept]))
+    return [VectorMatch(row, cosine, hamming(target, s)) for (row, cosine), s in zip(kept, signed)]
 
 
 def _listed(
@@ -161,9 +249,9 @@ def near_copy_vectors(
     _check_counts(limit, candidates)
     if isinstance(min_cosine, bool) or not isinstance(min_cosine, Real) or not -1.0 <= float(min_cosine) <= 1.0:
         raise ValueError(f"min_cosine must be a number in [-1, 1], got {min_cosine!r}")
-    binding = _vector_binding(stmt)
+    binding = vector_binding(stmt)
     wide_binding(binding.model)
-    query, skip = _target_vector(binding, target)
+    query, skip = target_vector(binding, target)
     fingerprinter = binding.fingerprinter
     assert isinstance(fingerprinter, VectorFingerprinter)
     signature = fingerprinter.signatures_many(query[None, :])[0]
@@ -186,14 +274,14 @@ def _check_counts(limit: int, candidates: int) -> None:
         raise ValueError(f"candidates must be at least limit ({limit}), got {candidates}")
 
 
-def _vector_binding(stmt: Select[Any]) -> Binding:
+def vector_binding(stmt: Select[Any]) -> Binding:
     binding = binding_for(stmt.column_descriptions[0]["entity"])
     if not isinstance(binding.fingerprinter, VectorFingerprinter):
         raise TypeError(f"{binding.model.__name__} is fingerprinted from text: it needs a vector model")
     return binding
 
 
-def _target_vector(binding: Binding, target: object) -> tuple[np.ndarray, tuple[Any, ...] | None]:
+def target_vector(binding: Binding, target: object) -> tuple[np.ndarray, tuple[Any, ...] | None]:
     """The target as one checked float64 vector, and the key of the row it is (else None)."""
     fingerprinter = binding.fingerprinter
     assert isinstance(fingerprinter, VectorFingerprinter)

@@ -271,6 +271,12 @@ class Names:
         return self.index_on(self.holder, self.part)
 
     @property
+    def vector_index(self) -> str:
+        """pgvector's HNSW index on the table's vector (its source column, or that column cast to
+        ``vector(d)``): created by :func:`simsql.lifecycle.add_vector_index`, dropped by detach."""
+        return self.index_on(self.table, f"{self.prefix}_hnsw")
+
+    @property
     def part_covered(self) -> tuple[str, ...]:
         """What :attr:`part_index` covers besides the list and the key: every signature word."""
         return self.signature_words or (self.fingerprint,)

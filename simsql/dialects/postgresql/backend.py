@@ -48,6 +48,7 @@ from .ddl import (
     trigger_function,
 )
 from .lists import POSTGRES_PARTITION_DDL
+from .pgvector import POSTGRES_VECTOR_INDEX
 
 MIN_POSTGRES = 140000
 """``bit_count`` arrived in PostgreSQL 14."""
@@ -141,6 +142,7 @@ class PostgresBackend(Backend):
     supported = "PostgreSQL >= 14"
     ddl = POSTGRES_DDL
     lists_ddl = POSTGRES_PARTITION_DDL
+    vector_index = POSTGRES_VECTOR_INDEX
     activity_view = "pg_stat_activity"
     registry_probe = REGISTRY_PROBE
     def row_estimate_sql(self, table: str) -> str:

@@ -1,0 +1,268 @@
+"""pgvector ranking simsql's vector queries (issue 44): ``simsql.lifecycle.add_vector_index``
+builds an HNSW index on the table's vector (the column itself when it is ``vector(d)``, else
+the column cast to ``vector(d)``), ``most_similar_vectors`` then orders by ``<=>`` through it,
+detach and ``drop_vector_index`` remove only it. Where the server has no pgvector (the
+PostgreSQL 15 service, MySQL/MariaDB) the add is refused saying why and the query keeps
+simsql's own ranking. Answers are checked against numpy's brute force."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from sqlalchemy import JSON, Double, Engine, Integer, LargeBinary, select, text
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, load_only, mapped_column
+
+import simsql
+import simsql.cli
+import simsql.schema.names
+from simsql.dialects import backend
+from simsql.errors import SchemaError, UnsupportedDatabase
+from simsql.lifecycle import add_vector_index, drop_vector_index
+from simsql.lifecycle.vector_index import plan_vector_index
+from simsql.schema.names import metadata as simsql_metadata
+from tests.test_vectors_pgvector import DIMENSIONS, SIGNER, PgVector
+
+VECTOR = ARRAY(Double()).with_variant(JSON(), "mysql", "mariadb")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Story(simsql.SimHashMixin, Base):
+    """``double precision[]``: the index holds the column cast to ``vector(12)``."""
+
+    __tablename__ = "hnsw_stories"
+    __simhash_source__ = "embedding"
+    __simhash_fingerprinter__ = SIGNER
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    embedding: Mapped[Any] = mapped_column(VECTOR, nullable=True)
+
+
+class Clip(simsql.SimHashMixin, Base):
+    """A float32 BLOB: pgvector cannot read it."""
+
+    __tablename__ = "hnsw_clips"
+    __simhash_source__ = "embedding"
+    __simhash_fingerprinter__ = SIGNER
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    embedding: Mapped[Any] = mapped_column(LargeBinary, nullable=True)
+
+
+class Note(simsql.SimHashMixin, Base):
+    """``vector(12)``: the index holds the column itself."""
+
+    __tablename__ = "hnsw_notes"
+    __simhash_source__ = "embedding"
+    __simhash_fingerprinter__ = SIGNER
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    embedding: Mapped[Any] = mapped_column(PgVector(), nullable=True)
+
+
+def _has_pgvector(engine: Engine) -> bool:
+    """Whether pgvector can be created in the test database (and is, after this)."""
+    if engine.dialect.name != "postgresql":
+        return False
+    with engine.connect() as connection:
+        if connection.execute(text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")).scalar() is None:
+            return False
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("CREATE EXTENSION IF NOT EXISTS vector SCHEMA public"))
+    except DBAPIError:
+        return False
+    return True
+
+
+@pytest.fixture
+def pg(engine: Engine) -> Engine:
+    if not _has_pgvector(engine):
+        pytest.skip("pgvector is not installed on the test server (the embedded PostgreSQL ships it)")
+    simsql_metadata.create_all(engine)
+    Base.metadata.create_all(engine, tables=[Story.__table__, Note.__table__, Clip.__table__])
+    return engine
+
+
+def _vectors(n: int, seed: int = 5) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return (rng.normal(size=(n, DIMENSIONS)) + 0.5).astype(np.float32).astype(np.float64)
+
+
+def _raw_load(engine: Engine, table: str, vectors: np.ndarray, cast: str = "") -> None:
+    """Rows written without the ORM: no signature, so only pgvector can find them."""
+    with engine.begin() as connection:
+        connection.execute(
+            text(f"INSERT INTO {table} (id, embedding) VALUES (:id, CAST(:v AS {cast or 'double precision[]'}))"),
+            [{"id": i + 1, "v": "[" + ",".join(map(repr, v.tolist())) + "]" if cast else v.tolist()} for i, v in enumerate(vectors)],
+        )
+
+
+def _truth(vectors: np.ndarray, query: np.ndarray, limit: int, keys: list[int] | None = None) -> list[int]:
+    keys = keys or list(range(1, len(vectors) + 1))
+    cosine = {k: float(vectors[k - 1] @ query / np.linalg.norm(vectors[k - 1]) / np.linalg.norm(query)) for k in keys}
+    return sorted(keys, key=lambda k: (-cosine[k], k))[:limit]
+
+
+def _index_sql(engine: Engine, name: str) -> str | None:
+    with engine.connect() as connection:
+        return connection.execute(text("SELECT indexdef FROM pg_indexes WHERE indexname = :n"), {"n": name}).scalar()
+
+
+@pytest.mark.parametrize("model", [Story, Note], ids=["double-precision-array", "vector"])
+def test_pgvector_ranks_once_simsql_built_its_index(pg: Engine, model: type) -> None:
+    vectors = _vectors(300)
+    _raw_load(pg, model.__tablename__, vectors, "vector" if model is Note else "")
+    query = _vectors(1, seed=8)[0]
+    with Session(pg) as session:  # before the index: simsql's signatures, and these rows have none
+        assert simsql.most_similar_vectors(session, select(model), query, limit=5) == []
+        with pytest.raises(UnsupportedDatabase, match="no HNSW index of simsql's"):
+            simsql.most_similar_vectors(session, select(model), query, using="pgvector")
+    assert add_vector_index(pg, model, m=8, ef_construction=32) is True
+    assert add_vector_index(pg, model) is False  # there and valid: kept
+    index = simsql.store.binding_for(model).names.vector_index
+    definition = _index_sql(pg, index)
+    assert definition is not None and "USING hnsw" in definition and "m='8'" in definition.replace(" ", "")
+    assert ("::vector(12)" in definition) is (model is Story)
+    with Session(pg) as session:
+        found = simsql.most_similar_vectors(session, select(model), query, limit=10, ef_search=400)
+        assert [m.row.id for m in found] == _truth(vectors, query, 10)
+        cosines = [float(vectors[m.row.id - 1] @ query / np.linalg.norm(vectors[m.row.id - 1]) / np.linalg.norm(query)) for m in found]
+        assert [m.cosine for m in found] == pytest.approx(cosines, abs=1e-6)  # pgvector's float32 cosine
+        assert [m.distance for m in found] == [None] * 10  # rows written without the ORM: no signature yet
+        with Session(pg) as other:  # the vector stays deferred: pgvector's cosine, nothing decoded
+            keys = simsql.most_similar_vectors(other, select(model).options(load_only(model.id)), query, limit=10, ef_search=400)
+            assert [(m.row.id, m.cosine) for m in keys] == [(m.row.id, m.cosine) for m in found]
+            assert all("embedding" not in m.row.__dict__ for m in keys)
+        # ef_search is SET LOCAL: the session's transaction sees it, the next one does not
+        assert session.execute(text("SELECT current_setting('hnsw.ef_search')")).scalar() == "400"
+        session.commit()
+        assert session.execute(text("SELECT current_setting('hnsw.ef_search')")).scalar() == "40"
+        exact = simsql.most_similar_vectors(session, select(model), query, limit=10, exact=True)
+        assert [m.row.id for m in exact] == _truth(vectors, query, 10)
+        # float64, from the stored vectors (a vector column is read as float32 text: 1e-8 apart)
+        assert [m.cosine for m in exact] == pytest.approx(cosines, rel=1e-7 if model is Note else 1e-12)
+        # the same call can still ask simsql's own paths (and these rows have no signature yet)
+        assert simsql.most_similar_vectors(session, select(model), query, using="signatures") == []
+    simsql.backfill(pg, model, workers=0)
+    with Session(pg) as session:  # signed now: the distance of the stored signature
+        found = simsql.most_similar_vectors(session, select(model), query, limit=10, ef_search=400)
+        target = SIGNER.fingerprint(query)
+        assert [m.distance for m in found] == [bin(target ^ SIGNER.fingerprint(vectors[m.row.id - 1])).count("1") for m in found]
+        # filters, exclusions and a row as the target
+        row = session.get(model, 20)
+        kept = simsql.most_similar_vectors(session, select(model).where(model.id > 100), row, limit=5, exclude=[150], ef_search=400)
+        assert [m.row.id for m in kept] == _truth(vectors, vectors[19], 5, [k for k in range(101, 301) if k != 150])
+
+
+def test_detach_and_drop_remove_simsql_s_index_and_nothing_else(pg: Engine) -> None:
+    vectors = _vectors(50, seed=2)
+    with Session(pg) as session:  # the ORM: signed, and registered (detach reads the registry)
+        session.add_all(Story(id=i + 1, embedding=v.tolist()) for i, v in enumerate(vectors))
+        session.commit()
+    with pg.begin() as connection:  # the user's own HNSW index on the same expression
+        connection.execute(text("CREATE INDEX users_hnsw ON hnsw_stories USING hnsw ((CAST(embedding AS vector(12))) vector_cosine_ops)"))
+    index = simsql.store.binding_for(Story).names.vector_index
+    assert add_vector_index(pg, "hnsw_stories") is True  # by the attached table's name
+    assert drop_vector_index(pg, Story) is True
+    assert _index_sql(pg, index) is None and _index_sql(pg, "users_hnsw") is not None
+    assert drop_vector_index(pg, Story) is False
+    add_vector_index(pg, Story)
+    simsql.detach_table(pg, "hnsw_stories")
+    assert _index_sql(pg, index) is None and _index_sql(pg, "users_hnsw") is not None
+
+
+def test_the_index_refuses_what_pgvector_cannot_read(pg: Engine) -> None:
+    with pytest.raises(SchemaError, match=r"hnsw_clips\.embedding is bytea: pgvector's HNSW index needs vector\(12\)"):
+        add_vector_index(pg, Clip)
+    with pytest.raises(ValueError, match="ef_construction must be at least 2 \\* m"):
+        add_vector_index(pg, Story, m=40, ef_construction=64)
+    with pytest.raises(ValueError, match="m must be an integer in"):
+        add_vector_index(pg, Story, m=1)
+    with pg.connect() as connection:
+        plan = plan_vector_index(connection, Story, m=24, ef_construction=100)
+    assert len(plan.steps) == 1 and plan.steps[0].concurrently
+    assert plan.steps[0].sql.startswith('CREATE INDEX CONCURRENTLY IF NOT EXISTS "ix_hnsw_stories_simhash_hnsw"')
+    assert 'CAST("embedding" AS "public".vector(12))) "public".vector_cosine_ops) WITH (m = 24, ef_construction = 100)' in plan.steps[0].sql
+
+
+def test_without_pgvector_the_index_is_refused_and_the_query_falls_back(any_engine: Engine) -> None:
+    """The PostgreSQL service (no pgvector) and MySQL/MariaDB; skipped where pgvector is there."""
+    if _has_pgvector(any_engine):
+        pytest.skip("this server has pgvector: the fallback is tested on one without it")
+    Base.metadata.create_all(any_engine, tables=[Story.__table__])
+    vectors = _vectors(120, seed=3)
+    with Session(any_engine) as session:
+        session.add_all(Story(id=i + 1, embedding=v.tolist()) for i, v in enumerate(vectors))
+        session.commit()
+    with pytest.raises(UnsupportedDatabase, match="pgvector"):
+        add_vector_index(any_engine, Story)
+    query = _vectors(1, seed=4)[0]
+    with Session(any_engine) as session:
+        with pytest.raises(UnsupportedDatabase, match="pgvector cannot rank hnsw_stories"):
+            simsql.most_similar_vectors(session, select(Story), query, using="pgvector")
+        auto = simsql.most_similar_vectors(session, select(Story), query, limit=5, candidates=120, ef_search=100)
+        assert [m.row.id for m in auto] == _truth(vectors, query, 5)  # every row a candidate: exact
+        own = simsql.most_similar_vectors(session, select(Story), query, limit=5, candidates=40, using="signatures")
+        assert [m.row.id for m in own] == [m.row.id for m in simsql.most_similar_vectors(session, select(Story), query, limit=5, candidates=40)]
+    assert drop_vector_index(any_engine, Story) is False
+
+
+def test_bad_arguments_are_refused_naming_them(any_engine: Engine) -> None:
+    Base.metadata.create_all(any_engine, tables=[Story.__table__])
+    with Session(any_engine) as session:
+        for kwargs, message in [
+            ({"ef_search": 0}, "ef_search must be an integer in"),
+            ({"ef_search": True}, "ef_search must be an integer in"),
+            ({"using": "hnsw"}, "using must be one of pgvector, lists, signatures"),
+            ({"using": "lists"}, "using='lists' needs probes"),
+        ]:
+            with pytest.raises(ValueError, match=message):
+                simsql.most_similar_vectors(session, select(Story), [1.0] * DIMENSIONS, **kwargs)
+        with pytest.raises(TypeError, match="exact must be True or False"):
+            simsql.most_similar_vectors(session, select(Story), [1.0] * DIMENSIONS, exact="yes")  # type: ignore[arg-type]
+    assert backend(any_engine).vector_index.drop("s", "i").steps == () or any_engine.dialect.name == "postgresql"
+
+
+def test_the_command_line_adds_and_drops_the_index_of_an_attached_table(pg: Engine, url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``simsql vector-index add|drop`` on a plain table attached by name (search_path without
+    ``public``: the DDL names pgvector's schema itself)."""
+    with pg.begin() as connection:
+        connection.execute(text("CREATE TABLE plain_vectors (id integer PRIMARY KEY, embedding real[])"))
+    simsql.attach_table(pg, "plain_vectors", ["embedding"], fingerprinter=SIGNER)
+    index = simsql.schema.names.Names("plain_vectors").vector_index
+    assert simsql.cli.main(["vector-index", "add", "--url", url, "--table", "plain_vectors", "--m", "12", "--ef-construction", "48"]) == 0
+    assert "built the HNSW index of plain_vectors" in capsys.readouterr().out
+    definition = _index_sql(pg, index)
+    assert definition is not None and "ef_construction='48'" in definition.replace(" ", "")
+    assert simsql.cli.main(["vector-index", "add", "--url", url, "--table", "plain_vectors", "--m", "40"]) == 2  # 64 < 2 * 40
+    assert simsql.cli.main(["vector-index", "drop", "--url", url, "--table", "plain_vectors"]) == 0
+    assert _index_sql(pg, index) is None
+
+
+def test_the_refusals_say_what_to_do_without_a_server() -> None:
+    """The describer's refusals and DDL as text (no server): pgvector shipped but not created,
+    not there, a column of the wrong length; a ``vector(d)`` column indexed as it is."""
+    from simsql.dialects.postgresql.pgvector import POSTGRES_VECTOR_INDEX
+    from simsql.dialects.vector_index import HnswSettings, VectorIndexFacts
+
+    def create(facts: VectorIndexFacts) -> Any:
+        return POSTGRES_VECTOR_INDEX.create(facts, "s", "t", "v", "ix", 12, HnswSettings(), concurrently=False)
+
+    with pytest.raises(UnsupportedDatabase, match="available on this server but not created in this database: run CREATE EXTENSION vector"):
+        create(VectorIndexFacts("available", None, "real[]", None))
+    with pytest.raises(UnsupportedDatabase, match="pgvector is not available on this server"):
+        create(VectorIndexFacts("missing", None, "real[]", None))
+    with pytest.raises(SchemaError, match=r"s\.t\.v is vector\(16\): pgvector's HNSW index needs vector\(12\)"):
+        create(VectorIndexFacts("installed", "ext", "vector(16)", None))
+    plan = create(VectorIndexFacts("installed", "ext", "vector(12)", False))  # an invalid index: dropped first
+    assert plan.sql == [
+        'DROP INDEX IF EXISTS "s"."ix"',
+        'CREATE INDEX IF NOT EXISTS "ix" ON "s"."t" USING hnsw (("v") "ext".vector_cosine_ops) WITH (m = 16, ef_construction = 64)',
+    ]
