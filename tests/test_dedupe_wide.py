@@ -5,6 +5,7 @@ storage modes; the 64-bit rule unchanged where it answers; refusals; progress.""
 from __future__ import annotations
 
 import ast
+import json
 import importlib
 import inspect
 import random
@@ -194,3 +195,24 @@ def test_progress_reports_each_block_and_each_batch(wide_tables: Engine) -> None
     assert candidates == [("candidates", k, WIDE_LAYOUT.count) for k in range(1, WIDE_LAYOUT.count + 1)]
     assert texts and texts[-1][1] == texts[-1][2] >= len(pairs)
     assert [done for _, done, _ in texts] == sorted(done for _, done, _ in texts)
+
+
+def test_dupes_command_deduplicates_a_wide_table_by_text(wide_tables: Engine, any_url: str) -> None:
+    from .command_line import cli, failed, ok
+
+    model = WIDE_MODELS["columns"]
+    _load(wide_tables, model)
+    Base.metadata.create_all(wide_tables)
+    with Session(wide_tables) as session:
+        expected = simsql.duplicate_groups(session, model)
+        by_fingerprint = simsql.duplicate_groups(session, model, by_text=False)
+    assert expected != by_fingerprint
+    found = json.loads(ok(cli("dupes", "--table", "wide_articles", "--format", "json", url=any_url)).stdout)
+    assert [group["keys"] for group in found] == expected
+    listed = ok(cli("dupes", "--table", "wide_articles", "--by", "fingerprint", "--format", "json", url=any_url))
+    assert [group["keys"] for group in json.loads(listed.stdout)] == by_fingerprint
+    table = ok(cli("dupes", "--table", "wide_articles", "--probe-radius", "0", "--min-containment", "0.9", url=any_url))
+    assert "confirmed by text" in table.stderr
+    assert cli("dupes", "--table", "wide_articles", "--min-containment", "0", url=any_url).returncode == 2
+    assert cli("dupes", "--table", "wide_articles", "--probe-radius", "3", url=any_url).returncode == 2
+    failed(cli("dupes", "--table", "articles", "--min-containment", "0.9", url=any_url), 2, "min_containment")
