@@ -109,7 +109,7 @@ def test_pairs_are_exactly_the_stated_rule(wide_tables: Engine, mode: str, radiu
     model = WIDE_MODELS[mode]
     texts = _load(wide_tables, model)
     binding = simsql.store.binding_for(model)
-    expected = _brute_force(binding, texts, radius, 96, 0.5)
+    expected = _brute_force(binding, texts, radius, 64, 0.5)
     with Session(wide_tables) as session:
         pairs = simsql.near_duplicates(session, model, probe_radius=radius)
     assert all(isinstance(pair, ConfirmedPair) for pair in pairs)
@@ -122,7 +122,7 @@ def test_pairs_are_exactly_the_stated_rule(wide_tables: Engine, mode: str, radiu
 
 
 def test_every_pair_within_the_guaranteed_distance_is_a_candidate() -> None:
-    """Pigeonhole: 12 blocks within ``radius`` bits each cover ``12 * (radius + 1) - 1`` differing bits."""
+    """Pigeonhole: 8 blocks within ``radius`` bits each cover ``8 * (radius + 1) - 1`` differing bits."""
     rng = random.Random(3)
     for radius in (0, 1, 2):
         masks = set(flip_masks(radius))

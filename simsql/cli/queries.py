@@ -210,7 +210,7 @@ def add_dupes(commands: Any, common: argparse.ArgumentParser) -> None:
     dupes = commands.add_parser(
         "dupes", parents=[common], help="groups of near-duplicate rows",
         description="Groups of near-duplicate rows, found by the database with block self-joins. On a table "
-        "with the wide signature, pairs come from its 12 blocks and are confirmed by their texts (what "
+        "with the wide signature, pairs come from its 8 blocks and are confirmed by their texts (what "
         "find_original finds); elsewhere, pairs within --max-distance bits of the 64-bit fingerprint.",
     )  # fmt: skip
     table_options(dupes)
@@ -220,7 +220,7 @@ def add_dupes(commands: Any, common: argparse.ArgumentParser) -> None:
         help="text: wide signature and text; fingerprint: the 64-bit rule (default: text on a wide table)",
     )  # fmt: skip
     dupes.add_argument("--min-containment", type=share, default=None, help="share of a text's words in shingles of the other (by text; default 0.5)")
-    dupes.add_argument("--wide-distance", type=distance_up_to(256), default=None, help="bits of the 256-bit signature (by text; default 96)")
+    dupes.add_argument("--wide-distance", type=distance_up_to(256), default=None, help="bits of the 256-bit signature (by text; default 64)")
     dupes.add_argument("--probe-radius", type=distance_up_to(2), default=None, help="bits a block may differ in (by text; 0..2, default 1)")
     dupes.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar on stderr")
     format_option(dupes, ("table", "json", "csv"))

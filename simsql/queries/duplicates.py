@@ -25,8 +25,8 @@ from ..store.types import SimHash
 from ..text.containment import MIN_CONTAINMENT
 from ..text.fingerprint import Fingerprinter
 from .targets import MAX_EXACT_BLOCK_DISTANCE, check_distance, key_value
-from .wide import WIDE_DISTANCE, wide_binding
-from .wide_duplicates import DEDUPE_PROBE_RADIUS, ConfirmedPair, Progress, wide_near_duplicates
+from .wide import wide_binding
+from .wide_duplicates import DEDUPE_DISTANCE, DEDUPE_PROBE_RADIUS, ConfirmedPair, Progress, wide_near_duplicates
 
 
 class DuplicatePair(NamedTuple):
@@ -114,7 +114,7 @@ def near_duplicates_query(model: type, max_distance: int = 3, dialect: Any = Non
 
 def near_duplicates(
     session: Session, model: type, max_distance: int = 3, *, by_text: bool | None = None,
-    min_containment: float = MIN_CONTAINMENT, wide_distance: int = WIDE_DISTANCE,
+    min_containment: float = MIN_CONTAINMENT, wide_distance: int = DEDUPE_DISTANCE,
     probe_radius: int = DEDUPE_PROBE_RADIUS, progress: Progress | None = None,
 ) -> list[DuplicatePair] | list[ConfirmedPair]:  # fmt: skip
     """Every pair of near-duplicate rows, ordered by keys: the crawler deduplication job, done
@@ -129,8 +129,8 @@ def near_duplicates(
     ``attach_model(..., wide=True)``; ``by_text=None`` chooses it there, ``True`` insists):
     what :func:`simsql.find_original` finds, as :class:`ConfirmedPair` (256-bit distance and
     containment). Candidates are the pairs whose wide block values differ in at most
-    ``probe_radius`` bits in one of the 12 blocks (every pair within ``12 * (probe_radius + 1) - 1``
-    bits is one) and lie within ``wide_distance`` of the 256 bits; each is kept when at least
+    ``probe_radius`` bits in one of the 8 blocks (every pair within ``8 * (probe_radius + 1) - 1``
+    of the 160 bits they cover is one) and lie within ``wide_distance`` of the 256 bits; each is kept when at least
     ``min_containment`` of one text's words lie in word 5-shingles of the other
     (:mod:`simsql.queries.wide_duplicates`). ``max_distance`` counts 64-bit fingerprint bits
     and is refused there unless left at 3. ``progress(phase, done, total)`` is called after each
@@ -175,7 +175,7 @@ def _check_fingerprint_mode(min_containment: float, wide_distance: int, probe_ra
     """Refuse the text mode's settings where the 64-bit rule answers (they would be ignored)."""
     given = [
         name for name, value, default in (
-            ("min_containment", min_containment, MIN_CONTAINMENT), ("wide_distance", wide_distance, WIDE_DISTANCE),
+            ("min_containment", min_containment, MIN_CONTAINMENT), ("wide_distance", wide_distance, DEDUPE_DISTANCE),
             ("probe_radius", probe_radius, DEDUPE_PROBE_RADIUS),
         ) if value != default
     ]  # fmt: skip
@@ -196,7 +196,7 @@ def _prepare(binding: Binding, connection: Connection) -> Any:
 
 def duplicate_groups(
     session: Session, model: type, max_distance: int = 3, *, by_text: bool | None = None,
-    min_containment: float = MIN_CONTAINMENT, wide_distance: int = WIDE_DISTANCE,
+    min_containment: float = MIN_CONTAINMENT, wide_distance: int = DEDUPE_DISTANCE,
     probe_radius: int = DEDUPE_PROBE_RADIUS, progress: Progress | None = None,
 ) -> list[list[Any]]:  # fmt: skip
     """Connected clusters of near-duplicates (transitively linked) of :func:`near_duplicates`

@@ -3,13 +3,13 @@ originality check confirms a copy.
 
 Two stages, as :func:`simsql.find_original` runs them for one text, here for every row at once:
 
-1. **Candidates, in the database.** For each of the wide signature's 12 block columns
+1. **Candidates, in the database.** For each of the wide signature's 8 block columns
    (:data:`simsql.schema.names.WIDE_LAYOUT`, 20 bits each) one self-join pairs the rows whose
    block values differ in at most ``probe_radius`` bits (the block of one row equal to the
    other's with each flip of :func:`flip_masks` applied: one hash join, or one index lookup
    per row and flip), keeps the pairs whose 256-bit distance is within ``wide_distance``, and
-   sends only those keys back. A pair within ``12 * (probe_radius + 1) - 1`` bits of each other
-   among the 240 bits the blocks cover has one block within ``probe_radius`` bits
+   sends only those keys back. A pair within ``8 * (probe_radius + 1) - 1`` bits of each other
+   among the 160 bits the blocks cover has one block within ``probe_radius`` bits
    (pigeonhole), so it is a candidate (:func:`guaranteed_distance`).
 2. **Confirmation, by text.** The candidates' texts are read by key in batches and each pair is
    kept when the larger of its two :func:`~simsql.text.containment.share_of_submission` (the
@@ -39,13 +39,23 @@ from ..text.containment import MIN_CONTAINMENT, Shingled, share_of_submission, s
 from ..text.fingerprint import Fingerprinter
 from ..text.signature import WIDE_BITS
 from .targets import key_value
-from .wide import WIDE_DISTANCE, wide_binding
+from .wide import wide_binding
 
 DEDUPE_PROBE_RADIUS = 1
 """Default ``probe_radius``: block values within 1 bit (21 values per block and row). Measured
 on Chinese man pages with 5% of their characters replaced, 89% of the copies share a block
 value within 1 bit with their original, 39% an equal one (radius 2: 99%, at ten times the
 joins); BENCHMARKS.md, "Whole-table deduplication on wide tables"."""
+
+DEDUPE_DISTANCE = 64
+"""Default ``wide_distance``: candidates within 64 of the 256 bits (a quarter). Copies of
+Chinese man pages with 5% of their characters replaced lie within 63 bits of their original (38
+at the median), English ones with 5% of their words replaced within 23. Rows that share a
+paragraph or two without being copies crowd the 64-96 bits: on a million articles assembled from
+shared man-page paragraphs, one block self-join finds 700 pairs within 64 bits and 1.1 million
+within 96, each a pair of texts to read (BENCHMARKS.md, "Whole-table deduplication on wide
+tables"). The originality check's 96 (``WIDE_DISTANCE``) also reaches excerpts and padded
+copies, one submission at a time; pass ``wide_distance=96`` for that reach on a small table."""
 
 MAX_DEDUPE_PROBE_RADIUS = 2
 """The widest ``probe_radius``: 211 values per block and row."""
@@ -55,7 +65,7 @@ TEXT_BATCH = 500
 
 Progress = Callable[[str, int, int], None]
 """``progress(phase, done, total)``: ``phase`` is ``"candidates"`` (block self-joins run, of
-12) or ``"texts"`` (candidate pairs compared, of all candidates)."""
+8) or ``"texts"`` (candidate pairs compared, of all candidates)."""
 
 
 class ConfirmedPair(NamedTuple):
@@ -77,7 +87,7 @@ def flip_masks(radius: int) -> list[int]:
 
 
 def guaranteed_distance(probe_radius: int) -> int:
-    """The distance (of the 240 bits the blocks cover) within which every pair is a candidate."""
+    """The distance (of the 160 bits the blocks cover) within which every pair is a candidate."""
     return WIDE_LAYOUT.count * (probe_radius + 1) - 1
 
 
@@ -199,7 +209,7 @@ def batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 
 
 def wide_near_duplicates(
-    session: Session, model: type, *, min_containment: float = MIN_CONTAINMENT, wide_distance: int = WIDE_DISTANCE,
+    session: Session, model: type, *, min_containment: float = MIN_CONTAINMENT, wide_distance: int = DEDUPE_DISTANCE,
     probe_radius: int = DEDUPE_PROBE_RADIUS, progress: Progress | None = None, batch_size: int = TEXT_BATCH,
 ) -> list[ConfirmedPair]:  # fmt: skip
     """Every pair of rows of ``model`` (wide, fingerprinted from text) that is a candidate of
