@@ -104,7 +104,7 @@ def _load(engine: Engine, model: type) -> dict[int, str]:
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("radius", [0, 1])
+@pytest.mark.parametrize("radius", [0, 1, 2])
 def test_pairs_are_exactly_the_stated_rule(wide_tables: Engine, mode: str, radius: int) -> None:
     model = WIDE_MODELS[mode]
     texts = _load(wide_tables, model)
@@ -116,7 +116,7 @@ def test_pairs_are_exactly_the_stated_rule(wide_tables: Engine, mode: str, radiu
     assert [(p.a, p.b, p.distance) for p in pairs] == [(a, b, d) for a, b, d, _ in expected]
     assert [p.containment for p in pairs] == pytest.approx([share for *_, share in expected])
     planted = {(k, 10 + 4 * s + k) for k in range(1, 5) for s in range(4)}  # each copy with its original
-    if radius == 1:
+    if radius >= 1:
         assert planted <= {(p.a, p.b) for p in pairs}
     assert {(27, 30), (27, 31)} <= {(p.a, p.b) for p in pairs}  # 1% and 5% of Chinese characters replaced
 
@@ -216,3 +216,17 @@ def test_dupes_command_deduplicates_a_wide_table_by_text(wide_tables: Engine, an
     assert cli("dupes", "--table", "wide_articles", "--min-containment", "0", url=any_url).returncode == 2
     assert cli("dupes", "--table", "wide_articles", "--probe-radius", "3", url=any_url).returncode == 2
     failed(cli("dupes", "--table", "articles", "--min-containment", "0.9", url=any_url), 2, "min_containment")
+
+
+def test_the_default_radius_follows_the_size_of_the_table(wide_tables: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """None: radius 2 up to WIDE_RADIUS_ROWS rows with a signature, 1 above (counted, so reproducible)."""
+    import simsql.queries.wide_duplicates as wide_duplicates
+
+    model = WIDE_MODELS["columns"]
+    _load(wide_tables, model)
+    with Session(wide_tables) as session:
+        answers = {radius: simsql.near_duplicates(session, model, probe_radius=radius) for radius in (1, 2)}
+        assert answers[1] != answers[2]
+        assert simsql.near_duplicates(session, model) == answers[2]
+        monkeypatch.setattr(wide_duplicates, "WIDE_RADIUS_ROWS", len(_rows()) - 1)
+        assert simsql.near_duplicates(session, model) == answers[1]

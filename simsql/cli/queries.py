@@ -221,7 +221,7 @@ def add_dupes(commands: Any, common: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     dupes.add_argument("--min-containment", type=share, default=None, help="share of a text's words in shingles of the other (by text; default 0.5)")
     dupes.add_argument("--wide-distance", type=distance_up_to(256), default=None, help="bits of the 256-bit signature (by text; default 64)")
-    dupes.add_argument("--probe-radius", type=distance_up_to(2), default=None, help="bits a block may differ in (by text; 0..2, default 1)")
+    dupes.add_argument("--probe-radius", type=distance_up_to(2), default=None, help="bits a block may differ in (by text; 0..2; default: 2 up to 200,000 rows, else 1)")
     dupes.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar on stderr")
     format_option(dupes, ("table", "json", "csv"))
     dupes.set_defaults(handler=cmd_dupes, parser=dupes)

@@ -27,7 +27,7 @@ from functools import lru_cache
 from itertools import combinations
 from typing import Any, NamedTuple
 
-from sqlalchemy import Integer, Select, and_, bindparam, literal, select, true, tuple_, union_all
+from sqlalchemy import Integer, Select, and_, bindparam, func, literal, select, true, tuple_, union_all
 from sqlalchemy.orm import Session
 
 from .. import dialects
@@ -41,11 +41,14 @@ from ..text.signature import WIDE_BITS
 from .targets import key_value
 from .wide import wide_binding
 
-DEDUPE_PROBE_RADIUS = 1
-"""Default ``probe_radius``: block values within 1 bit (21 values per block and row). Measured
-on Chinese man pages with 5% of their characters replaced, 89% of the copies share a block
-value within 1 bit with their original, 39% an equal one (radius 2: 99%, at ten times the
-joins); BENCHMARKS.md, "Whole-table deduplication on wide tables"."""
+WIDE_RADIUS_ROWS = 200_000
+"""``probe_radius=None`` (the default) joins within 2 bits on a table of at most this many rows
+with a signature, within 1 bit on a larger one. Measured (BENCHMARKS.md, "Whole-table
+deduplication on wide tables"; ``python -m benchmarks.dedupe``): Chinese copies with 5% of
+their characters replaced share a block value within 2 bits with their original in 97% of
+cases, within 1 bit in 72-76%, an equal one in 24%; English ones 99-100% within 1 bit. Radius 2
+compares about eight times the pairs of radius 1 (211 values per block and row against 21):
+200,000 rows of real text took 290 s against 38 s on PostgreSQL, a million 210 s at radius 1."""
 
 DEDUPE_DISTANCE = 64
 """Default ``wide_distance``: candidates within 64 of the 256 bits (a quarter). Copies of
@@ -145,6 +148,13 @@ def _pairs_statement(binding: Binding, block: int, probe_radius: int, materializ
     )
 
 
+def default_radius(session: Session, binding: Binding) -> int:
+    """The radius ``probe_radius=None`` stands for: 2 up to :data:`WIDE_RADIUS_ROWS` rows with
+    a signature (counted, not estimated, so the choice is reproducible), else 1."""
+    rows = session.scalar(select(func.count()).select_from(binding.table).where(binding.words[0].is_not(None)))
+    return 2 if (rows or 0) <= WIDE_RADIUS_ROWS else 1
+
+
 def candidate_pairs(
     session: Session, model: type, wide_distance: int, probe_radius: int, progress: Progress | None
 ) -> dict[tuple[Any, Any], int]:
@@ -210,15 +220,17 @@ def batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 
 def wide_near_duplicates(
     session: Session, model: type, *, min_containment: float = MIN_CONTAINMENT, wide_distance: int = DEDUPE_DISTANCE,
-    probe_radius: int = DEDUPE_PROBE_RADIUS, progress: Progress | None = None, batch_size: int = TEXT_BATCH,
+    probe_radius: int | None = None, progress: Progress | None = None, batch_size: int = TEXT_BATCH,
 ) -> list[ConfirmedPair]:  # fmt: skip
     """Every pair of rows of ``model`` (wide, fingerprinted from text) that is a candidate of
     the block self-joins (see the module) and whose texts contain each other at least
     ``min_containment``, ordered by keys. Texts are read ``batch_size`` pairs at a time."""
-    check_dedupe_arguments(min_containment, wide_distance, probe_radius, batch_size)
+    check_dedupe_arguments(min_containment, wide_distance, 0 if probe_radius is None else probe_radius, batch_size)
     binding = wide_binding(model)
     if not isinstance(binding.fingerprinter, Fingerprinter):
         raise TypeError(f"{model.__name__} is fingerprinted from vectors: near_duplicates(..., by_text=True) compares texts")
+    if probe_radius is None:
+        probe_radius = default_radius(session, binding)
     candidates = sorted(candidate_pairs(session, model, wide_distance, probe_radius, progress).items())
     kept: list[ConfirmedPair] = []
     done = 0
