@@ -19,6 +19,12 @@ rate, false pairs (rows of two different documents) and wall time of
 * datasketch's ``MinHashLSH`` (128 permutations, threshold 0.5; Chinese character 3-grams,
   English word 5-grams): its candidate pairs, in memory, MinHash signatures included.
 
+``copy`` puts the first ``--rows`` rows of such a table and its copies on another server
+(MySQL/MariaDB: the scale table is built by ``COPY`` on PostgreSQL), for ``scale`` there::
+
+    python -m benchmarks.dedupe copy --from-url postgresql+psycopg://postgres@127.0.0.1:5432/bench42 \
+        --from-schema bench_dedupe_200k --rows 100000 --url mysql+pymysql://root@127.0.0.1:3306/test --schema bench_dedupe_100k
+
 ``scale``: the table :mod:`benchmarks.scale10m` builds (real man pages and articles assembled
 from shared man-page paragraphs, PostgreSQL), plus copies of its 200 originals at 1%, 2% and 5%
 edits, deduplicated whole by text with the time of each phase (the block self-joins, the texts).
@@ -212,13 +218,13 @@ def add_copies(engine: Engine, seed: int) -> int:
         return len(copies)
 
 
-def scale(url: str, schema: str, seed: int, probe_radius: int) -> dict[str, Any]:
+def scale(url: str, schema: str, seed: int, probe_radius: int | None) -> dict[str, Any]:
     from .originality import Doc
 
     engine = engine_for(url, schema)
     added = add_copies(engine, seed)
     with engine.begin() as connection:
-        connection.execute(text("ANALYZE"))
+        connection.execute(text("ANALYZE" if engine.dialect.name == "postgresql" else f"ANALYZE TABLE {Doc.__tablename__}"))
     phases: dict[str, float] = {}
     started = time.perf_counter()
 
@@ -241,19 +247,46 @@ def scale(url: str, schema: str, seed: int, probe_radius: int) -> dict[str, Any]
             "phases_end_s": phases, "pairs": len(pairs), f"planted_found_of_{len(originals)}": planted_found}  # fmt: skip
 
 
+def copy_table(source_url: str, source_schema: str, url: str, schema: str, rows: int) -> dict[str, Any]:
+    """The first ``rows`` rows of a scale table (and its planted copies) copied to another server,
+    signatures and digests as stored (MySQL/MariaDB have no ``COPY``; this skips recomputing)."""
+    from .originality import Base as ScaleBase
+    from .originality import Doc
+
+    source, target = engine_for(source_url, source_schema), engine_for(url, schema)
+    ScaleBase.metadata.drop_all(target)
+    ScaleBase.metadata.create_all(target)
+    table = Doc.__table__
+    columns = [c for c in table.columns if c.computed is None]
+    started = time.perf_counter()
+    wanted = (Doc.id <= rows) | Doc.kind.like("edit%")
+    with source.connect() as reading, target.begin() as writing:
+        result = reading.execution_options(yield_per=2000).execute(select(*columns).where(wanted).order_by(Doc.id))
+        for chunk in result.partitions():
+            writing.execute(table.insert(), [dict(row._mapping) for row in chunk])
+    source.dispose()
+    target.dispose()
+    return {"rows": rows, "copy_s": round(time.perf_counter() - started, 1)}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("part", choices=("quality", "scale"))
+    parser.add_argument("part", choices=("quality", "scale", "copy"))
     parser.add_argument("--url", default=DEFAULT_URL)
     parser.add_argument("--source", choices=("manpages", "heldout"), default="manpages")
     parser.add_argument("--lang", default="zh,en", help="comma-separated: zh, en")
     parser.add_argument("--docs", type=int, default=150, help="documents per language (quality)")
     parser.add_argument("--schema", default="bench_dedupe_1m", help="the scale10m table's schema (scale)")
-    parser.add_argument("--probe-radius", type=int, default=1, help="scale: the radius of the self-joins")
+    parser.add_argument("--probe-radius", type=int, default=None, help="scale: the radius of the self-joins (default: the library's)")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--from-url", default=DEFAULT_URL, help="copy: the server holding the scale table")
+    parser.add_argument("--from-schema", default="bench_dedupe_200k", help="copy: its schema")
+    parser.add_argument("--rows", type=int, default=100_000, help="copy: rows to copy (and the planted copies)")
     args = parser.parse_args(argv)
     if args.part == "quality":
         result = quality(args.url, args.source, args.lang.split(","), args.docs, args.seed)
+    elif args.part == "copy":
+        result = copy_table(args.from_url, args.from_schema, args.url, args.schema, args.rows)
     else:
         result = scale(args.url, args.schema, args.seed, args.probe_radius)
     json.dump(result, sys.stdout, indent=2)
