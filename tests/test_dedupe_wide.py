@@ -230,3 +230,28 @@ def test_the_default_radius_follows_the_size_of_the_table(wide_tables: Engine, m
         assert simsql.near_duplicates(session, model) == answers[2]
         monkeypatch.setattr(wide_duplicates, "WIDE_RADIUS_ROWS", len(_rows()) - 1)
         assert simsql.near_duplicates(session, model) == answers[1]
+
+
+@pytest.mark.harness
+def test_the_benchmark_scores_what_it_says(any_engine: Engine) -> None:
+    """benchmarks.dedupe: planted pairs per rate, false pairs between documents, on real prose;
+    simsql's answer and MinHash LSH's scored alike (no corpus needed: stdlib docstrings)."""
+    from benchmarks.corpus import Document
+    from benchmarks.dedupe import Base as BenchBase
+    from benchmarks.dedupe import DedupeDoc, minhash_pairs, planted, score, timed_pairs
+
+    docs = [Document(f"en/man1/{name}", name, text) for name, text in zip(MODULES, _documents())]
+    rows, family = planted(docs, "en", 1)
+    assert len(rows) == 4 * len(docs) and {kind for _, kind, _ in rows} == {"original", "edit1", "edit2", "edit5"}
+    perfect = {(4 * n + 1, 4 * n + k) for n in range(len(docs)) for k in (2, 3, 4)}
+    assert score(perfect, rows, family)["edit5"] == 1.0 and score(perfect, rows, family)["false_pairs"] == 0
+    wrong = score({(1, 5), (1, 2)}, rows, family)
+    assert (wrong["edit1"], wrong["edit2"], wrong["false_pairs"]) == (0.1, 0.0, 1)
+    BenchBase.metadata.create_all(any_engine)
+    with Session(any_engine) as session:
+        session.add_all([DedupeDoc(id=key, kind=kind, body=body) for key, kind, body in rows])
+        session.commit()
+    _, found = timed_pairs(any_engine)
+    assert score(found, rows, family)["edit5"] == 1.0 and score(found, rows, family)["false_pairs"] == 0
+    _, candidates = minhash_pairs(rows, "en")
+    assert score(candidates, rows, family)["edit1"] == 1.0
