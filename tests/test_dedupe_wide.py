@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import pickle
 import importlib
 import inspect
 import random
@@ -112,7 +113,9 @@ def test_pairs_are_exactly_the_stated_rule(wide_tables: Engine, mode: str, radiu
     expected = _brute_force(binding, texts, radius, 64, 0.5)
     with Session(wide_tables) as session:
         pairs = simsql.near_duplicates(session, model, probe_radius=radius)
-    assert all(isinstance(pair, ConfirmedPair) for pair in pairs)
+    assert all(isinstance(pair, ConfirmedPair) and isinstance(pair, DuplicatePair) for pair in pairs)
+    a, b, distance = pairs[0]  # read as the 64-bit rule's pairs are
+    assert (a, b, distance) == pairs[0] and pickle.loads(pickle.dumps(pairs[0])).containment == pairs[0].containment
     assert [(p.a, p.b, p.distance) for p in pairs] == [(a, b, d) for a, b, d, _ in expected]
     assert [p.containment for p in pairs] == pytest.approx([share for *_, share in expected])
     planted = {(k, 10 + 4 * s + k) for k in range(1, 5) for s in range(4)}  # each copy with its original

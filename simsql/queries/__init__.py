@@ -41,7 +41,7 @@ from .plan_choice import BAND_BUDGET, MIN_BAND_BUDGET
 from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS
 from .targets import MAX_EXACT_BLOCK_DISTANCE
 from .vectors import VectorMatch, most_similar_vectors, near_copy_vectors
-from .wide_duplicates import ConfirmedPair
+from .pairs import ConfirmedPair
 
 __all__ = [
     "ConfirmedPair",

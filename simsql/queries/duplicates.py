@@ -10,8 +10,7 @@ scan and are refused.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlalchemy import and_, literal, select, tuple_, union
 from sqlalchemy.engine import Connection
@@ -26,16 +25,8 @@ from ..text.containment import MIN_CONTAINMENT
 from ..text.fingerprint import Fingerprinter
 from .targets import MAX_EXACT_BLOCK_DISTANCE, check_distance, key_value
 from .wide import wide_binding
-from .wide_duplicates import DEDUPE_DISTANCE, ConfirmedPair, Progress, wide_near_duplicates
-
-
-class DuplicatePair(NamedTuple):
-    """Two rows whose fingerprints are within the threshold; keys are primary-key values
-    (a tuple for composite keys), ``a < b``."""
-
-    a: Any
-    b: Any
-    distance: int
+from .pairs import DuplicatePair, groups_of
+from .wide_duplicates import DEDUPE_DISTANCE, Progress, wide_near_duplicates
 
 
 def pair_masks() -> list[int]:
@@ -116,7 +107,7 @@ def near_duplicates(
     session: Session, model: type, max_distance: int = 3, *, by_text: bool | None = None,
     min_containment: float = MIN_CONTAINMENT, wide_distance: int = DEDUPE_DISTANCE,
     probe_radius: int | None = None, progress: Progress | None = None,
-) -> list[DuplicatePair] | list[ConfirmedPair]:  # fmt: skip
+) -> list[DuplicatePair]:  # fmt: skip
     """Every pair of near-duplicate rows, ordered by keys: the crawler deduplication job, done
     by the database with block self-joins.
 
@@ -127,8 +118,8 @@ def near_duplicates(
 
     On a table with the wide signature fingerprinted from text (``WideSimHashMixin``,
     ``attach_model(..., wide=True)``; ``by_text=None`` chooses it there, ``True`` insists):
-    what :func:`simsql.find_original` finds, as :class:`ConfirmedPair` (256-bit distance and
-    containment). Candidates are the pairs whose wide block values differ in at most
+    what :func:`simsql.find_original` finds, as :class:`ConfirmedPair` (a ``DuplicatePair`` of the
+    256-bit distance, with its ``containment``). Candidates are the pairs whose wide block values differ in at most
     ``probe_radius`` bits in one of the 8 blocks (every pair within ``8 * (probe_radius + 1) - 1``
     of the 160 bits they cover is one; None: 2 on a table of at most
     :data:`~simsql.queries.wide_duplicates.WIDE_RADIUS_ROWS` rows, else 1) and lie within
@@ -145,10 +136,10 @@ def near_duplicates(
                 f"wide signature and text: bound it with wide_distance= and min_containment=, or pass "
                 f"by_text=False for the 64-bit rule"
             )
-        return wide_near_duplicates(
+        return [*wide_near_duplicates(
             session, model, min_containment=min_containment, wide_distance=wide_distance,
             probe_radius=probe_radius, progress=progress,
-        )  # fmt: skip
+        )]  # fmt: skip
     _check_fingerprint_mode(min_containment, wide_distance, probe_radius)
     binding = binding_for(model)
     width = len(binding.table_keys)
@@ -209,24 +200,3 @@ def duplicate_groups(
             wide_distance=wide_distance, probe_radius=probe_radius, progress=progress,
         )
     )  # fmt: skip
-
-
-def groups_of(pairs: Sequence[DuplicatePair] | Sequence[ConfirmedPair]) -> list[list[Any]]:
-    """The connected clusters of ``pairs`` (union-find), each sorted, largest first."""
-    parent: dict[Any, Any] = {}
-
-    def find(x: Any) -> Any:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for pair in pairs:
-        ra, rb = find(pair.a), find(pair.b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    groups: dict[Any, list[Any]] = {}
-    for key in parent:
-        groups.setdefault(find(key), []).append(key)
-    return sorted((sorted(g) for g in groups.values()), key=lambda g: (-len(g), g[0]))

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
 from itertools import combinations
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlalchemy import Integer, Select, and_, bindparam, func, literal, select, true, tuple_, union_all
 from sqlalchemy.orm import Session
@@ -38,6 +38,7 @@ from ..store.storage import Binding
 from ..text.containment import MIN_CONTAINMENT, Shingled, share_of_submission, shingled
 from ..text.fingerprint import Fingerprinter
 from ..text.signature import WIDE_BITS
+from .pairs import ConfirmedPair
 from .targets import key_value
 from .wide import wide_binding
 
@@ -69,17 +70,6 @@ TEXT_BATCH = 500
 Progress = Callable[[str, int, int], None]
 """``progress(phase, done, total)``: ``phase`` is ``"candidates"`` (block self-joins run, of
 8) or ``"texts"`` (candidate pairs compared, of all candidates)."""
-
-
-class ConfirmedPair(NamedTuple):
-    """Two rows of a wide table whose texts are near-duplicates: keys (a tuple for composite
-    keys, ``a < b``), the Hamming distance of their 256-bit signatures, and the larger share of
-    one text's words lying in word 5-shingles of the other (``>= min_containment``)."""
-
-    a: Any
-    b: Any
-    distance: int
-    containment: float
 
 
 def flip_masks(radius: int) -> list[int]:
