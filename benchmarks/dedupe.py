@@ -218,7 +218,7 @@ def add_copies(engine: Engine, seed: int) -> int:
         return len(copies)
 
 
-def scale(url: str, schema: str, seed: int, probe_radius: int | None) -> dict[str, Any]:
+def scale(url: str, schema: str, seed: int, probe_radius: int | None, by_text: bool = True) -> dict[str, Any]:
     from .originality import Doc
 
     engine = engine_for(url, schema)
@@ -236,14 +236,15 @@ def scale(url: str, schema: str, seed: int, probe_radius: int | None) -> dict[st
         rows = session.scalar(select(func.count()).select_from(Doc))
         originals = session.scalars(select(Doc.id).where(Doc.kind == "original").order_by(Doc.id)).all()
         copies = session.execute(select(Doc.id, Doc.kind).where(Doc.kind.like("edit%")).order_by(Doc.id)).all()
-        pairs = simsql.near_duplicates(session, Doc, probe_radius=probe_radius, progress=progress)
+        options: dict[str, Any] = {"probe_radius": probe_radius} if by_text else {"by_text": False}
+        pairs = simsql.near_duplicates(session, Doc, progress=progress, **options)
     wall = time.perf_counter() - started
     found = {(p.a, p.b) for p in pairs}
     planted_found = {f"edit{round(rate * 100)}": 0 for rate in RATES}
     for n, (key, kind) in enumerate(copies):  # add_copies: each original's copies in RATES order
         planted_found[kind] += (originals[n // len(RATES)], key) in found
     engine.dispose()
-    return {"rows": rows, "copies_added": added, "probe_radius": probe_radius, "seconds": round(wall, 1),
+    return {"rows": rows, "copies_added": added, "by_text": by_text, "probe_radius": probe_radius, "seconds": round(wall, 1),
             "phases_end_s": phases, "pairs": len(pairs), f"planted_found_of_{len(originals)}": planted_found}  # fmt: skip
 
 
@@ -279,6 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--schema", default="bench_dedupe_1m", help="the scale10m table's schema (scale)")
     parser.add_argument("--probe-radius", type=int, default=None, help="scale: the radius of the self-joins (default: the library's)")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--by", choices=("text", "fingerprint"), default="text", help="scale: the rule (fingerprint: 3 bits of 64)")
     parser.add_argument("--from-url", default=DEFAULT_URL, help="copy: the server holding the scale table")
     parser.add_argument("--from-schema", default="bench_dedupe_200k", help="copy: its schema")
     parser.add_argument("--rows", type=int, default=100_000, help="copy: rows to copy (and the planted copies)")
@@ -288,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.part == "copy":
         result = copy_table(args.from_url, args.from_schema, args.url, args.schema, args.rows)
     else:
-        result = scale(args.url, args.schema, args.seed, args.probe_radius)
+        result = scale(args.url, args.schema, args.seed, args.probe_radius, args.by == "text")
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0
