@@ -13,7 +13,7 @@ from simsql.queries import planner
 
 PACKAGE = Path(simsql.queries.__file__).parent
 
-ORDER = ["targets", "plan_choice", "planner", "plan_size", "within", "lists", "nearest", "wide", "wide_original", "originality", "duplicates", "batch", "vectors_exact", "pgvector", "vectors", "related"]
+ORDER = ["targets", "plan_choice", "planner", "plan_size", "within", "lists", "nearest", "wide", "wide_original", "originality", "pairs", "wide_duplicates", "duplicates", "batch", "vectors_exact", "pgvector", "vectors", "related"]
 """The package's modules, lowest first: each imports only modules before it."""
 
 

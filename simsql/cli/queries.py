@@ -24,6 +24,7 @@ from ..text.errors import EmptyDocument
 from .common import EXIT_OK, CommandError, UsageError, open_engine
 from .options import distance_up_to, format_option, positive_int, table_options
 from .output import flat, preview, read_text, write_csv, write_json, write_records, write_table
+from .progress import interrupt_main_process_only
 
 
 def _key(values: Sequence[Any]) -> Any:
@@ -119,11 +120,49 @@ def cmd_similar(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _dupes_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments of ``duplicate_groups`` the user gave (the rest keep the library's
+    defaults, which differ by mode)."""
+    options: dict[str, Any] = {"by_text": None if args.by is None else args.by == "text"}
+    for name in ("min_containment", "wide_distance", "probe_radius"):
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
+    return options
+
+
+def _dupes_groups(session: Session, model: type, args: argparse.Namespace) -> list[list[Any]]:
+    """The groups, with a bar per phase on stderr (block self-joins, then texts) when asked."""
+    phases: dict[str, Any] = {}
+
+    def report(phase: str, done: int, total: int) -> None:
+        if phase not in phases:
+            for bar in phases.values():
+                bar.close()
+            from tqdm import tqdm  # type: ignore[import-untyped, unused-ignore]
+
+            unit = " joins" if phase == "candidates" else " pairs"
+            phases[phase] = tqdm(desc=f"{args.table}: {phase}", unit=unit, file=sys.stderr, dynamic_ncols=True, total=total)
+        phases[phase].update(done - phases[phase].n)
+
+    show = args.progress and sys.stderr.isatty()
+    try:
+        return simsql.duplicate_groups(
+            session, model, args.max_distance, progress=report if show else None, **_dupes_options(args)
+        )
+    except (TypeError, ValueError) as error:  # an option of one mode given to the other
+        raise UsageError(str(error)) from None
+    finally:
+        for bar in phases.values():
+            bar.close()
+
+
 def cmd_dupes(args: argparse.Namespace) -> int:
     with open_engine(args) as engine, Session(engine) as session:
         _bound_queries(session)
         model = simsql.reflect(session.connection(), args.table, args.schema)
-        groups = simsql.duplicate_groups(session, model, max_distance=args.max_distance)
+        with interrupt_main_process_only():
+            groups = _dupes_groups(session, model, args)
+        wide = bool(simsql.store.storage.binding_for(model).words) and args.by != "fingerprint"
     out = sys.stdout
     if args.format == "json":
         write_json([{"size": len(g), "keys": [list(k) if isinstance(k, tuple) else k for k in g]} for g in groups], out)
@@ -133,8 +172,20 @@ def cmd_dupes(args: argparse.Namespace) -> int:
     else:
         write_table(["size", "keys"], [{"size": len(g), "keys": ", ".join(flat(k) for k in g)} for g in groups], out)
         rows = sum(len(g) for g in groups)
-        print(f"{len(groups)} groups of near-duplicates ({rows} rows) within {args.max_distance} bits", file=sys.stderr)
+        rule = "confirmed by text (wide signature)" if wide else f"within {args.max_distance} bits"
+        print(f"{len(groups)} groups of near-duplicates ({rows} rows) {rule}", file=sys.stderr)
     return EXIT_OK
+
+
+def share(raw: str) -> float:
+    """A share in (0, 1]."""
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {raw!r}") from None
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {raw!r}")
+    return value
 
 
 def add_similar(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -156,8 +207,21 @@ def add_similar(commands: Any, common: argparse.ArgumentParser) -> None:
 
 
 def add_dupes(commands: Any, common: argparse.ArgumentParser) -> None:
-    dupes = commands.add_parser("dupes", parents=[common], help="groups of near-duplicate rows")
+    dupes = commands.add_parser(
+        "dupes", parents=[common], help="groups of near-duplicate rows",
+        description="Groups of near-duplicate rows, found by the database with block self-joins. On a table "
+        "with the wide signature, pairs come from its 8 blocks and are confirmed by their texts (what "
+        "find_original finds); elsewhere, pairs within --max-distance bits of the 64-bit fingerprint.",
+    )  # fmt: skip
     table_options(dupes)
-    dupes.add_argument("--max-distance", type=distance_up_to(3), default=3, help="bits (0..3, default 3)")
+    dupes.add_argument("--max-distance", type=distance_up_to(3), default=3, help="bits of the 64-bit fingerprint (0..3, default 3)")
+    dupes.add_argument(
+        "--by", choices=("text", "fingerprint"), default=None,
+        help="text: wide signature and text; fingerprint: the 64-bit rule (default: text on a wide table)",
+    )  # fmt: skip
+    dupes.add_argument("--min-containment", type=share, default=None, help="share of a text's words in shingles of the other (by text; default 0.5)")
+    dupes.add_argument("--wide-distance", type=distance_up_to(256), default=None, help="bits of the 256-bit signature (by text; default 64)")
+    dupes.add_argument("--probe-radius", type=distance_up_to(2), default=None, help="bits a block may differ in (by text; 0..2; default: 2 up to 200,000 rows, else 1)")
+    dupes.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar on stderr")
     format_option(dupes, ("table", "json", "csv"))
     dupes.set_defaults(handler=cmd_dupes, parser=dupes)

@@ -14,6 +14,8 @@ One module per reason to change, lowest first:
   the statements built at compile time); how ``most_similar`` stays exact is told there;
 - :mod:`~simsql.queries.nearest`: :func:`similar_to` and :func:`most_similar`;
 - :mod:`~simsql.queries.originality`: :func:`find_original` and its index stage;
+- :mod:`~simsql.queries.wide_duplicates`: the same job on tables with the wide signature, its
+  candidates from block self-joins confirmed by text (:class:`ConfirmedPair`);
 - :mod:`~simsql.queries.duplicates`: :func:`near_duplicates` and :func:`duplicate_groups`;
 - :mod:`~simsql.queries.batch`: :func:`most_similar_many`;
 - :mod:`~simsql.queries.vectors`: :func:`most_similar_vectors` (ranked by pgvector where simsql's
@@ -44,8 +46,10 @@ from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS
 from .targets import MAX_EXACT_BLOCK_DISTANCE
 from .related import RelatedMatch, related_vectors
 from .vectors import VectorMatch, most_similar_vectors, near_copy_vectors
+from .pairs import ConfirmedPair
 
 __all__ = [
+    "ConfirmedPair",
     "DuplicatePair",
     "Match",
     "duplicate_groups",

@@ -1,15 +1,16 @@
 """Near-duplicate pairs and groups across a whole table: the crawler deduplication job, done by
 the database with self-joins instead of one lookup per row.
 
-Exact up to :data:`~simsql.queries.targets.MAX_EXACT_BLOCK_DISTANCE` (3) bits, where every pair
+On a table with the wide signature fingerprinted from text, pairs are found through its blocks
+and confirmed by text (:mod:`simsql.queries.wide_duplicates`). Elsewhere, the 64-bit rule:
+exact up to :data:`~simsql.queries.targets.MAX_EXACT_BLOCK_DISTANCE` (3) bits, where every pair
 agrees on all bits of one of the :func:`pair_masks`; wider thresholds would need an all-pairs
 scan and are refused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlalchemy import and_, literal, select, tuple_, union
 from sqlalchemy.engine import Connection
@@ -20,16 +21,12 @@ from ..dialects import BLOCK_COUNT, hamming_expression
 from ..store.awaiting import connection_of
 from ..store.storage import Binding, binding_for
 from ..store.types import SimHash
+from ..text.containment import MIN_CONTAINMENT
+from ..text.fingerprint import Fingerprinter
 from .targets import MAX_EXACT_BLOCK_DISTANCE, check_distance, key_value
-
-
-class DuplicatePair(NamedTuple):
-    """Two rows whose fingerprints are within the threshold; keys are primary-key values
-    (a tuple for composite keys), ``a < b``."""
-
-    a: Any
-    b: Any
-    distance: int
+from .wide import wide_binding
+from .pairs import DuplicatePair, groups_of
+from .wide_duplicates import DEDUPE_DISTANCE, Progress, wide_near_duplicates
 
 
 def pair_masks() -> list[int]:
@@ -106,16 +103,81 @@ def near_duplicates_query(model: type, max_distance: int = 3, dialect: Any = Non
     return union(*parts)
 
 
-def near_duplicates(session: Session, model: type, max_distance: int = 3) -> list[DuplicatePair]:
-    """Every pair of rows within ``max_distance`` bits (<= 3), ordered by keys: the crawler
-    deduplication job, done by the database with block self-joins."""
+def near_duplicates(
+    session: Session, model: type, max_distance: int = 3, *, by_text: bool | None = None,
+    min_containment: float = MIN_CONTAINMENT, wide_distance: int = DEDUPE_DISTANCE,
+    probe_radius: int | None = None, progress: Progress | None = None,
+) -> list[DuplicatePair]:  # fmt: skip
+    """Every pair of near-duplicate rows, ordered by keys: the crawler deduplication job, done
+    by the database with block self-joins.
+
+    On a table without the wide signature (and with ``by_text=False`` on one with it): every
+    pair within ``max_distance`` bits (<= 3) of the 64-bit fingerprint, as
+    :class:`DuplicatePair`. What 3 bits catch is measured in docs/dedupe.md: most light edits
+    of English, a minority of edited Chinese texts.
+
+    On a table with the wide signature fingerprinted from text (``WideSimHashMixin``,
+    ``attach_model(..., wide=True)``; ``by_text=None`` chooses it there, ``True`` insists):
+    what :func:`simsql.find_original` finds, as :class:`ConfirmedPair` (a ``DuplicatePair`` of the
+    256-bit distance, with its ``containment``). Candidates are the pairs whose wide block values differ in at most
+    ``probe_radius`` bits in one of the 8 blocks (every pair within ``8 * (probe_radius + 1) - 1``
+    of the 160 bits they cover is one; None: 2 on a table of at most
+    :data:`~simsql.queries.wide_duplicates.WIDE_RADIUS_ROWS` rows, else 1) and lie within
+    ``wide_distance`` of the 256 bits; each is kept when at least ``min_containment`` of one
+    text's words lie in word 5-shingles of the other
+    (:mod:`simsql.queries.wide_duplicates`). ``max_distance`` counts 64-bit fingerprint bits
+    and is refused there unless left at 3. ``progress(phase, done, total)`` is called after each
+    block self-join (``"candidates"``) and each batch of texts (``"texts"``).
+    """
+    if _by_text(model, by_text):
+        if max_distance != 3:
+            raise ValueError(
+                f"max_distance counts bits of the 64-bit fingerprint; {model.__name__} is deduplicated by its "
+                f"wide signature and text: bound it with wide_distance= and min_containment=, or pass "
+                f"by_text=False for the 64-bit rule"
+            )
+        return [*wide_near_duplicates(
+            session, model, min_containment=min_containment, wide_distance=wide_distance,
+            probe_radius=probe_radius, progress=progress,
+        )]  # fmt: skip
+    _check_fingerprint_mode(min_containment, wide_distance, probe_radius)
     binding = binding_for(model)
     width = len(binding.table_keys)
     dialect = _prepare(binding, connection_of(session))
     rows = session.execute(near_duplicates_query(model, max_distance, dialect)).all()
     pairs = [DuplicatePair(key_value(r[:width]), key_value(r[width : 2 * width]), int(r[-1])) for r in rows]
     pairs.sort(key=lambda p: (p.a, p.b))
+    if progress is not None:
+        progress("candidates", 1, 1)
     return pairs
+
+
+def _by_text(model: type, by_text: bool | None) -> bool:
+    """Whether ``model`` is deduplicated by its wide signature and text."""
+    if by_text is not None and not isinstance(by_text, bool):
+        raise TypeError(f"by_text must be True, False or None, got {type(by_text).__name__}")
+    binding = binding_for(model)
+    wide_text = bool(binding.words) and isinstance(binding.fingerprinter, Fingerprinter)
+    if by_text and not wide_text:
+        wide_binding(model)  # NotAttached, naming how to declare the wide signature
+        raise TypeError(f"{model.__name__} is fingerprinted from vectors: by_text=True compares texts")
+    return wide_text if by_text is None else by_text
+
+
+def _check_fingerprint_mode(min_containment: float, wide_distance: int, probe_radius: int | None) -> None:
+    """Refuse the text mode's settings where the 64-bit rule answers (they would be ignored)."""
+    given = [
+        name for name, value, default in (
+            ("min_containment", min_containment, MIN_CONTAINMENT), ("wide_distance", wide_distance, DEDUPE_DISTANCE),
+            ("probe_radius", probe_radius, None),
+        ) if value != default
+    ]  # fmt: skip
+    if given:
+        raise ValueError(
+            f"{', '.join(given)} applies to deduplication by text on a table with the wide signature; "
+            f"this call uses the 64-bit fingerprint (declare the table with simsql.WideSimHashMixin or "
+            f"attach_model(..., wide=True))"
+        )
 
 
 def _prepare(binding: Binding, connection: Connection) -> Any:
@@ -125,27 +187,16 @@ def _prepare(binding: Binding, connection: Connection) -> Any:
     return connection.dialect
 
 
-def duplicate_groups(session: Session, model: type, max_distance: int = 3) -> list[list[Any]]:
-    """Connected clusters of near-duplicates (transitively linked), each sorted, largest first."""
-    return groups_of(near_duplicates(session, model, max_distance))
-
-
-def groups_of(pairs: Sequence[DuplicatePair]) -> list[list[Any]]:
-    """The connected clusters of ``pairs`` (union-find), each sorted, largest first."""
-    parent: dict[Any, Any] = {}
-
-    def find(x: Any) -> Any:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for pair in pairs:
-        ra, rb = find(pair.a), find(pair.b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    groups: dict[Any, list[Any]] = {}
-    for key in parent:
-        groups.setdefault(find(key), []).append(key)
-    return sorted((sorted(g) for g in groups.values()), key=lambda g: (-len(g), g[0]))
+def duplicate_groups(
+    session: Session, model: type, max_distance: int = 3, *, by_text: bool | None = None,
+    min_containment: float = MIN_CONTAINMENT, wide_distance: int = DEDUPE_DISTANCE,
+    probe_radius: int | None = None, progress: Progress | None = None,
+) -> list[list[Any]]:  # fmt: skip
+    """Connected clusters of near-duplicates (transitively linked) of :func:`near_duplicates`
+    (the same arguments), each sorted, largest first."""
+    return groups_of(
+        near_duplicates(
+            session, model, max_distance, by_text=by_text, min_containment=min_containment,
+            wide_distance=wide_distance, probe_radius=probe_radius, progress=progress,
+        )
+    )  # fmt: skip

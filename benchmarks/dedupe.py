@@ -1,0 +1,300 @@
+"""Whole-table deduplication (issue 42): ``simsql.near_duplicates`` on a wide table, beside
+datasketch's MinHash LSH on the same real texts and edits, and timed on a whole table.
+
+    python -m benchmarks.dedupe quality                          # man pages (tuned on), en and zh
+    python -m benchmarks.dedupe quality --source heldout         # Debian's manuals, never tuned on
+    python -m benchmarks.dedupe quality --url mysql+pymysql://root@127.0.0.1:3306/test
+    python -m benchmarks.dedupe scale --schema bench_dedupe_1m --url postgresql+psycopg://postgres@127.0.0.1:5432/bench42
+
+``quality``: per language, ``--docs`` real documents of 1,000-8,000 characters, none sharing
+more than a fifth of its word 5-shingles with another (so a pair of them is a false pair), and
+a variant of each at 1%, 2% and 5% edits (Chinese: Han characters replaced by others of the same
+document; English: words replaced by words of the same document; :func:`benchmarks.edits.substitute_words`),
+stored in a ``WideSimHashMixin`` table. Measured: planted pairs (original, variant) found per
+rate, false pairs (rows of two different documents) and wall time of
+
+* ``near_duplicates(session, Doc)``: by text, the default (``probe_radius`` 2 on a table this
+  small), and radius 0 and 1 (the default above 200,000 rows);
+* ``near_duplicates(session, Doc, by_text=False)``: the 64-bit fingerprint within 3 bits;
+* datasketch's ``MinHashLSH`` (128 permutations, threshold 0.5; Chinese character 3-grams,
+  English word 5-grams): its candidate pairs, in memory, MinHash signatures included.
+
+``copy`` puts the first ``--rows`` rows of such a table and its copies on another server
+(MySQL/MariaDB: the scale table is built by ``COPY`` on PostgreSQL), for ``scale`` there::
+
+    python -m benchmarks.dedupe copy --from-url postgresql+psycopg://postgres@127.0.0.1:5432/bench42 \
+        --from-schema bench_dedupe_200k --rows 100000 --url mysql+pymysql://root@127.0.0.1:3306/test --schema bench_dedupe_100k
+
+``scale``: the table :mod:`benchmarks.scale10m` builds (real man pages and articles assembled
+from shared man-page paragraphs, PostgreSQL), plus copies of its 200 originals at 1%, 2% and 5%
+edits, deduplicated whole by text with the time of each phase (the block self-joins, the texts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Engine, String, Text, create_engine, func, select, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+import simsql
+import simsql.store
+
+from .corpus import Document, chinese_documents, english_documents
+from .edits import substitute_words
+
+RATES = (0.01, 0.02, 0.05)
+MIN_CHARS, MAX_CHARS = 1000, 8000
+DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+SCHEMA = "bench_dedupe"
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class DedupeDoc(simsql.WideSimHashMixin, Base):
+    __tablename__ = "bench_dedupe_docs"
+    __simhash_source__ = ("body",)
+
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    kind: Mapped[str] = mapped_column(String(12))
+    body: Mapped[str] = mapped_column(Text)
+
+
+def engine_for(url: str, schema: str) -> Engine:
+    """An engine on the benchmark's own schema (PostgreSQL) or database (MySQL/MariaDB)."""
+    parsed = make_url(url)
+    admin = create_engine(parsed)
+    with admin.begin() as connection:
+        if parsed.get_backend_name() == "postgresql":
+            connection.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{schema}"'))
+            admin.dispose()
+            return create_engine(parsed.update_query_dict({"options": f"-csearch_path={schema}"}))
+        database = f"{parsed.database}_{schema}" if parsed.database else schema
+        connection.execute(text(f"CREATE DATABASE IF NOT EXISTS `{database}` CHARACTER SET utf8mb4"))
+    admin.dispose()
+    return create_engine(parsed.set(database=database))
+
+
+def documents(source: str, lang: str) -> list[Document]:
+    if source == "heldout":
+        from .heldout import heldout_documents
+
+        return heldout_documents("zh" if lang == "zh" else "en")
+    return chinese_documents() if lang == "zh" else english_documents()
+
+
+def shingle_set(body: str, lang: str, size: int = 3) -> set[str]:
+    """The anchor's shingles: Chinese character ``size``-grams (spaces dropped; 3 for MinHash),
+    English word 5-grams."""
+    if lang == "zh":
+        chars = "".join(body.split())
+        return {chars[i : i + size] for i in range(max(1, len(chars) - size + 1))}
+    words = body.lower().split()
+    return {" ".join(words[i : i + 5]) for i in range(max(1, len(words) - 4))}
+
+
+def unrelated(docs: Sequence[Document], count: int, lang: str, seed: int) -> list[Document]:
+    """``count`` documents of 1,000-8,000 characters, none holding more than a fifth of another's
+    5-shingles (natural near-duplicates, such as two versions of one manual page, left out;
+    Chinese character 3-grams are too common a currency to tell them)."""
+    rng = random.Random(seed)
+    pool = [doc for doc in docs if MIN_CHARS <= len(doc.text) <= MAX_CHARS]
+    rng.shuffle(pool)
+    chosen: list[Document] = []
+    sets: list[set[str]] = []
+    for doc in pool:
+        mine = shingle_set(doc.text, lang, 5)
+        if all(len(mine & theirs) <= 0.2 * min(len(mine), len(theirs)) for theirs in sets):
+            chosen.append(doc)
+            sets.append(mine)
+        if len(chosen) == count:
+            return chosen
+    raise SystemExit(f"only {len(chosen)} unrelated documents of {lang} (asked for {count})")
+
+
+def planted(docs: Sequence[Document], lang: str, seed: int) -> tuple[list[tuple[int, str, str]], dict[int, int]]:
+    """Rows ``(id, kind, body)``: each document, then its variants; and each row's document."""
+    rng = random.Random(seed)
+    unit = "char" if lang == "zh" else "word"
+    rows, family = [], {}
+    for number, doc in enumerate(docs):
+        rows.append((len(rows) + 1, "original", doc.text))
+        family[len(rows)] = number
+        for rate in RATES:
+            rows.append((len(rows) + 1, f"edit{round(rate * 100)}", substitute_words(doc.text, rate, rng, unit=unit)))
+            family[len(rows)] = number
+    return rows, family
+
+
+def score(pairs: set[tuple[int, int]], rows: Sequence[tuple[int, str, str]], family: dict[int, int]) -> dict[str, Any]:
+    """Planted pairs found per rate, and false pairs (two documents) of all such pairs."""
+    kind = {key: k for key, k, _ in rows}
+    originals = {family[key]: key for key, k, _ in rows if k == "original"}
+    found: dict[str, Any] = {}
+    for rate in RATES:
+        label = f"edit{round(rate * 100)}"
+        planted_pairs = [(originals[family[key]], key) for key in kind if kind[key] == label]
+        found[label] = sum(1 for pair in planted_pairs if pair in pairs) / len(planted_pairs)
+    false = sum(1 for a, b in pairs if family[a] != family[b])
+    members = len(rows) // len(originals)
+    possible = len(rows) * (len(rows) - members) // 2
+    return {**found, "false_pairs": false, "false_rate": false / possible, "pairs": len(pairs)}
+
+
+def timed_pairs(engine: Engine, **kwargs: Any) -> tuple[float, set[tuple[int, int]]]:
+    with Session(engine) as session:
+        started = time.perf_counter()
+        pairs = simsql.near_duplicates(session, DedupeDoc, **kwargs)
+        return time.perf_counter() - started, {(p.a, p.b) for p in pairs}
+
+
+def minhash_pairs(rows: Sequence[tuple[int, str, str]], lang: str) -> tuple[float, set[tuple[int, int]]]:
+    """datasketch's MinHash LSH over the rows, in memory: signatures, index, one query a row."""
+    from datasketch import MinHash, MinHashLSH
+
+    started = time.perf_counter()
+    lsh = MinHashLSH(threshold=0.5, num_perm=128)
+    signatures = {}
+    for key, _, body in rows:
+        signature = MinHash(num_perm=128)
+        signature.update_batch([s.encode("utf-8") for s in shingle_set(body, lang)])
+        signatures[key] = signature
+        lsh.insert(key, signature)
+    pairs = {(min(key, other), max(key, other)) for key, signature in signatures.items() for other in lsh.query(signature) if other != key}
+    return time.perf_counter() - started, pairs
+
+
+def quality(url: str, source: str, langs: Sequence[str], count: int, seed: int) -> dict[str, Any]:
+    engine = engine_for(url, SCHEMA)
+    report: dict[str, Any] = {"source": source, "documents": count, "server": engine.dialect.name}
+    for lang in langs:
+        docs = unrelated(documents(source, lang), count, lang, seed)
+        rows, family = planted(docs, lang, seed)
+        Base.metadata.drop_all(engine)
+        Base.metadata.create_all(engine)
+        with Session(engine) as session:
+            session.add_all([DedupeDoc(id=key, kind=kind, body=body) for key, kind, body in rows])
+            session.commit()
+        result: dict[str, Any] = {"rows": len(rows), "mean_chars": round(sum(len(d.text) for d in docs) / len(docs))}
+        for name, kwargs in (
+            ("simsql by text (default: radius 2 here)", {}), ("simsql by text, radius 0", {"probe_radius": 0}),
+            ("simsql by text, radius 1", {"probe_radius": 1}), ("simsql 64-bit, 3 bits", {"by_text": False}),
+        ):  # fmt: skip
+            seconds, pairs = timed_pairs(engine, **kwargs)
+            result[name] = {**score(pairs, rows, family), "seconds": round(seconds, 2)}
+        seconds, pairs = minhash_pairs(rows, lang)
+        result["datasketch MinHashLSH"] = {**score(pairs, rows, family), "seconds": round(seconds, 2)}
+        report[lang] = result
+        print(json.dumps({lang: result}), file=sys.stderr)
+    engine.dispose()
+    return report
+
+
+def add_copies(engine: Engine, seed: int) -> int:
+    """Copies of the scale table's 200 originals at each rate (ids after the last), once."""
+    from .originality import Doc
+
+    with Session(engine) as session:
+        if session.scalar(select(func.count()).select_from(Doc).where(Doc.kind.like("edit%"))):
+            return 0
+        last = session.scalar(select(func.max(Doc.id))) or 0
+        originals = session.execute(select(Doc.id, Doc.body).where(Doc.kind == "original").order_by(Doc.id)).all()
+        rng = random.Random(seed)
+        copies = [
+            Doc(id=last + 1 + n, kind=f"edit{round(rate * 100)}", body=substitute_words(body, rate, rng, unit="word"))
+            for n, (rate, (_, body)) in enumerate((rate, row) for row in originals for rate in RATES)
+        ]
+        session.add_all(copies)
+        session.commit()
+        return len(copies)
+
+
+def scale(url: str, schema: str, seed: int, probe_radius: int | None, by_text: bool = True) -> dict[str, Any]:
+    from .originality import Doc
+
+    engine = engine_for(url, schema)
+    added = add_copies(engine, seed)
+    with engine.begin() as connection:
+        connection.execute(text("ANALYZE" if engine.dialect.name == "postgresql" else f"ANALYZE TABLE {Doc.__tablename__}"))
+    phases: dict[str, float] = {}
+    started = time.perf_counter()
+
+    def progress(phase: str, done: int, total: int) -> None:
+        phases[phase] = round(time.perf_counter() - started, 1)
+        print(f"[{time.strftime('%H:%M:%S')}] {phase} {done}/{total}", file=sys.stderr, flush=True)
+
+    with Session(engine) as session:
+        rows = session.scalar(select(func.count()).select_from(Doc))
+        originals = session.scalars(select(Doc.id).where(Doc.kind == "original").order_by(Doc.id)).all()
+        copies = session.execute(select(Doc.id, Doc.kind).where(Doc.kind.like("edit%")).order_by(Doc.id)).all()
+        options: dict[str, Any] = {"probe_radius": probe_radius} if by_text else {"by_text": False}
+        pairs = simsql.near_duplicates(session, Doc, progress=progress, **options)
+    wall = time.perf_counter() - started
+    found = {(p.a, p.b) for p in pairs}
+    planted_found = {f"edit{round(rate * 100)}": 0 for rate in RATES}
+    for n, (key, kind) in enumerate(copies):  # add_copies: each original's copies in RATES order
+        planted_found[kind] += (originals[n // len(RATES)], key) in found
+    engine.dispose()
+    return {"rows": rows, "copies_added": added, "by_text": by_text, "probe_radius": probe_radius, "seconds": round(wall, 1),
+            "phases_end_s": phases, "pairs": len(pairs), f"planted_found_of_{len(originals)}": planted_found}  # fmt: skip
+
+
+def copy_table(source_url: str, source_schema: str, url: str, schema: str, rows: int) -> dict[str, Any]:
+    """The first ``rows`` rows of a scale table (and its planted copies) copied to another server,
+    signatures and digests as stored (MySQL/MariaDB have no ``COPY``; this skips recomputing)."""
+    from .originality import Base as ScaleBase
+    from .originality import Doc
+
+    source, target = engine_for(source_url, source_schema), engine_for(url, schema)
+    ScaleBase.metadata.drop_all(target)
+    ScaleBase.metadata.create_all(target)
+    table = Doc.__table__
+    columns = [c for c in table.columns if c.computed is None]
+    started = time.perf_counter()
+    wanted = (Doc.id <= rows) | Doc.kind.like("edit%")
+    with source.connect() as reading, target.begin() as writing:
+        result = reading.execution_options(yield_per=2000).execute(select(*columns).where(wanted).order_by(Doc.id))
+        for chunk in result.partitions():
+            writing.execute(table.insert(), [dict(row._mapping) for row in chunk])
+    source.dispose()
+    target.dispose()
+    return {"rows": rows, "copy_s": round(time.perf_counter() - started, 1)}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("part", choices=("quality", "scale", "copy"))
+    parser.add_argument("--url", default=DEFAULT_URL)
+    parser.add_argument("--source", choices=("manpages", "heldout"), default="manpages")
+    parser.add_argument("--lang", default="zh,en", help="comma-separated: zh, en")
+    parser.add_argument("--docs", type=int, default=150, help="documents per language (quality)")
+    parser.add_argument("--schema", default="bench_dedupe_1m", help="the scale10m table's schema (scale)")
+    parser.add_argument("--probe-radius", type=int, default=None, help="scale: the radius of the self-joins (default: the library's)")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--by", choices=("text", "fingerprint"), default="text", help="scale: the rule (fingerprint: 3 bits of 64)")
+    parser.add_argument("--from-url", default=DEFAULT_URL, help="copy: the server holding the scale table")
+    parser.add_argument("--from-schema", default="bench_dedupe_200k", help="copy: its schema")
+    parser.add_argument("--rows", type=int, default=100_000, help="copy: rows to copy (and the planted copies)")
+    args = parser.parse_args(argv)
+    if args.part == "quality":
+        result = quality(args.url, args.source, args.lang.split(","), args.docs, args.seed)
+    elif args.part == "copy":
+        result = copy_table(args.from_url, args.from_schema, args.url, args.schema, args.rows)
+    else:
+        result = scale(args.url, args.schema, args.seed, args.probe_radius, args.by == "text")
+    json.dump(result, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
