@@ -389,3 +389,33 @@ def test_partition_lists_on_a_django_model(alias: str, tmp_path: Any, monkeypatc
             assert manager.drop_lists() is True
         finally:
             call_command("migrate", "shelf", "zero", database=alias, verbosity=0)
+
+
+PARITY = {
+    # face: (simsql's definition, its parameters the Django face does not take and why)
+    "most_similar": (simsql.most_similar, {"stmt": "the queryset itself", "exclude": "the queryset's own .exclude()"}),
+    "near_duplicates": (simsql.near_duplicates, {"session": "the alias's connection", "model": "the queryset's model"}),
+    "duplicate_groups": (simsql.duplicate_groups, {"session": "the alias's connection", "model": "the queryset's model"}),
+}
+
+
+@pytest.mark.parametrize("face", sorted(PARITY))
+def test_every_django_face_takes_the_definitions_parameters(django_project: dict[str, str], face: str) -> None:
+    """Django's queryset faces call simsql's definitions; they must also take every parameter of
+    them, with the same defaults (``recall`` of the lists and the wide dedupe's
+    ``min_containment`` arrived in the definitions after the faces were written, and were missing)."""
+    import inspect
+
+    from simsql.django.models import SimHashQuerySet
+
+    definition, left_to_django = PARITY[face]
+    wanted = {
+        name: parameter.default
+        for name, parameter in inspect.signature(definition).parameters.items()
+        if name not in left_to_django
+    }
+    parameters = inspect.signature(getattr(SimHashQuerySet, face)).parameters
+    taken = {name: parameter.default for name, parameter in parameters.items() if name != "self"}
+    taken.pop(next(iter(taken)), None) if face == "most_similar" else None  # the target, first on both sides
+    wanted.pop("target", None)
+    assert taken == wanted
