@@ -191,9 +191,13 @@ def test_querysets_answer_what_simsqls_functions_answer(news: str, django_projec
                 match = manager.find_original(copy, **options)
                 sa_match = simsql.find_original(session, reflected, copy, **options)
                 assert (match.row.pk, match.distance) == (sa_match.row.id, sa_match.distance), options
-            for max_distance in (0, 2, 3):
-                assert manager.near_duplicates(max_distance) == simsql.near_duplicates(session, reflected, max_distance)
-                assert manager.duplicate_groups(max_distance) == simsql.duplicate_groups(session, reflected, max_distance)
+            for max_distance in (0, 2, 3):  # the 64-bit rule (a wide table is deduplicated by text unless told)
+                rule = {"by_text": False}
+                assert manager.near_duplicates(max_distance, **rule) == simsql.near_duplicates(session, reflected, max_distance, **rule)
+                assert manager.duplicate_groups(max_distance, **rule) == simsql.duplicate_groups(session, reflected, max_distance, **rule)
+            for options in ({}, {"min_containment": 0.9}, {"wide_distance": 32, "probe_radius": 0}):  # by text
+                assert manager.near_duplicates(**options) == simsql.near_duplicates(session, reflected, **options)
+                assert manager.duplicate_groups(**options) == simsql.duplicate_groups(session, reflected, **options)
     finally:
         engine.dispose()
 
@@ -328,7 +332,7 @@ def test_threads_each_run_on_their_own_django_connection(news: str) -> None:
             for _ in range(5):
                 match = manager.find_original("TOPIC 2\n" + TOPICS[2].upper())
                 nearest = [a.pk for a in manager.most_similar(articles[5], limit=4)]
-                answers.append((match.row.title if match else None, nearest, manager.duplicate_groups(2)))
+                answers.append((match.row.title if match else None, nearest, manager.duplicate_groups()))
             borrowed = sqlalchemy_connection(news).connection.dbapi_connection
             used.append((connections[news].connection, borrowed.dbapi_connection))
         finally:
@@ -339,7 +343,7 @@ def test_threads_each_run_on_their_own_django_connection(news: str) -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    groups = Article.objects.using(news).duplicate_groups(2)
+    groups = Article.objects.using(news).duplicate_groups()
     assert answers == [("Topic 2", expected, groups)] * 20
     assert all(django is simsqls for django, simsqls in used)  # simsql's statements ran on the thread's own
     assert len({id(django) for django, _ in used}) == 4 and all(django is not connections[news].connection for django, _ in used)

@@ -30,14 +30,16 @@ from sqlalchemy import Select, select
 import simsql
 
 from ..lifecycle.lists import ListsResult, drop_lists, fit_lists, place_lists
+from ..queries import DEFAULT_PROBE_RADIUS
+from ..queries.targets import MAX_LIMIT, check_limit
+from ..queries.wide_duplicates import DEDUPE_DISTANCE, Progress
 from ..schema.names import Names
 from ..store import registry
 from ..store.storage import join_text, source_names, stored_for_text
 from ..text.bits import check_fingerprint
+from ..text.containment import MIN_CONTAINMENT
 from ..text.errors import EmptyDocument
 from ..text.fingerprint import DEFAULT, DEFAULT_WIDE, Fingerprinter
-from ..queries import DEFAULT_PROBE_RADIUS
-from ..queries.targets import MAX_LIMIT, check_limit
 from . import connection
 from .expressions import Block, HammingDistance, Similarity, WideBlock, nulls_last
 from .fields import DigestField, SimHashField
@@ -158,11 +160,12 @@ class SimHashQuerySet(models.QuerySet):
     def most_similar(
         self, target: object, limit: int | None = 10, max_distance: int | None = None, *,
         probe_radius: int = DEFAULT_PROBE_RADIUS, exact: bool = True, scan: bool = True, probes: int | None = None,
+        recall: float | None = None,
     ) -> SimHashQuerySet:  # fmt: skip
         """The rows nearest ``target``, annotated with ``distance`` (bits) and ``similarity``
         (``1 - distance / 64``), nearest first, ties by primary key: :func:`simsql.most_similar`'s
         statement and answer, with its arguments (``exact``, ``scan``, ``probe_radius``,
-        ``probes``), over the rows of this queryset; a row target is left out. ``limit=None``
+        ``probes``, ``recall``), over the rows of this queryset; a row target is left out. ``limit=None``
         ranks every row and leaves the slicing to you (filter further first)."""
         check_exact(exact)
         if limit is not None:
@@ -173,7 +176,7 @@ class SimHashQuerySet(models.QuerySet):
         statement: Select[Any] = select(mirror).where(queryset_rows(mirror)) if filtered else select(mirror)
         ranked = simsql.most_similar(
             statement, fingerprint, MAX_LIMIT if limit is None else limit, max_distance, None if key is None else [key],
-            probe_radius=probe_radius, exact=exact, scan=scan, probes=probes,
+            probe_radius=probe_radius, exact=exact, scan=scan, probes=probes, recall=recall,
         )  # fmt: skip
         rows = self.filter(pk__in=rows_of(ranked, mirror, self.order_by() if filtered else None))
         rows = rows.annotate(
@@ -205,23 +208,36 @@ class SimHashQuerySet(models.QuerySet):
         """:meth:`find_original` from async code."""
         return await sync_to_async(self.find_original)(text, **options)
 
-    def near_duplicates(self, max_distance: int = 3) -> list[simsql.DuplicatePair]:
-        """:func:`simsql.near_duplicates` on the model's table: pairs of primary keys."""
+    def near_duplicates(
+        self, max_distance: int = 3, *, by_text: bool | None = None, min_containment: float = MIN_CONTAINMENT,
+        wide_distance: int = DEDUPE_DISTANCE, probe_radius: int | None = None, progress: Progress | None = None,
+    ) -> list[simsql.DuplicatePair]:  # fmt: skip
+        """:func:`simsql.near_duplicates` on the model's table, with its arguments: pairs of
+        primary keys (on a wide table, confirmed by text)."""
         with connection.session(self._whole_table("near_duplicates")) as session:
-            return simsql.near_duplicates(session, mirror_of(self.model), max_distance)
+            return simsql.near_duplicates(
+                session, mirror_of(self.model), max_distance, by_text=by_text, min_containment=min_containment,
+                wide_distance=wide_distance, probe_radius=probe_radius, progress=progress,
+            )  # fmt: skip
 
-    def duplicate_groups(self, max_distance: int = 3) -> list[list[Any]]:
-        """:func:`simsql.duplicate_groups` on the model's table: groups of primary keys."""
+    def duplicate_groups(
+        self, max_distance: int = 3, *, by_text: bool | None = None, min_containment: float = MIN_CONTAINMENT,
+        wide_distance: int = DEDUPE_DISTANCE, probe_radius: int | None = None, progress: Progress | None = None,
+    ) -> list[list[Any]]:  # fmt: skip
+        """:func:`simsql.duplicate_groups` on the model's table, with its arguments: groups of primary keys."""
         with connection.session(self._whole_table("duplicate_groups")) as session:
-            return simsql.duplicate_groups(session, mirror_of(self.model), max_distance)
+            return simsql.duplicate_groups(
+                session, mirror_of(self.model), max_distance, by_text=by_text, min_containment=min_containment,
+                wide_distance=wide_distance, probe_radius=probe_radius, progress=progress,
+            )  # fmt: skip
 
-    async def anear_duplicates(self, max_distance: int = 3) -> list[simsql.DuplicatePair]:
-        """:meth:`near_duplicates` from async code."""
-        return await sync_to_async(self.near_duplicates)(max_distance)
+    async def anear_duplicates(self, max_distance: int = 3, **options: Any) -> list[simsql.DuplicatePair]:
+        """:meth:`near_duplicates` from async code (the same arguments)."""
+        return await sync_to_async(self.near_duplicates)(max_distance, **options)
 
-    async def aduplicate_groups(self, max_distance: int = 3) -> list[list[Any]]:
-        """:meth:`duplicate_groups` from async code."""
-        return await sync_to_async(self.duplicate_groups)(max_distance)
+    async def aduplicate_groups(self, max_distance: int = 3, **options: Any) -> list[list[Any]]:
+        """:meth:`duplicate_groups` from async code (the same arguments)."""
+        return await sync_to_async(self.duplicate_groups)(max_distance, **options)
 
     def bulk_create(self, objs: Iterable[Any], *args: Any, **kwargs: Any) -> list[Any]:
         """Django's ``bulk_create``, each row's fingerprint computed first (as ``save()``)."""

@@ -10,7 +10,7 @@ the extension was created in, so neither the DDL nor the query depends on ``sear
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import bindparam, cast, text
 from sqlalchemy.engine import Connection
@@ -60,7 +60,9 @@ class PostgresVectorIndex(VectorIndexSQL):
     def facts(self, connection: Connection, schema: str, table: str, column: str, index: str) -> VectorIndexFacts:
         params = {"relation": qualified(schema, table), "column": column, "index": qualified(schema, index)}
         version, where, available, column_type, valid = connection.execute(FACTS_SQL, params).one()
-        state = "installed" if version is not None else "available" if available else "missing"
+        state: Literal["installed", "available", "missing"] = (
+            "installed" if version is not None else "available" if available else "missing"
+        )
         return VectorIndexFacts(state, where, column_type, valid, version)
 
     def create(
@@ -69,7 +71,7 @@ class PostgresVectorIndex(VectorIndexSQL):
     ) -> Plan:  # fmt: skip
         self._check(facts, f"{schema}.{table}.{column}", dimensions)
         assert facts.extension_schema is not None
-        steps = []
+        steps: list[Step] = []
         if facts.index_valid is False:  # an interrupted concurrent build: dropped, then built again
             steps.extend(self.drop(schema, index, concurrently=concurrently).steps)
         keyword = "CONCURRENTLY " if concurrently else ""
