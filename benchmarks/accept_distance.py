@@ -40,7 +40,7 @@ import simsql.store
 from simsql.queries.wide import WIDE_DISTANCE, wide_search
 from simsql.text.containment import MIN_CONTAINMENT, share_of_submission, shingled
 
-from .originality import DEFAULT_URL, Doc, _fingerprinter, corpus, disguised, engine_for, timed
+from .originality import DEFAULT_URL, Doc, benchmark_fingerprinter, corpus, disguised, engine_for, timed
 from .timing import summary
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -80,7 +80,7 @@ def random_pairs(session: Session, pairs: int, seed: int) -> dict[str, Any]:
 
 def nearest_non_copies(session: Session, texts: Sequence[str]) -> dict[str, Any]:
     """Per fresh text, the distance of the nearest candidate its text does not confirm."""
-    fingerprinter = _fingerprinter()
+    fingerprinter = benchmark_fingerprinter()
     nearest = []
     for body in texts:
         submitted = shingled(body)
@@ -93,7 +93,7 @@ def nearest_non_copies(session: Session, texts: Sequence[str]) -> dict[str, Any]
 
 
 def copy_distances(data: dict[str, Any], seed: int) -> dict[str, Any]:
-    fingerprinter = _fingerprinter()
+    fingerprinter = benchmark_fingerprinter()
     originals = [fingerprinter.signature(body) for body in data["originals"]]
     by_kind: dict[str, list[int]] = {}
     for index, kind, copy in disguised(data, seed):

@@ -46,7 +46,7 @@ class BenchNote(simsql.SimHashMixin, Base):
     body: Mapped[str | None] = mapped_column(Text)
 
 
-def _rows(count: int, rng: random.Random) -> list[dict[str, Any]]:
+def random_rows(count: int, rng: random.Random) -> list[dict[str, Any]]:
     def body() -> str:
         return " ".join(rng.choice(WORDS) if rng.random() < 0.5 else f"w{rng.randrange(10**6)}" for _ in range(40))
 
@@ -147,7 +147,7 @@ def main() -> None:
     if not arguments.citus or not arguments.plain:
         parser.error("needs --citus (or SIMSQL_TEST_CITUS_URL) and --plain (or SIMSQL_TEST_DATABASE_URL)")
     rng = random.Random(5)
-    rows = _rows(arguments.rows, rng)
+    rows = random_rows(arguments.rows, rng)
     targets = [f"{rng.choice(rows)['title']}\n{rng.choice(rows)['body']}" for _ in range(arguments.queries)]
     servers = {"plain": Server(arguments.plain, rows, None, arguments.keep)}
     for shards in arguments.shards:

@@ -28,7 +28,7 @@ from simsql.queries.nearest import most_similar_keys
 from simsql.queries.targets import rows_of_keys
 from simsql.store import binding_for
 
-from .citus import BenchNote, _rows
+from .citus import BenchNote, random_rows
 
 
 def _session(url: str, schema: str) -> Session:
@@ -63,7 +63,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=40)
     arguments = parser.parse_args()
     rng = random.Random(5)
-    rows = _rows(arguments.rows, rng)
+    rows = random_rows(arguments.rows, rng)
     targets = [f"{rng.choice(rows)['title']}\n{rng.choice(rows)['body']}" for _ in range(arguments.queries)]
     committed = CitusBackend.rows_by_key
     try:

@@ -21,18 +21,17 @@ import os
 import random
 import statistics
 import time
-from typing import Any
 
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.orm import Session
 
 import simsql
-from simsql.dialects import citus
+from simsql.dialects.citus.backend import CitusBackend, CitusBatchSQL
 
-from .citus import BenchNote, _rows, load_rows
+from .citus import BenchNote, random_rows, load_rows
 
 
-class PerShardStore(citus.CitusBatchSQL):
+class PerShardStore(CitusBatchSQL):
     """Fingerprint columns stored shard by shard, as a side table's batch is (b387af2 did so for
     both modes): an ``UPDATE`` per shard naming its keys, routed to that shard."""
 
@@ -49,9 +48,9 @@ def _engine(url: str, schema: str) -> Engine:
 
 
 def _backfill(engine: Engine, store: str) -> float:
-    routed = citus.CitusBackend.batch_sql
+    routed = CitusBackend.batch_sql
     if store == "per shard":
-        citus.CitusBackend.batch_sql = lambda self, job: PerShardStore(job)  # type: ignore[method-assign]
+        CitusBackend.batch_sql = lambda self, job: PerShardStore(job)  # type: ignore[method-assign]
     try:
         with engine.begin() as connection:
             connection.execute(text("SELECT set_config('citus.multi_shard_modify_mode', 'sequential', true)"))
@@ -60,7 +59,7 @@ def _backfill(engine: Engine, store: str) -> float:
         done = simsql.backfill(engine, BenchNote, workers=0).rows_fingerprinted
         return done / (time.perf_counter() - started)
     finally:
-        citus.CitusBackend.batch_sql = routed  # type: ignore[method-assign]
+        CitusBackend.batch_sql = routed  # type: ignore[method-assign]
 
 
 def _dupes(engine: Engine, rows: int) -> float:
@@ -77,7 +76,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=30000)
     parser.add_argument("--rounds", type=int, default=3)
     arguments = parser.parse_args()
-    rows = _rows(arguments.rows, random.Random(5))
+    rows = random_rows(arguments.rows, random.Random(5))
     servers: dict[str, tuple[Engine, int | None]] = {"plain": (_engine(arguments.plain, "bench_tp_plain"), None)}
     for url in arguments.citus:
         with create_engine(url).connect() as connection:

@@ -51,8 +51,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 import simsql
-import simsql.store
 import simsql.bits
+import simsql.store
 from simsql.lists import ListsMixin
 
 from . import lists_load as load

@@ -160,14 +160,14 @@ def digest(body: str) -> uuid.UUID:
 _WORKER: dict[str, Any] = {}
 
 
-def _fingerprinter() -> simsql.Fingerprinter:
+def benchmark_fingerprinter() -> simsql.Fingerprinter:
     fingerprinter = simsql.store.binding_for(Doc).fingerprinter
     assert isinstance(fingerprinter, simsql.Fingerprinter)
     return fingerprinter
 
 
 def _start_worker() -> None:
-    _WORKER["fingerprinter"] = _fingerprinter()
+    _WORKER["fingerprinter"] = benchmark_fingerprinter()
 
 
 def _signed(job: tuple[int, list[tuple[str, str]]]) -> tuple[list[tuple[Any, ...]], float]:
@@ -175,7 +175,7 @@ def _signed(job: tuple[int, list[tuple[str, str]]]) -> tuple[list[tuple[Any, ...
     word 0..3)``, words unsigned, ``None`` for a text without features; and the CPU seconds the
     signatures took (the rate a 10M load can be planned by, whatever the machine's load)."""
     first, chunk = job
-    fingerprinter = _WORKER.get("fingerprinter") or _fingerprinter()
+    fingerprinter = _WORKER.get("fingerprinter") or benchmark_fingerprinter()
     cpu = time.process_time()
     signatures = fingerprinter.signatures_many([body for _, body in chunk], empty="none")
     cpu = time.process_time() - cpu
@@ -354,7 +354,7 @@ def scan_check(session: Session, body: str, candidates: int = 16) -> Any:
     """The plain scan: every row ordered by its 256-bit distance, the nearest ``candidates``
     confirmed as find_original confirms them."""
     binding = simsql.store.binding_for(Doc)
-    signature = _fingerprinter().signature(body)
+    signature = benchmark_fingerprinter().signature(body)
     distance = wide_distance(binding, signature).label("distance")
     rows = session.execute(select(Doc.id, Doc.body, distance).order_by(distance).limit(candidates)).all()
     submitted = shingled(body)
@@ -367,7 +367,7 @@ def scan_check(session: Session, body: str, candidates: int = 16) -> Any:
 def one_statement_check(session: Session, body: str, candidates: int = 16) -> Any:
     """The check before staging: every probe of the budget in one statement, the nearest
     ``candidates`` confirmed as find_original confirms them."""
-    signature = _fingerprinter().signature(body)
+    signature = benchmark_fingerprinter().signature(body)
     rows = session.execute(wide_search(Doc, signature, WIDE_DISTANCE, budget=BUDGET, limit=candidates)).all()
     submitted = shingled(body)
     for row, _ in rows:

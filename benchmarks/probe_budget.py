@@ -49,7 +49,7 @@ from simsql.schema.names import WIDE_LAYOUT
 from simsql.text.containment import MIN_CONTAINMENT, share_of_submission, shingled
 from simsql.text.signature import Signature, probe_values
 
-from .originality import DEFAULT_URL, EVASIONS, Doc, _fingerprinter, corpus, disguised, engine_for, timed
+from .originality import DEFAULT_URL, EVASIONS, Doc, benchmark_fingerprinter, corpus, disguised, engine_for, timed
 from .timing import summary
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -76,7 +76,7 @@ def reach_rank(copy: Signature, original: Signature) -> int | None:
 def measure(source: str, lang: str, originals: int, seed: int) -> dict[str, Any]:
     """Every rule's misses per light evasion and mean probes on fresh articles, for one corpus."""
     data = corpus(0, originals, 1000, seed, lang, source)
-    fingerprinter = _fingerprinter()
+    fingerprinter = benchmark_fingerprinter()
     stored = [fingerprinter.signature(original) for original in data["originals"]]
     copies = [(kind, copy, index) for index, kind, copy in disguised(data, seed) if kind in LIGHT]
     ranks = []

@@ -32,8 +32,8 @@ from sqlalchemy import BigInteger, Engine, Table, select, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
-import simsql.queries
 import simsql.bits
+import simsql.queries
 
 from . import scale
 from .hamming import distances

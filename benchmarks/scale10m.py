@@ -79,7 +79,7 @@ import statistics
 import sys
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -96,7 +96,7 @@ from simsql.text.weighting import QUANT_SCALE, prior_table
 
 from .corpus import article_paragraphs, eligible_paragraphs
 from .manpages import CorpusUnavailable
-from .originality import CORPUS_UNAVAILABLE, SOURCES, Base, Doc, _fingerprinter, batches, corpus, digest, engine_for, filler
+from .originality import CORPUS_UNAVAILABLE, SOURCES, Base, Doc, benchmark_fingerprinter, batches, corpus, digest, engine_for, filler
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/h_scale"
 SCHEMA = "bench_originality_10m"
@@ -119,7 +119,7 @@ class ParagraphFeatures:
 
 
 def paragraph_features(eligible: list[str]) -> ParagraphFeatures:
-    fingerprinter = _fingerprinter()
+    fingerprinter = benchmark_fingerprinter()
     if fingerprinter.weighting != "prior" or fingerprinter.background is not None or fingerprinter.tokenizer != "words" or fingerprinter.shingle_size != 1:
         raise SystemExit(f"built for the default wide configuration (single words, prior weights), not {fingerprinter}")  # fmt: skip
     numbers: dict[bytes, int] = {}
@@ -201,7 +201,7 @@ def _filler_job(job: tuple[int, list[tuple[int, ...]]]) -> tuple[bytes, float, i
 
 
 def original_rows(originals: Sequence[str]) -> bytes:
-    signatures = _fingerprinter().signatures_many(originals, empty="none")
+    signatures = benchmark_fingerprinter().signatures_many(originals, empty="none")
     assert all(signature is not None for signature in signatures), "an original without features"
     words = np.array([signature.words for signature in signatures if signature is not None], dtype=np.uint64)
     return copy_text(1, "original", originals, words)
@@ -222,7 +222,7 @@ def validate(data: dict[str, Any], cache: ParagraphFeatures, count: int, seed: i
     )
     bodies = ["\n\n".join(cache.eligible[i] for i in article) for article in articles[:count]]
     started = time.process_time()
-    exact = _fingerprinter().signatures_many(bodies, empty="none")
+    exact = benchmark_fingerprinter().signatures_many(bodies, empty="none")
     exact_cpu = time.process_time() - started
     started = time.process_time()
     words = article_words(cache, articles[:count])

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import difflib
 import hashlib
-import html
 import json
 import re
 import subprocess

@@ -54,7 +54,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from benchmarks import edits, log
+from benchmarks import edits, log, sources
 from benchmarks.internals import feature_hashes
 from benchmarks.manpages import Lang
 from simsql import Fingerprinter
@@ -63,7 +63,6 @@ from simsql.text import tokenize
 from simsql.text.bitsums import weighted_fingerprints
 from simsql.text.weighting import quantize
 
-from benchmarks import sources
 from .configurations import configurations
 
 _BATCH = 4096

@@ -16,13 +16,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from benchmarks import corpus
+from benchmarks import corpus, sources
 from benchmarks.manpages import Lang
 from simsql import Fingerprinter
 from simsql.fingerprint import Background
 from simsql.text.weighting import IdfTable, prior_idf
 
-from benchmarks import sources
 from .article_prior import article_prior
 
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import corpus, edits, log
+from benchmarks import corpus, edits, log, sources
 from benchmarks.hamming import distances, nearest_blocks
 from benchmarks.internals import fingerprints_from_counts
 from benchmarks.manpages import Lang
@@ -44,7 +44,7 @@ from simsql import Fingerprinter
 from simsql.queries import ORIGINALITY_DISTANCE, ORIGINALITY_PROBE_RADIUS
 from simsql.text.containment import shingles
 
-from . import balance, sources
+from . import balance
 from .configurations import configurations, corpus_split
 
 THRESHOLDS = tuple(range(21))

@@ -21,9 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import edits
+from benchmarks import edits, sources
 
-from . import sources
 from .originality import RESULTS
 
 ROOT = Path(__file__).resolve().parent.parent

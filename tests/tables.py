@@ -19,8 +19,8 @@ from sqlalchemy import Connection, Engine, bindparam, insert, text, update
 
 import simsql
 import simsql.alembic
-import simsql.store
 import simsql.bits
+import simsql.store
 from simsql import Fingerprinter
 from simsql.bits import hamming
 from simsql.lifecycle import attach as operations

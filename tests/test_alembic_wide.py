@@ -13,7 +13,7 @@ import pytest
 from alembic.autogenerate import render_python_code
 from alembic.operations import ops
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, create_engine
 
 import simsql
 import simsql.alembic

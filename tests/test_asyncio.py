@@ -23,8 +23,8 @@ from sqlalchemy.orm import Session
 
 import simsql
 import simsql.alembic
-import simsql.queries
 import simsql.errors
+import simsql.queries
 from simsql import asyncio as simsql_async
 from simsql.dialects import backend
 from tests.models import Article, Doc

@@ -16,9 +16,9 @@ from sqlalchemy import Engine, text
 import simsql
 import simsql.alembic
 import simsql.errors
+from simsql.dialects.ddl_plan import DDLPlan, Step
 from simsql.dialects.mysql import session as my
 from simsql.dialects.mysql.ddl import quote
-from simsql.dialects.plan import Plan, Step
 from simsql.lifecycle import apply, catalog
 
 from .models import Doc
@@ -239,7 +239,7 @@ def test_bounds_apply_inside_and_the_session_gets_its_own_back(mysql_engine: Eng
 def test_a_statement_over_its_bound_is_a_statement_timeout(mysql_engine: Engine) -> None:
     # Two rows: MySQL ends a lone SLEEP() at max_execution_time as if it had finished (it returns
     # 1, no error); a query that sleeps per row is stopped with ER_QUERY_TIMEOUT there too.
-    plan = Plan((Step("SELECT SLEEP(5) FROM (SELECT 1 UNION ALL SELECT 2) AS two", "sleep"),))
+    plan = DDLPlan((Step("SELECT SLEEP(5) FROM (SELECT 1 UNION ALL SELECT 2) AS two", "sleep"),))
     with mysql_engine.connect() as connection:
         error = within(15, lambda: apply.run(connection, plan, apply.Timeouts("1s", "300ms")))
     assert isinstance(error, simsql.text.errors.LockTimeout), error
@@ -253,13 +253,13 @@ def test_ddl_behind_a_held_metadata_lock_gives_up_and_names_the_holder(mysql_eng
         holder.execute(text("SELECT body FROM docs"))  # the transaction stays open: a shared metadata lock
         holder_id = holder.connection.dbapi_connection.thread_id()  # type: ignore[union-attr]
         schema = holder.execute(text("SELECT DATABASE()")).scalar_one()
-        plan = Plan((
+        plan = DDLPlan((
             Step("ALTER TABLE docs ADD COLUMN first INT", "add column first"),
             Step("ALTER TABLE docs ADD COLUMN second INT", "add column second"),
         ))
         relation = f"{quote(schema)}.{quote('docs')}"
         # the first statement must wait: run it behind the lock
-        error = within(20, lambda: apply.run_on_engine(mysql_engine, Plan(plan.steps[:1]), apply.Timeouts("1s"), relations=[relation]))
+        error = within(20, lambda: apply.run_on_engine(mysql_engine, DDLPlan(plan.steps[:1]), apply.Timeouts("1s"), relations=[relation]))
         assert isinstance(error, simsql.text.errors.LockTimeout), error
         message = str(error)
         assert f"session {holder_id} (idle in transaction" in message
@@ -280,13 +280,13 @@ def test_a_plan_that_stops_halfway_on_mysql_is_undone_or_says_what_it_kept(mysql
     holder = mysql_engine.connect()
     try:
         holder.execute(text("SELECT id FROM other"))
-        error = within(20, lambda: apply.run_on_engine(mysql_engine, Plan((undoable, blocked)), apply.Timeouts("1s")))
+        error = within(20, lambda: apply.run_on_engine(mysql_engine, DDLPlan((undoable, blocked)), apply.Timeouts("1s")))
         assert isinstance(error, simsql.text.errors.LockTimeout), error
         assert "Already committed: nothing. Nothing was changed (its 1 earlier statement(s) were undone)" in str(error)
         assert _columns(mysql_engine, "docs") == ["id", "body"]
         # a statement without an undo stays, and the error says so
         kept = Step("ALTER TABLE docs ADD COLUMN first INT", "add column first")
-        error = within(20, lambda: apply.run_on_engine(mysql_engine, Plan((kept, blocked)), apply.Timeouts("1s")))
+        error = within(20, lambda: apply.run_on_engine(mysql_engine, DDLPlan((kept, blocked)), apply.Timeouts("1s")))
         assert isinstance(error, simsql.text.errors.LockTimeout), error
         assert "Already committed: add column first." in str(error) and "add column first stay(s) in place" in str(error)
         assert _columns(mysql_engine, "docs") == ["id", "body", "first"]

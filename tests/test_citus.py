@@ -24,11 +24,11 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 import simsql.alembic
+import simsql.bits
 import simsql.citus
+import simsql.errors
 import simsql.queries
 import simsql.store
-import simsql.bits
-import simsql.errors
 from simsql import dialects
 from simsql.dialects.citus import CitusBackend
 from simsql.dialects.postgresql import PostgresBackend

@@ -5,10 +5,10 @@ storage modes; the 64-bit rule unchanged where it answers; refusals; progress.""
 from __future__ import annotations
 
 import ast
-import json
-import pickle
 import importlib
 import inspect
+import json
+import pickle
 import random
 from itertools import combinations
 from typing import Any

@@ -10,7 +10,7 @@ import pytest
 from alembic.autogenerate import produce_migrations
 from alembic.operations import Operations
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, Integer, String, Text, select, text
+from sqlalchemy import Engine, Integer, Text, select, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql

@@ -24,8 +24,8 @@ from sqlalchemy import Engine, text
 
 import simsql
 import simsql.alembic
-import simsql.store
 import simsql.bits
+import simsql.store
 import simsql.text.fingerprint
 
 from .command_line import command, environment

@@ -13,8 +13,8 @@ from sqlalchemy import Engine, update
 from sqlalchemy.orm import Session
 
 import simsql
-import simsql.store
 import simsql.bits
+import simsql.store
 import simsql.text.fingerprint
 from simsql.text.containment import containment, shingles
 

@@ -20,8 +20,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 import simsql.alembic
-import simsql.store
 import simsql.errors
+import simsql.store
 from simsql.dialects.mysql import backend as mysql_backend
 from simsql.dialects.mysql import catalog
 from simsql.errors import SchemaError

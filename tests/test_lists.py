@@ -30,10 +30,9 @@ import simsql
 from simsql import VectorFingerprinter
 from simsql.bits import hamming
 from simsql.errors import NotAttached, SchemaError, WouldLockTable
-from simsql.lifecycle import lists as lifecycle_lists
 from simsql.lifecycle import lists_place
-from simsql.queries import plan_size
 from simsql.lists import ListsMixin, drop_lists, fit_lists, place_lists
+from simsql.queries import plan_size
 from simsql.schema.names import Names
 from simsql.store.lists import decode_centre
 from simsql.store.storage import binding_for

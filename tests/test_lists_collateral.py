@@ -17,11 +17,10 @@ from sqlalchemy.orm import Session
 import simsql
 from simsql.lifecycle.lists_status import lists_status
 from simsql.lists import fit_lists
-from simsql.store import registry
-from simsql.text.lists import RecallCurve, nearest_modes, recall_curve, recall_percent
-
 from simsql.queries import plan_size
 from simsql.schema.names import Names
+from simsql.store import registry
+from simsql.text.lists import RecallCurve, nearest_modes, recall_curve, recall_percent
 
 from .command_line import cli, ok
 from .test_lists import ALL, Note, answer, corpus, expected_text, fingerprint_of, load, stored_text

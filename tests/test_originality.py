@@ -17,10 +17,10 @@ if str(_ROOT) not in sys.path:
 from benchmarks import edits  # noqa: E402
 from benchmarks.corpus import CorpusUnavailable, english_documents  # noqa: E402
 from benchmarks.hamming import distances, nearest_blocks  # noqa: E402
+from benchmarks.sources import html_sections, rst_sections  # noqa: E402
 from research import balance  # noqa: E402
 from research.originality import beta_binomial_cdf, caught, pair_rates, reached  # noqa: E402
 from research.originality_report import store_recall  # noqa: E402
-from benchmarks.sources import html_sections, rst_sections  # noqa: E402
 
 EN = (
     "The first paragraph explains the idea. It has two sentences.\n\n"

@@ -13,15 +13,15 @@ from sqlalchemy import Engine, insert, select, text
 from sqlalchemy.orm import Session
 
 import simsql
+import simsql.bits
 import simsql.queries
 import simsql.store
-import simsql.bits
 from simsql import EmptyDocument
 from simsql.bits import hamming
 from simsql.errors import NotAttached
 
 from .models import MODELS, Article, Base, Comment
-from .tables import brute_force, explain, is_mysql, load_fingerprints
+from .tables import brute_force, explain, load_fingerprints
 
 MODES = sorted(MODELS)
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 import simsql.queries
-from simsql.queries import planner
 
 PACKAGE = Path(simsql.queries.__file__).parent
 

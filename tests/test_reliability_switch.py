@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, String, Text, create_engine, select, text
+from sqlalchemy import Engine, String, Text, create_engine, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 

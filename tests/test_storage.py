@@ -20,8 +20,8 @@ from sqlalchemy.schema import CreateTable
 
 import simsql
 import simsql.alembic
-import simsql.store
 import simsql.bits
+import simsql.store
 import simsql.text.fingerprint
 from simsql import Fingerprinter
 from simsql.errors import ConfigMismatch

@@ -15,8 +15,8 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 import simsql
-import simsql.store
 import simsql.errors
+import simsql.store
 from simsql import VectorFingerprinter
 from simsql.schema.names import metadata as simsql_metadata
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import JSON, REAL, Double, Engine, Integer, LargeBinary, String, func, select, text, update
+from sqlalchemy import JSON, REAL, Double, Engine, Integer, LargeBinary, String, func, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 

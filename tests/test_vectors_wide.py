@@ -14,8 +14,8 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
-import simsql.store
 import simsql.bits
+import simsql.store
 from simsql import VectorFingerprinter
 from simsql.errors import NotAttached
 

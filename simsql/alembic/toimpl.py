@@ -17,7 +17,7 @@ from sqlalchemy import Text, bindparam, text
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from ..dialects import Backend, backend, execute_sql
-from ..dialects.plan import Plan, Step, TableShape
+from ..dialects.ddl_plan import DDLPlan, Step, TableShape
 from ..lifecycle import attach, lists_columns
 from ..schema.names import Names
 from ..text.errors import SchemaError, UnsupportedDatabase
@@ -86,7 +86,7 @@ def _statement(step: Step) -> Any:
     return text(step.sql).bindparams(*params) if params else text(step.sql)
 
 
-def _emit(operations: Operations, plan: Plan) -> None:
+def _emit(operations: Operations, plan: DDLPlan) -> None:
     """Write a plan into the offline script; consecutive ``CONCURRENTLY`` statements share one
     stretch outside the migration's transaction."""
     steps = list(plan.steps)

@@ -30,7 +30,7 @@ from ..schema.names import BLOCK_COUNT, Names, check_name
 from ..text.bits import to_signed, to_unsigned
 from ..text.errors import UnsupportedDatabase
 from .batch import BatchSQL, Job
-from .plan import DDLDescriber, ListsDDL, Partition, TableFacts
+from .ddl_plan import DDLDescriber, ListsDDL, Partition, TableFacts
 from .sqltext import sql_identifier
 from .vector_index import NO_PGVECTOR, VectorIndexSQL
 
@@ -61,7 +61,7 @@ class Backend(ABC):
     __dialect__: ClassVar[tuple[str, ...]] = ()
     """The SQLAlchemy dialect names this family serves (a family registers itself by them)."""
     name: ClassVar[str] = "default"
-    """The family's name in plans (:attr:`simsql.dialects.plan.Plan.dialect`)."""
+    """The family's name in plans (:attr:`simsql.dialects.ddl_plan.DDLPlan.dialect`)."""
     supported: ClassVar[str] = ""
     """The servers and versions it runs on, as a refusal names them (``"PostgreSQL >= 14"``)."""
     variants: ClassVar[list[type[Backend]]] = []

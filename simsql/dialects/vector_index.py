@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql import ColumnElement
 
 from ..text.errors import UnsupportedDatabase
-from .plan import Plan
+from .ddl_plan import DDLPlan
 
 Extension = Literal["installed", "available", "missing"]
 """pgvector on a server: created in the database, shipped but not created, or not there."""
@@ -67,11 +67,11 @@ class VectorIndexSQL:
     def create(
         self, facts: VectorIndexFacts, schema: str, table: str, column: str, index: str, dimensions: int,
         settings: HnswSettings, *, concurrently: bool = True,
-    ) -> Plan:  # fmt: skip
+    ) -> DDLPlan:  # fmt: skip
         raise UnsupportedDatabase(f"pgvector does not run on {self.name}: simsql ranks vectors with its own signatures there")
 
-    def drop(self, schema: str, index: str, *, concurrently: bool = True) -> Plan:
-        return Plan()
+    def drop(self, schema: str, index: str, *, concurrently: bool = True) -> DDLPlan:
+        return DDLPlan()
 
     def indexed(self, facts: VectorIndexFacts, column: ColumnElement[Any], dimensions: int) -> ColumnElement[Any]:
         """The expression the HNSW index holds for ``column``."""

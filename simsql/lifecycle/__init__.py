@@ -2,7 +2,7 @@
 
 Three steps for every change (Alembic's split between describing and running operations):
 :mod:`.catalog` reads what is there, the backend's describer (``backend(bind).ddl``, a
-:class:`~simsql.dialects.plan.Plan` of steps) describes the statements as text, :mod:`.apply`
+:class:`~simsql.dialects.ddl_plan.DDLPlan` of steps) describes the statements as text, :mod:`.apply`
 runs them bounded in time. :mod:`.attach`, :mod:`.tables`, :mod:`.backfill`, :mod:`.lists` and
 :mod:`.refingerprinting` combine them.
 

@@ -1,4 +1,4 @@
-"""Run a :class:`~simsql.dialects.plan.Plan`, every statement bounded in time.
+"""Run a :class:`~simsql.dialects.ddl_plan.DDLPlan`, every statement bounded in time.
 
 A statement on a user's table can wait behind another session's lock forever; queued behind
 it, every other query on that table waits too. So each one runs under a bound on how long to
@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from ..dialects import Backend, backend, describe_server, timeout_kind
-from ..dialects.plan import Plan, Step
+from ..dialects.ddl_plan import DDLPlan, Step
 from ..dialects.sqltext import execute_sql, is_autocommit
 from ..text.errors import LockTimeout, SchemaError, UnsupportedDatabase, WouldLockTable
 
@@ -226,7 +226,7 @@ def _failed(error: BaseException, undone: _Undone) -> BaseException:
     return error
 
 
-def _check_plan(server: Backend, connection: Connection, plan: Plan) -> None:
+def _check_plan(server: Backend, connection: Connection, plan: DDLPlan) -> None:
     if plan.dialect is not None and plan.dialect != server.name and plan.steps:
         raise UnsupportedDatabase(
             f"{plan.steps[0].what}: simsql describes this operation in {plan.dialect}'s DDL only; it does not "
@@ -234,7 +234,7 @@ def _check_plan(server: Backend, connection: Connection, plan: Plan) -> None:
         )
 
 
-def run(connection: Connection, plan: Plan, timeouts: Timeouts = DDL_TIMEOUTS) -> None:
+def run(connection: Connection, plan: DDLPlan, timeouts: Timeouts = DDL_TIMEOUTS) -> None:
     """Run ``plan`` on ``connection`` inside its current transaction (Alembic's, or the
     caller's); the caller's own timeouts are restored afterwards. Statements marked
     ``concurrently`` need the connection in autocommit mode.
@@ -269,7 +269,7 @@ def bounded(connection: Connection, timeouts: Timeouts) -> Iterator[None]:
 
 def run_on_engine(
     engine: Engine,
-    plan: Plan,
+    plan: DDLPlan,
     timeouts: Timeouts = DDL_TIMEOUTS,
     *,
     relations: Sequence[str] = (),
@@ -312,7 +312,7 @@ def run_on_engine(
         raise _message(timeout, bound, committed, waited_on) from timeout.error
 
 
-def _run_undoable(engine: Engine, server: Backend, plan: Plan, timeouts: Timeouts, relations: Sequence[str]) -> None:
+def _run_undoable(engine: Engine, server: Backend, plan: DDLPlan, timeouts: Timeouts, relations: Sequence[str]) -> None:
     """:func:`run_on_engine` where each DDL statement commits at once: one statement at a
     time, each committed, and on failure the finished ones undone."""
     done: list[Step] = []

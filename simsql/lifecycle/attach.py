@@ -23,7 +23,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from ..dialects import backend
-from ..dialects.plan import Plan, TableFacts, TableShape
+from ..dialects.ddl_plan import DDLPlan, TableFacts, TableShape
 from ..schema.names import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names, configuration_for
 from ..store import registry
 from ..text.errors import ConfigMismatch, NotAttached, SchemaError
@@ -40,7 +40,7 @@ class AttachPlan:
 
     target: TableShape
     names: Names
-    plan: Plan
+    plan: DDLPlan
     fingerprinter: AnyFingerprinter
 
 
@@ -191,7 +191,7 @@ def attached_names(connection: Connection, table: str, schema: str | None) -> tu
 
 def describe_indexes(
     connection: Connection, schema: str, names: Names, keys: Sequence[str], *, concurrently: bool = False
-) -> Plan:
+) -> DDLPlan:
     """Read the catalog and describe the block indexes of ``names.holder`` (key columns
     ``keys``): the one place index builds are planned. The holder may not exist yet (an attach
     plans its indexes before it runs); what exists is kept, what a failed concurrent build left
@@ -201,7 +201,7 @@ def describe_indexes(
     return backend(connection).ddl.create_indexes(schema, names, keys, concurrently=concurrently, present=present)
 
 
-def plan_indexes(connection: Connection, table: str, *, schema: str | None = None, concurrently: bool = False) -> Plan:
+def plan_indexes(connection: Connection, table: str, *, schema: str | None = None, concurrently: bool = False) -> DDLPlan:
     """:func:`describe_indexes` for an attached table, from its registry entry."""
     schema, entry = attached_names(connection, table, schema)
     holder = catalog.table_facts(connection, entry.names.holder, schema)
@@ -234,7 +234,7 @@ def drop_simhash_indexes(
     apply.run(connection, plan)
 
 
-def plan_detach(connection: Connection, table: str, *, schema: str | None = None) -> tuple[Attachment, Plan]:
+def plan_detach(connection: Connection, table: str, *, schema: str | None = None) -> tuple[Attachment, DDLPlan]:
     """Read the catalog and describe what detaching ``table`` drops; refuses (nothing changed)
     while another object depends on it: a view over the fingerprint column, a user's index on
     it, a foreign key to the side table."""
@@ -263,7 +263,7 @@ def plan_detach(connection: Connection, table: str, *, schema: str | None = None
     return entry, plan
 
 
-def describe_abandon(connection: Connection, target: TableShape, names: Names, cursor: str) -> Plan:
+def describe_abandon(connection: Connection, target: TableShape, names: Names, cursor: str) -> DDLPlan:
     """What removes an unfinished refingerprint of ``target`` (attached as ``names``): its
     shadow set where the backend stages one, else what a move to version 3 in place added
     (:mod:`simsql.lifecycle.widen`). The attachment is left as it was."""
@@ -275,7 +275,7 @@ def describe_abandon(connection: Connection, target: TableShape, names: Names, c
     return server.ddl.unwiden(target, names, cursor, present, set_aside=not server.alters_columns_beside_indexed_blocks, marked=marked)
 
 
-def dropped_leftovers(connection: Connection, schema: str, entry: Attachment) -> Plan:
+def dropped_leftovers(connection: Connection, schema: str, entry: Attachment) -> DDLPlan:
     """What simsql created for a table dropped outside it that the drop left behind: its side
     table (and a refingerprint's shadow side table), PostgreSQL's trigger functions. Refuses
     (:class:`SchemaError`, nothing changed) while an object simsql did not create depends on a
@@ -296,13 +296,13 @@ def dropped_leftovers(connection: Connection, schema: str, entry: Attachment) ->
     return backend(connection).ddl.drop_leftovers(schema, sides, entry.names)
 
 
-def forget_entry(connection: Connection, schema: str, names: Names) -> Plan:
+def forget_entry(connection: Connection, schema: str, names: Names) -> DDLPlan:
     """Clear what simsql recorded of a table dropped outside it: its registry entry, its
     backfill and refingerprint cursors."""
     ddl, progress = backend(connection).ddl, registry.progress_exists(connection)
     plan = ddl.forget(schema, names.table, progress=progress)
     if progress:
-        plan = plan + Plan(ddl.forget(schema, names.refingerprint_cursor).steps[1:])
+        plan = plan + DDLPlan(ddl.forget(schema, names.refingerprint_cursor).steps[1:])
     return plan
 
 

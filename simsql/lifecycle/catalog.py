@@ -18,7 +18,7 @@ from sqlalchemy import MetaData, Table, inspect, orm, text
 from sqlalchemy.engine import Connection
 
 from ..dialects import backend
-from ..dialects.plan import Column, Partition, Present, TableFacts, TableShape
+from ..dialects.ddl_plan import Column, Partition, Present, TableFacts, TableShape
 from ..schema.names import DEFAULT_PREFIX, Attachment, Names
 from ..store import registry
 from ..store.storage import Binding, join_text, register

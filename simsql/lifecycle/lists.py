@@ -21,16 +21,16 @@ from typing import Any
 
 import numpy as np
 import xxhash
-from sqlalchemy import Engine, column, delete, func, insert, select, table, tuple_, update
+from sqlalchemy import Engine, delete, func, insert, select, tuple_, update
 from sqlalchemy.engine import Connection
 
 from ..dialects import backend
-from ..dialects.plan import Plan, Step
+from ..dialects.ddl_plan import DDLPlan, Step
 from ..schema.names import CENTRES_TABLE, PARTITIONS_TABLE, centres_table, partitions_table
 from ..schema.urls import engine_for
 from ..store import registry
-from ..store.lists import encode_centre, forget_cached, generations, live_centres, tables_exist
 from ..store.awaiting import off_loop
+from ..store.lists import encode_centre, forget_cached, generations, live_centres, tables_exist
 from ..text.bits import to_signed
 from ..text.errors import NotAttached, SchemaError, WouldLockTable
 from ..text.lists import (
@@ -62,6 +62,7 @@ from .lists_place import (
     unsigned,
 )
 from .lists_status import list_sizes
+
 
 @dataclass(frozen=True)
 class ListsResult:
@@ -323,13 +324,13 @@ def place_left_behind(bind: Engine | str, table_name: str, schema: str | None = 
     return place_lists(engine, table_name, schema=schema)
 
 
-def plan_drop_lists(connection: Connection, schema: str, names: Any, present: Any) -> Plan:
+def plan_drop_lists(connection: Connection, schema: str, names: Any, present: Any) -> DDLPlan:
     """What a detach runs first for the table's lists: the list column and index when a fit
     added them (a model's own column stays), and the generations and centres recorded."""
     if not tables_exist(connection):
-        return Plan()
+        return DDLPlan()
     table_name = names.table
-    plan = Plan()
+    plan = DDLPlan()
     added = _added_on(connection, schema, table_name)
     if added.index or added.column:
         plan = backend(connection).lists_ddl.drop(schema, names, present, concurrently=False, column=added.column)
@@ -338,7 +339,7 @@ def plan_drop_lists(connection: Connection, schema: str, names: Any, present: An
     forget = [Step(f"DELETE FROM {name} {where}", f"forget the lists of {schema}.{table_name}", params)
               for name in (CENTRES_TABLE, PARTITIONS_TABLE)]  # fmt: skip
     forget_cached(schema, table_name)
-    return plan + Plan(tuple(forget))
+    return plan + DDLPlan(tuple(forget))
 
 
 def has_lists(connection: Connection, table_name: str, schema: str) -> bool:

@@ -2,14 +2,14 @@
 write, and how the table is left as fast as the fit found it.
 
 Writes are set-based: each key-ordered batch is read, placed in numpy and written back in one
-statement per batch (:meth:`simsql.dialects.plan.ListsDDL.write_lists`), and only rows whose
+statement per batch (:meth:`simsql.dialects.ddl_plan.ListsDDL.write_lists`), and only rows whose
 fingerprint is still the one read are changed, so a concurrent writer's row is never placed by a
 stale value.
 
 On PostgreSQL a row whose list changes gets a new version and, since the list column is indexed,
 a new entry in *every* index of the table (no HOT update): a fit of every row would leave each
 block index about twice its size, and ``find_original`` slower until a ``REINDEX``. So the fit
-vacuums between slices of the table (:meth:`~simsql.dialects.plan.ListsDDL.tidy`: the versions it
+vacuums between slices of the table (:meth:`~simsql.dialects.ddl_plan.ListsDDL.tidy`: the versions it
 replaced are reused by the next slices), measures each index before and after, and rebuilds
 online (``REINDEX INDEX CONCURRENTLY``) those grown by more than :data:`REBUILD_GROWTH`. InnoDB
 updates in place and touches only the list index, which a fit leaves the size of a fresh online

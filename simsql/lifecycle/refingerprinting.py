@@ -49,7 +49,7 @@ from sqlalchemy.exc import DBAPIError
 
 from ..dialects import Backend, backend
 from ..dialects.batch import Job
-from ..dialects.plan import TableShape
+from ..dialects.ddl_plan import TableShape
 from ..schema.names import Attachment, Names
 from ..schema.urls import engine_for
 from ..store import registry

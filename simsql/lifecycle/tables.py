@@ -18,7 +18,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from ..dialects import backend
-from ..dialects.plan import Plan
+from ..dialects.ddl_plan import DDLPlan
 from ..schema.names import DEFAULT_PREFIX, Attachment
 from ..schema.urls import engine_for
 from ..store import registry
@@ -118,7 +118,7 @@ class PlannedChange(NamedTuple):
     """An attach or detach described and not yet run: its plan, the ``schema.table`` it works
     on (named in lock-wait messages), and the table's schema and name."""
 
-    plan: Plan
+    plan: DDLPlan
     relation: str
     schema: str
     table: str

@@ -19,7 +19,7 @@ from sqlalchemy import Engine
 from sqlalchemy.engine import Connection
 
 from ..dialects import backend
-from ..dialects.plan import Plan
+from ..dialects.ddl_plan import DDLPlan
 from ..dialects.vector_index import HnswSettings, VectorIndexFacts
 from ..queries.pgvector import forget_vector_index
 from ..schema.names import Attachment, Names
@@ -73,14 +73,14 @@ def _from_entry(schema: str, entry: Attachment) -> VectorTable:
 def plan_vector_index(
     connection: Connection, target: type | str, *, schema: str | None = None, m: int = 16, ef_construction: int = 64,
     concurrently: bool = True,
-) -> Plan:  # fmt: skip
+) -> DDLPlan:  # fmt: skip
     """The statements :func:`add_vector_index` runs (empty when the index is there and valid):
     for ``--sql`` and tests. Refuses as :func:`add_vector_index` does."""
     settings = HnswSettings(m, ef_construction)
     found = vector_table(connection, target, schema)
     facts = found.facts(connection)
     if facts.extension == "installed" and facts.index_valid:
-        return Plan()
+        return DDLPlan()
     return backend(connection).vector_index.create(
         facts, found.schema, found.table, found.column, found.names.vector_index, found.dimensions, settings, concurrently=concurrently
     )
@@ -108,13 +108,13 @@ def add_vector_index(
     return bool(plan)
 
 
-def plan_drop_vector_index(connection: Connection, schema: str, names: Names, column: str) -> Plan:
+def plan_drop_vector_index(connection: Connection, schema: str, names: Names, column: str) -> DDLPlan:
     """What removes simsql's HNSW index from ``schema.names.table`` (empty when there is none):
     detach runs it before the rest."""
     server = backend(connection).vector_index
     facts = server.facts(connection, schema, names.table, column, names.vector_index)
     if facts.index_valid is None:
-        return Plan()
+        return DDLPlan()
     return server.drop(schema, names.vector_index)
 
 

@@ -35,7 +35,7 @@ from sqlalchemy import Engine
 
 from ..dialects import backend
 from ..dialects.batch import Job
-from ..dialects.plan import Plan, TableShape
+from ..dialects.ddl_plan import DDLPlan, TableShape
 from ..schema.names import Names
 from ..store import registry
 from ..text.errors import WouldLockTable
@@ -86,7 +86,7 @@ def _stage(
         set_aside = not server.alters_columns_beside_indexed_blocks
     plan = server.ddl.widen(target, names, to, cursor, present, record=record, set_aside=set_aside)
     if marked:
-        plan = Plan((*plan.steps, *server.ddl.restore_set_aside(target, names, present).steps), plan.dialect)
+        plan = DDLPlan((*plan.steps, *server.ddl.restore_set_aside(target, names, present).steps), plan.dialect)
     try:
         apply.run_on_engine(engine, plan, timeouts, relations=[label])
     except WouldLockTable as error:

@@ -41,12 +41,12 @@ from .originality import (
     find_original,
     originality_search,
 )
+from .pairs import ConfirmedPair
 from .plan_choice import BAND_BUDGET, MIN_BAND_BUDGET
 from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS
-from .targets import MAX_EXACT_BLOCK_DISTANCE
 from .related import RelatedMatch, related_vectors
+from .targets import MAX_EXACT_BLOCK_DISTANCE
 from .vectors import VectorMatch, most_similar_vectors, near_copy_vectors
-from .pairs import ConfirmedPair
 
 __all__ = [
     "ConfirmedPair",

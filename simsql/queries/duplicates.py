@@ -23,9 +23,9 @@ from ..store.storage import Binding, binding_for
 from ..store.types import SimHash
 from ..text.containment import MIN_CONTAINMENT
 from ..text.fingerprint import Fingerprinter
+from .pairs import DuplicatePair, groups_of
 from .targets import MAX_EXACT_BLOCK_DISTANCE, check_distance, key_value
 from .wide import wide_binding
-from .pairs import DuplicatePair, groups_of
 from .wide_duplicates import DEDUPE_DISTANCE, Progress, wide_near_duplicates
 
 

@@ -37,7 +37,7 @@ from sqlalchemy.engine import Connection, Engine
 from ...schema.names import Names
 from ..base import backend
 from ..batch import Job
-from ..plan import Plan, Step, TableShape
+from ..ddl_plan import DDLPlan, Step, TableShape
 from ..postgresql.backend import PostgresBackend
 from ..postgresql.backfill import PostgresBatchSQL
 from ..postgresql.ddl import PostgresDDL, qualified, quote
@@ -94,11 +94,11 @@ def distribute_sql(schema: str, table: str, column: str | None, side: str | None
 class CitusDDL(PostgresDDL):
     """PostgreSQL's DDL, with a side table distributed like its base table."""
 
-    def create_side_table(self, target: TableShape, names: Names) -> Plan:
+    def create_side_table(self, target: TableShape, names: Names) -> DDLPlan:
         plan = super().create_side_table(target, names)
         assert names.side is not None
         step = Step(colocate_sql(target.schema, target.table, names.side), f"distribute {names.side} like {target.table}")
-        return Plan((plan.steps[0], step, *plan.steps[1:]), plan.dialect)
+        return DDLPlan((plan.steps[0], step, *plan.steps[1:]), plan.dialect)
 
     def _rename_shadow(
         self, target: TableShape, names: Names, shadow: Names, after: Names, side_keys: tuple[str, str] | None,

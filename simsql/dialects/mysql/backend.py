@@ -24,7 +24,7 @@ from ...schema.names import Names, check_name
 from ...text.errors import SchemaError, UnsupportedDatabase
 from ..base import Backend, describe_server, version_text
 from ..batch import Job
-from ..plan import TableFacts
+from ..ddl_plan import TableFacts
 from . import catalog, session
 from .backfill import MySQLBatchSQL
 from .compile import MYSQL_DIALECTS

@@ -16,7 +16,7 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.engine import Connection, Dialect
 
 from ...schema.names import Names
-from ..plan import Column, TableFacts
+from ..ddl_plan import Column, TableFacts
 from .ddl import quote
 
 TEXT_TYPES = frozenset({"char", "varchar", "tinytext", "text", "mediumtext", "longtext"})

@@ -36,7 +36,7 @@ from ...schema.names import BLOCK_COUNT, PROGRESS_TABLE, REGISTRY_TABLE, Names
 from ...text.fingerprint import Fingerprinter
 from ...text.vectors import AnyFingerprinter
 from ..base import BLOCK_BITS, BLOCK_MASK
-from ..plan import REGISTRY_INSERT, DDLDescriber, Plan, Present, Step, TableFacts, TableShape, registry_values
+from ..ddl_plan import REGISTRY_INSERT, DDLDescriber, DDLPlan, Present, Step, TableFacts, TableShape, registry_values
 from ..wide_sql import wide_block_sql
 
 FINGERPRINT_TYPE = "BIGINT UNSIGNED"
@@ -279,7 +279,7 @@ class MySQLDDL(DDLDescriber):
             f"({', '.join(quote(k) for k in target.keys)}) ON DELETE CASCADE)"
         )
 
-    def record(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
+    def record(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter) -> DDLPlan:
         """The registry entry, written first (its undo deletes it)."""
         sql = REGISTRY_INSERT.format(settings=":settings", source=":source")
         params = registry_values(target, names, fingerprinter)
@@ -287,7 +287,7 @@ class MySQLDDL(DDLDescriber):
         undo = f"DELETE FROM {REGISTRY_TABLE} WHERE table_schema = :table_schema AND table_name = :table_name"
         return self.plan([Step(sql, f"record {target.schema}.{target.table} in {REGISTRY_TABLE}", params, undo=undo)])
 
-    def attach(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter, present: Present = Present()) -> Plan:
+    def attach(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter, present: Present = Present()) -> DDLPlan:
         """The registry entry, then the columns (or side table) and triggers; what ``present``
         holds already is skipped. Indexes are :meth:`create_indexes`."""
         steps = [] if present.recorded else list(self.record(target, names, fingerprinter).steps)
@@ -300,14 +300,14 @@ class MySQLDDL(DDLDescriber):
         steps += self._create_triggers(target, names, present)
         return self.plan(steps)
 
-    def resume_attach(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter, present: Present) -> Plan:
+    def resume_attach(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter, present: Present) -> DDLPlan:
         """Finish what a run that stopped halfway (and could not be undone) left."""
         return self.attach(target, names, fingerprinter, present)
 
     def create_indexes(
         self, schema: str, names: Names, holder_keys: Sequence[str] = (), *, concurrently: bool = False,
         present: Present = Present(),
-    ) -> Plan:  # fmt: skip
+    ) -> DDLPlan:  # fmt: skip
         """One online build per missing block index, whatever ``concurrently`` says (writers
         carry on; only the metadata lock at its start and end waits, bounded)."""
         holder = names.holder
@@ -322,7 +322,7 @@ class MySQLDDL(DDLDescriber):
             ))  # fmt: skip
         return self.plan(steps)
 
-    def drop_indexes(self, schema: str, names: Names, *, concurrently: bool = False, present: Present | None = None) -> Plan:
+    def drop_indexes(self, schema: str, names: Names, *, concurrently: bool = False, present: Present | None = None) -> DDLPlan:
         """The block indexes (those ``present``; all when unknown, offline), online, in one statement."""
         dropped = [(i, b) for i, b in zip(names.indexes, names.indexed_blocks) if present is None or present.has_index(i)]
         if not dropped:
@@ -334,7 +334,7 @@ class MySQLDDL(DDLDescriber):
             undo=_alter(schema, names.holder, adds, ONLINE), online=True,
         )])  # fmt: skip
 
-    def detach(self, table: TableFacts, names: Names, source: Sequence[str], present: Present) -> Plan:
+    def detach(self, table: TableFacts, names: Names, source: Sequence[str], present: Present) -> DDLPlan:
         """Remove what :meth:`attach` and :meth:`create_indexes` created, of what is ``present``:
         triggers first (a trigger naming a dropped column would fail every write), then indexes,
         generated and stored columns (or the side table), then the registry entry and cursor.
@@ -358,7 +358,7 @@ class MySQLDDL(DDLDescriber):
             steps += self._column_steps(target.schema, target.table, names, present, adding=False)
         return self.plan(steps) + self.forget(target.schema, target.table)
 
-    def drop_leftovers(self, schema: str, side_tables: Sequence[str], names: Names) -> Plan:
+    def drop_leftovers(self, schema: str, side_tables: Sequence[str], names: Names) -> DDLPlan:
         # Triggers go with their table on MySQL/MariaDB: only side tables can be left.
         return self.plan(Step(f"DROP TABLE {qualified(schema, side)}", f"drop side table {schema}.{side}") for side in side_tables)
 
@@ -368,7 +368,7 @@ class MySQLDDL(DDLDescriber):
     def widen(
         self, target: TableShape, names: Names, fingerprinter: Fingerprinter, cursor: str, present: Present, *,
         record: bool = True, set_aside: bool = False,
-    ) -> Plan:  # fmt: skip
+    ) -> DDLPlan:  # fmt: skip
         """Stage a move to version 3, whose fingerprint is version 2's (so every one is kept):
         the resume cursor first (its row proves what follows is simsql's; ``record=False`` when
         a resumed move has it), words 1-3 and the wide blocks on the holder (instant where the
@@ -411,7 +411,7 @@ class MySQLDDL(DDLDescriber):
             ]  # fmt: skip
         return self.plan(steps)
 
-    def widen_switch(self, target: TableShape, names: Names, fingerprinter: Fingerprinter) -> Plan:
+    def widen_switch(self, target: TableShape, names: Names, fingerprinter: Fingerprinter) -> DDLPlan:
         """The table recorded as version 3 with the wide signature (writers of version 2 are
         refused from this commit on), then the move's trigger dropped: the words triggers stay."""
         wide = names.with_wide(True)
@@ -426,7 +426,7 @@ class MySQLDDL(DDLDescriber):
             steps.append(Step(f"DROP TRIGGER IF EXISTS {qualified(target.schema, wide.widen_trigger)}", f"drop trigger {wide.widen_trigger}"))
         return self.plan(steps)
 
-    def restore_set_aside(self, target: TableShape, names: Names, present: Present) -> Plan:
+    def restore_set_aside(self, target: TableShape, names: Names, present: Present) -> DDLPlan:
         """The block indexes a move set aside (those not ``present``), built online, then the
         row that said so forgotten."""
         params = {"schema": target.schema, "marker": names.set_aside_marker}
@@ -436,7 +436,7 @@ class MySQLDDL(DDLDescriber):
 
     def unwiden(
         self, target: TableShape, names: Names, cursor: str, present: Present, *, set_aside: bool = False, marked: bool = False
-    ) -> Plan:  # fmt: skip
+    ) -> DDLPlan:  # fmt: skip
         """Remove an unfinished move to version 3 (abandoned, or before a detach): its triggers,
         the wide indexes and columns, its cursor; the version 2 attachment is as before it."""
         wide = names.with_wide(True)

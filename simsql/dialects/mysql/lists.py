@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import BigInteger, Integer, bindparam, column, select, table, union_all, update
 
 from ...schema.names import CENTRES_TABLE, Names
-from ..plan import ListsDDL, Plan, Present, Step
+from ..ddl_plan import DDLPlan, ListsDDL, Present, Step
 from .ddl import INSTANT, ONLINE, qualified, quote
 
 
@@ -25,7 +25,7 @@ class MySQLListsDDL(ListsDDL):
     def add(
         self, schema: str, names: Names, holder_keys: Sequence[str], present: Present, *, concurrently: bool = True,
         empty: bool = False,
-    ) -> Plan:  # fmt: skip
+    ) -> DDLPlan:  # fmt: skip
         """MariaDB adds no column online to a table with indexed generated columns (simsql's
         blocks): on an empty table it may copy (nothing to copy), on one with rows it is refused."""
         holder, column, index = names.holder, quote(names.part), quote(names.part_index)
@@ -52,17 +52,17 @@ class MySQLListsDDL(ListsDDL):
         params = {f"c{j}_{i}": value for i, row in enumerate(rows) for j, value in enumerate(row)}
         return int(connection.execute(statement, params).rowcount or 0)
 
-    def rebuild(self, schema: str, names: Names, indexes: Sequence[str]) -> Plan:
+    def rebuild(self, schema: str, names: Names, indexes: Sequence[str]) -> DDLPlan:
         """Nothing: InnoDB updates no other index when a row's list changes, and the list index a
         fit leaves is the size of a fresh online build of it (BENCHMARKS.md, "Lists without
         collateral"); :meth:`index_sizes` is empty, so a fit never asks."""
         return self.plan([])
 
-    def refresh(self, schema: str, table: str) -> Plan:
+    def refresh(self, schema: str, table: str) -> DDLPlan:
         tables = f"{qualified(schema, table)}, {quote(CENTRES_TABLE)}"
         return self.plan([Step(f"ANALYZE TABLE {tables}", f"analyze {schema}.{table} and {CENTRES_TABLE}", online=True)])
 
-    def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> Plan:
+    def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> DDLPlan:
         holder = names.holder
         steps = []
         if present.has_index(names.part_index):

@@ -35,7 +35,7 @@ from ..constructs import (
     RunTimeLimit,
     WholeQuotient,
 )
-from ..plan import Column, Partition, TableFacts
+from ..ddl_plan import Column, Partition, TableFacts
 from ..sqltext import execute_sql, is_autocommit
 from .backfill import PostgresBatchSQL
 from .ddl import (

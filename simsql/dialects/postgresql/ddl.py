@@ -25,7 +25,7 @@ from ...schema.names import PROGRESS_TABLE, REGISTRY_TABLE, Names
 from ...text.fingerprint import Fingerprinter
 from ...text.vectors import AnyFingerprinter
 from ..base import Backend
-from ..plan import REGISTRY_INSERT, DDLDescriber, Partition, Plan, Present, Step, TableFacts, TableShape, registry_values
+from ..ddl_plan import REGISTRY_INSERT, DDLDescriber, DDLPlan, Partition, Present, Step, TableFacts, TableShape, registry_values
 from ..sqltext import sql_identifier
 from ..wide_sql import wide_block_sql
 
@@ -177,7 +177,7 @@ class PostgresDDL(DDLDescriber):
             Step(create_trigger, f"create trigger {function} ({what})"),
         ]
 
-    def add_columns(self, target: TableShape, names: Names) -> Plan:
+    def add_columns(self, target: TableShape, names: Names) -> DDLPlan:
         """Columns mode: fingerprint, digest and block columns on the user's table, and the row
         trigger that derives blocks and never keeps a fingerprint of text the row no longer holds."""
         additions = [f"ADD COLUMN {quote(names.fingerprint)} bigint", f"ADD COLUMN {quote(names.digest)} uuid"]
@@ -188,7 +188,7 @@ class PostgresDDL(DDLDescriber):
         steps = [Step(f"ALTER TABLE {base} " + ", ".join(additions), f"add columns to {target.schema}.{target.table}")]
         return self.plan(steps + self._trigger(target, names, "derives blocks, drops stale fingerprints"))
 
-    def create_side_table(self, target: TableShape, names: Names) -> Plan:
+    def create_side_table(self, target: TableShape, names: Names) -> DDLPlan:
         """Side-table mode: the user's table is not altered; a side table keyed like it, and a
         trigger on the user's table that deletes side rows whose text changed."""
         assert names.side is not None
@@ -214,27 +214,27 @@ class PostgresDDL(DDLDescriber):
         steps = [Step(create, f"create side table {target.schema}.{names.side}")]
         return self.plan(steps + self._trigger(target, names, "drops stale side rows"))
 
-    def record(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
+    def record(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter) -> DDLPlan:
         """The registry entry (simsql's revision must be applied)."""
         sql = REGISTRY_INSERT.format(settings="CAST(:settings AS jsonb)", source="CAST(:source AS text[])")
         params = registry_values(target, names, fingerprinter)
         return self.plan([Step(sql, f"record {target.schema}.{target.table} in {REGISTRY_TABLE}", params)])
 
-    def attach(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
+    def attach(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter) -> DDLPlan:
         """Everything but the indexes, in one transaction."""
         holder = self.create_side_table(target, names) if names.side else self.add_columns(target, names)
         return holder + self.record(target, names, fingerprinter)
 
-    def resume_attach(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter, present: Present) -> Plan:
+    def resume_attach(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter, present: Present) -> DDLPlan:
         """An attachment made by simsql 0.1 (no digest column) is upgraded; otherwise nothing."""
         if present.holder and not present.has_column(names.digest):
             return self.upgrade(target, names)
-        return Plan()
+        return DDLPlan()
 
     def create_indexes(
         self, schema: str, names: Names, holder_keys: Sequence[str], *, concurrently: bool = False,
         present: Present = Present(),
-    ) -> Plan:  # fmt: skip
+    ) -> DDLPlan:  # fmt: skip
         """A partitioned holder built concurrently gets one build per partition; otherwise
         :meth:`build_indexes`, rebuilding what a failed concurrent build left invalid."""
         if concurrently and present.partitions:
@@ -243,7 +243,7 @@ class PostgresDDL(DDLDescriber):
 
     def build_indexes(
         self, schema: str, names: Names, holder_keys: Sequence[str], *, concurrently: bool = False, invalid: Sequence[str] = ()
-    ) -> Plan:
+    ) -> DDLPlan:
         """Covering btree indexes on the four blocks (``INCLUDE`` fingerprint and key), so that
         candidate lookups are index-only scans. ``invalid`` names indexes a failed concurrent
         build left behind (the catalog knows which): they are dropped and rebuilt."""
@@ -263,7 +263,7 @@ class PostgresDDL(DDLDescriber):
 
     def create_partitioned_indexes(
         self, schema: str, names: Names, holder_keys: Sequence[str], tree: Sequence[Partition]
-    ) -> Plan:
+    ) -> DDLPlan:
         """Concurrent builds for a partitioned holder (``CREATE INDEX CONCURRENTLY`` cannot run on
         one): an index ``ON ONLY`` each partitioned table (catalog entries, no scan), one
         concurrent build per leaf partition, then each child index attached to its parent's.
@@ -286,27 +286,27 @@ class PostgresDDL(DDLDescriber):
                     attaches.append(Step(sql, f"attach index {index} to {names.index_on(parent, block)}", concurrently=True))
         return self.plan(on_only + builds + list(reversed(attaches)))
 
-    def drop_indexes(self, schema: str, names: Names, *, concurrently: bool = False, present: Present | None = None) -> Plan:
+    def drop_indexes(self, schema: str, names: Names, *, concurrently: bool = False, present: Present | None = None) -> DDLPlan:
         keyword = "CONCURRENTLY " if concurrently else ""
         return self.plan(
             Step(f"DROP INDEX {keyword}IF EXISTS {qualified(schema, name)}", f"drop index {name}", concurrently=concurrently)
             for name in names.indexes
         )
 
-    def detach(self, table: TableFacts, names: Names, source: Sequence[str], present: Present) -> Plan:
+    def detach(self, table: TableFacts, names: Names, source: Sequence[str], present: Present) -> DDLPlan:
         # A table replaced outside simsql lost its triggers with the old table; their functions stay.
         gone = [f for f in names.functions if f not in table.triggers]
         return self.plan(_drop_functions(table.schema, gone)) + self.drop_attachment(
             table.schema, names, triggers=table.triggers, columns=list(table.columns)
         )
 
-    def drop_leftovers(self, schema: str, side_tables: Sequence[str], names: Names) -> Plan:
+    def drop_leftovers(self, schema: str, side_tables: Sequence[str], names: Names) -> DDLPlan:
         steps = [Step(f"DROP TABLE {qualified(schema, side)}", f"drop side table {schema}.{side}") for side in side_tables]
         return self.plan(steps + _drop_functions(schema, [*names.functions, *names.shadow().functions]))
 
     def drop_attachment(
         self, schema: str, names: Names, *, triggers: Sequence[str] = (), columns: Sequence[str] | None = None
-    ) -> Plan:
+    ) -> DDLPlan:
         """Remove what :meth:`attach` created (indexes go with their columns or side table).
 
         ``triggers`` and ``columns`` are what the catalog found on the user's table; only simsql's
@@ -334,7 +334,7 @@ class PostgresDDL(DDLDescriber):
         drop_trigger, drop_function = drop_trigger_sql(target.schema, target.table, function)
         return [Step(drop_trigger, f"drop trigger {function}"), Step(drop_function, f"drop function {function}")]
 
-    def upgrade(self, target: TableShape, names: Names) -> Plan:
+    def upgrade(self, target: TableShape, names: Names) -> DDLPlan:
         """An attachment made by simsql 0.1 (no digest column, a trigger that kept fingerprints a
         writer recomputed from stale text) gets the digest column and today's trigger. Its
         fingerprints are kept with an unknown (NULL) digest, which marks them for verification:
@@ -344,7 +344,7 @@ class PostgresDDL(DDLDescriber):
         what = "drops stale side rows" if names.side else "derives blocks, drops stale fingerprints"
         return self.plan(steps + self._drop_trigger(target, names) + self._trigger(target, names, what))
 
-    def stage(self, target: TableShape, shadow: Names, fingerprinter: Fingerprinter, cursor: str) -> Plan:
+    def stage(self, target: TableShape, shadow: Names, fingerprinter: Fingerprinter, cursor: str) -> DDLPlan:
         """The shadow fingerprint set of a refingerprint (columns or side table, with the trigger
         that keeps its digest invariant) and its resume cursor, in one transaction: the cursor's
         row proves the shadow objects are simsql's own."""
@@ -356,7 +356,7 @@ class PostgresDDL(DDLDescriber):
         params = {"schema": target.schema, "cursor": cursor, "config_id": fingerprinter.config_id}
         return holder + self.plan([Step(sql, f"record refingerprint of {target.schema}.{target.table}", params)])
 
-    def unstage(self, target: TableShape, shadow: Names, cursor: str) -> Plan:
+    def unstage(self, target: TableShape, shadow: Names, cursor: str) -> DDLPlan:
         """Remove a shadow set (an abandoned refingerprint); the attachment is untouched."""
         base = qualified(target.schema, target.table)
         steps = self._drop_trigger(target, shadow)
@@ -373,7 +373,7 @@ class PostgresDDL(DDLDescriber):
     def switch(
         self, target: TableShape, names: Names, shadow: Names, fingerprinter: Fingerprinter, cursor: str,
         side_keys: tuple[str, str] | None = None, partitions: Sequence[str] = (),
-    ) -> Plan:  # fmt: skip
+    ) -> DDLPlan:  # fmt: skip
         """Replace the attachment's fingerprints by the shadow set, in one transaction: old
         trigger and fingerprints dropped, shadow columns (or side table) and indexes renamed to
         the attachment's own names, today's trigger under its usual name, the registry entry

@@ -4,14 +4,14 @@ is ranked by an index-only scan."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import text
 
 from ...schema.names import CENTRES_TABLE, Names
-from ..plan import ListsDDL, Plan, Present, Step
+from ..ddl_plan import DDLPlan, ListsDDL, Present, Step
 from .ddl import qualified, quote
 
 
@@ -23,7 +23,7 @@ class PostgresListsDDL(ListsDDL):
     def add(
         self, schema: str, names: Names, holder_keys: Sequence[str], present: Present, *, concurrently: bool = True,
         empty: bool = False,
-    ) -> Plan:  # fmt: skip
+    ) -> DDLPlan:  # fmt: skip
         holder = qualified(schema, names.holder)
         steps = []
         if not present.has_column(names.part):
@@ -39,7 +39,7 @@ class PostgresListsDDL(ListsDDL):
             ))  # fmt: skip
         return self.plan(steps)
 
-    def refresh(self, schema: str, table: str) -> Plan:
+    def refresh(self, schema: str, table: str) -> DDLPlan:
         sql = f"VACUUM (ANALYZE) {qualified(schema, table)}"
         centres = Step(f"ANALYZE {quote(CENTRES_TABLE)}", f"analyze {CENTRES_TABLE}", concurrently=True)
         return self.plan([Step(sql, f"vacuum and analyze {schema}.{table}", concurrently=True), centres])
@@ -57,11 +57,11 @@ class PostgresListsDDL(ListsDDL):
         payload = json.dumps([dict(zip(names, row)) for row in rows], default=str)
         return int(connection.execute(text(sql), {"rows": payload}).rowcount or 0)
 
-    def tidy(self, schema: str, table: str) -> Plan:
+    def tidy(self, schema: str, table: str) -> DDLPlan:
         sql = f"VACUUM (SKIP_LOCKED) {qualified(schema, table)}"
         return self.plan([Step(sql, f"vacuum {schema}.{table} between batches", concurrently=True)])
 
-    def rebuild(self, schema: str, names: Names, indexes: Sequence[str]) -> Plan:
+    def rebuild(self, schema: str, names: Names, indexes: Sequence[str]) -> DDLPlan:
         return self.plan([
             Step(f"REINDEX INDEX CONCURRENTLY {qualified(schema, index)}", f"rebuild index {index} online", concurrently=True)
             for index in indexes
@@ -78,7 +78,7 @@ class PostgresListsDDL(ListsDDL):
         )
         return {str(name): int(size) for name, size in rows}
 
-    def stopped_rebuilds(self, connection: Any, schema: str, table: str) -> Plan:
+    def stopped_rebuilds(self, connection: Any, schema: str, table: str) -> DDLPlan:
         """The invalid ``<index>_ccnew`` copies a ``REINDEX ... CONCURRENTLY`` stopped midway
         leaves (they would be written by every insert and read by no query), dropped online."""
         rows = connection.execute(
@@ -95,7 +95,7 @@ class PostgresListsDDL(ListsDDL):
             for (name,) in rows
         ])  # fmt: skip
 
-    def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> Plan:
+    def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> DDLPlan:
         steps = []
         if present.has_index(names.part_index):
             concurrently = concurrently and self.concurrent_builds

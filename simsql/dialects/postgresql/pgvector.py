@@ -18,7 +18,7 @@ from sqlalchemy.sql import ColumnElement
 from sqlalchemy.types import Float, UserDefinedType
 
 from ...text.errors import SchemaError, UnsupportedDatabase
-from ..plan import Plan, Step
+from ..ddl_plan import DDLPlan, Step
 from ..vector_index import HnswSettings, VectorIndexFacts, VectorIndexSQL
 from .ddl import qualified, quote
 
@@ -68,7 +68,7 @@ class PostgresVectorIndex(VectorIndexSQL):
     def create(
         self, facts: VectorIndexFacts, schema: str, table: str, column: str, index: str, dimensions: int,
         settings: HnswSettings, *, concurrently: bool = True,
-    ) -> Plan:  # fmt: skip
+    ) -> DDLPlan:  # fmt: skip
         self._check(facts, f"{schema}.{table}.{column}", dimensions)
         assert facts.extension_schema is not None
         steps: list[Step] = []
@@ -82,12 +82,12 @@ class PostgresVectorIndex(VectorIndexSQL):
             f"WITH (m = {int(settings.m)}, ef_construction = {int(settings.ef_construction)})",
             f"build HNSW index {index} on {schema}.{table}", concurrently=concurrently, online=concurrently,
         ))  # fmt: skip
-        return Plan(tuple(steps), self.name)
+        return DDLPlan(tuple(steps), self.name)
 
-    def drop(self, schema: str, index: str, *, concurrently: bool = True) -> Plan:
+    def drop(self, schema: str, index: str, *, concurrently: bool = True) -> DDLPlan:
         keyword = "CONCURRENTLY " if concurrently else ""
         step = Step(f"DROP INDEX {keyword}IF EXISTS {qualified(schema, index)}", f"drop index {index}", concurrently=concurrently)
-        return Plan((step,), self.name)
+        return DDLPlan((step,), self.name)
 
     def indexed(self, facts: VectorIndexFacts, column: ColumnElement[Any], dimensions: int) -> ColumnElement[Any]:
         assert facts.extension_schema is not None

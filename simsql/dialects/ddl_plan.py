@@ -1,7 +1,7 @@
 """What the lifecycle and a backend say to each other: catalog facts in, DDL plans out.
 
 The lifecycle reads the catalog (:class:`TableFacts`, :class:`Present`), asks the backend's
-describer (:class:`DDLDescriber`) for a :class:`Plan`, and runs it. A plan is text, so Alembic's offline
+describer (:class:`DDLDescriber`) for a :class:`DDLPlan`, and runs it. A plan is text, so Alembic's offline
 mode can print it and tests can read it; nothing in this module touches a database. The split is
 Alembic's own (``ops`` describe, ``toimpl`` run).
 """
@@ -42,17 +42,17 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Plan:
+class DDLPlan:
     """Statements in the order they must run; transactional ones form one transaction.
     ``dialect``: the backend (:attr:`Backend.name`) the statements are written for (None: any)."""
 
     steps: tuple[Step, ...] = ()
     dialect: str | None = None
 
-    def __add__(self, other: Plan) -> Plan:
+    def __add__(self, other: DDLPlan) -> DDLPlan:
         if self.dialect and other.dialect and self.dialect != other.dialect:
             raise ValueError(f"cannot join a {self.dialect} plan and a {other.dialect} plan")
-        return Plan(self.steps + other.steps, self.dialect or other.dialect)
+        return DDLPlan(self.steps + other.steps, self.dialect or other.dialect)
 
     def __bool__(self) -> bool:
         return bool(self.steps)
@@ -180,7 +180,7 @@ def registry_values(target: TableShape, names: Names, fingerprinter: AnyFingerpr
 
 
 class DDLDescriber(ABC):
-    """Describes simsql's DDL on one server family as a :class:`Plan`, and runs nothing.
+    """Describes simsql's DDL on one server family as a :class:`DDLPlan`, and runs nothing.
 
     One implementation per backend (:attr:`simsql.dialects.Backend.ddl`). Every method takes
     what the catalog said, or the same values given by hand for offline SQL, and returns the
@@ -189,23 +189,23 @@ class DDLDescriber(ABC):
     """
 
     name: ClassVar[str]
-    """The backend the plans are written for (:attr:`Plan.dialect`)."""
+    """The backend the plans are written for (:attr:`DDLPlan.dialect`)."""
 
-    def plan(self, steps: Iterable[Step]) -> Plan:
-        return Plan(tuple(steps), self.name)
+    def plan(self, steps: Iterable[Step]) -> DDLPlan:
+        return DDLPlan(tuple(steps), self.name)
 
     @abstractmethod
-    def attach(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
+    def attach(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter) -> DDLPlan:
         """Fingerprint columns (or the side table), the trigger(s) that keep the digest
         invariant, and the registry entry; the indexes are :meth:`create_indexes`."""
 
     @abstractmethod
-    def record(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter) -> Plan:
+    def record(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter) -> DDLPlan:
         """The registry entry alone: :meth:`attach`'s last part, and all of adopting the objects a
         mixin model's ``create_all`` made (they exist already, exactly as simsql makes them)."""
 
     @abstractmethod
-    def resume_attach(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter, present: Present) -> Plan:
+    def resume_attach(self, target: TableShape, names: Names, fingerprinter: AnyFingerprinter, present: Present) -> DDLPlan:
         """An attachment recorded with these settings already: what is left to do (an
         attachment made by an older simsql, a run that stopped halfway); empty when whole."""
 
@@ -213,44 +213,44 @@ class DDLDescriber(ABC):
     def create_indexes(
         self, schema: str, names: Names, holder_keys: Sequence[str], *, concurrently: bool = False,
         present: Present = Present(),
-    ) -> Plan:  # fmt: skip
+    ) -> DDLPlan:  # fmt: skip
         """Covering indexes on the four blocks of ``names.holder``; ``present`` says which
         exist, which a failed build left invalid, and the partitions of a partitioned holder."""
 
     @abstractmethod
-    def drop_indexes(self, schema: str, names: Names, *, concurrently: bool = False, present: Present | None = None) -> Plan:
+    def drop_indexes(self, schema: str, names: Names, *, concurrently: bool = False, present: Present | None = None) -> DDLPlan:
         """The block indexes (those ``present``; all when unknown)."""
 
     @abstractmethod
-    def detach(self, table: TableFacts, names: Names, source: Sequence[str], present: Present) -> Plan:
+    def detach(self, table: TableFacts, names: Names, source: Sequence[str], present: Present) -> DDLPlan:
         """Remove what :meth:`attach` and :meth:`create_indexes` created, of what is ``present``,
         then the registry entry and backfill cursor. ``table``: the user's table as it is now;
         ``source``: the recorded text columns."""
 
     def drop_attachment(
         self, schema: str, names: Names, *, triggers: Sequence[str] = (), columns: Sequence[str] | None = None
-    ) -> Plan:
+    ) -> DDLPlan:
         """Remove what :meth:`attach` created, described from names alone (no catalog: an
         offline migration script). Only a family whose backend writes offline scripts
         (:attr:`simsql.dialects.Backend.offline_scripts`) describes it."""
         raise NotImplementedError(f"{self.name} describes no DDL without its catalog (offline scripts)")
 
-    def forget(self, schema: str, table: str, *, progress: bool = True) -> Plan:
+    def forget(self, schema: str, table: str, *, progress: bool = True) -> DDLPlan:
         """Delete the registry entry and the backfill cursor of a table (portable SQL)."""
         params = {"schema": schema, "table": table}
         where = "WHERE table_schema = :schema AND table_name = :table"
         steps = [Step(f"DELETE FROM {REGISTRY_TABLE} {where}", f"remove {schema}.{table} from {REGISTRY_TABLE}", params)]
         if progress:
             steps.append(Step(f"DELETE FROM {PROGRESS_TABLE} {where}", f"remove backfill cursor of {schema}.{table}", params))
-        return Plan(tuple(steps))
+        return DDLPlan(tuple(steps))
 
-    def forget_cursors(self, schema: str, table: str, cursor: str) -> Plan:
+    def forget_cursors(self, schema: str, table: str, cursor: str) -> DDLPlan:
         """Delete a finished refingerprint's cursor and the table's own backfill cursor."""
         params = {"schema": schema, "table": table, "cursor": cursor}
         sql = f"DELETE FROM {PROGRESS_TABLE} WHERE table_schema = :schema AND table_name IN (:table, :cursor)"
         return self.plan([Step(sql, "forget backfill cursors", params)])
 
-    def drop_leftovers(self, schema: str, side_tables: Sequence[str], names: Names) -> Plan:
+    def drop_leftovers(self, schema: str, side_tables: Sequence[str], names: Names) -> DDLPlan:
         """What simsql created for a table dropped outside it that the drop left behind: the
         ``side_tables`` (found in the catalog, nothing of the user's depending on them), and
         whatever else the server keeps apart from the table (PostgreSQL: the trigger functions
@@ -259,18 +259,18 @@ class DDLDescriber(ABC):
 
     # -- a refingerprint's shadow set, where the backend refingerprints online ----------------
 
-    def stage(self, target: TableShape, shadow: Names, fingerprinter: Fingerprinter, cursor: str) -> Plan:
+    def stage(self, target: TableShape, shadow: Names, fingerprinter: Fingerprinter, cursor: str) -> DDLPlan:
         """The shadow fingerprint set and its resume cursor, in one transaction."""
         raise NotImplementedError(f"{type(self).__name__} does not describe a refingerprint")
 
-    def unstage(self, target: TableShape, shadow: Names, cursor: str) -> Plan:
+    def unstage(self, target: TableShape, shadow: Names, cursor: str) -> DDLPlan:
         """Remove a shadow set (an abandoned refingerprint); the attachment is untouched."""
         raise NotImplementedError(f"{type(self).__name__} does not describe a refingerprint")
 
     def switch(
         self, target: TableShape, names: Names, shadow: Names, fingerprinter: Fingerprinter, cursor: str,
         side_keys: tuple[str, str] | None = None, partitions: Sequence[str] = (),
-    ) -> Plan:  # fmt: skip
+    ) -> DDLPlan:  # fmt: skip
         """Replace the attachment's fingerprints by the shadow set, in one transaction."""
         raise NotImplementedError(f"{type(self).__name__} does not describe a refingerprint")
 
@@ -279,7 +279,7 @@ class DDLDescriber(ABC):
     def widen(
         self, target: TableShape, names: Names, fingerprinter: Fingerprinter, cursor: str, present: Present, *,
         record: bool = True, set_aside: bool = False,
-    ) -> Plan:  # fmt: skip
+    ) -> DDLPlan:  # fmt: skip
         """Words 1-3, the wide blocks and what keeps them right while a fill writes them, and
         the resume cursor (``record``: a resumed move has it), beside a version 2 attachment
         (whose fingerprints version 3 keeps). ``set_aside``: drop the block indexes for the
@@ -287,25 +287,25 @@ class DDLDescriber(ABC):
         to a table with indexed generated columns neither instantly nor online)."""
         raise NotImplementedError(f"{type(self).__name__} does not describe a move to version 3 in place")
 
-    def widen_switch(self, target: TableShape, names: Names, fingerprinter: Fingerprinter) -> Plan:
+    def widen_switch(self, target: TableShape, names: Names, fingerprinter: Fingerprinter) -> DDLPlan:
         """The table recorded as version 3 with the wide signature; the move's own rule dropped."""
         raise NotImplementedError(f"{type(self).__name__} does not describe a move to version 3 in place")
 
-    def restore_set_aside(self, target: TableShape, names: Names, present: Present) -> Plan:
+    def restore_set_aside(self, target: TableShape, names: Names, present: Present) -> DDLPlan:
         """Build again the block indexes a move to version 3 set aside (``widen(set_aside=True)``)
         and were not built yet (not ``present``)."""
         raise NotImplementedError(f"{type(self).__name__} does not describe a move to version 3 in place")
 
     def unwiden(
         self, target: TableShape, names: Names, cursor: str, present: Present, *, set_aside: bool = False, marked: bool = False
-    ) -> Plan:  # fmt: skip
+    ) -> DDLPlan:  # fmt: skip
         """Remove an unfinished move to version 3; the version 2 attachment is as before it.
         ``set_aside``: the block indexes are set aside to drop the columns (as
         :meth:`widen`'s); ``marked``: the move was killed while they were set aside."""
         raise NotImplementedError(f"{type(self).__name__} does not describe a move to version 3 in place")
 
 
-__all__ = ["Column", "DDLDescriber", "Partition", "Plan", "Present", "REGISTRY_INSERT", "Step", "TableFacts", "TableShape", "registry_values"]
+__all__ = ["Column", "DDLDescriber", "ListsDDL", "Partition", "DDLPlan", "Present", "REGISTRY_INSERT", "Step", "TableFacts", "TableShape", "registry_values"]
 
 
 class ListsDDL(ABC):
@@ -315,21 +315,21 @@ class ListsDDL(ABC):
 
     name: ClassVar[str]
 
-    def plan(self, steps: Iterable[Step]) -> Plan:
-        return Plan(tuple(steps), self.name)
+    def plan(self, steps: Iterable[Step]) -> DDLPlan:
+        return DDLPlan(tuple(steps), self.name)
 
     @abstractmethod
     def add(
         self, schema: str, names: Names, holder_keys: Sequence[str], present: Present, *, concurrently: bool = True,
         empty: bool = False,
-    ) -> Plan:  # fmt: skip
+    ) -> DDLPlan:  # fmt: skip
         """The list column (nullable integer) and its covering index (list, then the signature
         words and the key), each unless ``present``; the index built without blocking writers
         (``concurrently=False``: inside the plan's transaction, PostgreSQL). ``empty``: the table
         holds no row, so a server that would copy it to add the column may (nothing to copy)."""
 
     @abstractmethod
-    def refresh(self, schema: str, table: str) -> Plan:
+    def refresh(self, schema: str, table: str) -> DDLPlan:
         """What a fit runs once it has rewritten every row's list: the table's statistics (and on
         PostgreSQL its visibility map, without which the covering index is read with a visit to
         every row's heap page) made current at once, not at the next autovacuum."""
@@ -340,14 +340,14 @@ class ListsDDL(ABC):
         fingerprint, list)``, as read) whose fingerprint is still the one read, in one set-based
         statement; the rows it changed."""
 
-    def tidy(self, schema: str, table: str) -> Plan:
+    def tidy(self, schema: str, table: str) -> DDLPlan:
         """What a fit runs between its batches so the row versions it replaced are reused by the
         next ones instead of growing the table and every index (PostgreSQL: a ``VACUUM`` that
         skips a table it cannot lock at once). Nothing where an update rewrites in place
         (InnoDB touches only the indexes whose columns changed)."""
         return self.plan([])
 
-    def rebuild(self, schema: str, names: Names, indexes: Sequence[str]) -> Plan:
+    def rebuild(self, schema: str, names: Names, indexes: Sequence[str]) -> DDLPlan:
         """An online rebuild of ``indexes`` of ``names.holder`` (grown by a fit's writes beyond
         what they held before it), each on its own; nothing where a fit does not bloat them."""
         return self.plan([])
@@ -356,12 +356,12 @@ class ListsDDL(ABC):
         """Bytes of each valid index of ``schema.table`` (empty where a fit needs no rebuild)."""
         return {}
 
-    def stopped_rebuilds(self, connection: Any, schema: str, table: str) -> Plan:
+    def stopped_rebuilds(self, connection: Any, schema: str, table: str) -> DDLPlan:
         """Dropping what an online rebuild stopped midway (an error, ``kill -9``) left on
         ``schema.table``: nothing where rebuilds leave nothing."""
         return self.plan([])
 
     @abstractmethod
-    def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> Plan:
+    def drop(self, schema: str, names: Names, present: Present, *, concurrently: bool = True, column: bool = True) -> DDLPlan:
         """The covering index and the list column (``column=False``: the index alone), of what is
         ``present``; ``concurrently=False`` for a plan that runs in one transaction (a detach)."""
