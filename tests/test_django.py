@@ -479,7 +479,7 @@ def test_manage_py_simsql_and_check(news: str) -> None:
     expected = brute_force([(a.pk, a.simhash) for a in articles], articles[0].simhash, articles[0].pk)[:3]
     assert [str(pk) for pk, _ in expected] == [str(row.get("id", row.get("key"))) for row in __import__("json").loads(out.getvalue())]
     out = io.StringIO()
-    call_command("simsql", "dupes", "--table", TABLE, "--max-distance", "3", "--format", "json", "--database", news, stdout=out)
+    call_command("simsql", "dupes", "--table", TABLE, "--by", "fingerprint", "--max-distance", "3", "--format", "json", "--database", news, stdout=out)
     pairs = {(a.pk, b.pk) for a in articles for b in articles if a.pk < b.pk and simsql.bits.hamming(a.simhash, b.simhash) <= 3}
     found = __import__("json").loads(out.getvalue() or "[]")
     assert pairs and len(found) == len(pairs), out.getvalue()

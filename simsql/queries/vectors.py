@@ -140,6 +140,8 @@ def _check_choices(exact: object, exact_candidates: object, ef_search: object, u
         raise ValueError(f"using must be one of {', '.join(RANKERS)} or None, got {using!r}")
     if using == "lists" and probes is None:
         raise ValueError("using='lists' needs probes (the number of lists to read)")
+    if probes is not None:
+        check_probes(probes)  # before any statement: a bad value is refused without a round trip
 
 
 def _ranker(session: Session, binding: Binding, using: Ranker | None, probes: int | None) -> VectorIndexFacts | None:
