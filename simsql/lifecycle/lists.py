@@ -59,7 +59,6 @@ from .lists_place import (
     left_behind_rows,
     place_pass,
     rebuild_grown,
-    unsigned,
 )
 from .lists_status import list_sizes
 
@@ -154,7 +153,8 @@ def _sample(connection: Connection, target: ListedTable, sample: int | None, lis
     order = sorted(range(count), key=lambda i: xxhash.xxh3_64_intdigest(repr(tuple(rows[i][: len(keys)])).encode(), seed=seed))
     chosen = sorted(order[:size])
     if not target.vector:
-        every = np.array([unsigned(r[-1]) for r in rows], dtype=np.uint64)
+        from_db = backend(connection).fingerprint_from_db
+        every = np.array([from_db(r[-1]) for r in rows], dtype=np.uint64)
         held = order[size : size + RECALL_QUERIES] if count - size >= RECALL_QUERIES else order[:RECALL_QUERIES]
         return Sample(every[chosen], wanted, count, every, np.array(sorted(held), dtype=np.int64))
     vectors = []

@@ -75,12 +75,6 @@ class ListedTable:
         return table(names.holder, *(column(c) for c in dict.fromkeys(cols)), schema=self.schema)
 
 
-def unsigned(stored: Any) -> int:
-    """A fingerprint as read by raw SQL, unsigned: PostgreSQL's ``bigint`` holds it signed,
-    MySQL/MariaDB's ``BIGINT UNSIGNED`` as it is (``to_unsigned`` refuses the latter)."""
-    return int(stored) & 0xFFFFFFFFFFFFFFFF
-
-
 def attached_target(connection: Connection, table_name: str, schema: str | None) -> ListedTable:
     schema = schema or registry.current_schema(connection)
     entry = registry.read(connection, table_name, schema)
@@ -99,14 +93,15 @@ def outside(t: Any, part: str, centres: Centres) -> Any:
     return or_(t.c[part].is_(None), t.c[part] < centres.base, t.c[part] > centres.base + centres.lists - 1)
 
 
-def _placed_values(target: ListedTable, centres: Centres, rows: Sequence[Any]) -> np.ndarray:
+def _placed_values(engine: Engine, target: ListedTable, centres: Centres, rows: Sequence[Any]) -> np.ndarray:
     width = len(target.keys)
     if target.vector:
         fingerprinter = registry.fingerprinter_from_settings(target.entry.settings)
         assert isinstance(fingerprinter, VectorFingerprinter)
         vectors = [vector_of(r[-1], target.entry.source[0]) for r in rows]
         return off_loop(lambda: centres.place(fingerprinter.check(np.stack([np.asarray(v, float) for v in vectors]))))
-    return off_loop(lambda: centres.place(np.array([unsigned(r[width]) for r in rows], np.uint64)))
+    from_db = backend(engine).fingerprint_from_db  # the signed bigint of PostgreSQL, MySQL's unsigned as it is
+    return off_loop(lambda: centres.place(np.array([from_db(r[width]) for r in rows], np.uint64)))
 
 
 def place_pass(engine: Engine, target: ListedTable, centres: Centres, progress: Progress | None, total: int, tidy_every: int = 0) -> int:
@@ -128,7 +123,7 @@ def place_pass(engine: Engine, target: ListedTable, centres: Centres, progress: 
             rows = connection.execute(query.order_by(*keys).limit(BATCH_ROWS)).all()
         if not rows:
             return placed
-        values = _placed_values(target, centres, rows)
+        values = _placed_values(engine, target, centres, rows)
         written = [(*row[: width + 1], int(value)) for row, value in zip(rows, values)]
         placed += retrying(engine, lambda c: lists_ddl.write_lists(c, t, target.keys, names.fingerprint, names.part, written))
         cursor = tuple(rows[-1][:width])
@@ -216,5 +211,4 @@ __all__ = [
     "place_pass",
     "rebuild_grown",
     "retrying",
-    "unsigned",
 ]
