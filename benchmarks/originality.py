@@ -49,11 +49,22 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, String, Text, create_engine, delete, func, insert, select, text
+from sqlalchemy import (
+    Engine,
+    String,
+    Text,
+    create_engine,
+    delete,
+    func,
+    insert,
+    select,
+    text,
+)
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
+import simsql.fingerprint
 import simsql.store
 from simsql.queries.wide import WIDE_DISTANCE, wide_distance, wide_search
 from simsql.queries.wide_original import find_wide_original
@@ -158,6 +169,29 @@ def digest(body: str) -> uuid.UUID:
 
 
 _WORKER: dict[str, Any] = {}
+
+
+BACKGROUND_SAMPLE = 5000
+"""Filler articles a ``--background`` is fitted on when its file does not exist yet: a random
+sample of the table's own rows, as ``simsql.fit_background`` would read (its default sample)."""
+
+
+def centre_on(path: Path, data: dict[str, Any], seed: int) -> simsql.fingerprint.Background:
+    """``--background FILE``: the table is fingerprinted with a wide background (every word of the
+    signature centred on the table's own text; ``Background.fit(..., wide=True)``), loaded from
+    ``path`` or, when it does not exist, fitted on the first :data:`BACKGROUND_SAMPLE` filler
+    articles (a random sample of the table: the filler is drawn at random) and saved there. Call
+    before anything reads the model's binding; the registry then records the centred configuration,
+    and a table built without it is refused by ``--reuse`` (other config_id)."""
+    if path.exists():
+        background = simsql.fingerprint.Background.load(path)
+    else:
+        background = simsql.fingerprint.Background.fit(filler(data, BACKGROUND_SAMPLE, seed), Doc.__simhash_fingerprinter__, wide=True)
+        background.save(path)
+    base = Doc.__simhash_fingerprinter__
+    assert isinstance(base, simsql.Fingerprinter)
+    Doc.__simhash_fingerprinter__ = simsql.Fingerprinter(version=base.version, background=background)
+    return background
 
 
 def benchmark_fingerprinter() -> simsql.Fingerprinter:
@@ -619,9 +653,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--results-dir", type=Path, default=RESULTS, help="where the JSON goes")
     parser.add_argument("--parts", default=",".join(PARTS), help=f"which measurements, comma-separated, of {','.join(PARTS + EXTRA_PARTS)}")
     parser.add_argument("--budget", type=int, help="a fixed number of probes per check instead of the default (512: the default before it grew for short texts)")
+    parser.add_argument("--background", type=Path, help="a wide background file (fitted on the table's filler and saved there if missing): the table's signatures centred")
     args = parser.parse_args(argv)
     global BUDGET
     BUDGET = args.budget
+    if args.background is not None:
+        centre_on(args.background, corpus(args.rows, args.originals, args.fresh, args.seed, args.lang, args.source), args.seed)
     chosen = [part for part in args.parts.split(",") if part]
     if unknown := set(chosen) - set(PARTS) - set(EXTRA_PARTS):
         parser.error(f"--parts: unknown {sorted(unknown)}")

@@ -90,13 +90,27 @@ from sqlalchemy import Engine, text
 
 import simsql
 import simsql.store
+from simsql.fingerprint import Background
 from simsql.text.bitsums import weighted_signatures
 from simsql.text.signature import wide_seeds
+from simsql.text.tokenize import is_han_feature
 from simsql.text.weighting import QUANT_SCALE, prior_table
 
 from .corpus import article_paragraphs, eligible_paragraphs
 from .manpages import CorpusUnavailable
-from .originality import CORPUS_UNAVAILABLE, SOURCES, Base, Doc, benchmark_fingerprinter, batches, corpus, digest, engine_for, filler
+from .originality import (
+    CORPUS_UNAVAILABLE,
+    SOURCES,
+    Base,
+    Doc,
+    batches,
+    benchmark_fingerprinter,
+    centre_on,
+    corpus,
+    digest,
+    engine_for,
+    filler,
+)
 
 DEFAULT_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/h_scale"
 SCHEMA = "bench_originality_10m"
@@ -116,11 +130,13 @@ class ParagraphFeatures:
     hashes: list[np.ndarray]
     prior: np.ndarray
     one_plus_log: np.ndarray  # 1 + ln(c) at index c, as feature_weights computes it
+    is_han: np.ndarray  # per feature number: Han script (a background centres each script apart)
+    background: Background | None
 
 
 def paragraph_features(eligible: list[str]) -> ParagraphFeatures:
     fingerprinter = benchmark_fingerprinter()
-    if fingerprinter.weighting != "prior" or fingerprinter.background is not None or fingerprinter.tokenizer != "words" or fingerprinter.shingle_size != 1:
+    if fingerprinter.weighting != "prior" or fingerprinter.tokenizer != "words" or fingerprinter.shingle_size != 1:
         raise SystemExit(f"built for the default wide configuration (single words, prior weights), not {fingerprinter}")  # fmt: skip
     numbers: dict[bytes, int] = {}
     fids: list[int] = []
@@ -139,6 +155,7 @@ def paragraph_features(eligible: list[str]) -> ParagraphFeatures:
     return ParagraphFeatures(
         eligible, np.asarray(offsets, np.int64), np.asarray(fids, np.int64), np.asarray(counts, np.int64),
         hashes, prior_table().weights(features), one_plus_log,
+        np.fromiter(map(is_han_feature, features), bool, len(features)), fingerprinter.background,
     )  # fmt: skip
 
 
@@ -167,7 +184,8 @@ def article_words(cache: ParagraphFeatures, articles: Sequence[Sequence[int]]) -
     first = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])
     top = np.maximum.reduceat(weights, first)
     quantized = np.rint(weights * np.repeat(QUANT_SCALE / top, np.diff(np.r_[first, len(doc)])))  # quantize, per article
-    signatures = weighted_signatures([h[fid] for h in cache.hashes], quantized, doc.astype(np.intp), n)
+    is_han = None if cache.background is None else cache.is_han[fid]
+    signatures = weighted_signatures([h[fid] for h in cache.hashes], quantized, doc.astype(np.intp), n, cache.background, is_han)
     return np.array([signature.words for signature in signatures], dtype=np.uint64)
 
 
@@ -357,6 +375,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--compare-rows", type=int, default=20_000)
     parser.add_argument("--min-free-gb", type=float, default=15.0, help="refuse to build when the disk would keep less (30 GB for 10M rows)")
     parser.add_argument("--results", type=Path, help="also write the report (JSON) here")
+    parser.add_argument("--background", type=Path, help="centre the table's signatures on a wide background (benchmarks.originality --background: the same file)")
     args = parser.parse_args(argv)
     result: dict[str, Any] = {"rows": args.rows, "schema": args.schema, "source": args.source, "load_average_before": _load()}
     started = time.perf_counter()
@@ -365,6 +384,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CorpusUnavailable as error:  # only some of the source's packages installed
         print(f"corpus unavailable: {error}", file=sys.stderr)
         return CORPUS_UNAVAILABLE
+    if args.background is not None:
+        result["background"] = repr(centre_on(args.background, data, args.seed))
     cache = paragraph_features(eligible_paragraphs(data["shared"], data["lengths"][0]))
     result["prepare_s"] = round(time.perf_counter() - started, 1)
     result["paragraphs"], result["features"] = len(cache.eligible), len(cache.prior)

@@ -53,7 +53,22 @@ WIDE_MAX_BUDGET = 2048
 """The most probes :func:`probe_budget` gives a short text (4 x :data:`WIDE_BUDGET`)."""
 
 
-def probe_budget(signature: Signature) -> int:
+CENTRED_BUDGET_SCALE = 2
+"""How many times the probes a table whose whole signature is centred on its own text (a wide
+background: ``simsql.fit_background`` on a wide table) gets. Balanced bits make each probe's
+block value hold about as many rows as chance puts there (a tenth of what leaning bits crowd
+into it on documentation prose), and make a copy's blocks differ from its original's a little
+more often; twice the probes reach more disguised copies than today's budget on leaning bits,
+for about a fifth of the rows read (BENCHMARKS.md, "A wide background")."""
+
+
+def is_centred(binding: Binding) -> bool:
+    """Whether ``binding``'s whole wide signature is centred on a background (its words 1-3 too)."""
+    background = getattr(binding.fingerprinter, "background", None)
+    return background is not None and background.wide
+
+
+def probe_budget(signature: Signature, centred: bool = False) -> int:
     """How many block lookups the originality check makes for ``signature`` by default.
 
     Why it depends on the text: a copier's edits have a size of their own (a header and a
@@ -67,12 +82,14 @@ def probe_budget(signature: Signature) -> int:
     ``python -m benchmarks.probe_budget``): on held-out Chinese sections it took the light
     evasions the 512 probes missed from 16 of 900 to 4. New texts pay for it: 1.4x the probes
     for fresh Chinese articles, 2.3x for English ones (short in features too), 1.35x the time
-    at 1M rows.
+    at 1M rows. ``centred``: the table's whole signature is centred (:func:`is_centred`), which
+    multiplies the budget by :data:`CENTRED_BUDGET_SCALE`.
     """
+    scale = CENTRED_BUDGET_SCALE if centred else 1
     if signature.features <= 0:
-        return WIDE_BUDGET
+        return WIDE_BUDGET * scale
     scaled = -(-WIDE_BUDGET * WIDE_BUDGET_FEATURES // signature.features)  # ceiling division
-    return max(WIDE_BUDGET, min(WIDE_MAX_BUDGET, scaled))
+    return max(WIDE_BUDGET, min(WIDE_MAX_BUDGET, scaled)) * scale
 
 
 WIDE_FIRST_STAGE = 64
@@ -206,11 +223,11 @@ def wide_search(
 ) -> Select[Any]:  # fmt: skip
     """``(Model, distance)`` of the nearest ``limit`` rows within ``max_distance`` of the 256
     bits of ``signature`` that one of the ``budget`` cheapest block probes reaches (None: the
-    text's own :func:`probe_budget`), nearest first (ties by key): :func:`wide_statement` with
-    its parameters bound."""
-    wide_binding(model)
+    text's own :func:`probe_budget` on this table), nearest first (ties by key):
+    :func:`wide_statement` with its parameters bound."""
+    binding = wide_binding(model)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"limit must be a positive int, got {limit!r}")
-    budget = probe_budget(signature) if budget is None else budget
+    budget = probe_budget(signature, is_centred(binding)) if budget is None else budget
     parameters = wide_parameters(signature, max_distance, probe_groups(signature, budget))
     return wide_statement(model, limit).params(parameters)

@@ -33,6 +33,7 @@ from .wide import (
     WIDE_DISTANCE,
     WIDE_FIRST_CANDIDATES,
     WIDE_FIRST_STAGE,
+    is_centred,
     probe_budget,
     probe_groups,
     wide_binding,
@@ -84,7 +85,8 @@ def find_wide_original(
     (:func:`stages`): the nearest few rows the first :data:`WIDE_FIRST_STAGE` probes reach,
     nearest first, then, if none is confirmed, the nearest ``candidates`` rows the whole
     ``budget`` reaches (rows already read are not read again; None: the submission's own
-    :func:`~simsql.queries.wide.probe_budget`, more probes for a text of few features). ``min_containment``: the share of the
+    :func:`~simsql.queries.wide.probe_budget`, more probes for a text of few features, twice as
+    many on a table centred on a wide background). ``min_containment``: the share of the
     submission's words a candidate's text must hold
     (:func:`~simsql.text.containment.share_of_submission`; None: the nearest candidate of the whole
     budget is the answer, no text read). ``accept_distance``: a candidate within this many of the
@@ -98,7 +100,7 @@ def find_wide_original(
     if not isinstance(fingerprinter, Fingerprinter):
         raise TypeError(f"find_original() checks text; {model.__name__} is fingerprinted from vectors")
     signature = off_loop(fingerprinter.signature, text)  # CPU: a worker thread when awaited
-    budget = probe_budget(signature) if budget is None else budget
+    budget = probe_budget(signature, is_centred(binding)) if budget is None else budget
     if min_containment is None:  # the nearest candidate of the whole budget, in one statement
         rows = session.execute(wide_search(model, signature, wide_distance, budget=budget, limit=1)).all()
         return Match(rows[0][0], int(rows[0][1]), 1.0 - int(rows[0][1]) / WIDE_BITS) if rows else None

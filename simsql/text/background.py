@@ -60,7 +60,7 @@ class LeanMeasure(Protocol):
 
     def without_background(self) -> LeanMeasure: ...
 
-    def script_sums(self, texts: Iterable[str]) -> tuple[np.ndarray, np.ndarray]: ...
+    def script_sums(self, texts: Iterable[str], words: int = 1) -> tuple[np.ndarray, np.ndarray]: ...
 
 
 _default_measure: list[LeanMeasure] = []
@@ -78,13 +78,15 @@ def set_default_measure(fingerprinter: LeanMeasure) -> None:
 
 _FORMAT = "simsql-background"
 _BITS = 64
+WIDE_CENTRES = 192
+"""Centres per script of a wide background: bits 64-255 of the wide signature (words 1-3)."""
 
 
-def _centres(values: object, name: str) -> tuple[int, ...]:
+def _centres(values: object, name: str, bits: int = _BITS) -> tuple[int, ...]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise TypeError(f"{name} must be a sequence of {_BITS} ints, got {type(values).__name__}")
-    if len(values) != _BITS:
-        raise ValueError(f"{name} must hold {_BITS} centres, got {len(values)}")
+        raise TypeError(f"{name} must be a sequence of {bits} ints, got {type(values).__name__}")
+    if len(values) != bits:
+        raise ValueError(f"{name} must hold {bits} centres, got {len(values)}")
     out = []
     for value in values:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
@@ -99,7 +101,7 @@ _ROUNDS = 4
 
 
 def _fit_centres(lean: np.ndarray, share: np.ndarray) -> np.ndarray:
-    """Integer centres ([2, 64]: Latin, Han) that split each script's documents in half on every bit.
+    """Integer centres ([2, bits]: Latin, Han) that split each script's documents in half on every bit.
 
     A document's bit is set when its lean ``V/W`` exceeds ``s_latin * c_latin + s_han * c_han``
     (``s``: the script's share of its weight). Each script's centre is the median, over the
@@ -110,8 +112,9 @@ def _fit_centres(lean: np.ndarray, share: np.ndarray) -> np.ndarray:
     Chinese documents ("linux", "-f") lean differently from English documents, and a median over
     every document holding Latin features would centre English documents on neither.
     """
-    centres = np.zeros((2, _BITS))
-    fitted = np.zeros((2, _BITS), dtype=np.int64)
+    bits = lean.shape[1]
+    centres = np.zeros((2, bits))
+    fitted = np.zeros((2, bits), dtype=np.int64)
     for _ in range(_ROUNDS):
         for script in (0, 1):
             other = 1 - script
@@ -134,25 +137,43 @@ class Background:
         fitted_for: ``config_id`` of the configuration (without a background) the centres were
             measured with; a :class:`~simsql.Fingerprinter` with other settings refuses it.
         documents: how many texts the fit saw (informational, not part of the identity).
+        wide_latin, wide_han: 192 centres each for bits 64-255 of the wide signature (its words
+            1-3, which a version-3 table's block indexes mostly cut from), or both empty: then
+            only the 64-bit fingerprint (word 0) is centred and words 1-3 keep plain signs, as
+            every background did before they existed (so a stored one keeps its signatures).
     """
 
     latin: tuple[int, ...]
     han: tuple[int, ...]
     fitted_for: str
     documents: int = field(default=0, compare=False)
+    wide_latin: tuple[int, ...] = ()
+    wide_han: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "latin", _centres(self.latin, "latin"))
         object.__setattr__(self, "han", _centres(self.han, "han"))
+        if self.wide_latin or self.wide_han:
+            object.__setattr__(self, "wide_latin", _centres(self.wide_latin, "wide_latin", WIDE_CENTRES))
+            object.__setattr__(self, "wide_han", _centres(self.wide_han, "wide_han", WIDE_CENTRES))
         if not isinstance(self.fitted_for, str) or not self.fitted_for:
             raise TypeError(f"fitted_for must be a config_id (str), got {self.fitted_for!r}")
         if isinstance(self.documents, bool) or not isinstance(self.documents, int) or self.documents < 0:
             raise ValueError(f"documents must be a non-negative int, got {self.documents!r}")
 
+    @property
+    def wide(self) -> bool:
+        """Whether the whole wide signature is centred (words 1-3 too), not only word 0."""
+        return bool(self.wide_latin)
+
     @cached_property
     def settings(self) -> dict[str, Any]:
-        """The identity recorded with the configuration (in the registry, in ``config_id``)."""
-        return {"fitted_for": self.fitted_for, "latin": list(self.latin), "han": list(self.han)}
+        """The identity recorded with the configuration (in the registry, in ``config_id``); the
+        wide centres only when there are some, so a background without them keeps its identity."""
+        settings: dict[str, Any] = {"fitted_for": self.fitted_for, "latin": list(self.latin), "han": list(self.han)}
+        if self.wide:
+            settings.update(wide_latin=list(self.wide_latin), wide_han=list(self.wide_han))
+        return settings
 
     @cached_property
     def digest(self) -> str:
@@ -164,13 +185,21 @@ class Background:
         if not isinstance(settings, Mapping):
             raise TypeError(f"background settings must be a mapping, got {type(settings).__name__}")
         try:
-            return cls(settings["latin"], settings["han"], settings["fitted_for"])
+            return cls(
+                settings["latin"], settings["han"], settings["fitted_for"],
+                wide_latin=settings.get("wide_latin", ()), wide_han=settings.get("wide_han", ()),
+            )  # fmt: skip
         except KeyError as missing:
             raise ValueError(f"background settings lack {missing}") from None
 
     @classmethod
-    def fit(cls, texts: Iterable[str], fingerprinter: LeanMeasure | None = None) -> Background:
+    def fit(cls, texts: Iterable[str], fingerprinter: LeanMeasure | None = None, *, wide: bool = False) -> Background:
         """Measure the lean of ``texts`` as ``fingerprinter`` (the default one if omitted) sees them.
+
+        ``wide=True`` centres the whole 256-bit wide signature (words 1-3 under their own seeds
+        too), which a table with the wide signature wants: its block indexes are cut mostly from
+        words 1-3, and on real text their bits lean as word 0's do, so blocks crowd and unrelated
+        rows come nearer than chance (BENCHMARKS.md, "A wide background").
 
         Give it a sample of the table the fingerprints will live in, a few thousand texts (more
         changes little): the centres are per-bit medians, estimated to about 1/sqrt(n). Texts
@@ -183,8 +212,10 @@ class Background:
         shares: list[np.ndarray] = []  # per document: the Latin and Han shares of its weight
         batch: list[str] = []
 
+        words = 4 if wide else 1
+
         def flush() -> None:
-            signed, weight = base.script_sums(batch)
+            signed, weight = base.script_sums(batch, words)
             total = weight.sum(axis=1)
             live = total > 0
             leans.append(signed[live].sum(axis=1) / total[live, None])
@@ -197,7 +228,7 @@ class Background:
                 flush()
         if batch:
             flush()
-        lean = np.concatenate(leans) if leans else np.zeros((0, _BITS))
+        lean = np.concatenate(leans) if leans else np.zeros((0, _BITS * words))
         share = np.concatenate(shares) if shares else np.zeros((0, 2))
         documents = len(lean)
         if documents < MIN_DOCUMENTS:
@@ -206,7 +237,11 @@ class Background:
                 "fit it on a sample of the table the fingerprints will be stored in"
             )
         centres = _fit_centres(lean, share)
-        return cls(tuple(centres[0].tolist()), tuple(centres[1].tolist()), base.config_id, documents)
+        latin, han = centres[0].tolist(), centres[1].tolist()
+        return cls(
+            tuple(latin[:_BITS]), tuple(han[:_BITS]), base.config_id, documents,
+            wide_latin=tuple(latin[_BITS:]), wide_han=tuple(han[_BITS:]),
+        )  # fmt: skip
 
     def save(self, path: str | os.PathLike[str]) -> None:
         payload = {"format": _FORMAT, "version": 1, "documents": self.documents, **self.settings}
@@ -229,4 +264,5 @@ class Background:
         return background
 
     def __repr__(self) -> str:
-        return f"Background(fitted_for={self.fitted_for!r}, documents={self.documents}, digest={self.digest!r})"
+        wide = ", wide=True" if self.wide else ""
+        return f"Background(fitted_for={self.fitted_for!r}, documents={self.documents}{wide}, digest={self.digest!r})"

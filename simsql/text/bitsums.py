@@ -67,15 +67,21 @@ _EXACT_INT64 = float(1 << 49)
 2**61 in magnitude, so their sum fits an int64 exactly."""
 
 
-def _centred_bits(signed: np.ndarray, weight: np.ndarray, background: Background) -> tuple[np.ndarray, np.ndarray]:
+def _centred_bits(signed: np.ndarray, weight: np.ndarray, background: Background, word: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Bit ``i`` is set when ``V_i > W_latin * c_latin_i + W_han * c_han_i`` (exact integers);
     also each bit's score ``CENTRE_SCALE * V_i - W . c_i`` (as float, for margins only).
 
-    ``signed`` is [n, 2, 64] (``V`` per script), ``weight`` [n, 2]. Documents too heavy for
-    int64 (never seen in practice: a total weight of 2**49 takes tens of millions of distinct features) are
-    compared with Python integers instead, so no size of input changes the arithmetic.
+    ``signed`` is [n, 2, 64] (``V`` per script), ``weight`` [n, 2]; ``word``: which 64 bits of
+    the wide signature they are (0: the fingerprint; 1-3 need a wide background). Documents too
+    heavy for int64 (never seen in practice: a total weight of 2**49 takes tens of millions of
+    distinct features) are compared with Python integers instead, so no size of input changes
+    the arithmetic.
     """
-    centres = np.array([background.latin, background.han], dtype=np.int64)  # [2, 64]
+    if word == 0:
+        latin, han = background.latin, background.han
+    else:
+        latin, han = (centres[64 * (word - 1) : 64 * word] for centres in (background.wide_latin, background.wide_han))
+    centres = np.array([latin, han], dtype=np.int64)  # [2, 64]
     heavy = weight.sum(axis=1) >= _EXACT_INT64
     signed_int = signed.astype(np.int64)
     weight_int = weight.astype(np.int64)
@@ -84,9 +90,7 @@ def _centred_bits(signed: np.ndarray, weight: np.ndarray, background: Background
     for row in np.flatnonzero(heavy):
         v = [int(a) + int(b) for a, b in zip(signed[row, 0], signed[row, 1])]
         w = [int(x) for x in weight[row]]
-        bits[row] = [
-            CENTRE_SCALE * v[i] - w[0] * background.latin[i] - w[1] * background.han[i] > 0 for i in range(64)
-        ]
+        bits[row] = [CENTRE_SCALE * v[i] - w[0] * latin[i] - w[1] * han[i] > 0 for i in range(64)]
     return bits, score.astype(np.float64)
 
 
@@ -134,24 +138,22 @@ def weighted_signatures(
     """Wide signatures of ``n_docs`` documents: ``hashes[k]`` holds every feature's hash under
     :func:`~simsql.text.signature.wide_seeds` ``[k]``. Word 0 follows exactly the rule of
     :func:`weighted_fingerprints` (so it is the fingerprint, background included); words 1-3 are
-    plain signs. Margins are ``|score| / total weight`` per bit."""
+    centred the same way on a wide background's centres (:attr:`Background.wide`), plain signs
+    otherwise. Margins are ``|score| / total weight`` per bit."""
     if len(hashes) != WIDE_WORDS:
         raise ValueError(f"a wide signature needs hashes under {WIDE_WORDS} seeds, got {len(hashes)}")
     words, margins = [], []
-    if background is None:
-        score, total = _plain_scores(hashes[0], weights, doc_index, n_docs)
-        words.append(_pack(score > 0.0))
-    else:
-        if is_han is None:
-            raise ValueError("a background centres each script apart: pass is_han for every feature")
-        signed, weight = script_bit_sums(hashes[0], weights, doc_index, is_han, n_docs)
-        bits, score = _centred_bits(signed, weight, background)
-        words.append(_pack(bits))
-        score, total = score / CENTRE_SCALE, weight.sum(axis=1)
-    margins.append(np.abs(score) / total[:, None])
-    for seeded in hashes[1:]:
-        score, total = _plain_scores(seeded, weights, doc_index, n_docs)
-        words.append(_pack(score > 0.0))
+    for word, seeded in enumerate(hashes):
+        if background is None or (word > 0 and not background.wide):  # plain signs
+            score, total = _plain_scores(seeded, weights, doc_index, n_docs)
+            words.append(_pack(score > 0.0))
+        else:
+            if is_han is None:
+                raise ValueError("a background centres each script apart: pass is_han for every feature")
+            signed, weight = script_bit_sums(seeded, weights, doc_index, is_han, n_docs)
+            bits, score = _centred_bits(signed, weight, background, word)
+            words.append(_pack(bits))
+            score, total = score / CENTRE_SCALE, weight.sum(axis=1)
         margins.append(np.abs(score) / total[:, None])
     margin_rows = np.concatenate(margins, axis=1).tolist()
     features = np.bincount(doc_index, minlength=n_docs).tolist()  # one hash per distinct feature

@@ -28,7 +28,7 @@ from .background import Background, set_default_measure
 from .bits import FINGERPRINT_BITS
 from .bitsums import feature_hashes, han_flags, script_bit_sums, weighted_fingerprints, weighted_signatures
 from .errors import ConfigMismatch, EmptyDocument
-from .signature import WIDE_BITS, Signature, wide_seeds
+from .signature import WIDE_BITS, WIDE_WORDS, Signature, wide_seeds
 from .weighting import IdfTable, jieba_idf_table, prior_table, quantize, validate_weights
 
 ALGORITHM_VERSION = 2
@@ -372,10 +372,13 @@ class Fingerprinter:
         sizes = np.fromiter((len(counts) for counts in batch), np.intp, len(batch))
         return hashes, weights, sizes
 
-    def _script_sums(self, batch: Sequence[Counter[bytes]]) -> tuple[np.ndarray, np.ndarray]:
-        """``V`` ([n, 2, 64]) and total weight ([n, 2]) of each document's Latin (0) and Han (1)
-        features; documents without features give zeros."""
-        signed = np.zeros((len(batch), 2, 64))
+    def _script_sums(self, batch: Sequence[Counter[bytes]], words: int = 1) -> tuple[np.ndarray, np.ndarray]:
+        """``V`` ([n, 2, 64 * words]) and total weight ([n, 2]) of each document's Latin (0) and
+        Han (1) features, under the first ``words`` seeds of :func:`wide_seeds` (1: the
+        fingerprint's own); documents without features give zeros."""
+        if isinstance(words, bool) or not isinstance(words, int) or not 1 <= words <= WIDE_WORDS:
+            raise ValueError(f"words must be an int in 1..{WIDE_WORDS}, got {words!r}")
+        signed = np.zeros((len(batch), 2, 64 * words))
         weight = np.zeros((len(batch), 2))
         live = [i for i, counts in enumerate(batch) if counts]
         if not live:
@@ -383,13 +386,18 @@ class Fingerprinter:
         documents = [batch[i] for i in live]
         hashes, weights, sizes = self._hashed(documents)
         doc_index = np.repeat(np.arange(len(live), dtype=np.intp), sizes)
-        signed[live], weight[live] = script_bit_sums(hashes, weights, doc_index, han_flags(documents, int(sizes.sum())), len(live))
+        is_han = han_flags(documents, int(sizes.sum()))
+        seeded = [hashes] + [feature_hashes(documents, seed) for seed in wide_seeds(self.seed)[1:words]]
+        sums = [script_bit_sums(word_hashes, weights, doc_index, is_han, len(live)) for word_hashes in seeded]
+        signed[live] = np.concatenate([word_signed for word_signed, _ in sums], axis=2)
+        weight[live] = sums[0][1]
         return signed, weight
 
-    def script_sums(self, texts: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+    def script_sums(self, texts: Iterable[str], words: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """Per text, the signed bit sums ``V`` and total weights of its Latin and Han features
-        (``[n, 2, 64]`` and ``[n, 2]``): what :meth:`Background.fit` measures a corpus with."""
-        return self._script_sums([self.feature_counts(text) for text in texts])
+        (``[n, 2, 64 * words]`` and ``[n, 2]``; ``words`` 4: the whole wide signature): what
+        :meth:`Background.fit` measures a corpus with."""
+        return self._script_sums([self.feature_counts(text) for text in texts], words)
 
 
 @lru_cache(maxsize=32)
