@@ -132,7 +132,7 @@ def test_script_sums_refuse_a_bad_word_count() -> None:
 # -- on a table ---------------------------------------------------------------------------
 
 
-def _stored_words(engine: "Engine") -> dict[int, tuple[int, ...]]:
+def _stored_words(engine: Engine) -> dict[int, tuple[int, ...]]:
     from sqlalchemy import text
 
     from simsql.bits import to_unsigned
@@ -142,7 +142,7 @@ def _stored_words(engine: "Engine") -> dict[int, tuple[int, ...]]:
     return {row[0]: tuple(to_unsigned(int(w)) for w in row[1:]) for row in rows}
 
 
-def test_a_wide_table_fits_a_wide_background_moves_over_and_checks(engine: "Engine") -> None:
+def test_a_wide_table_fits_a_wide_background_moves_over_and_checks(engine: Engine) -> None:
     """fit_background on a wide table centres the whole signature by default; refingerprint
     moves the table; every stored word is the fingerprinter's; the check finds a stored text."""
     from sqlalchemy import text
