@@ -26,22 +26,10 @@ import xxhash
 from . import tokenize
 from .background import Background, set_default_measure
 from .bits import FINGERPRINT_BITS
-from .bitsums import (
-    feature_hashes,
-    han_flags,
-    script_bit_sums,
-    weighted_fingerprints,
-    weighted_signatures,
-)
+from .bitsums import feature_hashes, han_flags, script_bit_sums, weighted_fingerprints, weighted_signatures
 from .errors import ConfigMismatch, EmptyDocument
 from .signature import WIDE_BITS, WIDE_WORDS, Signature, wide_seeds
-from .weighting import (
-    IdfTable,
-    jieba_idf_table,
-    prior_table,
-    quantize,
-    validate_weights,
-)
+from .weighting import IdfTable, jieba_idf_table, prior_table, quantize, validate_weights
 
 ALGORITHM_VERSION = 2
 """The default of ``Fingerprinter(version=...)``: the 64-bit algorithm; part of ``config_id``.
