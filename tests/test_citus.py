@@ -234,11 +234,44 @@ def _docs_of(engine: Engine, count: int, distributed: bool) -> None:
 
 def test_row_estimate_of_a_distributed_table_counts_the_rows_on_the_shards(citus_engine: Engine) -> None:
     """The coordinator's shell of a distributed table is empty (``reltuples`` 0), so an
-    estimate read there left the band budget at its floor whatever the table held."""
-    _docs_of(citus_engine, 60_000, distributed=True)  # about 2,200 pages: 22 drawn on average
+    estimate read there left the band budget at its floor whatever the table held. Its shards'
+    estimates, summed, are the table's (exact here: each shard analysed whole)."""
+    _docs_of(citus_engine, 60_000, distributed=True)
     with citus_engine.connect() as connection:
         estimate = connection.execute(select(dialects.row_estimate(table("sized")))).scalar_one()
-    assert 60_000 / 3 < estimate < 60_000 * 3
+    assert estimate == 60_000
+
+
+@pytest.mark.parametrize("how", ["distributed", "reference"])
+def test_a_table_in_citus_is_sized_by_its_shards_and_keeps_the_plan_its_size_asks(
+    citus_engine: Engine, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What chooses a plan by the table's size (:mod:`simsql.queries.plan_size`) read 0 for a
+    table in Citus (its coordinator shell is empty; a 1% page sample of a small table found no
+    page), so every such table ran as small. Read through the backend it is the shards' sum,
+    and exact ``most_similar`` on a table of at least ``BANDS_FROM_ROWS`` rows keeps the
+    statement built with bands (one row fewer than the threshold: the small one is sent)."""
+    from simsql.queries import plan_size
+
+    load(citus_engine, Note, how)
+    run(citus_engine, "ANALYZE notes")
+    with citus_engine.connect() as connection:
+        assert plan_size.estimated_rows(connection, simsql.store.binding_for(Note)) == len(rows())
+    for threshold, kept in ((len(rows()), True), (len(rows()) + 1, False)):
+        monkeypatch.setattr(plan_size, "BANDS_FROM_ROWS", threshold)
+        sent: list[bool] = []
+
+        def record(connection: Any, statement: Any, *_: Any) -> None:
+            options = getattr(statement, "get_execution_options", dict)()
+            sent.append(plan_size.SIZED_OPTION in options)
+
+        event.listen(citus_engine, "before_execute", record)  # after plan_size's own choice (a listener on every Engine)
+        try:
+            with Session(citus_engine) as session:
+                found = session.execute(simsql.most_similar(select(Note), _text(Note, 7), limit=5)).all()
+        finally:
+            event.remove(citus_engine, "before_execute", record)
+        assert found and sent[-1] == kept, (threshold, sent)
 
 
 def test_row_estimate_of_a_local_table_on_citus_is_still_the_planner_s(citus_engine: Engine) -> None:
@@ -494,16 +527,18 @@ def _listed_answers(engine: Engine) -> list[Any]:
 
 
 @pytest.mark.parametrize("how", ["distributed", "reference"])
+@pytest.mark.parametrize("step_aside", ["chosen", "pinned off"])
 def test_partition_lists_answer_as_plain_postgresql(
-    citus_engine: Engine, engine: Engine, how: str, monkeypatch: pytest.MonkeyPatch
+    citus_engine: Engine, engine: Engine, how: str, step_aside: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The lists' own answers on both: their step-aside is pinned off, since it reads the server's
-    row estimate, which the coordinator of a distributed table does not keep (the exact answer
-    it would give instead is compared by the other tests here)."""
-    from simsql.queries import plan_size
+    """The same answers on both: with the lists' step-aside as each server chooses it (from its
+    row estimate: on Citus the shards' summed, so this small table steps aside on both), and
+    with it pinned off (the lists' own answers, through the lists on both)."""
+    if step_aside == "pinned off":
+        from simsql.queries import plan_size
 
-    monkeypatch.setattr(plan_size, "STEP_ASIDE_SHARE", 10.0)
-    monkeypatch.setattr(plan_size, "STEP_ASIDE_ROWS", 0)
+        monkeypatch.setattr(plan_size, "STEP_ASIDE_SHARE", 10.0)
+        monkeypatch.setattr(plan_size, "STEP_ASIDE_ROWS", 0)
     load(engine, ListedNote, None)
     load(citus_engine, ListedNote, how)
     expected = _listed_answers(engine)

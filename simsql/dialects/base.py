@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar, Literal
 
-from sqlalchemy import BigInteger, Uuid, text
+from sqlalchemy import BigInteger, TableClause, Uuid, text
 from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.types import TypeEngine
 
@@ -150,8 +150,7 @@ class Backend(ABC):
 
     @classmethod
     def describe_dialect(cls, dialect: Dialect) -> str:
-        """``'PostgreSQL 13.11'``: the server a refusal names, from the version SQLAlchemy read
-        when it connected."""
+        """``'PostgreSQL 13.11'``: the server a refusal names, from the version SQLAlchemy read when it connected."""
         return f"{cls.name} {version_text(getattr(dialect, 'server_version_info', None))}"
 
     def describe_server(self) -> str:
@@ -196,8 +195,7 @@ class Backend(ABC):
         return f"CAST(({fingerprint_sql} >> {shift}) & {BLOCK_MASK} AS INTEGER)"
 
     def quote(self, name: str) -> str:
-        """An identifier, always quoted, by the dialect's preparer's rule, as SQL text (see
-        :func:`sql_identifier`)."""
+        """An identifier, always quoted, by the dialect's preparer's rule, as SQL text (see :func:`sql_identifier`)."""
         return sql_identifier(self.dialect.identifier_preparer, name)
 
     def qualified(self, schema: str, name: str) -> str:
@@ -252,8 +250,7 @@ class Backend(ABC):
 
     @abstractmethod
     def trigger_names(self, names: Names) -> tuple[str, ...]:
-        """The triggers of an attachment as the catalog lists them (the first one stands for
-        all of them)."""
+        """The triggers of an attachment as the catalog lists them (the first one stands for all of them)."""
 
     @abstractmethod
     def create_trigger_sql(
@@ -363,6 +360,12 @@ class Backend(ABC):
         """Until the transaction ends, nobody else reads or writes ``tables`` (of ``schema``),
         taken in the order given. The strongest lock a change of them needs, taken first:
         upgrading a weaker lock later would wait for sessions that wait for it (a deadlock)."""
+
+    @abstractmethod
+    def row_estimate(self, connection: Connection, table: TableClause) -> float:
+        """The server's estimate of ``table``'s rows, never counted (0 when it has none): what
+        :class:`~simsql.dialects.RowEstimate` puts in a statement, read alone (once a minute, by
+        :mod:`simsql.queries.plan_size`)."""
 
     def analyze(self, connection: Connection, schema: str, table: str) -> None:
         """Refresh the planner's statistics of ``table`` (after a bulk load)."""

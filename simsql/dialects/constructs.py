@@ -13,8 +13,9 @@ from functools import lru_cache
 from itertools import combinations
 from typing import Any
 
-from sqlalchemy import Boolean, Computed, Float, Integer, Text, TypeDecorator, bindparam, cast
+from sqlalchemy import Boolean, Computed, Float, Integer, Text, TypeDecorator, bindparam, cast, select
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ColumnElement, TableClause
 from sqlalchemy.sql.elements import BindParameter
@@ -260,6 +261,15 @@ def _row_estimate_default(element: RowEstimate, compiler: Any, **kw: Any) -> str
 
 def row_estimate(table: TableClause) -> RowEstimate:
     return RowEstimate(table)
+
+
+def read_row_estimate(connection: Connection, table: TableClause) -> float:
+    """:class:`RowEstimate` of ``table``, read on its own: the families'
+    :meth:`~simsql.dialects.Backend.row_estimate`. Sent as plain text (compiled here, with the
+    name as a literal of the dialect's own rules): a catalog read, not one of the caller's
+    statements, so no statement hook sees it."""
+    sql = str(select(RowEstimate(table)).compile(dialect=connection.dialect, compile_kwargs={"literal_binds": True}))
+    return float(connection.exec_driver_sql(sql).scalar() or 0.0)
 
 
 class WholeQuotient(ColumnElement[int]):

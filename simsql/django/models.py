@@ -32,9 +32,10 @@ import simsql
 from ..lifecycle.lists import ListsResult, drop_lists, fit_lists, place_lists
 from ..queries import DEFAULT_PROBE_RADIUS
 from ..queries.targets import MAX_LIMIT, check_limit
-from ..queries.wide_duplicates import DEDUPE_DISTANCE, Progress
+from ..queries.wide_duplicates import DEDUPE_DISTANCE
 from ..schema.names import Names
 from ..store import registry
+from ..store.progress import Progress
 from ..store.storage import join_text, source_names, stored_for_text
 from ..text.bits import check_fingerprint
 from ..text.containment import MIN_CONTAINMENT

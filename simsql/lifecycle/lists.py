@@ -31,6 +31,7 @@ from ..schema.urls import engine_for
 from ..store import registry
 from ..store.awaiting import off_loop
 from ..store.lists import encode_centre, forget_cached, generations, live_centres, tables_exist
+from ..store.progress import Progress
 from ..text.bits import to_signed
 from ..text.errors import NotAttached, SchemaError, WouldLockTable
 from ..text.lists import (
@@ -52,7 +53,6 @@ from . import apply, catalog
 from .lists_place import (
     BATCH_ROWS,
     ListedTable,
-    Progress,
     attached_target,
     fill,
     index_sizes,
@@ -233,7 +233,9 @@ def fit_lists(
     fit also measures recall@10 against probes on held-out rows of the table (exact top-10 by
     brute force) and records the curve with the generation: what ``most_similar(...,
     recall=...)`` reads. A table whose lists are live is refitted; one whose fit stopped halfway
-    resumes placing it (the settings of the stopped fit are kept).
+    resumes placing it (the settings of the stopped fit are kept). ``progress(phase, done,
+    total)`` is called once the ``"sample"`` is read, after each batch of rows placed
+    (``"place"``) and after each grown index rebuilt (``"rebuild"``).
 
     Online, and without collateral: writers carry on, queries keep answering from the lists
     they had, and the indexes the fit's writes grew are rebuilt online at its end
@@ -395,7 +397,6 @@ __all__ = [
     "attached_target",
 
     "ListsResult",
-    "Progress",
     "drop_lists",
     "fit_lists",
     "has_lists",

@@ -31,6 +31,7 @@ from ..dialects import backend
 from ..schema.names import Attachment
 from ..store import registry
 from ..store.awaiting import off_loop
+from ..store.progress import Progress
 from ..text.errors import SchemaError
 from ..text.lists import Centres
 from ..text.vectors import VectorFingerprinter, vector_of
@@ -45,9 +46,6 @@ REBUILD_GROWTH = 1.15
 """An index grown by more than this ratio during a fit is rebuilt online at its end."""
 REBUILD_MIN_BYTES = 1 << 16
 """Smaller indexes are left as they are: a rebuild would save less than it costs."""
-
-Progress = Callable[[str, int, int], None]
-"""``progress(phase, done, total)``: ``phase`` is ``sample``, ``fit``, ``place`` or ``rebuild``."""
 
 
 @dataclass(frozen=True)
@@ -202,7 +200,6 @@ __all__ = [
     "CATCH_UP_PASSES",
     "REBUILD_GROWTH",
     "ListedTable",
-    "Progress",
     "attached_target",
     "fill",
     "index_sizes",

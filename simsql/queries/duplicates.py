@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from .. import dialects
 from ..dialects import BLOCK_COUNT, hamming_expression
 from ..store.awaiting import connection_of
+from ..store.progress import Progress
 from ..store.storage import Binding, binding_for
 from ..store.types import SimHash
 from ..text.containment import MIN_CONTAINMENT
@@ -26,7 +27,7 @@ from ..text.fingerprint import Fingerprinter
 from .pairs import DuplicatePair, groups_of
 from .targets import MAX_EXACT_BLOCK_DISTANCE, check_distance, key_value
 from .wide import wide_binding
-from .wide_duplicates import DEDUPE_DISTANCE, Progress, wide_near_duplicates
+from .wide_duplicates import DEDUPE_DISTANCE, wide_near_duplicates
 
 
 def pair_masks() -> list[int]:

@@ -27,10 +27,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, Select, event, select
+from sqlalchemy import Engine, Select, event
 from sqlalchemy.engine import Connection
 
-from ..dialects import row_estimate
+from ..dialects import backend
 from ..store.lists import newest_shape
 from ..store.storage import Binding
 
@@ -101,16 +101,15 @@ def sized(statement: Select[Any], binding: Binding, small: Callable[[], Select[A
 
 
 def estimated_rows(connection: Connection, binding: Binding) -> float:
-    """The server's row estimate of the bound table, as read at most every :data:`ESTIMATE_SECONDS`."""
+    """The server's row estimate of the bound table (:meth:`simsql.dialects.Backend.row_estimate`:
+    on Citus its shards' summed), as read at most every :data:`ESTIMATE_SECONDS`."""
     key = binding.registry_key
     known = _ESTIMATES.setdefault(connection.engine, {})
     cached = known.get(key)
     now = time.monotonic()
     if cached is not None and now - cached[0] < ESTIMATE_SECONDS:
         return cached[1]
-    # sent as plain text (compiled here, once a minute): a catalog read, not one of the caller's statements
-    sql = str(select(row_estimate(binding.table)).compile(dialect=connection.dialect, compile_kwargs={"literal_binds": True}))
-    rows = float(connection.exec_driver_sql(sql).scalar() or 0.0)
+    rows = backend(connection).row_estimate(connection, binding.table)
     known[key] = (now, rows)
     return rows
 

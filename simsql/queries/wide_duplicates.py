@@ -22,7 +22,7 @@ order of rows or batches (tests/test_dedupe_wide.py checks it against brute forc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from itertools import combinations
 from typing import Any
@@ -34,6 +34,7 @@ from .. import dialects
 from ..dialects import hamming_expression
 from ..schema.names import WIDE_LAYOUT
 from ..store.awaiting import connection_of, off_loop
+from ..store.progress import Progress
 from ..store.storage import Binding
 from ..text.containment import MIN_CONTAINMENT, Shingled, share_of_submission, shingled
 from ..text.fingerprint import Fingerprinter
@@ -66,10 +67,6 @@ MAX_DEDUPE_PROBE_RADIUS = 2
 
 TEXT_BATCH = 500
 """Candidate pairs confirmed per batch: their texts are read in one statement by key."""
-
-Progress = Callable[[str, int, int], None]
-"""``progress(phase, done, total)``: ``phase`` is ``"candidates"`` (block self-joins run, of
-8) or ``"texts"`` (candidate pairs compared, of all candidates)."""
 
 
 def flip_masks(radius: int) -> list[int]:

@@ -14,8 +14,8 @@ connected database), it is PostgreSQL with what Citus refuses taken another way:
   stale-row trigger and the joins of every query stay on one shard.
 * **Plans**: ``most_similar`` takes the eager plan (:attr:`CitusBackend.lazy_branches`: band 0,
   then a scan guarded by band 0's count; Citus runs every ``UNION ALL`` branch first, each as a
-  round trip to the workers); the table size the band budget is cut from is counted on the
-  shards (:meth:`CitusBackend.row_estimate_sql`); ``most_similar_many`` takes the
+  round trip to the workers); the table's row estimate (the band budget's, and
+  what chooses a plan by size) is its shards' summed (:meth:`CitusBackend.row_estimate_sql`); ``most_similar_many`` takes the
   window-function plan (Citus refuses the LATERAL one); ``near_duplicates`` reads keys and fingerprints once
   from the shards (a ``MATERIALIZED`` CTE) and joins them on the coordinator (Citus cannot run
   a self-join on anything but the distribution column in place); a backfill stores a side
@@ -50,12 +50,27 @@ SETTINGS = {"citus.enable_unsafe_triggers": "on", "citus.multi_shard_modify_mode
 """What simsql's own DDL transactions set (``SET LOCAL``) on a Citus server."""
 
 
-SAMPLE_PERCENT = 1.0
-"""Share of a distributed table's pages :meth:`CitusBackend.row_estimate_sql` counts (``TABLESAMPLE
-SYSTEM``, a new draw each time: a fixed seed would pick the same page numbers on every shard).
-Pages are drawn at random, so a table of ``n`` pages is counted to about ``1 / sqrt(n / 100)``
-(10% at 10,000 pages, about 300,000 rows of 300 bytes); a small table may count 0, which the
-band budget's floor covers."""
+SHARD_ROWS_SQL = (
+    "SELECT COALESCE(sum(CAST(result AS float8)), 0) FROM ("
+    "WITH placed AS (SELECT DISTINCT ON (s.shardid) n.nodename, n.nodeport, shard_name(s.logicalrelid, s.shardid) AS shard "
+    "FROM pg_dist_shard s JOIN pg_dist_placement p ON p.shardid = s.shardid JOIN pg_dist_node n ON n.groupid = p.groupid "
+    "WHERE s.logicalrelid = to_regclass({name}) ORDER BY s.shardid, p.placementid), "
+    "asked AS (SELECT nodename, nodeport, 'SELECT COALESCE(sum(greatest(reltuples, 0)), 0) FROM pg_class WHERE oid IN "
+    "(SELECT to_regclass(n) FROM unnest(CAST(ARRAY[' || string_agg(quote_literal(shard), ',') || '] AS text[])) AS n)' AS command "
+    "FROM placed GROUP BY nodename, nodeport) "
+    "SELECT * FROM master_run_on_worker("
+    "ARRAY(SELECT nodename FROM asked ORDER BY nodename, nodeport), ARRAY(SELECT nodeport FROM asked ORDER BY nodename, nodeport), "
+    "ARRAY(SELECT command FROM asked ORDER BY nodename, nodeport), true)"
+    ") AS read WHERE success"
+)
+"""The rows of a distributed, reference or Citus-local table ``{name}`` (a string literal): the
+sum of its shards' own estimates (``pg_class.reltuples`` on the node holding each, one placement
+a shard), each node asked once, all at once (``master_run_on_worker``: a new connection per node,
+so the cost is about one connection's, whatever the number of nodes). What Citus's own
+``citus_stats`` sums, without its connection per shard (``run_command_on_shards``). Exact where
+the shards were analysed, unlike a page sample, which reads 0 for a small table; a few times the
+sample's cost, read at most once a minute (BENCHMARKS.md, "The row estimate of a table in
+Citus"). A node that cannot answer adds nothing."""
 
 
 def _literal(value: str) -> str:
@@ -218,18 +233,13 @@ class CitusBackend(PostgresBackend):
     shards holding them (a task per shard holding a candidate, not one per shard: BENCHMARKS.md)."""
 
     def row_estimate_sql(self, table: str) -> str:
-        """The rows of a distributed or reference table, counted in a 1% page sample on the
-        shards (one pushed-down aggregate over the executor's cached connections): the
-        coordinator's shell of such a table is empty, so ``pg_class`` says 0 there. Other
-        tables: the planner's estimate."""
+        """The rows of a table in Citus's metadata (distributed, reference or Citus-local),
+        as :data:`SHARD_ROWS_SQL` sums its shards' estimates: the coordinator's shell of such a
+        table is empty, so ``pg_class`` says 0 there. Other tables: the planner's estimate."""
         name = _literal(table)
-        sampled = (
-            f"(SELECT count(*) * {100 / SAMPLE_PERCENT:g} FROM {table} "
-            f"TABLESAMPLE SYSTEM ({SAMPLE_PERCENT:g}))"
-        )
         return (
             f"(CASE WHEN EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass({name})) "
-            f"THEN {sampled} ELSE {super().row_estimate_sql(table)} END)"
+            f"THEN ({SHARD_ROWS_SQL.format(name=name)}) ELSE {super().row_estimate_sql(table)} END)"
         )
 
     @classmethod
@@ -275,4 +285,4 @@ class CitusBackend(PostgresBackend):
         return CitusBatchSQL(job)
 
 
-__all__ = ["CITUS_DDL", "CitusBackend", "CitusBatchSQL", "CitusDDL", "SAMPLE_PERCENT", "SETTINGS", "colocate_sql", "distribute_sql"]
+__all__ = ["CITUS_DDL", "CitusBackend", "CitusBatchSQL", "CitusDDL", "SETTINGS", "SHARD_ROWS_SQL", "colocate_sql", "distribute_sql"]

@@ -18,12 +18,14 @@ from typing import Any, ClassVar
 from sqlalchemy import Uuid, text
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.sql import TableClause
 from sqlalchemy.types import TypeEngine
 
 from ...schema.names import Names, check_name
 from ...text.errors import SchemaError, UnsupportedDatabase
 from ..base import Backend, describe_server, version_text
 from ..batch import Job
+from ..constructs import read_row_estimate
 from ..ddl_plan import TableFacts
 from . import catalog, session
 from .backfill import MySQLBatchSQL
@@ -251,6 +253,11 @@ class MySQLBackend(Backend):
             f"simsql does not lock {schema}.{', '.join(tables)} for a switch on {self.describe_server()}: MySQL's "
             "LOCK TABLES commits the transaction it would guard"
         )
+
+    def row_estimate(self, connection: Connection, table: TableClause) -> float:
+        """InnoDB's sampled estimate (``information_schema.TABLES.TABLE_ROWS``, what ``ANALYZE
+        TABLE`` refreshes), as :class:`~simsql.dialects.RowEstimate` compiles it here."""
+        return read_row_estimate(connection, table)
 
     def analyze(self, connection: Connection, schema: str, table: str) -> None:
         connection.execute(text(f"ANALYZE TABLE {self.qualified(schema, table)}")).fetchall()

@@ -17,7 +17,7 @@ from sqlalchemy import text
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.sql import any_
+from sqlalchemy.sql import TableClause, any_
 
 from ...schema.names import Names
 from ...text.errors import SchemaError, UnsupportedDatabase
@@ -34,6 +34,7 @@ from ..constructs import (
     RowEstimate,
     RunTimeLimit,
     WholeQuotient,
+    read_row_estimate,
 )
 from ..ddl_plan import Column, Partition, TableFacts
 from ..sqltext import execute_sql, is_autocommit
@@ -145,6 +146,10 @@ class PostgresBackend(Backend):
     vector_index = POSTGRES_VECTOR_INDEX
     activity_view = "pg_stat_activity"
     registry_probe = REGISTRY_PROBE
+    def row_estimate(self, connection: Connection, table: TableClause) -> float:
+        """:meth:`row_estimate_sql`, read on its own."""
+        return read_row_estimate(connection, table)
+
     def row_estimate_sql(self, table: str) -> str:
         """:class:`~simsql.dialects.RowEstimate` of ``table`` (a formatted name): the planner's."""
         name = table.replace("'", "''")
