@@ -328,3 +328,29 @@ def test_without_pgvector_the_django_migration_stops_saying_why(
         with pytest.raises(UnsupportedDatabase, match="pgvector is not available on this server"):
             call_command("migrate", "blog", "0002", database="default", verbosity=0)
         assert _index_sql(engine, Names("blog_clip").vector_index) is None
+
+
+def test_the_operations_carry_their_settings_to_their_reverse_and_into_a_migration_file() -> None:
+    """Alembic's ``reverse()`` keeps ``m``, ``ef_construction`` and ``concurrently`` (a downgrade
+    written from it builds the same index again); Django's ``deconstruct`` writes only what
+    differs from pgvector's defaults, and the operation it describes is the same."""
+    from alembic.operations import Operations
+
+    from simsql.alembic import AddVectorIndexOp, DropVectorIndexOp
+
+    op = AddVectorIndexOp("clips", "media", True, 24, 100)
+    back = op.reverse()
+    assert isinstance(back, DropVectorIndexOp)
+    again = back.reverse()
+    assert isinstance(again, AddVectorIndexOp)
+    assert (again.table_name, again.schema, again.concurrently, again.m, again.ef_construction) == ("clips", "media", True, 24, 100)
+    for operation in (AddVectorIndexOp, DropVectorIndexOp):
+        assert Operations._to_impl.dispatch(operation.__new__(operation)).__module__ == "simsql.alembic.toimpl"
+    pytest.importorskip("django")
+    from simsql.django.operations import AddVectorIndex
+
+    assert AddVectorIndex("Clip").deconstruct() == ("AddVectorIndex", ["Clip"], {})
+    name, args, kwargs = AddVectorIndex("Clip", m=24, ef_construction=100).deconstruct()
+    assert (name, args, kwargs) == ("AddVectorIndex", ["Clip"], {"m": 24, "ef_construction": 100})
+    rebuilt = AddVectorIndex(*args, **kwargs)
+    assert (rebuilt.model_name_lower, rebuilt.m, rebuilt.ef_construction) == ("clip", 24, 100)
