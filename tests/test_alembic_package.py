@@ -32,7 +32,8 @@ OPERATIONS = {
 PUBLIC = [
     "BRANCH", "OFFLINE_SCHEMA", "PrimaryKey", "config", "current", "downgrade", "history", "install", "script_location",
     "upgrade", "versions_path", "add_simhash", "drop_simhash", "create_simhash_indexes", "drop_simhash_indexes",
-    "upgrade_simsql", "downgrade_simsql", *(cls.__name__ for cls in OPERATIONS.values()),
+    "upgrade_simsql", "downgrade_simsql", "add_vector_index", "drop_vector_index", "AddVectorIndexOp",
+    "DropVectorIndexOp", *(cls.__name__ for cls in OPERATIONS.values()),
 ]  # fmt: skip
 
 # Which sibling modules each module may import: the order the package is drawn in.

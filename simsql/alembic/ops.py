@@ -246,6 +246,57 @@ class DropSimhashListsOp(ListsOp):
         return AddSimhashListsOp(self.table_name, self.schema, self.concurrently)
 
 
+class VectorIndexOp(MigrateOperation):
+    """What add_vector_index and drop_vector_index carry: the table (attached with a
+    :class:`~simsql.VectorFingerprinter` already) and pgvector's HNSW build settings, which
+    :func:`simsql.lifecycle.add_vector_index` takes by the same names."""
+
+    def __init__(
+        self, table_name: str, schema: str | None = None, concurrently: bool = False, m: int = 16, ef_construction: int = 64
+    ) -> None:  # fmt: skip
+        self.table_name = table_name
+        self.schema = schema
+        self.concurrently = concurrently
+        self.m = m
+        self.ef_construction = ef_construction
+
+    def _args(self) -> tuple[Any, ...]:
+        return (self.table_name, self.schema, self.concurrently, self.m, self.ef_construction)
+
+
+@Operations.register_operation("add_vector_index")
+class AddVectorIndexOp(VectorIndexOp):
+    """pgvector's HNSW index (cosine) on an attached vector table, as
+    :func:`simsql.lifecycle.add_vector_index` builds it; ``concurrently=True`` builds it without
+    blocking writes. Refused (``UnsupportedDatabase``) where pgvector is not created."""
+
+    @classmethod
+    def add_vector_index(
+        cls, operations: Operations, table_name: str, *, schema: str | None = None, concurrently: bool = False,
+        m: int = 16, ef_construction: int = 64,
+    ) -> Any:  # fmt: skip
+        return operations.invoke(cls(table_name, schema, concurrently, m, ef_construction))
+
+    def reverse(self) -> DropVectorIndexOp:
+        return DropVectorIndexOp(*self._args())
+
+
+@Operations.register_operation("drop_vector_index")
+class DropVectorIndexOp(VectorIndexOp):
+    """Drop the HNSW index simsql named (never another index on the column). ``m`` and
+    ``ef_construction`` only travel to the ``reverse()``."""
+
+    @classmethod
+    def drop_vector_index(
+        cls, operations: Operations, table_name: str, *, schema: str | None = None, concurrently: bool = False,
+        m: int = 16, ef_construction: int = 64,
+    ) -> Any:  # fmt: skip
+        return operations.invoke(cls(table_name, schema, concurrently, m, ef_construction))
+
+    def reverse(self) -> AddVectorIndexOp:
+        return AddVectorIndexOp(*self._args())
+
+
 @Operations.register_operation("upgrade_simsql")
 class UpgradeSimsqlOp(MigrateOperation):
     """Apply simsql's own revisions up to ``revision`` (registry, backfill cursor, SQL functions),
@@ -408,3 +459,15 @@ def add_simhash_lists(op: Any, table_name: str, *, schema: str | None = None, co
 
 def drop_simhash_lists(op: Any, table_name: str, *, schema: str | None = None, concurrently: bool = False) -> None:
     op.invoke(DropSimhashListsOp(table_name, schema, concurrently))
+
+
+def add_vector_index(
+    op: Any, table_name: str, *, schema: str | None = None, concurrently: bool = False, m: int = 16, ef_construction: int = 64
+) -> None:  # fmt: skip
+    op.invoke(AddVectorIndexOp(table_name, schema, concurrently, m, ef_construction))
+
+
+def drop_vector_index(
+    op: Any, table_name: str, *, schema: str | None = None, concurrently: bool = False, m: int = 16, ef_construction: int = 64
+) -> None:  # fmt: skip
+    op.invoke(DropVectorIndexOp(table_name, schema, concurrently, m, ef_construction))

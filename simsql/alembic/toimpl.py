@@ -18,12 +18,13 @@ from sqlalchemy.dialects.postgresql import ARRAY
 
 from ..dialects import Backend, backend, execute_sql
 from ..dialects.ddl_plan import DDLPlan, Step, TableShape
-from ..lifecycle import attach, lists_columns
+from ..lifecycle import add_vector_index, attach, drop_vector_index, lists_columns
 from ..schema.names import Names
 from ..text.errors import SchemaError, UnsupportedDatabase
 from .ops import (
     AddSimhashListsOp,
     AddSimHashOp,
+    AddVectorIndexOp,
     AttachmentOp,
     CreateSimHashIndexesOp,
     CreateSimHashTriggerOp,
@@ -32,6 +33,7 @@ from .ops import (
     DropSimhashListsOp,
     DropSimHashOp,
     DropSimHashTriggerOp,
+    DropVectorIndexOp,
     IndexesOp,
     TriggerOp,
     UpgradeSimsqlOp,
@@ -215,10 +217,30 @@ def _drop_lists(operations: Operations, operation: DropSimhashListsOp) -> None:
     ))  # fmt: skip
 
 
-def _online_only(operations: Operations, name: str) -> None:
-    """Partition lists' operations read the registry for the table's columns: no offline script."""
+@Operations.implementation_for(AddVectorIndexOp)
+def _add_vector_index(operations: Operations, operation: AddVectorIndexOp) -> None:
+    """:func:`simsql.lifecycle.add_vector_index` on the migration's connection: its plan, run in
+    the migration's transaction, or ``CONCURRENTLY`` in an autocommit block."""
+    _online_only(operations, "add_vector_index", "the catalog (pgvector's schema, the vector column's type)")
+    _autocommit(operations, operation.concurrently, lambda: add_vector_index(
+        operations.get_bind(), operation.table_name, schema=operation.schema, m=operation.m, ef_construction=operation.ef_construction
+    ))  # fmt: skip
+
+
+@Operations.implementation_for(DropVectorIndexOp)
+def _drop_vector_index(operations: Operations, operation: DropVectorIndexOp) -> None:
+    _online_only(operations, "drop_vector_index", "the catalog")
+    _autocommit(operations, operation.concurrently, lambda: drop_vector_index(
+        operations.get_bind(), operation.table_name, schema=operation.schema
+    ))  # fmt: skip
+
+
+def _online_only(operations: Operations, name: str, reads: str = "") -> None:
+    """Operations that read the registry for the table's columns (partition lists, pgvector's
+    index, which also reads the catalog): no offline script."""
     if operations.get_context().as_sql:
-        raise UnsupportedDatabase(f"op.{name} runs online only (alembic upgrade head, not --sql): it reads the registry")
+        also = f" and {reads}" if reads else ""
+        raise UnsupportedDatabase(f"op.{name} runs online only (alembic upgrade head, not --sql): it reads the registry{also}")
 
 
 @Operations.implementation_for(DropSimHashIndexesOp)

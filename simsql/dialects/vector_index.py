@@ -56,6 +56,9 @@ class HnswSettings:
             raise ValueError(f"ef_construction must be at least 2 * m ({2 * self.m}), got {self.ef_construction}")
 
 
+ONLY_POSTGRESQL = "pgvector runs on PostgreSQL only, and this server is not PostgreSQL (MySQL/MariaDB)"
+
+
 class VectorIndexSQL:
     """A server without pgvector: the facts say ``missing``, and DDL is refused."""
 
@@ -68,22 +71,22 @@ class VectorIndexSQL:
         self, facts: VectorIndexFacts, schema: str, table: str, column: str, index: str, dimensions: int,
         settings: HnswSettings, *, concurrently: bool = True,
     ) -> DDLPlan:  # fmt: skip
-        raise UnsupportedDatabase(f"pgvector does not run on {self.name}: simsql ranks vectors with its own signatures there")
+        raise UnsupportedDatabase(f"{ONLY_POSTGRESQL}: simsql ranks vectors with its own signatures and lists here")
 
     def drop(self, schema: str, index: str, *, concurrently: bool = True) -> DDLPlan:
         return DDLPlan()
 
     def indexed(self, facts: VectorIndexFacts, column: ColumnElement[Any], dimensions: int) -> ColumnElement[Any]:
         """The expression the HNSW index holds for ``column``."""
-        raise UnsupportedDatabase(f"pgvector does not run on {self.name}")
+        raise UnsupportedDatabase(ONLY_POSTGRESQL)
 
     def distance(self, facts: VectorIndexFacts, indexed: ColumnElement[Any], query: list[float], dimensions: int) -> ColumnElement[float]:
         """pgvector's cosine distance of ``indexed`` to ``query`` (``<=>``), which the index orders by."""
-        raise UnsupportedDatabase(f"pgvector does not run on {self.name}")
+        raise UnsupportedDatabase(ONLY_POSTGRESQL)
 
     def set_ef_search(self, connection: Connection, ef_search: int) -> None:
         """``hnsw.ef_search`` for the rest of the current transaction (``SET LOCAL``)."""
-        raise UnsupportedDatabase(f"pgvector does not run on {self.name}")
+        raise UnsupportedDatabase(ONLY_POSTGRESQL)
 
 
 NO_PGVECTOR = VectorIndexSQL()

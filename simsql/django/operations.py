@@ -24,6 +24,11 @@ each committing on its own while writes go on (MySQL/MariaDB build them online e
 ``WideSimHashModel`` (or ``SimHashModel`` with ``wide=False``) matches it and ``makemigrations``
 writes nothing more. The indexes, trigger and registry entry are simsql's, outside Django's
 state, as Alembic's autogenerate leaves them to simsql.
+
+``AddVectorIndex("clip", m=16, ef_construction=64)`` is ``op.add_vector_index``'s counterpart:
+pgvector's HNSW index on a table attached with a ``VectorFingerprinter``, built by
+:func:`simsql.lifecycle.add_vector_index` on the migration's connection (in its transaction, or
+``CONCURRENTLY`` with ``atomic = False``).
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from django.db.migrations.operations.base import Operation, OperationCategory
 import simsql.alembic
 
 from ..alembic.revisions import attached_tables, install
-from ..lifecycle import attach
+from ..lifecycle import add_vector_index, attach, drop_vector_index
 from ..lifecycle.catalog import has_rows
 from ..store import registry
 from . import connection
@@ -156,4 +161,59 @@ class AddSimHash(Operation):
         return name.lower() == self.model_name_lower
 
 
-__all__ = ["AddSimHash", "InstallSimSQL", "simsql_fields"]
+class AddVectorIndex(Operation):
+    """pgvector's HNSW index (cosine) on the table of ``model_name``, attached already with a
+    :class:`~simsql.VectorFingerprinter`: :func:`simsql.lifecycle.add_vector_index` with the same
+    ``m`` and ``ef_construction``, on the migration's connection. In an atomic migration it is
+    built in the migration's transaction (writes to the table wait for it, as with Django's
+    ``AddIndex``); with ``atomic = False`` it is built ``CONCURRENTLY`` (as ``AddIndexConcurrently``).
+    Reversed: the index is dropped, and nothing else. Where pgvector is not created, or on
+    MySQL/MariaDB, the migration stops with the ``UnsupportedDatabase`` the function raises.
+    The index is simsql's, outside Django's state, as :class:`AddSimHash`'s block indexes."""
+
+    reversible = True
+    reduces_to_sql = False
+    category = OperationCategory.ADDITION
+
+    def __init__(self, model_name: str, m: int = 16, ef_construction: int = 64) -> None:
+        self.model_name = model_name
+        self.m = m
+        self.ef_construction = ef_construction
+
+    @property
+    def model_name_lower(self) -> str:
+        return self.model_name.lower()
+
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        kwargs = {name: value for name, value, default in (("m", self.m, 16), ("ef_construction", self.ef_construction, 64)) if value != default}
+        return type(self).__qualname__, [self.model_name], kwargs
+
+    def state_forwards(self, app_label: str, state: Any) -> None:
+        pass
+
+    def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        model = to_state.apps.get_model(app_label, self.model_name)
+        alias = schema_editor.connection.alias
+        if self.allow_migrate_model(alias, model):
+            with connection.borrowed(alias, atomic=schema_editor.connection.in_atomic_block) as bound:
+                add_vector_index(bound, model._meta.db_table, m=self.m, ef_construction=self.ef_construction)
+
+    def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
+        model = from_state.apps.get_model(app_label, self.model_name)
+        alias = schema_editor.connection.alias
+        if self.allow_migrate_model(alias, model):
+            with connection.borrowed(alias, atomic=schema_editor.connection.in_atomic_block) as bound:
+                drop_vector_index(bound, model._meta.db_table)
+
+    def describe(self) -> str:
+        return f"pgvector's HNSW index on {self.model_name} (m={self.m}, ef_construction={self.ef_construction})"
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return f"vector_index_{self.model_name_lower}"
+
+    def references_model(self, name: str, app_label: str) -> bool:
+        return name.lower() == self.model_name_lower
+
+
+__all__ = ["AddSimHash", "AddVectorIndex", "InstallSimSQL", "simsql_fields"]

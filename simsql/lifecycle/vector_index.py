@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 
 from ..dialects import backend
 from ..dialects.ddl_plan import DDLPlan
+from ..dialects.sqltext import is_autocommit
 from ..dialects.vector_index import HnswSettings, VectorIndexFacts
 from ..queries.pgvector import forget_vector_index
 from ..schema.names import Attachment, Names
@@ -87,46 +88,65 @@ def plan_vector_index(
 
 
 def add_vector_index(
-    bind: Engine | str, target: type | str, *, schema: str | None = None, m: int = 16, ef_construction: int = 64,
+    bind: Engine | Connection | str, target: type | str, *, schema: str | None = None, m: int = 16, ef_construction: int = 64,
 ) -> bool:  # fmt: skip
     """Build pgvector's HNSW index (cosine) on ``target``'s vector, online (``CONCURRENTLY``),
     with pgvector's ``m`` and ``ef_construction``; from then on :func:`simsql.most_similar_vectors`
     ranks the table with pgvector. ``target``: a vector model, or an attached vector table's
     name. Returns whether it built one (False: a valid one was there; its settings are kept).
 
+    Given a ``Connection`` (a migration's: ``op.add_vector_index``, Django's ``AddVectorIndex``)
+    it runs there: inside the connection's transaction, which then holds a write lock on the
+    table until it commits (and undoes the build if it rolls back), or ``CONCURRENTLY`` when the
+    connection is in autocommit mode (Alembic's ``autocommit_block``, a non-atomic Django migration).
+
     ``UnsupportedDatabase`` where pgvector is missing or not created in the database (saying
     which: simsql never creates the extension); ``SchemaError`` for a text table or a column
     pgvector cannot read (``bytea``, JSON: store ``vector(d)``, ``real[]`` or ``double
     precision[]``); ``ValueError`` for ``m`` or ``ef_construction`` out of pgvector's bounds."""
-    engine = engine_for(bind) if isinstance(bind, str) else bind
-    with engine.connect() as connection:
-        found = vector_table(connection, target, schema)
-        plan = plan_vector_index(connection, target, schema=schema, m=m, ef_construction=ef_construction)
-    if plan:
-        apply.run_on_engine(engine, plan, relations=[f"{found.schema}.{found.table}"])
+    if isinstance(bind, Connection):
+        concurrently = is_autocommit(bind)
+        found = vector_table(bind, target, schema)
+        plan = plan_vector_index(bind, target, schema=schema, m=m, ef_construction=ef_construction, concurrently=concurrently)
+        apply.run(bind, plan, apply.INDEX_BUILD if concurrently else apply.DDL_TIMEOUTS)
+    else:
+        engine = engine_for(bind) if isinstance(bind, str) else bind
+        with engine.connect() as connection:
+            found = vector_table(connection, target, schema)
+            plan = plan_vector_index(connection, target, schema=schema, m=m, ef_construction=ef_construction)
+        if plan:
+            apply.run_on_engine(engine, plan, relations=[f"{found.schema}.{found.table}"])
     forget_vector_index(found.schema, found.table)
     return bool(plan)
 
 
-def plan_drop_vector_index(connection: Connection, schema: str, names: Names, column: str) -> DDLPlan:
+def plan_drop_vector_index(
+    connection: Connection, schema: str, names: Names, column: str, *, concurrently: bool = True
+) -> DDLPlan:  # fmt: skip
     """What removes simsql's HNSW index from ``schema.names.table`` (empty when there is none):
     detach runs it before the rest."""
     server = backend(connection).vector_index
     facts = server.facts(connection, schema, names.table, column, names.vector_index)
     if facts.index_valid is None:
         return DDLPlan()
-    return server.drop(schema, names.vector_index)
+    return server.drop(schema, names.vector_index, concurrently=concurrently)
 
 
-def drop_vector_index(bind: Engine | str, target: type | str, *, schema: str | None = None) -> bool:
+def drop_vector_index(bind: Engine | Connection | str, target: type | str, *, schema: str | None = None) -> bool:
     """Drop simsql's HNSW index from ``target`` (``CONCURRENTLY``); an index simsql did not name
-    is never touched. Returns whether there was one."""
-    engine = engine_for(bind) if isinstance(bind, str) else bind
-    with engine.connect() as connection:
-        found = vector_table(connection, target, schema)
-        plan = plan_drop_vector_index(connection, found.schema, found.names, found.column)
-    if plan:
-        apply.run_on_engine(engine, plan, relations=[f"{found.schema}.{found.table}"])
+    is never touched. Returns whether there was one. Given a ``Connection``, in its transaction
+    (``CONCURRENTLY`` in autocommit mode), as :func:`add_vector_index`."""
+    if isinstance(bind, Connection):
+        found = vector_table(bind, target, schema)
+        plan = plan_drop_vector_index(bind, found.schema, found.names, found.column, concurrently=is_autocommit(bind))
+        apply.run(bind, plan)
+    else:
+        engine = engine_for(bind) if isinstance(bind, str) else bind
+        with engine.connect() as connection:
+            found = vector_table(connection, target, schema)
+            plan = plan_drop_vector_index(connection, found.schema, found.names, found.column)
+        if plan:
+            apply.run_on_engine(engine, plan, relations=[f"{found.schema}.{found.table}"])
     forget_vector_index(found.schema, found.table)
     return bool(plan)
 

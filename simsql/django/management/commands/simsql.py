@@ -1,10 +1,10 @@
 """``python manage.py simsql ...``: simsql's command line on a database of ``DATABASES``.
 
 Every subcommand of the ``simsql`` command (``status``, ``backfill``, ``similar``, ``dupes``,
-``attach``, ``detach``, ``refingerprint``, ``db ...``) with its own options, on the database
-``--database`` names (``default`` unless given): the URL is built from its settings
-(:func:`simsql.django.connection.url_for`) and handed to :func:`simsql.cli.main`, so the output,
-progress bars and exit codes are the command line's own. The command line is a program of its
+``attach``, ``detach``, ``refingerprint``, ``lists ...``, ``vector-index ...``, ``db ...``) with
+its own options, on the database ``--database`` names (``default`` unless given): the URL is
+built from its settings (:func:`simsql.django.connection.url_for`) and handed to
+:func:`simsql.cli.main`, so the output, progress bars and exit codes are the command line's own. The command line is a program of its
 own, with its connections (a backfill's workers) and commits: inside an atomic block of that
 database (``call_command`` in a ``TestCase``, say) it refuses, before doing anything.
 """
@@ -37,7 +37,7 @@ def split_database(arguments: list[str], default: str) -> tuple[str, list[str]]:
 
 
 class Command(BaseCommand):
-    help = "simsql's command line (status, backfill, similar, dupes, attach, detach, refingerprint) on a Django database."
+    help = "simsql's command line (status, backfill, similar, dupes, attach, detach, refingerprint, lists, vector-index) on a Django database."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--database", default="default", help="the DATABASES alias to work on (default: default)")
