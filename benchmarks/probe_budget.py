@@ -2,6 +2,7 @@
 
     python -m benchmarks.probe_budget                 # man pages (tuned on) and Debian's manuals (held out)
     python -m benchmarks.probe_budget --seeds 22,23   # also edits made with another seed
+    python -m benchmarks.probe_budget --seeds 22,23 --centred   # also on signatures centred on a wide background
     python -m benchmarks.probe_budget --time --url postgresql+psycopg://postgres@127.0.0.1:5432/h_scale
 
 For each source and language, the originals of ``python -m benchmarks.originality`` (same
@@ -44,12 +45,14 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from simsql import Fingerprinter
+from simsql.fingerprint import Background
 from simsql.queries.wide import WIDE_MAX_BUDGET, probe_budget
 from simsql.schema.names import WIDE_LAYOUT
 from simsql.text.containment import MIN_CONTAINMENT, share_of_submission, shingled
 from simsql.text.signature import Signature, probe_values
 
-from .originality import DEFAULT_URL, EVASIONS, Doc, benchmark_fingerprinter, corpus, disguised, engine_for, timed
+from .originality import DEFAULT_URL, EVASIONS, Doc, benchmark_fingerprinter, corpus, disguised, engine_for, filler, timed
 from .timing import summary
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -67,16 +70,32 @@ RULES: dict[str, Rule] = {
 
 def reach_rank(copy: Signature, original: Signature) -> int | None:
     """The position of the first probe of ``copy`` that finds ``original``'s block value, among
-    the :data:`WIDE_MAX_BUDGET` cheapest (None: none of them does)."""
+    ``2 * WIDE_MAX_BUDGET`` cheapest (a centred table's deepest budget; None: none of them does)."""
     theirs = original.blocks(WIDE_LAYOUT)
-    probed = probe_values(copy, WIDE_LAYOUT, budget=WIDE_MAX_BUDGET)
+    probed = probe_values(copy, WIDE_LAYOUT, budget=2 * WIDE_MAX_BUDGET)
     return next((rank for rank, (block, value) in enumerate(probed) if theirs[block] == value), None)
 
 
-def measure(source: str, lang: str, originals: int, seed: int) -> dict[str, Any]:
-    """Every rule's misses per light evasion and mean probes on fresh articles, for one corpus."""
+CENTRED_RULES: dict[str, Rule] = {
+    "default (by features)": probe_budget,
+    "centred default (x2)": lambda signature: probe_budget(signature, True),
+}
+"""``--centred``: the rules scored on signatures centred on a wide background."""
+
+BACKGROUND_SAMPLE = 3000
+"""``--centred``: filler articles of the source (the table's own kind of text) the wide background is fitted on."""
+
+
+def measure(source: str, lang: str, originals: int, seed: int, centred: bool = False) -> dict[str, Any]:
+    """Every rule's misses per light evasion and mean probes on fresh articles, for one corpus
+    (``centred``: signatures centred on a wide background fitted on the source's filler)."""
     data = corpus(0, originals, 1000, seed, lang, source)
     fingerprinter = benchmark_fingerprinter()
+    rules_scored = RULES
+    if centred:
+        sample = list(filler(data, BACKGROUND_SAMPLE, seed))
+        fingerprinter = Fingerprinter(version=fingerprinter.version, background=Background.fit(sample, fingerprinter, wide=True))
+        rules_scored = CENTRED_RULES
     stored = [fingerprinter.signature(original) for original in data["originals"]]
     copies = [(kind, copy, index) for index, kind, copy in disguised(data, seed) if kind in LIGHT]
     ranks = []
@@ -86,7 +105,7 @@ def measure(source: str, lang: str, originals: int, seed: int) -> dict[str, Any]
         ranks.append((kind, signature, reach_rank(signature, stored[index - 1]), held))
     fresh = fingerprinter.signatures_many(data["fresh_disjoint"][:FRESH])
     rules = {}
-    for name, rule in RULES.items():
+    for name, rule in rules_scored.items():
         missed, unheld = {kind: 0 for kind in LIGHT}, 0
         for kind, signature, rank, held in ranks:
             miss = rank is None or rank >= rule(signature)
@@ -100,7 +119,7 @@ def measure(source: str, lang: str, originals: int, seed: int) -> dict[str, Any]
             "fresh_probes_mean": round(statistics.fmean(rule(signature) for signature in fresh if signature)),
         }
     return {
-        "source": source, "lang": lang, "seed": seed, "copies": len(ranks),
+        "source": source, "lang": lang, "seed": seed, "centred": centred, "copies": len(ranks),
         "copy_features_p10_p50": statistics.quantiles([s.features for _, s, _, _ in ranks], n=10)[0:5:4],
         "fresh_features_p50": statistics.median(s.features for s in fresh if s),
         "rules": rules,
@@ -142,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--lang", choices=("en", "zh"), default="en")
     parser.add_argument("--source", choices=("manpages", "heldout"), default="manpages")
     parser.add_argument("--texts", type=int, default=100, help="texts timed per population")
+    parser.add_argument("--centred", action="store_true", help="also score signatures centred on a wide background fitted on each source's filler")
     args = parser.parse_args(argv)
     if args.time:
         timing = time_budgets(args.url, args.lang, args.source, int(args.seeds.split(",")[0]), args.texts)
@@ -151,16 +171,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     results = []
     for seed in (int(seed) for seed in args.seeds.split(",")):
-        for source, lang, originals in SOURCES:
-            result = measure(source, lang, originals, seed)
+        for source, lang, originals, centred in ((*spec, c) for spec in SOURCES for c in ((False, True) if args.centred else (False,))):
+            result = measure(source, lang, originals, seed, centred)
             results.append(result)
-            print(f"\n{source} {lang}, seed {seed}: {result['copies']} light copies, "
+            print(f"\n{source} {lang}, seed {seed}{', centred' if centred else ''}: {result['copies']} light copies, "
                   f"features p10/p50 {result['copy_features_p10_p50']}, fresh p50 {result['fresh_features_p50']}")  # fmt: skip
             for name, scored in result["rules"].items():
                 print(f"  {name:<22} misses {scored['misses']:>3} ({scored['misses_under_containment']} under containment)  worst recall {scored['worst_recall']:.2f}  "
                       f"fresh probes {scored['fresh_probes_mean']:>5}  {scored['misses_per_evasion']}")  # fmt: skip
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "probe-budget.json").write_text(json.dumps(results, indent=2) + "\n")
+    (RESULTS / f"probe-budget{'-centred' if args.centred else ''}.json").write_text(json.dumps(results, indent=2) + "\n")
     return 0
 
 

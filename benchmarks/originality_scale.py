@@ -1,0 +1,177 @@
+"""The originality check on tables of different sizes and bit balance, side by side in one run.
+
+    python -m benchmarks.originality_scale \\
+        --table bench_originality_1m_plain --table bench_originality_1m_bg:/work/logs/bg-manpages-22.json \\
+        --table bench_originality_10m:/work/logs/bg-manpages-22.json \\
+        --url postgresql+psycopg://postgres@127.0.0.1:5432/h_scale --texts 100
+
+Each ``--table SCHEMA[:BACKGROUND]`` names a table ``benchmarks.scale10m`` (or
+``benchmarks.originality``) built in that schema, with the wide background file it was built with
+(``--background``), if any. Every table is checked through ``simsql.find_original`` with its
+defaults, on the same texts, taking turns text by text (the first table of each turn rotates, so
+none pays alone for the pages the others leave in memory or push out):
+
+* **copies**: disguised copies of the originals (ids 1..200 of every table; every light
+  evasion, 5% substitutions and the 60% excerpt of ``benchmarks.originality``), the answer
+  checked (found, or another row or none);
+* **fresh (pool)**: articles assembled from the paragraphs the table's filler is drawn from (the
+  hard case: at 10M rows each paragraph is stored about 2,100 times);
+* **fresh (unseen)**: articles of paragraphs no table holds (any alarm is false).
+
+Reported per table and population: p50, p99, mean and checks per second one after another (the
+submission pipeline's rate, one connection), answers, plus ``similar_to`` (the 64-bit path, 3
+bits) on the copies' texts and the index stage's rows read for fresh texts (EXPLAIN ANALYZE's
+rows out of the block indexes, on ``--explain`` texts). The machine's load is recorded: compare
+ratios within a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Integer, String, Text, select, text
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+import simsql
+import simsql.fingerprint
+
+from .manpages import CorpusUnavailable
+from .originality import CORPUS_UNAVAILABLE, corpus, disguised, engine_for
+from .timing import summary
+
+
+def doc_model(background: simsql.fingerprint.Background | None) -> type:
+    """A model of ``benchmarks.originality``'s table with its own fingerprinter (one mapped class
+    per table: the binding, and so the configuration checked against the registry, is per model)."""
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Doc(simsql.WideSimHashMixin, Base):
+        __tablename__ = "bench_wide_docs"
+        __simhash_source__ = ("body",)
+        __simhash_fingerprinter__ = simsql.Fingerprinter(version=3, background=background)
+
+        id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+        kind: Mapped[str] = mapped_column(String(12))
+        body: Mapped[str] = mapped_column(Text)
+
+    return Doc
+
+
+def rows_read(session: Session, model: type, body: str) -> int:
+    """Rows the whole budget's index stage reads for ``body`` (EXPLAIN ANALYZE: rows out of the
+    block index scans, before the distance filter): what a fresh text costs the server."""
+    from simsql.queries.wide import is_centred, probe_budget, probe_groups, wide_keys_statement, wide_parameters
+
+    binding = simsql.store.binding_for(model)
+    signature = binding.fingerprinter.signature(body)  # type: ignore[union-attr]
+    groups = probe_groups(signature, probe_budget(signature, is_centred(binding)))
+    compiled = wide_keys_statement(model, 16).params(wide_parameters(signature, 96, groups)).compile(
+        dialect=session.get_bind().dialect, compile_kwargs={"literal_binds": True}
+    )
+    plan = session.execute(text(f"EXPLAIN (ANALYZE, FORMAT JSON) {compiled}")).scalar_one()
+    total = 0
+
+    def walk(node: dict[str, Any]) -> None:
+        nonlocal total
+        if node.get("Node Type") in ("Index Only Scan", "Index Scan"):
+            total += int(node.get("Actual Rows", 0)) + int(node.get("Rows Removed by Filter", 0))
+        for child in node.get("Plans", []):
+            walk(child)
+
+    walk(plan[0]["Plan"])
+    return total
+
+
+def run(url: str, tables: Sequence[tuple[str, Path | None]], texts: int, explain: int, seed: int) -> dict[str, Any]:
+    data = corpus(1_000_000, 200, 1000, 22)
+    rng = random.Random(seed)
+    copies = rng.sample(disguised(data, 22), texts)
+    populations = {
+        "copies": [body for _, _, body in copies],
+        "fresh_pool": rng.sample(data["fresh_shared"], texts),
+        "fresh_unseen": rng.sample(data["fresh_disjoint"], texts),
+    }
+    checked = []
+    for schema, background_file in tables:
+        background = simsql.fingerprint.Background.load(background_file) if background_file else None
+        engine = engine_for(url, schema=schema)
+        model = doc_model(background)
+        session = Session(engine)
+        rows = session.execute(text("SELECT reltuples::bigint FROM pg_class WHERE oid = 'bench_wide_docs'::regclass")).scalar_one()
+        checked.append({"schema": schema, "background": str(background_file) if background_file else None, "rows": rows,
+                        "model": model, "session": session, "engine": engine})  # fmt: skip
+    result: dict[str, Any] = {"load_before": list(os.getloadavg()), "texts": texts, "tables": {}}
+    times: dict[str, dict[str, list[float]]] = {t["schema"]: {p: [] for p in populations} for t in checked}
+    answers: dict[str, dict[str, dict[str, int]]] = {t["schema"]: {p: {} for p in populations} for t in checked}
+    similar: dict[str, list[float]] = {t["schema"]: [] for t in checked}
+    for warm in checked:  # compile and prepare each table's statements once before timing
+        simsql.find_original(warm["session"], warm["model"], populations["fresh_pool"][0])
+    for turn in range(texts):
+        for population, bodies in populations.items():
+            order = checked[turn % len(checked) :] + checked[: turn % len(checked)]
+            for table in order:
+                started = time.perf_counter()
+                match = simsql.find_original(table["session"], table["model"], bodies[turn])
+                times[table["schema"]][population].append(time.perf_counter() - started)
+                if population == "copies":
+                    outcome = "none" if match is None else ("found" if match.row.id == copies[turn][0] else "other")
+                else:
+                    outcome = "none" if match is None else "alarm"
+                tally = answers[table["schema"]][population]
+                tally[outcome] = tally.get(outcome, 0) + 1
+        for table in checked:
+            model = table["model"]
+            started = time.perf_counter()
+            table["session"].execute(select(model.id).where(simsql.similar_to(model, populations["copies"][turn], max_distance=3))).all()
+            similar[table["schema"]].append(time.perf_counter() - started)
+    for table in checked:
+        schema = table["schema"]
+        read = [rows_read(table["session"], table["model"], body) for body in populations["fresh_pool"][:explain]]
+        read.sort()
+        result["tables"][schema] = {
+            "rows": table["rows"], "background": table["background"],
+            "find_original": {population: summary(values) for population, values in times[schema].items()},
+            "answers": answers[schema],
+            "similar_to_3_bits": summary(similar[schema]),
+            "fresh_pool_rows_read_p50": read[len(read) // 2] if read else None,
+        }  # fmt: skip
+        table["session"].close()
+        table["engine"].dispose()
+    result["load_after"] = list(os.getloadavg())
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--table", action="append", required=True, help="SCHEMA[:BACKGROUND_FILE], repeated")
+    parser.add_argument("--url", default="postgresql+psycopg://postgres@127.0.0.1:5432/h_scale")
+    parser.add_argument("--texts", type=int, default=100, help="texts per population")
+    parser.add_argument("--explain", type=int, default=20, help="fresh texts whose index-stage rows are counted")
+    parser.add_argument("--seed", type=int, default=43)
+    parser.add_argument("--results", type=Path, help="also write the report (JSON) here")
+    args = parser.parse_args(argv)
+    tables = [(spec.split(":", 1)[0], Path(spec.split(":", 1)[1]) if ":" in spec else None) for spec in args.table]
+    try:
+        result = run(args.url, tables, args.texts, args.explain, args.seed)
+    except CorpusUnavailable as error:
+        print(f"corpus unavailable: {error}", file=sys.stderr)
+        return CORPUS_UNAVAILABLE
+    if args.results:
+        args.results.write_text(json.dumps(result, indent=2) + "\n")
+    json.dump(result, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
