@@ -20,7 +20,8 @@ none pays alone for the pages the others leave in memory or push out):
 
 Reported per table and population: p50, p99, mean and checks per second one after another (the
 submission pipeline's rate, one connection), answers, plus ``similar_to`` (the 64-bit path, 3
-bits) on the copies' texts and the index stage's rows read for fresh texts (EXPLAIN ANALYZE's
+bits, given the copies' fingerprints: the server's part, the text's fingerprint is the client's)
+and the index stage's rows read for fresh texts (EXPLAIN ANALYZE's
 rows out of the block indexes, on ``--explain`` texts). The machine's load is recorded: compare
 ratios within a run.
 """
@@ -42,6 +43,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
 import simsql.fingerprint
+import simsql.store
 
 from .manpages import CorpusUnavailable
 from .originality import CORPUS_UNAVAILABLE, corpus, disguised, engine_for
@@ -131,8 +133,9 @@ def run(url: str, tables: Sequence[tuple[str, Path | None]], texts: int, explain
                 tally[outcome] = tally.get(outcome, 0) + 1
         for table in checked:
             model = table["model"]
+            fingerprint = simsql.store.binding_for(model).fingerprinter.fingerprint(populations["copies"][turn])  # type: ignore[union-attr]
             started = time.perf_counter()
-            table["session"].execute(select(model.id).where(simsql.similar_to(model, populations["copies"][turn], max_distance=3))).all()
+            table["session"].execute(select(model.id).where(simsql.similar_to(model, fingerprint, max_distance=3))).all()
             similar[table["schema"]].append(time.perf_counter() - started)
     for table in checked:
         schema = table["schema"]
