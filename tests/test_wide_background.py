@@ -225,3 +225,44 @@ def test_a_centred_table_gets_twice_the_probes() -> None:
     assert sum(len(narrow[f"simsql_v{block}"]) for block in range(WIDE_LAYOUT.count)) == len(
         probe_values(signature, WIDE_LAYOUT, budget=probe_budget(signature))
     )
+
+
+def test_mysql_a_wide_table_fits_a_wide_background_and_is_attached_centred(mysql_engine: Engine) -> None:
+    """MySQL/MariaDB move offline (no online refingerprint): fit on the wide table (wide centres
+    by default), detach, attach wide with the background, backfill; every stored word is the
+    fingerprinter's (BIGINT UNSIGNED), and the check finds a stored text."""
+    from sqlalchemy import text
+    from sqlalchemy.orm import Session
+
+    import simsql
+    import simsql.alembic
+    from simsql.lifecycle.sampling import fit_background
+    from simsql.store.storage import join_text
+
+    from .tables import build_docs
+
+    build_docs(mysql_engine, rows=600)
+    simsql.alembic.upgrade(mysql_engine)
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"], wide=True)
+    background = fit_background(mysql_engine, "docs", fingerprinter=WIDE, sample=500)
+    assert background.wide
+    centred = Fingerprinter(version=3, background=background)
+    simsql.detach_table(mysql_engine, "docs")
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"], fingerprinter=centred, wide=True)
+    simsql.backfill(mysql_engine, "docs", workers=0)
+    with mysql_engine.connect() as connection:
+        rows = connection.execute(text("SELECT id, title, body, simhash, simhash_w1, simhash_w2, simhash_w3 FROM docs")).all()
+        Docs = simsql.reflect(connection, "docs")
+    checked = 0
+    for row in rows:
+        body = join_text([row[1], row[2]])
+        if body is None or not centred.feature_counts(body):
+            continue
+        assert tuple(int(w) for w in row[3:]) == tuple(w & (2**64 - 1) for w in centred.signature(body).words)
+        checked += 1
+    assert checked > 500
+    with Session(mysql_engine) as session:
+        body = join_text([rows[10][1], rows[10][2]])
+        assert body is not None
+        match = simsql.find_original(session, Docs, body)
+    assert match is not None and match.row.id == rows[10][0]
