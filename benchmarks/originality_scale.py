@@ -162,7 +162,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--explain", type=int, default=20, help="fresh texts whose index-stage rows are counted")
     parser.add_argument("--seed", type=int, default=43)
     parser.add_argument("--results", type=Path, help="also write the report (JSON) here")
+    parser.add_argument("--centred-scale", type=int, help="probes of a centred table, in budgets (default: simsql.queries.wide.CENTRED_BUDGET_SCALE)")
     args = parser.parse_args(argv)
+    if args.centred_scale is not None:  # a what-if: the library's own constant, set for this run
+        import simsql.queries.wide
+
+        simsql.queries.wide.CENTRED_BUDGET_SCALE = args.centred_scale
     tables = [(spec.split(":", 1)[0], Path(spec.split(":", 1)[1]) if ":" in spec else None) for spec in args.table]
     try:
         result = run(args.url, tables, args.texts, args.explain, args.seed)
