@@ -27,7 +27,7 @@ from functools import lru_cache
 from itertools import combinations
 from typing import Any
 
-from sqlalchemy import Integer, Select, and_, bindparam, func, literal, select, true, tuple_, union_all
+from sqlalchemy import Integer, Select, and_, bindparam, func, literal, or_, select, true, tuple_, union_all
 from sqlalchemy.orm import Session
 
 from .. import dialects
@@ -96,16 +96,41 @@ def check_dedupe_arguments(min_containment: object, wide_distance: object, probe
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
 
 
-def wide_pairs_statement(model: type, block: int, probe_radius: int, *, materialize: bool = False) -> Select[Any]:
+def wide_pairs_statement(model: type, block: int, probe_radius: int, *, materialize: bool = False, split: bool = False) -> Select[Any]:
     """``(a key..., b key..., distance)`` of every pair of rows (``a < b``) whose block ``block``
     values differ in at most ``probe_radius`` bits and whose 256-bit distance is at most the
     parameter ``simsql_bound``. ``materialize``: self-join the keys and words read once (a
-    ``MATERIALIZED`` CTE; :meth:`simsql.dialects.Backend.materialize_self_join`)."""
-    return _pairs_statement(wide_binding(model), block, probe_radius, materialize)
+    ``MATERIALIZED`` CTE; :meth:`simsql.dialects.Backend.materialize_self_join`). ``split``
+    (where the server hash-joins on expressions): radius 2 as one bit flipped on each side
+    (:func:`side_radii`), 21 variants a row on each side instead of 211 on one."""
+    return _pairs_statement(wide_binding(model), block, probe_radius, materialize, split)
+
+
+def side_radii(probe_radius: int, split: bool) -> tuple[int, int]:
+    """Bits flipped on the ``a`` and on the ``b`` side of the block join, together ``probe_radius``.
+
+    ``(0, r)``: ``b``'s block with each of :func:`flip_masks` ``(r)`` applied equals ``a``'s, one
+    probe of ``a``'s block (a hash, or its index) per variant of ``b``. With ``split``, radius 2
+    is ``(1, 1)``: ``a ^ ma == b ^ mb`` with ``ma``, ``mb`` of at most one bit each, so
+    ``a ^ b == ma ^ mb`` has at most two bits; each pair within two bits matches exactly one
+    ``(ma, mb)`` with ``ma < mb`` or ``ma == mb == 0`` (two bits i < j: only ``(e_i, e_j)``;
+    one bit: only ``(0, e_i)``; none: only ``(0, 0)``), so the rule and the pairs are the same.
+    42 rows a row to hash and probe instead of 211 (BENCHMARKS.md, issue 42)."""
+    return (1, 1) if split and probe_radius == 2 else (0, probe_radius)
+
+
+def xor_expression(value: Any, mask: Any) -> Any:
+    """``value XOR mask``, written so every server reads it."""
+    return value + mask - 2 * value.op("&")(mask)
+
+
+def flips_subquery(radius: int, name: str) -> Any:
+    """One row ``m`` per mask of :func:`flip_masks` ``(radius)``."""
+    return union_all(*(select(literal(mask, Integer()).label("m")) for mask in flip_masks(radius))).subquery(name)
 
 
 @lru_cache(maxsize=256)
-def _pairs_statement(binding: Binding, block: int, probe_radius: int, materialize: bool) -> Select[Any]:
+def _pairs_statement(binding: Binding, block: int, probe_radius: int, materialize: bool, split: bool) -> Select[Any]:
     source: Any = binding.table
     column = binding.wide_blocks[block].name
     if materialize:
@@ -125,17 +150,20 @@ def _pairs_statement(binding: Binding, block: int, probe_radius: int, materializ
         distance.label("distance"),
     )
     bound = bindparam("simsql_bound", type_=Integer())
-    if probe_radius == 0:
+    mine, theirs = side_radii(probe_radius, split)
+    if theirs == 0:
         condition = a.c[column] == b.c[column]
         return select(*columns).select_from(a.join(b, and_(condition, before))).where(distance <= bound)
-    flips = union_all(*(select(literal(mask, Integer()).label("m")) for mask in flip_masks(probe_radius))).subquery("flips")
-    theirs, mask = b.c[column], flips.c.m
-    flipped = theirs + mask - 2 * theirs.op("&")(mask)  # XOR, written so every server reads it
-    return (
-        select(*columns)
-        .select_from(b.join(flips, true()).join(a, and_(a.c[column] == flipped, before)))
-        .where(distance <= bound)
-    )
+    b_flips = flips_subquery(theirs, "flips")
+    if mine == 0:
+        flipped = xor_expression(b.c[column], b_flips.c.m)
+        joined = b.join(b_flips, true()).join(a, and_(a.c[column] == flipped, before))
+        return select(*columns).select_from(joined).where(distance <= bound)
+    a_flips = flips_subquery(mine, "a_flips")
+    once = or_(a_flips.c.m < b_flips.c.m, and_(a_flips.c.m == 0, b_flips.c.m == 0))  # see side_radii
+    matched = and_(xor_expression(a.c[column], a_flips.c.m) == xor_expression(b.c[column], b_flips.c.m), once, before)
+    joined = a.join(a_flips, true()).join(b.join(b_flips, true()), matched)
+    return select(*columns).select_from(joined).where(distance <= bound)
 
 
 def default_radius(session: Session, binding: Binding) -> int:
@@ -155,10 +183,11 @@ def candidate_pairs(
     backend = dialects.backend(connection)
     backend.prepare_self_join(connection)
     materialize = backend.materialize_self_join()
+    split = backend.hash_joins_expressions()
     width = len(binding.table_keys)
     found: dict[tuple[Any, Any], int] = {}
     for block in range(WIDE_LAYOUT.count):
-        statement = wide_pairs_statement(model, block, probe_radius, materialize=materialize)
+        statement = wide_pairs_statement(model, block, probe_radius, materialize=materialize, split=split)
         for row in session.execute(statement, {"simsql_bound": wide_distance}):
             found[(key_value(row[:width]), key_value(row[width : 2 * width]))] = int(row[-1])
         if progress is not None:

@@ -183,6 +183,12 @@ class PostgresBackend(Backend):
     def prepare_self_join(self, connection: Connection) -> None:
         # Each self-join hashes the whole table; give it room so it does not spill to disk.
         connection.execute(text("SET LOCAL work_mem = '256MB'"))
+        # No JIT: a self-join's expressions are a few integer operations a row pair, while JIT
+        # compiles every expression of the plan first (130 ms for a wide block join of 600 rows
+        # that ran in 37 ms; BENCHMARKS.md, issue 42). Above jit_above_cost (100,000: a few
+        # thousand rows, or a fresh table the planner has no statistics for) that was most of
+        # the time of each join.
+        connection.execute(text("SET LOCAL jit = off"))
 
     # -- the trigger: a function and a trigger named like it ----------------------------------
 
