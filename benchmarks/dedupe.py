@@ -5,6 +5,7 @@ datasketch's MinHash LSH on the same real texts and edits, and timed on a whole 
     python -m benchmarks.dedupe quality --source heldout         # Debian's manuals, never tuned on
     python -m benchmarks.dedupe quality --url mysql+pymysql://root@127.0.0.1:3306/test
     python -m benchmarks.dedupe quality --repeat 5                # times: the median of 5 rounds
+    python -m benchmarks.dedupe phases --lang zh --repeat 3       # the text mode's time, stage by stage
     python -m benchmarks.dedupe scale --schema bench_dedupe_1m --url postgresql+psycopg://postgres@127.0.0.1:5432/bench42
 
 ``quality``: per language, ``--docs`` real documents of 1,000-8,000 characters, none sharing
@@ -25,6 +26,9 @@ rate, false pairs (rows of two different documents) and wall time of
 
     python -m benchmarks.dedupe copy --from-url postgresql+psycopg://postgres@127.0.0.1:5432/bench42 \
         --from-schema bench_dedupe_200k --rows 100000 --url mysql+pymysql://root@127.0.0.1:3306/test --schema bench_dedupe_100k
+
+``phases``: where the default text mode's time goes on the quality set (the block self-joins,
+reading texts, shingling, containment), each stage timed apart (``--repeat`` rounds, medians).
 
 ``joins``: the first ``--blocks`` block self-joins of a scale table alone, one-sided against
 split radius 2 and PostgreSQL's JIT on against off, and the 64-bit rule's statement (issue 42's
@@ -182,6 +186,59 @@ def minhash_pairs(rows: Sequence[tuple[int, str, str]], lang: str) -> tuple[floa
     return time.perf_counter() - started, pairs
 
 
+def load_set(engine: Engine, source: str, lang: str, count: int, seed: int) -> tuple[list[Document], list[tuple[int, str, str]], dict[int, int]]:
+    """The quality set of ``lang`` (documents, rows, each row's document), stored afresh."""
+    docs = unrelated(documents(source, lang), count, lang, seed)
+    rows, family = planted(docs, lang, seed)
+    Base.metadata.drop_all(engine)
+    Base.metadata.create_all(engine)
+    with Session(engine) as session:
+        session.add_all([DedupeDoc(id=key, kind=kind, body=body) for key, kind, body in rows])
+        session.commit()
+    return docs, rows, family
+
+
+def phases(url: str, source: str, langs: Sequence[str], count: int, seed: int, repeat: int) -> dict[str, Any]:
+    """Where the default text mode's time goes on the quality set, each stage through the
+    module's own functions as ``wide_near_duplicates`` runs them: counting the rows (the
+    radius), the block self-joins, reading the candidates' texts, shingling each text once, the
+    containment of every candidate pair; and the whole call. Medians of ``repeat`` rounds."""
+    from simsql.queries.wide import wide_binding
+    from simsql.queries.wide_duplicates import DEDUPE_DISTANCE, candidate_pairs, default_radius, pair_containment, read_texts
+    from simsql.text.containment import shingled
+
+    engine = engine_for(url, SCHEMA)
+    report: dict[str, Any] = {"source": source, "documents": count, "server": engine.dialect.name, "repeat": repeat}
+    binding = wide_binding(DedupeDoc)
+    for lang in langs:
+        load_set(engine, source, lang, count, seed)
+        times: dict[str, list[float]] = {}
+        for _ in range(repeat):
+            with Session(engine) as session:
+                clock = [time.perf_counter()]
+
+                def lap(name: str) -> None:
+                    clock.append(time.perf_counter())
+                    times.setdefault(name, []).append(round(clock[-1] - clock[-2], 3))
+
+                radius = default_radius(session, binding)
+                lap("count rows")
+                candidates = candidate_pairs(session, DedupeDoc, DEDUPE_DISTANCE, radius, None)
+                lap("block self-joins")
+                texts = read_texts(session, binding, sorted({key for pair in candidates for key in pair}))
+                lap("read texts")
+                shingles = {key: shingled(body) for key, body in texts.items() if body is not None}
+                lap("shingle texts")
+                kept = [pair for pair in candidates if pair_containment(shingles[pair[0]], shingles[pair[1]]) >= 0.5]
+                lap("containment")
+            times.setdefault("whole call", []).append(round(timed_pairs(engine)[0], 3))
+        counts = {"radius": radius, "candidates": len(candidates), "texts": len(texts), "confirmed": len(kept)}
+        report[lang] = {**counts, **{name: {"seconds": round(statistics.median(t), 3), "rounds_s": t} for name, t in times.items()}}
+        print(json.dumps({lang: report[lang]}), file=sys.stderr)
+    engine.dispose()
+    return report
+
+
 def quality(url: str, source: str, langs: Sequence[str], count: int, seed: int, repeat: int = 1) -> dict[str, Any]:
     """Each method's pairs scored, and its time: the median of ``repeat`` rounds, each round
     running every method once in turn (so a busy machine slows them alike); every round must
@@ -189,13 +246,7 @@ def quality(url: str, source: str, langs: Sequence[str], count: int, seed: int, 
     engine = engine_for(url, SCHEMA)
     report: dict[str, Any] = {"source": source, "documents": count, "server": engine.dialect.name, "repeat": repeat}
     for lang in langs:
-        docs = unrelated(documents(source, lang), count, lang, seed)
-        rows, family = planted(docs, lang, seed)
-        Base.metadata.drop_all(engine)
-        Base.metadata.create_all(engine)
-        with Session(engine) as session:
-            session.add_all([DedupeDoc(id=key, kind=kind, body=body) for key, kind, body in rows])
-            session.commit()
+        docs, rows, family = load_set(engine, source, lang, count, seed)
         result: dict[str, Any] = {"rows": len(rows), "mean_chars": round(sum(len(d.text) for d in docs) / len(docs))}
         methods: dict[str, Callable[[], tuple[float, set[tuple[int, int]]]]] = {
             name: partial(timed_pairs, engine, **kwargs) for name, kwargs in (
@@ -327,7 +378,7 @@ def joins(url: str, schema: str, probe_radius: int, blocks: int) -> dict[str, An
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("part", choices=("quality", "scale", "copy", "joins"))
+    parser.add_argument("part", choices=("quality", "phases", "scale", "copy", "joins"))
     parser.add_argument("--blocks", type=int, default=2, help="joins: the block self-joins timed (of 8)")
     parser.add_argument("--url", default=DEFAULT_URL)
     parser.add_argument("--source", choices=("manpages", "heldout"), default="manpages")
@@ -344,6 +395,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.part == "quality":
         result = quality(args.url, args.source, args.lang.split(","), args.docs, args.seed, args.repeat)
+    elif args.part == "phases":
+        result = phases(args.url, args.source, args.lang.split(","), args.docs, args.seed, args.repeat)
     elif args.part == "joins":
         result = joins(args.url, args.schema, 2 if args.probe_radius is None else args.probe_radius, args.blocks)
     elif args.part == "copy":
