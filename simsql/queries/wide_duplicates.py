@@ -8,8 +8,8 @@ Two stages, as :func:`simsql.find_original` runs them for one text, here for eve
    block values differ in at most ``probe_radius`` bits (the block of one row equal to the
    other's with each flip of :func:`flip_masks` applied: one hash join, or one index lookup
    per row and flip; radius 2 as one bit flipped on each side where the server hash-joins on
-   expressions, :func:`side_radii`), keeps the pairs whose 256-bit distance is within ``wide_distance``, and
-   sends only those keys back. A pair within ``8 * (probe_radius + 1) - 1`` bits of each other
+   expressions, :func:`side_radii`), keeps the pairs whose 256-bit distance is within
+   ``wide_distance``, and sends only those keys back. A pair within ``8 * (probe_radius + 1) - 1`` bits of each other
    among the 160 bits the blocks cover has one block within ``probe_radius`` bits
    (pigeonhole), so it is a candidate (:func:`guaranteed_distance`).
 2. **Confirmation, by text.** The candidates' texts are read by key in batches and each pair is

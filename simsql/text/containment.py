@@ -120,8 +120,9 @@ class Runs:
     @cached_property
     def ordered(self) -> _Ordered:
         """The hashes sorted, with the positions each spans in the same order: one sort per text,
-        after which looking up another text's shingles is a merge of two sorted arrays in numpy
-        (a third of the time of a set lookup per shingle, measured in BENCHMARKS.md)."""
+        after which another text's shingles are looked up by binary search in numpy, in sorted
+        order, instead of one set lookup each in Python (BENCHMARKS.md, issue 42, "Where the
+        time went")."""
         order = np.argsort(self.hashes, kind="stable")
         return _Ordered(self.hashes[order], self.starts[order], self.ends[order])
 

@@ -184,10 +184,9 @@ class PostgresBackend(Backend):
         # Each self-join hashes the whole table; give it room so it does not spill to disk.
         connection.execute(text("SET LOCAL work_mem = '256MB'"))
         # No JIT: a self-join's expressions are a few integer operations a row pair, while JIT
-        # compiles every expression of the plan first (130 ms for a wide block join of 600 rows
-        # that ran in 37 ms; BENCHMARKS.md, issue 42). Above jit_above_cost (100,000: a few
-        # thousand rows, or a fresh table the planner has no statistics for) that was most of
-        # the time of each join.
+        # compiles every expression of the plan first; above jit_above_cost (a few thousand
+        # rows, or a fresh table without statistics) that compiling was most of each join's
+        # time, and at 50,000 rows most of the 64-bit rule's (BENCHMARKS.md, issue 42).
         connection.execute(text("SET LOCAL jit = off"))
 
     # -- the trigger: a function and a trigger named like it ----------------------------------
