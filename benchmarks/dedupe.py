@@ -4,6 +4,8 @@ datasketch's MinHash LSH on the same real texts and edits, and timed on a whole 
     python -m benchmarks.dedupe quality                          # man pages (tuned on), en and zh
     python -m benchmarks.dedupe quality --source heldout         # Debian's manuals, never tuned on
     python -m benchmarks.dedupe quality --url mysql+pymysql://root@127.0.0.1:3306/test
+    python -m benchmarks.dedupe quality --repeat 5                # times: the median of 5 rounds
+    python -m benchmarks.dedupe phases --lang zh --repeat 3       # the text mode's time, stage by stage
     python -m benchmarks.dedupe scale --schema bench_dedupe_1m --url postgresql+psycopg://postgres@127.0.0.1:5432/bench42
 
 ``quality``: per language, ``--docs`` real documents of 1,000-8,000 characters, none sharing
@@ -25,6 +27,15 @@ rate, false pairs (rows of two different documents) and wall time of
     python -m benchmarks.dedupe copy --from-url postgresql+psycopg://postgres@127.0.0.1:5432/bench42 \
         --from-schema bench_dedupe_200k --rows 100000 --url mysql+pymysql://root@127.0.0.1:3306/test --schema bench_dedupe_100k
 
+``phases``: where the default text mode's time goes on the quality set (the block self-joins,
+reading texts, shingling, containment), each stage timed apart (``--repeat`` rounds, medians).
+
+``joins``: the first ``--blocks`` block self-joins of a scale table alone, one-sided against
+split radius 2 and PostgreSQL's JIT on against off, and the 64-bit rule's statement (issue 42's
+"where the time went")::
+
+    python -m benchmarks.dedupe joins --schema bench_dedupe_50k --probe-radius 2 --blocks 2
+
 ``scale``: the table :mod:`benchmarks.scale10m` builds (real man pages and articles assembled
 from shared man-page paragraphs, PostgreSQL), plus copies of its 200 originals at 1%, 2% and 5%
 edits, deduplicated whole by text with the time of each phase (the block self-joins, the texts).
@@ -35,9 +46,11 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Engine, String, Text, create_engine, func, select, text
@@ -173,26 +186,85 @@ def minhash_pairs(rows: Sequence[tuple[int, str, str]], lang: str) -> tuple[floa
     return time.perf_counter() - started, pairs
 
 
-def quality(url: str, source: str, langs: Sequence[str], count: int, seed: int) -> dict[str, Any]:
+def load_set(engine: Engine, source: str, lang: str, count: int, seed: int) -> tuple[list[Document], list[tuple[int, str, str]], dict[int, int]]:
+    """The quality set of ``lang`` (documents, rows, each row's document), stored afresh."""
+    docs = unrelated(documents(source, lang), count, lang, seed)
+    rows, family = planted(docs, lang, seed)
+    Base.metadata.drop_all(engine)
+    Base.metadata.create_all(engine)
+    with Session(engine) as session:
+        session.add_all([DedupeDoc(id=key, kind=kind, body=body) for key, kind, body in rows])
+        session.commit()
+    return docs, rows, family
+
+
+def phases(url: str, source: str, langs: Sequence[str], count: int, seed: int, repeat: int) -> dict[str, Any]:
+    """Where the default text mode's time goes on the quality set, each stage through the
+    module's own functions as ``wide_near_duplicates`` runs them: counting the rows (the
+    radius), the block self-joins, reading the candidates' texts, shingling each text once, the
+    containment of every candidate pair; and the whole call. Medians of ``repeat`` rounds."""
+    from simsql.queries.wide import wide_binding
+    from simsql.queries.wide_duplicates import DEDUPE_DISTANCE, candidate_pairs, default_radius, pair_containment, read_texts
+    from simsql.text.containment import shingled
+
     engine = engine_for(url, SCHEMA)
-    report: dict[str, Any] = {"source": source, "documents": count, "server": engine.dialect.name}
+    report: dict[str, Any] = {"source": source, "documents": count, "server": engine.dialect.name, "repeat": repeat}
+    binding = wide_binding(DedupeDoc)
     for lang in langs:
-        docs = unrelated(documents(source, lang), count, lang, seed)
-        rows, family = planted(docs, lang, seed)
-        Base.metadata.drop_all(engine)
-        Base.metadata.create_all(engine)
-        with Session(engine) as session:
-            session.add_all([DedupeDoc(id=key, kind=kind, body=body) for key, kind, body in rows])
-            session.commit()
+        load_set(engine, source, lang, count, seed)
+        times: dict[str, list[float]] = {}
+        for _ in range(repeat):
+            with Session(engine) as session:
+                clock = [time.perf_counter()]
+
+                def lap(name: str) -> None:
+                    clock.append(time.perf_counter())
+                    times.setdefault(name, []).append(round(clock[-1] - clock[-2], 3))
+
+                radius = default_radius(session, binding)
+                lap("count rows")
+                candidates = candidate_pairs(session, DedupeDoc, DEDUPE_DISTANCE, radius, None)
+                lap("block self-joins")
+                texts = read_texts(session, binding, sorted({key for pair in candidates for key in pair}))
+                lap("read texts")
+                shingles = {key: shingled(body) for key, body in texts.items() if body is not None}
+                lap("shingle texts")
+                kept = [pair for pair in candidates if pair_containment(shingles[pair[0]], shingles[pair[1]]) >= 0.5]
+                lap("containment")
+            times.setdefault("whole call", []).append(round(timed_pairs(engine)[0], 3))
+        counts = {"radius": radius, "candidates": len(candidates), "texts": len(texts), "confirmed": len(kept)}
+        report[lang] = {**counts, **{name: {"seconds": round(statistics.median(t), 3), "rounds_s": t} for name, t in times.items()}}
+        print(json.dumps({lang: report[lang]}), file=sys.stderr)
+    engine.dispose()
+    return report
+
+
+def quality(url: str, source: str, langs: Sequence[str], count: int, seed: int, repeat: int = 1) -> dict[str, Any]:
+    """Each method's pairs scored, and its time: the median of ``repeat`` rounds, each round
+    running every method once in turn (so a busy machine slows them alike); every round must
+    give the same pairs."""
+    engine = engine_for(url, SCHEMA)
+    report: dict[str, Any] = {"source": source, "documents": count, "server": engine.dialect.name, "repeat": repeat}
+    for lang in langs:
+        docs, rows, family = load_set(engine, source, lang, count, seed)
         result: dict[str, Any] = {"rows": len(rows), "mean_chars": round(sum(len(d.text) for d in docs) / len(docs))}
-        for name, kwargs in (
-            ("simsql by text (default: radius 2 here)", {}), ("simsql by text, radius 0", {"probe_radius": 0}),
-            ("simsql by text, radius 1", {"probe_radius": 1}), ("simsql 64-bit, 3 bits", {"by_text": False}),
-        ):  # fmt: skip
-            seconds, pairs = timed_pairs(engine, **kwargs)
-            result[name] = {**score(pairs, rows, family), "seconds": round(seconds, 2)}
-        seconds, pairs = minhash_pairs(rows, lang)
-        result["datasketch MinHashLSH"] = {**score(pairs, rows, family), "seconds": round(seconds, 2)}
+        methods: dict[str, Callable[[], tuple[float, set[tuple[int, int]]]]] = {
+            name: partial(timed_pairs, engine, **kwargs) for name, kwargs in (
+                ("simsql by text (default: radius 2 here)", {}), ("simsql by text, radius 0", {"probe_radius": 0}),
+                ("simsql by text, radius 1", {"probe_radius": 1}), ("simsql 64-bit, 3 bits", {"by_text": False}),
+            )
+        }  # fmt: skip
+        methods["datasketch MinHashLSH"] = partial(minhash_pairs, rows, lang)
+        times: dict[str, list[float]] = {name: [] for name in methods}
+        answers: dict[str, set[tuple[int, int]]] = {}
+        for _ in range(repeat):
+            for name, method in methods.items():
+                seconds, pairs = method()
+                if answers.setdefault(name, pairs) != pairs:
+                    raise SystemExit(f"{name}: a different answer in a later round")
+                times[name].append(round(seconds, 3))
+        for name, pairs in answers.items():
+            result[name] = {**score(pairs, rows, family), "seconds": round(statistics.median(times[name]), 2), "rounds_s": times[name]}
         report[lang] = result
         print(json.dumps({lang: result}), file=sys.stderr)
     engine.dispose()
@@ -270,9 +342,44 @@ def copy_table(source_url: str, source_schema: str, url: str, schema: str, rows:
     return {"rows": rows, "copy_s": round(time.perf_counter() - started, 1)}
 
 
+def joins(url: str, schema: str, probe_radius: int, blocks: int) -> dict[str, Any]:
+    """The first ``blocks`` block self-joins of the scale table at ``probe_radius``, one-sided
+    (each row's 211 variants at radius 2 probing the other side) and split (one bit flipped on
+    each side), with PostgreSQL's JIT on and off; and the 64-bit rule's statement, JIT on and
+    off. Each in its own transaction, the settings ``prepare_self_join`` makes besides JIT."""
+    from simsql.queries.duplicates import near_duplicates_query
+    from simsql.queries.wide_duplicates import DEDUPE_DISTANCE, wide_pairs_statement
+
+    from .originality import Doc
+
+    engine = engine_for(url, schema)
+    report: dict[str, Any] = {"rows": None, "probe_radius": probe_radius, "blocks": blocks}
+
+    def timed(statements: list[Any], jit: str, parameters: dict[str, Any]) -> dict[str, Any]:
+        with Session(engine) as session:
+            session.execute(text("SET LOCAL work_mem = '256MB'"))
+            session.execute(text(f"SET LOCAL jit = {jit}"))
+            started = time.perf_counter()
+            rows = {tuple(row) for statement in statements for row in session.execute(statement, parameters)}
+            return {"seconds": round(time.perf_counter() - started, 2), "pairs": len(rows)}
+
+    with Session(engine) as session:
+        report["rows"] = session.scalar(select(func.count()).select_from(Doc))
+    for split in (False, True):
+        statements = [wide_pairs_statement(Doc, block, probe_radius, split=split) for block in range(blocks)]
+        for jit in ("on", "off"):
+            report[f"wide blocks, {'split' if split else 'one-sided'}, jit {jit}"] = timed(statements, jit, {"simsql_bound": DEDUPE_DISTANCE})
+            print(json.dumps(report), file=sys.stderr, flush=True)
+    for jit in ("on", "off"):
+        report[f"64-bit rule, 3 bits, jit {jit}"] = timed([near_duplicates_query(Doc, 3, engine.dialect)], jit, {})
+    engine.dispose()
+    return report
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("part", choices=("quality", "scale", "copy"))
+    parser.add_argument("part", choices=("quality", "phases", "scale", "copy", "joins"))
+    parser.add_argument("--blocks", type=int, default=2, help="joins: the block self-joins timed (of 8)")
     parser.add_argument("--url", default=DEFAULT_URL)
     parser.add_argument("--source", choices=("manpages", "heldout"), default="manpages")
     parser.add_argument("--lang", default="zh,en", help="comma-separated: zh, en")
@@ -280,13 +387,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--schema", default="bench_dedupe_1m", help="the scale10m table's schema (scale)")
     parser.add_argument("--probe-radius", type=int, default=None, help="scale: the radius of the self-joins (default: the library's)")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--repeat", type=int, default=1, help="quality: rounds timed (the median is reported)")
     parser.add_argument("--by", choices=("text", "fingerprint"), default="text", help="scale: the rule (fingerprint: 3 bits of 64)")
     parser.add_argument("--from-url", default=DEFAULT_URL, help="copy: the server holding the scale table")
     parser.add_argument("--from-schema", default="bench_dedupe_200k", help="copy: its schema")
     parser.add_argument("--rows", type=int, default=100_000, help="copy: rows to copy (and the planted copies)")
     args = parser.parse_args(argv)
     if args.part == "quality":
-        result = quality(args.url, args.source, args.lang.split(","), args.docs, args.seed)
+        result = quality(args.url, args.source, args.lang.split(","), args.docs, args.seed, args.repeat)
+    elif args.part == "phases":
+        result = phases(args.url, args.source, args.lang.split(","), args.docs, args.seed, args.repeat)
+    elif args.part == "joins":
+        result = joins(args.url, args.schema, 2 if args.probe_radius is None else args.probe_radius, args.blocks)
     elif args.part == "copy":
         result = copy_table(args.from_url, args.from_schema, args.url, args.schema, args.rows)
     else:

@@ -21,7 +21,7 @@ import simsql
 import simsql.store
 from simsql.errors import NotAttached
 from simsql.queries import ConfirmedPair, DuplicatePair
-from simsql.queries.wide_duplicates import flip_masks, guaranteed_distance, pair_containment
+from simsql.queries.wide_duplicates import flip_masks, guaranteed_distance, pair_containment, side_radii
 from simsql.schema.names import WIDE_LAYOUT
 from simsql.text.containment import shingled
 
@@ -136,6 +136,20 @@ def test_every_pair_within_the_guaranteed_distance_is_a_candidate() -> None:
             b = a ^ sum(1 << bit for bit in bits)
             blocks = [((a >> (20 * k)) ^ (b >> (20 * k))) & 0xFFFFF for k in range(WIDE_LAYOUT.count)]
             assert any(block in masks for block in blocks)
+
+
+def test_radius_two_split_over_both_sides_matches_each_pair_once() -> None:
+    """Radius 2 as one bit flipped on each side (where the server hash-joins on expressions):
+    every block difference of at most two bits is matched by exactly one pair of flips passing
+    the join's condition, and no wider difference by any (so the pairs are radius 2's, once)."""
+    assert side_radii(2, True) == (1, 1) and side_radii(2, False) == (0, 2) and side_radii(1, True) == (0, 1)
+    singles = flip_masks(1)
+    once = [(ma, mb) for ma in singles for mb in singles if ma < mb or ma == mb == 0]
+    for bits in range(4):
+        for chosen in combinations(range(WIDE_LAYOUT.width), bits):
+            difference = sum(1 << bit for bit in chosen)
+            matches = sum(1 for ma, mb in once if ma ^ mb == difference)
+            assert matches == (1 if bits <= 2 else 0), (chosen, matches)
 
 
 @pytest.mark.parametrize("mode", MODES)

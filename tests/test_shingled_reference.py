@@ -113,3 +113,43 @@ def test_shingled_and_shares_equal_the_reference_on_real_text() -> None:
     for submission, stored in [*zip(texts, shuffled), *zip(shuffled, texts[1:] + texts[:1])]:
         now = share_of_submission(_assert_same(submission), _assert_same(stored))
         assert now == share_of_submission(_reference(submission), _reference(stored))
+
+
+def _reference_covered(runs: Runs, found: frozenset[int], words: int) -> int:
+    """``Runs.covered`` before it looked shingles up in sorted arrays: a set lookup each."""
+    if found.isdisjoint(runs.listed):
+        return 0
+    hit = np.fromiter(map(found.__contains__, runs.listed), dtype=bool, count=len(runs.hashes))
+    depth = np.cumsum(np.bincount(runs.starts[hit], minlength=words + 1) - np.bincount(runs.ends[hit], minlength=words + 1))
+    return int(np.count_nonzero(depth[:words]))
+
+
+def _reference_share(submission: str, stored: str) -> float:
+    s, t = shingled(submission), shingled(stored)
+    if not s.words:
+        return 0.0
+    plain = _reference_covered(s.plain_runs, t.plain, s.words)
+    by_line = _reference_covered(s.line_runs, t.by_line, s.words)
+    return max(plain, by_line) / s.words
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=80), st.lists(st.sampled_from(PIECES), max_size=80), st.integers(0, 80))
+def test_shares_equal_the_set_lookup_on_random_texts(first: list[str], second: list[str], cut: int) -> None:
+    """Shares by sorted arrays equal shares by set lookups, word for word (overlapping texts too)."""
+    a, b = " ".join(first), " ".join(first[:cut] + second)
+    for submission, stored in ((a, b), (b, a), (a, a), (a, ""), ("", b)):
+        assert share_of_submission(submission, stored) == _reference_share(submission, stored)
+
+
+def test_shares_equal_the_set_lookup_on_real_text() -> None:
+    try:
+        texts = [doc.text for doc in english_documents(limit=20)] + [doc.text for doc in chinese_documents(limit=10)]
+    except CorpusUnavailable as exc:
+        pytest.skip(f"benchmark corpus unavailable: {exc}")
+    edited = [" ".join(w if i % 17 else "x" for i, w in enumerate(text.split(" "))) for text in texts]
+    shuffled = ["\n".join(reversed(text.split("\n"))) for text in texts]
+    pairs = [*zip(texts, edited), *zip(shuffled, texts), *zip(texts, texts[1:]), (texts[0], texts[-1])]  # the last: en, zh
+    shares = [share_of_submission(s, t) for s, t in pairs]
+    assert shares == [_reference_share(s, t) for s, t in pairs]
+    assert any(0 < share < 1 for share in shares) and any(share == 0 for share in shares)

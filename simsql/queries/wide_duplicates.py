@@ -7,8 +7,9 @@ Two stages, as :func:`simsql.find_original` runs them for one text, here for eve
    (:data:`simsql.schema.names.WIDE_LAYOUT`, 20 bits each) one self-join pairs the rows whose
    block values differ in at most ``probe_radius`` bits (the block of one row equal to the
    other's with each flip of :func:`flip_masks` applied: one hash join, or one index lookup
-   per row and flip), keeps the pairs whose 256-bit distance is within ``wide_distance``, and
-   sends only those keys back. A pair within ``8 * (probe_radius + 1) - 1`` bits of each other
+   per row and flip; radius 2 as one bit flipped on each side where the server hash-joins on
+   expressions, :func:`side_radii`), keeps the pairs whose 256-bit distance is within
+   ``wide_distance``, and sends only those keys back. A pair within ``8 * (probe_radius + 1) - 1`` bits of each other
    among the 160 bits the blocks cover has one block within ``probe_radius`` bits
    (pigeonhole), so it is a candidate (:func:`guaranteed_distance`).
 2. **Confirmation, by text.** The candidates' texts are read by key in batches and each pair is
@@ -27,7 +28,7 @@ from functools import lru_cache
 from itertools import combinations
 from typing import Any
 
-from sqlalchemy import Integer, Select, and_, bindparam, func, literal, select, true, tuple_, union_all
+from sqlalchemy import Integer, Select, and_, bindparam, func, literal, or_, select, true, tuple_, union_all
 from sqlalchemy.orm import Session
 
 from .. import dialects
@@ -50,7 +51,9 @@ deduplication on wide tables"; ``python -m benchmarks.dedupe``): Chinese copies 
 their characters replaced share a block value within 2 bits with their original in 97% of
 cases, within 1 bit in 72-76%, an equal one in 24%; English ones 99-100% within 1 bit. Radius 2
 compares about eight times the pairs of radius 1 (211 values per block and row against 21):
-200,000 rows of real text took 290 s against 38 s on PostgreSQL, a million 210 s at radius 1."""
+200,000 rows of real text took 290 s against 38 s on PostgreSQL, a million 210 s at radius 1
+(radius 2 measured one-sided; split over both sides, :func:`side_radii`, it took a third of
+that time on 50,000 rows)."""
 
 DEDUPE_DISTANCE = 64
 """Default ``wide_distance``: candidates within 64 of the 256 bits (a quarter). Copies of
@@ -63,7 +66,7 @@ tables"). The originality check's 96 (``WIDE_DISTANCE``) also reaches excerpts a
 copies, one submission at a time; pass ``wide_distance=96`` for that reach on a small table."""
 
 MAX_DEDUPE_PROBE_RADIUS = 2
-"""The widest ``probe_radius``: 211 values per block and row."""
+"""The widest ``probe_radius``: 211 values per block and row (or 21 on each side, :func:`side_radii`)."""
 
 TEXT_BATCH = 500
 """Candidate pairs confirmed per batch: their texts are read in one statement by key."""
@@ -93,16 +96,41 @@ def check_dedupe_arguments(min_containment: object, wide_distance: object, probe
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
 
 
-def wide_pairs_statement(model: type, block: int, probe_radius: int, *, materialize: bool = False) -> Select[Any]:
+def wide_pairs_statement(model: type, block: int, probe_radius: int, *, materialize: bool = False, split: bool = False) -> Select[Any]:
     """``(a key..., b key..., distance)`` of every pair of rows (``a < b``) whose block ``block``
     values differ in at most ``probe_radius`` bits and whose 256-bit distance is at most the
     parameter ``simsql_bound``. ``materialize``: self-join the keys and words read once (a
-    ``MATERIALIZED`` CTE; :meth:`simsql.dialects.Backend.materialize_self_join`)."""
-    return _pairs_statement(wide_binding(model), block, probe_radius, materialize)
+    ``MATERIALIZED`` CTE; :meth:`simsql.dialects.Backend.materialize_self_join`). ``split``
+    (where the server hash-joins on expressions): radius 2 as one bit flipped on each side
+    (:func:`side_radii`), 21 variants a row on each side instead of 211 on one."""
+    return _pairs_statement(wide_binding(model), block, probe_radius, materialize, split)
+
+
+def side_radii(probe_radius: int, split: bool) -> tuple[int, int]:
+    """Bits flipped on the ``a`` and on the ``b`` side of the block join, together ``probe_radius``.
+
+    ``(0, r)``: ``b``'s block with each of :func:`flip_masks` ``(r)`` applied equals ``a``'s, one
+    probe of ``a``'s block (a hash, or its index) per variant of ``b``. With ``split``, radius 2
+    is ``(1, 1)``: ``a ^ ma == b ^ mb`` with ``ma``, ``mb`` of at most one bit each, so
+    ``a ^ b == ma ^ mb`` has at most two bits; each pair within two bits matches exactly one
+    ``(ma, mb)`` with ``ma < mb`` or ``ma == mb == 0`` (two bits i < j: only ``(e_i, e_j)``;
+    one bit: only ``(0, e_i)``; none: only ``(0, 0)``), so the rule and the pairs are the same.
+    42 rows a row to hash and probe instead of 211 (BENCHMARKS.md, issue 42)."""
+    return (1, 1) if split and probe_radius == 2 else (0, probe_radius)
+
+
+def xor_expression(value: Any, mask: Any) -> Any:
+    """``value XOR mask``, written so every server reads it."""
+    return value + mask - 2 * value.op("&")(mask)
+
+
+def flips_subquery(radius: int, name: str) -> Any:
+    """One row ``m`` per mask of :func:`flip_masks` ``(radius)``."""
+    return union_all(*(select(literal(mask, Integer()).label("m")) for mask in flip_masks(radius))).subquery(name)
 
 
 @lru_cache(maxsize=256)
-def _pairs_statement(binding: Binding, block: int, probe_radius: int, materialize: bool) -> Select[Any]:
+def _pairs_statement(binding: Binding, block: int, probe_radius: int, materialize: bool, split: bool) -> Select[Any]:
     source: Any = binding.table
     column = binding.wide_blocks[block].name
     if materialize:
@@ -122,17 +150,20 @@ def _pairs_statement(binding: Binding, block: int, probe_radius: int, materializ
         distance.label("distance"),
     )
     bound = bindparam("simsql_bound", type_=Integer())
-    if probe_radius == 0:
+    mine, theirs = side_radii(probe_radius, split)
+    if theirs == 0:
         condition = a.c[column] == b.c[column]
         return select(*columns).select_from(a.join(b, and_(condition, before))).where(distance <= bound)
-    flips = union_all(*(select(literal(mask, Integer()).label("m")) for mask in flip_masks(probe_radius))).subquery("flips")
-    theirs, mask = b.c[column], flips.c.m
-    flipped = theirs + mask - 2 * theirs.op("&")(mask)  # XOR, written so every server reads it
-    return (
-        select(*columns)
-        .select_from(b.join(flips, true()).join(a, and_(a.c[column] == flipped, before)))
-        .where(distance <= bound)
-    )
+    b_flips = flips_subquery(theirs, "flips")
+    if mine == 0:
+        flipped = xor_expression(b.c[column], b_flips.c.m)
+        joined = b.join(b_flips, true()).join(a, and_(a.c[column] == flipped, before))
+        return select(*columns).select_from(joined).where(distance <= bound)
+    a_flips = flips_subquery(mine, "a_flips")
+    once = or_(a_flips.c.m < b_flips.c.m, and_(a_flips.c.m == 0, b_flips.c.m == 0))  # see side_radii
+    matched = and_(xor_expression(a.c[column], a_flips.c.m) == xor_expression(b.c[column], b_flips.c.m), once, before)
+    joined = a.join(a_flips, true()).join(b.join(b_flips, true()), matched)
+    return select(*columns).select_from(joined).where(distance <= bound)
 
 
 def default_radius(session: Session, binding: Binding) -> int:
@@ -152,10 +183,11 @@ def candidate_pairs(
     backend = dialects.backend(connection)
     backend.prepare_self_join(connection)
     materialize = backend.materialize_self_join()
+    split = backend.hash_joins_expressions()
     width = len(binding.table_keys)
     found: dict[tuple[Any, Any], int] = {}
     for block in range(WIDE_LAYOUT.count):
-        statement = wide_pairs_statement(model, block, probe_radius, materialize=materialize)
+        statement = wide_pairs_statement(model, block, probe_radius, materialize=materialize, split=split)
         for row in session.execute(statement, {"simsql_bound": wide_distance}):
             found[(key_value(row[:width]), key_value(row[width : 2 * width]))] = int(row[-1])
         if progress is not None:

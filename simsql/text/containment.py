@@ -100,9 +100,9 @@ def shingles(text: str, size: int = SHINGLE_WORDS) -> frozenset[int]:
 
 @dataclass(frozen=True, eq=False)
 class Runs:
-    """Shingles where they lie: the hash of each, the word positions ``[start, end)`` it spans,
-    and the set of the hashes (what another text's shingles are looked up in; built on first
-    use, since a submission's own set is never looked up)."""
+    """Shingles where they lie: the hash of each and the word positions ``[start, end)`` it
+    spans. Another text's shingles are looked up in :attr:`ordered` (built on first use, since a
+    submission's own hashes are never looked up)."""
 
     hashes: np.ndarray
     starts: np.ndarray
@@ -110,20 +110,44 @@ class Runs:
 
     @cached_property
     def listed(self) -> list[int]:
-        """The hashes as Python ints (a submission is looked up in every candidate's sets)."""
+        """The hashes as Python ints."""
         return self.hashes.tolist()  # type: ignore[no-any-return]
 
     @cached_property
     def distinct(self) -> frozenset[int]:
         return frozenset(self.listed)
 
-    def covered(self, found: frozenset[int], words: int) -> int:
-        """How many of ``words`` word positions lie in a shingle whose hash is in ``found``."""
-        if found.isdisjoint(self.listed):  # most candidates of a new text: no shingle in common
+    @cached_property
+    def ordered(self) -> _Ordered:
+        """The hashes sorted, with the positions each spans in the same order: one sort per text,
+        after which another text's shingles are looked up by binary search in numpy, in sorted
+        order, instead of one set lookup each in Python (BENCHMARKS.md, issue 42, "Where the
+        time went")."""
+        order = np.argsort(self.hashes, kind="stable")
+        return _Ordered(self.hashes[order], self.starts[order], self.ends[order])
+
+    def covered(self, found: Runs, words: int) -> int:
+        """How many of ``words`` word positions lie in a shingle of these runs whose hash is one
+        of ``found``'s."""
+        mine, theirs = self.ordered, found.ordered.hashes
+        if not len(mine.hashes) or not len(theirs):
             return 0
-        hit = np.fromiter(map(found.__contains__, self.listed), dtype=bool, count=len(self.hashes))
-        depth = np.cumsum(np.bincount(self.starts[hit], minlength=words + 1) - np.bincount(self.ends[hit], minlength=words + 1))
+        at = np.searchsorted(theirs, mine.hashes)  # sorted keys: numpy narrows each search
+        np.minimum(at, len(theirs) - 1, out=at)
+        hit = theirs[at] == mine.hashes
+        if not hit.any():  # most candidates of a new text: no shingle in common
+            return 0
+        depth = np.cumsum(np.bincount(mine.starts[hit], minlength=words + 1) - np.bincount(mine.ends[hit], minlength=words + 1))
         return int(np.count_nonzero(depth[:words]))
+
+
+@dataclass(frozen=True, eq=False)
+class _Ordered:
+    """:class:`Runs` sorted by hash (:attr:`Runs.ordered`)."""
+
+    hashes: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
 
 
 _NO_RUNS = Runs(np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp))
@@ -194,8 +218,8 @@ def share_of_submission(submission: str | Shingled, stored: str | Shingled) -> f
     t = stored if isinstance(stored, Shingled) else shingled(stored)
     if not s.words:
         return 0.0
-    plain = s.plain_runs.covered(t.plain, s.words)
-    by_line = s.line_runs.covered(t.by_line, s.words)
+    plain = s.plain_runs.covered(t.plain_runs, s.words)
+    by_line = s.line_runs.covered(t.line_runs, s.words)
     return max(plain, by_line) / s.words
 
 

@@ -188,6 +188,11 @@ class PostgresBackend(Backend):
     def prepare_self_join(self, connection: Connection) -> None:
         # Each self-join hashes the whole table; give it room so it does not spill to disk.
         connection.execute(text("SET LOCAL work_mem = '256MB'"))
+        # No JIT: a self-join's expressions are a few integer operations a row pair, while JIT
+        # compiles every expression of the plan first; above jit_above_cost (a few thousand
+        # rows, or a fresh table without statistics) that compiling was most of each join's
+        # time, and at 50,000 rows most of the 64-bit rule's (BENCHMARKS.md, issue 42).
+        connection.execute(text("SET LOCAL jit = off"))
 
     # -- the trigger: a function and a trigger named like it ----------------------------------
 
