@@ -58,6 +58,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import simsql
+import simsql.fingerprint
 import simsql.store
 
 from .corpus import Document, chinese_documents, english_documents
@@ -80,6 +81,28 @@ class DedupeDoc(simsql.WideSimHashMixin, Base):
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
     kind: Mapped[str] = mapped_column(String(12))
     body: Mapped[str] = mapped_column(Text)
+
+
+def centred_model(texts: Sequence[str]) -> type:
+    """``--centred``: a model of the same table whose signatures are centred on a wide background
+    fitted on ``texts`` (the set's own rows: what ``fit_background`` reads from a table)."""
+    base = DedupeDoc.__simhash_fingerprinter__
+    assert isinstance(base, simsql.Fingerprinter)
+    background = simsql.fingerprint.Background.fit(texts, base, wide=True)
+
+    class CentredBase(DeclarativeBase):
+        pass
+
+    class CentredDoc(simsql.WideSimHashMixin, CentredBase):
+        __tablename__ = "bench_dedupe_docs"
+        __simhash_source__ = ("body",)
+        __simhash_fingerprinter__ = simsql.Fingerprinter(version=base.version, background=background)
+
+        id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+        kind: Mapped[str] = mapped_column(String(12))
+        body: Mapped[str] = mapped_column(Text)
+
+    return CentredDoc
 
 
 def engine_for(url: str, schema: str) -> Engine:
@@ -163,10 +186,10 @@ def score(pairs: set[tuple[int, int]], rows: Sequence[tuple[int, str, str]], fam
     return {**found, "false_pairs": false, "false_rate": false / possible, "pairs": len(pairs)}
 
 
-def timed_pairs(engine: Engine, **kwargs: Any) -> tuple[float, set[tuple[int, int]]]:
+def timed_pairs(engine: Engine, model: type = DedupeDoc, **kwargs: Any) -> tuple[float, set[tuple[int, int]]]:
     with Session(engine) as session:
         started = time.perf_counter()
-        pairs = simsql.near_duplicates(session, DedupeDoc, **kwargs)
+        pairs = simsql.near_duplicates(session, model, **kwargs)
         return time.perf_counter() - started, {(p.a, p.b) for p in pairs}
 
 
@@ -186,16 +209,21 @@ def minhash_pairs(rows: Sequence[tuple[int, str, str]], lang: str) -> tuple[floa
     return time.perf_counter() - started, pairs
 
 
-def load_set(engine: Engine, source: str, lang: str, count: int, seed: int) -> tuple[list[Document], list[tuple[int, str, str]], dict[int, int]]:
-    """The quality set of ``lang`` (documents, rows, each row's document), stored afresh."""
+def load_set(
+    engine: Engine, source: str, lang: str, count: int, seed: int, centred: bool = False
+) -> tuple[list[Document], list[tuple[int, str, str]], dict[int, int], type]:
+    """The quality set of ``lang`` (documents, rows, each row's document, the model that stored
+    them: ``centred``, signatures centred on a wide background fitted on the rows), stored afresh."""
     docs = unrelated(documents(source, lang), count, lang, seed)
     rows, family = planted(docs, lang, seed)
+    model = centred_model([body for _, _, body in rows]) if centred else DedupeDoc
     Base.metadata.drop_all(engine)
-    Base.metadata.create_all(engine)
+    model.metadata.drop_all(engine)
+    model.metadata.create_all(engine)
     with Session(engine) as session:
-        session.add_all([DedupeDoc(id=key, kind=kind, body=body) for key, kind, body in rows])
+        session.add_all([model(id=key, kind=kind, body=body) for key, kind, body in rows])
         session.commit()
-    return docs, rows, family
+    return docs, rows, family, model
 
 
 def phases(url: str, source: str, langs: Sequence[str], count: int, seed: int, repeat: int) -> dict[str, Any]:
@@ -239,17 +267,17 @@ def phases(url: str, source: str, langs: Sequence[str], count: int, seed: int, r
     return report
 
 
-def quality(url: str, source: str, langs: Sequence[str], count: int, seed: int, repeat: int = 1) -> dict[str, Any]:
+def quality(url: str, source: str, langs: Sequence[str], count: int, seed: int, repeat: int = 1, centred: bool = False) -> dict[str, Any]:
     """Each method's pairs scored, and its time: the median of ``repeat`` rounds, each round
     running every method once in turn (so a busy machine slows them alike); every round must
     give the same pairs."""
     engine = engine_for(url, SCHEMA)
-    report: dict[str, Any] = {"source": source, "documents": count, "server": engine.dialect.name, "repeat": repeat}
+    report: dict[str, Any] = {"source": source, "documents": count, "server": engine.dialect.name, "repeat": repeat, "centred": centred}
     for lang in langs:
-        docs, rows, family = load_set(engine, source, lang, count, seed)
+        docs, rows, family, model = load_set(engine, source, lang, count, seed, centred)
         result: dict[str, Any] = {"rows": len(rows), "mean_chars": round(sum(len(d.text) for d in docs) / len(docs))}
         methods: dict[str, Callable[[], tuple[float, set[tuple[int, int]]]]] = {
-            name: partial(timed_pairs, engine, **kwargs) for name, kwargs in (
+            name: partial(timed_pairs, engine, model, **kwargs) for name, kwargs in (
                 ("simsql by text (default: radius 2 here)", {}), ("simsql by text, radius 0", {"probe_radius": 0}),
                 ("simsql by text, radius 1", {"probe_radius": 1}), ("simsql 64-bit, 3 bits", {"by_text": False}),
             )
@@ -388,13 +416,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--probe-radius", type=int, default=None, help="scale: the radius of the self-joins (default: the library's)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--repeat", type=int, default=1, help="quality: rounds timed (the median is reported)")
+    parser.add_argument("--centred", action="store_true", help="quality: signatures centred on a wide background fitted on the set's own rows")
     parser.add_argument("--by", choices=("text", "fingerprint"), default="text", help="scale: the rule (fingerprint: 3 bits of 64)")
     parser.add_argument("--from-url", default=DEFAULT_URL, help="copy: the server holding the scale table")
     parser.add_argument("--from-schema", default="bench_dedupe_200k", help="copy: its schema")
     parser.add_argument("--rows", type=int, default=100_000, help="copy: rows to copy (and the planted copies)")
     args = parser.parse_args(argv)
     if args.part == "quality":
-        result = quality(args.url, args.source, args.lang.split(","), args.docs, args.seed, args.repeat)
+        result = quality(args.url, args.source, args.lang.split(","), args.docs, args.seed, args.repeat, args.centred)
     elif args.part == "phases":
         result = phases(args.url, args.source, args.lang.split(","), args.docs, args.seed, args.repeat)
     elif args.part == "joins":

@@ -4,6 +4,7 @@
         --table bench_originality_1m_plain --table bench_originality_1m_bg:/work/logs/bg-manpages-22.json \\
         --table bench_originality_10m:/work/logs/bg-manpages-22.json \\
         --url postgresql+psycopg://postgres@127.0.0.1:5432/h_scale --texts 100
+    python -m benchmarks.originality_scale --table ... --dedupe 1     # whole-table dedupe of each, radius 1
 
 Each ``--table SCHEMA[:BACKGROUND]`` names a table ``benchmarks.scale10m`` (or
 ``benchmarks.originality``) built in that schema, with the wide background file it was built with
@@ -154,6 +155,23 @@ def run(url: str, tables: Sequence[tuple[str, Path | None]], texts: int, explain
     return result
 
 
+def dedupe(url: str, tables: Sequence[tuple[str, Path | None]], radius: int) -> dict[str, Any]:
+    """``--dedupe R``: ``simsql.near_duplicates`` by text at ``probe_radius=R`` over each whole
+    table, one after another: seconds and pairs (what a wide background costs the dedupe job)."""
+    result: dict[str, Any] = {"load_before": list(os.getloadavg()), "probe_radius": radius, "tables": {}}
+    for schema, background_file in tables:
+        background = simsql.fingerprint.Background.load(background_file) if background_file else None
+        engine = engine_for(url, schema=schema)
+        with Session(engine) as session:
+            started = time.perf_counter()
+            pairs = simsql.near_duplicates(session, doc_model(background), by_text=True, probe_radius=radius)
+            result["tables"][schema] = {"seconds": round(time.perf_counter() - started, 1), "pairs": len(pairs),
+                                        "background": str(background_file) if background_file else None}  # fmt: skip
+        engine.dispose()
+    result["load_after"] = list(os.getloadavg())
+    return result
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--table", action="append", required=True, help="SCHEMA[:BACKGROUND_FILE], repeated")
@@ -162,6 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--explain", type=int, default=20, help="fresh texts whose index-stage rows are counted")
     parser.add_argument("--seed", type=int, default=43)
     parser.add_argument("--results", type=Path, help="also write the report (JSON) here")
+    parser.add_argument("--dedupe", type=int, metavar="RADIUS", help="instead: deduplicate each whole table by text at this probe_radius")
     parser.add_argument("--centred-scale", type=int, help="probes of a centred table, in budgets (default: simsql.queries.wide.CENTRED_BUDGET_SCALE)")
     args = parser.parse_args(argv)
     if args.centred_scale is not None:  # a what-if: the library's own constant, set for this run
@@ -169,6 +188,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         simsql.queries.wide.CENTRED_BUDGET_SCALE = args.centred_scale
     tables = [(spec.split(":", 1)[0], Path(spec.split(":", 1)[1]) if ":" in spec else None) for spec in args.table]
+    if args.dedupe is not None:
+        result = dedupe(args.url, tables, args.dedupe)
+        if args.results:
+            args.results.write_text(json.dumps(result, indent=2) + "\n")
+        json.dump(result, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
     try:
         result = run(args.url, tables, args.texts, args.explain, args.seed)
     except CorpusUnavailable as error:

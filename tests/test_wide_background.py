@@ -143,8 +143,9 @@ def _stored_words(engine: Engine) -> dict[int, tuple[int, ...]]:
 
 
 def test_a_wide_table_fits_a_wide_background_moves_over_and_checks(engine: Engine) -> None:
-    """fit_background on a wide table centres the whole signature by default; refingerprint
-    moves the table; every stored word is the fingerprinter's; the check finds a stored text."""
+    """fit_background(wide=True) centres the whole signature (word 0 alone by default);
+    refingerprint moves the table; every stored word is the fingerprinter's; the check finds a
+    stored text."""
     from sqlalchemy import text
 
     import simsql
@@ -159,9 +160,9 @@ def test_a_wide_table_fits_a_wide_background_moves_over_and_checks(engine: Engin
     simsql.alembic.upgrade(engine)
     simsql.attach_table(engine, "docs", ["title", "body"], wide=True)
     simsql.backfill(engine, "docs", workers=0)
-    background = fit_background(engine, "docs", fingerprinter=WIDE, sample=1000)
+    background = fit_background(engine, "docs", fingerprinter=WIDE, sample=1000, wide=True)
     assert background.wide and background.fitted_for == WIDE.config_id
-    assert not fit_background(engine, "docs", fingerprinter=WIDE, sample=1000, wide=False).wide
+    assert not fit_background(engine, "docs", fingerprinter=WIDE, sample=1000).wide
     centred = Fingerprinter(version=3, background=background)
     assert refingerprint(engine, "docs", to=centred, workers=0).switched
     with engine.connect() as connection:
@@ -228,8 +229,8 @@ def test_a_centred_table_gets_twice_the_probes() -> None:
 
 
 def test_mysql_a_wide_table_fits_a_wide_background_and_is_attached_centred(mysql_engine: Engine) -> None:
-    """MySQL/MariaDB move offline (no online refingerprint): fit on the wide table (wide centres
-    by default), detach, attach wide with the background, backfill; every stored word is the
+    """MySQL/MariaDB move offline (no online refingerprint): fit on the wide table (wide=True),
+    detach, attach wide with the background, backfill; every stored word is the
     fingerprinter's (BIGINT UNSIGNED), and the check finds a stored text."""
     from sqlalchemy import text
     from sqlalchemy.orm import Session
@@ -244,7 +245,7 @@ def test_mysql_a_wide_table_fits_a_wide_background_and_is_attached_centred(mysql
     build_docs(mysql_engine, rows=600)
     simsql.alembic.upgrade(mysql_engine)
     simsql.attach_table(mysql_engine, "docs", ["title", "body"], wide=True)
-    background = fit_background(mysql_engine, "docs", fingerprinter=WIDE, sample=500)
+    background = fit_background(mysql_engine, "docs", fingerprinter=WIDE, sample=500, wide=True)
     assert background.wide
     centred = Fingerprinter(version=3, background=background)
     simsql.detach_table(mysql_engine, "docs")
@@ -266,3 +267,27 @@ def test_mysql_a_wide_table_fits_a_wide_background_and_is_attached_centred(mysql
         assert body is not None
         match = simsql.find_original(session, Docs, body)
     assert match is not None and match.row.id == rows[10][0]
+
+
+def test_cli_wide_background_is_asked_for(engine: Engine, url: str, tmp_path: Path) -> None:
+    """`simsql refingerprint --fit-background F` centres word 0 alone (as before);
+    `--wide-background` centres the whole signature, and the table moves to that configuration."""
+    import simsql
+    import simsql.alembic
+
+    from .command_line import cli, ok
+    from .tables import build_docs, config_id
+
+    build_docs(engine)
+    simsql.alembic.upgrade(engine)
+    simsql.attach_table(engine, "docs", ["title", "body"], wide=True)
+    simsql.backfill(engine, "docs", workers=0)
+    narrow, wide = tmp_path / "narrow.json", tmp_path / "wide.json"
+    ok(cli("refingerprint", "--table", "docs", "--fit-background", str(narrow), "--sample", "800", "--workers", "0", "--no-progress", url=url))
+    assert not Background.load(narrow).wide
+    moved = ok(cli("refingerprint", "--table", "docs", "--fit-background", str(wide), "--wide-background", "--sample", "800",
+                   "--workers", "0", "--no-progress", url=url))  # fmt: skip
+    assert f"saved to {wide}" in moved.stdout
+    background = Background.load(wide)
+    assert background.wide
+    assert config_id(engine, "docs") == Fingerprinter(version=3, background=background).config_id

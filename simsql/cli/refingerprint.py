@@ -38,7 +38,9 @@ def _fit_and_save_background(engine: Engine, args: argparse.Namespace, to: simsq
     """Fit on a random sample of the table, save before moving anything (a rerun resumes with
     ``--background FILE``), and say how the application uses it."""
     try:
-        background = simsql.lifecycle.sampling.fit_background(engine, args.table, fingerprinter=to, schema=args.schema, sample=args.sample)
+        background = simsql.lifecycle.sampling.fit_background(
+            engine, args.table, fingerprinter=to, schema=args.schema, sample=args.sample, wide=args.wide_background
+        )
     except ValueError as error:
         raise CommandError(str(error)) from None
     try:
@@ -154,6 +156,11 @@ def add_refingerprint(commands: Any, common: argparse.ArgumentParser) -> None:
     refingerprint.add_argument(
         "--sample", type=positive_int, default=simsql.lifecycle.sampling.DEFAULT_SAMPLE,
         help=f"texts read by --fit-background (default: {simsql.lifecycle.sampling.DEFAULT_SAMPLE})",
+    )
+    refingerprint.add_argument(
+        "--wide-background", action="store_true",
+        help="with --fit-background: centre the whole 256-bit wide signature, not only the 64-bit fingerprint "
+        "(a faster originality check on a large table; whole-table dedupe then reaches fewer edited copies: docs/originality.md)",
     )
     refingerprint.add_argument(
         "--abandon", action="store_true", help="remove an unfinished refingerprint instead (the table keeps its configuration)",

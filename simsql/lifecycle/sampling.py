@@ -14,17 +14,12 @@ from sqlalchemy import Connection, Engine, func, select
 
 from ..store.storage import binding_for, join_text
 from ..text.background import Background
-from ..text.fingerprint import DEFAULT, WIDE_VERSION, Fingerprinter
+from ..text.fingerprint import DEFAULT, Fingerprinter
 from .catalog import reflect
 
 DEFAULT_SAMPLE = 5000
 """Texts read to fit a background: centres are medians, already stable to about 1/70 of their
 spread at this size, while reading stays a few seconds on any table."""
-
-
-def table_is_wide(connection: Connection, table: str, schema: str | None = None) -> bool:
-    """Whether the attached ``table`` stores the wide signature (raises NotAttached if unknown)."""
-    return bool(binding_for(reflect(connection, table, schema)).words)
 
 
 def sample_texts(connection: Connection, table: str, *, schema: str | None = None, sample: int = DEFAULT_SAMPLE) -> list[str]:
@@ -50,20 +45,17 @@ def fit_background(
     fingerprinter: Fingerprinter | None = None,
     schema: str | None = None,
     sample: int = DEFAULT_SAMPLE,
-    wide: bool | None = None,
+    wide: bool = False,
 ) -> Background:
     """A :class:`Background` for ``fingerprinter`` (today's default if omitted), fitted on a
     random sample of ``table``'s text. Use it as ``Fingerprinter(background=...)`` and move the
     table over with :func:`simsql.refingerprint`.
 
-    ``wide``: centre the whole 256-bit signature (:meth:`Background.fit`); None, the default,
-    does so when the table has the wide signature or ``fingerprinter`` makes one (version 3), where the block indexes the originality check
-    probes are cut mostly from words 1-3 (BENCHMARKS.md, "A wide background": on man pages it
-    took the rows a fresh text's probes read from 548 to 58 of 50,000).
-
-    Raises :class:`~simsql.text.errors.NotAttached` for a table simsql does not know, and
-    ``ValueError`` when the table holds too little text to fit one (see
-    :data:`simsql.text.background.MIN_DOCUMENTS`).
+    ``wide=True``: centre the whole 256-bit wide signature (:meth:`Background.fit`), for a table
+    with the wide signature whose originality check must stay cheap as it grows: its block
+    indexes are cut mostly from words 1-3, whose leaning bits crowd the buckets a fresh text's
+    probes read. Off by default, because balanced words 1-3 make whole-table deduplication reach
+    fewer edited copies at the same ``probe_radius`` (BENCHMARKS.md, "A wide background").
     """
     base = fingerprinter if fingerprinter is not None else DEFAULT
     if not isinstance(base, Fingerprinter):
@@ -71,10 +63,8 @@ def fit_background(
     if isinstance(bind, Engine):
         with bind.connect() as connection:
             texts = sample_texts(connection, table, schema=schema, sample=sample)
-            wide = base.version == WIDE_VERSION or table_is_wide(connection, table, schema) if wide is None else wide
     else:
         texts = sample_texts(bind, table, schema=schema, sample=sample)
-        wide = base.version == WIDE_VERSION or table_is_wide(bind, table, schema) if wide is None else wide
     try:
         return Background.fit(texts, base, wide=wide)
     except ValueError as error:
