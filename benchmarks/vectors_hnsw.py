@@ -26,11 +26,16 @@ Ground truth: numpy's exact cosine top-10.
     python -m benchmarks.vectors_hnsw --rows 200000 --queries 200
 
 Without ``--url``: the embedded PostgreSQL. Tables dropped after; JSON on stdout.
+``--before PACKAGE``: an older simsql importable under another name (a ``git archive`` of a
+commit's ``simsql/`` with the package renamed, BENCHMARKS.md gives the command), whose
+``most_similar_vectors`` runs beside the current one in the same shuffled run, on the same table
+and index. ``--stories 0`` leaves part 2 out.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import statistics
@@ -111,9 +116,47 @@ def load(engine: Engine, model: type, vectors: np.ndarray) -> dict[str, float]:
     return {"copy_seconds": round(copied, 1), "hnsw_build_seconds": round(built, 1)}
 
 
-def top10_systems(engine: Engine, held: list[Any]) -> dict[str, Callable[[np.ndarray], list[int]]]:
+def api_systems(api: Any, model: Any, engine: Engine, raw: Any, ef: int, held: list[Any], label: str = "") -> dict[str, Callable[[np.ndarray], list[int]]]:
+    """``api.most_similar_vectors`` (simsql, or an older one under another name) on ``model``:
+    whole rows in one long transaction with ``ef_search=ef``, a transaction per query, the
+    connection's setting (``raw``'s), and keys only (``load_only``)."""
+    session, fresh, keys_only, on_raw = Session(engine), Session(engine), Session(bind=raw), Session(bind=raw)
+    held += [session, fresh, keys_only, on_raw]
+
+    def committed(q: np.ndarray) -> list[int]:
+        found = [m.row.id for m in api.most_similar_vectors(fresh, select(model), q, limit=TOP, ef_search=ef)]
+        fresh.commit()
+        return found
+
+    name = f"{label}simsql most_similar_vectors"
+    return {
+        f"{name} ef_search={ef}": lambda q: [m.row.id for m in api.most_similar_vectors(session, select(model), q, limit=TOP, ef_search=ef)],
+        f"{name} ef_search={ef}, a transaction per query": committed,
+        f"{name} load_only(id), server's ef_search={ef}": lambda q: [
+            m.row.id for m in api.most_similar_vectors(keys_only, select(model).options(load_only(model.id)), q, limit=TOP)
+        ],
+        f"{name}, server's ef_search={ef}": lambda q: [m.row.id for m in api.most_similar_vectors(on_raw, select(model), q, limit=TOP)],
+    }
+
+
+def before_model(api: Any) -> Any:
+    """``MeaningDoc``'s table mapped on an older simsql's mixin (its own registry and events)."""
+
+    class Before(DeclarativeBase):
+        pass
+
+    return type("MeaningDocBefore", (api.SimHashMixin, Before), {
+        "__tablename__": MeaningDoc.__tablename__, "__simhash_source__": "embedding",
+        "__simhash_fingerprinter__": api.VectorFingerprinter(DIMENSIONS),
+        "__annotations__": {"id": Mapped[int], "embedding": Mapped[Any]},
+        "id": mapped_column(Integer, primary_key=True, autoincrement=False), "embedding": mapped_column(Vector(DIMENSIONS)),
+    })  # fmt: skip
+
+
+def top10_systems(engine: Engine, held: list[Any], before: Any = None) -> dict[str, Callable[[np.ndarray], list[int]]]:
     """Each system by name; the connections and sessions it holds are appended to ``held``."""
     found: dict[str, Callable[[np.ndarray], list[int]]] = {}
+    old = None if before is None else before_model(before)
     table = MeaningDoc.__tablename__
     for ef in EF_SEARCH:
         raw = engine.connect()
@@ -124,27 +167,10 @@ def top10_systems(engine: Engine, held: list[Any]) -> dict[str, Callable[[np.nda
         found[f"pgvector-python ORM ef_search={ef}"] = lambda q, s=orm: [
             row.id for row in s.scalars(select(MeaningDoc).order_by(MeaningDoc.embedding.cosine_distance(q)).limit(TOP))
         ]
-        session = Session(engine)
-        found[f"simsql most_similar_vectors ef_search={ef}"] = lambda q, s=session, ef=ef: [
-            m.row.id for m in simsql.most_similar_vectors(s, select(MeaningDoc), q, limit=TOP, ef_search=ef)
-        ]
-        fresh = Session(engine)
-
-        def committed(q: np.ndarray, s: Session = fresh, ef: int = ef) -> list[int]:
-            found = [m.row.id for m in simsql.most_similar_vectors(s, select(MeaningDoc), q, limit=TOP, ef_search=ef)]
-            s.commit()
-            return found
-
-        found[f"simsql most_similar_vectors ef_search={ef}, a transaction per query"] = committed
-        keys_only = Session(bind=raw)
-        found[f"simsql most_similar_vectors load_only(id), server's ef_search={ef}"] = lambda q, s=keys_only: [
-            m.row.id for m in simsql.most_similar_vectors(s, select(MeaningDoc).options(load_only(MeaningDoc.id)), q, limit=TOP)
-        ]
-        on_raw = Session(bind=raw)
-        found[f"simsql most_similar_vectors, server's ef_search={ef}"] = lambda q, s=on_raw: [
-            m.row.id for m in simsql.most_similar_vectors(s, select(MeaningDoc), q, limit=TOP)
-        ]
-        held += [raw, orm, session, fresh, keys_only, on_raw]
+        found |= api_systems(simsql, MeaningDoc, engine, raw, ef, held)
+        if before is not None:
+            found |= api_systems(before, old, engine, raw, ef, held, "before: ")
+        held += [raw, orm]
     return found
 
 
@@ -195,7 +221,7 @@ def ratios(figures: dict[str, dict[str, float]]) -> dict[str, float]:
     for ef in EF_SEARCH:
         raw = figures[f"raw pgvector ef_search={ef}"]["p50_ms"]
         for name, f in figures.items():
-            if (name.endswith(f"={ef}") or f"={ef}," in name) and not name.startswith("raw"):
+            if (name.endswith(f"={ef}") or f"={ef}," in name) and not name.startswith("raw pgvector"):
                 found[f"{name} / raw"] = round(f["p50_ms"] / raw, 2)
     return found
 
@@ -281,6 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--stories", type=int, default=20_000, help="distinct stories of part 2 (before copies)")
     parser.add_argument("--url", default=None)
+    parser.add_argument("--before", default=None, help="an older simsql's package name, run beside this one")
     args = parser.parse_args(argv)
     queries, vectors, real = embeddings(args.rows, args.queries)
     url = args.url or os.environ.get("DATABASE_URL")
@@ -302,7 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             report["server"] = connection.exec_driver_sql("SHOW server_version").scalar()
         truth = [set((np.argpartition(-(vectors @ q), TOP)[:TOP] + 1).tolist()) for q in queries]
         report["load_average_before"] = [round(x, 2) for x in os.getloadavg()]
-        top10 = measure(top10_systems(engine, held), queries, truth)
+        before = None if args.before is None else importlib.import_module(args.before)
+        top10 = measure(top10_systems(engine, held, before), queries, truth)
         report["top10"] = top10 | measure(exact_systems(engine, held), queries[:50], truth[:50])
         report["p50_ratios"] = ratios(top10)
         report["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
@@ -310,7 +338,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for thing in held:  # open transactions would hold the next concurrent index build back
             thing.close()
         held.clear()
-        report["related"] = related_figures(engine, vectors[:real], queries, args.stories, ef=100)
+        if args.stories:
+            report["related"] = related_figures(engine, vectors[:real], queries, args.stories, ef=100)
     finally:
         for thing in held:
             thing.close()

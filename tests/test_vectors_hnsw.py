@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import JSON, Double, Engine, Integer, LargeBinary, select, text
+from sqlalchemy import JSON, Double, Engine, Integer, LargeBinary, event, select, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, load_only, mapped_column
@@ -266,3 +266,43 @@ def test_the_refusals_say_what_to_do_without_a_server() -> None:
         'DROP INDEX IF EXISTS "s"."ix"',
         'CREATE INDEX IF NOT EXISTS "ix" ON "s"."t" USING hnsw (("v") "ext".vector_cosine_ops) WITH (m = 16, ef_construction = 64)',
     ]
+
+
+def test_a_ranked_query_is_one_statement_and_binds_pgvector_s_float32_text(pg: Engine) -> None:
+    """The round trips docs/vectors.md counts, seen by a statement listener on the server: one
+    statement a query, and one more (``set_config(..., true)``, ``SET LOCAL``) the first time a
+    transaction asks for an ``ef_search`` or another value. The target is bound once, as
+    pgvector's text form of the float32 values it stores (each in the 9 digits that restore it)."""
+    vectors = _vectors(40, seed=6)
+    _raw_load(pg, Note.__tablename__, vectors, "vector")
+    add_vector_index(pg, Note)
+    query = np.random.default_rng(9).normal(size=DIMENSIONS) * 1e3  # values with 17 significant digits
+    sent: list[tuple[str, Any]] = []
+
+    def listen(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
+        sent.append((statement, parameters))
+
+    def statements(**kwargs: Any) -> list[str]:
+        sent.clear()
+        found = simsql.most_similar_vectors(session, select(Note), query, limit=5, **kwargs)
+        assert [m.row.id for m in found] == _truth(vectors, query, 5)
+        return ["set_config" if "set_config" in s else "select" for s, _ in sent]
+
+    event.listen(pg, "before_cursor_execute", listen)
+    try:
+        with Session(pg) as session:
+            statements()  # the table's facts are read once per engine, then kept
+            assert statements() == ["select"]
+            assert statements(ef_search=64) == ["set_config", "select"]
+            assert statements(ef_search=64) == ["select"]
+            assert statements(ef_search=80) == ["set_config", "select"]
+            assert statements() == ["select"]
+            bound = [value for value in sent[-1][1].values() if isinstance(value, str) and value.startswith("[")]
+            session.commit()
+            assert statements(ef_search=80) == ["set_config", "select"]
+    finally:
+        event.remove(pg, "before_cursor_execute", listen)
+    assert len(bound) == 1
+    values = bound[0][1:-1].split(",")
+    assert np.array_equal(np.array(values, dtype=np.float32), query.astype(np.float32))
+    assert max(len(v.lstrip("-").replace(".", "").split("e")[0].lstrip("0")) for v in values) <= 9

@@ -56,6 +56,10 @@ class HnswSettings:
             raise ValueError(f"ef_construction must be at least 2 * m ({2 * self.m}), got {self.ef_construction}")
 
 
+QUERY_VECTOR = "simsql_query_vector"
+"""The name of the parameter :meth:`VectorIndexSQL.distance` binds the target vector to: the
+expression is built once, the vector passed with each execution (``{QUERY_VECTOR: vector}``)."""
+
 ONLY_POSTGRESQL = "pgvector runs on PostgreSQL only, and this server is not PostgreSQL (MySQL/MariaDB)"
 
 
@@ -80,8 +84,9 @@ class VectorIndexSQL:
         """The expression the HNSW index holds for ``column``."""
         raise UnsupportedDatabase(ONLY_POSTGRESQL)
 
-    def distance(self, facts: VectorIndexFacts, indexed: ColumnElement[Any], query: list[float], dimensions: int) -> ColumnElement[float]:
-        """pgvector's cosine distance of ``indexed`` to ``query`` (``<=>``), which the index orders by."""
+    def distance(self, facts: VectorIndexFacts, indexed: ColumnElement[Any], dimensions: int) -> ColumnElement[float]:
+        """pgvector's cosine distance of ``indexed`` to the vector bound as :data:`QUERY_VECTOR`
+        (``<=>``), which the index orders by."""
         raise UnsupportedDatabase(ONLY_POSTGRESQL)
 
     def set_ef_search(self, connection: Connection, ef_search: int) -> None:
@@ -91,4 +96,4 @@ class VectorIndexSQL:
 
 NO_PGVECTOR = VectorIndexSQL()
 
-__all__ = ["NO_PGVECTOR", "Extension", "HnswSettings", "VectorIndexFacts", "VectorIndexSQL"]
+__all__ = ["NO_PGVECTOR", "QUERY_VECTOR", "Extension", "HnswSettings", "VectorIndexFacts", "VectorIndexSQL"]

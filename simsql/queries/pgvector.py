@@ -19,9 +19,10 @@ import numpy as np
 from sqlalchemy import Select, inspect
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import ColumnElement
 
 from ..dialects import backend
-from ..dialects.vector_index import VectorIndexFacts
+from ..dialects.vector_index import QUERY_VECTOR, VectorIndexFacts
 from ..store.awaiting import connection_of
 from ..store.registry import current_schema
 from ..store.storage import Binding
@@ -38,6 +39,7 @@ EXACT_MARGIN = 10
 float32, so two rows a rounding apart may trade places at the cut)."""
 
 _FACTS: weakref.WeakKeyDictionary[Engine, dict[tuple[str | None, str], tuple[float, VectorIndexFacts]]] = weakref.WeakKeyDictionary()
+_DISTANCES: weakref.WeakKeyDictionary[Binding, dict[tuple[str, VectorIndexFacts], ColumnElement[float]]] = weakref.WeakKeyDictionary()
 
 
 def vector_index_facts(connection: Connection, binding: Binding, *, fresh: bool = False) -> VectorIndexFacts:
@@ -78,7 +80,7 @@ def pgvector_ranked(
     fingerprinter = binding.fingerprinter
     assert isinstance(fingerprinter, VectorFingerprinter)
     vector_column = getattr(binding.model, binding.source[0])
-    distance = server.distance(facts, server.indexed(facts, vector_column, fingerprinter.dimensions), query.tolist(), fingerprinter.dimensions)
+    distance = _distance(binding, server, facts, vector_column, fingerprinter.dimensions)
     ranked = stmt.add_columns(distance.label("simsql_cosine_distance")).where(vector_column.is_not(None)).order_by(None)
     leave_out = exclusion(binding, skipped)
     if leave_out is not None:
@@ -89,13 +91,24 @@ def pgvector_ranked(
         ranked = ranked.order_by(distance).limit(limit)
         if ef_search is not None:
             _set_ef_search(connection, server, ef_search)
-    found = [(row[0], 1.0 - float(row[-1])) for row in session.execute(ranked).all()]
+    found = [(row[0], 1.0 - float(row[-1])) for row in session.execute(ranked, {QUERY_VECTOR: query}).all()]
     if exact and found:
         cosines = cosines_of(binding, [getattr(row, binding.source[0]) for row, _ in found], query)
         found = sorted(((row, float(c)) for (row, _), c in zip(found, cosines)), key=lambda pair: (-pair[1], binding.key_of(pair[0])))
     stored = [_stored_signature(binding, row) for row, _ in found[:limit]]
     target = fingerprinter.fingerprint(query) if any(s is not None for s in stored) else 0  # not signed when unused
     return [(row, cosine, None if s is None else hamming(target, s)) for (row, cosine), s in zip(found, stored)]
+
+
+def _distance(binding: Binding, server: Any, facts: VectorIndexFacts, vector_column: Any, dimensions: int) -> ColumnElement[float]:
+    """pgvector's ``<=>`` of ``binding``'s indexed vector to the target (bound per execution as
+    :data:`~simsql.dialects.vector_index.QUERY_VECTOR`), built once per table, server and facts:
+    a query then only adds it to the caller's statement."""
+    kept = _DISTANCES.setdefault(binding, {})
+    found = kept.get((server.name, facts))
+    if found is None:
+        found = kept[(server.name, facts)] = server.distance(facts, server.indexed(facts, vector_column, dimensions), dimensions)
+    return found
 
 
 def _set_ef_search(connection: Connection, server: Any, ef_search: int) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import numpy as np
 from sqlalchemy import bindparam, cast, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import ColumnElement
@@ -19,7 +20,7 @@ from sqlalchemy.types import Float, UserDefinedType
 
 from ...text.errors import SchemaError, UnsupportedDatabase
 from ..ddl_plan import DDLPlan, Step
-from ..vector_index import HnswSettings, VectorIndexFacts, VectorIndexSQL
+from ..vector_index import QUERY_VECTOR, HnswSettings, VectorIndexFacts, VectorIndexSQL
 from .ddl import qualified, quote
 
 CASTABLE = ("real[]", "double precision[]", "numeric[]", "integer[]", "vector")
@@ -34,9 +35,18 @@ FACTS_SQL = text(
 )
 
 
+def vector_text(values: Any) -> str:
+    """pgvector's text form ``[x1,x2,...]`` of a sequence of numbers: each the float32 pgvector
+    stores, in the 9 significant digits that restore that float32 exactly. Half the characters of
+    a float64's repr, and formatted in half the time: the server parses the same values."""
+    with np.errstate(over="ignore"):  # beyond float32: "inf", which pgvector refuses by name
+        single = np.asarray(values, dtype=np.float32)
+    return "[" + ",".join(["%.9g" % x for x in single.tolist()]) + "]"
+
+
 class PgVectorType(UserDefinedType[Any]):
-    """pgvector's ``vector(d)``, qualified with the extension's schema; binds a list of floats as
-    pgvector's text form ``[x1, x2, ...]``."""
+    """pgvector's ``vector(d)``, qualified with the extension's schema; binds a sequence of
+    numbers (a list, a numpy array) as pgvector's float32 text form (:func:`vector_text`)."""
 
     cache_ok = True
 
@@ -48,8 +58,8 @@ class PgVectorType(UserDefinedType[Any]):
         return f"{quote(self.schema)}.vector({self.dimensions})"
 
     def bind_processor(self, dialect: Any) -> Any:
-        def process(value: Any) -> Any:  # str() of a list of floats: repr of each, in C ("[1.0, 2.5]")
-            return None if value is None else str([float(x) for x in value] if not isinstance(value, list) else value)
+        def process(value: Any) -> Any:
+            return None if value is None else vector_text(value)
 
         return process
 
@@ -95,11 +105,11 @@ class PostgresVectorIndex(VectorIndexSQL):
             return column
         return cast(column, PgVectorType(facts.extension_schema, dimensions))
 
-    def distance(self, facts: VectorIndexFacts, indexed: ColumnElement[Any], query: list[float], dimensions: int) -> ColumnElement[float]:
+    def distance(self, facts: VectorIndexFacts, indexed: ColumnElement[Any], dimensions: int) -> ColumnElement[float]:
         assert facts.extension_schema is not None
         kind = PgVectorType(facts.extension_schema, dimensions)
         operator = f"OPERATOR({quote(facts.extension_schema)}.<=>)"
-        return indexed.op(operator, return_type=Float())(cast(bindparam("simsql_query_vector", query, type_=kind), kind))
+        return indexed.op(operator, return_type=Float())(cast(bindparam(QUERY_VECTOR, type_=kind), kind))
 
     def set_ef_search(self, connection: Connection, ef_search: int) -> None:
         connection.execute(text("SELECT set_config('hnsw.ef_search', :value, true)"), {"value": str(int(ef_search))})
@@ -133,4 +143,4 @@ class PostgresVectorIndex(VectorIndexSQL):
 
 POSTGRES_VECTOR_INDEX = PostgresVectorIndex()
 
-__all__ = ["CASTABLE", "POSTGRES_VECTOR_INDEX", "PgVectorType", "PostgresVectorIndex"]
+__all__ = ["CASTABLE", "POSTGRES_VECTOR_INDEX", "PgVectorType", "PostgresVectorIndex", "vector_text"]
