@@ -63,6 +63,7 @@ import simsql.store
 
 from .corpus import Document, chinese_documents, english_documents
 from .edits import substitute_words
+from .originality import doc_model
 
 RATES = (0.01, 0.02, 0.05)
 MIN_CHARS, MAX_CHARS = 1000, 8000
@@ -88,21 +89,7 @@ def centred_model(texts: Sequence[str]) -> type:
     fitted on ``texts`` (the set's own rows: what ``fit_background`` reads from a table)."""
     base = DedupeDoc.__simhash_fingerprinter__
     assert isinstance(base, simsql.Fingerprinter)
-    background = simsql.fingerprint.Background.fit(texts, base, wide=True)
-
-    class CentredBase(DeclarativeBase):
-        pass
-
-    class CentredDoc(simsql.WideSimHashMixin, CentredBase):
-        __tablename__ = "bench_dedupe_docs"
-        __simhash_source__ = ("body",)
-        __simhash_fingerprinter__ = simsql.Fingerprinter(version=base.version, background=background)
-
-        id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
-        kind: Mapped[str] = mapped_column(String(12))
-        body: Mapped[str] = mapped_column(Text)
-
-    return CentredDoc
+    return doc_model(simsql.fingerprint.Background.fit(texts, base, wide=True), DedupeDoc.__tablename__)
 
 
 def engine_for(url: str, schema: str) -> Engine:
@@ -232,7 +219,13 @@ def phases(url: str, source: str, langs: Sequence[str], count: int, seed: int, r
     radius), the block self-joins, reading the candidates' texts, shingling each text once, the
     containment of every candidate pair; and the whole call. Medians of ``repeat`` rounds."""
     from simsql.queries.wide import wide_binding
-    from simsql.queries.wide_duplicates import DEDUPE_DISTANCE, candidate_pairs, default_radius, pair_containment, read_texts
+    from simsql.queries.wide_duplicates import (
+        DEDUPE_DISTANCE,
+        candidate_pairs,
+        default_radius,
+        pair_containment,
+        read_texts,
+    )
     from simsql.text.containment import shingled
 
     engine = engine_for(url, SCHEMA)

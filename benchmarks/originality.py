@@ -146,6 +146,30 @@ def disguise(kind: str, body: str, rng: random.Random, donors: Sequence[str]) ->
     return evade(kind, body, rng, donors)
 
 
+def doc_model(background: simsql.fingerprint.Background | None, tablename: str = "bench_wide_docs") -> type:
+    """A model of a table shaped as :class:`Doc` (``tablename``: another benchmark's table of the
+    same columns) whose signatures are centred on ``background`` (None: the default wide
+    configuration). One mapped class per call: the binding, and so the configuration checked
+    against the registry, is per model."""
+
+    base = Doc.__simhash_fingerprinter__
+    assert isinstance(base, simsql.Fingerprinter)
+
+    class OwnBase(DeclarativeBase):
+        pass
+
+    class CentredDoc(simsql.WideSimHashMixin, OwnBase):
+        __tablename__ = tablename
+        __simhash_source__ = ("body",)
+        __simhash_fingerprinter__ = simsql.Fingerprinter(version=base.version, background=background)
+
+        id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+        kind: Mapped[str] = mapped_column(String(12))
+        body: Mapped[str] = mapped_column(Text)
+
+    return CentredDoc
+
+
 def engine_for(url: str, lang: str = "en", source: str = "manpages", schema: str | None = None) -> Engine:
     """An engine on the benchmark's own schema (PostgreSQL) or database (MySQL/MariaDB:
     ``<the URL's database>_bench_originality``), one per language and source unless ``schema``

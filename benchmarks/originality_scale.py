@@ -39,41 +39,28 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Integer, String, Text, select, text
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session
 
 import simsql
 import simsql.fingerprint
 import simsql.store
 
 from .manpages import CorpusUnavailable
-from .originality import CORPUS_UNAVAILABLE, corpus, disguised, engine_for
+from .originality import CORPUS_UNAVAILABLE, corpus, disguised, doc_model, engine_for
 from .timing import summary
-
-
-def doc_model(background: simsql.fingerprint.Background | None) -> type:
-    """A model of ``benchmarks.originality``'s table with its own fingerprinter (one mapped class
-    per table: the binding, and so the configuration checked against the registry, is per model)."""
-
-    class Base(DeclarativeBase):
-        pass
-
-    class Doc(simsql.WideSimHashMixin, Base):
-        __tablename__ = "bench_wide_docs"
-        __simhash_source__ = ("body",)
-        __simhash_fingerprinter__ = simsql.Fingerprinter(version=3, background=background)
-
-        id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
-        kind: Mapped[str] = mapped_column(String(12))
-        body: Mapped[str] = mapped_column(Text)
-
-    return Doc
 
 
 def rows_read(session: Session, model: type, body: str) -> int:
     """Rows the whole budget's index stage reads for ``body`` (EXPLAIN ANALYZE: rows out of the
     block index scans, before the distance filter): what a fresh text costs the server."""
-    from simsql.queries.wide import is_centred, probe_budget, probe_groups, wide_keys_statement, wide_parameters
+    from simsql.queries.wide import (
+        is_centred,
+        probe_budget,
+        probe_groups,
+        wide_keys_statement,
+        wide_parameters,
+    )
 
     binding = simsql.store.binding_for(model)
     signature = binding.fingerprinter.signature(body)  # type: ignore[union-attr]
