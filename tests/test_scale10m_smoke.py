@@ -61,3 +61,30 @@ def test_scale10m_builds_the_originality_table(database_url: str, schema: str, a
     finally:
         with admin_engine.begin() as connection:
             connection.execute(text(f'DROP SCHEMA IF EXISTS "{made}" CASCADE'))
+
+
+def test_scale10m_centred_signatures_from_cached_counts_are_exact(tmp_path: Path) -> None:
+    """--background: the table's signatures centred on a wide background (fitted on the filler
+    and saved when the file is missing), made from cached paragraph counts, equal
+    signatures_many of the centred configuration, bit for bit (no database: --rows 0)."""
+    from benchmarks import heldout
+
+    try:
+        heldout.files("en")
+    except heldout.CorpusUnavailable as exc:
+        pytest.skip(str(exc))
+    from benchmarks.originality import CORPUS_UNAVAILABLE
+    from simsql.fingerprint import Background
+
+    background, report = tmp_path / "background.json", tmp_path / "validate.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.scale10m", "--source", "heldout", "--rows", "0", "--validate", "200",
+         "--background", str(background), "--results", str(report)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    if result.returncode == CORPUS_UNAVAILABLE:
+        pytest.skip(result.stderr.strip().splitlines()[-1])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert Background.load(background).wide
+    validated = json.loads(report.read_text())["validation"]
+    assert validated["identical"] == validated["articles"] == 200 and validated["hamming_max"] == 0
