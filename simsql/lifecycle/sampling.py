@@ -56,6 +56,10 @@ def fit_background(
     indexes are cut mostly from words 1-3, whose leaning bits crowd the buckets a fresh text's
     probes read. Off by default, because balanced words 1-3 make whole-table deduplication reach
     fewer edited copies at the same ``probe_radius`` (BENCHMARKS.md, "A wide background").
+
+    Raises :class:`~simsql.text.errors.NotAttached` for a table simsql does not know, and
+    ``ValueError`` when the table holds too little text to fit one (see
+    :data:`simsql.text.background.MIN_DOCUMENTS`).
     """
     base = fingerprinter if fingerprinter is not None else DEFAULT
     if not isinstance(base, Fingerprinter):
