@@ -175,15 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         simsql.queries.wide.CENTRED_BUDGET_SCALE = args.centred_scale
     tables = [(spec.split(":", 1)[0], Path(spec.split(":", 1)[1]) if ":" in spec else None) for spec in args.table]
-    if args.dedupe is not None:
-        result = dedupe(args.url, tables, args.dedupe)
-        if args.results:
-            args.results.write_text(json.dumps(result, indent=2) + "\n")
-        json.dump(result, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
     try:
-        result = run(args.url, tables, args.texts, args.explain, args.seed)
+        result = dedupe(args.url, tables, args.dedupe) if args.dedupe is not None else run(args.url, tables, args.texts, args.explain, args.seed)
     except CorpusUnavailable as error:
         print(f"corpus unavailable: {error}", file=sys.stderr)
         return CORPUS_UNAVAILABLE

@@ -36,6 +36,7 @@ from typing import Any, Protocol
 import numpy as np
 import xxhash
 
+from .signature import WIDE_WORDS
 from .tokenize import require_text
 
 CENTRE_SCALE = 4096
@@ -78,7 +79,7 @@ def set_default_measure(fingerprinter: LeanMeasure) -> None:
 
 _FORMAT = "simsql-background"
 _BITS = 64
-WIDE_CENTRES = 192
+WIDE_CENTRES = (WIDE_WORDS - 1) * 64
 """Centres per script of a wide background: bits 64-255 of the wide signature (words 1-3)."""
 
 
@@ -212,7 +213,7 @@ class Background:
         shares: list[np.ndarray] = []  # per document: the Latin and Han shares of its weight
         batch: list[str] = []
 
-        words = 4 if wide else 1
+        words = WIDE_WORDS if wide else 1
 
         def flush() -> None:
             signed, weight = base.script_sums(batch, words)
