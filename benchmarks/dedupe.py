@@ -15,8 +15,9 @@ document; English: words replaced by words of the same document; :func:`benchmar
 stored in a ``WideSimHashMixin`` table. Measured: planted pairs (original, variant) found per
 rate, false pairs (rows of two different documents) and wall time of
 
-* ``near_duplicates(session, Doc)``: by text, the default (``probe_radius`` 2 on a table this
-  small), and radius 0 and 1 (the default above 200,000 rows);
+* ``near_duplicates(session, Doc)``: by text, the default (on a table this small radius 3 and
+  96 bits, :data:`simsql.queries.wide_duplicates.DEDUPE_REACH`), and the larger tables'
+  defaults (radius 2 and 1, within 64 bits) on the same rows;
 * ``near_duplicates(session, Doc, by_text=False)``: the 64-bit fingerprint within 3 bits;
 * datasketch's ``MinHashLSH`` (128 permutations, threshold 0.5; Chinese character 3-grams,
   English word 5-grams): its candidate pairs, in memory, MinHash signatures included.
@@ -219,13 +220,7 @@ def phases(url: str, source: str, langs: Sequence[str], count: int, seed: int, r
     radius), the block self-joins, reading the candidates' texts, shingling each text once, the
     containment of every candidate pair; and the whole call. Medians of ``repeat`` rounds."""
     from simsql.queries.wide import wide_binding
-    from simsql.queries.wide_duplicates import (
-        DEDUPE_DISTANCE,
-        candidate_pairs,
-        default_radius,
-        pair_containment,
-        read_texts,
-    )
+    from simsql.queries.wide_duplicates import candidate_pairs, default_reach, pair_containment, read_texts
     from simsql.text.containment import shingled
 
     engine = engine_for(url, SCHEMA)
@@ -242,9 +237,10 @@ def phases(url: str, source: str, langs: Sequence[str], count: int, seed: int, r
                     clock.append(time.perf_counter())
                     times.setdefault(name, []).append(round(clock[-1] - clock[-2], 3))
 
-                radius = default_radius(session, binding)
+                reach = default_reach(session, binding)
+                radius = reach.probe_radius
                 lap("count rows")
-                candidates = candidate_pairs(session, DedupeDoc, DEDUPE_DISTANCE, radius, None)
+                candidates = candidate_pairs(session, DedupeDoc, reach.wide_distance, radius, None)
                 lap("block self-joins")
                 texts = read_texts(session, binding, sorted({key for pair in candidates for key in pair}))
                 lap("read texts")
@@ -271,8 +267,10 @@ def quality(url: str, source: str, langs: Sequence[str], count: int, seed: int, 
         result: dict[str, Any] = {"rows": len(rows), "mean_chars": round(sum(len(d.text) for d in docs) / len(docs))}
         methods: dict[str, Callable[[], tuple[float, set[tuple[int, int]]]]] = {
             name: partial(timed_pairs, engine, model, **kwargs) for name, kwargs in (
-                ("simsql by text (default: radius 2 here)", {}), ("simsql by text, radius 0", {"probe_radius": 0}),
-                ("simsql by text, radius 1", {"probe_radius": 1}), ("simsql 64-bit, 3 bits", {"by_text": False}),
+                ("simsql by text (default: radius 3, 96 bits here)", {}),
+                ("simsql by text, radius 2, 64 bits (200,000 rows)", {"probe_radius": 2, "wide_distance": 64}),
+                ("simsql by text, radius 1, 64 bits (larger tables)", {"probe_radius": 1, "wide_distance": 64}),
+                ("simsql 64-bit, 3 bits", {"by_text": False}),
             )
         }  # fmt: skip
         methods["datasketch MinHashLSH"] = partial(minhash_pairs, rows, lang)
@@ -363,13 +361,13 @@ def copy_table(source_url: str, source_schema: str, url: str, schema: str, rows:
     return {"rows": rows, "copy_s": round(time.perf_counter() - started, 1)}
 
 
-def joins(url: str, schema: str, probe_radius: int, blocks: int) -> dict[str, Any]:
+def joins(url: str, schema: str, probe_radius: int, blocks: int, wide_distance: int = 64) -> dict[str, Any]:
     """The first ``blocks`` block self-joins of the scale table at ``probe_radius``, one-sided
     (each row's 211 variants at radius 2 probing the other side) and split (one bit flipped on
     each side), with PostgreSQL's JIT on and off; and the 64-bit rule's statement, JIT on and
     off. Each in its own transaction, the settings ``prepare_self_join`` makes besides JIT."""
     from simsql.queries.duplicates import near_duplicates_query
-    from simsql.queries.wide_duplicates import DEDUPE_DISTANCE, wide_pairs_statement
+    from simsql.queries.wide_duplicates import wide_pairs_statement
 
     from .originality import Doc
 
@@ -389,7 +387,7 @@ def joins(url: str, schema: str, probe_radius: int, blocks: int) -> dict[str, An
     for split in (False, True):
         statements = [wide_pairs_statement(Doc, block, probe_radius, split=split) for block in range(blocks)]
         for jit in ("on", "off"):
-            report[f"wide blocks, {'split' if split else 'one-sided'}, jit {jit}"] = timed(statements, jit, {"simsql_bound": DEDUPE_DISTANCE})
+            report[f"wide blocks, {'split' if split else 'one-sided'}, jit {jit}"] = timed(statements, jit, {"simsql_bound": wide_distance})
             print(json.dumps(report), file=sys.stderr, flush=True)
     for jit in ("on", "off"):
         report[f"64-bit rule, 3 bits, jit {jit}"] = timed([near_duplicates_query(Doc, 3, engine.dialect)], jit, {})

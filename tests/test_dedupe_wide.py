@@ -21,7 +21,7 @@ import simsql
 import simsql.store
 from simsql.errors import NotAttached
 from simsql.queries import ConfirmedPair, DuplicatePair
-from simsql.queries.wide_duplicates import flip_masks, guaranteed_distance, pair_containment, side_radii
+from simsql.queries.wide_duplicates import DEDUPE_REACH, DedupeReach, flip_masks, guaranteed_distance, pair_containment, reach_for, side_radii, split_flips
 from simsql.schema.names import WIDE_LAYOUT
 from simsql.text.containment import shingled
 
@@ -105,14 +105,14 @@ def _load(engine: Engine, model: type) -> dict[int, str]:
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("radius", [0, 1, 2])
-def test_pairs_are_exactly_the_stated_rule(wide_tables: Engine, mode: str, radius: int) -> None:
+@pytest.mark.parametrize("radius,bound", [(0, 64), (1, 64), (2, 64), (3, 96), (3, 64)])
+def test_pairs_are_exactly_the_stated_rule(wide_tables: Engine, mode: str, radius: int, bound: int) -> None:
     model = WIDE_MODELS[mode]
     texts = _load(wide_tables, model)
     binding = simsql.store.binding_for(model)
-    expected = _brute_force(binding, texts, radius, 64, 0.5)
+    expected = _brute_force(binding, texts, radius, bound, 0.5)
     with Session(wide_tables) as session:
-        pairs = simsql.near_duplicates(session, model, probe_radius=radius)
+        pairs = simsql.near_duplicates(session, model, probe_radius=radius, wide_distance=bound)
     assert all(isinstance(pair, ConfirmedPair) and isinstance(pair, DuplicatePair) for pair in pairs)
     a, b, distance = pairs[0]  # read as the 64-bit rule's pairs are
     assert (a, b, distance) == pairs[0] and pickle.loads(pickle.dumps(pairs[0])).containment == pairs[0].containment
@@ -127,7 +127,7 @@ def test_pairs_are_exactly_the_stated_rule(wide_tables: Engine, mode: str, radiu
 def test_every_pair_within_the_guaranteed_distance_is_a_candidate() -> None:
     """Pigeonhole: 8 blocks within ``radius`` bits each cover ``8 * (radius + 1) - 1`` differing bits."""
     rng = random.Random(3)
-    for radius in (0, 1, 2):
+    for radius in (0, 1, 2, 3):
         masks = set(flip_masks(radius))
         assert len(masks) == sum(len(list(combinations(range(WIDE_LAYOUT.width), r))) for r in range(radius + 1))
         for _ in range(200):
@@ -138,18 +138,25 @@ def test_every_pair_within_the_guaranteed_distance_is_a_candidate() -> None:
             assert any(block in masks for block in blocks)
 
 
-def test_radius_two_split_over_both_sides_matches_each_pair_once() -> None:
-    """Radius 2 as one bit flipped on each side (where the server hash-joins on expressions):
-    every block difference of at most two bits is matched by exactly one pair of flips passing
-    the join's condition, and no wider difference by any (so the pairs are radius 2's, once)."""
+@pytest.mark.parametrize("radius", [2, 3])
+def test_a_split_radius_matches_each_pair_once(any_engine: Engine, radius: int) -> None:
+    """Radius 2 as one bit flipped on each side, radius 3 as one on ``a``'s side and two on
+    ``b``'s (where the server hash-joins on expressions): every block difference of at most
+    ``radius`` bits is matched by exactly one pair of flips passing the join's condition (the
+    statement's own flips and condition, run by the server), and no wider difference by any (so
+    the pairs are the radius's, once)."""
+    from sqlalchemy import select
+
     assert side_radii(2, True) == (1, 1) and side_radii(2, False) == (0, 2) and side_radii(1, True) == (0, 1)
-    singles = flip_masks(1)
-    once = [(ma, mb) for ma in singles for mb in singles if ma < mb or ma == mb == 0]
-    for bits in range(4):
+    assert side_radii(3, True) == (1, 2) and side_radii(3, False) == (0, 3)
+    a_flips, b_flips, once = split_flips(*side_radii(radius, True))
+    with any_engine.connect() as connection:
+        matched = connection.execute(select(a_flips.c.m, b_flips.c.m).select_from(a_flips.join(b_flips, once))).all()
+    for bits in range(radius + 2):
         for chosen in combinations(range(WIDE_LAYOUT.width), bits):
             difference = sum(1 << bit for bit in chosen)
-            matches = sum(1 for ma, mb in once if ma ^ mb == difference)
-            assert matches == (1 if bits <= 2 else 0), (chosen, matches)
+            matches = sum(1 for ma, mb in matched if ma ^ mb == difference)
+            assert matches == (1 if bits <= radius else 0), (chosen, matches)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -188,7 +195,7 @@ def test_bad_arguments_are_refused_by_name(wide_tables: Engine) -> None:
     with Session(wide_tables) as session:
         for kwargs, word in (
             ({"min_containment": 0}, "min_containment"), ({"min_containment": 1.5}, "min_containment"),
-            ({"probe_radius": 3}, "probe_radius"), ({"wide_distance": 257}, "wide_distance"),
+            ({"probe_radius": 4}, "probe_radius"), ({"wide_distance": 257}, "wide_distance"),
             ({"max_distance": 2}, "max_distance"),
         ):  # fmt: skip
             with pytest.raises(ValueError, match=word):
@@ -231,22 +238,36 @@ def test_dupes_command_deduplicates_a_wide_table_by_text(wide_tables: Engine, an
     table = ok(cli("dupes", "--table", "wide_articles", "--probe-radius", "0", "--min-containment", "0.9", url=any_url))
     assert "confirmed by text" in table.stderr
     assert cli("dupes", "--table", "wide_articles", "--min-containment", "0", url=any_url).returncode == 2
-    assert cli("dupes", "--table", "wide_articles", "--probe-radius", "3", url=any_url).returncode == 2
+    assert cli("dupes", "--table", "wide_articles", "--probe-radius", "4", url=any_url).returncode == 2
     failed(cli("dupes", "--table", "articles", "--min-containment", "0.9", url=any_url), 2, "min_containment")
 
 
-def test_the_default_radius_follows_the_size_of_the_table(wide_tables: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
-    """None: radius 2 up to WIDE_RADIUS_ROWS rows with a signature, 1 above (counted, so reproducible)."""
+def test_the_default_reach_follows_the_size_of_the_table(wide_tables: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """None: the radius and the 256-bit bound of the first tier of DEDUPE_REACH holding the
+    table's rows with a signature (counted, so reproducible): on a small table radius 3 and the
+    originality check's 96 bits; each argument given overrides its own half only."""
     import simsql.queries.wide_duplicates as wide_duplicates
+    from simsql.queries.wide import WIDE_DISTANCE
 
+    assert [(t.probe_radius, t.wide_distance) for t in DEDUPE_REACH] == [(3, WIDE_DISTANCE), (2, 64), (1, 64)]
+    assert reach_for(0) == reach_for(DEDUPE_REACH[0].max_rows) == DEDUPE_REACH[0]
+    assert reach_for(DEDUPE_REACH[0].max_rows + 1) == DEDUPE_REACH[1] and reach_for(10**9) == DEDUPE_REACH[-1]
     model = WIDE_MODELS["columns"]
     _load(wide_tables, model)
+    rows = len(_rows())
     with Session(wide_tables) as session:
-        answers = {radius: simsql.near_duplicates(session, model, probe_radius=radius) for radius in (1, 2)}
-        assert answers[1] != answers[2]
-        assert simsql.near_duplicates(session, model) == answers[2]
-        monkeypatch.setattr(wide_duplicates, "WIDE_RADIUS_ROWS", len(_rows()) - 1)
-        assert simsql.near_duplicates(session, model) == answers[1]
+        answers = {
+            (radius, bound): simsql.near_duplicates(session, model, probe_radius=radius, wide_distance=bound)
+            for radius, bound in ((1, 64), (3, 96), (3, 64), (1, 96))
+        }
+        assert answers[(1, 64)] != answers[(3, 96)]
+        assert simsql.near_duplicates(session, model) == answers[(3, 96)]
+        assert simsql.near_duplicates(session, model, wide_distance=64) == answers[(3, 64)]
+        tiers = (DedupeReach(rows - 1, 3, 96), DedupeReach(None, 1, 64))
+        monkeypatch.setattr(wide_duplicates, "DEDUPE_REACH", tiers)
+        assert simsql.near_duplicates(session, model) == answers[(1, 64)]
+        assert simsql.near_duplicates(session, model, wide_distance=96) == answers[(1, 96)]
+        assert simsql.near_duplicates(session, model, probe_radius=3) == answers[(3, 64)]
 
 
 @pytest.mark.harness

@@ -20,6 +20,7 @@ import simsql
 import simsql.lifecycle.apply
 import simsql.store.storage
 
+from ..queries.wide_duplicates import DEDUPE_REACH, MAX_DEDUPE_PROBE_RADIUS
 from ..text.errors import EmptyDocument
 from .common import EXIT_OK, CommandError, UsageError, open_engine
 from .options import distance_up_to, format_option, positive_int, table_options
@@ -118,6 +119,14 @@ def cmd_similar(args: argparse.Namespace) -> int:
     headers = [*columns, "distance", "similarity"] if columns else ["key", "distance", "similarity", "preview"]
     write_records(args.format, headers, records, sys.stdout)
     return EXIT_OK
+
+
+def _reach_by_size(setting: str) -> str:
+    """``setting`` of each tier of ``DEDUPE_REACH``, for the help: "3 up to 20,000 rows, ..., else 1"."""
+    return ", ".join(
+        f"{getattr(tier, setting)} up to {tier.max_rows:,} rows" if tier.max_rows is not None else f"else {getattr(tier, setting)}"
+        for tier in DEDUPE_REACH
+    )
 
 
 def _dupes_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -220,8 +229,11 @@ def add_dupes(commands: Any, common: argparse.ArgumentParser) -> None:
         help="text: wide signature and text; fingerprint: the 64-bit rule (default: text on a wide table)",
     )  # fmt: skip
     dupes.add_argument("--min-containment", type=share, default=None, help="share of a text's words in shingles of the other (by text; default 0.5)")
-    dupes.add_argument("--wide-distance", type=distance_up_to(256), default=None, help="bits of the 256-bit signature (by text; default 64)")
-    dupes.add_argument("--probe-radius", type=distance_up_to(2), default=None, help="bits a block may differ in (by text; 0..2; default: 2 up to 200,000 rows, else 1)")
+    dupes.add_argument("--wide-distance", type=distance_up_to(256), default=None, help=f"bits of the 256-bit signature (by text; default: {_reach_by_size('wide_distance')})")
+    dupes.add_argument(
+        "--probe-radius", type=distance_up_to(MAX_DEDUPE_PROBE_RADIUS), default=None,
+        help=f"bits a block may differ in (by text; 0..{MAX_DEDUPE_PROBE_RADIUS}; default: {_reach_by_size('probe_radius')})",
+    )  # fmt: skip
     dupes.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar on stderr")
     format_option(dupes, ("table", "json", "csv"))
     dupes.set_defaults(handler=cmd_dupes, parser=dupes)

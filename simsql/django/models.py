@@ -32,7 +32,6 @@ import simsql
 from ..lifecycle.lists import ListsResult, drop_lists, fit_lists, place_lists
 from ..queries import DEFAULT_PROBE_RADIUS
 from ..queries.targets import MAX_LIMIT, check_limit
-from ..queries.wide_duplicates import DEDUPE_DISTANCE
 from ..schema.names import Names
 from ..store import registry
 from ..store.progress import Progress
@@ -211,7 +210,7 @@ class SimHashQuerySet(models.QuerySet):
 
     def near_duplicates(
         self, max_distance: int = 3, *, by_text: bool | None = None, min_containment: float = MIN_CONTAINMENT,
-        wide_distance: int = DEDUPE_DISTANCE, probe_radius: int | None = None, progress: Progress | None = None,
+        wide_distance: int | None = None, probe_radius: int | None = None, progress: Progress | None = None,
     ) -> list[simsql.DuplicatePair]:  # fmt: skip
         """:func:`simsql.near_duplicates` on the model's table, with its arguments: pairs of
         primary keys (on a wide table, confirmed by text)."""
@@ -223,7 +222,7 @@ class SimHashQuerySet(models.QuerySet):
 
     def duplicate_groups(
         self, max_distance: int = 3, *, by_text: bool | None = None, min_containment: float = MIN_CONTAINMENT,
-        wide_distance: int = DEDUPE_DISTANCE, probe_radius: int | None = None, progress: Progress | None = None,
+        wide_distance: int | None = None, probe_radius: int | None = None, progress: Progress | None = None,
     ) -> list[list[Any]]:  # fmt: skip
         """:func:`simsql.duplicate_groups` on the model's table, with its arguments: groups of primary keys."""
         with connection.session(self._whole_table("duplicate_groups")) as session:

@@ -27,7 +27,7 @@ from ..text.fingerprint import Fingerprinter
 from .pairs import DuplicatePair, groups_of
 from .targets import MAX_EXACT_BLOCK_DISTANCE, check_distance, key_value
 from .wide import wide_binding
-from .wide_duplicates import DEDUPE_DISTANCE, wide_near_duplicates
+from .wide_duplicates import wide_near_duplicates
 
 
 def pair_masks() -> list[int]:
@@ -106,7 +106,7 @@ def near_duplicates_query(model: type, max_distance: int = 3, dialect: Any = Non
 
 def near_duplicates(
     session: Session, model: type, max_distance: int = 3, *, by_text: bool | None = None,
-    min_containment: float = MIN_CONTAINMENT, wide_distance: int = DEDUPE_DISTANCE,
+    min_containment: float = MIN_CONTAINMENT, wide_distance: int | None = None,
     probe_radius: int | None = None, progress: Progress | None = None,
 ) -> list[DuplicatePair]:  # fmt: skip
     """Every pair of near-duplicate rows, ordered by keys: the crawler deduplication job, done
@@ -122,9 +122,10 @@ def near_duplicates(
     what :func:`simsql.find_original` finds, as :class:`ConfirmedPair` (a ``DuplicatePair`` of the
     256-bit distance, with its ``containment``). Candidates are the pairs whose wide block values differ in at most
     ``probe_radius`` bits in one of the 8 blocks (every pair within ``8 * (probe_radius + 1) - 1``
-    of the 160 bits they cover is one; None: 2 on a table of at most
-    :data:`~simsql.queries.wide_duplicates.WIDE_RADIUS_ROWS` rows, else 1) and lie within
-    ``wide_distance`` of the 256 bits; each is kept when at least ``min_containment`` of one
+    of the 160 bits they cover is one) and lie within ``wide_distance`` of the 256 bits; None
+    takes each from the table's size (:data:`~simsql.queries.wide_duplicates.DEDUPE_REACH`: radius
+    3 and 96 bits up to 20,000 rows, radius 2 and 64 bits up to 200,000, radius 1 and 64 bits
+    above). Each candidate is kept when at least ``min_containment`` of one
     text's words lie in word 5-shingles of the other
     (:mod:`simsql.queries.wide_duplicates`). ``max_distance`` counts 64-bit fingerprint bits
     and is refused there unless left at 3. ``progress(phase, done, total)`` is called after each
@@ -165,11 +166,11 @@ def _by_text(model: type, by_text: bool | None) -> bool:
     return wide_text if by_text is None else by_text
 
 
-def _check_fingerprint_mode(min_containment: float, wide_distance: int, probe_radius: int | None) -> None:
+def _check_fingerprint_mode(min_containment: float, wide_distance: int | None, probe_radius: int | None) -> None:
     """Refuse the text mode's settings where the 64-bit rule answers (they would be ignored)."""
     given = [
         name for name, value, default in (
-            ("min_containment", min_containment, MIN_CONTAINMENT), ("wide_distance", wide_distance, DEDUPE_DISTANCE),
+            ("min_containment", min_containment, MIN_CONTAINMENT), ("wide_distance", wide_distance, None),
             ("probe_radius", probe_radius, None),
         ) if value != default
     ]  # fmt: skip
@@ -190,7 +191,7 @@ def _prepare(binding: Binding, connection: Connection) -> Any:
 
 def duplicate_groups(
     session: Session, model: type, max_distance: int = 3, *, by_text: bool | None = None,
-    min_containment: float = MIN_CONTAINMENT, wide_distance: int = DEDUPE_DISTANCE,
+    min_containment: float = MIN_CONTAINMENT, wide_distance: int | None = None,
     probe_radius: int | None = None, progress: Progress | None = None,
 ) -> list[list[Any]]:  # fmt: skip
     """Connected clusters of near-duplicates (transitively linked) of :func:`near_duplicates`

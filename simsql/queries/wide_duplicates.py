@@ -6,9 +6,10 @@ Two stages, as :func:`simsql.find_original` runs them for one text, here for eve
 1. **Candidates, in the database.** For each of the wide signature's 8 block columns
    (:data:`simsql.schema.names.WIDE_LAYOUT`, 20 bits each) one self-join pairs the rows whose
    block values differ in at most ``probe_radius`` bits (the block of one row equal to the
-   other's with each flip of :func:`flip_masks` applied: one hash join, or one index lookup
-   per row and flip; radius 2 as one bit flipped on each side where the server hash-joins on
-   expressions, :func:`side_radii`), keeps the pairs whose 256-bit distance is within
+   other's with each flip of :func:`flip_masks` applied; radius 1 as one hash join, or one index
+   lookup per row and flip; radius 2 and 3 as one bit flipped on ``a``'s side and the rest on
+   ``b``'s, each side's variants computed once and joined on their values, :func:`side_radii`),
+   keeps the pairs whose 256-bit distance is within
    ``wide_distance``, and sends only those keys back. A pair within ``8 * (probe_radius + 1) - 1`` bits of each other
    among the 160 bits the blocks cover has one block within ``probe_radius`` bits
    (pigeonhole), so it is a candidate (:func:`guaranteed_distance`).
@@ -24,6 +25,7 @@ order of rows or batches (tests/test_dedupe_wide.py checks it against brute forc
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
 from typing import Any
@@ -42,31 +44,56 @@ from ..text.fingerprint import Fingerprinter
 from ..text.signature import WIDE_BITS
 from .pairs import ConfirmedPair
 from .targets import key_value
-from .wide import wide_binding
+from .wide import WIDE_DISTANCE, wide_binding
 
-WIDE_RADIUS_ROWS = 200_000
-"""``probe_radius=None`` (the default) joins within 2 bits on a table of at most this many rows
-with a signature, within 1 bit on a larger one. Measured (BENCHMARKS.md, "Whole-table
-deduplication on wide tables"; ``python -m benchmarks.dedupe``): Chinese copies with 5% of
-their characters replaced share a block value within 2 bits with their original in 97% of
-cases, within 1 bit in 72-76%, an equal one in 24%; English ones 99-100% within 1 bit. Radius 2
-compares about eight times the pairs of radius 1 (211 values per block and row against 21):
-200,000 rows of real text took 290 s against 38 s on PostgreSQL, a million 210 s at radius 1
-(radius 2 measured one-sided; split over both sides, :func:`side_radii`, it took a third of
-that time on 50,000 rows)."""
 
-DEDUPE_DISTANCE = 64
-"""Default ``wide_distance``: candidates within 64 of the 256 bits (a quarter). Copies of
-Chinese man pages with 5% of their characters replaced lie within 63 bits of their original (38
-at the median), English ones with 5% of their words replaced within 23. Rows that share a
-paragraph or two without being copies crowd the 64-96 bits: on a million articles assembled from
-shared man-page paragraphs, one block self-join finds 700 pairs within 64 bits and 1.1 million
-within 96, each a pair of texts to read (BENCHMARKS.md, "Whole-table deduplication on wide
-tables"). The originality check's 96 (``WIDE_DISTANCE``) also reaches excerpts and padded
-copies, one submission at a time; pass ``wide_distance=96`` for that reach on a small table."""
+@dataclass(frozen=True)
+class DedupeReach:
+    """How far whole-table deduplication looks on a table of at most ``max_rows`` rows with a
+    signature (None: any size): candidates within ``probe_radius`` bits in one block, and within
+    ``wide_distance`` of the 256 bits.
 
-MAX_DEDUPE_PROBE_RADIUS = 2
-"""The widest ``probe_radius``: 211 values per block and row (or 21 on each side, :func:`side_radii`)."""
+    Why tiers: a wider radius reaches copies with more of their text replaced, and costs more
+    colliding pairs per block (radius 3: 1,351 values per block and row on one side, or 21 on
+    one side and 211 on the other, :func:`side_radii`; radius 2: 211, or 21 and 21; radius 1:
+    21), a cost that grows with the square of the table's rows. Each tier keeps the largest
+    table it admits at about the cost of the next tier's largest."""
+
+    max_rows: int | None
+    probe_radius: int
+    wide_distance: int
+
+
+DEDUPE_REACH: tuple[DedupeReach, ...] = (
+    DedupeReach(20_000, 3, WIDE_DISTANCE),
+    DedupeReach(200_000, 2, 64),
+    DedupeReach(None, 1, 64),
+)
+"""What ``probe_radius=None`` and ``wide_distance=None`` stand for, by the table's size (the first
+tier whose ``max_rows`` holds it). Measured (BENCHMARKS.md, "Whole-table deduplication on wide
+tables" and "Radius 3 on small tables"; ``python -m benchmarks.dedupe quality``):
+
+* up to 20,000 rows, what the originality check reaches: radius 3 and its 96 bits
+  (``WIDE_DISTANCE``). Chinese copies with 5% of their characters replaced lie up to 70 bits
+  from their original and a few keep no block within 2 bits; radius 3 and 96 bits find them all
+  on both the tuning and the held-out sets;
+* up to 200,000 rows radius 2 within 64 bits: Chinese copies at 5% share a block value within 2
+  bits with their original in 97% of cases;
+* above, radius 1 within 64 bits: 72-76% of those, English 99-100%. Rows that share a paragraph
+  or two without being copies crowd the 64-96 bits: on a million articles assembled from shared
+  man-page paragraphs, one block self-join finds 700 pairs within 64 bits and 1.1 million within
+  96, each a pair of texts to read. Pass ``probe_radius=2`` (or 3) and ``wide_distance=96`` for
+  the small tables' reach at the larger cost."""
+
+
+def reach_for(rows: int) -> DedupeReach:
+    """The tier of :data:`DEDUPE_REACH` for a table of ``rows`` rows with a signature."""
+    return next(tier for tier in DEDUPE_REACH if tier.max_rows is None or rows <= tier.max_rows)
+
+
+MAX_DEDUPE_PROBE_RADIUS = 3
+"""The widest ``probe_radius``: 1,351 values per block and row (or 21 on one side and 211 on the
+other, :func:`side_radii`)."""
 
 TEXT_BATCH = 500
 """Candidate pairs confirmed per batch: their texts are read in one statement by key."""
@@ -100,9 +127,10 @@ def wide_pairs_statement(model: type, block: int, probe_radius: int, *, material
     """``(a key..., b key..., distance)`` of every pair of rows (``a < b``) whose block ``block``
     values differ in at most ``probe_radius`` bits and whose 256-bit distance is at most the
     parameter ``simsql_bound``. ``materialize``: self-join the keys and words read once (a
-    ``MATERIALIZED`` CTE; :meth:`simsql.dialects.Backend.materialize_self_join`). ``split``
-    (where the server hash-joins on expressions): radius 2 as one bit flipped on each side
-    (:func:`side_radii`), 21 variants a row on each side instead of 211 on one."""
+    ``MATERIALIZED`` CTE; :meth:`simsql.dialects.Backend.materialize_self_join`). ``split``:
+    radius 2 and 3 as one bit flipped on ``a``'s side and the rest on ``b``'s (:func:`side_radii`),
+    each side's variants fenced and joined on their values (``near_duplicates`` always splits;
+    ``False`` is the one-sided form, kept for ``benchmarks.dedupe joins``)."""
     return _pairs_statement(wide_binding(model), block, probe_radius, materialize, split)
 
 
@@ -111,12 +139,11 @@ def side_radii(probe_radius: int, split: bool) -> tuple[int, int]:
 
     ``(0, r)``: ``b``'s block with each of :func:`flip_masks` ``(r)`` applied equals ``a``'s, one
     probe of ``a``'s block (a hash, or its index) per variant of ``b``. With ``split``, radius 2
-    is ``(1, 1)``: ``a ^ ma == b ^ mb`` with ``ma``, ``mb`` of at most one bit each, so
-    ``a ^ b == ma ^ mb`` has at most two bits; each pair within two bits matches exactly one
-    ``(ma, mb)`` with ``ma < mb`` or ``ma == mb == 0`` (two bits i < j: only ``(e_i, e_j)``;
-    one bit: only ``(0, e_i)``; none: only ``(0, 0)``), so the rule and the pairs are the same.
-    42 rows a row to hash and probe instead of 211 (BENCHMARKS.md, issue 42)."""
-    return (1, 1) if split and probe_radius == 2 else (0, probe_radius)
+    is ``(1, 1)`` and radius 3 ``(1, 2)``: ``a ^ ma == b ^ mb`` with ``ma`` of at most one bit and
+    ``mb`` of at most ``r - 1``, so ``a ^ b == ma ^ mb`` has at most ``r`` bits; the join keeps
+    one ``(ma, mb)`` for each difference (:func:`split_flips`), so the rule and the pairs are the
+    same. Radius 2: 42 rows a row to hash and probe instead of 211; radius 3: 232 instead of 1,351."""
+    return (1, probe_radius - 1) if split and probe_radius >= 2 else (0, probe_radius)
 
 
 def xor_expression(value: Any, mask: Any) -> Any:
@@ -124,9 +151,44 @@ def xor_expression(value: Any, mask: Any) -> Any:
     return value + mask - 2 * value.op("&")(mask)
 
 
+def flip_columns(mask: int) -> dict[str, int]:
+    """One row of a flips subquery: the mask ``m``, its bit count ``w`` and its lowest bit
+    ``low`` (0 for the empty mask)."""
+    return {"m": mask, "w": mask.bit_count(), "low": mask & -mask}
+
+
 def flips_subquery(radius: int, name: str) -> Any:
-    """One row ``m`` per mask of :func:`flip_masks` ``(radius)``."""
-    return union_all(*(select(literal(mask, Integer()).label("m")) for mask in flip_masks(radius))).subquery(name)
+    """One row per mask of :func:`flip_masks` ``(radius)``, with its :func:`flip_columns`."""
+    rows = [flip_columns(mask) for mask in flip_masks(radius)]
+    return union_all(*(select(*(literal(v, Integer()).label(k) for k, v in row.items())) for row in rows)).subquery(name)
+
+
+def once_condition(theirs: int, a_mask: Any, b_mask: Any, b_weight: Any, b_lowest: Any) -> Any:
+    """The condition keeping one ``(ma, mb)`` per block difference ``d = ma ^ mb`` of a split
+    join (``ma`` of at most one bit, ``mb`` of at most ``theirs`` bits; ``b_weight`` and
+    ``b_lowest`` are ``mb``'s bit count and lowest bit, :func:`flip_columns`):
+
+    * ``theirs`` 1: ``ma < mb``, or both empty. ``d`` of 0 bits: only ``(0, 0)``; one bit ``e``:
+      only ``(0, e)``; two bits ``i < j``: only ``(e_i, e_j)``.
+    * ``theirs`` 2: ``ma`` empty, or ``mb`` of two bits all above ``ma``. ``d`` of at most two
+      bits: only ``(0, d)`` (a one-bit ``ma`` would leave ``d`` an odd count away from ``mb``'s
+      two bits, or inside them); three bits: only ``(lowest, the other two)``.
+
+    tests/test_dedupe_wide.py runs both on the server against every difference of a block."""
+    if theirs == 1:
+        return or_(a_mask < b_mask, and_(a_mask == 0, b_mask == 0))
+    if theirs == 2:
+        return or_(a_mask == 0, and_(b_weight == 2, a_mask < b_lowest))
+    raise ValueError(f"a split join flips 1 or 2 bits on b's side, not {theirs}")
+
+
+def split_flips(mine: int, theirs: int) -> tuple[Any, Any, Any]:
+    """The flips of the ``a`` side (``mine`` = 1 bit) and of the ``b`` side (``theirs`` = 1 or 2
+    bits), and :func:`once_condition` on their columns."""
+    if mine != 1:
+        raise ValueError(f"a split join flips 1 bit on a's side, not {mine}")
+    a_flips, b_flips = flips_subquery(mine, "a_flips"), flips_subquery(theirs, "flips")
+    return a_flips, b_flips, once_condition(theirs, a_flips.c.m, b_flips.c.m, b_flips.c.w, b_flips.c.low)
 
 
 @lru_cache(maxsize=256)
@@ -154,23 +216,60 @@ def _pairs_statement(binding: Binding, block: int, probe_radius: int, materializ
     if theirs == 0:
         condition = a.c[column] == b.c[column]
         return select(*columns).select_from(a.join(b, and_(condition, before))).where(distance <= bound)
-    b_flips = flips_subquery(theirs, "flips")
     if mine == 0:
+        b_flips = flips_subquery(theirs, "flips")
         flipped = xor_expression(b.c[column], b_flips.c.m)
         joined = b.join(b_flips, true()).join(a, and_(a.c[column] == flipped, before))
         return select(*columns).select_from(joined).where(distance <= bound)
-    a_flips = flips_subquery(mine, "a_flips")
-    once = or_(a_flips.c.m < b_flips.c.m, and_(a_flips.c.m == 0, b_flips.c.m == 0))  # see side_radii
-    matched = and_(xor_expression(a.c[column], a_flips.c.m) == xor_expression(b.c[column], b_flips.c.m), once, before)
-    joined = a.join(a_flips, true()).join(b.join(b_flips, true()), matched)
-    return select(*columns).select_from(joined).where(distance <= bound)
+    # Each side's variants are computed once and fenced, so the join can only be one on the
+    # variant values: a hash or merge join on PostgreSQL (a MATERIALIZED CTE), an index lookup
+    # in the other side's materialized rows on MySQL and MariaDB (a DISTINCT derived table is
+    # not merged into the query, and the server keys it on the join column). Left to itself
+    # PostgreSQL's planner nested-loops the rows by key under the distance filter at radius 3,
+    # and MariaDB merges the sides and nests loops over every pair (BENCHMARKS.md, "Radius 3 on
+    # small tables").
+    a_flips, b_flips, _ = split_flips(mine, theirs)
+    words = [word.name for word in binding.words]
+    keys = [key.name for key in binding.table_keys]
+    a_side = (
+        select(*(a.c[name] for name in (*keys, *words)), xor_expression(a.c[column], a_flips.c.m).label("simsql_v"), a_flips.c.m)
+        .select_from(a.join(a_flips, true()))
+        .prefix_with("DISTINCT", dialect="mysql")
+        .cte(f"simsql_a_{block}")
+        .prefix_with("MATERIALIZED", dialect="postgresql")
+    )
+    b_side = (
+        select(
+            *(b.c[name] for name in (*keys, *words)), xor_expression(b.c[column], b_flips.c.m).label("simsql_v"),
+            b_flips.c.m, b_flips.c.w, b_flips.c.low,
+        )  # fmt: skip
+        .select_from(b.join(b_flips, true()))
+        .prefix_with("DISTINCT", dialect="mysql")
+        .cte(f"simsql_b_{block}")
+        .prefix_with("MATERIALIZED", dialect="postgresql")
+    )
+    once = once_condition(theirs, a_side.c.m, b_side.c.m, b_side.c.w, b_side.c.low)
+    a_keys = [a_side.c[name] for name in keys]
+    b_keys = [b_side.c[name] for name in keys]
+    before = a_keys[0] < b_keys[0] if len(a_keys) == 1 else tuple_(*a_keys) < tuple_(*b_keys)
+    distance = sum(
+        (hamming_expression(a_side.c[name], b_side.c[name]) for name in words[1:]),
+        hamming_expression(a_side.c[words[0]], b_side.c[words[0]]),
+    )
+    columns = (
+        *(k.label(f"a_{i}") for i, k in enumerate(a_keys)),
+        *(k.label(f"b_{i}") for i, k in enumerate(b_keys)),
+        distance.label("distance"),
+    )
+    matched = and_(a_side.c.simsql_v == b_side.c.simsql_v, once, before)
+    return select(*columns).select_from(a_side.join(b_side, matched)).where(distance <= bound)
 
 
-def default_radius(session: Session, binding: Binding) -> int:
-    """The radius ``probe_radius=None`` stands for: 2 up to :data:`WIDE_RADIUS_ROWS` rows with
-    a signature (counted, not estimated, so the choice is reproducible), else 1."""
+def default_reach(session: Session, binding: Binding) -> DedupeReach:
+    """The tier of :data:`DEDUPE_REACH` for the rows with a signature (counted, not estimated, so
+    the choice is reproducible)."""
     rows = session.scalar(select(func.count()).select_from(binding.table).where(binding.words[0].is_not(None)))
-    return 2 if (rows or 0) <= WIDE_RADIUS_ROWS else 1
+    return reach_for(rows or 0)
 
 
 def candidate_pairs(
@@ -183,7 +282,7 @@ def candidate_pairs(
     backend = dialects.backend(connection)
     backend.prepare_self_join(connection)
     materialize = backend.materialize_self_join()
-    split = backend.hash_joins_expressions()
+    split = True  # every server joins the fenced sides on a plain column (see _pairs_statement)
     width = len(binding.table_keys)
     found: dict[tuple[Any, Any], int] = {}
     for block in range(WIDE_LAYOUT.count):
@@ -238,18 +337,24 @@ def batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
 
 
 def wide_near_duplicates(
-    session: Session, model: type, *, min_containment: float = MIN_CONTAINMENT, wide_distance: int = DEDUPE_DISTANCE,
+    session: Session, model: type, *, min_containment: float = MIN_CONTAINMENT, wide_distance: int | None = None,
     probe_radius: int | None = None, progress: Progress | None = None, batch_size: int = TEXT_BATCH,
 ) -> list[ConfirmedPair]:  # fmt: skip
     """Every pair of rows of ``model`` (wide, fingerprinted from text) that is a candidate of
     the block self-joins (see the module) and whose texts contain each other at least
-    ``min_containment``, ordered by keys. Texts are read ``batch_size`` pairs at a time."""
-    check_dedupe_arguments(min_containment, wide_distance, 0 if probe_radius is None else probe_radius, batch_size)
+    ``min_containment``, ordered by keys. ``probe_radius`` and ``wide_distance`` left None come
+    from the table's tier of :data:`DEDUPE_REACH`, each apart. Texts are read ``batch_size``
+    pairs at a time."""
+    check_dedupe_arguments(
+        min_containment, 0 if wide_distance is None else wide_distance, 0 if probe_radius is None else probe_radius, batch_size
+    )
     binding = wide_binding(model)
     if not isinstance(binding.fingerprinter, Fingerprinter):
         raise TypeError(f"{model.__name__} is fingerprinted from vectors: near_duplicates(..., by_text=True) compares texts")
-    if probe_radius is None:
-        probe_radius = default_radius(session, binding)
+    if probe_radius is None or wide_distance is None:
+        reach = default_reach(session, binding)
+        probe_radius = reach.probe_radius if probe_radius is None else probe_radius
+        wide_distance = reach.wide_distance if wide_distance is None else wide_distance
     candidates = sorted(candidate_pairs(session, model, wide_distance, probe_radius, progress).items())
     kept: list[ConfirmedPair] = []
     done = 0
