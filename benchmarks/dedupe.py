@@ -309,7 +309,14 @@ def add_copies(engine: Engine, seed: int) -> int:
         return len(copies)
 
 
-def scale(url: str, schema: str, seed: int, probe_radius: int | None, by_text: bool = True) -> dict[str, Any]:
+def scale(
+    url: str, schema: str, seed: int, probe_radius: int | None, by_text: bool = True, wide_distance: int | None = None,
+    minhash: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """``near_duplicates`` on the scale table and its planted copies (the radius and bound given,
+    else the library's for the table's size), with the time of each phase; ``minhash``: then
+    datasketch's MinHash LSH on the same rows (English word 5-grams: man pages), read from the
+    table, scored alike."""
     from .originality import Doc
 
     engine = engine_for(url, schema)
@@ -327,16 +334,25 @@ def scale(url: str, schema: str, seed: int, probe_radius: int | None, by_text: b
         rows = session.scalar(select(func.count()).select_from(Doc))
         originals = session.scalars(select(Doc.id).where(Doc.kind == "original").order_by(Doc.id)).all()
         copies = session.execute(select(Doc.id, Doc.kind).where(Doc.kind.like("edit%")).order_by(Doc.id)).all()
-        options: dict[str, Any] = {"probe_radius": probe_radius} if by_text else {"by_text": False}
+        options: dict[str, Any] = {"probe_radius": probe_radius, "wide_distance": wide_distance} if by_text else {"by_text": False}
         pairs = simsql.near_duplicates(session, Doc, progress=progress, **options)
-    wall = time.perf_counter() - started
-    found = {(p.a, p.b) for p in pairs}
-    planted_found = {f"edit{round(rate * 100)}": 0 for rate in RATES}
-    for n, (key, kind) in enumerate(copies):  # add_copies: each original's copies in RATES order
-        planted_found[kind] += (originals[n // len(RATES)], key) in found
+        wall = time.perf_counter() - started
+        texts = session.execute(select(Doc.id, Doc.kind, Doc.body).order_by(Doc.id)).all() if minhash else []
+
+    def planted_found(found: set[tuple[int, int]]) -> dict[str, int]:
+        counts = {f"edit{round(rate * 100)}": 0 for rate in RATES}
+        for n, (key, kind) in enumerate(copies):  # add_copies: each original's copies in RATES order
+            counts[kind] += (originals[n // len(RATES)], key) in found
+        return counts
+
+    report = {"rows": rows, "copies_added": added, "by_text": by_text, "probe_radius": probe_radius,
+              "wide_distance": wide_distance, "seconds": round(wall, 1), "phases_end_s": phases, "pairs": len(pairs),
+              f"planted_found_of_{len(originals)}": planted_found({(p.a, p.b) for p in pairs})}  # fmt: skip
+    if minhash:
+        seconds, found = minhash_pairs([(key, kind, body) for key, kind, body in texts], "en")
+        report["minhash"] = {"seconds": round(seconds, 1), "pairs": len(found), f"planted_found_of_{len(originals)}": planted_found(found)}
     engine.dispose()
-    return {"rows": rows, "copies_added": added, "by_text": by_text, "probe_radius": probe_radius, "seconds": round(wall, 1),
-            "phases_end_s": phases, "pairs": len(pairs), f"planted_found_of_{len(originals)}": planted_found}  # fmt: skip
+    return report
 
 
 def copy_table(source_url: str, source_schema: str, url: str, schema: str, rows: int) -> dict[str, Any]:
@@ -405,6 +421,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--docs", type=int, default=150, help="documents per language (quality)")
     parser.add_argument("--schema", default="bench_dedupe_1m", help="the scale10m table's schema (scale)")
     parser.add_argument("--probe-radius", type=int, default=None, help="scale: the radius of the self-joins (default: the library's)")
+    parser.add_argument("--wide-distance", type=int, default=None, help="scale: the 256-bit bound (default: the library's)")
+    parser.add_argument("--minhash", action="store_true", help="scale: MinHash LSH on the same rows after simsql")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--repeat", type=int, default=1, help="quality: rounds timed (the median is reported)")
     parser.add_argument("--centred", action="store_true", help="quality: signatures centred on a wide background fitted on the set's own rows")
@@ -422,7 +440,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.part == "copy":
         result = copy_table(args.from_url, args.from_schema, args.url, args.schema, args.rows)
     else:
-        result = scale(args.url, args.schema, args.seed, args.probe_radius, args.by == "text")
+        result = scale(args.url, args.schema, args.seed, args.probe_radius, args.by == "text", args.wide_distance, args.minhash)
     json.dump(result, sys.stdout, indent=2)
     sys.stdout.write("\n")
     return 0

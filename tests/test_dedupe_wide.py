@@ -105,7 +105,7 @@ def _load(engine: Engine, model: type) -> dict[int, str]:
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("radius,bound", [(0, 64), (1, 64), (2, 64), (3, 96), (3, 64)])
+@pytest.mark.parametrize("radius,bound", [(0, 64), (1, 64), (2, 64), (3, 80), (3, 96)])
 def test_pairs_are_exactly_the_stated_rule(wide_tables: Engine, mode: str, radius: int, bound: int) -> None:
     model = WIDE_MODELS[mode]
     texts = _load(wide_tables, model)
@@ -157,6 +157,37 @@ def test_a_split_radius_matches_each_pair_once(any_engine: Engine, radius: int) 
             difference = sum(1 << bit for bit in chosen)
             matches = sum(1 for ma, mb in matched if ma ^ mb == difference)
             assert matches == (1 if bits <= radius else 0), (chosen, matches)
+
+
+def test_every_block_within_the_radius_has_a_half_within_one_bit() -> None:
+    """The halves form's pigeonhole, exhaustively: each block difference of at most 3 bits leaves
+    one of the block's two halves within half_radius bits, and the join's own filter (the whole
+    block within the radius) keeps exactly the radius's pairs."""
+    from simsql.queries.wide_duplicates import HALF_BITS, half_radius
+
+    assert HALF_BITS * 2 == WIDE_LAYOUT.width and half_radius(2) == half_radius(3) == 1
+    with pytest.raises(ValueError):
+        half_radius(1)
+    low = (1 << HALF_BITS) - 1
+    for bits in range(4):
+        for chosen in combinations(range(WIDE_LAYOUT.width), bits):
+            difference = sum(1 << bit for bit in chosen)
+            halves = [(difference & low).bit_count(), (difference >> HALF_BITS).bit_count()]
+            assert min(halves) <= 1, chosen
+
+
+@pytest.mark.parametrize("radius", [2, 3])
+def test_the_halves_form_finds_the_split_forms_candidates(wide_tables: Engine, radius: int) -> None:
+    """Block halves within one bit, then the whole block within the radius: the same candidate
+    pairs and distances as the split join, on every server."""
+    from simsql.queries.wide_duplicates import candidate_pairs
+
+    model = WIDE_MODELS["columns"]
+    _load(wide_tables, model)
+    with Session(wide_tables) as session:
+        split = candidate_pairs(session, model, 96, radius, None, halves=False)
+        halves = candidate_pairs(session, model, 96, radius, None, halves=True)
+    assert split and halves == split
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -244,12 +275,11 @@ def test_dupes_command_deduplicates_a_wide_table_by_text(wide_tables: Engine, an
 
 def test_the_default_reach_follows_the_size_of_the_table(wide_tables: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     """None: the radius and the 256-bit bound of the first tier of DEDUPE_REACH holding the
-    table's rows with a signature (counted, so reproducible): on a small table radius 3 and the
-    originality check's 96 bits; each argument given overrides its own half only."""
+    table's rows with a signature (counted, so reproducible): on a small table radius 3 within
+    80 bits; each argument given overrides its own half only."""
     import simsql.queries.wide_duplicates as wide_duplicates
-    from simsql.queries.wide import WIDE_DISTANCE
 
-    assert [(t.probe_radius, t.wide_distance) for t in DEDUPE_REACH] == [(3, WIDE_DISTANCE), (2, 64), (1, 64)]
+    assert [(t.probe_radius, t.wide_distance) for t in DEDUPE_REACH] == [(3, 80), (2, 64), (1, 64)]
     assert reach_for(0) == reach_for(DEDUPE_REACH[0].max_rows) == DEDUPE_REACH[0]
     assert reach_for(DEDUPE_REACH[0].max_rows + 1) == DEDUPE_REACH[1] and reach_for(10**9) == DEDUPE_REACH[-1]
     model = WIDE_MODELS["columns"]
@@ -258,10 +288,10 @@ def test_the_default_reach_follows_the_size_of_the_table(wide_tables: Engine, mo
     with Session(wide_tables) as session:
         answers = {
             (radius, bound): simsql.near_duplicates(session, model, probe_radius=radius, wide_distance=bound)
-            for radius, bound in ((1, 64), (3, 96), (3, 64), (1, 96))
+            for radius, bound in ((1, 64), (3, 80), (3, 64), (1, 96))
         }
-        assert answers[(1, 64)] != answers[(3, 96)]
-        assert simsql.near_duplicates(session, model) == answers[(3, 96)]
+        assert answers[(1, 64)] != answers[(3, 80)]
+        assert simsql.near_duplicates(session, model) == answers[(3, 80)]
         assert simsql.near_duplicates(session, model, wide_distance=64) == answers[(3, 64)]
         tiers = (DedupeReach(rows - 1, 3, 96), DedupeReach(None, 1, 64))
         monkeypatch.setattr(wide_duplicates, "DEDUPE_REACH", tiers)

@@ -30,7 +30,7 @@ from functools import lru_cache
 from itertools import combinations
 from typing import Any
 
-from sqlalchemy import Integer, Select, and_, bindparam, func, literal, or_, select, true, tuple_, union_all
+from sqlalchemy import Integer, Select, and_, bindparam, func, literal, literal_column, or_, select, true, tuple_, union_all
 from sqlalchemy.orm import Session
 
 from .. import dialects
@@ -44,7 +44,7 @@ from ..text.fingerprint import Fingerprinter
 from ..text.signature import WIDE_BITS
 from .pairs import ConfirmedPair
 from .targets import key_value
-from .wide import WIDE_DISTANCE, wide_binding
+from .wide import wide_binding
 
 
 @dataclass(frozen=True)
@@ -56,8 +56,8 @@ class DedupeReach:
     Why tiers: a wider radius reaches copies with more of their text replaced, and costs more
     colliding pairs per block (radius 3: 1,351 values per block and row on one side, or 21 on
     one side and 211 on the other, :func:`side_radii`; radius 2: 211, or 21 and 21; radius 1:
-    21), a cost that grows with the square of the table's rows. Each tier keeps the largest
-    table it admits at about the cost of the next tier's largest."""
+    21), a cost that grows with the square of the table's rows; and a wider bound sends more
+    pairs to be confirmed by text."""
 
     max_rows: int | None
     probe_radius: int
@@ -65,25 +65,24 @@ class DedupeReach:
 
 
 DEDUPE_REACH: tuple[DedupeReach, ...] = (
-    DedupeReach(20_000, 3, WIDE_DISTANCE),
+    DedupeReach(5_000, 3, 80),
     DedupeReach(200_000, 2, 64),
     DedupeReach(None, 1, 64),
 )
 """What ``probe_radius=None`` and ``wide_distance=None`` stand for, by the table's size (the first
 tier whose ``max_rows`` holds it). Measured (BENCHMARKS.md, "Whole-table deduplication on wide
-tables" and "Radius 3 on small tables"; ``python -m benchmarks.dedupe quality``):
+tables" and "Radius 3 on small tables"; ``python -m benchmarks.dedupe quality`` and ``scale``):
 
-* up to 20,000 rows, what the originality check reaches: radius 3 and its 96 bits
-  (``WIDE_DISTANCE``). Chinese copies with 5% of their characters replaced lie up to 70 bits
-  from their original and a few keep no block within 2 bits; radius 3 and 96 bits find them all
-  on both the tuning and the held-out sets;
+* up to 5,000 rows radius 3 within 80 bits. Chinese copies with 5% of their characters replaced
+  lie up to 70 bits from their original and a few keep no block within 2 bits; radius 3 and 80
+  bits find them all on both the tuning and the held-out sets. Radius 3 compares about 13 times
+  the colliding pairs of radius 2, and 96 bits would confirm millions of rows sharing a
+  paragraph or two (on 20,000 articles assembled from shared man-page paragraphs: 35 candidate
+  pairs within 64 bits, 818 within 72, 30,845 within 80, 2.8 million within 96);
 * up to 200,000 rows radius 2 within 64 bits: Chinese copies at 5% share a block value within 2
-  bits with their original in 97% of cases;
-* above, radius 1 within 64 bits: 72-76% of those, English 99-100%. Rows that share a paragraph
-  or two without being copies crowd the 64-96 bits: on a million articles assembled from shared
-  man-page paragraphs, one block self-join finds 700 pairs within 64 bits and 1.1 million within
-  96, each a pair of texts to read. Pass ``probe_radius=2`` (or 3) and ``wide_distance=96`` for
-  the small tables' reach at the larger cost."""
+  bits with their original in 96-97% of cases;
+* above, radius 1 within 64 bits: 72-76% of those, English 99-100%. Pass ``probe_radius=2`` (or
+  3) for more reach at the larger cost."""
 
 
 def reach_for(rows: int) -> DedupeReach:
@@ -99,10 +98,9 @@ TEXT_BATCH = 500
 """Candidate pairs confirmed per batch: their texts are read in one statement by key."""
 
 
-def flip_masks(radius: int) -> list[int]:
-    """Every mask of at most ``radius`` bits of a wide block (0 first): the values a block is
-    compared with are its own value XOR each of them."""
-    width = WIDE_LAYOUT.width
+def flip_masks(radius: int, width: int = WIDE_LAYOUT.width) -> list[int]:
+    """Every mask of at most ``radius`` bits of a wide block (0 first; ``width``: of a part of
+    one): the values a block is compared with are its own value XOR each of them."""
     return [sum(1 << bit for bit in bits) for r in range(radius + 1) for bits in combinations(range(width), r)]
 
 
@@ -123,15 +121,37 @@ def check_dedupe_arguments(min_containment: object, wide_distance: object, probe
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
 
 
-def wide_pairs_statement(model: type, block: int, probe_radius: int, *, materialize: bool = False, split: bool = False) -> Select[Any]:
+def wide_pairs_statement(
+    model: type, block: int, probe_radius: int, *, materialize: bool = False, split: bool = False, half: int | None = None
+) -> Select[Any]:
     """``(a key..., b key..., distance)`` of every pair of rows (``a < b``) whose block ``block``
     values differ in at most ``probe_radius`` bits and whose 256-bit distance is at most the
     parameter ``simsql_bound``. ``materialize``: self-join the keys and words read once (a
     ``MATERIALIZED`` CTE; :meth:`simsql.dialects.Backend.materialize_self_join`). ``split``:
     radius 2 and 3 as one bit flipped on ``a``'s side and the rest on ``b``'s (:func:`side_radii`),
     each side's variants fenced and joined on their values (``near_duplicates`` always splits;
-    ``False`` is the one-sided form, kept for ``benchmarks.dedupe joins``)."""
+    ``False`` is the one-sided form, kept for ``benchmarks.dedupe joins``). ``half`` (0 or 1, at
+    radius 2 or 3): the pairs of the same rule whose block half ``half`` (:data:`HALF_BITS` bits)
+    is within one bit (:func:`half_radius`); the two halves' statements together give the
+    block's pairs, with far fewer variants a row than the split (a smaller table's form)."""
+    if half is not None:
+        return _half_statement(wide_binding(model), block, probe_radius, materialize, half)
     return _pairs_statement(wide_binding(model), block, probe_radius, materialize, split)
+
+
+HALF_BITS = WIDE_LAYOUT.width // 2
+"""Bits of each half of a wide block in the halves form of radius 2 and 3 (:func:`half_radius`)."""
+
+
+def half_radius(probe_radius: int) -> int:
+    """The radius each half of a block is joined within so that every pair of blocks within
+    ``probe_radius`` bits (2 or 3) is met in one half: the halves' differences add up to at most
+    ``probe_radius``, so one of them is at most ``probe_radius // 2`` = 1 (pigeonhole). The join
+    then keeps the pairs whose whole block is within ``probe_radius``: the same pairs as the
+    split, from 1 + 11 rows a row and half instead of 21 + 211 (radius 3)."""
+    if probe_radius not in (2, 3):
+        raise ValueError(f"the halves form joins radius 2 or 3, not {probe_radius}")
+    return probe_radius // 2
 
 
 def side_radii(probe_radius: int, split: bool) -> tuple[int, int]:
@@ -157,9 +177,9 @@ def flip_columns(mask: int) -> dict[str, int]:
     return {"m": mask, "w": mask.bit_count(), "low": mask & -mask}
 
 
-def flips_subquery(radius: int, name: str) -> Any:
-    """One row per mask of :func:`flip_masks` ``(radius)``, with its :func:`flip_columns`."""
-    rows = [flip_columns(mask) for mask in flip_masks(radius)]
+def flips_subquery(radius: int, name: str, width: int = WIDE_LAYOUT.width) -> Any:
+    """One row per mask of :func:`flip_masks` ``(radius, width)``, with its :func:`flip_columns`."""
+    rows = [flip_columns(mask) for mask in flip_masks(radius, width)]
     return union_all(*(select(*(literal(v, Integer()).label(k) for k, v in row.items())) for row in rows)).subquery(name)
 
 
@@ -265,17 +285,82 @@ def _pairs_statement(binding: Binding, block: int, probe_radius: int, materializ
     return select(*columns).select_from(a_side.join(b_side, matched)).where(distance <= bound)
 
 
+@lru_cache(maxsize=256)
+def _half_statement(binding: Binding, block: int, probe_radius: int, materialize: bool, half: int) -> Select[Any]:
+    source: Any = binding.table
+    column = binding.wide_blocks[block].name
+    if materialize:
+        wanted = [*binding.table_keys, *binding.words, binding.wide_blocks[block]]
+        source = select(*wanted).where(binding.words[0].is_not(None)).cte(f"simsql_words_{block}").prefix_with("MATERIALIZED")
+    a, b = source.alias("a"), source.alias("b")
+    words = [word.name for word in binding.words]
+    keys = [key.name for key in binding.table_keys]
+    mask = literal_column(str((1 << HALF_BITS) - 1))
+    shift = literal_column(str(HALF_BITS * half))
+
+    def part(side: Any) -> Any:
+        return side.c[column].op(">>")(shift).op("&")(mask)
+
+    flips = flips_subquery(half_radius(probe_radius), "flips", HALF_BITS)
+    # fenced as in _pairs_statement: the join is on the half's (variant) value alone
+    a_side = (
+        select(*(a.c[name] for name in (*keys, *words, column)), part(a).label("simsql_v"))
+        .where(a.c[words[0]].is_not(None))
+        .prefix_with("DISTINCT", dialect="mysql")
+        .cte(f"simsql_a_{block}_{half}")
+        .prefix_with("MATERIALIZED", dialect="postgresql")
+    )
+    b_side = (
+        select(*(b.c[name] for name in (*keys, *words, column)), xor_expression(part(b), flips.c.m).label("simsql_v"))
+        .select_from(b.join(flips, true()))
+        .where(b.c[words[0]].is_not(None))
+        .prefix_with("DISTINCT", dialect="mysql")
+        .cte(f"simsql_b_{block}_{half}")
+        .prefix_with("MATERIALIZED", dialect="postgresql")
+    )
+    a_keys = [a_side.c[name] for name in keys]
+    b_keys = [b_side.c[name] for name in keys]
+    before = a_keys[0] < b_keys[0] if len(a_keys) == 1 else tuple_(*a_keys) < tuple_(*b_keys)
+    distance = sum(
+        (hamming_expression(a_side.c[name], b_side.c[name]) for name in words[1:]),
+        hamming_expression(a_side.c[words[0]], b_side.c[words[0]]),
+    )
+    columns = (
+        *(k.label(f"a_{i}") for i, k in enumerate(a_keys)),
+        *(k.label(f"b_{i}") for i, k in enumerate(b_keys)),
+        distance.label("distance"),
+    )
+    near = hamming_expression(a_side.c[column], b_side.c[column]) <= probe_radius
+    matched = and_(a_side.c.simsql_v == b_side.c.simsql_v, before)
+    bound = bindparam("simsql_bound", type_=Integer())
+    return select(*columns).select_from(a_side.join(b_side, matched)).where(and_(near, distance <= bound))
+
+
+def signed_rows(session: Session, binding: Binding) -> int:
+    """The rows with a signature (counted, not estimated, so every choice made from it is
+    reproducible)."""
+    return session.scalar(select(func.count()).select_from(binding.table).where(binding.words[0].is_not(None))) or 0
+
+
 def default_reach(session: Session, binding: Binding) -> DedupeReach:
-    """The tier of :data:`DEDUPE_REACH` for the rows with a signature (counted, not estimated, so
-    the choice is reproducible)."""
-    rows = session.scalar(select(func.count()).select_from(binding.table).where(binding.words[0].is_not(None)))
-    return reach_for(rows or 0)
+    """The tier of :data:`DEDUPE_REACH` for the rows with a signature (:func:`signed_rows`)."""
+    return reach_for(signed_rows(session, binding))
+
+
+HALVES_MAX_ROWS = 10_000
+"""Radius 3 joins block halves (:func:`half_radius`) on a table of at most this many rows with a
+signature, the split above. Measured (BENCHMARKS.md, "Radius 3 on small tables"): the halves'
+statements took a third to a sixth of the split's time on 600 rows, a quarter on 5,000 and 1.13x
+on 20,000 rows of articles sharing man-page paragraphs (10-bit halves collide more often as the
+table grows); 10,000 lies between, not measured. Radius 2 always splits: its split has 21
+variants a side, not 211."""
 
 
 def candidate_pairs(
-    session: Session, model: type, wide_distance: int, probe_radius: int, progress: Progress | None
+    session: Session, model: type, wide_distance: int, probe_radius: int, progress: Progress | None, halves: bool = False
 ) -> dict[tuple[Any, Any], int]:
-    """``{(a, b): distance}`` of the candidates: one self-join per block column, each pair once."""
+    """``{(a, b): distance}`` of the candidates: one self-join per block column (``halves``, at
+    radius 2 or 3: one per block half, :func:`half_radius`), each pair once."""
     binding = wide_binding(model)
     connection = connection_of(session)
     binding.check_config(connection)
@@ -286,9 +371,10 @@ def candidate_pairs(
     width = len(binding.table_keys)
     found: dict[tuple[Any, Any], int] = {}
     for block in range(WIDE_LAYOUT.count):
-        statement = wide_pairs_statement(model, block, probe_radius, materialize=materialize, split=split)
-        for row in session.execute(statement, {"simsql_bound": wide_distance}):
-            found[(key_value(row[:width]), key_value(row[width : 2 * width]))] = int(row[-1])
+        for half in (0, 1) if halves else (None,):
+            statement = wide_pairs_statement(model, block, probe_radius, materialize=materialize, split=split, half=half)
+            for row in session.execute(statement, {"simsql_bound": wide_distance}):
+                found[(key_value(row[:width]), key_value(row[width : 2 * width]))] = int(row[-1])
         if progress is not None:
             progress("candidates", block + 1, WIDE_LAYOUT.count)
     return found
@@ -351,11 +437,12 @@ def wide_near_duplicates(
     binding = wide_binding(model)
     if not isinstance(binding.fingerprinter, Fingerprinter):
         raise TypeError(f"{model.__name__} is fingerprinted from vectors: near_duplicates(..., by_text=True) compares texts")
-    if probe_radius is None or wide_distance is None:
-        reach = default_reach(session, binding)
-        probe_radius = reach.probe_radius if probe_radius is None else probe_radius
-        wide_distance = reach.wide_distance if wide_distance is None else wide_distance
-    candidates = sorted(candidate_pairs(session, model, wide_distance, probe_radius, progress).items())
+    rows = signed_rows(session, binding)
+    reach = reach_for(rows)
+    probe_radius = reach.probe_radius if probe_radius is None else probe_radius
+    wide_distance = reach.wide_distance if wide_distance is None else wide_distance
+    halves = probe_radius == 3 and rows <= HALVES_MAX_ROWS
+    candidates = sorted(candidate_pairs(session, model, wide_distance, probe_radius, progress, halves).items())
     kept: list[ConfirmedPair] = []
     done = 0
     for batch in batches(candidates, batch_size):
