@@ -77,6 +77,10 @@ class MeaningDoc(simsql.SimHashMixin, _Base):
     embedding: Mapped[Any] = mapped_column(Vector(DIMENSIONS))
 
 
+WHOLE_ROW = ", ".join(column.name for column in MeaningDoc.__table__.columns)
+"""What ``select(MeaningDoc)`` loads, for the raw query of whole rows."""
+
+
 class StoryDoc(simsql.SimHashMixin, _Base):
     __tablename__ = "bench_meaning_stories"
     __simhash_source__ = "embedding"
@@ -163,6 +167,7 @@ def top10_systems(engine: Engine, held: list[Any], before: Any = None) -> dict[s
         raw.exec_driver_sql(f"SET hnsw.ef_search = {ef}")
         raw.commit()
         found[f"raw pgvector ef_search={ef}"] = pgvector.indexed_searcher(raw, table, DIMENSIONS, TOP)
+        found[f"raw pgvector whole rows ef_search={ef}"] = pgvector.indexed_searcher(raw, table, DIMENSIONS, TOP, columns=WHOLE_ROW)
         orm = Session(bind=raw)
         found[f"pgvector-python ORM ef_search={ef}"] = lambda q, s=orm: [
             row.id for row in s.scalars(select(MeaningDoc).order_by(MeaningDoc.embedding.cosine_distance(q)).limit(TOP))
@@ -216,13 +221,19 @@ def measure(
 
 
 def ratios(figures: dict[str, dict[str, float]]) -> dict[str, float]:
-    """p50 of each simsql and ORM system over raw pgvector's at the same ef_search."""
+    """p50 of each simsql and ORM system over raw pgvector's at the same ef_search, like for
+    like: keys only (``load_only(id)``) over raw keys, whole rows over raw whole rows (the same
+    columns, as the driver returns them); and every system over raw keys as before."""
     found = {}
     for ef in EF_SEARCH:
         raw = figures[f"raw pgvector ef_search={ef}"]["p50_ms"]
+        whole = figures[f"raw pgvector whole rows ef_search={ef}"]["p50_ms"]
         for name, f in figures.items():
             if (name.endswith(f"={ef}") or f"={ef}," in name) and not name.startswith("raw pgvector"):
-                found[f"{name} / raw"] = round(f["p50_ms"] / raw, 2)
+                found[f"{name} / raw keys"] = round(f["p50_ms"] / raw, 2)
+                if "load_only" not in name:
+                    found[f"{name} / raw whole rows"] = round(f["p50_ms"] / whole, 2)
+        found[f"raw pgvector whole rows ef_search={ef} / raw keys"] = round(whole / raw, 2)
     return found
 
 
