@@ -25,7 +25,8 @@ Ground truth: numpy's exact cosine top-10.
 
     python -m benchmarks.vectors_hnsw --rows 200000 --queries 200
 
-Without ``--url``: the embedded PostgreSQL. Tables dropped after; JSON on stdout.
+Without ``--url``: the embedded PostgreSQL (``--data-dir``: its own cluster, which no other
+process stops meanwhile). Tables dropped after; JSON on stdout.
 ``--before PACKAGE``: an older simsql importable under another name (a ``git archive`` of a
 commit's ``simsql/`` with the package renamed, BENCHMARKS.md gives the command), whose
 ``most_similar_vectors`` runs beside the current one in the same shuffled run, on the same table
@@ -318,6 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--stories", type=int, default=20_000, help="distinct stories of part 2 (before copies)")
     parser.add_argument("--url", default=None)
+    parser.add_argument("--data-dir", default=None, help="the embedded PostgreSQL's data directory (default: simsql's)")
     parser.add_argument("--before", default=None, help="an older simsql's package name, run beside this one")
     args = parser.parse_args(argv)
     queries, vectors, real = embeddings(args.rows, args.queries)
@@ -325,7 +327,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if url is None:
         from simsql.embedded import embedded_url
 
-        url = embedded_url()
+        url = embedded_url(args.data_dir)
     engine = create_engine(url, connect_args={"options": BUILD_OPTIONS})
     reason = pgvector.available(engine)
     if reason is not None:

@@ -32,7 +32,7 @@ from ..text.bits import hamming
 from ..text.errors import UnsupportedDatabase
 from ..text.lists import check_probes
 from ..text.signature import WIDE_BITS
-from ..text.vectors import VectorFingerprinter, vector_of
+from ..text.vectors import VectorFingerprinter, vector_of, vectors_of
 from .lists import list_column, vector_candidates
 from .nearest import most_similar
 from .pgvector import pgvector_ranked, vector_index_facts
@@ -185,7 +185,7 @@ def _exactly(
     target = fingerprinter.fingerprint(query)
     what = f"{binding.model.__name__}.{binding.source[0]}"
     kept = [(rows[key], cosine) for key, cosine in best if key in rows]
-    signed = fingerprinter.fingerprint_many(np.stack([np.asarray(vector_of(getattr(r, binding.source[0]), what), dtype=np.float64) for r, _ in kept]))
+    signed = fingerprinter.fingerprint_many(vectors_of([getattr(r, binding.source[0]) for r, _ in kept], what))
     return [VectorMatch(row, cosine, hamming(target, s)) for (row, cosine), s in zip(kept, signed)]
 
 
@@ -330,7 +330,7 @@ def _cosine_order(
     assert isinstance(fingerprinter, VectorFingerprinter)
     width = len(binding.keys)
     what = f"{binding.model.__name__}.{binding.source[0]}"
-    stored = fingerprinter.check(np.stack([np.asarray(vector_of(row[width], what), dtype=np.float64) for row in found]))
+    stored = fingerprinter.check(vectors_of([row[width] for row in found], what))
     cosines = (stored @ query) / (np.linalg.norm(stored, axis=1) * float(np.linalg.norm(query)))
     order = np.lexsort((np.array([row[width + 1] for row in found]), -cosines))
     return [int(i) for i in order if cosines[i] >= min_cosine][:limit], cosines
