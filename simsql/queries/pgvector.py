@@ -11,6 +11,7 @@ read again.
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from collections.abc import Hashable
@@ -43,6 +44,7 @@ float32, so two rows a rounding apart may trade places at the cut)."""
 _FACTS: weakref.WeakKeyDictionary[Engine, dict[tuple[str | None, str], tuple[float, VectorIndexFacts]]] = weakref.WeakKeyDictionary()
 _DISTANCES: weakref.WeakKeyDictionary[Binding, dict[tuple[str, VectorIndexFacts], ColumnElement[float]]] = weakref.WeakKeyDictionary()
 _RANKED: weakref.WeakKeyDictionary[Binding, dict[Hashable, Select[Any]]] = weakref.WeakKeyDictionary()
+_RANKED_LOCK = threading.Lock()
 
 RANKED_KEPT = 64
 """Ranked statements :func:`pgvector_ranked` keeps per table (the oldest goes first)."""
@@ -156,9 +158,10 @@ def _ranked_statement(
             ranked = ranked.where(exclusion(binding, skipped))  # type: ignore[arg-type]
         ranked = ranked.order_by(distance).limit(limit)
         if key is not None:
-            if len(kept) >= RANKED_KEPT:
-                kept.pop(next(iter(kept)))
-            kept[key] = ranked
+            with _RANKED_LOCK:  # threads sharing a binding: the eviction sees a dict no other thread changes
+                if len(kept) >= RANKED_KEPT:
+                    kept.pop(next(iter(kept)))
+                kept[key] = ranked
     return ranked, ({SKIPPED_KEYS: [k[0] for k in skipped]} if skipped and single else {})
 
 
@@ -212,4 +215,4 @@ def _stored_signature(binding: Binding, row: Any) -> int | None:
     return None if stored is None else int(stored) & 0xFFFFFFFFFFFFFFFF
 
 
-__all__ = ["EXACT_MARGIN", "FACTS_SECONDS", "forget_vector_index", "pgvector_ranked", "vector_index_facts"]
+__all__ = ["EXACT_MARGIN", "FACTS_SECONDS", "RANKED_KEPT", "SKIPPED_KEYS", "forget_vector_index", "pgvector_ranked", "vector_index_facts"]

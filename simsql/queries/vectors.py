@@ -84,17 +84,13 @@ def most_similar_vectors(
     using: Ranker | None = None,
 ) -> list[VectorMatch]:
     """The top-``limit`` rows of ``stmt`` by cosine to ``target``, highest first, as
-    :class:`VectorMatch` (the stored vector's cosine, in float64, or pgvector's float32 one where
-    pgvector ranks; and the signatures' Hamming distance). One call on every server; what ranks
-    depends on the table:
+    :class:`VectorMatch` (the cosine, float64; pgvector's float32 where it ranks; and the signatures'
+    Hamming distance). One call on every server; what ranks depends on the table:
 
     - **pgvector** (``using="pgvector"``, chosen when ``using`` is None and the table has simsql's
-      HNSW index, :func:`simsql.lifecycle.add_vector_index`): one statement ordered by pgvector's
-      ``<=>`` through the index, ``ef_search`` its ``hnsw.ef_search`` for the rest of the
-      session's transaction (``SET LOCAL``: later statements of that transaction see it too;
-      None: the setting as it is, the server's unless the transaction set another). The
-      statement is built once per ``stmt``, ``limit`` and whether keys are left out, then
-      reused. Approximate as HNSW is; rows need no
+      HNSW index, :func:`simsql.lifecycle.add_vector_index`): one statement, built once, ordered by
+      ``<=>`` through the index; ``ef_search``: ``hnsw.ef_search`` for the rest of the session's
+      transaction (``SET LOCAL``; None: as it is). Approximate as HNSW is; rows need no
       signature; ``candidates``, ``probes``, ``probe_radius``, ``exact_candidates`` unused.
     - **lists** (``probes=N`` on a table with partition lists, :mod:`simsql.lists`): the
       ``candidates`` rows nearest by signature (256 bits on a wide table, else 64) among the
