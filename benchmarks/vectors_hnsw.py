@@ -25,7 +25,8 @@ Ground truth: numpy's exact cosine top-10.
 
     python -m benchmarks.vectors_hnsw --rows 200000 --queries 200
 
-Without ``--url``: the embedded PostgreSQL. Tables dropped after; JSON on stdout.
+Without ``--url``: the embedded PostgreSQL (``--data-dir``: its own cluster, which no other
+process stops meanwhile). Tables dropped after; JSON on stdout.
 ``--before PACKAGE``: an older simsql importable under another name (a ``git archive`` of a
 commit's ``simsql/`` with the package renamed, BENCHMARKS.md gives the command), whose
 ``most_similar_vectors`` runs beside the current one in the same shuffled run, on the same table
@@ -77,6 +78,10 @@ class MeaningDoc(simsql.SimHashMixin, _Base):
     embedding: Mapped[Any] = mapped_column(Vector(DIMENSIONS))
 
 
+WHOLE_ROW = ", ".join(column.name for column in MeaningDoc.__table__.columns)
+"""What ``select(MeaningDoc)`` loads, for the raw query of whole rows."""
+
+
 class StoryDoc(simsql.SimHashMixin, _Base):
     __tablename__ = "bench_meaning_stories"
     __simhash_source__ = "embedding"
@@ -114,6 +119,18 @@ def load(engine: Engine, model: type, vectors: np.ndarray) -> dict[str, float]:
     with engine.begin() as connection:
         connection.exec_driver_sql(f"ANALYZE {model.__tablename__}")  # type: ignore[attr-defined]
     return {"copy_seconds": round(copied, 1), "hnsw_build_seconds": round(built, 1)}
+
+
+def loaded(engine: Engine, vectors: np.ndarray) -> bool:
+    """``--reuse``: the top-10 table there with these rows (count, first and last) and simsql's valid index."""
+    with engine.connect() as connection:
+        if connection.exec_driver_sql(f"SELECT to_regclass('{MeaningDoc.__tablename__}')").scalar() is None:
+            return False
+        ends = connection.execute(select(MeaningDoc.id, MeaningDoc.embedding).where(MeaningDoc.id.in_([1, len(vectors)]))).all()
+        count = connection.exec_driver_sql(f"SELECT count(*) FROM {MeaningDoc.__tablename__}").scalar()
+    stored = {row.id: np.asarray(row.embedding, dtype=np.float32) for row in ends}
+    same = len(stored) == 2 and np.array_equal(stored[1], vectors[0]) and np.array_equal(stored[len(vectors)], vectors[-1])
+    return bool(count == len(vectors) and same and add_vector_index(engine, MeaningDoc, m=16, ef_construction=64) is False)
 
 
 def api_systems(api: Any, model: Any, engine: Engine, raw: Any, ef: int, held: list[Any], label: str = "") -> dict[str, Callable[[np.ndarray], list[int]]]:
@@ -163,6 +180,7 @@ def top10_systems(engine: Engine, held: list[Any], before: Any = None) -> dict[s
         raw.exec_driver_sql(f"SET hnsw.ef_search = {ef}")
         raw.commit()
         found[f"raw pgvector ef_search={ef}"] = pgvector.indexed_searcher(raw, table, DIMENSIONS, TOP)
+        found[f"raw pgvector whole rows ef_search={ef}"] = pgvector.indexed_searcher(raw, table, DIMENSIONS, TOP, columns=WHOLE_ROW)
         orm = Session(bind=raw)
         found[f"pgvector-python ORM ef_search={ef}"] = lambda q, s=orm: [
             row.id for row in s.scalars(select(MeaningDoc).order_by(MeaningDoc.embedding.cosine_distance(q)).limit(TOP))
@@ -192,37 +210,47 @@ def measure(
 ) -> dict[str, dict[str, float]]:  # fmt: skip
     """p50/p90 and recall@10 (or ``score(found, query index)``) of each system, interleaved per
     query in an order shuffled per query (the first system to search a neighbourhood reads its
-    pages from disk for the others), the first two queries run once before to warm."""
+    pages from disk for the others), the first two queries run once before to warm. Also the
+    client's own CPU a query (``client_cpu_ms_p50``: this process's CPU time, the server's work
+    and the waits left out), which a busy machine disturbs far less than the wall time."""
     for q in queries[:2]:
         for run in systems.values():
             run(q)
-    figures: dict[str, dict[str, list[float]]] = {name: {"ms": []} for name in systems}
+    figures: dict[str, dict[str, list[float]]] = {name: {"ms": [], "cpu": []} for name in systems}
     names = list(systems)
     shuffle = np.random.default_rng(44)
     for i, q in enumerate(queries):
         for name in shuffle.permutation(names).tolist():
             run = systems[name]
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             found = run(q)
             figures[name]["ms"].append((time.perf_counter() - started) * 1000)
+            figures[name]["cpu"].append((time.process_time() - cpu) * 1000)
             measured = score(found, i) if score else {"recall@10": len(truth[i] & set(found[:TOP])) / TOP}
             for key, value in measured.items():
                 figures[name].setdefault(key, []).append(value)
     return {
-        name: {"p50_ms": round(statistics.median(f["ms"]), 2), "p90_ms": round(float(np.percentile(f["ms"], 90)), 2)}
-        | {k: round(statistics.fmean(v), 3) for k, v in f.items() if k != "ms"}
+        name: {"p50_ms": round(statistics.median(f["ms"]), 2), "p90_ms": round(float(np.percentile(f["ms"], 90)), 2),
+               "client_cpu_ms_p50": round(statistics.median(f["cpu"]), 3)}
+        | {k: round(statistics.fmean(v), 3) for k, v in f.items() if k not in ("ms", "cpu")}
         for name, f in figures.items()
     }
 
 
 def ratios(figures: dict[str, dict[str, float]]) -> dict[str, float]:
-    """p50 of each simsql and ORM system over raw pgvector's at the same ef_search."""
+    """p50 of each simsql and ORM system over raw pgvector's at the same ef_search, like for
+    like: keys only (``load_only(id)``) over raw keys, whole rows over raw whole rows (the same
+    columns, as the driver returns them); and every system over raw keys as before."""
     found = {}
     for ef in EF_SEARCH:
         raw = figures[f"raw pgvector ef_search={ef}"]["p50_ms"]
+        whole = figures[f"raw pgvector whole rows ef_search={ef}"]["p50_ms"]
         for name, f in figures.items():
             if (name.endswith(f"={ef}") or f"={ef}," in name) and not name.startswith("raw pgvector"):
-                found[f"{name} / raw"] = round(f["p50_ms"] / raw, 2)
+                found[f"{name} / raw keys"] = round(f["p50_ms"] / raw, 2)
+                if "load_only" not in name:
+                    found[f"{name} / raw whole rows"] = round(f["p50_ms"] / whole, 2)
+        found[f"raw pgvector whole rows ef_search={ef} / raw keys"] = round(whole / raw, 2)
     return found
 
 
@@ -307,14 +335,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--stories", type=int, default=20_000, help="distinct stories of part 2 (before copies)")
     parser.add_argument("--url", default=None)
+    parser.add_argument("--data-dir", default=None, help="the embedded PostgreSQL's data directory (default: simsql's)")
     parser.add_argument("--before", default=None, help="an older simsql's package name, run beside this one")
+    parser.add_argument("--keep", action="store_true", help="leave the top-10 table and its index in place")
+    parser.add_argument("--reuse", action="store_true", help="take the top-10 table as it is when it holds these rows")
     args = parser.parse_args(argv)
     queries, vectors, real = embeddings(args.rows, args.queries)
     url = args.url or os.environ.get("DATABASE_URL")
     if url is None:
         from simsql.embedded import embedded_url
 
-        url = embedded_url()
+        url = embedded_url(args.data_dir)
     engine = create_engine(url, connect_args={"options": BUILD_OPTIONS})
     reason = pgvector.available(engine)
     if reason is not None:
@@ -323,7 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report: dict[str, Any] = {"rows": len(vectors), "real_rows": real, "queries": len(queries), "dimensions": DIMENSIONS}
     held: list[Any] = []
     try:
-        report["load"] = load(engine, MeaningDoc, vectors)
+        report["load"] = "reused" if args.reuse and loaded(engine, vectors) else load(engine, MeaningDoc, vectors)
         with engine.connect() as connection:
             report["pgvector"] = connection.exec_driver_sql("SELECT extversion FROM pg_extension WHERE extname = 'vector'").scalar()
             report["server"] = connection.exec_driver_sql("SHOW server_version").scalar()
@@ -343,7 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         for thing in held:
             thing.close()
-        _Base.metadata.drop_all(engine)
+        _Base.metadata.drop_all(engine, tables=None if not args.keep else [StoryDoc.__table__])  # type: ignore[list-item]
         engine.dispose()
     json.dump(report, sys.stdout, indent=2)
     sys.stdout.write("\n")

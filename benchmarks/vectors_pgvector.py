@@ -184,10 +184,13 @@ def searches_sql(dimensions: int, top: int, query: np.ndarray) -> dict[str, str]
     }
 
 
-def indexed_searcher(connection: Connection, table: str, dimensions: int, top: int, column: str = "embedding") -> Callable[[np.ndarray], list[int]]:
-    """pgvector's own search on ``connection`` (its ``hnsw.ef_search`` as set there): ``ORDER BY
-    column <=> q LIMIT top`` through the HNSW index, keys only (issue 44's baseline)."""
-    return _searcher(connection, f"SELECT id FROM {table} ORDER BY {column} <=> CAST(:q AS vector({dimensions})) LIMIT {top}")
+def indexed_searcher(
+    connection: Connection, table: str, dimensions: int, top: int, column: str = "embedding", columns: str = "id"
+) -> Callable[[np.ndarray], list[int]]:
+    """pgvector's own search on ``connection`` (its ``hnsw.ef_search`` as set there): ``SELECT
+    columns ... ORDER BY column <=> q LIMIT top`` through the HNSW index, keys only by default
+    (issue 44's baseline); ``columns`` the first of them the key, rows as the driver returns them."""
+    return _searcher(connection, f"SELECT {columns} FROM {table} ORDER BY {column} <=> CAST(:q AS vector({dimensions})) LIMIT {top}")
 
 
 def exact_searcher(connection: Connection, table: str, dimensions: int, top: int, column: str = "embedding") -> Callable[[np.ndarray], list[int]]:

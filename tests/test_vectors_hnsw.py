@@ -306,3 +306,41 @@ def test_a_ranked_query_is_one_statement_and_binds_pgvector_s_float32_text(pg: E
     values = bound[0][1:-1].split(",")
     assert np.array_equal(np.array(values, dtype=np.float32), query.astype(np.float32))
     assert max(len(v.lstrip("-").replace(".", "").split("e")[0].lstrip("0")) for v in values) <= 9
+
+
+def test_the_ranked_statement_is_built_once_and_reused(pg: Engine) -> None:
+    """A query of the same statement, limit and options executes the very Select it executed
+    before (SQLAlchemy keeps its cache key: neither built nor keyed again), and one that
+    differs in a filter's value, the options, the limit or the keys left out gets its own:
+    every answer is numpy's."""
+    vectors = _vectors(60, seed=8)
+    _raw_load(pg, Note.__tablename__, vectors, "vector")
+    add_vector_index(pg, Note)
+    queries = np.random.default_rng(10).normal(size=(3, DIMENSIONS))
+    executed: list[Any] = []
+
+    def seen(state: Any) -> None:
+        if "simsql_cosine_distance" in str(state.statement):
+            executed.append(state.statement)
+
+    with Session(pg) as session:
+        event.listen(session, "do_orm_execute", seen)
+
+        def ids(stmt: Any, query: Any, limit: int = 5, **kwargs: Any) -> list[int]:
+            return [m.row.id for m in simsql.most_similar_vectors(session, stmt, query, limit=limit, ef_search=100, **kwargs)]
+
+        for query in queries:
+            assert ids(select(Note), query) == _truth(vectors, query, 5)
+        assert len(executed) == 3 and executed[0] is executed[1] is executed[2]
+        for low in (10, 30):  # one filter, two values: two statements, each its own answer
+            keys = list(range(low + 1, 61))
+            assert ids(select(Note).where(Note.id > low), queries[0]) == _truth(vectors, queries[0], 5, keys)
+        assert executed[3] is not executed[4]
+        assert ids(select(Note).options(load_only(Note.id)), queries[0], limit=7) == _truth(vectors, queries[0], 7)
+        rows = [session.get(Note, k) for k in (3, 9)]
+        for row in rows:  # the row as target is left out; each its own keys, one statement
+            target = np.asarray(vectors[row.id - 1])
+            others = [k for k in range(1, 61) if k != row.id]
+            assert ids(select(Note), row) == _truth(vectors, target, 5, others)
+        assert executed[-1] is executed[-2] and executed[-1] is not executed[0]
+        assert ids(select(Note), queries[1], exclude=[1, 2, 3]) == _truth(vectors, queries[1], 5, list(range(4, 61)))

@@ -260,3 +260,26 @@ def test_most_similar_vectors_refuses_text_models_and_bad_arguments(any_engine: 
             simsql.most_similar_vectors(session, select(Doc), "text")
         with pytest.raises(ValueError, match="limit"):
             simsql.most_similar_vectors(session, select(Doc), [1.0] * DIMENSIONS, limit=0)
+
+
+def test_stored_vectors_read_in_one_call_equal_those_read_one_by_one() -> None:
+    """``vectors_of`` (the re-ranking's read of every candidate at once: BLOBs joined, JSON
+    texts parsed together) gives what ``vector_of`` gives row by row, and a bad value still gets
+    ``vector_of``'s error naming the column."""
+    import json
+
+    from simsql.text.vectors import vector_of, vectors_of
+
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(5, 6)).astype(np.float32)
+    one_by_one = np.stack([np.asarray(vector_of(v.astype("<f4").tobytes()), dtype=np.float64) for v in vectors])
+    assert np.array_equal(vectors_of([v.astype("<f4").tobytes() for v in vectors]), one_by_one)
+    assert np.array_equal(vectors_of([bytearray(v.astype("<f4").tobytes()) for v in vectors]), one_by_one)
+    texts = [json.dumps(v.astype(np.float64).tolist()) for v in vectors]
+    assert np.array_equal(vectors_of(texts), np.stack([np.asarray(json.loads(t)) for t in texts]))
+    lists = [v.astype(np.float64).tolist() for v in vectors]
+    assert np.array_equal(vectors_of(lists), np.array(lists))
+    with pytest.raises(ValueError, match="Doc.embedding holds 7 bytes, not a whole number of float32 values"):
+        vectors_of([vectors[0].tobytes(), b"\x00" * 7], "Doc.embedding")
+    with pytest.raises(TypeError, match="Doc.embedding holds text that is not a JSON array of numbers"):
+        vectors_of([texts[0], "[1, 2"], "Doc.embedding")

@@ -11,14 +11,17 @@ read again.
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Select, inspect
+from sqlalchemy import Select, bindparam
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import instance_dict
 from sqlalchemy.sql import ColumnElement
 
 from ..dialects import backend
@@ -40,6 +43,14 @@ float32, so two rows a rounding apart may trade places at the cut)."""
 
 _FACTS: weakref.WeakKeyDictionary[Engine, dict[tuple[str | None, str], tuple[float, VectorIndexFacts]]] = weakref.WeakKeyDictionary()
 _DISTANCES: weakref.WeakKeyDictionary[Binding, dict[tuple[str, VectorIndexFacts], ColumnElement[float]]] = weakref.WeakKeyDictionary()
+_RANKED: weakref.WeakKeyDictionary[Binding, dict[Hashable, Select[Any]]] = weakref.WeakKeyDictionary()
+_RANKED_LOCK = threading.Lock()
+
+RANKED_KEPT = 64
+"""Ranked statements :func:`pgvector_ranked` keeps per table (the oldest goes first)."""
+
+SKIPPED_KEYS = "simsql_skipped_keys"
+"""The expanding parameter a kept ranked statement takes the keys it leaves out in."""
 
 
 def vector_index_facts(connection: Connection, binding: Binding, *, fresh: bool = False) -> VectorIndexFacts:
@@ -77,6 +88,30 @@ def pgvector_ranked(
     distance is the row's stored 64-bit signature's to the target's (None while it has none)."""
     connection = connection_of(session)
     server = backend(connection).vector_index
+    if exact:
+        found = _exact_ranked(session, binding, server, facts, stmt, query, limit, skipped)
+    else:
+        ranked, params = _ranked_statement(binding, server, facts, stmt, limit, skipped)
+        if ef_search is not None:
+            _set_ef_search(connection, server, ef_search)
+        params[QUERY_VECTOR] = query
+        found = [(row[0], 1.0 - float(row[-1])) for row in session.execute(ranked, params).all()]
+    found = found[:limit]
+    stored = [_stored_signature(binding, row) for row, _ in found]
+    if not any(s is not None for s in stored):  # not signed when unused
+        return [(row, cosine, None) for row, cosine in found]
+    fingerprinter = binding.fingerprinter
+    assert isinstance(fingerprinter, VectorFingerprinter)
+    target = fingerprinter.fingerprint(query)
+    return [(row, cosine, None if s is None else hamming(target, s)) for (row, cosine), s in zip(found, stored)]
+
+
+def _exact_ranked(
+    session: Session, binding: Binding, server: Any, facts: VectorIndexFacts, stmt: Select[Any], query: np.ndarray,
+    limit: int, skipped: list[tuple[Any, ...]],
+) -> list[tuple[Any, float]]:  # fmt: skip
+    """Every row of ``stmt`` by ``<=> + 0`` (a scan), the first ``limit + EXACT_MARGIN``
+    re-ranked by their float64 cosines: the exact top-``limit``."""
     fingerprinter = binding.fingerprinter
     assert isinstance(fingerprinter, VectorFingerprinter)
     vector_column = getattr(binding.model, binding.source[0])
@@ -85,19 +120,69 @@ def pgvector_ranked(
     leave_out = exclusion(binding, skipped)
     if leave_out is not None:
         ranked = ranked.where(leave_out)
-    if exact:
-        ranked = ranked.order_by(distance + 0, *binding.keys).limit(limit + EXACT_MARGIN)
-    else:
+    ranked = ranked.order_by(distance + 0, *binding.keys).limit(limit + EXACT_MARGIN)
+    found = [row[0] for row in session.execute(ranked, {QUERY_VECTOR: query}).all()]
+    if not found:
+        return []
+    cosines = cosines_of(binding, [getattr(row, binding.source[0]) for row in found], query)
+    return sorted(((row, float(c)) for row, c in zip(found, cosines)), key=lambda pair: (-pair[1], binding.key_of(pair[0])))
+
+
+def _ranked_statement(
+    binding: Binding, server: Any, facts: VectorIndexFacts, stmt: Select[Any], limit: int, skipped: list[tuple[Any, ...]]
+) -> tuple[Select[Any], dict[str, Any]]:
+    """``stmt`` ordered by ``<=>`` through the index, ``limit`` rows, the keys ``skipped`` left
+    out, and the parameters it takes besides the target.
+
+    Built once per table, server, statement, limit and whether keys are left out, and then
+    reused (at most :data:`RANKED_KEPT` a table): SQLAlchemy keeps the cache key of a statement
+    it has seen, so a reused one is neither built nor keyed again. ``stmt`` is known by its
+    cache key *and the values it binds*, so two filters that differ only in a value are two
+    statements; one SQLAlchemy cannot key (or whose values cannot be hashed, or are computed
+    at execution) is built afresh each call. The keys left out are one expanding parameter."""
+    single = len(binding.keys) == 1
+    shape = _statement_shape(stmt) if single or not skipped else None
+    kept = _RANKED.setdefault(binding, {})
+    key = None if shape is None else (server.name, facts, shape, limit, bool(skipped))
+    ranked = None if key is None else kept.get(key)
+    if ranked is None:
+        fingerprinter = binding.fingerprinter
+        assert isinstance(fingerprinter, VectorFingerprinter)
+        vector_column = getattr(binding.model, binding.source[0])
+        distance = _distance(binding, server, facts, vector_column, fingerprinter.dimensions)
+        ranked = stmt.add_columns(distance.label("simsql_cosine_distance")).where(vector_column.is_not(None)).order_by(None)
+        if skipped and single:
+            keys = binding.keys[0]
+            ranked = ranked.where(keys.not_in(bindparam(SKIPPED_KEYS, expanding=True, type_=keys.type)))
+        elif skipped:
+            ranked = ranked.where(exclusion(binding, skipped))  # type: ignore[arg-type]
         ranked = ranked.order_by(distance).limit(limit)
-        if ef_search is not None:
-            _set_ef_search(connection, server, ef_search)
-    found = [(row[0], 1.0 - float(row[-1])) for row in session.execute(ranked, {QUERY_VECTOR: query}).all()]
-    if exact and found:
-        cosines = cosines_of(binding, [getattr(row, binding.source[0]) for row, _ in found], query)
-        found = sorted(((row, float(c)) for (row, _), c in zip(found, cosines)), key=lambda pair: (-pair[1], binding.key_of(pair[0])))
-    stored = [_stored_signature(binding, row) for row, _ in found[:limit]]
-    target = fingerprinter.fingerprint(query) if any(s is not None for s in stored) else 0  # not signed when unused
-    return [(row, cosine, None if s is None else hamming(target, s)) for (row, cosine), s in zip(found, stored)]
+        if key is not None:
+            with _RANKED_LOCK:  # threads sharing a binding: the eviction sees a dict no other thread changes
+                if len(kept) >= RANKED_KEPT:
+                    kept.pop(next(iter(kept)))
+                kept[key] = ranked
+    return ranked, ({SKIPPED_KEYS: [k[0] for k in skipped]} if skipped and single else {})
+
+
+def _statement_shape(stmt: Select[Any]) -> Hashable | None:
+    """What tells ``stmt`` from another for :func:`_ranked_statement`: SQLAlchemy's cache key,
+    the values of its parameters and its execution options, which the key leaves out (None:
+    not keyed, values not hashable or computed)."""
+    found = stmt._generate_cache_key()
+    if found is None:
+        return None
+    values = []
+    for parameter in found.bindparams:
+        if parameter.callable is not None:
+            return None
+        values.append((type(parameter.value), parameter.value))
+    shape = (found.key, tuple(values), tuple(sorted(stmt._execution_options.items())))
+    try:
+        hash(shape)
+    except TypeError:
+        return None
+    return shape
 
 
 def _distance(binding: Binding, server: Any, facts: VectorIndexFacts, vector_column: Any, dimensions: int) -> ColumnElement[float]:
@@ -126,8 +211,8 @@ def _set_ef_search(connection: Connection, server: Any, ef_search: int) -> None:
 
 def _stored_signature(binding: Binding, row: Any) -> int | None:
     """``row``'s stored 64-bit signature, unsigned (None: not stored, or not loaded)."""
-    stored = inspect(row).dict.get(binding.fingerprint.key) if binding.mode == "columns" else None
+    stored = instance_dict(row).get(binding.fingerprint.key) if binding.mode == "columns" else None
     return None if stored is None else int(stored) & 0xFFFFFFFFFFFFFFFF
 
 
-__all__ = ["EXACT_MARGIN", "FACTS_SECONDS", "forget_vector_index", "pgvector_ranked", "vector_index_facts"]
+__all__ = ["EXACT_MARGIN", "FACTS_SECONDS", "RANKED_KEPT", "SKIPPED_KEYS", "forget_vector_index", "pgvector_ranked", "vector_index_facts"]

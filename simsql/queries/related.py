@@ -20,7 +20,7 @@ from sqlalchemy import Select, inspect
 from sqlalchemy.orm import Session
 
 from ..store.storage import Binding
-from ..text.vectors import VectorFingerprinter, vector_of
+from ..text.vectors import VectorFingerprinter, vectors_of
 from .targets import check_limit
 from .vectors import (
     DEFAULT_CANDIDATES,
@@ -122,7 +122,7 @@ def _unit(binding: Binding, rows: list[Any]) -> np.ndarray:
     what = f"{binding.model.__name__}.{binding.source[0]}"
     fingerprinter = binding.fingerprinter
     assert isinstance(fingerprinter, VectorFingerprinter)
-    stored = fingerprinter.check(np.stack([np.asarray(vector_of(getattr(row, binding.source[0]), what), dtype=np.float64) for row in rows]))
+    stored = fingerprinter.check(vectors_of([getattr(row, binding.source[0]) for row in rows], what))
     return stored / np.linalg.norm(stored, axis=1, keepdims=True)
 
 

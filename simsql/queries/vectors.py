@@ -32,7 +32,7 @@ from ..text.bits import hamming
 from ..text.errors import UnsupportedDatabase
 from ..text.lists import check_probes
 from ..text.signature import WIDE_BITS
-from ..text.vectors import VectorFingerprinter, vector_of
+from ..text.vectors import VectorFingerprinter, vector_of, vectors_of
 from .lists import list_column, vector_candidates
 from .nearest import most_similar
 from .pgvector import pgvector_ranked, vector_index_facts
@@ -84,13 +84,13 @@ def most_similar_vectors(
     using: Ranker | None = None,
 ) -> list[VectorMatch]:
     """The top-``limit`` rows of ``stmt`` by cosine to ``target``, highest first, as
-    :class:`VectorMatch` (the stored vector's cosine, computed in float64, and the 64-bit
-    signatures' Hamming distance). One call on every server; what ranks depends on the table:
+    :class:`VectorMatch` (the cosine, float64; pgvector's float32 where it ranks; and the signatures'
+    Hamming distance). One call on every server; what ranks depends on the table:
 
     - **pgvector** (``using="pgvector"``, chosen when ``using`` is None and the table has simsql's
-      HNSW index, :func:`simsql.lifecycle.add_vector_index`): one statement ordered by pgvector's
-      ``<=>`` through the index, ``ef_search`` its ``hnsw.ef_search`` for the session's
-      transaction (``SET LOCAL``; None: the server's). Approximate as HNSW is; rows need no
+      HNSW index, :func:`simsql.lifecycle.add_vector_index`): one statement, built once, ordered by
+      ``<=>`` through the index; ``ef_search``: ``hnsw.ef_search`` for the rest of the session's
+      transaction (``SET LOCAL``; None: as it is). Approximate as HNSW is; rows need no
       signature; ``candidates``, ``probes``, ``probe_radius``, ``exact_candidates`` unused.
     - **lists** (``probes=N`` on a table with partition lists, :mod:`simsql.lists`): the
       ``candidates`` rows nearest by signature (256 bits on a wide table, else 64) among the
@@ -185,7 +185,7 @@ def _exactly(
     target = fingerprinter.fingerprint(query)
     what = f"{binding.model.__name__}.{binding.source[0]}"
     kept = [(rows[key], cosine) for key, cosine in best if key in rows]
-    signed = fingerprinter.fingerprint_many(np.stack([np.asarray(vector_of(getattr(r, binding.source[0]), what), dtype=np.float64) for r, _ in kept]))
+    signed = fingerprinter.fingerprint_many(vectors_of([getattr(r, binding.source[0]) for r, _ in kept], what))
     return [VectorMatch(row, cosine, hamming(target, s)) for (row, cosine), s in zip(kept, signed)]
 
 
@@ -330,7 +330,7 @@ def _cosine_order(
     assert isinstance(fingerprinter, VectorFingerprinter)
     width = len(binding.keys)
     what = f"{binding.model.__name__}.{binding.source[0]}"
-    stored = fingerprinter.check(np.stack([np.asarray(vector_of(row[width], what), dtype=np.float64) for row in found]))
+    stored = fingerprinter.check(vectors_of([row[width] for row in found], what))
     cosines = (stored @ query) / (np.linalg.norm(stored, axis=1) * float(np.linalg.norm(query)))
     order = np.lexsort((np.array([row[width + 1] for row in found]), -cosines))
     return [int(i) for i in order if cosines[i] >= min_cosine][:limit], cosines

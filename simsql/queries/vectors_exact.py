@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from ..store.awaiting import off_loop
 from ..store.storage import Binding
-from ..text.vectors import VectorFingerprinter, vector_of
+from ..text.vectors import VectorFingerprinter, vectors_of
 
 SCAN_BATCH = 5000
 """Rows read and ranked at a time by the exact scan."""
@@ -58,7 +58,7 @@ def cosines_of(binding: Binding, stored: list[Any], query: np.ndarray) -> np.nda
     fingerprinter = binding.fingerprinter
     assert isinstance(fingerprinter, VectorFingerprinter)
     what = f"{binding.model.__name__}.{binding.source[0]}"
-    vectors = fingerprinter.check(np.stack([np.asarray(vector_of(value, what), dtype=np.float64) for value in stored]))
+    vectors = fingerprinter.check(vectors_of(stored, what))
     return (vectors @ query) / (np.linalg.norm(vectors, axis=1) * float(np.linalg.norm(query)))
 
 

@@ -10,6 +10,7 @@ the extension was created in, so neither the DDL nor the query depends on ``sear
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal
 
 import numpy as np
@@ -41,7 +42,13 @@ def vector_text(values: Any) -> str:
     a float64's repr, and formatted in half the time: the server parses the same values."""
     with np.errstate(over="ignore"):  # beyond float32: "inf", which pgvector refuses by name
         single = np.asarray(values, dtype=np.float32)
-    return "[" + ",".join(["%.9g" % x for x in single.tolist()]) + "]"
+    return _text_form(len(single)) % tuple(single.tolist())
+
+
+@functools.lru_cache(maxsize=64)
+def _text_form(length: int) -> str:
+    """``[%.9g,...]`` for ``length`` values: one formatting call a vector, not one a value."""
+    return "[" + ",".join(["%.9g"] * length) + "]"
 
 
 class PgVectorType(UserDefinedType[Any]):
