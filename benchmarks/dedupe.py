@@ -16,7 +16,7 @@ stored in a ``WideSimHashMixin`` table. Measured: planted pairs (original, varia
 rate, false pairs (rows of two different documents) and wall time of
 
 * ``near_duplicates(session, Doc)``: by text, the default (on a table this small radius 3 and
-  96 bits, :data:`simsql.queries.wide_duplicates.DEDUPE_REACH`), and the larger tables'
+  80 bits, :data:`simsql.queries.wide_duplicates.DEDUPE_REACH`), and the larger tables'
   defaults (radius 2 and 1, within 64 bits) on the same rows;
 * ``near_duplicates(session, Doc, by_text=False)``: the 64-bit fingerprint within 3 bits;
 * datasketch's ``MinHashLSH`` (128 permutations, threshold 0.5; Chinese character 3-grams,
@@ -36,6 +36,11 @@ split radius 2 and PostgreSQL's JIT on against off, and the 64-bit rule's statem
 "where the time went")::
 
     python -m benchmarks.dedupe joins --schema bench_dedupe_50k --probe-radius 2 --blocks 2
+
+``reach``: the block self-joins of such a table at a radius, in the split and the halves forms
+(timed, same pairs), and the candidate pairs within each 256-bit bound::
+
+    python -m benchmarks.dedupe reach --schema bench42_20k --probe-radius 3 --url postgresql+psycopg://postgres@127.0.0.1:5432/postgres
 
 ``scale``: the table :mod:`benchmarks.scale10m` builds (real man pages and articles assembled
 from shared man-page paragraphs, PostgreSQL), plus copies of its 200 originals at 1%, 2% and 5%
@@ -267,7 +272,7 @@ def quality(url: str, source: str, langs: Sequence[str], count: int, seed: int, 
         result: dict[str, Any] = {"rows": len(rows), "mean_chars": round(sum(len(d.text) for d in docs) / len(docs))}
         methods: dict[str, Callable[[], tuple[float, set[tuple[int, int]]]]] = {
             name: partial(timed_pairs, engine, model, **kwargs) for name, kwargs in (
-                ("simsql by text (default: radius 3, 96 bits here)", {}),
+                ("simsql by text (default: radius 3, 80 bits here)", {}),
                 ("simsql by text, radius 2, 64 bits (200,000 rows)", {"probe_radius": 2, "wide_distance": 64}),
                 ("simsql by text, radius 1, 64 bits (larger tables)", {"probe_radius": 1, "wide_distance": 64}),
                 ("simsql 64-bit, 3 bits", {"by_text": False}),
@@ -411,9 +416,41 @@ def joins(url: str, schema: str, probe_radius: int, blocks: int, wide_distance: 
     return report
 
 
+def reach(url: str, schema: str, probe_radius: int, forms: Sequence[str], bounds: Sequence[int]) -> dict[str, Any]:
+    """The eight block self-joins of a scale table at ``probe_radius`` within the widest of
+    ``bounds``, in each of ``forms`` (``split``: one bit flipped on a's side, the rest on b's;
+    ``halves``: each block half within one bit, radius 2 or 3), timed, as ``near_duplicates``
+    runs them (``candidate_pairs``, its own transaction and settings); both forms must give the
+    same pairs. Then the candidate pairs within each of ``bounds``: what each bound would send
+    to the text stage."""
+    from simsql.queries.wide_duplicates import candidate_pairs
+
+    from .originality import Doc
+
+    engine = engine_for(url, schema)
+    report: dict[str, Any] = {"probe_radius": probe_radius, "forms": {}}
+    with Session(engine) as session:
+        report["rows"] = session.scalar(select(func.count()).select_from(Doc))
+    answers = {}
+    for form in forms:
+        with Session(engine) as session:
+            started = time.perf_counter()
+            answers[form] = candidate_pairs(session, Doc, max(bounds), probe_radius, None, halves=form == "halves")
+            report["forms"][form] = {"seconds": round(time.perf_counter() - started, 1), "pairs": len(answers[form])}
+        print(json.dumps(report), file=sys.stderr, flush=True)
+    if len({frozenset(a.items()) for a in answers.values()}) > 1:
+        raise SystemExit("the forms found different pairs")
+    distances = sorted(next(iter(answers.values())).values())
+    report["pairs_within"] = {str(bound): sum(1 for d in distances if d <= bound) for bound in bounds}
+    engine.dispose()
+    return report
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("part", choices=("quality", "phases", "scale", "copy", "joins"))
+    parser.add_argument("part", choices=("quality", "phases", "scale", "copy", "joins", "reach"))
+    parser.add_argument("--forms", default="halves,split", help="reach: the join forms timed (halves, split)")
+    parser.add_argument("--bounds", default="48,56,64,72,80,88,96", help="reach: the 256-bit bounds counted")
     parser.add_argument("--blocks", type=int, default=2, help="joins: the block self-joins timed (of 8)")
     parser.add_argument("--url", default=DEFAULT_URL)
     parser.add_argument("--source", choices=("manpages", "heldout"), default="manpages")
@@ -439,6 +476,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = joins(args.url, args.schema, 2 if args.probe_radius is None else args.probe_radius, args.blocks)
     elif args.part == "copy":
         result = copy_table(args.from_url, args.from_schema, args.url, args.schema, args.rows)
+    elif args.part == "reach":
+        bounds = [int(b) for b in args.bounds.split(",")]
+        result = reach(args.url, args.schema, 3 if args.probe_radius is None else args.probe_radius, args.forms.split(","), bounds)
     else:
         result = scale(args.url, args.schema, args.seed, args.probe_radius, args.by == "text", args.wide_distance, args.minhash)
     json.dump(result, sys.stdout, indent=2)

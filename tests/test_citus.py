@@ -315,6 +315,20 @@ def test_find_original_on_a_wide_table_answers_as_plain_postgresql(citus_engine:
     assert answer(citus_engine, WideNote, "find_original") == expected
 
 
+@pytest.mark.parametrize("radius", [None, 1, 2, 3])
+@pytest.mark.parametrize("how", ["distributed", "reference"])
+def test_dedupe_by_text_on_a_wide_table_answers_as_plain_postgresql(citus_engine: Engine, engine: Engine, how: str, radius: int | None) -> None:
+    """near_duplicates by text (the fenced split and halves joins over the keys and words read
+    once from the shards): the same confirmed pairs as plain PostgreSQL, at every radius."""
+    load(engine, WideNote, None)
+    load(citus_engine, WideNote, how)
+    with Session(engine) as session:
+        expected = simsql.near_duplicates(session, WideNote, probe_radius=radius)
+    assert expected, "no pair on plain PostgreSQL: the comparison would prove nothing"
+    with Session(citus_engine) as session:
+        assert simsql.near_duplicates(session, WideNote, probe_radius=radius) == expected
+
+
 @pytest.mark.parametrize("model", [Note, Page, WideNote])
 def test_find_original_reads_its_candidates_from_the_shards_holding_them(citus_engine: Engine, model: type) -> None:
     """The candidates' rows are read by key in a statement of their own, which Citus routes to

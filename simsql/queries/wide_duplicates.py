@@ -75,9 +75,9 @@ tables" and "Radius 3 on small tables"; ``python -m benchmarks.dedupe quality`` 
 
 * up to 5,000 rows radius 3 within 80 bits. Chinese copies with 5% of their characters replaced
   lie up to 70 bits from their original and a few keep no block within 2 bits; radius 3 and 80
-  bits find them all on both the tuning and the held-out sets. Radius 3 compares about 13 times
-  the colliding pairs of radius 2, and 96 bits would confirm millions of rows sharing a
-  paragraph or two (on 20,000 articles assembled from shared man-page paragraphs: 35 candidate
+  bits find them all on both the tuning and the held-out sets. Radius 3's joins took 4-7 times
+  radius 2's at 20,000 rows, and 96 bits would confirm millions of rows sharing a paragraph or
+  two (on 20,000 articles assembled from shared man-page paragraphs: 35 candidate
   pairs within 64 bits, 818 within 72, 30,845 within 80, 2.8 million within 96);
 * up to 200,000 rows radius 2 within 64 bits: Chinese copies at 5% share a block value within 2
   bits with their original in 96-97% of cases;
@@ -347,13 +347,13 @@ def default_reach(session: Session, binding: Binding) -> DedupeReach:
     return reach_for(signed_rows(session, binding))
 
 
-HALVES_MAX_ROWS = 10_000
+HALVES_MAX_ROWS = 20_000
 """Radius 3 joins block halves (:func:`half_radius`) on a table of at most this many rows with a
-signature, the split above. Measured (BENCHMARKS.md, "Radius 3 on small tables"): the halves'
-statements took a third to a sixth of the split's time on 600 rows, a quarter on 5,000 and 1.13x
-on 20,000 rows of articles sharing man-page paragraphs (10-bit halves collide more often as the
-table grows); 10,000 lies between, not measured. Radius 2 always splits: its split has 21
-variants a side, not 211."""
+signature, the split above (its 10-bit halves collide more often as the table grows, the split's
+20-bit blocks less). Measured (BENCHMARKS.md, "Radius 3 on small tables"): the halves took a
+quarter to a sixth of the split's time on 600 and 5,000 rows, and 0.65x or 1.13x on 20,000 rows
+of articles sharing man-page paragraphs in two runs. Radius 2 always splits: 21 variants a side,
+and a third of the halves' time at 20,000 rows."""
 
 
 def candidate_pairs(
