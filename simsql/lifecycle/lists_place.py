@@ -9,9 +9,12 @@ stale value.
 On PostgreSQL a row whose list changes gets a new version and, since the list column is indexed,
 a new entry in *every* index of the table (no HOT update): a fit of every row would leave each
 block index about twice its size, and ``find_original`` slower until a ``REINDEX``. So the fit
-vacuums between slices of the table (:meth:`~simsql.dialects.ddl_plan.ListsDDL.tidy`: the versions it
-replaced are reused by the next slices), measures each index before and after, and rebuilds
-online (``REINDEX INDEX CONCURRENTLY``) those grown by more than :data:`REBUILD_GROWTH`. InnoDB
+vacuums between slices of the table (:meth:`~simsql.dialects.ddl_plan.ListsDDL.tidy`: the space of
+the versions it replaced is reused by the next slices; their index entries are left), measures
+each index before and after, rebuilds online (``REINDEX INDEX CONCURRENTLY``) those grown by
+more than :data:`REBUILD_GROWTH`, then vacuums once with the indexes. The row trigger does not
+run for these writes (:func:`simsql.dialects.postgresql.ddl.row_timing`): they set no column it
+reads. InnoDB
 updates in place and touches only the list index, which a fit leaves the size of a fresh online
 build of it: MySQL and MariaDB need neither.
 """
@@ -176,8 +179,9 @@ def index_sizes(engine: Engine, target: ListedTable) -> dict[str, int]:
 
 def rebuild_grown(engine: Engine, target: ListedTable, before: dict[str, int], progress: Progress | None) -> list[str]:
     """Rebuild online each index grown past :data:`REBUILD_GROWTH` times its size ``before``
-    the fit (after the statistics and visibility map are current), once what a stopped rebuild
-    left is dropped; the indexes rebuilt."""
+    the fit, once what a stopped rebuild left is dropped; the indexes rebuilt. A fit then runs
+    :meth:`~simsql.dialects.ddl_plan.ListsDDL.refresh`, whose vacuum reads the rebuilt indexes
+    rather than the grown ones."""
     with engine.connect() as connection:
         leftovers = backend(engine).lists_ddl.stopped_rebuilds(connection, target.schema, target.names.holder)
     if leftovers:
