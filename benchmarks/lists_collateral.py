@@ -6,7 +6,8 @@ one run, the systems interleaved query by query.
     python -m benchmarks.lists_collateral --rows 100000 --queries 100 --url mysql+pymysql://root@127.0.0.1:3306/test
 
 The table is :mod:`benchmarks.lists`' real-text one (articles of man-page paragraphs, text in the
-row, :func:`benchmarks.lists_data.text_set`), loaded and analysed, without lists. Before the
+row, :func:`benchmarks.lists_data.text_set`; ``--source heldout``: of Debian's manuals, a set
+never tuned on), loaded and analysed, without lists. Before the
 fit and after it, the same queries race (each system on its own connection, a shuffled order per
 query): the keys-only scan (``select id ... order by bit_count(...) limit 10``), the same scan
 joined to its 10 whole rows (the floor of any answer that returns the rows), simsql's exact
@@ -40,6 +41,7 @@ from . import scale
 from .lists import race, text_recalls, timing
 from .lists_data import TOP, TextSet, text_set
 from .lists_models import ListsBase, TextDoc, as_dict, lists_status
+from .scale import TEXT_SOURCES
 
 RESULTS = Path(__file__).resolve().parent / "results"
 KEYS_SCAN = "plain scan (keys)"
@@ -110,12 +112,13 @@ def sizes(engine: Engine, rows: int) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     engine = create_engine(args.url, pool_size=20)
-    data = text_set(args.rows, args.queries)
+    data = text_set(args.rows, args.queries, args.source)
     report: dict[str, Any] = {"command": "python -m benchmarks.lists_collateral " + " ".join(sys.argv[1:]), "rows": args.rows,
-                              "queries": args.queries, "server": engine.dialect.name, "load_average_start": os.getloadavg()}  # fmt: skip
+                              "queries": args.queries, "source": args.source, "server": engine.dialect.name,
+                              "load_average_start": os.getloadavg()}  # fmt: skip
     with engine.connect() as connection:
         report["server_version"] = connection.exec_driver_sql("SELECT version()").scalar()
-    if not (args.reuse and load.loaded(engine, TextDoc.__tablename__, args.rows)):
+    if not (args.reuse and load.loaded(engine, TextDoc.__tablename__, args.rows) and load.same_text(engine, TextDoc.__tablename__, data)):
         report["load_seconds"] = load.load_text(engine, TextDoc.__table__, data, args.rows)  # type: ignore[attr-defined]
     drop_lists(engine, TextDoc.__tablename__)
     report["before"] = {"sizes": sizes(engine, args.rows), **phase(engine, data, (), (), args.rows)}
@@ -137,6 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--url", default="postgresql+psycopg://postgres@127.0.0.1:5432/bench_parts")
     parser.add_argument("--rows", type=int, default=20_000)
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--source", choices=TEXT_SOURCES, default="manpages",
+                        help="where the articles' paragraphs come from: man pages, or Debian's manuals (heldout, never tuned on)")
     parser.add_argument("--lists", type=int, default=None)
     parser.add_argument("--probes", default="8,16,32,64")
     parser.add_argument("--recalls", default="0.9,0.95,0.99")
@@ -147,7 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.probes = [int(x) for x in args.probes.split(",") if x]
     args.recalls = [float(x) for x in args.recalls.split(",") if x]
     report = run(args)
-    out = args.out or RESULTS / f"lists-collateral-{report['server']}-{args.rows}.json"
+    origin = "" if args.source == "manpages" else f"-{args.source}"
+    out = args.out or RESULTS / f"lists-collateral-{report['server']}-{args.rows}{origin}.json"
     out.write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report, indent=1))
     return 0

@@ -101,15 +101,18 @@ def vector_set(rows: int, queries: int) -> VectorSet:
     return VectorSet(vectors, held, truth, real_rows, time.perf_counter() - started)
 
 
-def text_set(rows: int, queries: int) -> TextSet:
+def text_set(rows: int, queries: int, source: str = "manpages") -> TextSet:
     """:class:`TextSet` of ``rows`` stored articles (:func:`benchmarks.scale.build_cached`, seed
-    ``rows`` as in ``benchmarks.exact_scan``) and ``queries`` new ones (cached)."""
+    ``rows`` as in ``benchmarks.exact_scan``) and ``queries`` new ones (cached), their
+    paragraphs from ``source`` (:data:`benchmarks.scale.TEXT_SOURCES`: ``heldout`` is Debian's
+    manuals, never tuned on)."""
     from . import scale
 
-    real = scale.real_text("default")
+    real = scale.real_text("default", source=source)
     started = time.perf_counter()
     data = scale.build_cached(real, rows, seed=rows)
-    path = _cache(f"partitions-text-{real.fingerprinter.config_id}-{rows}-{queries}.npz")
+    origin = "" if source == "manpages" else f"-{source}"
+    path = _cache(f"partitions-text{origin}-{real.fingerprinter.config_id}-{rows}-{queries}.npz")
     if path.exists():
         saved = np.load(path)
         return TextSet(

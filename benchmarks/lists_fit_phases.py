@@ -30,6 +30,7 @@ from simsql.lists import fit_lists
 from . import lists_load as load
 from .lists_data import text_set
 from .lists_models import TextDoc, as_dict
+from .scale import TEXT_SOURCES
 
 KINDS = (("VACUUM", "vacuum"), ("REINDEX", "rebuild"), ("ALTER TABLE", "rebuild"), ("ANALYZE", "analyze"), ("UPDATE", "write batches"),
          ("SELECT", "read batches and catalog"))  # fmt: skip
@@ -45,10 +46,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--url", default="postgresql+psycopg://postgres@127.0.0.1:5432/bench_parts")
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--lists", type=int, default=None)
+    parser.add_argument("--source", choices=TEXT_SOURCES, default="manpages")
     args = parser.parse_args(argv)
     engine = create_engine(args.url)
-    if not load.loaded(engine, TextDoc.__tablename__, args.rows):
-        load.load_text(engine, TextDoc.__table__, text_set(args.rows, 100), args.rows)  # type: ignore[attr-defined]
+    data = text_set(args.rows, 100, args.source)
+    if not (load.loaded(engine, TextDoc.__tablename__, args.rows) and load.same_text(engine, TextDoc.__tablename__, data)):
+        load.load_text(engine, TextDoc.__table__, data, args.rows)  # type: ignore[attr-defined]
     spent: dict[str, float] = defaultdict(float)
     counts: dict[str, int] = defaultdict(int)
 

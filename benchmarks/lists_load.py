@@ -244,6 +244,16 @@ def loaded(engine: Engine, table: str, rows: int) -> bool:
         return False
 
 
+def same_text(engine: Engine, table: str, data: TextSet) -> bool:
+    """The rows of ``table`` are ``data``'s (``--reuse``): the first and last stored rows hold
+    its fingerprints, so a table loaded from another source or size is loaded again."""
+    last = len(data.fingerprints)
+    with engine.connect() as connection:
+        stored = dict(connection.exec_driver_sql(f"SELECT id, simhash FROM {table} WHERE id IN (1, {last})").all())
+    wanted = {1: int(data.fingerprints[0]), last: int(data.fingerprints[-1])}
+    return len(stored) == 2 and all(int(stored[k]) & (2**64 - 1) == v for k, v in wanted.items())  # signed (PostgreSQL) or unsigned
+
+
 def same_vector(engine: Engine, table: str, first: np.ndarray) -> bool:
     """Row 1 of simsql's vector table holds ``first`` (``--reuse``: the same data set)."""
     with engine.connect() as connection:

@@ -30,6 +30,7 @@ from simsql.queries import plan_size
 from . import lists_load as load
 from .lists_data import TOP, text_set
 from .lists_models import TextDoc
+from .scale import TEXT_SOURCES
 
 EXPLAIN = "EXPLAIN (ANALYZE, SUMMARY, TIMING OFF, COSTS OFF) "
 
@@ -54,10 +55,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--url", default="postgresql+psycopg://postgres@127.0.0.1:5432/bench_parts")
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=40)
+    parser.add_argument("--source", choices=TEXT_SOURCES, default="manpages")
     args = parser.parse_args(argv)
     engine = create_engine(args.url)
-    data = text_set(args.rows, 100)
-    if not load.loaded(engine, TextDoc.__tablename__, args.rows):
+    data = text_set(args.rows, 100, args.source)
+    if not (load.loaded(engine, TextDoc.__tablename__, args.rows) and load.same_text(engine, TextDoc.__tablename__, data)):
         load.load_text(engine, TextDoc.__table__, data, args.rows)  # type: ignore[attr-defined]
     load.analyze(engine, TextDoc.__tablename__)
 

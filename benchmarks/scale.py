@@ -225,6 +225,7 @@ class RealText:
     features: ParagraphFeatures
     fingerprinter: simsql.Fingerprinter
     pools: tuple[tuple[int, int, float], ...]
+    source: str = "manpages"
 
 
 CONFIGS = ("default", "v1", "idf-heldout", "background")
@@ -236,17 +237,29 @@ fingerprinter centred on a :class:`simsql.text.background.Background` fitted on 
 documents (a user who fits a background on a sample of their own corpus)."""
 
 CHINESE_SHARE = 0.2
+TEXT_SOURCES = ("manpages", "heldout")
+"""Where articles' paragraphs come from: ``manpages`` (:mod:`benchmarks.corpus`, what defaults
+are tuned on) or ``heldout`` (Debian's installed manuals, :mod:`benchmarks.heldout`, never
+tuned on)."""
 
 
-def real_text(config: str = "default", limit: int | None = None) -> RealText:
-    """Articles' raw material: man-page prose in English and Chinese, one document in five kept
-    aside (only the IDF or background fit sees it)."""
+def real_text(config: str = "default", limit: int | None = None, source: str = "manpages") -> RealText:
+    """Articles' raw material: prose in English and Chinese (man pages, or with
+    ``source="heldout"`` Debian's manuals), one document in five kept aside (only the IDF or
+    background fit sees it)."""
     from . import corpus
 
     if config not in CONFIGS:
         raise ValueError(f"config must be one of {CONFIGS}, got {config!r}")
-    english = corpus.english_documents(limit)
-    chinese = corpus.chinese_documents(limit)
+    if source not in TEXT_SOURCES:
+        raise ValueError(f"source must be one of {TEXT_SOURCES}, got {source!r}")
+    if source == "heldout":
+        from .heldout import heldout_documents
+
+        english, chinese = heldout_documents("en")[:limit], heldout_documents("zh")[:limit]
+    else:
+        english = corpus.english_documents(limit)
+        chinese = corpus.chinese_documents(limit)
     held_out = english[::5] + chinese[::5]
     english_paragraphs = corpus.paragraphs(d for i, d in enumerate(english) if i % 5)
     chinese_paragraphs = corpus.paragraphs(d for i, d in enumerate(chinese) if i % 5)
@@ -261,7 +274,7 @@ def real_text(config: str = "default", limit: int | None = None) -> RealText:
     features = paragraph_features(paragraphs, fingerprinter)
     split = len(english_paragraphs)
     pools = ((0, split, 1 - CHINESE_SHARE), (split, len(paragraphs), CHINESE_SHARE))
-    return RealText(paragraphs, features, fingerprinter, pools)
+    return RealText(paragraphs, features, fingerprinter, pools, source)
 
 
 def build_cached(real: RealText, n: int, seed: int) -> ScaleSet:
@@ -269,7 +282,8 @@ def build_cached(real: RealText, n: int, seed: int) -> ScaleSet:
     takes the better part of an hour to generate on a busy 2-core machine."""
     from .corpus import CACHE_DIR
 
-    path = CACHE_DIR / f"scale-{real.fingerprinter.config_id}-{len(real.paragraphs)}-{n}-{seed}.npz"
+    origin = "" if real.source == "manpages" else f"-{real.source}"
+    path = CACHE_DIR / f"scale{origin}-{real.fingerprinter.config_id}-{len(real.paragraphs)}-{n}-{seed}.npz"
     if path.exists():
         saved = np.load(path)
         return ScaleSet(saved["fingerprints"], saved["members"], saved["variant_of"], saved["series_heads"], real.fingerprinter, real.pools)

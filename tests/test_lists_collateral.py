@@ -12,9 +12,12 @@ from typing import Any
 import numpy as np
 import pytest
 from sqlalchemy import Engine, select, text
+from sqlalchemy import column as sa_column
+from sqlalchemy import table as sa_table
 from sqlalchemy.orm import Session
 
 import simsql
+from simsql.dialects import backend
 from simsql.lifecycle.lists_status import lists_status
 from simsql.lists import fit_lists
 from simsql.queries import plan_size
@@ -194,3 +197,28 @@ def test_the_command_line_prints_the_curve_and_status_shows_it(any_engine: Engin
     status = json.loads(ok(cli("status", "--format", "json", url=any_url)).stdout)
     mine = next(s for s in status if s["table"].endswith(Note.__tablename__))
     assert mine["recall@10"].endswith("5:1.00") and mine["drift"] == ""
+
+
+def test_placing_rows_in_lists_changes_nothing_but_the_list(engine: Engine) -> None:
+    """A fit's writes set the list and nothing else, so the row trigger, which hashes each row's
+    text to check the fingerprint's digest, is not asked to check what did not change (hashing
+    every article of the table was the larger part of a fit's writes). A row whose digest no
+    longer matches its text (written with the trigger off: ``simsql status`` counts it stale)
+    keeps its fingerprint; the trigger still checks a write of the text in the same session."""
+    load(engine, Note, corpus(60))
+    names = Names(Note.__tablename__)
+    table_name = Note.__tablename__
+    with engine.begin() as connection:
+        read = connection.execute(text(f"SELECT id, {names.fingerprint} FROM {table_name} WHERE {names.fingerprint} IS NOT NULL ORDER BY id")).all()
+        stale, edited = read[0][0], read[1][0]
+        connection.exec_driver_sql("SET LOCAL session_replication_role = replica")
+        connection.execute(text(f"UPDATE {table_name} SET body = 'text written with the trigger off' WHERE id = :k"), {"k": stale})
+    with engine.begin() as connection:
+        relation = sa_table(table_name, sa_column("id"), schema=connection.exec_driver_sql("SELECT current_schema()").scalar())
+        written = backend(connection).lists_ddl.write_lists(connection, relation, ("id",), names.fingerprint, names.part, [(*r, 7) for r in read])
+        connection.execute(text(f"UPDATE {table_name} SET body = body || ' more' WHERE id = :k"), {"k": edited})
+    with engine.connect() as connection:
+        after = dict(connection.execute(text(f"SELECT id, {names.fingerprint} FROM {table_name} WHERE {names.part} = 7")).all())
+    assert written == len(read)
+    assert after[stale] == read[0][1], "the fit's write of the list dropped the fingerprint of a stale row"
+    assert after[edited] is None, "a write of the text in the same session kept a fingerprint of the old text"

@@ -341,10 +341,10 @@ class ListsDDL(ABC):
         statement; the rows it changed."""
 
     def tidy(self, schema: str, table: str) -> DDLPlan:
-        """What a fit runs between its batches so the row versions it replaced are reused by the
-        next ones instead of growing the table and every index (PostgreSQL: a ``VACUUM`` that
-        skips a table it cannot lock at once). Nothing where an update rewrites in place
-        (InnoDB touches only the indexes whose columns changed)."""
+        """What a fit runs between its batches so the space of the row versions it replaced is
+        reused by the next ones instead of growing the table (PostgreSQL: a ``VACUUM`` that skips
+        a table it cannot lock at once, and leaves the indexes to :meth:`rebuild`). Nothing
+        where an update rewrites in place (InnoDB touches only the indexes whose columns changed)."""
         return self.plan([])
 
     def rebuild(self, schema: str, names: Names, indexes: Sequence[str]) -> DDLPlan:

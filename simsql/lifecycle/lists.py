@@ -259,8 +259,8 @@ def fit_lists(
     placed = fill(engine, target, centres, progress)
     _finish(engine, target, centres)
     placed += place_pass(engine, target, centres, progress, placed)  # what writers with older lists left meanwhile
-    apply.run_on_engine(engine, backend(engine).lists_ddl.refresh(target.schema, table_name))
     rebuilt = rebuild_grown(engine, target, dict(settings.get("index_bytes", {})), progress)
+    apply.run_on_engine(engine, backend(engine).lists_ddl.refresh(target.schema, table_name))  # after: the indexes it cleans are small
     with engine.connect() as connection:
         sizes = list_sizes(connection, target.schema, table_name, target.names.part)
     return ListsResult(

@@ -9,16 +9,21 @@ stale value.
 On PostgreSQL a row whose list changes gets a new version and, since the list column is indexed,
 a new entry in *every* index of the table (no HOT update): a fit of every row would leave each
 block index about twice its size, and ``find_original`` slower until a ``REINDEX``. So the fit
-vacuums between slices of the table (:meth:`~simsql.dialects.ddl_plan.ListsDDL.tidy`: the versions it
-replaced are reused by the next slices), measures each index before and after, and rebuilds
-online (``REINDEX INDEX CONCURRENTLY``) those grown by more than :data:`REBUILD_GROWTH`. InnoDB
+vacuums between slices of the table (:meth:`~simsql.dialects.ddl_plan.ListsDDL.tidy`: the space of
+the versions it replaced is reused by the next slices; their index entries are left), measures
+each index before and after, rebuilds online (``REINDEX INDEX CONCURRENTLY``) those grown by
+more than :data:`REBUILD_GROWTH`, then vacuums once with the indexes. The row trigger does not
+run for these writes (:func:`simsql.dialects.postgresql.ddl.row_timing`): they set no column it
+reads. InnoDB
 updates in place and touches only the list index, which a fit leaves the size of a fresh online
 build of it: MySQL and MariaDB need neither.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,11 +31,12 @@ import numpy as np
 from sqlalchemy import Engine, and_, column, func, literal, or_, select, table, tuple_
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.pool import AssertionPool, SingletonThreadPool, StaticPool
 
 from ..dialects import backend
 from ..schema.names import Attachment
 from ..store import registry
-from ..store.awaiting import off_loop
+from ..store.awaiting import _in_async_greenlet, off_loop
 from ..store.progress import Progress
 from ..text.errors import SchemaError
 from ..text.lists import Centres
@@ -104,32 +110,58 @@ def _placed_values(engine: Engine, target: ListedTable, centres: Centres, rows: 
 
 def place_pass(engine: Engine, target: ListedTable, centres: Centres, progress: Progress | None, total: int, tidy_every: int = 0) -> int:
     """One key-ordered pass over the rows ``centres`` does not hold; rows placed. Every
-    ``tidy_every`` rows placed (0: never) the table is tidied (:meth:`ListsDDL.tidy`)."""
+    ``tidy_every`` rows placed (0: never) the table is tidied (:meth:`ListsDDL.tidy`). The next
+    batch is read and placed while one is written (:func:`_ahead`)."""
     t = target.relation()
     names = target.names
     keys = [t.c[k] for k in target.keys]
     width = len(keys)
     read = [*keys, t.c[names.fingerprint]] + ([t.c[target.entry.source[0]]] if target.vector else [])
     lists_ddl = backend(engine).lists_ddl
-    cursor: tuple[Any, ...] | None = None
-    placed = tidied = 0
-    while True:
+
+    def batch_after(cursor: tuple[Any, ...] | None) -> tuple[list[tuple[Any, ...]], tuple[Any, ...]] | None:
+        """The batch of rows after ``cursor`` with their lists, and its last key (None: no more)."""
         query = select(*read).where(t.c[names.fingerprint].is_not(None), outside(t, names.part, centres))
         if cursor is not None:
             query = query.where(tuple_(*keys) > tuple_(*(literal(v) for v in cursor)) if width > 1 else keys[0] > cursor[0])
         with engine.connect() as connection:
             rows = connection.execute(query.order_by(*keys).limit(BATCH_ROWS)).all()
         if not rows:
-            return placed
+            return None
         values = _placed_values(engine, target, centres, rows)
-        written = [(*row[: width + 1], int(value)) for row, value in zip(rows, values)]
-        placed += retrying(engine, lambda c: lists_ddl.write_lists(c, t, target.keys, names.fingerprint, names.part, written))
-        cursor = tuple(rows[-1][:width])
-        if tidy_every and placed - tidied >= tidy_every:
-            apply.run_on_engine(engine, lists_ddl.tidy(target.schema, names.holder))
-            tidied = placed
-        if progress is not None:
-            progress("place", placed, total)
+        return [(*row[: width + 1], int(value)) for row, value in zip(rows, values)], tuple(rows[-1][:width])
+
+    placed = tidied = 0
+    with _ahead(engine) as ahead:
+        pending = ahead(batch_after, None)
+        while (batch := pending()) is not None:
+            written, cursor = batch
+            pending = ahead(batch_after, cursor)
+            placed += retrying(engine, lambda c: lists_ddl.write_lists(c, t, target.keys, names.fingerprint, names.part, written))
+            if tidy_every and placed - tidied >= tidy_every:
+                apply.run_on_engine(engine, lists_ddl.tidy(target.schema, names.holder))
+                tidied = placed
+            if progress is not None:
+                progress("place", placed, total)
+    return placed
+
+
+@contextmanager
+def _ahead(engine: Engine) -> Iterator[Callable[..., Callable[[], Any]]]:
+    """``ahead(f, *args)`` starts ``f(*args)`` and returns what waits for its result: on a
+    thread of its own (its own pooled connection), so a pass reads and places the next batch
+    while the server writes this one, the client's work off the fit's time. In place where
+    a second connection at once is not to be had: the async API (one event loop runs every
+    statement) and pools of one connection."""
+    if _in_async_greenlet() or isinstance(engine.pool, (StaticPool, SingletonThreadPool, AssertionPool)):
+        def now(function: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+            result = function(*args)
+            return lambda: result
+
+        yield now
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="simsql-lists") as executor:
+        yield lambda function, *args: executor.submit(function, *args).result
 
 
 def retrying(engine: Engine, write: Callable[[Connection], int], attempts: int = 5) -> int:
@@ -176,8 +208,9 @@ def index_sizes(engine: Engine, target: ListedTable) -> dict[str, int]:
 
 def rebuild_grown(engine: Engine, target: ListedTable, before: dict[str, int], progress: Progress | None) -> list[str]:
     """Rebuild online each index grown past :data:`REBUILD_GROWTH` times its size ``before``
-    the fit (after the statistics and visibility map are current), once what a stopped rebuild
-    left is dropped; the indexes rebuilt."""
+    the fit, once what a stopped rebuild left is dropped; the indexes rebuilt. A fit then runs
+    :meth:`~simsql.dialects.ddl_plan.ListsDDL.refresh`, whose vacuum reads the rebuilt indexes
+    rather than the grown ones."""
     with engine.connect() as connection:
         leftovers = backend(engine).lists_ddl.stopped_rebuilds(connection, target.schema, target.names.holder)
     if leftovers:

@@ -36,6 +36,13 @@ FUNCTION_MARK = "-- written by simsql"
 once the table it served is gone (``DROP TABLE`` takes the trigger, not the function)."""
 
 ROW_TIMING = "BEFORE INSERT OR UPDATE"
+LISTS_WRITE = "simsql.lists_write"
+"""A setting a fit turns on, in its own transaction, around the one statement that writes a
+batch's partition lists (:meth:`simsql.dialects.postgresql.lists.PostgresListsDDL.write_lists`)
+and off after it: the row trigger then returns at once for an update that keeps the fingerprint
+and its digest, instead of hashing the row's text to find the digest still right. Not for
+writers: one that sets it and changes the text skips the check of that write (``simsql status``
+counts such a row stale, as one written with triggers disabled)."""
 STALE_TIMING = "AFTER UPDATE"
 
 
@@ -57,7 +64,8 @@ def digest_sql(columns: Sequence[str], row: str = "") -> str:
 def row_trigger_body(names: Names, source: Sequence[str], *, derive_blocks: bool) -> str:
     """Columns mode: BEFORE INSERT OR UPDATE on the user's table.
 
-    A fingerprint is kept only if it comes with the digest of the row's current text. One
+    A fingerprint is kept only if it comes with the digest of the row's current text
+    (:data:`LISTS_WRITE`: a fit's writes of the list alone are not checked again). One
     written without a digest (a raw loader) is kept until the text changes. A digest without a
     fingerprint marks text without words (a backfill found none): kept while the text stays. ``derive_blocks``:
     blocks are plain columns (tables altered in place) rather than generated ones.
@@ -78,6 +86,10 @@ def row_trigger_body(names: Names, source: Sequence[str], *, derive_blocks: bool
         )
     return f"""
 BEGIN
+  IF TG_OP = 'UPDATE' AND current_setting('{LISTS_WRITE}', true) = 'on' AND {fp} IS NOT DISTINCT FROM {old_fp}
+      AND {src} IS NOT DISTINCT FROM {old_src} THEN
+    RETURN NEW;  -- a fit writing partition lists: nothing this checks was set
+  END IF;
   IF {fp} IS NOT NULL THEN
     IF TG_OP = 'UPDATE' AND {fp} IS DISTINCT FROM {old_fp} AND {src} IS NOT DISTINCT FROM {old_src} THEN
       {src} := NULL;  -- a new fingerprint written without the digest of its text

@@ -12,7 +12,7 @@ from sqlalchemy import text
 
 from ...schema.names import CENTRES_TABLE, Names
 from ..ddl_plan import DDLPlan, ListsDDL, Present, Step
-from .ddl import qualified, quote
+from .ddl import LISTS_WRITE, qualified, quote
 
 
 class PostgresListsDDL(ListsDDL):
@@ -46,7 +46,9 @@ class PostgresListsDDL(ListsDDL):
 
     def write_lists(self, connection: Any, relation: Any, keys: Sequence[str], fingerprint: str, part: str, rows: Sequence[Sequence[Any]]) -> int:
         """One ``UPDATE ... FROM jsonb_populate_recordset``: the rows arrive as one JSON value
-        typed by the table's own row type (any key type, one parameter, one plan)."""
+        typed by the table's own row type (any key type, one parameter, one plan). It sets the
+        list alone, so simsql's row trigger is told not to hash each row's text again
+        (:data:`~simsql.dialects.postgresql.ddl.LISTS_WRITE`, on for this statement only)."""
         holder = qualified(relation.schema, relation.name)
         match = " AND ".join(f"t.{quote(c)} = v.{quote(c)}" for c in (*keys, fingerprint))
         sql = (
@@ -55,10 +57,19 @@ class PostgresListsDDL(ListsDDL):
         )
         names = (*keys, fingerprint, part)
         payload = json.dumps([dict(zip(names, row)) for row in rows], default=str)
-        return int(connection.execute(text(sql), {"rows": payload}).rowcount or 0)
+        switch = text("SELECT set_config(:name, :value, true)")
+        connection.execute(switch, {"name": LISTS_WRITE, "value": "on"})
+        written = int(connection.execute(text(sql), {"rows": payload}).rowcount or 0)
+        connection.execute(switch, {"name": LISTS_WRITE, "value": "off"})
+        return written
 
     def tidy(self, schema: str, table: str) -> DDLPlan:
-        sql = f"VACUUM (SKIP_LOCKED) {qualified(schema, table)}"
+        """``INDEX_CLEANUP OFF``: the vacuum frees the space of the row versions the batches
+        replaced (each page pruned, its free space recorded for the next slices), and leaves
+        their index entries; a full index cleanup would read every index of the table once per
+        slice, and the fit rebuilds the indexes it grew at its end anyway (:meth:`rebuild`),
+        before the vacuum of :meth:`refresh` cleans what is left."""
+        sql = f"VACUUM (SKIP_LOCKED, INDEX_CLEANUP OFF) {qualified(schema, table)}"
         return self.plan([Step(sql, f"vacuum {schema}.{table} between batches", concurrently=True)])
 
     def rebuild(self, schema: str, names: Names, indexes: Sequence[str]) -> DDLPlan:
