@@ -21,9 +21,7 @@ build of it: MySQL and MariaDB need neither.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,12 +29,11 @@ import numpy as np
 from sqlalchemy import Engine, and_, column, func, literal, or_, select, table, tuple_
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.pool import AssertionPool, SingletonThreadPool, StaticPool
 
 from ..dialects import backend
 from ..schema.names import Attachment
 from ..store import registry
-from ..store.awaiting import _in_async_greenlet, off_loop
+from ..store.awaiting import off_loop
 from ..store.progress import Progress
 from ..text.errors import SchemaError
 from ..text.lists import Centres
@@ -110,58 +107,32 @@ def _placed_values(engine: Engine, target: ListedTable, centres: Centres, rows: 
 
 def place_pass(engine: Engine, target: ListedTable, centres: Centres, progress: Progress | None, total: int, tidy_every: int = 0) -> int:
     """One key-ordered pass over the rows ``centres`` does not hold; rows placed. Every
-    ``tidy_every`` rows placed (0: never) the table is tidied (:meth:`ListsDDL.tidy`). The next
-    batch is read and placed while one is written (:func:`_ahead`)."""
+    ``tidy_every`` rows placed (0: never) the table is tidied (:meth:`ListsDDL.tidy`)."""
     t = target.relation()
     names = target.names
     keys = [t.c[k] for k in target.keys]
     width = len(keys)
     read = [*keys, t.c[names.fingerprint]] + ([t.c[target.entry.source[0]]] if target.vector else [])
     lists_ddl = backend(engine).lists_ddl
-
-    def batch_after(cursor: tuple[Any, ...] | None) -> tuple[list[tuple[Any, ...]], tuple[Any, ...]] | None:
-        """The batch of rows after ``cursor`` with their lists, and its last key (None: no more)."""
+    cursor: tuple[Any, ...] | None = None
+    placed = tidied = 0
+    while True:
         query = select(*read).where(t.c[names.fingerprint].is_not(None), outside(t, names.part, centres))
         if cursor is not None:
             query = query.where(tuple_(*keys) > tuple_(*(literal(v) for v in cursor)) if width > 1 else keys[0] > cursor[0])
         with engine.connect() as connection:
             rows = connection.execute(query.order_by(*keys).limit(BATCH_ROWS)).all()
         if not rows:
-            return None
+            return placed
         values = _placed_values(engine, target, centres, rows)
-        return [(*row[: width + 1], int(value)) for row, value in zip(rows, values)], tuple(rows[-1][:width])
-
-    placed = tidied = 0
-    with _ahead(engine) as ahead:
-        pending = ahead(batch_after, None)
-        while (batch := pending()) is not None:
-            written, cursor = batch
-            pending = ahead(batch_after, cursor)
-            placed += retrying(engine, lambda c: lists_ddl.write_lists(c, t, target.keys, names.fingerprint, names.part, written))
-            if tidy_every and placed - tidied >= tidy_every:
-                apply.run_on_engine(engine, lists_ddl.tidy(target.schema, names.holder))
-                tidied = placed
-            if progress is not None:
-                progress("place", placed, total)
-    return placed
-
-
-@contextmanager
-def _ahead(engine: Engine) -> Iterator[Callable[..., Callable[[], Any]]]:
-    """``ahead(f, *args)`` starts ``f(*args)`` and returns what waits for its result: on a
-    thread of its own (its own pooled connection), so a pass reads and places the next batch
-    while the server writes this one, the client's work off the fit's time. In place where
-    a second connection at once is not to be had: the async API (one event loop runs every
-    statement) and pools of one connection."""
-    if _in_async_greenlet() or isinstance(engine.pool, (StaticPool, SingletonThreadPool, AssertionPool)):
-        def now(function: Callable[..., Any], *args: Any) -> Callable[[], Any]:
-            result = function(*args)
-            return lambda: result
-
-        yield now
-        return
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="simsql-lists") as executor:
-        yield lambda function, *args: executor.submit(function, *args).result
+        written = [(*row[: width + 1], int(value)) for row, value in zip(rows, values)]
+        placed += retrying(engine, lambda c: lists_ddl.write_lists(c, t, target.keys, names.fingerprint, names.part, written))
+        cursor = tuple(rows[-1][:width])
+        if tidy_every and placed - tidied >= tidy_every:
+            apply.run_on_engine(engine, lists_ddl.tidy(target.schema, names.holder))
+            tidied = placed
+        if progress is not None:
+            progress("place", placed, total)
 
 
 def retrying(engine: Engine, write: Callable[[Connection], int], attempts: int = 5) -> int:
