@@ -126,6 +126,28 @@ def test_attach_adopts_what_a_mixin_made(any_engine: Engine, any_url: str, wide:
     ok(cli("detach", "--table", "arts", url=any_url))
 
 
+@pytest.mark.parametrize("wide", [False, True], ids=["v2", "v3"])
+def test_attach_adopts_a_mixin_table_whose_trigger_an_earlier_simsql_wrote(engine: Engine, url: str, wide: bool) -> None:
+    """PostgreSQL's row trigger now returns at once for a fit's list writes; a mixin table made
+    before that keeps the trigger body simsql wrote then, which is still simsql's to adopt."""
+    from simsql.dialects.postgresql.ddl import FUNCTION_MARK, dollar_quote, row_trigger_body
+
+    before = _unrecorded(engine, _model(wide))
+    names = Names("arts", wide=wide)
+    with engine.begin() as connection:
+        schema = connection.execute(text("SELECT current_schema()")).scalar_one()
+        earlier = row_trigger_body(names, ("title", "body"), derive_blocks=False, skips_list_writes=False)
+        assert earlier != row_trigger_body(names, ("title", "body"), derive_blocks=False)
+        connection.execute(
+            text(f'CREATE OR REPLACE FUNCTION "{schema}"."{names.row_function}"() RETURNS trigger LANGUAGE plpgsql AS '
+                 f"{dollar_quote(chr(10) + FUNCTION_MARK + earlier)}")
+        )  # fmt: skip
+    before = {**before, "triggers": state(engine, "arts")["triggers"]}
+    attach = ("attach", "--table", "arts", "--text-column", "title", "--text-column", "body", "--no-backfill")
+    ok(cli(*attach, *(("--wide",) if wide else ()), url=url))
+    _same(engine, before)  # adopted as it is
+
+
 def test_attach_never_adopts_what_it_cannot_prove_simsql_made(any_engine: Engine, any_url: str) -> None:
     before = _unrecorded(any_engine, _model())
     with any_engine.begin() as connection:  # one of simsql's triggers gone: no longer as simsql makes it

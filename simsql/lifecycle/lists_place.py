@@ -12,10 +12,9 @@ block index about twice its size, and ``find_original`` slower until a ``REINDEX
 vacuums between slices of the table (:meth:`~simsql.dialects.ddl_plan.ListsDDL.tidy`: the space of
 the versions it replaced is reused by the next slices; their index entries are left), measures
 each index before and after, rebuilds online (``REINDEX INDEX CONCURRENTLY``) those grown by
-more than :data:`REBUILD_GROWTH`, then vacuums once with the indexes. The row trigger does not
-run for these writes (:func:`simsql.dialects.postgresql.ddl.row_timing`): they set no column it
-reads. InnoDB
-updates in place and touches only the list index, which a fit leaves the size of a fresh online
+more than :data:`REBUILD_GROWTH`, then vacuums once with the indexes. The row trigger returns at
+once for these writes (:data:`simsql.dialects.postgresql.ddl.LISTS_WRITE`): they set no column
+it checks. InnoDB updates in place and touches only the list index, which a fit leaves the size of a fresh online
 build of it: MySQL and MariaDB need neither.
 """
 

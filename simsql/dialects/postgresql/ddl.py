@@ -61,11 +61,13 @@ def digest_sql(columns: Sequence[str], row: str = "") -> str:
     return f"CAST(md5(convert_to(concat_ws(chr(10), {', '.join(row + quote(c) for c in columns)}), 'UTF8')) AS uuid)"
 
 
-def row_trigger_body(names: Names, source: Sequence[str], *, derive_blocks: bool) -> str:
+def row_trigger_body(names: Names, source: Sequence[str], *, derive_blocks: bool, skips_list_writes: bool = True) -> str:
     """Columns mode: BEFORE INSERT OR UPDATE on the user's table.
 
     A fingerprint is kept only if it comes with the digest of the row's current text
-    (:data:`LISTS_WRITE`: a fit's writes of the list alone are not checked again). One
+    (:data:`LISTS_WRITE`: a fit's writes of the list alone are not checked again;
+    ``skips_list_writes=False`` is the body without that return, as simsql wrote it before, which
+    tables made then still hold and which stays simsql's to recognise). One
     written without a digest (a raw loader) is kept until the text changes. A digest without a
     fingerprint marks text without words (a backfill found none): kept while the text stays. ``derive_blocks``:
     blocks are plain columns (tables altered in place) rather than generated ones.
@@ -84,12 +86,13 @@ def row_trigger_body(names: Names, source: Sequence[str], *, derive_blocks: bool
         blocks += "".join(
             f"\n  NEW.{quote(name)} := {wide_block_sql(signature, i, cast=True)};" for i, name in enumerate(names.wide_blocks)
         )
-    return f"""
-BEGIN
+    skip = f"""
   IF TG_OP = 'UPDATE' AND current_setting('{LISTS_WRITE}', true) = 'on' AND {fp} IS NOT DISTINCT FROM {old_fp}
       AND {src} IS NOT DISTINCT FROM {old_src} THEN
     RETURN NEW;  -- a fit writing partition lists: nothing this checks was set
-  END IF;
+  END IF;""" if skips_list_writes else ""
+    return f"""
+BEGIN{skip}
   IF {fp} IS NOT NULL THEN
     IF TG_OP = 'UPDATE' AND {fp} IS DISTINCT FROM {old_fp} AND {src} IS NOT DISTINCT FROM {old_src} THEN
       {src} := NULL;  -- a new fingerprint written without the digest of its text
@@ -156,12 +159,13 @@ def trigger_function(names: Names) -> str:
 
 
 def create_trigger_sql(
-    schema: str, names: Names, source: Sequence[str], keys: Sequence[str], *, derive_blocks: bool = False
+    schema: str, names: Names, source: Sequence[str], keys: Sequence[str], *, derive_blocks: bool = False,
+    skips_list_writes: bool = True,
 ) -> tuple[str, str]:
     """CREATE FUNCTION and CREATE TRIGGER of the row rule (columns mode) or the stale-row rule
-    (side-table mode) on ``names.table``."""
+    (side-table mode) on ``names.table`` (``skips_list_writes``: see :func:`row_trigger_body`)."""
     if names.side is None:
-        body = row_trigger_body(names, source, derive_blocks=derive_blocks)
+        body = row_trigger_body(names, source, derive_blocks=derive_blocks, skips_list_writes=skips_list_writes)
         return trigger_sql(schema, names.row_function, ROW_TIMING, names.table, body)
     return trigger_sql(schema, names.stale_function, STALE_TIMING, names.table, stale_trigger_body(schema, names, keys, source))
 
