@@ -160,6 +160,20 @@ def grow(real: np.ndarray, rows: int, seed: int = 1) -> np.ndarray:
     return np.vstack([real, (np.cos(angle) * a + np.sin(angle) * b).astype(np.float32)])
 
 
+def cached_embeddings(rows: int, queries: int, dimensions: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """(held-out queries, stored vectors, real rows among them): :func:`texts` embedded in
+    ``dimensions`` (:func:`embed`), the stored ones grown to ``rows`` (:func:`grow`); cached in
+    benchmarks/.cache. Needs no pgvector, so the vector benchmarks of any server share it."""
+    cache = CACHE_DIR / f"vectors-{dimensions}-{rows}-{queries}.npz"
+    if cache.exists():
+        found = np.load(cache)
+        return found["queries"], found["vectors"], int(found["real"])
+    embedded = embed(texts(rows + queries), dimensions)
+    held, vectors = embedded[:queries], grow(embedded[queries:], rows)
+    np.savez(cache, queries=held, vectors=vectors, real=min(rows, len(embedded) - queries))
+    return held, vectors, min(rows, len(embedded) - queries)
+
+
 def balance(words: np.ndarray) -> float:
     """Mean over bits of |share of rows with the bit set - 0.5| (0 is balanced)."""
     bits = np.unpackbits(words.astype("<u8").view(np.uint8).reshape(len(words), -1), axis=1, bitorder="little")

@@ -56,8 +56,7 @@ from simsql.lifecycle import add_vector_index
 from simsql.queries import related_vectors
 
 from . import vectors_pgvector as pgvector
-from .corpus import CACHE_DIR
-from .vectors import embed, grow, texts
+from .vectors import cached_embeddings
 
 DIMENSIONS = 256
 TOP = 10
@@ -91,15 +90,9 @@ class StoryDoc(simsql.SimHashMixin, _Base):
 
 
 def embeddings(rows: int, queries: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """(held-out queries, stored vectors, real rows among them), cached in benchmarks/.cache."""
-    cache = CACHE_DIR / f"vectors-hnsw-{rows}-{queries}.npz"
-    if cache.exists():
-        found = np.load(cache)
-        return found["queries"], found["vectors"], int(found["real"])
-    embedded = embed(texts(rows + queries), DIMENSIONS)
-    held, vectors = embedded[:queries], grow(embedded[queries:], rows)
-    np.savez(cache, queries=held, vectors=vectors, real=min(rows, len(embedded) - queries))
-    return held, vectors, min(rows, len(embedded) - queries)
+    """(held-out queries, stored vectors, real rows among them) of :data:`DIMENSIONS`,
+    :func:`benchmarks.vectors.cached_embeddings`."""
+    return cached_embeddings(rows, queries, DIMENSIONS)
 
 
 def load(engine: Engine, model: type, vectors: np.ndarray) -> dict[str, float]:

@@ -2,7 +2,7 @@
 cosine scan, on any server (MySQL/MariaDB above all), on :mod:`benchmarks.vectors_hnsw`'s data.
 
 The same 256-dimension vectors and held-out queries as the pgvector run
-(:func:`benchmarks.vectors_hnsw.embeddings`: man-page paragraphs, TF-IDF + SVD, grown to
+(:func:`benchmarks.vectors.cached_embeddings`, as :mod:`benchmarks.vectors_hnsw`: man-page paragraphs, TF-IDF + SVD, grown to
 ``--rows``), so the recall figures compare across the two. One table
 (:class:`benchmarks.lists_models.VectorDoc`: float32 bytes in a BLOB, the 256-bit centred
 signature, partition lists on), loaded by :func:`benchmarks.lists_load.load_vectors`, lists
@@ -42,8 +42,10 @@ from simsql.lists import fit_lists
 
 from . import lists_load as load
 from .lists_models import ListsBase, VectorDoc, as_dict, lists_status
-from .vectors_hnsw import embeddings
+from .vectors import cached_embeddings
 
+DIMENSIONS = 256
+"""As benchmarks.vectors_hnsw (its cache is shared)."""
 TOP = 10
 FIT_SAMPLE = 20_000
 """Rows the vector signatures' centre is fitted on (as :mod:`benchmarks.lists`)."""
@@ -100,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--reuse", action="store_true")
     args = parser.parse_args(argv)
-    queries, vectors, real = embeddings(args.rows, args.queries)
+    queries, vectors, real = cached_embeddings(args.rows, args.queries, DIMENSIONS)
     queries = queries.astype(np.float64)
     sample = np.random.default_rng(2).choice(len(vectors), size=min(FIT_SAMPLE, len(vectors)), replace=False)
     VectorDoc.__simhash_fingerprinter__ = simsql.VectorFingerprinter.fit(vectors[np.sort(sample)])  # type: ignore[attr-defined]

@@ -67,11 +67,13 @@ from .constructs import (
     row_estimate,
     run_time_limit,
     whole_quotient,
+    fenced_cte,
 )
 from .sqltext import execute_sql
 from .wide import WideBlockComputed, WideBlockExpression, wide_block_computed, wide_block_sql
 
 __all__ = [
+    "fenced_cte",
     "WideBlockComputed",
     "WideBlockExpression",
     "wide_block_computed",

@@ -381,3 +381,12 @@ def ring_values(block: int, radius: int) -> list[int]:
 def radius_for(max_distance: int) -> int:
     """Smallest probe radius that finds every fingerprint within ``max_distance`` bits."""
     return max(0, (max_distance + 1 + BLOCK_COUNT - 1) // BLOCK_COUNT - 1)
+
+
+def fenced_cte(statement: Any, name: str) -> Any:
+    """``statement`` as a CTE the server computes once and never merges into the query that
+    reads it, so a join on its columns stays a join on them: ``MATERIALIZED`` on PostgreSQL (a
+    CTE read once is otherwise inlined); a ``DISTINCT`` derived table on MySQL and MariaDB (a
+    plain one is merged; these materialize it and key it on the join column). ``statement``'s
+    rows must be distinct already, so ``DISTINCT`` changes nothing but the plan."""
+    return statement.prefix_with("DISTINCT", dialect="mysql").cte(name).prefix_with("MATERIALIZED", dialect="postgresql")

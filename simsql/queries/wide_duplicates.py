@@ -34,7 +34,7 @@ from sqlalchemy import Integer, Select, and_, bindparam, func, literal, literal_
 from sqlalchemy.orm import Session
 
 from .. import dialects
-from ..dialects import hamming_expression
+from ..dialects import fenced_cte, hamming_expression
 from ..schema.names import WIDE_LAYOUT
 from ..store.awaiting import connection_of, off_loop
 from ..store.progress import Progress
@@ -211,19 +211,25 @@ def split_flips(mine: int, theirs: int) -> tuple[Any, Any, Any]:
     return a_flips, b_flips, once_condition(theirs, a_flips.c.m, b_flips.c.m, b_flips.c.w, b_flips.c.low)
 
 
-@lru_cache(maxsize=256)
-def _pairs_statement(binding: Binding, block: int, probe_radius: int, materialize: bool, split: bool) -> Select[Any]:
-    source: Any = binding.table
-    column = binding.wide_blocks[block].name
-    if materialize:
-        wanted = [*binding.table_keys, *binding.words, binding.wide_blocks[block]]
-        source = select(*wanted).where(binding.words[0].is_not(None)).cte(f"simsql_words_{block}").prefix_with("MATERIALIZED")
-    a, b = source.alias("a"), source.alias("b")
+def _source(binding: Binding, block: int, materialize: bool) -> Any:
+    """What the block's self-join reads: the table, or its keys, words and block read once (a
+    ``MATERIALIZED`` CTE, :meth:`simsql.dialects.Backend.materialize_self_join`)."""
+    if not materialize:
+        return binding.table
+    wanted = [*binding.table_keys, *binding.words, binding.wide_blocks[block]]
+    return select(*wanted).where(binding.words[0].is_not(None)).cte(f"simsql_words_{block}").prefix_with("MATERIALIZED")
+
+
+def _pair_select(binding: Binding, a: Any, b: Any, joined_on: Any, near: Any = None, b_from: Any = None) -> Select[Any]:
+    """``(a key..., b key..., distance)`` of the rows of ``a`` and ``b`` (aliases or sides with
+    the table's key and word columns) joined on ``joined_on``, each pair once (``a`` before
+    ``b``), within the bound ``simsql_bound`` (and ``near``, when given). ``b_from``: what ``b``
+    is read through (``b`` joined to its flips), joined to ``a`` in that order."""
     a_keys = [a.c[key.name] for key in binding.table_keys]
     b_keys = [b.c[key.name] for key in binding.table_keys]
+    words = [word.name for word in binding.words]
     distance: Any = sum(
-        (hamming_expression(a.c[word.name], b.c[word.name]) for word in binding.words[1:]),
-        hamming_expression(a.c[binding.words[0].name], b.c[binding.words[0].name]),
+        (hamming_expression(a.c[name], b.c[name]) for name in words[1:]), hamming_expression(a.c[words[0]], b.c[words[0]])
     )
     before = a_keys[0] < b_keys[0] if len(a_keys) == 1 else tuple_(*a_keys) < tuple_(*b_keys)
     columns = (
@@ -231,109 +237,62 @@ def _pairs_statement(binding: Binding, block: int, probe_radius: int, materializ
         *(k.label(f"b_{i}") for i, k in enumerate(b_keys)),
         distance.label("distance"),
     )
-    bound = bindparam("simsql_bound", type_=Integer())
+    within = distance <= bindparam("simsql_bound", type_=Integer())
+    joined = a.join(b, and_(joined_on, before)) if b_from is None else b_from.join(a, and_(joined_on, before))
+    return select(*columns).select_from(joined).where(within if near is None else and_(near, within))
+
+
+def _side(binding: Binding, rows: Any, value: Any, flips: Any, name: str, *extra: Any) -> Any:
+    """One side of a fenced join: the rows' keys and words (and ``extra`` columns) with their
+    variant ``value`` as ``simsql_v``, for every flip of ``flips`` (None: the value alone),
+    computed once (:func:`simsql.dialects.fenced_cte`)."""
+    columns = [rows.c[c.name] for c in (*binding.table_keys, *binding.words)]
+    statement = select(*columns, *extra, value.label("simsql_v")).where(rows.c[binding.words[0].name].is_not(None))
+    return fenced_cte(statement if flips is None else statement.select_from(rows.join(flips, true())), name)
+
+
+@lru_cache(maxsize=256)
+def _pairs_statement(binding: Binding, block: int, probe_radius: int, materialize: bool, split: bool) -> Select[Any]:
+    source = _source(binding, block, materialize)
+    column = binding.wide_blocks[block].name
+    a, b = source.alias("a"), source.alias("b")
     mine, theirs = side_radii(probe_radius, split)
     if theirs == 0:
-        condition = a.c[column] == b.c[column]
-        return select(*columns).select_from(a.join(b, and_(condition, before))).where(distance <= bound)
+        return _pair_select(binding, a, b, a.c[column] == b.c[column])
     if mine == 0:
         b_flips = flips_subquery(theirs, "flips")
-        flipped = xor_expression(b.c[column], b_flips.c.m)
-        joined = b.join(b_flips, true()).join(a, and_(a.c[column] == flipped, before))
-        return select(*columns).select_from(joined).where(distance <= bound)
+        flipped = a.c[column] == xor_expression(b.c[column], b_flips.c.m)
+        return _pair_select(binding, a, b, flipped, b_from=b.join(b_flips, true()))
     # Each side's variants are computed once and fenced, so the join can only be one on the
-    # variant values: a hash or merge join on PostgreSQL (a MATERIALIZED CTE), an index lookup
-    # in the other side's materialized rows on MySQL and MariaDB (a DISTINCT derived table is
-    # not merged into the query, and the server keys it on the join column). Left to itself
-    # PostgreSQL's planner nested-loops the rows by key under the distance filter at radius 3,
-    # and MariaDB merges the sides and nests loops over every pair (BENCHMARKS.md, "Radius 3 on
-    # small tables").
+    # variant values: a hash or merge join on PostgreSQL, an index lookup in the other side's
+    # materialized rows on MySQL and MariaDB. Left to itself PostgreSQL's planner nested-loops
+    # the rows by key under the distance filter at radius 3, and MariaDB merges the sides and
+    # nests loops over every pair (BENCHMARKS.md, "Radius 3 on small tables").
     a_flips, b_flips, _ = split_flips(mine, theirs)
-    words = [word.name for word in binding.words]
-    keys = [key.name for key in binding.table_keys]
-    a_side = (
-        select(*(a.c[name] for name in (*keys, *words)), xor_expression(a.c[column], a_flips.c.m).label("simsql_v"), a_flips.c.m)
-        .select_from(a.join(a_flips, true()))
-        .prefix_with("DISTINCT", dialect="mysql")
-        .cte(f"simsql_a_{block}")
-        .prefix_with("MATERIALIZED", dialect="postgresql")
-    )
-    b_side = (
-        select(
-            *(b.c[name] for name in (*keys, *words)), xor_expression(b.c[column], b_flips.c.m).label("simsql_v"),
-            b_flips.c.m, b_flips.c.w, b_flips.c.low,
-        )  # fmt: skip
-        .select_from(b.join(b_flips, true()))
-        .prefix_with("DISTINCT", dialect="mysql")
-        .cte(f"simsql_b_{block}")
-        .prefix_with("MATERIALIZED", dialect="postgresql")
+    a_side = _side(binding, a, xor_expression(a.c[column], a_flips.c.m), a_flips, f"simsql_a_{block}", a_flips.c.m)
+    b_side = _side(
+        binding, b, xor_expression(b.c[column], b_flips.c.m), b_flips, f"simsql_b_{block}", b_flips.c.m, b_flips.c.w, b_flips.c.low
     )
     once = once_condition(theirs, a_side.c.m, b_side.c.m, b_side.c.w, b_side.c.low)
-    a_keys = [a_side.c[name] for name in keys]
-    b_keys = [b_side.c[name] for name in keys]
-    before = a_keys[0] < b_keys[0] if len(a_keys) == 1 else tuple_(*a_keys) < tuple_(*b_keys)
-    distance = sum(
-        (hamming_expression(a_side.c[name], b_side.c[name]) for name in words[1:]),
-        hamming_expression(a_side.c[words[0]], b_side.c[words[0]]),
-    )
-    columns = (
-        *(k.label(f"a_{i}") for i, k in enumerate(a_keys)),
-        *(k.label(f"b_{i}") for i, k in enumerate(b_keys)),
-        distance.label("distance"),
-    )
-    matched = and_(a_side.c.simsql_v == b_side.c.simsql_v, once, before)
-    return select(*columns).select_from(a_side.join(b_side, matched)).where(distance <= bound)
+    return _pair_select(binding, a_side, b_side, and_(a_side.c.simsql_v == b_side.c.simsql_v, once))
 
 
 @lru_cache(maxsize=256)
 def _half_statement(binding: Binding, block: int, probe_radius: int, materialize: bool, half: int) -> Select[Any]:
-    source: Any = binding.table
+    """The halves form (:func:`half_radius`), fenced as the split is: half ``half`` of the
+    block equal on one side to a variant within one bit on the other, the whole block within
+    ``probe_radius``."""
+    source = _source(binding, block, materialize)
     column = binding.wide_blocks[block].name
-    if materialize:
-        wanted = [*binding.table_keys, *binding.words, binding.wide_blocks[block]]
-        source = select(*wanted).where(binding.words[0].is_not(None)).cte(f"simsql_words_{block}").prefix_with("MATERIALIZED")
     a, b = source.alias("a"), source.alias("b")
-    words = [word.name for word in binding.words]
-    keys = [key.name for key in binding.table_keys]
-    mask = literal_column(str((1 << HALF_BITS) - 1))
-    shift = literal_column(str(HALF_BITS * half))
-
-    def part(side: Any) -> Any:
-        return side.c[column].op(">>")(shift).op("&")(mask)
-
+    mask: Any = literal_column(str((1 << HALF_BITS) - 1))
+    shift: Any = literal_column(str(HALF_BITS * half))
     flips = flips_subquery(half_radius(probe_radius), "flips", HALF_BITS)
-    # fenced as in _pairs_statement: the join is on the half's (variant) value alone
-    a_side = (
-        select(*(a.c[name] for name in (*keys, *words, column)), part(a).label("simsql_v"))
-        .where(a.c[words[0]].is_not(None))
-        .prefix_with("DISTINCT", dialect="mysql")
-        .cte(f"simsql_a_{block}_{half}")
-        .prefix_with("MATERIALIZED", dialect="postgresql")
-    )
-    b_side = (
-        select(*(b.c[name] for name in (*keys, *words, column)), xor_expression(part(b), flips.c.m).label("simsql_v"))
-        .select_from(b.join(flips, true()))
-        .where(b.c[words[0]].is_not(None))
-        .prefix_with("DISTINCT", dialect="mysql")
-        .cte(f"simsql_b_{block}_{half}")
-        .prefix_with("MATERIALIZED", dialect="postgresql")
-    )
-    a_keys = [a_side.c[name] for name in keys]
-    b_keys = [b_side.c[name] for name in keys]
-    before = a_keys[0] < b_keys[0] if len(a_keys) == 1 else tuple_(*a_keys) < tuple_(*b_keys)
-    distance = sum(
-        (hamming_expression(a_side.c[name], b_side.c[name]) for name in words[1:]),
-        hamming_expression(a_side.c[words[0]], b_side.c[words[0]]),
-    )
-    columns = (
-        *(k.label(f"a_{i}") for i, k in enumerate(a_keys)),
-        *(k.label(f"b_{i}") for i, k in enumerate(b_keys)),
-        distance.label("distance"),
-    )
+    a_side = _side(binding, a, a.c[column].op(">>")(shift).op("&")(mask), None, f"simsql_a_{block}_{half}", a.c[column])
+    b_value = xor_expression(b.c[column].op(">>")(shift).op("&")(mask), flips.c.m)
+    b_side = _side(binding, b, b_value, flips, f"simsql_b_{block}_{half}", b.c[column])
     near = hamming_expression(a_side.c[column], b_side.c[column]) <= probe_radius
-    matched = and_(a_side.c.simsql_v == b_side.c.simsql_v, before)
-    bound = bindparam("simsql_bound", type_=Integer())
-    return select(*columns).select_from(a_side.join(b_side, matched)).where(and_(near, distance <= bound))
+    return _pair_select(binding, a_side, b_side, a_side.c.simsql_v == b_side.c.simsql_v, near)
 
 
 def signed_rows(session: Session, binding: Binding) -> int:
