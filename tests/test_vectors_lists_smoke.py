@@ -17,6 +17,7 @@ pytestmark = pytest.mark.harness
 
 
 def test_vector_lists_benchmark_smoke_run(mysql_engine: Engine) -> None:
+    pytest.importorskip("sklearn", reason="the benchmark's embeddings need the bench extra (scikit-learn)")
     url = mysql_engine.url.render_as_string(hide_password=False)
     result = subprocess.run(
         [sys.executable, "-m", "benchmarks.vectors_lists", "--rows", "3000", "--queries", "6", "--exact-queries", "3",
