@@ -162,3 +162,21 @@ def test_the_probe_budget_grows_for_texts_of_few_features() -> None:
         return [bound[f"simsql_v{block}"] for block in range(WIDE_LAYOUT.count)]
 
     assert probed(None) == probed(WIDE_MAX_BUDGET) != probed(WIDE_BUDGET)
+
+
+def test_probe_groups_are_the_probes_grouped_by_block_in_probe_order() -> None:
+    """``probe_groups`` (grouped in numpy) holds, per block, exactly the values :func:`probes`
+    (the reference order: cost, then block, then subset) probes there, in that order, for budgets
+    of the table path and past it, and for a later stage's slice."""
+    from simsql.text.signature import probes
+
+    fingerprinter = simsql.Fingerprinter(version=3)
+    for body in _texts(12, seed=43):
+        signature = fingerprinter.signature(body)
+        for budget, start in ((8, 0), (8, 8), (64, 0), (64, 8), (513, 64), (4096, 0), (4096, 2000)):
+            expected: dict[int, list[int]] = {}
+            for probe in probes(signature, WIDE_LAYOUT, budget=budget)[start:]:
+                expected.setdefault(probe.block, []).append(probe.value)
+            found = probe_groups(signature, budget, start)
+            assert found == expected
+            assert all(type(value) is int for values in found.values() for value in values)
