@@ -47,16 +47,17 @@ import simsql
 import simsql.fingerprint
 
 from .manpages import CorpusUnavailable
-from .originality import CORPUS_UNAVAILABLE, corpus, disguised, doc_model, engine_for
+from .originality import CORPUS_UNAVAILABLE, SOURCES, corpus, disguised, doc_model, engine_for
 from .timing import summary
 
 WAYS = ("one", "one_serializable", "batch", "check_only")
 STORING = ("one", "one_serializable", "batch")
 
 
-def stream(submissions: int, copy_share: float, seed: int) -> list[tuple[str, int | None, str]]:
-    """``(population, original id or None, text)`` in a shuffled order, deterministic in ``seed``."""
-    data = corpus(1_000_000, 200, 1000, 22)
+def stream(submissions: int, copy_share: float, seed: int, source: str = "manpages") -> list[tuple[str, int | None, str]]:
+    """``(population, original id or None, text)`` in a shuffled order, deterministic in ``seed``,
+    from the corpus ``benchmarks.scale10m --source`` built the table from."""
+    data = corpus(1_000_000, 200, 1000, 22, source=source)
     rng = random.Random(seed)
     copies = round(submissions * copy_share)
     fresh = submissions - copies
@@ -77,10 +78,13 @@ class Counter:
         self.count += 1
 
 
-def run(url: str, schema: str, background_file: Path | None, submissions: int, copy_share: float, batch: int, seed: int) -> dict[str, Any]:
+def run(
+    url: str, schema: str, background_file: Path | None, submissions: int, copy_share: float, batch: int, seed: int,
+    source: str = "manpages",
+) -> dict[str, Any]:  # fmt: skip
     background = simsql.fingerprint.Background.load(background_file) if background_file else None
     model = doc_model(background)
-    items = stream(submissions, copy_share, seed)
+    items = stream(submissions, copy_share, seed, source)
     engines = {way: engine_for(url, schema=schema) for way in WAYS}
     engines["one_serializable"] = engines["one_serializable"].execution_options(isolation_level="SERIALIZABLE")
     counters = {way: Counter() for way in WAYS}
@@ -196,10 +200,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--copy-share", type=float, default=0.2, help="share of the submissions that are disguised copies")
     parser.add_argument("--batch", type=int, default=20, help="submissions a turn, and a queue worker's batch")
     parser.add_argument("--seed", type=int, default=43)
+    parser.add_argument("--source", choices=SOURCES, default="manpages", help="the corpus the table was built from (benchmarks.scale10m --source)")
     parser.add_argument("--results", type=Path, help="also write the report (JSON) here")
     args = parser.parse_args(argv)
     try:
-        result = run(args.url, args.schema, args.background, args.submissions, args.copy_share, args.batch, args.seed)
+        result = run(args.url, args.schema, args.background, args.submissions, args.copy_share, args.batch, args.seed, args.source)
     except CorpusUnavailable as error:
         print(f"corpus unavailable: {error}", file=sys.stderr)
         return CORPUS_UNAVAILABLE

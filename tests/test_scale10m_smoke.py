@@ -1,6 +1,7 @@
 """benchmarks.scale10m at a tiny size against the real PostgreSQL: its signatures from cached
 paragraph features equal signatures_many's, and the table it builds equals, column for column,
-the one benchmarks.originality loads, which then accepts it with --reuse."""
+the one benchmarks.originality loads, which then accepts it with --reuse; benchmarks.submissions
+streams submissions through it every way and leaves it as it found it."""
 
 from __future__ import annotations
 
@@ -58,6 +59,18 @@ def test_scale10m_builds_the_originality_table(database_url: str, schema: str, a
         assert result.returncode == 0, result.stderr[-3000:]
         again = json.loads((tmp_path / "reuse" / "originality-postgresql-1000-heldout-storage.json").read_text())
         assert again["build"]["reused"] and again["storage"]["rows"] == 1000
+        pipeline = tmp_path / "submissions.json"
+        result = subprocess.run(
+            [sys.executable, "-m", "benchmarks.submissions", "--source", "heldout", "--url", database_url, "--schema", made,
+             "--submissions", "10", "--batch", "5", "--results", str(pipeline)],
+            cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        ways = json.loads(pipeline.read_text())["ways"]
+        assert len({json.dumps(way["answers"], sort_keys=True) for way in ways.values()}) == 1  # every way answers alike
+        assert ways["one"]["answers"]["copy_found"] == 2 and not ways["one"]["answers"].get("copy_missed")
+        with admin_engine.connect() as connection:  # the rows the run stored are gone again
+            assert connection.execute(text(f'SELECT count(*) FROM "{made}".bench_wide_docs')).scalar_one() == 1000
     finally:
         with admin_engine.begin() as connection:
             connection.execute(text(f'DROP SCHEMA IF EXISTS "{made}" CASCADE'))
