@@ -16,7 +16,10 @@ Ground truth: numpy's exact cosine top-10.
    sent once per transaction); ``simsql ef_search=E, a transaction per query`` (committed after
    each: the ``SET LOCAL`` and the commit are two more round trips); ``simsql, server's
    ef_search`` (the connection's setting, one round trip), and the same with
-   ``select(Model).options(load_only(Model.id))`` (keys only, as the raw query). Then the exact scans.
+   ``select(Model).options(load_only(Model.id))`` (keys only, as the raw query); ``simsql
+   columns(id)`` (``most_similar_vectors`` of ``select(Model.id)``: plain rows, no ORM
+   instance, at the server's ``ef_search`` and with ``ef_search=E`` in one transaction). Then
+   the exact scans.
 2. **Related, not copies.** Real vectors de-duplicated (no two at cosine >= 0.95), the first
    ``--stories`` kept, every fourth republished 1-8 times (each copy turned 2-8 degrees), in a
    second table with its own index. Per query (held out, then rows of stories with copies as
@@ -139,13 +142,30 @@ def api_systems(api: Any, model: Any, engine: Engine, raw: Any, ef: int, held: l
         return found
 
     name = f"{label}simsql most_similar_vectors"
-    return {
+    columns = {} if label else column_systems(model, engine, raw, ef, held, name)
+    return columns | {
         f"{name} ef_search={ef}": lambda q: [m.row.id for m in api.most_similar_vectors(session, select(model), q, limit=TOP, ef_search=ef)],
         f"{name} ef_search={ef}, a transaction per query": committed,
         f"{name} load_only(id), server's ef_search={ef}": lambda q: [
             m.row.id for m in api.most_similar_vectors(keys_only, select(model).options(load_only(model.id)), q, limit=TOP)
         ],
         f"{name}, server's ef_search={ef}": lambda q: [m.row.id for m in api.most_similar_vectors(on_raw, select(model), q, limit=TOP)],
+    }
+
+
+def column_systems(model: Any, engine: Engine, raw: Any, ef: int, held: list[Any], name: str) -> dict[str, Callable[[np.ndarray], list[int]]]:
+    """``most_similar_vectors`` of a statement of columns, ``select(model.id)``: plain rows, no
+    ORM instance (what the raw keys query returns), at the connection's ``ef_search`` (``raw``'s)
+    and with ``ef_search=ef`` in one long transaction."""
+    on_raw, session = Session(bind=raw), Session(engine)
+    held += [on_raw, session]
+    return {
+        f"{name} columns(id), server's ef_search={ef}": lambda q: [
+            m.row.id for m in simsql.most_similar_vectors(on_raw, select(model.id), q, limit=TOP)
+        ],
+        f"{name} columns(id) ef_search={ef}": lambda q: [
+            m.row.id for m in simsql.most_similar_vectors(session, select(model.id), q, limit=TOP, ef_search=ef)
+        ],
     }
 
 
@@ -241,7 +261,7 @@ def ratios(figures: dict[str, dict[str, float]]) -> dict[str, float]:
         for name, f in figures.items():
             if (name.endswith(f"={ef}") or f"={ef}," in name) and not name.startswith("raw pgvector"):
                 found[f"{name} / raw keys"] = round(f["p50_ms"] / raw, 2)
-                if "load_only" not in name:
+                if "load_only" not in name and "columns(id)" not in name:
                     found[f"{name} / raw whole rows"] = round(f["p50_ms"] / whole, 2)
         found[f"raw pgvector whole rows ef_search={ef} / raw keys"] = round(whole / raw, 2)
     return found

@@ -18,6 +18,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, load_only, mapped_c
 
 import simsql
 import simsql.cli
+import simsql.queries
 import simsql.schema.names
 from simsql.dialects import backend
 from simsql.errors import SchemaError, UnsupportedDatabase
@@ -344,3 +345,78 @@ def test_the_ranked_statement_is_built_once_and_reused(pg: Engine) -> None:
             assert ids(select(Note), row) == _truth(vectors, target, 5, others)
         assert executed[-1] is executed[-2] and executed[-1] is not executed[0]
         assert ids(select(Note), queries[1], exclude=[1, 2, 3]) == _truth(vectors, queries[1], 5, list(range(4, 61)))
+
+
+def test_a_statement_of_columns_returns_rows_of_those_columns_ranked_by_pgvector(pg: Engine) -> None:
+    """``select(Note.id)`` (or any columns of the model) where pgvector ranks: plain rows of
+    those columns, no ORM instance, ranked by the same statement as ``select(Note)`` (the same
+    ``ef_search``, filters, left-out keys and row as target, the statement built once and
+    reused), each with pgvector's cosine and no signature distance (none is read)."""
+    vectors = _vectors(2000, seed=11)
+    _raw_load(pg, Note.__tablename__, vectors, "vector")
+    add_vector_index(pg, Note)
+    queries = np.random.default_rng(12).normal(size=(3, DIMENSIONS)) + 0.5
+    executed: list[Any] = []
+
+    def seen(conn: Any, clause: Any, multiparams: Any, params: Any, options: Any) -> None:
+        if "simsql_cosine_distance" in str(clause):
+            executed.append(clause)
+
+    def cosine(key: int, query: np.ndarray) -> float:
+        return float(vectors[key - 1] @ query / np.linalg.norm(vectors[key - 1]) / np.linalg.norm(query))
+
+    event.listen(pg, "before_execute", seen)
+    instances: list[Note] = []
+    try:
+        with Session(pg) as session:
+            for query in queries:
+                found = simsql.most_similar_vectors(session, select(Note.id), query, limit=10, ef_search=1000)
+                assert [m.row.id for m in found] == _truth(vectors, query, 10)
+                assert all(type(m.row).__name__ == "Row" and tuple(m.row) == (m.row.id,) for m in found)
+                assert [m.cosine for m in found] == pytest.approx([cosine(m.row.id, query) for m in found], abs=1e-6)
+                assert [m.distance for m in found] == [None] * 10
+                whole = simsql.most_similar_vectors(session, select(Note), query, limit=10, ef_search=1000)
+                assert [(m.row.id, m.cosine) for m in whole] == [(m.row.id, m.cosine) for m in found]
+                instances += [m.row for m in whole]
+            assert len(executed) == 6 and executed[0] is executed[2] is executed[4]  # built once, reused
+            assert executed[1] is executed[3] is executed[5] and executed[0] is not executed[1]  # the entity form's own
+            assert len(session.identity_map) == len({row.id for row in instances})  # the entity form's; the columns made none
+            # filters, left-out keys and a row as target; two columns
+            row = session.get(Note, 20)
+            assert row is not None
+            two = simsql.most_similar_vectors(
+                session, select(Note.id, Note.embedding).where(Note.id > 100), row, limit=5, exclude=[150], ef_search=1000
+            )
+            keys = [k for k in range(101, 2001) if k != 150]
+            assert [m.row.id for m in two] == _truth(vectors, vectors[19], 5, keys)
+            assert all(len(m.row) == 2 and m.row[0] == m.row.id for m in two)
+            # exact: every row by <=> in the server, re-ranked in float64; the columns asked, no more
+            exact = simsql.most_similar_vectors(session, select(Note.id), queries[0], limit=10, exact=True)
+            assert [m.row.id for m in exact] == _truth(vectors, queries[0], 10)
+            assert [tuple(m.row) for m in exact] == [(m.row.id,) for m in exact]
+            assert [m.cosine for m in exact] == pytest.approx([cosine(m.row.id, queries[0]) for m in exact], rel=1e-7)
+            # a row added and not yet flushed is found, as by the entity form (the session autoflushes)
+            session.add(Note(id=5000, embedding=queries[1].tolist()))
+            assert simsql.most_similar_vectors(session, select(Note.id), queries[1], limit=1, ef_search=1000)[0].row.id == 5000
+    finally:
+        event.remove(pg, "before_execute", seen)
+
+
+def test_a_statement_of_columns_is_refused_where_simsql_s_own_rankers_run(any_engine: Engine) -> None:
+    """simsql's lists and signatures read rows of the model: a statement of columns is refused
+    there, saying what to pass, before any statement of the query (and ``related_vectors``,
+    which needs each row's vector, refuses it everywhere)."""
+    Base.metadata.create_all(any_engine, tables=[Story.__table__])
+    with Session(any_engine) as session:
+        session.add_all(Story(id=i + 1, embedding=v.tolist()) for i, v in enumerate(_vectors(20, seed=13)))
+        session.commit()
+        query = _vectors(1, seed=14)[0]
+        for using in ("signatures", None):  # no HNSW index here: simsql's signatures would rank
+            with pytest.raises(TypeError, match=r"a statement of columns .* only where pgvector ranks .* select\(Story\)"):
+                simsql.most_similar_vectors(session, select(Story.id), query, using=using)
+        with pytest.raises(TypeError, match=r"a statement of columns .* only where pgvector ranks"):
+            simsql.most_similar_vectors(session, select(Story.id), query, probes=4, using="lists")
+        with pytest.raises(TypeError, match=r"related_vectors needs rows of the model"):
+            simsql.queries.related_vectors(session, select(Story.id), query)
+        with pytest.raises(TypeError, match=r"near_copy_vectors needs rows of the model"):
+            simsql.near_copy_vectors(session, select(Story.id), query)

@@ -15,11 +15,11 @@ import threading
 import time
 import weakref
 from collections.abc import Hashable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from sqlalchemy import Select, bindparam
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection, Engine, Row
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import instance_dict
 from sqlalchemy.sql import ColumnElement
@@ -77,7 +77,7 @@ def forget_vector_index(schema: str | None, table: str) -> None:
 
 def pgvector_ranked(
     session: Session, binding: Binding, stmt: Select[Any], query: np.ndarray, limit: int, skipped: list[tuple[Any, ...]],
-    facts: VectorIndexFacts, *, exact: bool, ef_search: int | None,
+    facts: VectorIndexFacts, *, exact: bool, ef_search: int | None, columns: bool = False,
 ) -> list[tuple[Any, float, int | None]]:  # fmt: skip
     """``(row, cosine, distance)`` of the top ``limit`` rows of ``stmt`` by pgvector's ``<=>``.
 
@@ -85,18 +85,27 @@ def pgvector_ranked(
     pgvector's own (``1 - <=>``, computed in float32), so the stored vectors are not decoded in
     Python and a deferred vector column stays deferred. With ``exact``, a scan the index cannot
     serve (``<=> + 0``), then the float64 cosines of the stored vectors, re-ranked. The
-    distance is the row's stored 64-bit signature's to the target's (None while it has none)."""
+    distance is the row's stored 64-bit signature's to the target's (None while it has none).
+
+    ``columns``: ``stmt`` selects columns (``select(Doc.id, Doc.title)``), and each row is a
+    plain ``Row`` of those columns, executed on the session's connection without the ORM
+    (:func:`_column_rows`); its distance is None (no signature is read)."""
     connection = connection_of(session)
     server = backend(connection).vector_index
     if exact:
-        found = _exact_ranked(session, binding, server, facts, stmt, query, limit, skipped)
+        found = _exact_ranked(session, binding, server, facts, stmt, query, limit, skipped, columns)
     else:
         ranked, params = _ranked_statement(binding, server, facts, stmt, limit, skipped)
         if ef_search is not None:
             _set_ef_search(connection, server, ef_search)
         params[QUERY_VECTOR] = query
+        if columns:
+            rows, hidden = _column_rows(session, ranked, params, 1)
+            return [(row, 1.0 - float(extra[-1]), None) for row, extra in zip(rows, hidden)]
         found = [(row[0], 1.0 - float(row[-1])) for row in session.execute(ranked, params).all()]
     found = found[:limit]
+    if columns:
+        return [(row, cosine, None) for row, cosine in found]
     stored = [_stored_signature(binding, row) for row, _ in found]
     if not any(s is not None for s in stored):  # not signed when unused
         return [(row, cosine, None) for row, cosine in found]
@@ -108,24 +117,45 @@ def pgvector_ranked(
 
 def _exact_ranked(
     session: Session, binding: Binding, server: Any, facts: VectorIndexFacts, stmt: Select[Any], query: np.ndarray,
-    limit: int, skipped: list[tuple[Any, ...]],
+    limit: int, skipped: list[tuple[Any, ...]], columns: bool,
 ) -> list[tuple[Any, float]]:  # fmt: skip
     """Every row of ``stmt`` by ``<=> + 0`` (a scan), the first ``limit + EXACT_MARGIN``
-    re-ranked by their float64 cosines: the exact top-``limit``."""
+    re-ranked by their float64 cosines: the exact top-``limit``. A statement of ``columns``
+    also selects the keys and the vector (left out of the rows returned)."""
     fingerprinter = binding.fingerprinter
     assert isinstance(fingerprinter, VectorFingerprinter)
     vector_column = getattr(binding.model, binding.source[0])
     distance = _distance(binding, server, facts, vector_column, fingerprinter.dimensions)
-    ranked = stmt.add_columns(distance.label("simsql_cosine_distance")).where(vector_column.is_not(None)).order_by(None)
+    hidden = [*binding.keys, vector_column] if columns else []
+    ranked = stmt.add_columns(*hidden, distance.label("simsql_cosine_distance")).where(vector_column.is_not(None)).order_by(None)
     leave_out = exclusion(binding, skipped)
     if leave_out is not None:
         ranked = ranked.where(leave_out)
     ranked = ranked.order_by(distance + 0, *binding.keys).limit(limit + EXACT_MARGIN)
-    found = [row[0] for row in session.execute(ranked, {QUERY_VECTOR: query}).all()]
+    if columns:
+        rows, extras = _column_rows(session, ranked, {QUERY_VECTOR: query}, len(hidden) + 1)
+        width = len(binding.keys)
+        found = [(row, tuple(extra[:width]), extra[width]) for row, extra in zip(rows, extras)]
+    else:
+        found = [(row[0], binding.key_of(row[0]), getattr(row[0], binding.source[0])) for row in session.execute(ranked, {QUERY_VECTOR: query}).all()]
     if not found:
         return []
-    cosines = cosines_of(binding, [getattr(row, binding.source[0]) for row in found], query)
-    return sorted(((row, float(c)) for row, c in zip(found, cosines)), key=lambda pair: (-pair[1], binding.key_of(pair[0])))
+    cosines = cosines_of(binding, [vector for _, _, vector in found], query)
+    ranking = sorted(zip(found, cosines), key=lambda pair: (-float(pair[1]), pair[0][1]))
+    return [(row, float(c)) for (row, _, _), c in ranking]
+
+
+def _column_rows(session: Session, ranked: Select[Any], params: dict[str, Any], hidden: int) -> tuple[list[Row[Any]], list[tuple[Any, ...]]]:
+    """The rows of ``ranked``, a statement of columns whose last ``hidden`` columns are simsql's:
+    (each row without them, as plain ``Row`` objects; each row's ``hidden`` values). Executed on the session's
+    connection, in its transaction, without the ORM (no instances, no identity map: what a
+    statement of columns asks); pending changes are flushed first when the session autoflushes,
+    as its own execution of the statement would."""
+    if session.autoflush:
+        session.flush()
+    frozen = connection_of(session).execute(ranked, params).freeze()
+    width = len(ranked.selected_columns) - hidden
+    return cast("list[Row[Any]]", frozen().columns(*range(width)).all()), [row[width:] for row in frozen.data]
 
 
 def _ranked_statement(

@@ -76,7 +76,7 @@ def related_vectors(
     check_limit(limit)
     if isinstance(copy_cosine, bool) or not isinstance(copy_cosine, (int, float)) or not 0.0 < float(copy_cosine) <= 1.0:
         raise ValueError(f"copy_cosine must be a number in (0, 1], got {copy_cosine!r}")
-    binding = vector_binding(stmt)
+    binding = vector_binding(stmt, "related_vectors")
     query, _ = target_vector(binding, target)
     pool = limit * POOL_FACTOR
     while True:

@@ -83,9 +83,9 @@ def most_similar_vectors(
     ef_search: int | None = None,
     using: Ranker | None = None,
 ) -> list[VectorMatch]:
-    """The top-``limit`` rows of ``stmt`` by cosine to ``target``, highest first, as
-    :class:`VectorMatch` (the cosine, float64; pgvector's float32 where it ranks; and the signatures'
-    Hamming distance). One call on every server; what ranks depends on the table:
+    """The top-``limit`` rows of ``stmt`` by cosine to ``target``, highest first, as :class:`VectorMatch` (the cosine,
+    float64; pgvector's float32 where it ranks; and the signatures' Hamming distance). One call on every server; what
+    ranks depends on the table:
 
     - **pgvector** (``using="pgvector"``, chosen when ``using`` is None and the table has simsql's
       HNSW index, :func:`simsql.lifecycle.add_vector_index`): one statement, built once, ordered by
@@ -101,27 +101,27 @@ def most_similar_vectors(
       those candidates are the exact Hamming top-``candidates``), re-ranked by exact cosine. A
       row outside the candidates is never returned, however close its vector.
 
-    ``exact=True``: the exact cosine top-``limit`` whatever the table has: a scan of every
-    row's vector (by ``<=>`` on the server where pgvector ranks, else read in batches and ranked
-    in numpy). What is guaranteed otherwise: the rows returned are in exact cosine order among
-    those the ranker considered; recall against the true top-``limit`` is measured in
-    BENCHMARKS.md. Round trips: docs/vectors.md counts them per ranker.
+    ``exact=True``: the exact cosine top-``limit`` whatever the table has: a scan of every row's vector (by ``<=>`` on
+    the server where pgvector ranks, else read in batches and ranked in numpy). What is guaranteed otherwise: the rows
+    returned are in exact cosine order among those the ranker considered; recall against the true top-``limit`` is
+    measured in BENCHMARKS.md. Round trips: docs/vectors.md counts them per ranker.
 
-    ``stmt``: ``select(Model)`` of a vector model, with any filters (no ``order_by``/``limit``);
-    ``target``: a vector, or a row of the model (excluded; its stored vector is the target). ``TypeError`` for a
-    text model or target; ``ValueError`` for ``candidates < limit``, a bad ``ef_search`` or
-    ``using``, and a vector of another length, with NaN or infinity, or of zeros;
-    ``UnsupportedDatabase`` for ``using="pgvector"`` where pgvector cannot rank the table
-    (saying why).
-    """
+    ``stmt``: ``select(Model)`` of a vector model, with any filters (no ``order_by``/``limit``); where pgvector ranks,
+    also a statement of its columns (``select(Model.id, Model.title)``): each ``row`` a plain ``Row`` of them, read
+    without the ORM, ``distance`` None. ``target``: a vector, or a row of the model (excluded; its stored vector is the
+    target). ``TypeError`` for a text model or target, and for a statement of columns where simsql's lists or
+    signatures rank; ``ValueError`` for ``candidates < limit``, a bad ``ef_search`` or ``using``, and a vector of
+    another length, with NaN or infinity, or of zeros; ``UnsupportedDatabase`` for ``using="pgvector"`` where
+    pgvector cannot rank the table (saying why)."""
     _check_counts(limit, candidates)
     _check_choices(exact, exact_candidates, ef_search, using, probes)
-    binding = vector_binding(stmt)
+    binding, columns = vector_statement(stmt)
     query, skip = target_vector(binding, target)
-    ranker = _ranker(session, binding, using, probes)
+    ranker = _ranker(session, binding, using, columns)
     if ranker is not None:
         skipped = exclude_keys(binding, exclude) + ([skip] if skip is not None else [])
-        return [VectorMatch(*m) for m in pgvector_ranked(session, binding, stmt, query, limit, skipped, ranker, exact=exact, ef_search=ef_search)]
+        found = pgvector_ranked(session, binding, stmt, query, limit, skipped, ranker, exact=exact, ef_search=ef_search, columns=columns)
+        return [VectorMatch(*m) for m in found]
     if exact:
         return _exactly(session, binding, stmt, query, limit, exclude, skip)
     if probes is not None:
@@ -144,18 +144,21 @@ def _check_choices(exact: object, exact_candidates: object, ef_search: object, u
         check_probes(probes)  # before any statement: a bad value is refused without a round trip
 
 
-def _ranker(session: Session, binding: Binding, using: Ranker | None, probes: int | None) -> VectorIndexFacts | None:
-    """pgvector's facts when pgvector ranks this query, else None (simsql's own paths)."""
+def _ranker(session: Session, binding: Binding, using: Ranker | None, columns: bool) -> VectorIndexFacts | None:
+    """pgvector's facts when pgvector ranks this query, else None (simsql's own paths, which
+    refuse a statement of ``columns``: ``TypeError``, before any statement when ``using`` names them)."""
     if using in ("lists", "signatures"):
-        return None
-    facts = vector_index_facts(connection_of(session), binding)
-    if facts.ranks:
+        facts = None
+    else:
+        facts = vector_index_facts(connection_of(session), binding)
+        if not facts.ranks and using == "pgvector":  # read again before refusing: the index may be newer than what was kept
+            facts = vector_index_facts(connection_of(session), binding, fresh=True)
+            if not facts.ranks:
+                raise UnsupportedDatabase(_why_not(binding, facts))
+    if facts is not None and facts.ranks:
         return facts
-    if using == "pgvector":  # read again before refusing: the index may be newer than what was kept
-        facts = vector_index_facts(connection_of(session), binding, fresh=True)
-        if facts.ranks:
-            return facts
-        raise UnsupportedDatabase(_why_not(binding, facts))
+    if columns:
+        raise TypeError(_columns_refused(binding))
     return None
 
 
@@ -251,7 +254,7 @@ def near_copy_vectors(
     _check_counts(limit, candidates)
     if isinstance(min_cosine, bool) or not isinstance(min_cosine, Real) or not -1.0 <= float(min_cosine) <= 1.0:
         raise ValueError(f"min_cosine must be a number in [-1, 1], got {min_cosine!r}")
-    binding = vector_binding(stmt)
+    binding = vector_binding(stmt, "near_copy_vectors")
     wide_binding(binding.model)
     query, skip = target_vector(binding, target)
     fingerprinter = binding.fingerprinter
@@ -276,11 +279,33 @@ def _check_counts(limit: int, candidates: int) -> None:
         raise ValueError(f"candidates must be at least limit ({limit}), got {candidates}")
 
 
-def vector_binding(stmt: Select[Any]) -> Binding:
-    binding = binding_for(stmt.column_descriptions[0]["entity"])
+def vector_binding(stmt: Select[Any], operation: str | None = None) -> Binding:
+    """The vector model ``stmt`` selects from. ``operation``: the name of a query that needs
+    rows of the model (it reads each row's vector), refusing a statement of columns."""
+    binding, columns = vector_statement(stmt)
+    if columns and operation is not None:
+        model = binding.model.__name__
+        raise TypeError(f"{operation} needs rows of the model (it reads each row's vector): pass select({model}), not a statement of columns")
+    return binding
+
+
+def vector_statement(stmt: Select[Any]) -> tuple[Binding, bool]:
+    """The vector model ``stmt`` selects from, and whether it selects columns
+    (``select(Doc.id, Doc.title)``: plain rows) rather than the model (``select(Doc)``)."""
+    first = stmt.column_descriptions[0]
+    binding = binding_for(first["entity"])
     if not isinstance(binding.fingerprinter, VectorFingerprinter):
         raise TypeError(f"{binding.model.__name__} is fingerprinted from text: it needs a vector model")
-    return binding
+    return binding, first["expr"] is not first["entity"]
+
+
+def _columns_refused(binding: Binding) -> str:
+    model, table = binding.model.__name__, binding.registry_key[1]
+    return (
+        f"most_similar_vectors takes a statement of columns (select({model}.id, ...)) only where pgvector ranks {table} "
+        f"(simsql.lifecycle.add_vector_index); simsql's lists and signatures return rows of the model: pass select({model}) "
+        "(with .options(load_only(...)) to read fewer columns)"
+    )
 
 
 def target_vector(binding: Binding, target: object) -> tuple[np.ndarray, tuple[Any, ...] | None]:
