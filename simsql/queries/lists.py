@@ -54,8 +54,9 @@ def _candidates(
     the top ``limit`` of its branches' tops): the probed lists' rows are sorted straight off the
     list index scan, and what the union above passes on and the final sort ranks is at most
     ``limit`` rows a branch. Ranked above the union instead, every probed row went through the
-    union (PostgreSQL's ``Append``) first: a quarter of the query's server time at 300k rows
-    (BENCHMARKS.md, issue 41, "Where a list row's time goes")."""
+    union first: PostgreSQL's ``Append``, and on MySQL and MariaDB a derived table they
+    materialize, every probed row written to a temporary table (BENCHMARKS.md, issue 41,
+    "Where a list row's time goes")."""
     part = list_column(binding)
     branches = []
     for where in (where_probed, *left_behind(binding, part, live)):
