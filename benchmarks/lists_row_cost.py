@@ -8,16 +8,20 @@ query, on a table :mod:`benchmarks.lists_collateral` kept (``--keep``), lists fi
 
 Floors: ``= ANY(<the lists>)`` with the top-10 sort, the distance alone (``max``), the rows
 alone (``count(*)``). Also reported: the rows the probed lists hold, and the heap fetches and
-buffers of the list index scans in one ``EXPLAIN (ANALYZE, BUFFERS)`` of the statement.
+buffers of the list index scans in one ``EXPLAIN (ANALYZE, BUFFERS)`` of the statement. With
+``--before <checkout>`` (e.g. ``git archive <commit>``), the statement that version sends races
+too, and the median over queries of after / before is reported.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import statistics
+import subprocess
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -55,14 +59,30 @@ def sent_statement(url: str, rows: int, source: str) -> tuple[str, dict[str, Any
     return seen["sql"], seen["parameters"], name
 
 
+def sent_by(root: str, url: str, rows: int, source: str) -> tuple[str, dict[str, Any], str]:
+    """:func:`sent_statement` of the simsql in the checkout ``root`` (run there, in a process of its own)."""
+    code = ("import importlib.util, json, sys; sys.path.insert(0, sys.argv[1]); import benchmarks, simsql; "
+            "assert simsql.__file__.startswith(sys.argv[1]); "
+            "spec = importlib.util.spec_from_file_location('benchmarks.lists_row_cost', sys.argv[2]); "
+            "module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module); "
+            "print(json.dumps(module.sent_statement(sys.argv[3], int(sys.argv[4]), sys.argv[5])))")  # fmt: skip
+    root = os.path.abspath(root)
+    found = subprocess.run([sys.executable, "-c", code, root, os.path.abspath(__file__), url, str(rows), source], check=True,
+                           capture_output=True, text=True, cwd=root, env={**os.environ, "PYTHONPATH": root})  # fmt: skip
+    sql, parameters, target = json.loads(found.stdout.strip().splitlines()[-1])
+    return sql, parameters, target
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.lists_row_cost", description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True)
     parser.add_argument("--rows", type=int, default=300_000)
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--source", default="heldout")
+    parser.add_argument("--before", default=None, help="a checkout of the version whose statement races too")
     args = parser.parse_args(argv)
     sql, parameters, target = sent_statement(args.url, args.rows, args.source)
+    before: tuple[str, dict[str, Any], str] | None = sent_by(args.before, args.url, args.rows, args.source) if args.before else None
     data = text_set(args.rows, 100, args.source)
     dsn = args.url.replace("postgresql+psycopg", "postgresql")
     parallel = psycopg.connect(dsn, autocommit=True)
@@ -75,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "keys-only scan (parallel workers, as the benchmark)": (parallel, f"SELECT id, {DISTANCE} AS d FROM parts_text ORDER BY d LIMIT 10"),
         "keys-only scan, serial": (serial, f"SELECT id, {DISTANCE} AS d FROM parts_text ORDER BY d LIMIT 10"),
         "simsql's statement as sent": (parallel, sent),
+        **({"the statement before": (parallel, re.sub(r"%\(" + before[2] + r"\)s", "%(target)s", before[0]))} if before else {}),
         "floor: = ANY(lists), top-10 by (distance, key)": (parallel, f"SELECT id, {DISTANCE} AS d FROM parts_text WHERE simhash_part = ANY(%(lists)s) ORDER BY d, id LIMIT 10"),
         "floor: max(distance) of the lists' rows": (parallel, f"SELECT max({DISTANCE}) FROM parts_text WHERE simhash_part = ANY(%(lists)s)"),
         "floor: count(*) of the lists' rows": (parallel, "SELECT count(*) FROM parts_text WHERE simhash_part = ANY(%(lists)s)"),
@@ -84,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     order = random.Random(args.rows)
     for q in data.queries[: args.queries]:
         signed = int(q) - (1 << 64) if int(q) >= 1 << 63 else int(q)
-        values = {**parameters, "target": signed, "probes": probes}
+        values = {**(before[1] if before else {}), **parameters, "target": signed, "probes": probes}
         values["lists"] = [r[0] for r in parallel.execute(PROBED, values).fetchall()]
         counts.append(parallel.execute("SELECT count(*) FROM parts_text WHERE simhash_part = ANY(%(lists)s)", values).fetchone()[0])  # type: ignore[index]
         turn = list(ways)
@@ -100,6 +121,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         p50 = statistics.median(found)
         per_row = p50 * 1000 / (args.rows if "scan" in name else read)
         report[name] = {"server_p50_ms": round(p50, 2), "us_a_row_read": round(per_row, 3)}
+    if before:
+        ratios = [a / b for a, b in zip(times["simsql's statement as sent"], times["the statement before"])]
+        report["median over queries of as sent / before"] = round(statistics.median(ratios), 3)
     explained = parallel.execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + sent, {**parameters, "target": signed}).fetchall()
     report["list index scans in one EXPLAIN (ANALYZE, BUFFERS)"] = [r[0].strip() for r in explained if re.search(r"ix_parts_text_simhash_part|Heap Fetches|Index Cond: \(simhash_part = ANY", r[0])]
     print(json.dumps(report, indent=1))
