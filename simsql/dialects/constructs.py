@@ -390,3 +390,28 @@ def fenced_cte(statement: Any, name: str) -> Any:
     plain one is merged; these materialize it and key it on the join column). ``statement``'s
     rows must be distinct already, so ``DISTINCT`` changes nothing but the plan."""
     return statement.prefix_with("DISTINCT", dialect="mysql").cte(name).prefix_with("MATERIALIZED", dialect="postgresql")
+
+
+class InSelected(ColumnElement[bool]):
+    """``column`` equals one of the values ``selected`` (a one-column select) returns, read by
+    one scan of ``column``'s index for all of them: ``= ANY(ARRAY(...))`` on PostgreSQL (the
+    values computed once, then one index scan with array keys; a join to the select, or ``IN``,
+    is planned as one index scan per value under a join, whose per-row cost the partition
+    lists' query paid: issue 41), ``IN (...)`` elsewhere."""
+
+    inherit_cache = True
+    _is_implicitly_boolean = True
+    _traverse_internals = [
+        ("column", InternalTraversal.dp_clauseelement),
+        ("selected", InternalTraversal.dp_clauseelement),
+    ]
+
+    def __init__(self, column: ColumnElement[Any], selected: Any) -> None:
+        self.type = Boolean()
+        self.column = column
+        self.selected = selected
+
+
+@compiles(InSelected)
+def _in_selected_default(element: InSelected, compiler: Any, **kw: Any) -> str:
+    raise refuse(compiler.dialect)

@@ -1,9 +1,10 @@
 """Ranking through partition lists (:mod:`simsql.text.lists`): the rows of the lists nearest
 the target, and every row left behind, by Hamming distance.
 
-Two branches under one ``UNION ALL``, each an index-only scan of the list index (it covers the
-list, the signature words and the key): the rows of the probed lists, and the rows no live list
-holds (:func:`simsql.store.lists.left_behind`). A plain ``select(Model)`` is ranked on keys
+Branches under one ``UNION ALL``, each an index-only scan of the list index (it covers the
+list, the signature words and the key), each ranked and cut to the limit where it is read: the
+rows of the probed lists (one scan for all of them, :class:`simsql.dialects.InSelected`), and
+the rows no live list holds (:func:`simsql.store.lists.left_behind`). A plain ``select(Model)`` is ranked on keys
 and distances alone and joined to the entities once; any other select is filtered before it is
 ranked, so its filters never leave the answer short.
 """
@@ -18,7 +19,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ColumnElement, TableClause, column
 from sqlalchemy.sql.visitors import InternalTraversal
 
-from ..dialects import hamming_expression
+from ..dialects import InSelected, hamming_expression
 from ..store.lists import in_lists, left_behind, part_column, probed_lists, recalled_probes
 from ..store.storage import Binding, binding_for
 from ..text.errors import NotAttached, SchemaError
@@ -43,24 +44,35 @@ def list_column(binding: Binding) -> Any:
 
 def _candidates(
     binding: Binding, where_probed: Any, distance: ColumnElement[Any], max_distance: int | None, base: Select[Any] | None,
-    exclusion: ColumnElement[bool] | None = None, live: Sequence[int] | None = None,
+    limit: int, exclusion: ColumnElement[bool] | None = None, live: Sequence[int] | None = None,
 ) -> Any:  # fmt: skip
-    """``(key..., distance)`` of the probed lists' rows and of the rows left behind: read from
-    the table alone (``base`` None), or from ``base``, the caller's select with its filters."""
+    """``(key..., distance)`` of the ``limit`` nearest rows of the probed lists and of each
+    range of rows left behind: read from the table alone (``base`` None), or from ``base``, the
+    caller's select with its filters.
+
+    Each branch is ranked and cut to ``limit`` rows on its own (the top ``limit`` of a union is
+    the top ``limit`` of its branches' tops): the probed lists' rows are sorted straight off the
+    list index scan, and what the union above passes on and the final sort ranks is at most
+    ``limit`` rows a branch. Ranked above the union instead, every probed row went through the
+    union first: PostgreSQL's ``Append``, and on MySQL and MariaDB a derived table they
+    materialize, every probed row written to a temporary table (BENCHMARKS.md, issue 41,
+    "Where a list row's time goes")."""
     part = list_column(binding)
     branches = []
     for where in (where_probed, *left_behind(binding, part, live)):
         if base is None:
-            branch = select(*binding.table_keys, distance.label("distance"))
+            keys = list(binding.table_keys)
+            branch = select(*keys, distance.label("distance"))
         else:
-            branch = base.with_only_columns(*binding.keys, distance.label("distance"), maintain_column_froms=True)
+            keys = list(binding.keys)
+            branch = base.with_only_columns(*keys, distance.label("distance"), maintain_column_froms=True)
         branch = branch.where(binding.fingerprint.is_not(None))
         if exclusion is not None:
             branch = branch.where(exclusion)
-        branch = branch.join(where[0], where[1]) if isinstance(where, tuple) else branch.where(where)
+        branch = branch.where(where)
         if max_distance is not None:
             branch = branch.where(distance <= max_distance)
-        branches.append(branch)
+        branches.append(branch.order_by(distance, *keys).limit(limit))
     return union_all(*branches).subquery("simsql_listed")
 
 
@@ -71,8 +83,8 @@ def _text_ranking(
     """The top ``limit`` ``(key..., distance)`` of the probed lists and the rows left behind."""
     part = list_column(binding)
     distance = hamming_expression(binding.fingerprint, fingerprint)
-    probed = probed_lists(binding, fingerprint, probes).subquery("simsql_probed")
-    listed = _candidates(binding, (probed, part == probed.c.list_value), distance, max_distance, base, exclusion)
+    probed = InSelected(part, probed_lists(binding, fingerprint, probes))
+    listed = _candidates(binding, probed, distance, max_distance, base, limit, exclusion)
     keys = [listed.c[k.name] for k in binding.table_keys]
     return select(listed).order_by(listed.c.distance, *keys).limit(limit).subquery("simsql_ranked")
 
@@ -158,7 +170,7 @@ def vector_candidates(
         term = hamming_expression(column, fingerprint_literal(word))
         distance = term if distance is None else distance + term
     base = None if is_plain(stmt, binding) else stmt
-    listed = _candidates(binding, in_lists(part, lists), distance, None, base, live=live)
+    listed = _candidates(binding, in_lists(part, lists), distance, None, base, limit, live=live)
     keys = [listed.c[k.name] for k in binding.table_keys]
     top = select(listed).order_by(listed.c.distance, *keys).limit(limit).subquery("simsql_nearest")
     vector = binding.table.c[binding.source[0]]

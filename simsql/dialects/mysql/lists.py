@@ -9,10 +9,21 @@ from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import BigInteger, Integer, bindparam, column, select, table, union_all, update
+from sqlalchemy.ext.compiler import compiles
 
 from ...schema.names import CENTRES_TABLE, Names
+from ..constructs import InSelected
 from ..ddl_plan import DDLPlan, ListsDDL, Present, Step
+from .compile import MYSQL_DIALECTS
 from .ddl import INSTANT, ONLINE, qualified, quote
+
+
+def _in_selected(element: InSelected, compiler: Any, **kw: Any) -> str:
+    return f"{compiler.process(element.column, **kw)} IN ({compiler.process(element.selected, asfrom=False, **kw)})"
+
+
+for _name in MYSQL_DIALECTS:
+    compiles(InSelected, _name)(_in_selected)
 
 
 def _alter(schema: str, table: str, change: str, algorithm: str) -> str:

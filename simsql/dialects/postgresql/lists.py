@@ -9,10 +9,20 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import text
+from sqlalchemy.ext.compiler import compiles
 
 from ...schema.names import CENTRES_TABLE, Names
+from ..constructs import InSelected
 from ..ddl_plan import DDLPlan, ListsDDL, Present, Step
 from .ddl import LISTS_WRITE, qualified, quote
+
+
+@compiles(InSelected, "postgresql")
+def _in_selected(element: InSelected, compiler: Any, **kw: Any) -> str:
+    """``= ANY(ARRAY(select))``: the select runs once (an init plan), and the list index is
+    scanned once with the array's values as its keys."""
+    column = compiler.process(element.column, **kw)
+    return f"{column} = ANY(ARRAY({compiler.process(element.selected, asfrom=False, **kw)}))"
 
 
 class PostgresListsDDL(ListsDDL):
