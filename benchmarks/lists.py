@@ -588,7 +588,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         from .lists_refit import refit_under_writers
 
         texts = texts or text_set(args.rows, args.queries)
-        report["refit"] = refit_under_writers(engine, args.url, api, texts, args.rows, TextDoc)
+        report["refit"] = refit_under_writers(engine, args.url, api, texts, args.rows, TextDoc, writer_pause=args.refit_writer_pause)
     report["load_average_end"] = os.getloadavg()
     if not args.keep:
         ListsBase.metadata.drop_all(engine)
@@ -604,6 +604,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--held-out", type=int, default=200, help="vectors held out of the stored rows as queries (--queries of them asked)")
     parser.add_argument("--sets", default="text,vectors,inserts,refit", help="comma-separated: text, vectors, inserts, refit")
+    parser.add_argument("--refit-writer-pause", type=float, default=0.0, help="seconds each refit writer waits between commits (0: as fast as it can)")
     parser.add_argument("--lists", default="", help="list counts to refit the text table with after the default (comma-separated)")
     parser.add_argument("--text-probes", default=",".join(map(str, TEXT_PROBES)))
     parser.add_argument("--vector-probes", default=",".join(map(str, VECTOR_PROBES)))

@@ -28,8 +28,9 @@ AFTER = 3.0
 """Seconds the writers go on after the refit returns."""
 
 
-def _writer(url: str, number: int, rows: int, bodies: list[str], stop: Any, results: Any) -> None:
-    """Insert and update until ``stop`` is set; put ``(inserted, updated, errors)``."""
+def _writer(url: str, number: int, rows: int, bodies: list[str], stop: Any, results: Any, pause: float = 0.0) -> None:
+    """Insert and update until ``stop`` is set, ``pause`` seconds between commits; put
+    ``(inserted, updated, errors)``."""
     from .lists_models import TextDoc
 
     engine = create_engine(url)
@@ -49,6 +50,8 @@ def _writer(url: str, number: int, rows: int, bodies: list[str], stop: Any, resu
                 session.commit()
                 inserted += PER_LOOP
                 updated += PER_LOOP
+            if pause:
+                stop.wait(pause)
         except DBAPIError:  # a deadlock or lock timeout against the other writer or the refit: counted, retried
             errors += 1
             time.sleep(0.05)
@@ -56,16 +59,20 @@ def _writer(url: str, number: int, rows: int, bodies: list[str], stop: Any, resu
     results.put((number, inserted, updated, errors))
 
 
-def refit_under_writers(engine: Engine, url: str, api: Any, data: TextSet, rows: int, model: type, lists: int | None = None) -> dict[str, Any]:
-    """``fit_lists`` again on ``model``'s table while :data:`WRITERS` processes write; the
-    counts, the fit's result and :func:`check_lists`."""
+def refit_under_writers(
+    engine: Engine, url: str, api: Any, data: TextSet, rows: int, model: type, lists: int | None = None, writer_pause: float = 0.0,
+) -> dict[str, Any]:  # fmt: skip
+    """``fit_lists`` again on ``model``'s table while :data:`WRITERS` processes write (as fast as
+    they can, or ``writer_pause`` seconds between commits: the smoke run's writers race the refit
+    without taking the machine's cores from everything else); the counts, the fit's result and
+    :func:`check_lists`."""
     from . import scale
 
     rng = np.random.default_rng(77)
     bodies = [scale.article_text(data.paragraphs, data.members[k]) for k in rng.integers(0, len(data.members), size=2000).tolist()]
     context = multiprocessing.get_context("spawn")
     stop, results = context.Event(), context.Queue()
-    writers = [context.Process(target=_writer, args=(url, i, rows, bodies, stop, results)) for i in range(WRITERS)]
+    writers = [context.Process(target=_writer, args=(url, i, rows, bodies, stop, results, writer_pause)) for i in range(WRITERS)]
     for process in writers:
         process.start()
     time.sleep(3.0)  # the writers connected and writing

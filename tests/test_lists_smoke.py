@@ -34,7 +34,8 @@ def test_lists_smoke_run(database_url: str, schema: str, tmp_path: Path) -> None
     sets = ["--sets", "text,vectors,inserts,refit" if embeddings else "text,refit"]
     result = subprocess.run(
         [sys.executable, "-m", "benchmarks.lists", "--rows", "3000", "--queries", "5", "--url", url, "--no-pgvector",
-         "--text-probes", "1,4", "--vector-probes", "2", "--vector-candidates", "50", "--out", str(out), *sets],
+         "--text-probes", "1,4", "--vector-probes", "2", "--vector-candidates", "50", "--refit-writer-pause", "0.05",
+         "--out", str(out), *sets],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
