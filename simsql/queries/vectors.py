@@ -279,11 +279,11 @@ def _check_counts(limit: int, candidates: int) -> None:
         raise ValueError(f"candidates must be at least limit ({limit}), got {candidates}")
 
 
-def vector_binding(stmt: Select[Any], operation: str | None = None) -> Binding:
-    """The vector model ``stmt`` selects from. ``operation``: the name of a query that needs
-    rows of the model (it reads each row's vector), refusing a statement of columns."""
+def vector_binding(stmt: Select[Any], operation: str) -> Binding:
+    """The vector model ``stmt`` selects from, for ``operation``, a query that needs rows of the
+    model (it reads each row's vector): a statement of columns is refused."""
     binding, columns = vector_statement(stmt)
-    if columns and operation is not None:
+    if columns:
         model = binding.model.__name__
         raise TypeError(f"{operation} needs rows of the model (it reads each row's vector): pass select({model}), not a statement of columns")
     return binding
