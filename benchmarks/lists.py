@@ -504,7 +504,7 @@ def _fit(engine: Engine, api: Any, table: str, lists: int | None) -> dict[str, A
 
 
 def run_text(engine: Engine, args: argparse.Namespace, api: Any, report: dict[str, Any]) -> TextSet:
-    data = text_set(args.rows, args.queries)
+    data = text_set(args.rows, args.queries, documents=args.documents)
     section: dict[str, Any] = report.setdefault("text", {})
     section["tenth_distance_p50"] = float(np.median(data.tenth))
     if not (args.reuse and load.loaded(engine, TextDoc.__tablename__, args.rows)):
@@ -580,14 +580,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if "vectors" in args.sets:
         vectors = run_vectors(engine, args, api, report)
     if "inserts" in args.sets and api is not None:
-        texts = texts or text_set(args.rows, args.queries)
+        texts = texts or text_set(args.rows, args.queries, documents=args.documents)
         vectors = vectors or vectors_for(args)
         base = min(args.insert_base, args.rows - args.insert_rows)
         report["inserts"] = insert_phase(engine, api, texts, vectors, base, args.insert_rows, args.batch)
     if "refit" in args.sets and api is not None:
         from .lists_refit import refit_under_writers
 
-        texts = texts or text_set(args.rows, args.queries)
+        texts = texts or text_set(args.rows, args.queries, documents=args.documents)
         report["refit"] = refit_under_writers(engine, args.url, api, texts, args.rows, TextDoc, writer_pause=args.refit_writer_pause)
     report["load_average_end"] = os.getloadavg()
     if not args.keep:
@@ -604,6 +604,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--held-out", type=int, default=200, help="vectors held out of the stored rows as queries (--queries of them asked)")
     parser.add_argument("--sets", default="text,vectors,inserts,refit", help="comma-separated: text, vectors, inserts, refit")
+    parser.add_argument("--documents", type=int, default=None, help="articles from the first N man pages of each language only (smoke runs; default: all)")
     parser.add_argument("--refit-writer-pause", type=float, default=0.0, help="seconds each refit writer waits between commits (0: as fast as it can)")
     parser.add_argument("--lists", default="", help="list counts to refit the text table with after the default (comma-separated)")
     parser.add_argument("--text-probes", default=",".join(map(str, TEXT_PROBES)))

@@ -101,18 +101,21 @@ def vector_set(rows: int, queries: int) -> VectorSet:
     return VectorSet(vectors, held, truth, real_rows, time.perf_counter() - started)
 
 
-def text_set(rows: int, queries: int, source: str = "manpages") -> TextSet:
+def text_set(rows: int, queries: int, source: str = "manpages", documents: int | None = None) -> TextSet:
     """:class:`TextSet` of ``rows`` stored articles (:func:`benchmarks.scale.build_cached`, seed
     ``rows`` as in ``benchmarks.exact_scan``) and ``queries`` new ones (cached), their
     paragraphs from ``source`` (:data:`benchmarks.scale.TEXT_SOURCES`: ``heldout`` is Debian's
-    manuals, never tuned on)."""
+    manuals, never tuned on); ``documents``: from the first that many documents of each
+    language only (a smoke run: the corpus's prefix renders in seconds, the whole of it in
+    minutes), every document by default."""
     from . import scale
 
-    real = scale.real_text("default", source=source)
+    real = scale.real_text("default", limit=documents, source=source)
     started = time.perf_counter()
     data = scale.build_cached(real, rows, seed=rows)
     origin = "" if source == "manpages" else f"-{source}"
-    path = _cache(f"partitions-text{origin}-{real.fingerprinter.config_id}-{rows}-{queries}.npz")
+    prefix = "" if documents is None else f"-d{documents}"
+    path = _cache(f"partitions-text{origin}{prefix}-{real.fingerprinter.config_id}-{rows}-{queries}.npz")
     if path.exists():
         saved = np.load(path)
         return TextSet(

@@ -75,12 +75,14 @@ def refit_under_writers(
     writers = [context.Process(target=_writer, args=(url, i, rows, bodies, stop, results, writer_pause)) for i in range(WRITERS)]
     for process in writers:
         process.start()
-    time.sleep(3.0)  # the writers connected and writing
-    started = time.perf_counter()
-    fitted = api.fit_lists(engine, model.__tablename__, lists=lists, seed=1)  # type: ignore[attr-defined]
-    fit_seconds = time.perf_counter() - started
-    time.sleep(AFTER)
-    stop.set()
+    try:
+        time.sleep(3.0)  # the writers connected and writing
+        started = time.perf_counter()
+        fitted = api.fit_lists(engine, model.__tablename__, lists=lists, seed=1)  # type: ignore[attr-defined]
+        fit_seconds = time.perf_counter() - started
+        time.sleep(AFTER)
+    finally:  # a fit that raises stops the writers too, or the process would wait for them at exit
+        stop.set()
     counts = [results.get(timeout=120) for _ in writers]
     for process in writers:
         process.join(timeout=60)

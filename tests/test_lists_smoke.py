@@ -35,6 +35,7 @@ def test_lists_smoke_run(database_url: str, schema: str, tmp_path: Path) -> None
     result = subprocess.run(
         [sys.executable, "-m", "benchmarks.lists", "--rows", "3000", "--queries", "5", "--url", url, "--no-pgvector",
          "--text-probes", "1,4", "--vector-probes", "2", "--vector-candidates", "50", "--refit-writer-pause", "0.05",
+         "--documents", "200",
          "--out", str(out), *sets],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
@@ -57,3 +58,26 @@ def test_lists_smoke_run(database_url: str, schema: str, tmp_path: Path) -> None
     # reports that rather than fails on it; the race that put rows in a wrong list of the current
     # generation is fixed and tested in tests/test_lists_writes.py.
     assert sum(w["inserted"] for w in report["refit"]["writers"]) > 0
+
+
+def test_a_refit_that_fails_stops_its_writers(database_url: str, schema: str) -> None:
+    """The harness's writer processes stop when the refit raises, and the error comes out: before,
+    they were stopped only after a refit that returned, so a failing fit (``--sets refit`` on a
+    table not loaded yet) left the command waiting at exit for writers that never stopped."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("the writers' table is the PostgreSQL benchmark's")
+    url = f"{database_url}{'&' if '?' in database_url else '?'}options=-csearch_path%3D{schema}"
+    script = (
+        "import sys, types, numpy as np\n"
+        "from sqlalchemy import create_engine\n"
+        "from benchmarks.lists_refit import refit_under_writers\n"
+        "from benchmarks.lists_models import TextDoc\n"
+        "class Failing:\n"
+        "    def fit_lists(self, *args, **kwargs):\n"
+        "        raise RuntimeError('the fit failed')\n"
+        "data = types.SimpleNamespace(paragraphs=['a paragraph of text'] * 4, members=np.zeros((4, 2), dtype=np.int64))\n"
+        "refit_under_writers(create_engine(sys.argv[1]), sys.argv[1], Failing(), data, 10, TextDoc, writer_pause=0.05)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script, url], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode != 0
+    assert "RuntimeError: the fit failed" in result.stderr
