@@ -7,8 +7,11 @@ table :mod:`benchmarks.lists_collateral` kept (``--keep``), lists fitted.
     python -m benchmarks.lists_query_ab --rows 300000 --queries 100 --source heldout --before /tmp/b41main \\
         --url postgresql+psycopg://postgres@127.0.0.1:5432/bench41_x
 
-Reported: p25/p50 of each system (client wall time: statement, Python, rows) and the keys-only
-scan's p50 over each p50 (the speed-up). Each version on its own connection, in its own process.
+Reported: p25/p50 of each system (client wall time: statement, Python, rows), the keys-only
+scan's p50 over each p50 (the speed-up), and for each system the median over the queries of the
+per-query ratio after / before (paired: the same query, the same turn; steadier than the ratio of
+two p50s at this machine's load). ``--repeat``: each query that many turns. Each version on its
+own connection, in its own process.
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ def race(args: argparse.Namespace) -> dict[str, Any]:
     times: dict[str, list[float]] = {label: [] for label, _, _ in systems}
     load = [os.getloadavg()]
     order = random.Random(args.rows)
-    for q in data.queries[: args.queries]:
+    for q in [q for q in data.queries[: args.queries] for _ in range(args.repeat)]:
         turn = systems[:]
         order.shuffle(turn)
         for label, name, command in turn:
@@ -90,6 +93,9 @@ def race(args: argparse.Namespace) -> dict[str, Any]:
         p50 = statistics.median(seconds)
         report[label] = {"p25_ms": round(statistics.quantiles(seconds, n=4)[0], 2), "p50_ms": round(p50, 2),
                          "speed_up_vs_keys_scan": round(keys / p50, 2)}  # fmt: skip
+    for kind, value in SYSTEMS:
+        before, after = times[f"{kind}={value} before"], times[f"{kind}={value} after"]
+        report[f"{kind}={value} after / before"] = {"paired_median_ratio": round(statistics.median(a / b for a, b in zip(after, before)), 3)}
     return report
 
 
@@ -99,6 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=300_000)
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--source", default="heldout")
+    parser.add_argument("--repeat", type=int, default=1, help="turns a query")
     parser.add_argument("--before", help="a checkout of the version to compare with")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=None)

@@ -109,8 +109,8 @@ def _text_ranking(
 class _ListRanking(TableClause):
     """:func:`_text_ranking` of a plain ``select(Model)`` as a derived table built when the
     statement is compiled (as :class:`simsql.queries.planner` builds the exact ranking): its
-    cache key is the model, the limit, the bound, the shape of the exclusion and the bound
-    values (the chosen lists and bounds among them), so a repeated query reuses the compiled
+    cache key is the model, the limit, the bound, the probes or recall asked, the shape of the
+    exclusion and the bound values (the chosen lists and bounds among them), so a repeated query reuses the compiled
     SQL instead of building the expression tree of its branches (milliseconds of Python) on
     every call."""
 
@@ -120,14 +120,14 @@ class _ListRanking(TableClause):
         ("limit", InternalTraversal.dp_plain_obj),
         ("max_distance", InternalTraversal.dp_plain_obj),
         ("fingerprint", InternalTraversal.dp_clauseelement),
-        ("probes", InternalTraversal.dp_clauseelement),
+        ("wanted", InternalTraversal.dp_plain_obj),
         ("exclusion", InternalTraversal.dp_clauseelement),
         ("lists", InternalTraversal.dp_clauseelement),
         ("bounds", InternalTraversal.dp_clauseelement_tuple),
     ]
 
     def __init__(
-        self, binding: Binding, fingerprint: ColumnElement[Any], probes: ColumnElement[Any] | None, limit: int,
+        self, binding: Binding, fingerprint: ColumnElement[Any], wanted: tuple[int | None, int | None], limit: int,
         max_distance: int | None, exclusion: ColumnElement[bool] | None, chosen: Chosen | None,
     ) -> None:  # fmt: skip
         keys = [column(k.name, k.type) for k in binding.table_keys]
@@ -136,17 +136,22 @@ class _ListRanking(TableClause):
         self.limit = limit
         self.max_distance = max_distance
         self.fingerprint = fingerprint
-        self.probes = probes
+        self.wanted = wanted
         self.exclusion = exclusion
         self.chosen = chosen
         self.lists = None if chosen is None else chosen.lists
         self.bounds = () if chosen is None else chosen.bounds
 
     def ranking(self) -> Any:
-        return _text_ranking(
-            binding_for(self.model), self.fingerprint, self.probes, self.limit, self.max_distance, self.exclusion, None,
-            self.chosen,
-        )  # fmt: skip
+        binding = binding_for(self.model)
+        probes = None if self.chosen is not None else _probes_of(binding, *self.wanted)
+        return _text_ranking(binding, self.fingerprint, probes, self.limit, self.max_distance, self.exclusion, None, self.chosen)
+
+
+def _probes_of(binding: Binding, probes: int | None, recall_percent: int | None) -> ColumnElement[Any]:
+    """The probes a statement choosing its own lists reads: ``probes``, or as many as the fit
+    measured ``recall_percent`` needs (:func:`simsql.store.lists.recalled_probes`)."""
+    return literal(probes) if recall_percent is None else recalled_probes(binding, recall_percent)
 
 
 @compiles(_ListRanking)
@@ -168,13 +173,11 @@ def text_statement(
     filtered before it is ranked."""
     list_column(binding)
     target = fingerprint_literal(fingerprint)
-    wanted: ColumnElement[Any] | None = None
-    if chosen is None:
-        wanted = literal(probes) if recall_percent is None else recalled_probes(binding, recall_percent)
     top: Any
     if is_plain(stmt, binding):
-        top = _ListRanking(binding, target, wanted, limit, max_distance, exclusion, chosen)
+        top = _ListRanking(binding, target, (probes, recall_percent), limit, max_distance, exclusion, chosen)
     else:
+        wanted = None if chosen is not None else _probes_of(binding, probes, recall_percent)
         top = _text_ranking(binding, target, wanted, limit, max_distance, exclusion, stmt, chosen)
     return (
         as_select(stmt)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -232,19 +233,27 @@ def left_behind(binding: Binding, part: Any, live: Sequence[int] | None = None, 
     )
 
 
+_LIVE_QUERIES: weakref.WeakKeyDictionary[type, Select[Any]] = weakref.WeakKeyDictionary()
+"""The statement :func:`live_of_query` sends, built once a model (its values never change)."""
+
+
 def live_of_query(connection: Connection, binding: Binding) -> tuple[str, list[Generation]]:
     """The schema the registry records the bound table under and its live generations, oldest
     first, read by one statement on the query's own connection (in its transaction) and never
     kept: a fit, refit or drop by another connection is seen by the next query. What a text
     query chooses its lists from (:func:`chosen_lists`); their centres are cached by
     generation and fit (:func:`load_centres`), which never change once written."""
-    p = partitions_table.c
-    _, table = binding.registry_key
-    rows = connection.execute(
-        select(p.table_schema, p.generation, p.state, p.kind, p.lists, p.settings)
-        .where(p.table_schema == schema_expression(binding), p.table_name == table, p.state.in_(LIVE_STATES))
-        .order_by(p.generation)
-    ).all()
+    query = _LIVE_QUERIES.get(binding.model)
+    if query is None:
+        p = partitions_table.c
+        _, table = binding.registry_key
+        query = (
+            select(p.table_schema, p.generation, p.state, p.kind, p.lists, p.settings)
+            .where(p.table_schema == schema_expression(binding), p.table_name == table, p.state.in_(LIVE_STATES))
+            .order_by(p.generation)
+        )
+        _LIVE_QUERIES[binding.model] = query  # type: ignore[assignment]
+    rows = connection.execute(query).all()
     schema = rows[0].table_schema if rows else ""
     return schema, [Generation(r.generation, r.state, r.kind, r.lists, dict(r.settings)) for r in rows]
 
