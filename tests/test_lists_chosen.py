@@ -149,3 +149,15 @@ def test_the_lists_are_chosen_in_the_callers_transaction(any_engine: Engine, oth
     assert lists is not None and len(lists) == changed and len(rows) == 5
     _, lists, _ = _probed_by(other_engine, TARGETS[0], recall=0.8)
     assert lists is not None and len(lists) == stored
+
+
+def test_the_fit_measures_its_curve_on_a_thousand_held_out_rows(any_engine: Engine) -> None:
+    """The margin a recall asked keeps (one-sided 95% over the held-out rows) shrinks with their
+    number: 1,000 rows where the table has them (BENCHMARKS.md, issue 41, "The lists chosen in
+    Python"); every row of a smaller table."""
+    load(any_engine, Note, corpus(1800))
+    fitted = fit_lists(any_engine, Note.__tablename__, lists=12, seed=3)
+    assert fitted.recall is not None and fitted.recall.queries == 1000
+    with any_engine.connect() as connection:
+        stored = connection.execute(text(f"SELECT settings FROM {PARTITIONS_TABLE} WHERE table_name = :t"), {"t": Note.__tablename__}).scalar_one()
+    assert (stored if isinstance(stored, dict) else json.loads(stored))["recall"]["queries"] == 1000
