@@ -54,7 +54,7 @@ class Sent:
         if "simsql_ranked" in sql:
             bound = context.compiled_parameters[0]
             lists = [bound[f"simsql_lists_{i}"] for i in range(1, 1 + sum(k.startswith("simsql_lists_") for k in bound))]
-            self.statements.append((sql, lists if "simsql_behind_0" in bound else None))
+            self.statements.append((sql, lists if CENTRES_TABLE not in sql else None))  # None: chosen by the statement
 
 
 def _probed_by(engine: Engine, target: str, **how: Any) -> tuple[str, list[int] | None, list[tuple[int, int]]]:

@@ -81,11 +81,14 @@ class Chosen:
     """The lists a text query probes and the bounds of the rows left behind, chosen in Python
     when the statement is sent (:mod:`simsql.queries.plan_size`, from the live generations read
     on its connection and their cached centres), as bound parameters: the statement's compiled
-    SQL is reused whatever the lists, and the server plans neither the choice nor the bounds."""
+    SQL is reused whatever the lists, and the server plans neither the choice nor the bounds.
+    The bounds are rendered in the SQL as numbers when it is sent (they change only with the
+    live generations), so the server estimates the ranges of rows left behind by their values
+    whether it plans the statement afresh or reuses a plan of a prepared one."""
 
     def __init__(self, lists: Sequence[int], bounds: Sequence[int]) -> None:
         self.lists: BindParameter[Any] = bindparam("simsql_lists", [int(v) for v in lists], Integer(), expanding=True)
-        self.bounds = tuple(bindparam(f"simsql_behind_{i}", int(b), Integer()) for i, b in enumerate(bounds))
+        self.bounds = tuple(bindparam(f"simsql_behind_{i}", int(b), Integer(), literal_execute=True) for i, b in enumerate(bounds))
 
 
 def _text_ranking(
