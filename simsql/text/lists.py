@@ -253,9 +253,9 @@ RECALL_K = 10
 RECALL_QUERIES = 1000
 """Held-out rows a fit asks for its neighbours, up to a million rows (:func:`recall_queries`).
 The recall a query asks is kept at one-sided 95% confidence over them, so their number is the
-margin a query pays in lists: at 1M rows of real text, ``recall=0.95`` probed 55-66 lists from
-curves of 200 rows, 49-52 from curves of 1,000 (BENCHMARKS.md, issue 41, "The lists chosen in
-Python"), for 3-4 s of brute force at the fit instead of under 1."""
+margin a query pays in lists: at 1M rows of real text, ``recall=0.95`` probed 54-66 lists from
+curves of 200 rows, 52-53 from curves of 1,000 (BENCHMARKS.md, issue 41, "The lists chosen in
+Python"), for 3-7 s of brute force at the fit instead of under 1."""
 RECALL_MIN_QUERIES = 200
 RECALL_WORK = 1_000_000_000
 """Held-out rows times table rows a fit's curve reads at most (above :data:`RECALL_MIN_QUERIES`):
