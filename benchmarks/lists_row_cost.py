@@ -10,7 +10,8 @@ Floors: ``= ANY(<the lists>)`` with the top-10 sort, the distance alone (``max``
 alone (``count(*)``). Also reported: the rows the probed lists hold, and the heap fetches and
 buffers of the list index scans in one ``EXPLAIN (ANALYZE, BUFFERS)`` of the statement. With
 ``--before <checkout>`` (e.g. ``git archive <commit>``), the statement that version sends races
-too, and the median over queries of after / before is reported.
+too, and the median over queries of after / before is reported. A statement sent with its lists
+chosen by the client (bound ``simsql_lists_*``) is replayed with each query's own lists.
 """
 
 from __future__ import annotations
@@ -107,6 +108,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         signed = int(q) - (1 << 64) if int(q) >= 1 << 63 else int(q)
         values = {**(before[1] if before else {}), **parameters, "target": signed, "probes": probes}
         values["lists"] = [r[0] for r in parallel.execute(PROBED, values).fetchall()]
+        chosen = sorted((k for k in values if k.startswith("simsql_lists_")), key=lambda k: int(k.rsplit("_", 1)[1]))
+        assert not chosen or len(chosen) == len(values["lists"]), (len(chosen), len(values["lists"]))
+        values.update(zip(chosen, values["lists"]))  # a statement sent with its lists chosen: this query's
         counts.append(parallel.execute("SELECT count(*) FROM parts_text WHERE simhash_part = ANY(%(lists)s)", values).fetchone()[0])  # type: ignore[index]
         turn = list(ways)
         order.shuffle(turn)

@@ -167,3 +167,11 @@ def test_probes_of_another_type_are_refused(probes: Any) -> None:
 def test_generation_out_of_range_is_refused(generation: int) -> None:
     with pytest.raises(ValueError, match="generation"):
         Centres(generation, "modes", np.array([1], dtype=np.uint64))
+
+
+def test_held_out_rows_a_fit_asks_by_table_size() -> None:
+    """1,000 held-out rows up to a million rows (their brute force reads the table once each),
+    fewer above so the curve costs about what it costs at a million, never fewer than 200."""
+    from simsql.text.lists import recall_queries
+
+    assert [recall_queries(n) for n in (50, 1800, 1_000_000, 2_000_000, 50_000_000)] == [50, 1000, 1000, 500, 200]

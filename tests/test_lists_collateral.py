@@ -192,8 +192,8 @@ def test_what_a_stopped_rebuild_left_is_dropped_by_the_next_fit(engine: Engine) 
 
 def test_the_command_line_prints_the_curve_and_status_shows_it(any_engine: Engine, any_url: str) -> None:
     load(any_engine, Note, corpus(500))
-    fitted = ok(cli("lists", "fit", "--table", Note.__tablename__, "--lists", "5", url=any_url))
-    assert "recall@10 by probes (200 held-out rows): 1: " in fitted.stdout and "5: 1.000" in fitted.stdout, fitted.stdout
+    fitted = ok(cli("lists", "fit", "--table", Note.__tablename__, "--lists", "5", url=any_url))  # 490 rows fingerprinted: all held out
+    assert "recall@10 by probes (490 held-out rows): 1: " in fitted.stdout and "5: 1.000" in fitted.stdout, fitted.stdout
     status = json.loads(ok(cli("status", "--format", "json", url=any_url)).stdout)
     mine = next(s for s in status if s["table"].endswith(Note.__tablename__))
     assert mine["recall@10"].endswith("5:1.00") and mine["drift"] == ""

@@ -38,7 +38,6 @@ from ..text.lists import (
     DEFAULT_ITERATIONS,
     LIST_SPAN,
     MAX_GENERATION,
-    RECALL_QUERIES,
     Centres,
     RecallCurve,
     check_lists,
@@ -47,6 +46,7 @@ from ..text.lists import (
     fit_means,
     fit_modes,
     recall_curve,
+    recall_queries,
 )
 from ..text.vectors import vector_of
 from . import apply, catalog
@@ -134,8 +134,9 @@ class Sample:
 
 def _sample(connection: Connection, target: ListedTable, sample: int | None, lists: int | None, seed: int) -> Sample:
     """The rows whose seeded hash of their key is smallest, so the sample depends on the table's
-    keys and the seed alone, not on the order rows are read; the next :data:`RECALL_QUERIES`
-    in that order are held out (from the sample itself when it holds the whole table)."""
+    keys and the seed alone, not on the order rows are read; the next
+    :func:`~simsql.text.lists.recall_queries` in that order are held out (from the sample itself
+    when it holds the whole table)."""
     t = target.relation()
     names = target.names
     keys = [t.c[k] for k in target.keys]
@@ -155,7 +156,8 @@ def _sample(connection: Connection, target: ListedTable, sample: int | None, lis
     if not target.vector:
         from_db = backend(connection).fingerprint_from_db
         every = np.array([from_db(r[-1]) for r in rows], dtype=np.uint64)
-        held = order[size : size + RECALL_QUERIES] if count - size >= RECALL_QUERIES else order[:RECALL_QUERIES]
+        queries = recall_queries(count)
+        held = order[size : size + queries] if count - size >= queries else order[:queries]
         return Sample(every[chosen], wanted, count, every, np.array(sorted(held), dtype=np.int64))
     vectors = []
     source = t.c[target.entry.source[0]]

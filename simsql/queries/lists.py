@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Integer, Select, literal, select, union_all
+from sqlalchemy import BindParameter, Integer, Select, bindparam, literal, select, union_all
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ColumnElement, TableClause, column
 from sqlalchemy.sql.visitors import InternalTraversal
@@ -45,6 +45,7 @@ def list_column(binding: Binding) -> Any:
 def _candidates(
     binding: Binding, where_probed: Any, distance: ColumnElement[Any], max_distance: int | None, base: Select[Any] | None,
     limit: int, exclusion: ColumnElement[bool] | None = None, live: Sequence[int] | None = None,
+    bounds: Sequence[Any] | None = None,
 ) -> Any:  # fmt: skip
     """``(key..., distance)`` of the ``limit`` nearest rows of the probed lists and of each
     range of rows left behind: read from the table alone (``base`` None), or from ``base``, the
@@ -59,7 +60,7 @@ def _candidates(
     "Where a list row's time goes")."""
     part = list_column(binding)
     branches = []
-    for where in (where_probed, *left_behind(binding, part, live)):
+    for where in (where_probed, *left_behind(binding, part, live, bounds)):
         if base is None:
             keys = list(binding.table_keys)
             branch = select(*keys, distance.label("distance"))
@@ -76,15 +77,34 @@ def _candidates(
     return union_all(*branches).subquery("simsql_listed")
 
 
+class Chosen:
+    """The lists a text query probes and the bounds of the rows left behind, chosen in Python
+    when the statement is sent (:mod:`simsql.queries.plan_size`, from the live generations read
+    on its connection and their cached centres), as bound parameters: the statement's compiled
+    SQL is reused whatever the lists, and the server plans neither the choice nor the bounds.
+    The bounds are rendered in the SQL as numbers when it is sent (they change only with the
+    live generations), so the server estimates the ranges of rows left behind by their values
+    whether it plans the statement afresh or reuses a plan of a prepared one."""
+
+    def __init__(self, lists: Sequence[int], bounds: Sequence[int]) -> None:
+        self.lists: BindParameter[Any] = bindparam("simsql_lists", [int(v) for v in lists], Integer(), expanding=True)
+        self.bounds = tuple(bindparam(f"simsql_behind_{i}", int(b), Integer(), literal_execute=True) for i, b in enumerate(bounds))
+
+
 def _text_ranking(
-    binding: Binding, fingerprint: ColumnElement[Any], probes: ColumnElement[Any], limit: int, max_distance: int | None,
-    exclusion: ColumnElement[bool] | None, base: Select[Any] | None,
+    binding: Binding, fingerprint: ColumnElement[Any], probes: ColumnElement[Any] | None, limit: int,
+    max_distance: int | None, exclusion: ColumnElement[bool] | None, base: Select[Any] | None, chosen: Chosen | None = None,
 ) -> Any:  # fmt: skip
-    """The top ``limit`` ``(key..., distance)`` of the probed lists and the rows left behind."""
+    """The top ``limit`` ``(key..., distance)`` of the probed lists and the rows left behind:
+    the lists ``chosen``, or (None) the ``probes`` nearest, chosen by the statement itself."""
     part = list_column(binding)
     distance = hamming_expression(binding.fingerprint, fingerprint)
-    probed = InSelected(part, probed_lists(binding, fingerprint, probes))
-    listed = _candidates(binding, probed, distance, max_distance, base, limit, exclusion)
+    if chosen is not None:
+        listed = _candidates(binding, part.in_(chosen.lists), distance, max_distance, base, limit, exclusion, bounds=chosen.bounds)
+    else:
+        assert probes is not None
+        probed = InSelected(part, probed_lists(binding, fingerprint, probes))
+        listed = _candidates(binding, probed, distance, max_distance, base, limit, exclusion)
     keys = [listed.c[k.name] for k in binding.table_keys]
     return select(listed).order_by(listed.c.distance, *keys).limit(limit).subquery("simsql_ranked")
 
@@ -92,9 +112,10 @@ def _text_ranking(
 class _ListRanking(TableClause):
     """:func:`_text_ranking` of a plain ``select(Model)`` as a derived table built when the
     statement is compiled (as :class:`simsql.queries.planner` builds the exact ranking): its
-    cache key is the model, the limit, the bound, the shape of the exclusion and the bound
-    values, so a repeated query reuses the compiled SQL instead of building the expression tree
-    of its branches (milliseconds of Python) on every call."""
+    cache key is the model, the limit, the bound, the probes or recall asked, the shape of the
+    exclusion and the bound values (the chosen lists and bounds among them), so a repeated query reuses the compiled
+    SQL instead of building the expression tree of its branches (milliseconds of Python) on
+    every call."""
 
     inherit_cache = True
     _traverse_internals = TableClause._traverse_internals + [
@@ -102,13 +123,15 @@ class _ListRanking(TableClause):
         ("limit", InternalTraversal.dp_plain_obj),
         ("max_distance", InternalTraversal.dp_plain_obj),
         ("fingerprint", InternalTraversal.dp_clauseelement),
-        ("probes", InternalTraversal.dp_clauseelement),
+        ("wanted", InternalTraversal.dp_plain_obj),
         ("exclusion", InternalTraversal.dp_clauseelement),
+        ("lists", InternalTraversal.dp_clauseelement),
+        ("bounds", InternalTraversal.dp_clauseelement_tuple),
     ]
 
     def __init__(
-        self, binding: Binding, fingerprint: ColumnElement[Any], probes: ColumnElement[Any], limit: int,
-        max_distance: int | None, exclusion: ColumnElement[bool] | None,
+        self, binding: Binding, fingerprint: ColumnElement[Any], wanted: tuple[int | None, int | None], limit: int,
+        max_distance: int | None, exclusion: ColumnElement[bool] | None, chosen: Chosen | None,
     ) -> None:  # fmt: skip
         keys = [column(k.name, k.type) for k in binding.table_keys]
         super().__init__("simsql_ranked", *keys, column("distance", Integer()))
@@ -116,13 +139,22 @@ class _ListRanking(TableClause):
         self.limit = limit
         self.max_distance = max_distance
         self.fingerprint = fingerprint
-        self.probes = probes
+        self.wanted = wanted
         self.exclusion = exclusion
+        self.chosen = chosen
+        self.lists = None if chosen is None else chosen.lists
+        self.bounds = () if chosen is None else chosen.bounds
 
     def ranking(self) -> Any:
-        return _text_ranking(
-            binding_for(self.model), self.fingerprint, self.probes, self.limit, self.max_distance, self.exclusion, None
-        )
+        binding = binding_for(self.model)
+        probes = None if self.chosen is not None else _probes_of(binding, *self.wanted)
+        return _text_ranking(binding, self.fingerprint, probes, self.limit, self.max_distance, self.exclusion, None, self.chosen)
+
+
+def _probes_of(binding: Binding, probes: int | None, recall_percent: int | None) -> ColumnElement[Any]:
+    """The probes a statement choosing its own lists reads: ``probes``, or as many as the fit
+    measured ``recall_percent`` needs (:func:`simsql.store.lists.recalled_probes`)."""
+    return literal(probes) if recall_percent is None else recalled_probes(binding, recall_percent)
 
 
 @compiles(_ListRanking)
@@ -133,21 +165,23 @@ def _compile_list_ranking(element: _ListRanking, compiler: Any, **kw: Any) -> st
 def text_statement(
     stmt: Select[Any], binding: Binding, fingerprint: int, limit: int, max_distance: int | None,
     exclusion: ColumnElement[bool] | None, probes: int | None, recall_percent: int | None = None,
+    chosen: Chosen | None = None,
 ) -> Select[Any]:  # fmt: skip
     """``stmt``'s top-``limit`` rows of the ``probes`` lists nearest ``fingerprint`` (per live
     generation) and of the rows left behind, as ``(entity, distance, similarity)``; or, with
     ``recall_percent``, of as many lists as the fit measured that recall needs
-    (:func:`simsql.store.lists.recalled_probes`). A plain ``select(Model)`` is ranked on keys and
-    distances from the list index alone (:class:`_ListRanking`); any other select is filtered
-    before it is ranked."""
+    (:func:`simsql.store.lists.recalled_probes`); or of the lists ``chosen`` already (then
+    ``probes`` and ``recall_percent`` are not read). A plain ``select(Model)`` is ranked on keys
+    and distances from the list index alone (:class:`_ListRanking`); any other select is
+    filtered before it is ranked."""
     list_column(binding)
     target = fingerprint_literal(fingerprint)
-    wanted = literal(probes) if recall_percent is None else recalled_probes(binding, recall_percent)
     top: Any
     if is_plain(stmt, binding):
-        top = _ListRanking(binding, target, wanted, limit, max_distance, exclusion)
+        top = _ListRanking(binding, target, (probes, recall_percent), limit, max_distance, exclusion, chosen)
     else:
-        top = _text_ranking(binding, target, wanted, limit, max_distance, exclusion, stmt)
+        wanted = None if chosen is not None else _probes_of(binding, probes, recall_percent)
+        top = _text_ranking(binding, target, wanted, limit, max_distance, exclusion, stmt, chosen)
     return (
         as_select(stmt)
         .add_columns(top.c.distance, similarity_of(top.c.distance))
@@ -179,4 +213,4 @@ def vector_candidates(
     )
 
 
-__all__ = ["list_column", "text_statement", "vector_candidates"]
+__all__ = ["Chosen", "list_column", "text_statement", "vector_candidates"]

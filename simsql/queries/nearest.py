@@ -7,6 +7,7 @@ choice of which rows to read to :mod:`simsql.queries.planner`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from sqlalchemy import Select, select
@@ -15,8 +16,8 @@ from sqlalchemy.sql import ColumnElement
 from ..store import statement_checks
 from ..store.storage import binding_for
 from ..text.lists import check_probes, recall_percent
-from .lists import text_statement
-from .plan_size import sized, stepping_aside
+from .lists import Chosen, text_statement
+from .plan_size import ListedPlan, sized, stepping_aside
 from .planner import DEFAULT_PROBE_RADIUS, MAX_PROBE_RADIUS, has_bands, nearest_keys_statement, nearest_statement
 from .targets import check_distance, check_limit, exclude_keys, exclusion, resolve_target
 from .within import Within
@@ -116,11 +117,17 @@ def _or_exact(
     listed: Select[Any], stmt: Select[Any], model: type, fingerprint: int, limit: int, max_distance: int | None,
     excluded: Any, probes: int | None, percent: int | None,
 ) -> Select[Any]:  # fmt: skip
-    """``listed``, with the exact statement it steps aside for when it would probe most lists."""
+    """``listed``, with the exact statement it steps aside for when it would probe most lists,
+    and the statement with its lists chosen when it is sent."""
+    binding = binding_for(model)
+
     def exact() -> Select[Any]:
         return _exact_by_size(stmt, model, fingerprint, limit, max_distance, excluded, DEFAULT_PROBE_RADIUS, True, True)
 
-    return stepping_aside(listed, binding_for(model), probes, percent, exact)
+    def chosen(lists: Sequence[int], bounds: Sequence[int]) -> Select[Any]:
+        return text_statement(stmt, binding, fingerprint, limit, max_distance, excluded, probes, percent, Chosen(lists, bounds))
+
+    return stepping_aside(listed, ListedPlan(binding, fingerprint, probes, percent, exact, chosen))
 
 
 def _exact_by_size(

@@ -13,17 +13,23 @@ which one is sent. The choice is made here, in ``before_execute``, because it ne
 connection the statement runs on; a statement that does not carry :data:`SIZED_OPTION` passes
 untouched.
 
-The same hook lets partition lists step aside (:data:`LISTS_OPTION`): a query through the lists
-that would probe most of them (``probes`` near ``lists``, or a ``recall`` whose curve needs that
-many) is sent as the exact statement, which reads about as much and answers everything; on a
-small table, where the lists' fixed cost is a larger part of the scan, from a smaller share.
+The same hook sends a query through partition lists (:data:`LISTS_OPTION`): it reads the
+table's live generations on the statement's own connection (one statement, never cached: a refit
+by another connection is seen), and a query that would probe most of the lists (``probes`` near
+``lists``, or a ``recall`` whose curve needs that many) is sent as the exact statement, which
+reads about as much and answers everything (on a small table, where the lists' fixed cost is a
+larger part of the scan, from a smaller share); any other is sent with its lists chosen in
+Python from the generations' cached centres and the bounds of the rows left behind, as bound
+parameters (:class:`simsql.queries.lists.Chosen`): the server then plans one index scan with
+array keys and four ranges, not the choice over the centres and the generation bounds that the
+statement as built carries for a caller who compiles it without a connection (Django, ``str``).
 """
 
 from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +37,7 @@ from sqlalchemy import Engine, Select, event
 from sqlalchemy.engine import Connection
 
 from ..dialects import backend
-from ..store.lists import newest_shape
+from ..store.lists import chosen_lists, live_bounds, live_of_query, probes_wanted
 from ..store.storage import Binding
 
 SIZED_OPTION = "simsql_sized_plan"
@@ -63,36 +69,40 @@ class SizedPlan:
 
 @dataclass(frozen=True)
 class ListedPlan:
-    """What a statement through the lists carries: its table, the probes asked (or the recall,
-    in whole percent), and the exact statement it steps aside for."""
+    """What a statement through the lists carries: its table, the target, the probes asked (or
+    the recall, in whole percent), the exact statement it steps aside for, and the statement
+    with the lists chosen."""
 
     binding: Binding
+    fingerprint: int
     probes: int | None
     percent: int | None
     exact: Callable[[], Select[Any]]
     """Builds the exact statement (only when it is sent)."""
+    chosen: Callable[[Sequence[int], Sequence[int]], Select[Any]]
+    """Builds the statement probing the given list values, rows left behind within the given
+    bounds (:func:`simsql.store.lists.live_bounds`)."""
 
 
-def stepping_aside(
-    statement: Select[Any], binding: Binding, probes: int | None, percent: int | None, exact: Callable[[], Select[Any]]
-) -> Select[Any]:  # fmt: skip
-    """``statement``, sent as ``exact`` when it would probe :data:`STEP_ASIDE_SHARE` of the lists or more."""
-    return statement.execution_options(**{LISTS_OPTION: ListedPlan(binding, probes, percent, exact)})
+def stepping_aside(statement: Select[Any], plan: ListedPlan) -> Select[Any]:
+    """``statement``, sent as ``plan.exact`` when it would probe :data:`STEP_ASIDE_SHARE` of the
+    lists or more, else as ``plan.chosen`` with the lists chosen when it is sent."""
+    return statement.execution_options(**{LISTS_OPTION: plan})
 
 
-def _steps_aside(connection: Connection, plan: ListedPlan) -> bool:
-    lists, probes_at = newest_shape(connection, *plan.binding.registry_key)
-    if plan.probes is not None:
-        probes = plan.probes
-    elif plan.percent is not None and probes_at:
-        probes = probes_at[plan.percent]
-    else:
-        probes = lists
+def _listed(connection: Connection, plan: ListedPlan) -> Select[Any]:
+    """The statement ``plan`` is sent as on ``connection``."""
+    schema, live = live_of_query(connection, plan.binding)
+    probes = probes_wanted(live, plan.probes, plan.percent)
+    lists = live[-1].lists if live else 0
     share = STEP_ASIDE_SHARE
     rows = estimated_rows(connection, plan.binding)
     if rows > 0:
         share = min(share, 1.0 - STEP_ASIDE_ROWS / rows)
-    return probes >= share * lists
+    if probes >= share * lists:
+        return plan.exact()
+    chosen = chosen_lists(connection, schema, plan.binding.registry_key[1], live, plan.fingerprint, probes)
+    return plan.chosen(chosen, live_bounds([g.generation for g in live]))
 
 
 def sized(statement: Select[Any], binding: Binding, small: Callable[[], Select[Any]]) -> Select[Any]:
@@ -118,8 +128,8 @@ def estimated_rows(connection: Connection, binding: Binding) -> float:
 def _choose_by_size(connection: Connection, statement: Any, multiparams: Any, params: Any, execution_options: Any) -> Any:
     options = getattr(statement, "_execution_options", None) or {}
     listed = options.get(LISTS_OPTION)
-    if isinstance(listed, ListedPlan) and _steps_aside(connection, listed):
-        statement = _carrying(listed.exact(), options)
+    if isinstance(listed, ListedPlan):
+        statement = _carrying(_listed(connection, listed), options)
         options = getattr(statement, "_execution_options", None) or {}
     plan = options.get(SIZED_OPTION)
     if isinstance(plan, SizedPlan) and estimated_rows(connection, plan.binding) < BANDS_FROM_ROWS:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,10 +55,6 @@ class Generation:
 
 
 _CENTRES: dict[tuple[str, str, str, int, str], Centres] = {}
-_SHAPES: dict[tuple[str, str | None, str], tuple[float, tuple[int, tuple[int, ...]]]] = {}
-SHAPE_CACHE_SECONDS = 60.0
-"""How long a query process keeps a table's number of lists and recall curve (what the lists'
-step-aside reads) before asking again; a fit, refit or drop in this process forgets it at once."""
 _WRITERS: dict[tuple[str, str, str], tuple[float, Centres | None]] = {}
 
 
@@ -97,7 +94,8 @@ def load_centres(connection: Connection, schema: str, table: str, generation: Ge
     else:
         values = np.stack([decode_centre(r.vector) for r in rows])
     found = Centres(generation.generation, generation.kind, values)
-    _CENTRES[key] = found
+    if rows:  # none: the generation was dropped since it was read (a query then probes none of it)
+        _CENTRES[key] = found
     return found
 
 
@@ -134,23 +132,6 @@ def forget_cached(schema: str, table: str) -> None:
     """Drop what this process cached of ``schema.table``'s lists (after a fit, a refit or a drop)."""
     for key in [k for k in _WRITERS if k[2] == table and k[1] in (schema, "")]:
         del _WRITERS[key]
-    for shape in [k for k in _SHAPES if k[2] == table and k[1] in (schema, None)]:
-        _SHAPES.pop(shape, None)
-
-
-def newest_shape(connection: Connection, schema: str | None, table: str) -> tuple[int, tuple[int, ...]]:
-    """The newest live generation's number of lists and its recall curve's ``probes_at`` (empty
-    without a curve; ``(0, ())`` without lists), cached for :data:`SHAPE_CACHE_SECONDS`."""
-    key = (_bind_key(connection), schema, table)
-    cached = _SHAPES.get(key)
-    now = time.monotonic()
-    if cached is not None and now - cached[0] < SHAPE_CACHE_SECONDS:
-        return cached[1]
-    live = generations(connection, schema or registry.current_schema(connection), table)
-    curve = RecallCurve.from_settings(live[-1].settings.get("recall")) if live else None
-    found = (live[-1].lists, curve.probes_at if curve is not None else ()) if live else (0, ())
-    _SHAPES[key] = (now, found)
-    return found
 
 
 def part_column(binding: Binding) -> Any:
@@ -175,7 +156,9 @@ def _live_of(binding: Binding) -> Select[Any]:
 
 def probed_lists(binding: Binding, fingerprint: ColumnElement[Any], probes: ColumnElement[Any]) -> Select[Any]:
     """The list values of the ``probes`` lists of each live generation nearest ``fingerprint``
-    (the text query's choice, made by the server from the stored centres)."""
+    (the text query's choice, made by the server from the stored centres, in a statement
+    compiled without a connection; a statement run through an engine is sent with the lists
+    chosen in Python instead, :func:`chosen_lists`)."""
     c = centres_table.c
     _, table = binding.registry_key
     distance = hamming_expression(c.centre, fingerprint)
@@ -205,27 +188,36 @@ def recalled_probes(binding: Binding, percent: int) -> ColumnElement[Any]:
     return func.coalesce(newest, LIST_SPAN)
 
 
-def left_behind(binding: Binding, part: Any, live: Sequence[int] | None = None) -> tuple[ColumnElement[bool], ...]:
+def live_bounds(live: Sequence[int]) -> tuple[int, int, int, int]:
+    """The four bounds of :func:`left_behind`'s ranges for the live generations ``live``:
+    ``(below, above, gap_above, gap_below)``: rows left behind are NULL, ``< below``,
+    ``> above``, or ``> gap_above and < gap_below`` (between the oldest and the newest live
+    generation when they are not adjacent; an empty range otherwise). Without live lists, every
+    row exactly once: below ``2**31 - 1``, or above ``2**31 - 2``."""
+    if not live:
+        return _INT_MAX, _INT_MAX - 1, _INT_MAX, _INT_MIN
+    oldest, newest = min(live), max(live)
+    return oldest * LIST_SPAN, (newest + 1) * LIST_SPAN - 1, (oldest + 1) * LIST_SPAN - 1, newest * LIST_SPAN
+
+
+def left_behind(binding: Binding, part: Any, live: Sequence[int] | None = None, bounds: Sequence[Any] | None = None) -> tuple[ColumnElement[bool], ...]:
     """Rows no live list holds, as four disjoint conditions, each an index range of its own (an
     ``OR`` of them would scan the table): NULL; below the oldest live generation's values;
     above the newest's; between the two when they are not adjacent (a generation's values are
     ``[generation * LIST_SPAN, (generation + 1) * LIST_SPAN)``). Without live lists, every row
     exactly once (below ``2**31 - 1``, or that value).
 
-    ``live``: the live generations when the caller read them already (a vector query): the bounds
-    are then values the planner sees, so it estimates the ranges empty (PostgreSQL otherwise
-    guesses a third of the table for each and may spend 20 ms compiling the plan with JIT);
-    else they are read by the statement itself (a text query stays one statement)."""
-    if live is not None:
-        if not live:
-            return part.is_(None), part < _INT_MAX, part == _INT_MAX
-        oldest_value, newest_value = min(live), max(live)
-        return (
-            part.is_(None),
-            part < oldest_value * LIST_SPAN,
-            part > (newest_value + 1) * LIST_SPAN - 1,
-            and_(part > (oldest_value + 1) * LIST_SPAN - 1, part < newest_value * LIST_SPAN),
-        )
+    ``live``: the live generations when the caller read them already: the bounds
+    (:func:`live_bounds`) are then values the planner sees, so it estimates the ranges empty
+    (PostgreSQL otherwise guesses a third of the table for each and may spend 20 ms compiling
+    the plan with JIT). ``bounds``: those four bounds as the caller binds them (a text query's
+    bound parameters, so its compiled SQL is reused). Neither: read by the statement itself
+    (the text query's statement as compiled without a connection: one statement)."""
+    if bounds is None and live is not None:
+        bounds = live_bounds(live)
+    if bounds is not None:
+        below, above, gap_above, gap_below = bounds
+        return part.is_(None), part < below, part > above, and_(part > gap_above, part < gap_below)
     p = partitions_table.c
     _, table = binding.registry_key
     where = (p.table_schema == schema_expression(binding), p.table_name == table, p.state.in_(LIVE_STATES))
@@ -239,6 +231,52 @@ def left_behind(binding: Binding, part: Any, live: Sequence[int] | None = None) 
         part > high,
         and_(part > func.coalesce((oldest + 1) * LIST_SPAN - 1, _INT_MAX), part < func.coalesce(newest * LIST_SPAN, _INT_MIN)),
     )
+
+
+_LIVE_QUERIES: weakref.WeakKeyDictionary[type, Select[Any]] = weakref.WeakKeyDictionary()
+"""The statement :func:`live_of_query` sends, built once a model (its values never change)."""
+
+
+def live_of_query(connection: Connection, binding: Binding) -> tuple[str, list[Generation]]:
+    """The schema the registry records the bound table under and its live generations, oldest
+    first, read by one statement on the query's own connection (in its transaction) and never
+    kept: a fit, refit or drop by another connection is seen by the next query. What a text
+    query chooses its lists from (:func:`chosen_lists`); their centres are cached by
+    generation and fit (:func:`load_centres`), which never change once written."""
+    query = _LIVE_QUERIES.get(binding.model)
+    if query is None:
+        p = partitions_table.c
+        _, table = binding.registry_key
+        query = (
+            select(p.table_schema, p.generation, p.state, p.kind, p.lists, p.settings)
+            .where(p.table_schema == schema_expression(binding), p.table_name == table, p.state.in_(LIVE_STATES))
+            .order_by(p.generation)
+        )
+        _LIVE_QUERIES[binding.model] = query  # type: ignore[assignment]
+    rows = connection.execute(query).all()
+    schema = rows[0].table_schema if rows else ""
+    return schema, [Generation(r.generation, r.state, r.kind, r.lists, dict(r.settings)) for r in rows]
+
+
+def probes_wanted(live: Sequence[Generation], probes: int | None, percent: int | None) -> int:
+    """The lists a query probes in each live generation: ``probes`` as asked, or the fewest
+    whose recall reaches ``percent`` on the curve the newest generation's fit measured
+    (:class:`simsql.text.lists.RecallCurve`); every list (an exact answer through the lists)
+    where no curve was recorded."""
+    if probes is not None:
+        return probes
+    curve = RecallCurve.from_settings(live[-1].settings.get("recall")) if live else None
+    if curve is None or percent is None:
+        return LIST_SPAN
+    return curve.probes_at[percent]
+
+
+def chosen_lists(connection: Connection, schema: str, table: str, live: Sequence[Generation], fingerprint: int, probes: int) -> list[int]:
+    """The list values of the ``probes`` lists of each live generation nearest ``fingerprint``
+    (a signed or unsigned 64-bit fingerprint), nearest first, lowest list on ties: the choice
+    :func:`probed_lists` makes in SQL, made in Python from the cached centres."""
+    target = fingerprint & 0xFFFFFFFFFFFFFFFF
+    return [value for g in live for value in load_centres(connection, schema, table, g).nearest(target, probes)]
 
 
 def in_lists(part: Any, values: Sequence[int]) -> ColumnElement[bool]:
@@ -256,13 +294,16 @@ __all__ = [
     "encode_centre",
     "forget_cached",
     "generations",
+    "chosen_lists",
     "in_lists",
     "left_behind",
+    "live_bounds",
+    "live_of_query",
     "live_centres",
-    "newest_shape",
     "load_centres",
     "part_column",
     "probed_lists",
+    "probes_wanted",
     "recalled_probes",
     "schema_expression",
     "tables_exist",

@@ -250,8 +250,24 @@ class Centres:
 
 RECALL_K = 10
 """The recall a fit measures is recall@10, as the benchmarks count it."""
-RECALL_QUERIES = 200
-"""Held-out rows a fit asks for its neighbours (about +-0.02 on the recall it records)."""
+RECALL_QUERIES = 1000
+"""Held-out rows a fit asks for its neighbours, up to a million rows (:func:`recall_queries`).
+The recall a query asks is kept at one-sided 95% confidence over them, so their number is the
+margin a query pays in lists: at 1M rows of real text, ``recall=0.95`` probed 54-66 lists from
+curves of 200 rows, 52-53 from curves of 1,000 (BENCHMARKS.md, issue 41, "The lists chosen in
+Python"), for 3-7 s of brute force at the fit instead of under 1."""
+RECALL_MIN_QUERIES = 200
+RECALL_WORK = 1_000_000_000
+"""Held-out rows times table rows a fit's curve reads at most (above :data:`RECALL_MIN_QUERIES`):
+each held-out row's exact top-10 is a brute force over every fingerprint of the table."""
+
+
+def recall_queries(rows: int) -> int:
+    """How many held-out rows a fit of a table of ``rows`` fingerprinted rows measures its
+    recall curve on: :data:`RECALL_QUERIES`, fewer above a million rows (about
+    :data:`RECALL_WORK` comparisons) but never fewer than :data:`RECALL_MIN_QUERIES`, and never
+    more than the table holds."""
+    return min(rows, max(RECALL_MIN_QUERIES, min(RECALL_QUERIES, RECALL_WORK // max(rows, 1))))
 RECALL_PERCENT = 100
 CONFIDENCE_Z = 1.645
 """``probes_at`` holds the fewest probes whose recall reaches a level at one-sided 95%
@@ -333,9 +349,12 @@ def recall_curve(fingerprints: object, queries: object, centres: np.ndarray, k: 
 __all__ = [
     "Centres",
     "RECALL_K",
+    "RECALL_MIN_QUERIES",
     "RECALL_QUERIES",
+    "RECALL_WORK",
     "RecallCurve",
     "recall_curve",
+    "recall_queries",
     "recall_percent",
     "DEFAULT_ITERATIONS",
     "Kind",
