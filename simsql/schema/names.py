@@ -12,8 +12,9 @@ name (so truncated names stay unique) and its full suffix (so ``..._b0`` stays r
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import xxhash
@@ -23,7 +24,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from ..text.errors import SchemaError
 from ..text.fingerprint import DEFAULT, DEFAULT_WIDE, WIDE_VERSION, Fingerprinter
-from ..text.signature import WIDE_WORDS, BlockLayout
+from ..text.signature import WIDE_BITS, WIDE_WORDS, BlockLayout
 from ..text.vectors import AnyFingerprinter
 
 MAX_IDENTIFIER_BYTES = 63
@@ -50,7 +51,69 @@ Mode = Literal["columns", "side_table"]
 WIDE_MODE = "+wide"
 """Appended to the registry's ``mode`` (``columns+wide``, ``side_table+wide``) of a table that
 also stores the wide signature: how an attachment records it without another registry column,
-so databases installed by an earlier simsql need no new revision."""
+so databases installed by an earlier simsql need no new revision. A layout other than
+:data:`WIDE_LAYOUT` follows it as ``<count>x<width>`` (``columns+wide10x24``):
+:func:`wide_mode` writes it, :func:`parse_mode` reads it; a bare ``+wide`` is 8 x 20, as every
+earlier simsql wrote it."""
+
+MIN_BLOCK_WIDTH = 16
+"""The narrowest wide block :func:`block_layout` accepts: a value of a narrower block is shared
+by a 65,536th of the table or more, which the 64-bit fingerprint's 16-bit blocks already index."""
+
+MAX_BLOCK_WIDTH = 31
+"""The widest: a block is stored in a signed 32-bit ``integer`` column."""
+
+
+def layout_text(layout: BlockLayout) -> str:
+    """``"<count>x<width>"``: how a layout is written (``wide_blocks="10x24"``, ``--wide-blocks``)."""
+    return f"{layout.count}x{layout.width}"
+
+
+def block_layout(value: str | BlockLayout | None) -> BlockLayout:
+    """The wide block layout ``value`` names: a :class:`~simsql.text.signature.BlockLayout`, or
+    its text ``"<count>x<width>"`` (``"10x24"``: ten indexed blocks of 24 bits); None is
+    :data:`WIDE_LAYOUT`. Refused (:class:`SchemaError`, naming the rule) unless the blocks fit
+    the 256-bit signature (``count * width <= 256``), each is :data:`MIN_BLOCK_WIDTH` to
+    :data:`MAX_BLOCK_WIDTH` bits wide, and there are at least two (the pigeonhole guarantee: two
+    signatures within ``count - 1`` bits share a block)."""
+    if value is None:
+        return WIDE_LAYOUT
+    if isinstance(value, str):
+        match = re.fullmatch(r"\s*(\d{1,3})\s*[xX]\s*(\d{1,3})\s*", value)
+        if match is None:
+            raise SchemaError(f"a wide block layout is written <count>x<width>, e.g. '10x24', got {value!r}")
+        count, width = int(match[1]), int(match[2])
+    elif isinstance(value, BlockLayout):
+        count, width = value.count, value.width
+    else:
+        raise SchemaError(f"wide_blocks must be a '<count>x<width>' string or a BlockLayout, got {type(value).__name__} {value!r}")
+    if not MIN_BLOCK_WIDTH <= width <= MAX_BLOCK_WIDTH:
+        raise SchemaError(
+            f"wide blocks must be {MIN_BLOCK_WIDTH} to {MAX_BLOCK_WIDTH} bits wide (an integer column; narrower ones "
+            f"index what the 64-bit fingerprint's blocks do), got {width}"
+        )
+    if count < 2:
+        raise SchemaError(f"a wide layout needs at least 2 blocks (two signatures within count - 1 bits share one), got {count}")
+    if count * width > WIDE_BITS:
+        raise SchemaError(f"{count} blocks of {width} bits are {count * width} bits; the signature has {WIDE_BITS}")
+    return BlockLayout(count=count, width=width)
+
+
+def wide_mode(layout: BlockLayout) -> str:
+    """What the registry's ``mode`` carries after ``columns`` / ``side_table`` for a wide table
+    of ``layout``: :data:`WIDE_MODE` for :data:`WIDE_LAYOUT` (what earlier versions wrote), else
+    ``+wide<count>x<width>``."""
+    return WIDE_MODE if layout == WIDE_LAYOUT else WIDE_MODE + layout_text(layout)
+
+
+def parse_mode(mode: str) -> tuple[Mode, BlockLayout | None]:
+    """A registry ``mode`` read back: the storage mode, and the wide layout (None: not wide).
+    :class:`SchemaError` for a mode no simsql writes."""
+    base, sep, rest = mode.partition(WIDE_MODE)
+    layout = (block_layout(rest) if rest else WIDE_LAYOUT) if sep and re.fullmatch(r"(\d+x\d+)?", rest) else None
+    if base not in ("columns", "side_table") or (sep and (layout is None or wide_mode(layout) != sep + rest)):
+        raise SchemaError(f"simsql's registry holds a mode this simsql does not know: {mode!r}")
+    return ("side_table" if base == "side_table" else "columns"), layout
 
 
 def check_name(name: str, what: str = "identifier", max_bytes: int | None = MAX_IDENTIFIER_BYTES) -> str:
@@ -107,7 +170,10 @@ class Names:
     trigger functions must not collide with the attachment's own)."""
     wide: bool = False
     """The table also stores the wide 256-bit signature (:mod:`simsql.text.signature`): words 1-3
-    beside the fingerprint (word 0) and one indexed column per block of :data:`WIDE_LAYOUT`."""
+    beside the fingerprint (word 0) and one indexed column per block of :attr:`layout`."""
+    layout: BlockLayout = field(default=WIDE_LAYOUT)
+    """How a wide table's signature is cut into indexed blocks (:data:`WIDE_LAYOUT` unless the
+    attachment chose another, ``wide_blocks=``); meaningless unless ``wide``."""
 
     def __post_init__(self) -> None:
         # the table's length is its server's to judge (Backend.check_identifier: PostgreSQL 63
@@ -119,12 +185,18 @@ class Names:
             raise SchemaError(f"column prefix {self.prefix!r} is too long (at most 59 bytes)")
         if self.side is not None:
             check_name(self.side, "side table name")
+        if not isinstance(self.layout, BlockLayout) or block_layout(self.layout) != self.layout:
+            raise SchemaError(f"layout must be a BlockLayout, got {self.layout!r}")
 
     @classmethod
-    def for_table(cls, table: str, prefix: str = DEFAULT_PREFIX, mode: Mode = "columns", *, wide: bool = False) -> Names:
-        """The names a new attachment of ``table`` gets in ``mode`` (``wide``: with the wide signature)."""
+    def for_table(
+        cls, table: str, prefix: str = DEFAULT_PREFIX, mode: Mode = "columns", *, wide: bool = False,
+        layout: BlockLayout = WIDE_LAYOUT,
+    ) -> Names:  # fmt: skip
+        """The names a new attachment of ``table`` gets in ``mode`` (``wide``: with the wide
+        signature, cut into the blocks of ``layout``)."""
         side = default_side_table(table, prefix) if mode == "side_table" else None
-        return cls(table, prefix, side, wide=wide)
+        return cls(table, prefix, side, wide=wide, layout=layout)
 
     @property
     def mode(self) -> Mode:
@@ -132,8 +204,8 @@ class Names:
 
     @property
     def recorded_mode(self) -> str:
-        """What the registry's ``mode`` records: :attr:`mode`, plus :data:`WIDE_MODE` when wide."""
-        return self.mode + (WIDE_MODE if self.wide else "")
+        """What the registry's ``mode`` records: :attr:`mode`, plus :func:`wide_mode` when wide."""
+        return self.mode + (wide_mode(self.layout) if self.wide else "")
 
     @property
     def holder(self) -> str:
@@ -166,7 +238,7 @@ class Names:
     @property
     def wide_blocks(self) -> tuple[str, ...]:
         """The wide signature's block columns (``<prefix>_v0`` ...); empty unless ``wide``."""
-        return tuple(f"{self.prefix}_v{i}" for i in range(WIDE_LAYOUT.count)) if self.wide else ()
+        return tuple(f"{self.prefix}_v{i}" for i in range(self.layout.count)) if self.wide else ()
 
     @property
     def wide_indexes(self) -> tuple[str, ...]:
@@ -223,17 +295,21 @@ class Names:
     def functions(self) -> tuple[str, ...]:
         return (self.row_function, self.stale_function)
 
-    def shadow(self, wide: bool | None = None) -> Names:
+    def shadow(self, wide: bool | None = None, layout: BlockLayout | None = None) -> Names:
         """The names of the second fingerprint set a refingerprint fills beside this one (same
         table, prefix ``<prefix>_next``, side table ``<side>_next``), renamed to these at its
-        switch. ``wide``: whether the new set has the wide signature (default: as this one)."""
+        switch. ``wide``: whether the new set has the wide signature, ``layout`` its blocks
+        (default: as this one)."""
         side = identifier(self.side, "_next") if self.side else None
-        return Names(self.table, f"{self.prefix}_next", side, "_next", self.wide if wide is None else wide)
+        return Names(
+            self.table, f"{self.prefix}_next", side, "_next", self.wide if wide is None else wide,
+            self.layout if layout is None else layout,
+        )  # fmt: skip
 
-    def with_wide(self, wide: bool) -> Names:
+    def with_wide(self, wide: bool, layout: BlockLayout | None = None) -> Names:
         """These names with (or without) the wide signature: an attachment's after a move to
-        (or from) algorithm version 3."""
-        return Names(self.table, self.prefix, self.side, self.stage, wide)
+        (or from) algorithm version 3 (``layout``: its blocks; default as these)."""
+        return Names(self.table, self.prefix, self.side, self.stage, wide, self.layout if layout is None else layout)
 
     @property
     def refingerprint_cursor(self) -> str:
@@ -426,12 +502,19 @@ class Attachment:
 
     @property
     def names(self) -> Names:
-        return Names(self.table_name, self.column_name, self.side_table, wide=self.wide)
+        layout = self.layout
+        return Names(self.table_name, self.column_name, self.side_table, wide=layout is not None, layout=layout or WIDE_LAYOUT)
 
     @property
     def wide(self) -> bool:
         """Whether the table also stores the wide signature (recorded in ``mode``)."""
-        return self.mode.endswith(WIDE_MODE)
+        return self.layout is not None
+
+    @property
+    def layout(self) -> BlockLayout | None:
+        """The wide signature's block layout (recorded in ``mode``: :func:`parse_mode`); None
+        when the table has no wide signature."""
+        return parse_mode(self.mode)[1]
 
     @property
     def prefix(self) -> str:
@@ -444,17 +527,23 @@ __all__ = [
     "BLOCK_COUNT",
     "CENTRES_TABLE",
     "DEFAULT_PREFIX",
+    "MAX_BLOCK_WIDTH",
     "MAX_IDENTIFIER_BYTES",
+    "MIN_BLOCK_WIDTH",
     "Names",
     "PARTITIONS_TABLE",
     "PROGRESS_TABLE",
     "REGISTRY_TABLE",
     "WIDE_LAYOUT",
     "WIDE_MODE",
+    "block_layout",
     "check_name",
     "configuration_for",
     "default_side_table",
     "identifier",
+    "layout_text",
+    "parse_mode",
+    "wide_mode",
     "centres_table",
     "metadata",
     "partitions_table",

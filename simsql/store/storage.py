@@ -30,9 +30,10 @@ from sqlalchemy.orm.attributes import get_history, set_attribute
 
 from ..dialects import COVERING_INFO, block_computed, wide_block_computed
 from ..dialects.sqltext import is_autocommit
-from ..schema.names import BLOCK_COUNT, DEFAULT_PREFIX, Attachment, Names, configuration_for
+from ..schema.names import BLOCK_COUNT, DEFAULT_PREFIX, WIDE_LAYOUT, Attachment, Names, block_layout, configuration_for
 from ..text.errors import ConfigMismatch, NotAttached, SchemaError
 from ..text.fingerprint import DEFAULT, DEFAULT_WIDE, WIDE_VERSION, Fingerprinter
+from ..text.signature import BlockLayout
 from ..text.vectors import AnyFingerprinter, VectorFingerprinter, vector_of
 from . import registry, statement_checks
 from .orm_triggers import install_trigger_on_create
@@ -103,7 +104,8 @@ class Binding:
     words: tuple[Column[Any], ...] = ()
     """The wide signature's four word columns (word 0 is ``fingerprint``); empty unless ``names.wide``."""
     wide_blocks: tuple[Column[Any], ...] = ()
-    """The wide signature's block columns, one per block of :data:`simsql.schema.names.WIDE_LAYOUT`."""
+    """The wide signature's block columns, one per block of ``names.layout`` (by default
+    :data:`simsql.schema.names.WIDE_LAYOUT`)."""
 
     def text_of(self, instance: object) -> str | None:
         """The text a row is fingerprinted from: its non-NULL source columns, one per line."""
@@ -231,7 +233,7 @@ def wide_columns(names: Names) -> list[Column[Any]]:
     """Words 1-3 of the wide signature, then its block columns, generated from the four words."""
     words: list[Column[Any]] = [Column(name, SimHash(), nullable=True) for name in names.wide_words]
     blocks = [
-        Column(name, Integer, wide_block_computed(names.signature_words, i), nullable=True)
+        Column(name, Integer, wide_block_computed(names.signature_words, i, names.layout), nullable=True)
         for i, name in enumerate(names.wide_blocks)
     ]
     return words + blocks
@@ -339,20 +341,44 @@ for _index, _name in enumerate(BLOCK_COLUMNS):
 class WideSimHashMixin(SimHashMixin):
     """:class:`SimHashMixin` plus the wide 256-bit originality signature (:mod:`simsql.text.signature`):
     words 1-3 beside ``simhash`` (word 0), written with it on every ORM write, and the indexed
-    blocks of :data:`simsql.schema.names.WIDE_LAYOUT` generated from the words, which
-    :func:`simsql.find_original` probes. Its configuration is algorithm version 3
+    blocks generated from the words, which :func:`simsql.find_original` probes: those of
+    :data:`simsql.schema.names.WIDE_LAYOUT` (8 x 20 bits), or of ``__simhash_wide_blocks__``
+    (``"10x24"``, or a :class:`~simsql.text.signature.BlockLayout`: the ``wide_blocks`` of
+    :func:`simsql.attach_table`), which must hold at least 8 blocks (the mixin declares
+    ``simhash_v0..v7``). Its configuration is algorithm version 3
     (:data:`simsql.text.fingerprint.DEFAULT_WIDE` unless ``__simhash_fingerprinter__`` names another
     version 3 one). Opt-in: tables without it keep working unchanged."""
 
     __simhash_fingerprinter__: ClassVar[AnyFingerprinter] = DEFAULT_WIDE
+    __simhash_wide_blocks__: ClassVar[str | BlockLayout | None] = None
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        """A class that names its own ``__simhash_wide_blocks__`` gets the block columns of that
+        layout (declared before SQLAlchemy maps it; a bad layout fails at its declaration)."""
+        if cls.__dict__.get("__simhash_wide_blocks__") is not None:
+            layout = block_layout(cls.__dict__["__simhash_wide_blocks__"])
+            if layout.count < WIDE_LAYOUT.count:
+                raise SchemaError(
+                    f"{cls.__name__}.__simhash_wide_blocks__: WideSimHashMixin declares {WIDE_LAYOUT.count} block columns, "
+                    f"so a layout of at least {WIDE_LAYOUT.count} blocks; attach_model(..., wide_blocks=...) takes any"
+                )
+            names = Names("mixin", DEFAULT_PREFIX, wide=True, layout=layout)
+            for index, name in enumerate(names.wide_blocks):
+                setattr(cls, name, _wide_attr(name, index, layout))
+        super().__init_subclass__(**kw)
 
 
-def _wide_attr(name: str, block: int | None) -> declared_attr[int | None]:
-    """Word column ``name`` (``block`` None), or wide block ``block``, generated from the words."""
+def mixin_layout(model: type) -> BlockLayout:
+    """The wide block layout a ``WideSimHashMixin`` model declares (8 x 20 unless ``__simhash_wide_blocks__``)."""
+    return block_layout(getattr(model, "__simhash_wide_blocks__", None))
+
+
+def _wide_attr(name: str, block: int | None, layout: BlockLayout = WIDE_LAYOUT) -> declared_attr[int | None]:
+    """Word column ``name`` (``block`` None), or wide block ``block`` of ``layout``, generated from the words."""
     def column(cls: type) -> Mapped[int | None]:
         if block is None:
             return mapped_column(name, SimHash(), nullable=True)
-        return mapped_column(name, Integer, wide_block_computed(_WIDE_NAMES.signature_words, block))
+        return mapped_column(name, Integer, wide_block_computed(_WIDE_NAMES.signature_words, block, layout))
 
     return declared_attr(column)
 
@@ -387,7 +413,8 @@ def _mixin_binding(model: type) -> Binding:
     table = mapper.local_table
     assert isinstance(table, Table)
     keys = tuple(mapper.primary_key)
-    names = Names(table.name, wide=issubclass(model, WideSimHashMixin))
+    wide = issubclass(model, WideSimHashMixin)
+    names = Names(table.name, wide=wide, layout=mixin_layout(model) if wide else WIDE_LAYOUT)
     return Binding(
         model=model,
         mode="columns",
@@ -433,7 +460,8 @@ def _addblock_indexes(mapper: Mapper[Any], cls: type) -> None:
     table = mapper.local_table
     if not isinstance(table, Table) or FINGERPRINT_COLUMN not in table.c:
         return
-    names = Names(table.name, wide=_WIDE_NAMES.wide_words[0] in table.c)
+    wide = _WIDE_NAMES.wide_words[0] in table.c
+    names = Names(table.name, wide=wide, layout=mixin_layout(cls) if wide else WIDE_LAYOUT)
     if any(index.name == names.indexes[0] for index in table.indexes):
         return
     keys = [column.name for column in table.primary_key.columns]

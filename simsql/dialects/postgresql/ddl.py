@@ -84,7 +84,8 @@ def row_trigger_body(names: Names, source: Sequence[str], *, derive_blocks: bool
     if derive_blocks:  # an attached table's wide blocks are plain columns too
         signature = [f"NEW.{quote(word)}" for word in names.signature_words]
         blocks += "".join(
-            f"\n  NEW.{quote(name)} := {wide_block_sql(signature, i, cast=True)};" for i, name in enumerate(names.wide_blocks)
+            f"\n  NEW.{quote(name)} := {wide_block_sql(signature, i, cast=True, layout=names.layout)};"
+            for i, name in enumerate(names.wide_blocks)
         )
     skip = f"""
   IF TG_OP = 'UPDATE' AND current_setting('{LISTS_WRITE}', true) = 'on' AND {fp} IS NOT DISTINCT FROM {old_fp}
@@ -219,7 +220,7 @@ class PostgresDDL(DDLDescriber):
         blocks += [f"{quote(name)} bigint" for name in names.wide_words]
         signature = [quote(word) for word in names.signature_words]
         blocks += [
-            f"{quote(name)} integer GENERATED ALWAYS AS ({wide_block_sql(signature, i, cast=True)}) STORED"
+            f"{quote(name)} integer GENERATED ALWAYS AS ({wide_block_sql(signature, i, cast=True, layout=names.layout)}) STORED"
             for i, name in enumerate(names.wide_blocks)
         ]
         create = (
