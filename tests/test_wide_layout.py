@@ -27,6 +27,7 @@ from simsql.text.signature import BlockLayout, Signature
 
 from .tables import is_mysql, run, state, unsigned
 from .test_find_original import FOOTER, HEADER
+from .test_readme_alembic import fresh_database  # noqa: F401  (fixture)
 from .test_wide_lifecycle import _articles
 
 WIDER = BlockLayout(count=10, width=24)
@@ -310,7 +311,7 @@ def test_wide_blocks_without_the_wide_signature_is_refused(any_engine: Engine) -
         simsql.attach_table(any_engine, "notes", ["title", "body"], wide=True, wide_blocks="10x32")
     assert state(any_engine, "notes") == before
     with pytest.raises(SchemaError, match="pass wide=True too"):
-        simsql.attach_model(Plain, ["body"], wide_blocks="10x24")
+        simsql.attach_model(Plain, ["body"], wide=False, wide_blocks="10x24")
 
 
 class Plain(LayoutBase):
@@ -332,3 +333,105 @@ def test_an_8x20_table_recorded_the_old_way_reads_back_unchanged(any_engine: Eng
         match = simsql.find_original(session, reflected, f"{HEADER}\n\n{body}\n\n{FOOTER}")
         assert match is not None and match.row.id == 2
     simsql.detach_table(any_engine, "notes")
+
+
+# -- the Alembic operations ---------------------------------------------------------------------
+
+
+def _layout_migration() -> Any:
+    from alembic.operations import ops
+
+    from simsql.alembic import AddSimHashOp, CreateSimHashIndexesOp
+
+    return ops.UpgradeOps(ops=[
+        AddSimHashOp("docs", ["title", "body"], primary_key=["id"], wide=True, wide_blocks="10x24"),
+        CreateSimHashIndexesOp("docs", primary_key=["id"], wide=True, wide_blocks=WIDER),
+    ])  # fmt: skip
+
+
+def test_the_operations_carry_and_render_the_layout() -> None:
+    from alembic.autogenerate import render_python_code
+
+    from simsql.alembic import AddSimHashOp, CreateSimHashIndexesOp
+
+    from .test_alembic_render import _body
+
+    migration = _layout_migration()
+    code, undo = _body(render_python_code(migration)), _body(render_python_code(migration.reverse()))
+    assert "op.add_simhash('docs', ['title', 'body'], primary_key=['id'], wide=True, wide_blocks='10x24')" in code
+    assert "op.create_simhash_indexes('docs', primary_key=['id'], wide=True, wide_blocks='10x24')" in code
+    assert "op.drop_simhash('docs', source=['title', 'body'], primary_key=['id'], wide=True, wide_blocks='10x24')" in undo
+    assert AddSimHashOp("docs", ["body"], wide_blocks="10x24").names.layout == WIDER  # wide_blocks alone: wide
+    assert CreateSimHashIndexesOp("docs", wide_blocks="10x24").names.wide_blocks[-1] == "simhash_v9"
+    plain = type(migration)(ops=[AddSimHashOp("docs", ["body"], wide=True)])
+    assert "wide_blocks" not in _body(render_python_code(plain))
+    with pytest.raises(SchemaError, match="16 to 31 bits"):
+        AddSimHashOp("docs", ["body"], wide=True, wide_blocks="10x40")
+    with pytest.raises(SchemaError, match="pass wide=True too"):
+        AddSimHashOp("docs", ["body"], wide=False, wide_blocks="10x24").names  # noqa: B018
+
+
+def test_online_operations_attach_a_layout_and_undo_it(any_engine: Engine) -> None:
+    from alembic.autogenerate import render_python_code
+    from alembic.runtime.migration import MigrationContext
+
+    from .tables import build_docs
+    from .test_alembic_render import _body, _migrate
+
+    build_docs(any_engine, rows=30)
+    simsql.alembic.upgrade(any_engine)
+    before = state(any_engine)
+    migration = _layout_migration()
+    with any_engine.begin() as connection:
+        _migrate(_body(render_python_code(migration)), MigrationContext.configure(connection))
+    with any_engine.connect() as connection:
+        entry = simsql.store.registry.read(connection, "docs")
+        assert entry is not None and entry.mode == "columns+wide10x24"
+        indexes = {n.lower() for n in simsql.lifecycle.catalog.index_names(connection, entry.table_schema, "docs")}
+    assert {n.lower() for n in entry.names.indexes} <= indexes and len(entry.names.indexes) == 14
+    simsql.backfill(any_engine, "docs", workers=0)
+    assert simsql.status(any_engine)[0].rows_missing_wide == 0
+    with any_engine.begin() as connection:
+        _migrate(_body(render_python_code(migration.reverse())), MigrationContext.configure(connection))
+    assert state(any_engine) == before
+
+
+def test_offline_scripts_build_a_layout(tmp_path: Any, fresh_database: str) -> None:
+    import io
+
+    from alembic.autogenerate import render_python_code
+    from alembic.runtime.migration import MigrationContext
+    from sqlalchemy import create_engine
+
+    from .tables import build_docs
+    from .test_alembic_render import _body, _migrate
+    from .test_readme_alembic import _psql
+
+    engine = create_engine(fresh_database)
+    try:
+        build_docs(engine, rows=30)
+        simsql.alembic.upgrade(engine)
+        before = state(engine)
+        migration = _layout_migration()
+        scripts = []
+        for operations in (migration, migration.reverse()):
+            buffer = io.StringIO()
+            context = MigrationContext.configure(dialect_name="postgresql", opts={"as_sql": True, "output_buffer": buffer, "literal_binds": True})
+            _migrate(_body(render_python_code(operations)), context)
+            scripts.append(buffer.getvalue())
+        _psql(fresh_database, scripts[0], tmp_path)
+        assert "simhash_v9" in scripts[0] and "columns+wide10x24" in scripts[0]
+        simsql.backfill(engine, "docs", workers=0)
+        assert simsql.status(engine)[0].rows_missing_wide == 0
+        stored = _stored(engine, Names("docs", wide=True, layout=WIDER))
+        fingerprinter = simsql.Fingerprinter(version=3)
+        with engine.connect() as connection:
+            for key, title, body in connection.execute(text("SELECT id, title, body FROM docs")).all():
+                joined = "\n".join(p for p in (title, body) if p is not None)
+                if key in stored:
+                    signature = fingerprinter.signature(joined)
+                    assert stored[key] == (*signature.words, *signature.blocks(WIDER))
+        _psql(fresh_database, scripts[1], tmp_path)
+        assert state(engine) == before
+    finally:
+        engine.dispose()

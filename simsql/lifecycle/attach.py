@@ -112,15 +112,16 @@ def plan_attach(
     default changed is not a change of configuration), a new attachment gets the default of its
     kind. ``wide``: the wide 256-bit originality signature too (words 1-3 and the wide blocks),
     part of algorithm version 3 (:func:`simsql.schema.names.configuration_for`); ``None``: as the
-    configuration says. ``wide_blocks``: how the wide signature is cut into indexed blocks
-    (``"10x24"`` or a :class:`~simsql.text.signature.BlockLayout`; None: as recorded, or 8 x 20),
-    :func:`chosen_layout`."""
+    configuration says, or True when ``wide_blocks`` is given. ``wide_blocks``: how the wide
+    signature is cut into indexed blocks (``"10x24"`` or a :class:`~simsql.text.signature.BlockLayout`;
+    None: as recorded, or 8 x 20), :func:`chosen_layout`."""
     target = catalog.describe(connection, table, source, schema, vector=None)
     server = backend(connection)
     server.check_digest(connection)  # every attach path (attach_table, op.add_simhash, the CLI) plans here
     entry = registry.read(connection, table, target.schema)
     if entry is not None and catalog.attachment_state(connection, entry) == catalog.REPLACED:
         raise SchemaError(catalog.replaced_message(entry))
+    wide = True if wide is None and wide_blocks is not None and entry is None else wide  # blocks of the wide signature
     fingerprinter, wide = _configuration(fingerprinter, wide, entry, target)
     layout = chosen_layout(wide_blocks, wide, entry, f"{target.schema}.{table}")
     vector = isinstance(fingerprinter, VectorFingerprinter)

@@ -44,13 +44,13 @@ def attach_model(
     algorithm version 3: ``wide=True`` alone means :data:`simsql.text.fingerprint.DEFAULT_WIDE`, a
     version 3 ``fingerprinter`` means ``wide=True``. ``wide_blocks``: how the wide signature is
     cut into indexed blocks (``"10x24"`` or a :class:`~simsql.text.signature.BlockLayout`;
-    None: 8 x 20), as :func:`simsql.attach_table` takes it.
+    None: 8 x 20), as :func:`simsql.attach_table` takes it (given, ``wide`` defaults to True).
     """
     mapper: Any = inspect(model, raiseerr=False)
     if mapper is None or not isinstance(mapper, Mapper):
         raise TypeError(f"attach_model() needs a mapped class, got {model!r}")
     source = _check_source(model, mapper, source)
-    fingerprinter = configuration_for(fingerprinter, wide)
+    fingerprinter = configuration_for(fingerprinter, True if wide is None and wide_blocks is not None else wide)
     wide = fingerprinter.wide
     layout = block_layout(wide_blocks)
     if wide_blocks is not None and not wide:
