@@ -435,3 +435,128 @@ def test_offline_scripts_build_a_layout(tmp_path: Any, fresh_database: str) -> N
         assert state(engine) == before
     finally:
         engine.dispose()
+
+
+# -- moving a table's layout online (refingerprint) ---------------------------------------------
+
+
+def _blocks_agree(engine: Engine, names: Names) -> int:
+    """Every stored wide block is the layout's cut of its row's words; returns the rows checked."""
+    stored = _stored(engine, names)
+    for key, (*words, ) in stored.items():
+        value = sum(int(word) << (64 * k) for k, word in enumerate(words[:4]))
+        mask = (1 << names.layout.width) - 1
+        wanted = tuple((value >> (i * names.layout.width)) & mask for i in range(names.layout.count))
+        assert tuple(words[4:]) == wanted, f"row {key}: blocks are not the layout's cut of its words"
+    return len(stored)
+
+
+@pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
+def test_a_wide_table_moves_its_blocks_online_while_writers_run(engine: Engine, url: str, side_table: bool) -> None:
+    import threading
+
+    from simsql.lifecycle.refingerprinting import refingerprint
+
+    from .command_line import cli
+    from .tables import ROWS, build_docs, writer
+
+    build_docs(engine)
+    simsql.alembic.upgrade(engine)
+    before = state(engine)
+    entry = simsql.attach_table(engine, "docs", ["title", "body"], wide=True, side_table=side_table)
+    simsql.backfill(engine, "docs", workers=0)
+    assert entry.names.layout == WIDE_LAYOUT
+    stop, counts = threading.Event(), {"writes": 0}
+    threads = [threading.Thread(target=writer, args=(engine, seed, stop, counts)) for seed in range(2)]
+    for thread in threads:
+        thread.start()
+    try:
+        result = refingerprint(engine, "docs", to=simsql.Fingerprinter(version=3), wide_blocks="10x24", batch_size=100, workers=2)
+        with engine.connect() as connection:
+            moved = simsql.store.registry.read(connection, "docs")
+        assert moved is not None and moved.names.layout == WIDER
+        _blocks_agree(engine, moved.names)  # right after the switch, writers still running
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(30)
+    assert counts["writes"] > 20, f"the writers barely ran: {counts}"
+    assert result.switched and result.from_config == result.to_config and moved.mode.endswith("+wide10x24")
+    simsql.backfill(engine, "docs", workers=0)  # rows the writers changed after the switch
+    assert _blocks_agree(engine, moved.names) > ROWS // 2
+    report = simsql.status(engine)[0]
+    assert (report.mode, report.rows_missing, report.rows_missing_wide, report.rows_stale) == (moved.mode, 0, 0, 0)
+    with engine.connect() as connection:
+        reflected = simsql.reflect(connection, "docs")
+        indexes = {n.lower() for n in simsql.lifecycle.catalog.index_names(connection, moved.table_schema, moved.names.holder)}
+        leftovers = connection.execute(text(
+            "SELECT attname FROM pg_attribute WHERE attrelid IN (SELECT oid FROM pg_class WHERE relnamespace = "
+            "CAST(current_schema() AS regnamespace) AND relkind = 'r') AND attname LIKE '%next%' AND NOT attisdropped"
+        )).all()  # fmt: skip
+        key, title, body = connection.execute(text("SELECT id, title, body FROM docs WHERE body IS NOT NULL ORDER BY id")).first()  # type: ignore[misc]
+    assert {n.lower() for n in moved.names.indexes} <= indexes and leftovers == []
+    with Session(engine) as session:
+        found = simsql.find_original(session, reflected, f"Header of a copy\n\n{title}\n{body}\n\nfooter")
+        assert found is not None and found.row.id == key
+    # and back, from the command line; then detach leaves the table as it was
+    assert refingerprint(engine, "docs", to=simsql.Fingerprinter(version=3), wide_blocks="10x24").switched is False
+    back = cli("refingerprint", "--table", "docs", "--wide-blocks", "8x20", "--no-progress", url=url)
+    assert back.returncode == 0, back.stderr
+    assert simsql.status(engine)[0].mode == ("side_table" if side_table else "columns") + "+wide"
+    simsql.detach_table(engine, "docs")
+    after = state(engine)  # the writers changed the rows: the table's definition and triggers are as before
+    assert (after["create"], after["triggers"], after["registry"]) == (before["create"], before["triggers"], before["registry"])
+
+
+def test_an_unfinished_layout_move_resumes_only_as_started_and_abandons_cleanly(engine: Engine) -> None:
+    from simsql.lifecycle.refingerprinting import refingerprint
+
+    from .tables import build_docs
+
+    build_docs(engine, rows=300)
+    simsql.alembic.upgrade(engine)
+    simsql.attach_table(engine, "docs", ["title", "body"], wide=True)
+    simsql.backfill(engine, "docs", workers=0)
+    attached = state(engine)
+
+    class Stop(Exception):
+        pass
+
+    def stop(done: int, total: int) -> None:
+        raise Stop
+
+    v3 = simsql.Fingerprinter(version=3)
+    with pytest.raises(SchemaError, match="version 3"):
+        refingerprint(engine, "docs", to=simsql.Fingerprinter(), wide_blocks="10x24")
+    with pytest.raises(Stop):
+        refingerprint(engine, "docs", to=v3, wide_blocks="10x24", batch_size=50, workers=0, progress=stop)
+    with pytest.raises(SchemaError, match="with 10 wide blocks is in progress"):
+        refingerprint(engine, "docs", to=v3, wide_blocks="12x20")
+    refingerprint(engine, "docs", to=v3, abandon=True)
+    assert state(engine) == attached
+    with pytest.raises(Stop):
+        refingerprint(engine, "docs", to=v3, wide_blocks="10x24", batch_size=50, workers=0, progress=stop)
+    result = refingerprint(engine, "docs", to=v3, wide_blocks="10x24", workers=0)
+    assert result.switched and result.resumed and simsql.status(engine)[0].mode == "columns+wide10x24"
+    with pytest.raises(Stop):  # a move staged, then the table detached: nothing of either is left
+        refingerprint(engine, "docs", to=v3, wide_blocks="8x20", batch_size=50, workers=0, progress=stop)
+    simsql.detach_table(engine, "docs")
+    with engine.connect() as connection:
+        columns = {c.lower() for c in simsql.lifecycle.catalog.require_table(connection, "docs", None).columns}
+    assert columns == {"id", "title", "body"}
+
+
+def test_mysql_moves_no_layout_and_says_how(mysql_engine: Engine) -> None:
+    from simsql.lifecycle.refingerprinting import refingerprint
+    from simsql.text.errors import UnsupportedDatabase
+
+    from .tables import build_docs
+
+    build_docs(mysql_engine, rows=50)
+    simsql.alembic.upgrade(mysql_engine)
+    simsql.attach_table(mysql_engine, "docs", ["title", "body"], wide=True)
+    simsql.backfill(mysql_engine, "docs", workers=0)
+    attached = state(mysql_engine)
+    with pytest.raises(UnsupportedDatabase, match="moves no block layout.*--wide-blocks"):
+        refingerprint(mysql_engine, "docs", to=simsql.Fingerprinter(version=3), wide_blocks="10x24")
+    assert state(mysql_engine) == attached

@@ -24,7 +24,16 @@ from sqlalchemy.engine import Connection
 
 from ..dialects import backend
 from ..dialects.ddl_plan import DDLPlan, TableFacts, TableShape
-from ..schema.names import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names, block_layout, configuration_for, layout_text
+from ..schema.names import (
+    ALL_BLOCKS,
+    DEFAULT_PREFIX,
+    PROGRESS_TABLE,
+    Attachment,
+    Names,
+    block_layout,
+    configuration_for,
+    layout_text,
+)
 from ..store import registry
 from ..text.errors import ConfigMismatch, NotAttached, SchemaError
 from ..text.fingerprint import Fingerprinter
@@ -298,7 +307,7 @@ def describe_abandon(connection: Connection, target: TableShape, names: Names, c
     (:mod:`simsql.lifecycle.widen`). The attachment is left as it was."""
     server = backend(connection)
     if server.refingerprints_online:
-        return server.ddl.unstage(target, names.shadow(wide=True), cursor)
+        return server.ddl.unstage(target, names.shadow(wide=True, layout=ALL_BLOCKS), cursor)  # whatever blocks it staged
     present = catalog.present(connection, target.schema, target.table, names.with_wide(True))
     marked = registry.progress_config(connection, target.schema, names.set_aside_marker) is not None
     return server.ddl.unwiden(target, names, cursor, present, set_aside=not server.alters_columns_beside_indexed_blocks, marked=marked)

@@ -64,6 +64,11 @@ MAX_BLOCK_WIDTH = 31
 """The widest: a block is stored in a signed 32-bit ``integer`` column."""
 
 
+ALL_BLOCKS = BlockLayout(count=WIDE_BITS // MIN_BLOCK_WIDTH, width=MIN_BLOCK_WIDTH)
+"""A layout naming every wide block column any layout may have (``<prefix>_v0..v15``): what
+removes, or claims as simsql's, a refingerprint's shadow set, whose layout is not recorded."""
+
+
 def layout_text(layout: BlockLayout) -> str:
     """``"<count>x<width>"``: how a layout is written (``wide_blocks="10x24"``, ``--wide-blocks``)."""
     return f"{layout.count}x{layout.width}"
@@ -522,6 +527,7 @@ class Attachment:
 
 
 __all__ = [
+    "ALL_BLOCKS",
     "Attachment",
     "BATCH_TABLE",
     "BLOCK_COUNT",

@@ -397,7 +397,8 @@ class PostgresDDL(DDLDescriber):
         moved to the new configuration, cursors forgotten. ``side_keys``: (shadow side table's
         primary key constraint, the old one's name) and ``partitions`` (of a partitioned table:
         their block indexes are renamed too) so the names stay free for the next run."""
-        after = names.with_wide(shadow.wide)  # a move to (or from) version 3 adds (or drops) the wide signature
+        # a move to (or from) version 3 adds (or drops) the wide signature; its blocks as the shadow's
+        after = names.with_wide(shadow.wide, shadow.layout)
         steps = self._drop_trigger(target, names) + self._drop_trigger(target, shadow)
         steps += self._rename_shadow(target, names, shadow, after, side_keys, partitions)
         what = "drops stale side rows" if names.side else "derives blocks, drops stale fingerprints"
