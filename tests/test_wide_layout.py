@@ -560,3 +560,24 @@ def test_mysql_moves_no_layout_and_says_how(mysql_engine: Engine) -> None:
     with pytest.raises(UnsupportedDatabase, match="moves no block layout.*--wide-blocks"):
         refingerprint(mysql_engine, "docs", to=simsql.Fingerprinter(version=3), wide_blocks="10x24")
     assert state(mysql_engine) == attached
+
+
+def test_the_command_line_attaches_a_layout_and_refuses_a_bad_one(any_engine: Engine, any_url: str) -> None:
+    import json
+
+    from .command_line import cli
+    from .tables import build_live_docs
+
+    build_live_docs(any_engine)
+    before = state(any_engine)
+    bad = cli("attach", "--table", "docs", "--text-column", "body", "--wide-blocks", "12x24", url=any_url)
+    assert bad.returncode != 0 and "288 bits; the signature has 256" in bad.stderr
+    attached = cli("attach", "--table", "docs", "--text-column", "title", "--text-column", "body", "--wide-blocks", "10x24", "--backfill", url=any_url)
+    assert attached.returncode == 0, attached.stderr
+    assert "simhash_w1..simhash_v9, blocks 10x24" in attached.stdout and "built 14 block indexes" in attached.stdout
+    status = json.loads(cli("status", "--format", "json", url=any_url).stdout)
+    assert [(s["mode"], s["missing"], s["missing_wide"]) for s in status] == [("columns+wide10x24", 0, 0)]
+    detached = cli("detach", "--table", "docs", url=any_url)
+    assert detached.returncode == 0, detached.stderr
+    after = state(any_engine)
+    assert (after["create"], after["checksum"], after["triggers"]) == (before["create"], before["checksum"], before["triggers"])
