@@ -101,7 +101,6 @@ from .manpages import CorpusUnavailable
 from .originality import (
     CORPUS_UNAVAILABLE,
     SOURCES,
-    Base,
     Doc,
     batches,
     doc_model,

@@ -37,8 +37,7 @@ def _stored_key(primary_key: PrimaryKey) -> dict[str, str] | tuple[str, ...] | N
 
 
 def _stored_layout(wide_blocks: str | BlockLayout | None) -> str | None:
-    """The layout as an operation keeps (and a migration renders) it: ``"10x24"``, checked now
-    (:func:`simsql.schema.names.block_layout`), so a bad one fails where the migration is written."""
+    """The layout as kept and rendered (``"10x24"``), checked now: a bad one fails where it is written."""
     return None if wide_blocks is None else layout_text(block_layout(wide_blocks))
 
 
@@ -98,8 +97,7 @@ class IndexesOp(MigrateOperation):
     """What create_simhash_indexes and drop_simhash_indexes both carry. Online the registry says
     which block columns the table has; offline (``--sql``) an earlier ``add_simhash`` of the same
     run does, else ``wide`` (default: the version 2 blocks only, as ``add_simhash`` creates them;
-    ``wide=True`` for a version 3 table's wide blocks too, ``wide_blocks`` for a layout other
-    than 8 x 20)."""
+    ``wide=True`` for a version 3 table's wide blocks too, ``wide_blocks`` for another layout)."""
 
     def __init__(
         self,

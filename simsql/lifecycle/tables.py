@@ -66,13 +66,9 @@ def attach_table(
     ``wide=True`` (or a ``Fingerprinter(version=3)``: the signature is part of algorithm
     version 3, and ``wide=True`` alone means :data:`simsql.text.fingerprint.DEFAULT_WIDE`) adds the
     wide 256-bit originality signature (as ``WideSimHashMixin``): words
-    1-3 beside the fingerprint and the blocks :func:`simsql.find_original` probes, kept
-    current by the same triggers, recorded in the registry (``mode`` ``columns+wide``).
-    ``wide_blocks`` chooses how those blocks cut the signature: ``"10x24"`` (ten indexed blocks
-    of 24 bits; or a :class:`~simsql.text.signature.BlockLayout`) for a table of millions of
-    rows, where a 20-bit block's values hold too many rows each (docs/originality.md); None:
-    8 x 20 (``mode`` ``columns+wide``), or as an attached table records it
-    (``columns+wide10x24``). On a
+    1-3 beside the fingerprint and the blocks :func:`simsql.find_original` probes (``wide_blocks``:
+    8 x 20 by default, ``"10x24"`` for millions of rows: docs/originality.md), kept current by the
+    same triggers, recorded in the registry (``mode`` ``columns+wide``, ``columns+wide10x24``). On a
     table that has rows its block indexes are left to :func:`simsql.backfill`, which builds
     them once every row is filled: an index that exists while a backfill rewrites every row
     ends about twice the size of one built after it (BENCHMARKS.md). An empty table gets them
@@ -100,9 +96,7 @@ def attach_table(
     engine = _engine(bind)
     install_after_checking(engine, table, source, schema)
     timeouts = apply.Timeouts(lock_timeout, "10min")
-    spec = AttachSpec(
-        schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix, wide=wide, wide_blocks=wide_blocks
-    )
+    spec = AttachSpec(schema, fingerprinter, side_table, prefix, wide, wide_blocks)
     with engine.connect() as connection:
         planned = describe_attach_table(connection, table, source, spec, timeouts, indexes=indexes, concurrently=concurrently)
     return run_attach_table(engine, planned, timeouts, index_lock_timeout)

@@ -20,7 +20,8 @@ from ..text.errors import SchemaError
 from ..text.fingerprint import Fingerprinter
 from ..text.signature import BlockLayout
 from .orm_triggers import install_trigger_on_create
-from .storage import Binding, block_columns, block_indexes, bound_to, register, source_names, wide_columns, wide_indexes
+from .columns import block_columns, block_indexes, wide_columns, wide_indexes
+from .storage import Binding, bound_to, register, source_names
 from .types import TEXT_DIGEST, SimHash
 
 

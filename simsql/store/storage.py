@@ -18,7 +18,6 @@ from typing import Any, ClassVar, Literal
 
 from sqlalchemy import (
     Column,
-    Index,
     Integer,
     Table,
     event,
@@ -28,7 +27,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, Mapper, declared_attr, mapped_column
 from sqlalchemy.orm.attributes import get_history, set_attribute
 
-from ..dialects import COVERING_INFO, block_computed, wide_block_computed
+from ..dialects import block_computed, wide_block_computed
 from ..dialects.sqltext import is_autocommit
 from ..schema.names import BLOCK_COUNT, DEFAULT_PREFIX, WIDE_LAYOUT, Attachment, Names, block_layout, configuration_for
 from ..text.errors import ConfigMismatch, NotAttached, SchemaError
@@ -36,6 +35,7 @@ from ..text.fingerprint import DEFAULT, DEFAULT_WIDE, WIDE_VERSION, Fingerprinte
 from ..text.signature import BlockLayout
 from ..text.vectors import AnyFingerprinter, VectorFingerprinter, vector_of
 from . import registry, statement_checks
+from .columns import block_indexes, wide_indexes
 from .orm_triggers import install_trigger_on_create
 from .types import TEXT_DIGEST, SimHash
 
@@ -220,49 +220,6 @@ class Binding:
 
 
 _SIDE_BINDINGS: dict[type, Binding] = {}
-
-
-def block_columns(names: Names) -> list[Column[Any]]:
-    return [
-        Column(name, Integer, block_computed(names.fingerprint, i), nullable=True)
-        for i, name in enumerate(names.blocks)
-    ]
-
-
-def wide_columns(names: Names) -> list[Column[Any]]:
-    """Words 1-3 of the wide signature, then its block columns, generated from the four words."""
-    words: list[Column[Any]] = [Column(name, SimHash(), nullable=True) for name in names.wide_words]
-    blocks = [
-        Column(name, Integer, wide_block_computed(names.signature_words, i, names.layout), nullable=True)
-        for i, name in enumerate(names.wide_blocks)
-    ]
-    return words + blocks
-
-
-def wide_indexes(table: Table, names: Names, key_names: Sequence[str]) -> list[Index]:
-    """One btree per wide block covering the four words and the key: a probe computes each
-    candidate's distance from the index alone, and reads the table for the nearest rows only."""
-    covering = (*names.signature_words, *key_names)
-    return [
-        Index(names.index(block), table.c[block], postgresql_include=list(covering), info={COVERING_INFO: names.signature_words})
-        for block in names.wide_blocks
-    ]
-
-
-def block_indexes(table: Table, names: Names, key_names: Sequence[str]) -> list[Index]:
-    """One btree per block, covering the fingerprint and the key, so candidate lookups are
-    index-only scans and touch the heap only for the final rows. (MySQL has no INCLUDE: there
-    the fingerprint is a second key column and InnoDB adds the primary key by itself, see
-    :mod:`simsql.dialects.mysql`.)"""
-    return [
-        Index(
-            names.index(block),
-            table.c[block],
-            postgresql_include=[names.fingerprint, *key_names],
-            info={COVERING_INFO: (names.fingerprint,)},
-        )
-        for block in names.blocks
-    ]
 
 
 def source_names(source: object, owner: str) -> tuple[str, ...]:
