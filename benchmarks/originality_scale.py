@@ -54,6 +54,12 @@ from .timing import summary
 def rows_read(session: Session, model: type, body: str) -> int:
     """Rows the whole budget's index stage reads for ``body`` (EXPLAIN ANALYZE: rows out of the
     block index scans, before the distance filter): what a fresh text costs the server."""
+    return explained(session, model, body)[0]
+
+
+def explained(session: Session, model: type, body: str) -> tuple[int, float]:
+    """:func:`rows_read`, and the server's execution time of that statement (ms, EXPLAIN
+    ANALYZE's: the probes' index descents and the rows they read, no client work)."""
     from simsql.queries.wide import probe_groups, table_budget, wide_keys_statement, wide_parameters
 
     binding = simsql.store.binding_for(model)
@@ -74,7 +80,7 @@ def rows_read(session: Session, model: type, body: str) -> int:
             walk(child)
 
     walk(plan[0]["Plan"])
-    return total
+    return total, float(plan[0]["Execution Time"])
 
 
 def run(url: str, tables: Sequence[tuple[str, Path | None]], texts: int, explain: int, seed: int) -> dict[str, Any]:
@@ -122,14 +128,16 @@ def run(url: str, tables: Sequence[tuple[str, Path | None]], texts: int, explain
             similar[table["schema"]].append(time.perf_counter() - started)
     for table in checked:
         schema = table["schema"]
-        read = [rows_read(table["session"], table["model"], body) for body in populations["fresh_pool"][:explain]]
-        read.sort()
+        plans = [explained(table["session"], table["model"], body) for body in populations["fresh_pool"][:explain]]
+        read = sorted(rows for rows, _ in plans)
+        executed = sorted(ms for _, ms in plans)
         result["tables"][schema] = {
             "rows": table["rows"], "background": table["background"],
             "find_original": {population: summary(values) for population, values in times[schema].items()},
             "answers": answers[schema],
             "similar_to_3_bits": summary(similar[schema]),
             "fresh_pool_rows_read_p50": read[len(read) // 2] if read else None,
+            "fresh_pool_index_stage_ms_p50": round(executed[len(executed) // 2], 2) if executed else None,
         }  # fmt: skip
         table["session"].close()
         table["engine"].dispose()
