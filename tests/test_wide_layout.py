@@ -581,3 +581,19 @@ def test_the_command_line_attaches_a_layout_and_refuses_a_bad_one(any_engine: En
     assert detached.returncode == 0, detached.stderr
     after = state(any_engine)
     assert (after["create"], after["checksum"], after["triggers"]) == (before["create"], before["checksum"], before["triggers"])
+
+
+def test_a_sqlmodel_model_takes_the_layout_as_the_mixin_does() -> None:
+    from sqlmodel import Field, SQLModel
+
+    class LayoutDoc(simsql.WideSimHashMixin, SQLModel, table=True):
+        __tablename__ = "layout_docs"
+        __simhash_source__ = ("body",)
+        __simhash_wide_blocks__ = "10x24"
+        id: int | None = Field(default=None, primary_key=True)
+        body: str
+
+    table: Any = LayoutDoc.__table__
+    assert [c.name for c in table.columns if c.name.startswith("simhash_v")] == [f"simhash_v{i}" for i in range(10)]
+    assert "simhash_w3" in str(table.c.simhash_v9.computed.sqltext.compile()) and binding_for(LayoutDoc).names.layout == WIDER
+    SQLModel.metadata.remove(table)  # declared for this test only

@@ -77,7 +77,9 @@ reaches fewer copies: measured without a database on 4,500 light copies (man pag
 Debian manuals, English and Chinese, centred; BENCHMARKS.md, "Wider blocks on large tables"),
 10 x 24 left 17 unreached at the centred budget and 4 at twice it (8 x 20: 0), 10 x 22 6 and 1.
 Each probe of a 24-bit block reads about a sixteenth of the rows a 20-bit one does, so twice
-the probes still read about an eighth (296 rows p50 for a fresh article at 1M, against 2,244)."""
+the probes still read about an eighth: built, 293 rows p50 for a fresh article at 1M against
+2,225, in about the same time there (the extra index descents cost what the rows saved); the rows
+term is the one that grows with the table (BENCHMARKS.md, "Wider blocks, built")."""
 
 
 def layout_budget_scale(layout: BlockLayout) -> int:
