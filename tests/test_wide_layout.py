@@ -597,3 +597,22 @@ def test_a_sqlmodel_model_takes_the_layout_as_the_mixin_does() -> None:
     assert [c.name for c in table.columns if c.name.startswith("simhash_v")] == [f"simhash_v{i}" for i in range(10)]
     assert "simhash_w3" in str(table.c.simhash_v9.computed.sqltext.compile()) and binding_for(LayoutDoc).names.layout == WIDER
     SQLModel.metadata.remove(table)  # declared for this test only
+
+
+def test_a_mixin_table_is_attached_with_its_own_layout_only(any_engine: Engine) -> None:
+    """``create_all`` of a 10 x 24 mixin model, then ``attach_table``: the table keeps (and the
+    registry records) the model's 10 x 24, whatever the default; 8 x 20 asked for is refused,
+    and nothing changes."""
+    LayoutBase.metadata.create_all(any_engine, tables=[WiderArticle.__table__])  # type: ignore[list-item]
+    entry = simsql.attach_table(any_engine, "wider_articles", ["title", "body"], wide=True)
+    assert entry.mode == "columns+wide10x24"
+    before = state(any_engine, "wider_articles")
+    with pytest.raises(SchemaError, match="already attached with wide blocks 10x24"):
+        simsql.attach_table(any_engine, "wider_articles", ["title", "body"], wide=True, wide_blocks="8x20")
+    assert state(any_engine, "wider_articles") == before
+    with Session(any_engine) as session:
+        session.add_all([WiderArticle(**row) for row in _rows()[:12]])
+        session.commit()
+        body = session.get(WiderArticle, 3).body  # type: ignore[union-attr]
+        match = simsql.find_original(session, WiderArticle, f"{HEADER}\n\n{body}\n\n{FOOTER}")
+        assert match is not None and match.row.id in {3, *_copies_of(3)}
