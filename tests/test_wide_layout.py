@@ -501,7 +501,7 @@ def test_a_wide_table_moves_its_blocks_online_while_writers_run(engine: Engine, 
     # and back, from the command line; then detach leaves the table as it was
     assert refingerprint(engine, "docs", to=simsql.Fingerprinter(version=3), wide_blocks="10x24").switched is False
     back = cli("refingerprint", "--table", "docs", "--wide-blocks", "8x20", "--no-progress", url=url)
-    assert back.returncode == 0, back.stderr
+    assert back.returncode == 0 and "cut into blocks of 8x20" in back.stdout, back.stderr
     assert simsql.status(engine)[0].mode == ("side_table" if side_table else "columns") + "+wide"
     simsql.detach_table(engine, "docs")
     after = state(engine)  # the writers changed the rows: the table's definition and triggers are as before

@@ -122,6 +122,8 @@ def cmd_refingerprint(args: argparse.Namespace) -> int:
         print(f"{where} moved from {result.from_config} to {result.to_config}: {result.rows_fingerprinted} rows "
               f"fingerprinted ({result.rows_at_switch} at the switch, table locked for writes "
               f"{result.switch_seconds:.2f} s) in {result.seconds:.1f} s{resumed}")
+        if args.wide_blocks:
+            print(f"  its wide signature is cut into blocks of {args.wide_blocks}")
     return EXIT_OK
 
 
