@@ -257,8 +257,9 @@ def test_near_duplicates_is_the_stated_rule_on_the_layout(any_engine: Engine, mo
 def _plain_table(engine: Engine, table: str, rows: list[dict[str, Any]]) -> None:
     quoted = backend(engine).quote(table)
     run(engine, f"CREATE TABLE {quoted} (id INT PRIMARY KEY, title VARCHAR(200), body {'TEXT' if is_mysql(engine) else 'text'})")
-    with engine.begin() as connection:
-        connection.execute(text(f"INSERT INTO {quoted} (id, title, body) VALUES (:id, :title, :body)"), rows)
+    if rows:
+        with engine.begin() as connection:
+            connection.execute(text(f"INSERT INTO {quoted} (id, title, body) VALUES (:id, :title, :body)"), rows)
 
 
 @pytest.mark.parametrize("side_table", [False, True], ids=["columns", "side_table"])
@@ -616,3 +617,17 @@ def test_a_mixin_table_is_attached_with_its_own_layout_only(any_engine: Engine) 
         body = session.get(WiderArticle, 3).body  # type: ignore[union-attr]
         match = simsql.find_original(session, WiderArticle, f"{HEADER}\n\n{body}\n\n{FOOTER}")
         assert match is not None and match.row.id in {3, *_copies_of(3)}
+
+
+def test_a_model_of_another_layout_than_the_tables_is_refused_before_it_writes(any_engine: Engine) -> None:
+    """A 10 x 24 model on a table attached with 8 x 20 (or the other way round) would probe block
+    values of one width in columns of the other: its first write says so, and writes nothing."""
+    simsql.alembic.upgrade(any_engine)
+    _plain_table(any_engine, "wider_articles", [])
+    simsql.attach_table(any_engine, "wider_articles", ["title", "body"], wide=True)  # 8 x 20
+    with Session(any_engine) as session:
+        session.add(WiderArticle(id=1, title="t", body="some text of a few words"))
+        with pytest.raises(SchemaError, match="wide blocks 8x20.*WiderArticle declares 10x24"):
+            session.commit()
+    with any_engine.connect() as connection:
+        assert connection.execute(text("SELECT count(*) FROM wider_articles")).scalar_one() == 0

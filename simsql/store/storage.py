@@ -173,6 +173,7 @@ class Binding:
         if claim:
             registry.claim(connection, name, schema, self.fingerprinter, self.source_columns, self.names)
         registry.check(connection, name, schema, self.fingerprinter.config_id, self.mismatch_advice)
+        registry.check_layout(connection, name, schema, self.names, self.model.__name__)
 
     def mismatch_advice(self, found: Attachment) -> str | None:
         """The one change that fits this model to a table of the same configuration but for the
