@@ -146,11 +146,13 @@ def disguise(kind: str, body: str, rng: random.Random, donors: Sequence[str]) ->
     return evade(kind, body, rng, donors)
 
 
-def doc_model(background: simsql.fingerprint.Background | None, tablename: str = "bench_wide_docs") -> type:
+def doc_model(
+    background: simsql.fingerprint.Background | None, tablename: str = "bench_wide_docs", wide_blocks: str | None = None
+) -> type:
     """A model of a table shaped as :class:`Doc` (``tablename``: another benchmark's table of the
     same columns) whose signatures are centred on ``background`` (None: the default wide
-    configuration). One mapped class per call: the binding, and so the configuration checked
-    against the registry, is per model."""
+    configuration), cut into the blocks of ``wide_blocks`` (None: 8 x 20). One mapped class per
+    call: the binding, and so the configuration checked against the registry, is per model."""
 
     base = Doc.__simhash_fingerprinter__
     assert isinstance(base, simsql.Fingerprinter)
@@ -162,6 +164,7 @@ def doc_model(background: simsql.fingerprint.Background | None, tablename: str =
         __tablename__ = tablename
         __simhash_source__ = ("body",)
         __simhash_fingerprinter__ = simsql.Fingerprinter(version=base.version, background=background)
+        __simhash_wide_blocks__ = wide_blocks
 
         id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
         kind: Mapped[str] = mapped_column(String(12))

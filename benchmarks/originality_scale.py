@@ -54,18 +54,19 @@ from .timing import summary
 def rows_read(session: Session, model: type, body: str) -> int:
     """Rows the whole budget's index stage reads for ``body`` (EXPLAIN ANALYZE: rows out of the
     block index scans, before the distance filter): what a fresh text costs the server."""
-    from simsql.queries.wide import (
-        is_centred,
-        probe_budget,
-        probe_groups,
-        wide_keys_statement,
-        wide_parameters,
-    )
+    return explained(session, model, body)[0]
+
+
+def explained(session: Session, model: type, body: str) -> tuple[int, float]:
+    """:func:`rows_read`, and the server's execution time of that statement (ms, EXPLAIN
+    ANALYZE's: the probes' index descents and the rows they read, no client work)."""
+    from simsql.queries.wide import probe_groups, table_budget, wide_keys_statement, wide_parameters
 
     binding = simsql.store.binding_for(model)
+    layout = binding.names.layout
     signature = binding.fingerprinter.signature(body)  # type: ignore[union-attr]
-    groups = probe_groups(signature, probe_budget(signature, is_centred(binding)))
-    compiled = wide_keys_statement(model, 16).params(wide_parameters(signature, 96, groups)).compile(
+    groups = probe_groups(signature, table_budget(binding, signature), 0, layout)
+    compiled = wide_keys_statement(model, 16).params(wide_parameters(signature, 96, groups, layout)).compile(
         dialect=session.get_bind().dialect, compile_kwargs={"literal_binds": True}
     )
     plan = session.execute(text(f"EXPLAIN (ANALYZE, FORMAT JSON) {compiled}")).scalar_one()
@@ -79,7 +80,7 @@ def rows_read(session: Session, model: type, body: str) -> int:
             walk(child)
 
     walk(plan[0]["Plan"])
-    return total
+    return total, float(plan[0]["Execution Time"])
 
 
 def run(url: str, tables: Sequence[tuple[str, Path | None]], texts: int, explain: int, seed: int) -> dict[str, Any]:
@@ -95,7 +96,7 @@ def run(url: str, tables: Sequence[tuple[str, Path | None]], texts: int, explain
     for schema, background_file in tables:
         background = simsql.fingerprint.Background.load(background_file) if background_file else None
         engine = engine_for(url, schema=schema)
-        model = doc_model(background)
+        model = doc_model(background, wide_blocks=recorded_blocks(engine))
         session = Session(engine)
         rows = session.execute(text("SELECT reltuples::bigint FROM pg_class WHERE oid = 'bench_wide_docs'::regclass")).scalar_one()
         checked.append({"schema": schema, "background": str(background_file) if background_file else None, "rows": rows,
@@ -127,19 +128,31 @@ def run(url: str, tables: Sequence[tuple[str, Path | None]], texts: int, explain
             similar[table["schema"]].append(time.perf_counter() - started)
     for table in checked:
         schema = table["schema"]
-        read = [rows_read(table["session"], table["model"], body) for body in populations["fresh_pool"][:explain]]
-        read.sort()
+        plans = [explained(table["session"], table["model"], body) for body in populations["fresh_pool"][:explain]]
+        read = sorted(rows for rows, _ in plans)
+        executed = sorted(ms for _, ms in plans)
         result["tables"][schema] = {
             "rows": table["rows"], "background": table["background"],
             "find_original": {population: summary(values) for population, values in times[schema].items()},
             "answers": answers[schema],
             "similar_to_3_bits": summary(similar[schema]),
             "fresh_pool_rows_read_p50": read[len(read) // 2] if read else None,
+            "fresh_pool_index_stage_ms_p50": round(executed[len(executed) // 2], 2) if executed else None,
         }  # fmt: skip
         table["session"].close()
         table["engine"].dispose()
     result["load_after"] = list(os.getloadavg())
     return result
+
+
+def recorded_blocks(engine: Any) -> str | None:
+    """The block layout the schema's table is recorded with (``benchmarks.scale10m --wide-blocks``), as text."""
+    import simsql.store.registry
+    from simsql.schema.names import layout_text
+
+    with engine.connect() as connection:
+        entry = simsql.store.registry.read(connection, "bench_wide_docs")
+    return None if entry is None or entry.layout is None else layout_text(entry.layout)
 
 
 def dedupe(url: str, tables: Sequence[tuple[str, Path | None]], radius: int) -> dict[str, Any]:
@@ -151,7 +164,8 @@ def dedupe(url: str, tables: Sequence[tuple[str, Path | None]], radius: int) -> 
         engine = engine_for(url, schema=schema)
         with Session(engine) as session:
             started = time.perf_counter()
-            pairs = simsql.near_duplicates(session, doc_model(background), by_text=True, probe_radius=radius)
+            model = doc_model(background, wide_blocks=recorded_blocks(engine))
+            pairs = simsql.near_duplicates(session, model, by_text=True, probe_radius=radius)
             result["tables"][schema] = {"seconds": round(time.perf_counter() - started, 1), "pairs": len(pairs),
                                         "background": str(background_file) if background_file else None}  # fmt: skip
         engine.dispose()
@@ -169,7 +183,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, help="also write the report (JSON) here")
     parser.add_argument("--dedupe", type=int, metavar="RADIUS", help="instead: deduplicate each whole table by text at this probe_radius")
     parser.add_argument("--centred-scale", type=int, help="probes of a centred table, in budgets (default: simsql.queries.wide.CENTRED_BUDGET_SCALE)")
+    parser.add_argument("--wider-scale", type=int, help="probes of a table of blocks wider than 20 bits, in budgets (default: simsql.queries.wide.WIDER_BUDGET_SCALE)")
     args = parser.parse_args(argv)
+    if args.wider_scale is not None:  # a what-if, as --centred-scale
+        import simsql.queries.wide
+
+        simsql.queries.wide.WIDER_BUDGET_SCALE = args.wider_scale
     if args.centred_scale is not None:  # a what-if: the library's own constant, set for this run
         import simsql.queries.wide
 

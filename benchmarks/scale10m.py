@@ -101,9 +101,9 @@ from .manpages import CorpusUnavailable
 from .originality import (
     CORPUS_UNAVAILABLE,
     SOURCES,
-    Base,
     Doc,
     batches,
+    doc_model,
     benchmark_fingerprinter,
     centre_on,
     corpus,
@@ -264,15 +264,19 @@ def _log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message} (load {_load()})", file=sys.stderr, flush=True)
 
 
-def build(engine: Engine, data: dict[str, Any], cache: ParagraphFeatures, rows: int, seed: int, workers: int, batch: int) -> dict[str, Any]:
-    """The table, as ``benchmarks.originality.build`` would load it; the time of each phase."""
+def build(
+    engine: Engine, data: dict[str, Any], cache: ParagraphFeatures, rows: int, seed: int, workers: int, batch: int, model: type = Doc
+) -> dict[str, Any]:
+    """The table, as ``benchmarks.originality.build`` would load it; the time of each phase.
+    ``model``: :class:`Doc`, or one of another block layout (``--wide-blocks``, :func:`doc_model`)."""
     phases: dict[str, Any] = {}
-    table = simsql.store.binding_for(Doc).table
-    names = simsql.store.binding_for(Doc).names
+    table = simsql.store.binding_for(model).table
+    names = simsql.store.binding_for(model).names
     columns = ["id", "kind", "body", names.digest, *names.signature_words]
     started = time.perf_counter()
-    Base.metadata.drop_all(engine)
-    Base.metadata.create_all(engine)
+    metadata = model.metadata  # type: ignore[attr-defined]
+    metadata.drop_all(engine)
+    metadata.create_all(engine)
     with engine.begin() as connection:
         for index in table.indexes:
             index.drop(connection)
@@ -330,9 +334,9 @@ def build(engine: Engine, data: dict[str, Any], cache: ParagraphFeatures, rows: 
     return phases
 
 
-def table_facts(engine: Engine) -> dict[str, Any]:
+def table_facts(engine: Engine, model: type = Doc) -> dict[str, Any]:
     """Rows, rows whose signature the trigger dropped (should be none), sizes."""
-    names = simsql.store.binding_for(Doc).names
+    names = simsql.store.binding_for(model).names
     with engine.connect() as connection:
         rows, nulls = connection.execute(text(f"SELECT count(*), count(*) FILTER (WHERE simhash IS NULL OR simhash_w3 IS NULL) FROM {names.table}")).one()  # fmt: skip
         total, heap, indexes = connection.execute(text(
@@ -376,6 +380,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--min-free-gb", type=float, default=15.0, help="refuse to build when the disk would keep less (30 GB for 10M rows)")
     parser.add_argument("--results", type=Path, help="also write the report (JSON) here")
     parser.add_argument("--background", type=Path, help="centre the table's signatures on a wide background (benchmarks.originality --background: the same file)")
+    parser.add_argument("--wide-blocks", help="the table's wide block layout, e.g. 10x24 (default: 8x20, WideSimHashMixin's)")
     args = parser.parse_args(argv)
     result: dict[str, Any] = {"rows": args.rows, "schema": args.schema, "source": args.source, "load_average_before": _load()}
     started = time.perf_counter()
@@ -402,8 +407,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         engine = engine_for(args.url, schema=args.schema)
         if engine.dialect.name != "postgresql":
             raise SystemExit("PostgreSQL only (COPY)")
-        result["build"] = build(engine, data, cache, args.rows, args.seed, args.workers, args.batch)
-        result["table"] = table_facts(engine)
+        model = Doc
+        if args.wide_blocks:  # the same configuration (centred by centre_on above, or not), other blocks
+            fingerprinter = benchmark_fingerprinter()
+            model = doc_model(fingerprinter.background, wide_blocks=args.wide_blocks)
+            result["wide_blocks"] = args.wide_blocks
+        result["build"] = build(engine, data, cache, args.rows, args.seed, args.workers, args.batch, model)
+        result["table"] = table_facts(engine, model)
         result["disk_free_after_gb"] = round(shutil.disk_usage("/").free / 1e9, 1)
         if args.compare:
             result["compare"] = compare(engine, args.compare, min(args.compare_rows, args.rows))

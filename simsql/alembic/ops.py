@@ -13,10 +13,11 @@ from typing import Any
 
 from alembic.operations import MigrateOperation, Operations
 
-from ..schema.names import DEFAULT_PREFIX, Mode, Names, configuration_for
+from ..schema.names import DEFAULT_PREFIX, WIDE_LAYOUT, Mode, Names, block_layout, configuration_for, layout_text
 from ..store.orm_triggers import OrmTrigger
 from ..text.errors import SchemaError
 from ..text.fingerprint import Fingerprinter
+from ..text.signature import BlockLayout
 
 #: A primary key as a migration gives it: column names, or (offline, for a side table) a
 #: mapping of column name to SQL type; ``None`` when the operation reads it from the table.
@@ -35,12 +36,19 @@ def _stored_key(primary_key: PrimaryKey) -> dict[str, str] | tuple[str, ...] | N
     return dict(primary_key) if isinstance(primary_key, Mapping) else key_names(primary_key) or None
 
 
+def _stored_layout(wide_blocks: str | BlockLayout | None) -> str | None:
+    """The layout as kept and rendered (``"10x24"``), checked now: a bad one fails where it is written."""
+    return None if wide_blocks is None else layout_text(block_layout(wide_blocks))
+
+
 class AttachmentOp(MigrateOperation):
     """What add_simhash and drop_simhash both carry, so each can rebuild the other.
 
     ``wide``: the table stores the wide originality signature, part of algorithm version 3
     (``wide=True``, as ``WideSimHashMixin``); ``None`` (the default) means what ``fingerprinter``
-    says, version 2 without one: the configuration ``SimHashMixin`` declares (:attr:`configuration`)."""
+    says, version 2 without one: the configuration ``SimHashMixin`` declares (:attr:`configuration`).
+    ``wide_blocks``: the wide signature's block layout (``"10x24"``; None: 8 x 20), as
+    :func:`simsql.attach_table` takes it; given, ``wide`` defaults to True."""
 
     def __init__(
         self,
@@ -52,6 +60,7 @@ class AttachmentOp(MigrateOperation):
         primary_key: PrimaryKey = None,
         prefix: str = DEFAULT_PREFIX,
         wide: bool | None = None,
+        wide_blocks: str | BlockLayout | None = None,
     ) -> None:
         self.table_name = table_name
         self.source = tuple([source] if isinstance(source, str) else source)
@@ -61,29 +70,34 @@ class AttachmentOp(MigrateOperation):
         self.primary_key = _stored_key(primary_key)
         self.prefix = prefix
         self.wide = wide
+        self.wide_blocks = _stored_layout(wide_blocks)
 
     @property
     def configuration(self) -> Fingerprinter:
         """What the table is attached with: version 2 (as ``SimHashMixin`` declares) unless the
-        operation names another configuration or says ``wide=True`` (version 3, as ``WideSimHashMixin``)."""
-        return configuration_for(self.fingerprinter, self.wide)
+        operation names another configuration or says ``wide=True`` (version 3, as ``WideSimHashMixin``;
+        ``wide_blocks`` says it too)."""
+        return configuration_for(self.fingerprinter, True if self.wide is None and self.wide_blocks else self.wide)
 
     @property
     def names(self) -> Names:
         """The names the attachment gets (offline, nothing else knows them)."""
         mode: Mode = "side_table" if self.side_table else "columns"
-        return Names.for_table(self.table_name, self.prefix, mode, wide=self.configuration.wide)
+        wide = self.configuration.wide
+        if self.wide_blocks is not None and not wide:
+            raise SchemaError(f"wide_blocks={self.wide_blocks!r} cuts the wide signature into blocks: pass wide=True too")
+        return Names.for_table(self.table_name, self.prefix, mode, wide=wide, layout=block_layout(self.wide_blocks))
 
     def _args(self) -> tuple[Any, ...]:
         return (self.table_name, self.source, self.schema, self.side_table, self.fingerprinter, self.primary_key,
-                self.prefix, self.wide)  # fmt: skip
+                self.prefix, self.wide, self.wide_blocks)  # fmt: skip
 
 
 class IndexesOp(MigrateOperation):
     """What create_simhash_indexes and drop_simhash_indexes both carry. Online the registry says
     which block columns the table has; offline (``--sql``) an earlier ``add_simhash`` of the same
     run does, else ``wide`` (default: the version 2 blocks only, as ``add_simhash`` creates them;
-    ``wide=True`` for a version 3 table's wide blocks too)."""
+    ``wide=True`` for a version 3 table's wide blocks too, ``wide_blocks`` for another layout)."""
 
     def __init__(
         self,
@@ -94,6 +108,7 @@ class IndexesOp(MigrateOperation):
         primary_key: PrimaryKey = None,
         prefix: str = DEFAULT_PREFIX,
         wide: bool | None = None,
+        wide_blocks: str | BlockLayout | None = None,
     ) -> None:
         self.table_name = table_name
         self.schema = schema
@@ -102,14 +117,18 @@ class IndexesOp(MigrateOperation):
         self.primary_key = _stored_key(primary_key)
         self.prefix = prefix
         self.wide = wide
+        self.wide_blocks = _stored_layout(wide_blocks)
 
     @property
     def names(self) -> Names:
         mode: Mode = "side_table" if self.side_table else "columns"
-        return Names.for_table(self.table_name, self.prefix, mode, wide=self.wide is True)
+        wide = self.wide is True or (self.wide is None and self.wide_blocks is not None)
+        layout = block_layout(self.wide_blocks) if wide else WIDE_LAYOUT
+        return Names.for_table(self.table_name, self.prefix, mode, wide=wide, layout=layout)
 
     def _args(self) -> tuple[Any, ...]:
-        return (self.table_name, self.schema, self.concurrently, self.side_table, self.primary_key, self.prefix, self.wide)
+        return (self.table_name, self.schema, self.concurrently, self.side_table, self.primary_key, self.prefix, self.wide,
+                self.wide_blocks)  # fmt: skip
 
 
 @Operations.register_operation("add_simhash")
@@ -129,8 +148,9 @@ class AddSimHashOp(AttachmentOp):
         primary_key: PrimaryKey = None,
         prefix: str = DEFAULT_PREFIX,
         wide: bool | None = None,
+        wide_blocks: str | BlockLayout | None = None,
     ) -> Any:
-        return operations.invoke(cls(table_name, source, schema, side_table, fingerprinter, primary_key, prefix, wide))
+        return operations.invoke(cls(table_name, source, schema, side_table, fingerprinter, primary_key, prefix, wide, wide_blocks))
 
     def reverse(self) -> DropSimHashOp:
         return DropSimHashOp(*self._args())
@@ -153,8 +173,9 @@ class DropSimHashOp(AttachmentOp):
         primary_key: PrimaryKey = None,
         prefix: str = DEFAULT_PREFIX,
         wide: bool | None = None,
+        wide_blocks: str | BlockLayout | None = None,
     ) -> Any:
-        return operations.invoke(cls(table_name, source, schema, side_table, fingerprinter, primary_key, prefix, wide))
+        return operations.invoke(cls(table_name, source, schema, side_table, fingerprinter, primary_key, prefix, wide, wide_blocks))
 
     def reverse(self) -> AddSimHashOp:
         if not self.source:
@@ -178,8 +199,9 @@ class CreateSimHashIndexesOp(IndexesOp):
         primary_key: PrimaryKey = None,
         prefix: str = DEFAULT_PREFIX,
         wide: bool | None = None,
+        wide_blocks: str | BlockLayout | None = None,
     ) -> Any:
-        return operations.invoke(cls(table_name, schema, concurrently, side_table, primary_key, prefix, wide))
+        return operations.invoke(cls(table_name, schema, concurrently, side_table, primary_key, prefix, wide, wide_blocks))
 
     def reverse(self) -> DropSimHashIndexesOp:
         return DropSimHashIndexesOp(*self._args())
@@ -201,8 +223,9 @@ class DropSimHashIndexesOp(IndexesOp):
         primary_key: PrimaryKey = None,
         prefix: str = DEFAULT_PREFIX,
         wide: bool | None = None,
+        wide_blocks: str | BlockLayout | None = None,
     ) -> Any:
-        return operations.invoke(cls(table_name, schema, concurrently, side_table, primary_key, prefix, wide))
+        return operations.invoke(cls(table_name, schema, concurrently, side_table, primary_key, prefix, wide, wide_blocks))
 
     def reverse(self) -> CreateSimHashIndexesOp:
         return CreateSimHashIndexesOp(*self._args())
@@ -412,8 +435,9 @@ def add_simhash(
     primary_key: PrimaryKey = None,
     prefix: str = DEFAULT_PREFIX,
     wide: bool | None = None,
+    wide_blocks: str | BlockLayout | None = None,
 ) -> None:
-    op.invoke(AddSimHashOp(table_name, source, schema, side_table, fingerprinter, primary_key, prefix, wide))
+    op.invoke(AddSimHashOp(table_name, source, schema, side_table, fingerprinter, primary_key, prefix, wide, wide_blocks))
 
 
 def drop_simhash(
@@ -427,22 +451,25 @@ def drop_simhash(
     primary_key: PrimaryKey = None,
     prefix: str = DEFAULT_PREFIX,
     wide: bool | None = None,
+    wide_blocks: str | BlockLayout | None = None,
 ) -> None:
-    op.invoke(DropSimHashOp(table_name, source, schema, side_table, fingerprinter, primary_key, prefix, wide))
+    op.invoke(DropSimHashOp(table_name, source, schema, side_table, fingerprinter, primary_key, prefix, wide, wide_blocks))
 
 
 def create_simhash_indexes(
     op: Any, table_name: str, *, schema: str | None = None, concurrently: bool = False,
     side_table: bool = False, primary_key: PrimaryKey = None, prefix: str = DEFAULT_PREFIX, wide: bool | None = None,
+    wide_blocks: str | BlockLayout | None = None,
 ) -> None:  # fmt: skip
-    op.invoke(CreateSimHashIndexesOp(table_name, schema, concurrently, side_table, primary_key, prefix, wide))
+    op.invoke(CreateSimHashIndexesOp(table_name, schema, concurrently, side_table, primary_key, prefix, wide, wide_blocks))
 
 
 def drop_simhash_indexes(
     op: Any, table_name: str, *, schema: str | None = None, concurrently: bool = False,
     side_table: bool = False, primary_key: PrimaryKey = None, prefix: str = DEFAULT_PREFIX, wide: bool | None = None,
+    wide_blocks: str | BlockLayout | None = None,
 ) -> None:  # fmt: skip
-    op.invoke(DropSimHashIndexesOp(table_name, schema, concurrently, side_table, primary_key, prefix, wide))
+    op.invoke(DropSimHashIndexesOp(table_name, schema, concurrently, side_table, primary_key, prefix, wide, wide_blocks))
 
 
 def upgrade_simsql(op: Any, revision: str = "heads") -> None:

@@ -32,7 +32,16 @@ from typing import Any
 from alembic.autogenerate.api import AutogenContext
 from alembic.operations import ops
 
-from ..schema.names import BATCH_TABLE, CENTRES_TABLE, PARTITIONS_TABLE, PROGRESS_TABLE, REGISTRY_TABLE, Attachment, Names
+from ..schema.names import (
+    ALL_BLOCKS,
+    BATCH_TABLE,
+    CENTRES_TABLE,
+    PARTITIONS_TABLE,
+    PROGRESS_TABLE,
+    REGISTRY_TABLE,
+    Attachment,
+    Names,
+)
 from ..store.registry import VERSION_TABLE
 from ..text.errors import SchemaError
 from .revisions import attached_tables
@@ -55,7 +64,7 @@ class OwnObjects:
         return (schema or self.default_schema, table)
 
     def add(self, entry: Attachment) -> None:
-        for names in (entry.names, entry.names.shadow()):
+        for names in (entry.names, entry.names.shadow(wide=True, layout=ALL_BLOCKS)):  # a shadow of any blocks
             self._add_names(entry.table_schema, names)
 
     def _add_names(self, schema: str, names: Names) -> None:

@@ -66,6 +66,7 @@ def _render_attachment(context: AutogenContext, operation: AttachmentOp) -> str:
         call += f", fingerprinter=simsql.Fingerprinter(**{configuration.settings!r})"
     elif configuration.wide:  # the operations' default is version 2, as SimHashMixin's
         call += ", wide=True"
+    call += _keywords(wide_blocks=operation.wide_blocks)
     return call + ")"
 
 
@@ -77,6 +78,7 @@ def _render_indexes(context: AutogenContext, operation: IndexesOp) -> str:
     extra = _keywords(schema=operation.schema, concurrently=operation.concurrently, side_table=operation.side_table,
                       primary_key=_plain(operation.primary_key), prefix=_custom(operation.prefix))  # fmt: skip
     extra += ", wide=True" if operation.wide else ""
+    extra += _keywords(wide_blocks=operation.wide_blocks)
     return f"op.{name}({operation.table_name!r}{extra})"
 
 

@@ -105,7 +105,7 @@ def cmd_refingerprint(args: argparse.Namespace) -> int:
             with interrupt_main_process_only(), progress_bar(args.table, args.progress and not args.abandon) as progress:
                 result = simsql.lifecycle.refingerprinting.refingerprint(
                     engine, args.table, to=to, schema=args.schema, batch_size=args.batch_size, workers=args.workers,
-                    progress=progress, lock_timeout=args.lock_timeout, abandon=args.abandon,
+                    progress=progress, lock_timeout=args.lock_timeout, abandon=args.abandon, wide_blocks=args.wide_blocks,
                 )
         except KeyboardInterrupt:
             raise Interrupted(
@@ -122,6 +122,8 @@ def cmd_refingerprint(args: argparse.Namespace) -> int:
         print(f"{where} moved from {result.from_config} to {result.to_config}: {result.rows_fingerprinted} rows "
               f"fingerprinted ({result.rows_at_switch} at the switch, table locked for writes "
               f"{result.switch_seconds:.2f} s) in {result.seconds:.1f} s{resumed}")
+        if args.wide_blocks:
+            print(f"  its wide signature is cut into blocks of {args.wide_blocks}")
     return EXIT_OK
 
 
@@ -161,6 +163,11 @@ def add_refingerprint(commands: Any, common: argparse.ArgumentParser) -> None:
         "--wide-background", action="store_true",
         help="with --fit-background: centre the whole 256-bit wide signature, not only the 64-bit fingerprint "
         "(a faster originality check on a large table; whole-table dedupe then reaches fewer edited copies: docs/originality.md)",
+    )
+    refingerprint.add_argument(
+        "--wide-blocks", metavar="COUNTxWIDTH", default=None,
+        help="the wide signature's block layout after the move, e.g. 10x24 (default: the table's own); with the table's own "
+        "configuration this moves the blocks alone (PostgreSQL)",
     )
     refingerprint.add_argument(
         "--abandon", action="store_true", help="remove an unfinished refingerprint instead (the table keeps its configuration)",

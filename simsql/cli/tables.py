@@ -22,6 +22,7 @@ import simsql.store.registry
 import simsql.text.fingerprint
 
 from ..dialects import backend
+from ..schema.names import layout_text
 from .backfill import print_backfill_summary, run_backfill
 from .common import EXIT_OK, backfill_command, load_background, open_engine, with_background
 from .database import ensure_registry, migrations
@@ -57,7 +58,8 @@ def _should_backfill(args: argparse.Namespace, pending: int) -> bool:
 
 def _describe_attachment(entry: Any) -> str:
     names = entry.names
-    wide = f" with the wide signature ({names.wide_words[0]}..{names.wide_blocks[-1]})" if names.wide else ""
+    layout = f", blocks {layout_text(names.layout)}"
+    wide = f" with the wide signature ({names.wide_words[0]}..{names.wide_blocks[-1]}{layout})" if names.wide else ""
     if names.side:
         return f"side table {entry.table_schema}.{names.side}{wide}"
     return f"columns {names.fingerprint}, {names.digest}, {names.blocks[0]}..{names.blocks[-1]}{wide}"
@@ -95,7 +97,7 @@ def _attach_configuration(engine: Engine, args: argparse.Namespace) -> tuple[sim
         with engine.connect() as connection:
             if simsql.store.registry.read(connection, args.table, args.schema) is not None:
                 return None, None
-    wide = args.wide is True
+    wide = args.wide is True or (args.wide is None and args.wide_blocks is not None)  # --wide-blocks: wide
     if args.background is None:
         return None, wide
     version = simsql.text.fingerprint.WIDE_VERSION if wide else simsql.text.fingerprint.ALGORITHM_VERSION
@@ -115,6 +117,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
             engine, args.table, args.text_columns, schema=args.schema, side_table=args.side_table,
             prefix=args.prefix, indexes=args.indexes, concurrently=args.concurrently, lock_timeout=args.lock_timeout,
             index_lock_timeout=args.index_lock_timeout, fingerprinter=fingerprinter, wide=wide,
+            wide_blocks=args.wide_blocks,
         )
         print(f"attached {entry.table_schema}.{entry.table_name} ({_describe_attachment(entry)}; "
               f"text from {', '.join(entry.source)})")
@@ -209,6 +212,12 @@ def add_attach(commands: Any, common: argparse.ArgumentParser) -> None:
         "WideSimHashMixin declares (its block indexes are built when the backfill ends). Default for a new "
         "attachment: --no-wide, version 2, the 64-bit fingerprint only, what SimHashMixin declares. An attached "
         "table keeps what it has unless this is given",
+    )
+    attach.add_argument(
+        "--wide-blocks", metavar="COUNTxWIDTH", default=None,
+        help="how the wide signature is cut into indexed blocks (implies --wide): e.g. 10x24, ten blocks of 24 bits, "
+        "for a table of millions of rows (each probe of a wider block reads fewer rows; the check makes twice the "
+        "probes). Default: 8x20, or as an attached table records it",
     )
     attach.add_argument("--no-indexes", dest="indexes", action="store_false", help="skip the block indexes")
     attach.add_argument(

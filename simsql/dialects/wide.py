@@ -1,6 +1,7 @@
 """The wide signature's block columns in SQL: generated from its four 64-bit words.
 
-A block of :data:`simsql.schema.names.WIDE_LAYOUT` is a run of signature bits from bit 0 (bit ``j`` is
+A block of the attachment's layout (:attr:`simsql.schema.names.Names.layout`, by default
+:data:`simsql.schema.names.WIDE_LAYOUT`) is a run of signature bits from bit 0 (bit ``j`` is
 bit ``j % 64`` of word ``j // 64``, least significant first, as :mod:`simsql.text.signature` numbers
 them), so a block may take its low bits from one word and its high bits from the next. The
 database derives every block from the words, as it derives the 16-bit blocks from the
@@ -21,28 +22,31 @@ from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
 from ..schema.names import WIDE_LAYOUT
-from ..text.signature import WIDE_WORDS
+from ..text.signature import WIDE_WORDS, BlockLayout
 from .mysql.compile import MYSQL_DIALECTS
 from .wide_sql import wide_block_sql
 
 
 class WideBlockExpression(ColumnElement[int]):
-    """Block ``index`` of the wide signature held in columns ``words`` (no table prefix: DDL)."""
+    """Block ``index`` of ``layout`` of the wide signature held in columns ``words`` (no table
+    prefix: DDL)."""
 
     type = Integer()
     inherit_cache = True
     _traverse_internals = [
         ("words", InternalTraversal.dp_plain_obj),
         ("index", InternalTraversal.dp_plain_obj),
+        ("layout", InternalTraversal.dp_plain_obj),
     ]
 
-    def __init__(self, words: Sequence[str], index: int) -> None:
+    def __init__(self, words: Sequence[str], index: int, layout: BlockLayout = WIDE_LAYOUT) -> None:
         if len(words) != WIDE_WORDS:
             raise ValueError(f"the wide signature has 4 word columns, got {len(words)}")
-        if not 0 <= index < WIDE_LAYOUT.count:
-            raise ValueError(f"wide block index must be in 0..{WIDE_LAYOUT.count - 1}, got {index}")
+        if not 0 <= index < layout.count:
+            raise ValueError(f"wide block index must be in 0..{layout.count - 1}, got {index}")
         self.words = tuple(words)
         self.index = index
+        self.layout = layout
 
 
 def _quoted(element: WideBlockExpression, compiler: Any) -> list[str]:
@@ -52,16 +56,17 @@ def _quoted(element: WideBlockExpression, compiler: Any) -> list[str]:
 @compiles(WideBlockExpression)
 def _wide_block_default(element: WideBlockExpression, compiler: Any, **kw: Any) -> str:
     # outside any dialect (repr, Alembic autogenerate) it reads as PostgreSQL's
-    return wide_block_sql(['"' + word.replace('"', '""') + '"' for word in element.words], element.index, cast=True)
+    quoted = ['"' + word.replace('"', '""') + '"' for word in element.words]
+    return wide_block_sql(quoted, element.index, cast=True, layout=element.layout)
 
 
 @compiles(WideBlockExpression, "postgresql")
 def _wide_block_postgresql(element: WideBlockExpression, compiler: Any, **kw: Any) -> str:
-    return wide_block_sql(_quoted(element, compiler), element.index, cast=True)
+    return wide_block_sql(_quoted(element, compiler), element.index, cast=True, layout=element.layout)
 
 
 def _wide_block_mysql(element: WideBlockExpression, compiler: Any, **kw: Any) -> str:
-    return wide_block_sql(_quoted(element, compiler), element.index, cast=False)
+    return wide_block_sql(_quoted(element, compiler), element.index, cast=False, layout=element.layout)
 
 
 class WideBlockComputed(Computed):
@@ -70,13 +75,14 @@ class WideBlockComputed(Computed):
 
     inherit_cache = True
 
-    def __init__(self, words: Sequence[str], index: int) -> None:
-        super().__init__(WideBlockExpression(words, index), persisted=True)
+    def __init__(self, words: Sequence[str], index: int, layout: BlockLayout = WIDE_LAYOUT) -> None:
+        super().__init__(WideBlockExpression(words, index, layout), persisted=True)
 
     def _copy(self, **kw: Any) -> WideBlockComputed:
         expression = self.sqltext
         assert isinstance(expression, WideBlockExpression)
-        return self._schema_item_copy(WideBlockComputed(expression.words, expression.index))  # type: ignore[no-any-return]
+        copied = WideBlockComputed(expression.words, expression.index, expression.layout)
+        return self._schema_item_copy(copied)  # type: ignore[no-any-return]
 
 
 def _computed_mysql(element: WideBlockComputed, compiler: Any, **kw: Any) -> str:
@@ -89,6 +95,6 @@ for _name in MYSQL_DIALECTS:
     compiles(WideBlockComputed, _name)(_computed_mysql)
 
 
-def wide_block_computed(words: Sequence[str], index: int) -> WideBlockComputed:
-    """The ``Computed`` clause of wide block column ``index`` over the word columns ``words``."""
-    return WideBlockComputed(words, index)
+def wide_block_computed(words: Sequence[str], index: int, layout: BlockLayout = WIDE_LAYOUT) -> WideBlockComputed:
+    """The ``Computed`` clause of wide block column ``index`` of ``layout`` over the word columns ``words``."""
+    return WideBlockComputed(words, index, layout)

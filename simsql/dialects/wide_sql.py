@@ -10,12 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..schema.names import WIDE_LAYOUT
+from ..text.signature import BlockLayout
 
 
-def wide_block_sql(words: Sequence[str], index: int, *, cast: bool) -> str:
-    """SQL deriving block ``index`` of :data:`WIDE_LAYOUT` from the four quoted word columns
-    (``words[0]`` the fingerprint); ``cast``: as ``INTEGER`` (PostgreSQL's signed words)."""
-    bits = WIDE_LAYOUT.bits_of(index)
+def wide_block_sql(words: Sequence[str], index: int, *, cast: bool, layout: BlockLayout = WIDE_LAYOUT) -> str:
+    """SQL deriving block ``index`` of ``layout`` (the attachment's, :attr:`simsql.schema.names.Names.layout`)
+    from the four quoted word columns (``words[0]`` the fingerprint); ``cast``: as ``INTEGER``
+    (PostgreSQL's signed words)."""
+    bits = layout.bits_of(index)
     parts, taken = [], 0
     while taken < len(bits):
         bit = bits.start + taken

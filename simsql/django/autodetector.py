@@ -20,11 +20,16 @@ from django.db.migrations import Migration
 from django.db.migrations.autodetector import MigrationAutodetector
 from django.db.migrations.operations import CreateModel
 
+from ..schema.names import MIN_BLOCK_WIDTH
+from ..text.signature import WIDE_BITS
 from .fields import SimHashField
 from .models import NAMES, source_of
 from .operations import AddSimHash, InstallSimSQL
 
-SIMSQL_FIELDS = frozenset((NAMES.fingerprint, NAMES.digest, *NAMES.blocks, *NAMES.wide_words, *NAMES.wide_blocks))
+SIMSQL_FIELDS = frozenset(
+    (NAMES.fingerprint, NAMES.digest, *NAMES.blocks, *NAMES.wide_words, *(f"{NAMES.prefix}_v{i}" for i in range(WIDE_BITS // MIN_BLOCK_WIDTH)))
+)
+"""simsql's fields on a model: every wide block column a layout may have (:func:`~simsql.schema.names.block_layout`)."""
 
 
 def has_simsql_fields(model_state: Any) -> bool:
@@ -55,7 +60,11 @@ class SimHashAutodetector(MigrationAutodetector):
                 continue
             wide = NAMES.wide_words[0] in model_state.fields
             source = source_of(apps.get_model(app_label, model_state.name))
-            attaching.setdefault(app_label, []).append(AddSimHash(model_state.name, source=list(source), wide=wide))
+            expression = getattr(model_state.fields.get(NAMES.wide_blocks[0]), "expression", None)
+            wide_blocks = getattr(expression, "layout", "") or None  # a wide_simhash_model's layout
+            attaching.setdefault(app_label, []).append(
+                AddSimHash(model_state.name, source=list(source), wide=wide, wide_blocks=wide_blocks)
+            )
             model_state.fields = {name: field for name, field in model_state.fields.items() if name not in SIMSQL_FIELDS}
         changes: dict[str, list[Any]] = super()._detect_changes(convert_apps, graph)
         for app_label, operations in attaching.items():

@@ -21,7 +21,7 @@ from sqlalchemy import literal_column
 from sqlalchemy.sql import ColumnElement
 
 from ..dialects import BlockExpression, WideBlockExpression, hamming_expression
-from ..schema.names import BLOCK_COUNT, WIDE_LAYOUT
+from ..schema.names import BLOCK_COUNT, block_layout, layout_text
 from ..text.bits import check_fingerprint
 from .connection import dialect_for
 from .fields import SimHashField
@@ -30,19 +30,19 @@ _PLACEHOLDER = "simsql_argument_{}"
 _PLACES = re.compile(r"%\(a(\d+)\)s")
 
 
-def _hamming(names: Sequence[str], index: int) -> ColumnElement[Any]:
+def _hamming(names: Sequence[str], index: int, layout: str) -> ColumnElement[Any]:
     return hamming_expression(literal_column(names[0]), literal_column(names[1]))
 
 
-def _block(names: Sequence[str], index: int) -> ColumnElement[Any]:
+def _block(names: Sequence[str], index: int, layout: str) -> ColumnElement[Any]:
     return BlockExpression(names[0], index)
 
 
-def _wide_block(names: Sequence[str], index: int) -> ColumnElement[Any]:
-    return WideBlockExpression(list(names), index)
+def _wide_block(names: Sequence[str], index: int, layout: str) -> ColumnElement[Any]:
+    return WideBlockExpression(list(names), index, block_layout(layout or None))
 
 
-_BUILDERS: dict[str, tuple[Callable[[Sequence[str], int], ColumnElement[Any]], int]] = {
+_BUILDERS: dict[str, tuple[Callable[[Sequence[str], int, str], ColumnElement[Any]], int]] = {
     "hamming": (_hamming, 2),
     "block": (_block, 1),
     "wide_block": (_wide_block, 4),
@@ -51,13 +51,14 @@ _BUILDERS: dict[str, tuple[Callable[[Sequence[str], int], ColumnElement[Any]], i
 
 
 @lru_cache(maxsize=None)
-def sql_template(vendor: str, kind: str, index: int = 0) -> str:
+def sql_template(vendor: str, kind: str, index: int = 0, layout: str = "") -> str:
     """The SQL of simsql's construct ``kind`` compiled for ``vendor`` with placeholder
-    columns, as a %-template whose ``%(a0)s``, ``%(a1)s``... take the compiled arguments."""
+    columns, as a %-template whose ``%(a0)s``, ``%(a1)s``... take the compiled arguments
+    (``layout``: a wide block's, ``"10x24"``; empty: 8 x 20)."""
     build, arity = _BUILDERS[kind]
     dialect = dialect_for(vendor)
     names = [_PLACEHOLDER.format(i) for i in range(arity)]
-    sql = str(build(names, index).compile(dialect=dialect)).replace("%", "%%")
+    sql = str(build(names, index, layout).compile(dialect=dialect)).replace("%", "%%")
     quote = dialect.identifier_preparer.quote_identifier
     for i, name in enumerate(names):
         sql = sql.replace(quote(name), f"%(a{i})s").replace(name, f"%(a{i})s")
@@ -69,9 +70,10 @@ class SimsqlFunc(Func):
 
     kind = ""
     index = 0
+    layout = ""
 
     def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> tuple[str, list[Any]]:
-        template = sql_template(connection.vendor, self.kind, self.index)
+        template = sql_template(connection.vendor, self.kind, self.index, self.layout)
         compiled = [compiler.compile(argument) for argument in self.get_source_expressions()]
         parts = {f"a{i}": f"({sql})" for i, (sql, _) in enumerate(compiled)}
         # each argument's parameters where the template places it (in its order, as often as it does)
@@ -128,17 +130,20 @@ class Block(SimsqlFunc):
 
 class WideBlock(SimsqlFunc):
     """Block ``index`` of the wide 256-bit signature held in four word columns (word 0 the
-    fingerprint), cut as :data:`simsql.schema.names.WIDE_LAYOUT` says."""
+    fingerprint), cut as ``layout`` says (``"10x24"``; None: :data:`simsql.schema.names.WIDE_LAYOUT`,
+    8 x 20)."""
 
     kind = "wide_block"
     output_field = IntegerField()
 
-    def __init__(self, *words: Any, index: int, **extra: Any) -> None:
-        if not 0 <= index < WIDE_LAYOUT.count:
-            raise ValueError(f"wide block index must be in 0..{WIDE_LAYOUT.count - 1}, got {index}")
+    def __init__(self, *words: Any, index: int, layout: str | None = None, **extra: Any) -> None:
+        cut = block_layout(layout)
+        if not 0 <= index < cut.count:
+            raise ValueError(f"wide block index must be in 0..{cut.count - 1}, got {index}")
         if len(words) != 4:
             raise ValueError(f"the wide signature has 4 word columns, got {len(words)}")
         self.index = index
+        self.layout = "" if layout is None else layout_text(cut)
         super().__init__(*(_operand(word) for word in words), **extra)
 
 

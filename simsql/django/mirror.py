@@ -23,9 +23,10 @@ from sqlalchemy import BigInteger, Integer, Text, Uuid, inspect
 from sqlalchemy.orm import DeclarativeBase, mapped_column
 from sqlalchemy.types import TypeEngine
 
-from ..schema.names import DEFAULT_PREFIX, Names
+from ..schema.names import DEFAULT_PREFIX, WIDE_LAYOUT, Names
 from ..store.storage import SimHashMixin, WideSimHashMixin
 from ..text.fingerprint import Fingerprinter
+from ..text.signature import BlockLayout
 
 LIST_COLUMN = Names("simsql_django", DEFAULT_PREFIX).part
 """The list column of partition lists (``simhash_part``), as :class:`simsql.lists.ListsMixin` names it."""
@@ -49,20 +50,23 @@ def column_type(field: models.Field) -> TypeEngine[Any]:
     return Text()
 
 
-def mirror_for(model: type[models.Model], source: Sequence[str], fingerprinter: Fingerprinter, wide: bool) -> type:
+def mirror_for(
+    model: type[models.Model], source: Sequence[str], fingerprinter: Fingerprinter, wide: bool, layout: BlockLayout = WIDE_LAYOUT
+) -> type:
     """The SQLAlchemy mapped class of ``model``'s table (made once, then kept): its text in the
-    fields ``source``, fingerprinted by ``fingerprinter``, with the wide signature if ``wide``."""
+    fields ``source``, fingerprinted by ``fingerprinter``, with the wide signature if ``wide``
+    (its blocks cut as ``layout`` says)."""
     found = _MIRRORS.get(model)
     if found is not None:
         return found
     with _LOCK:
         found = _MIRRORS.get(model)
         if found is None:
-            found = _MIRRORS[model] = _declare(model, source, fingerprinter, wide)
+            found = _MIRRORS[model] = _declare(model, source, fingerprinter, wide, layout)
         return found
 
 
-def _declare(model: type[models.Model], source: Sequence[str], fingerprinter: Fingerprinter, wide: bool) -> type:
+def _declare(model: type[models.Model], source: Sequence[str], fingerprinter: Fingerprinter, wide: bool, layout: BlockLayout) -> type:
     class Base(DeclarativeBase):
         pass
 
@@ -79,6 +83,8 @@ def _declare(model: type[models.Model], source: Sequence[str], fingerprinter: Fi
     for field in meta.concrete_fields:  # the list column of partition lists, when the model declares it
         if field.column == LIST_COLUMN:
             attributes[field.name] = mapped_column(LIST_COLUMN, Integer, nullable=True)
+    if wide and layout != WIDE_LAYOUT:
+        attributes["__simhash_wide_blocks__"] = layout
     mixin = WideSimHashMixin if wide else SimHashMixin
     return type(f"Mirror_{meta.db_table}", (mixin, Base), attributes)
 

@@ -32,14 +32,15 @@ import simsql
 from ..lifecycle.lists import ListsResult, drop_lists, fit_lists, place_lists
 from ..queries import DEFAULT_PROBE_RADIUS
 from ..queries.targets import MAX_LIMIT, check_limit
-from ..schema.names import Names
+from ..schema.names import WIDE_LAYOUT, Names, block_layout, layout_text
 from ..store import registry
 from ..store.progress import Progress
 from ..store.storage import join_text, source_names, stored_for_text
 from ..text.bits import check_fingerprint
 from ..text.containment import MIN_CONTAINMENT
-from ..text.errors import EmptyDocument
+from ..text.errors import EmptyDocument, SchemaError
 from ..text.fingerprint import DEFAULT, DEFAULT_WIDE, Fingerprinter
+from ..text.signature import BlockLayout
 from . import connection
 from .expressions import Block, HammingDistance, Similarity, WideBlock, nulls_last
 from .fields import DigestField, SimHashField
@@ -62,6 +63,11 @@ def fingerprinter_of(model: type[models.Model]) -> Fingerprinter:
 
 def is_wide(model: type[models.Model]) -> bool:
     return issubclass(model, WideSimHashModel)
+
+
+def layout_of(model: type[models.Model]) -> BlockLayout:
+    """The wide block layout of a model (``simhash_wide_blocks``, set by :func:`wide_simhash_model`; 8 x 20 without)."""
+    return block_layout(getattr(model, "simhash_wide_blocks", None))
 
 
 def source_of(model: type[models.Model]) -> tuple[str, ...]:
@@ -106,7 +112,7 @@ def fingerprint_of(model: type[models.Model], target: object) -> tuple[int, Any]
 
 def mirror_of(model: type[models.Model]) -> type:
     """The model's SQLAlchemy mirror (:mod:`simsql.django.mirror`), what simsql's queries take."""
-    return mirror_for(model, source_of(model), fingerprinter_of(model), is_wide(model))
+    return mirror_for(model, source_of(model), fingerprinter_of(model), is_wide(model), layout_of(model))
 
 
 def submitted_text(model: type[models.Model], submitted: object) -> str:
@@ -388,8 +394,9 @@ class ListsModel(models.Model):
         abstract = True
 
 
-def _wide_block(index: int) -> models.GeneratedField:
-    return models.GeneratedField(expression=WideBlock(*WORDS, index=index), output_field=models.IntegerField(), db_persist=True)
+def _wide_block(index: int, layout: str | None = None) -> models.GeneratedField:
+    expression = WideBlock(*WORDS, index=index) if layout is None else WideBlock(*WORDS, index=index, layout=layout)
+    return models.GeneratedField(expression=expression, output_field=models.IntegerField(), db_persist=True)
 
 
 class WideSimHashModel(SimHashModel):
@@ -412,4 +419,39 @@ class WideSimHashModel(SimHashModel):
         abstract = True
 
 
-__all__ = ["ListsModel", "SimHashManager", "SimHashModel", "SimHashQuerySet", "WideSimHashModel", "Within", "fill_raw_rows", "stored_values"]
+_LAYOUT_MODELS: dict[BlockLayout, type[WideSimHashModel]] = {}
+
+
+def wide_simhash_model(wide_blocks: str | BlockLayout) -> type[WideSimHashModel]:
+    """:class:`WideSimHashModel` with its blocks cut as ``wide_blocks`` says (``"10x24"``, or a
+    :class:`~simsql.text.signature.BlockLayout`: the ``wide_blocks`` of :func:`simsql.attach_table`),
+    an abstract model to inherit instead::
+
+        class Article(wide_simhash_model("10x24")):
+            simhash_source = ("title", "body")
+
+    ``makemigrations`` then writes ``AddSimHash(..., wide_blocks="10x24")``. At least 8 blocks
+    (:class:`WideSimHashModel` declares ``simhash_v0..v7``); one class per layout."""
+    layout = block_layout(wide_blocks)
+    if layout.count < WIDE_LAYOUT.count:
+        raise SchemaError(f"wide_simhash_model() takes a layout of at least {WIDE_LAYOUT.count} blocks, got {layout_text(layout)}")
+    if layout == WIDE_LAYOUT:
+        return WideSimHashModel
+    found = _LAYOUT_MODELS.get(layout)
+    if found is None:
+        text = layout_text(layout)
+        attributes: dict[str, Any] = {
+            "__module__": __name__,
+            "__qualname__": f"WideSimHashModel{text}",
+            "simhash_wide_blocks": text,
+            "Meta": type("Meta", (), {"abstract": True}),
+            **{name: _wide_block(index, text) for index, name in enumerate(NAMES.with_wide(True, layout).wide_blocks)},
+        }
+        found = _LAYOUT_MODELS[layout] = type(f"WideSimHashModel{text}", (WideSimHashModel,), attributes)
+    return found
+
+
+__all__ = [
+    "ListsModel", "SimHashManager", "SimHashModel", "SimHashQuerySet", "WideSimHashModel", "Within", "fill_raw_rows",
+    "stored_values", "wide_simhash_model",
+]  # fmt: skip

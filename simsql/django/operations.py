@@ -45,15 +45,18 @@ import simsql.alembic
 from ..alembic.revisions import attached_tables, install
 from ..lifecycle import add_vector_index, attach, drop_vector_index
 from ..lifecycle.catalog import has_rows
+from ..schema.names import block_layout, layout_text
 from ..store import registry
+from ..text.errors import SchemaError
 from . import connection
 
 
-def simsql_fields(wide: bool) -> list[tuple[str, models.Field]]:
-    """(name, field) of the columns simsql adds, as the abstract models declare them."""
-    from .models import SimHashModel, WideSimHashModel  # needs the app registry: imported when run
+def simsql_fields(wide: bool, wide_blocks: str | None = None) -> list[tuple[str, models.Field]]:
+    """(name, field) of the columns simsql adds, as the abstract models declare them
+    (``wide_blocks``: those of :func:`simsql.django.models.wide_simhash_model`)."""
+    from .models import SimHashModel, WideSimHashModel, wide_simhash_model  # needs the app registry: imported when run
 
-    model = WideSimHashModel if wide else SimHashModel
+    model = (wide_simhash_model(wide_blocks) if wide_blocks else WideSimHashModel) if wide else SimHashModel
     return [(field.name, field.clone()) for field in model._meta.local_fields]
 
 
@@ -99,17 +102,21 @@ class AddSimHash(Operation):
     them true to the text, the registry entry and the block indexes (as :func:`simsql.attach_table`;
     a table with rows gets the wide indexes from ``manage.py simsql backfill``). ``source``:
     the model's text fields, in the order their text is joined. ``wide`` (the default, algorithm
-    version 3): with the 256-bit originality signature. Reversed: the exact undo
-    (:func:`simsql.detach_table`'s), which leaves the table as it was."""
+    version 3): with the 256-bit originality signature; ``wide_blocks``: its block layout
+    (``"10x24"``; None: 8 x 20), what :func:`simsql.django.models.wide_simhash_model` declares.
+    Reversed: the exact undo (:func:`simsql.detach_table`'s), which leaves the table as it was."""
 
     reversible = True
     reduces_to_sql = False
     category = OperationCategory.ADDITION
 
-    def __init__(self, model_name: str, source: Sequence[str], wide: bool = True) -> None:
+    def __init__(self, model_name: str, source: Sequence[str], wide: bool = True, wide_blocks: str | None = None) -> None:
         self.model_name = model_name
         self.source = list(source)
         self.wide = wide
+        if wide_blocks is not None and not wide:
+            raise SchemaError(f"wide_blocks={wide_blocks!r} cuts the wide signature into blocks: pass wide=True too")
+        self.wide_blocks = None if wide_blocks is None else layout_text(block_layout(wide_blocks))
 
     @property
     def model_name_lower(self) -> str:
@@ -119,10 +126,12 @@ class AddSimHash(Operation):
         kwargs: dict[str, Any] = {"source": self.source}
         if not self.wide:
             kwargs["wide"] = False
+        if self.wide_blocks is not None:
+            kwargs["wide_blocks"] = self.wide_blocks
         return type(self).__qualname__, [self.model_name], kwargs
 
     def state_forwards(self, app_label: str, state: Any) -> None:
-        for name, field in simsql_fields(self.wide):
+        for name, field in simsql_fields(self.wide, self.wide_blocks):
             state.add_field(app_label, self.model_name_lower, name, field, preserve_default=True)
 
     def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
@@ -134,7 +143,7 @@ class AddSimHash(Operation):
         columns = [model._meta.get_field(name).column for name in self.source]
         with connection.borrowed(alias) as bound:
             install(bound)
-            attach.add_simhash(bound, table, columns, wide=self.wide)
+            attach.add_simhash(bound, table, columns, wide=self.wide, wide_blocks=self.wide_blocks)
             registry.forget(bound.engine)
             later = self.wide and has_rows(bound, registry.current_schema(bound), table)  # built after the backfill
         if not later:

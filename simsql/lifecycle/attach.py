@@ -24,10 +24,20 @@ from sqlalchemy.engine import Connection
 
 from ..dialects import backend
 from ..dialects.ddl_plan import DDLPlan, TableFacts, TableShape
-from ..schema.names import DEFAULT_PREFIX, PROGRESS_TABLE, Attachment, Names, configuration_for
+from ..schema.names import (
+    ALL_BLOCKS,
+    DEFAULT_PREFIX,
+    PROGRESS_TABLE,
+    Attachment,
+    Names,
+    block_layout,
+    configuration_for,
+    layout_text,
+)
 from ..store import registry
 from ..text.errors import ConfigMismatch, NotAttached, SchemaError
 from ..text.fingerprint import Fingerprinter
+from ..text.signature import BlockLayout
 from ..text.vectors import AnyFingerprinter, VectorFingerprinter
 from . import apply, catalog
 from .lists import plan_drop_lists
@@ -73,6 +83,27 @@ def _configuration(
     return fingerprinter, fingerprinter.wide
 
 
+def chosen_layout(
+    wide_blocks: str | BlockLayout | None, wide: bool, entry: Attachment | None, where: str
+) -> BlockLayout:
+    """The wide block layout to attach with: ``wide_blocks`` (:func:`~simsql.schema.names.block_layout`
+    checks it), else an attached table's recorded one, else the default 8 x 20. Refused
+    (:class:`SchemaError`) for a table without the wide signature, and when it differs from an
+    attached table's (a layout is moved by a refingerprint, not by attaching again)."""
+    if wide_blocks is None:
+        return entry.names.layout if entry is not None and entry.wide else block_layout(None)
+    layout = block_layout(wide_blocks)
+    if not wide:
+        raise SchemaError(f"wide_blocks={layout_text(layout)!r} cuts the wide signature into blocks: pass wide=True too")
+    if entry is not None and entry.wide and entry.names.layout != layout:
+        raise SchemaError(
+            f"{where} is already attached with wide blocks {layout_text(entry.names.layout)}; move it to "
+            f"{layout_text(layout)} with `simsql refingerprint --table {entry.table_name} --wide-blocks {layout_text(layout)}` "
+            "rather than attaching again"
+        )
+    return layout
+
+
 def plan_attach(
     connection: Connection,
     table: str,
@@ -83,23 +114,28 @@ def plan_attach(
     side_table: bool = False,
     prefix: str = DEFAULT_PREFIX,
     wide: bool | None = None,
+    wide_blocks: str | BlockLayout | None = None,
 ) -> AttachPlan:
     """Read the catalog, check, and describe the attach DDL without running it. Without a
     ``fingerprinter``, an attached table keeps its recorded one (attaching again after the
     default changed is not a change of configuration), a new attachment gets the default of its
     kind. ``wide``: the wide 256-bit originality signature too (words 1-3 and the wide blocks),
     part of algorithm version 3 (:func:`simsql.schema.names.configuration_for`); ``None``: as the
-    configuration says."""
+    configuration says, or True when ``wide_blocks`` is given. ``wide_blocks``: how the wide
+    signature is cut into indexed blocks (``"10x24"`` or a :class:`~simsql.text.signature.BlockLayout`;
+    None: as recorded, or 8 x 20), :func:`chosen_layout`."""
     target = catalog.describe(connection, table, source, schema, vector=None)
     server = backend(connection)
     server.check_digest(connection)  # every attach path (attach_table, op.add_simhash, the CLI) plans here
     entry = registry.read(connection, table, target.schema)
     if entry is not None and catalog.attachment_state(connection, entry) == catalog.REPLACED:
         raise SchemaError(catalog.replaced_message(entry))
+    wide = True if wide is None and wide_blocks is not None and entry is None else wide  # blocks of the wide signature
     fingerprinter, wide = _configuration(fingerprinter, wide, entry, target)
+    layout = chosen_layout(wide_blocks, wide, entry, f"{target.schema}.{table}")
     vector = isinstance(fingerprinter, VectorFingerprinter)
     target = catalog.describe(connection, table, source, target.schema, vector=vector)  # text, or one vector column
-    names = Names.for_table(table, prefix, "side_table" if side_table else "columns", wide=wide)
+    names = Names.for_table(table, prefix, "side_table" if side_table else "columns", wide=wide, layout=layout)
     if entry is not None:
         if _same_attachment(entry, target, names, fingerprinter):
             # finish what an older simsql, or a run that stopped halfway, left
@@ -165,16 +201,18 @@ def add_simhash(
     lock_timeout: str | None = "5s",
     statement_timeout: str | None = "10min",
     wide: bool | None = None,
+    wide_blocks: str | BlockLayout | None = None,
 ) -> TableShape:
     """Attach simsql to ``table`` in the connection's transaction: fingerprint columns (or a
     side table), the trigger that derives blocks and drops stale fingerprints, and a registry
     entry. Indexes are separate (:func:`create_simhash_indexes`) so they can be built
-    concurrently. Every statement, catalog reads included, is bounded by the timeouts."""
+    concurrently. Every statement, catalog reads included, is bounded by the timeouts.
+    ``wide_blocks``: the wide signature's block layout (:func:`plan_attach`)."""
     timeouts = apply.Timeouts(lock_timeout, statement_timeout)
     with apply.bounded(connection, timeouts):
         planned = plan_attach(
             connection, table, source, schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix,
-            wide=wide,
+            wide=wide, wide_blocks=wide_blocks,
         )
         apply.run(connection, planned.plan, timeouts)
     registry.forget(connection.engine)
@@ -269,7 +307,7 @@ def describe_abandon(connection: Connection, target: TableShape, names: Names, c
     (:mod:`simsql.lifecycle.widen`). The attachment is left as it was."""
     server = backend(connection)
     if server.refingerprints_online:
-        return server.ddl.unstage(target, names.shadow(wide=True), cursor)
+        return server.ddl.unstage(target, names.shadow(wide=True, layout=ALL_BLOCKS), cursor)  # whatever blocks it staged
     present = catalog.present(connection, target.schema, target.table, names.with_wide(True))
     marked = registry.progress_config(connection, target.schema, names.set_aside_marker) is not None
     return server.ddl.unwiden(target, names, cursor, present, set_aside=not server.alters_columns_beside_indexed_blocks, marked=marked)

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection
 
 from ..dialects import backend
 from ..dialects.ddl_plan import Column, Partition, Present, TableFacts, TableShape
-from ..schema.names import DEFAULT_PREFIX, Attachment, Names
+from ..schema.names import ALL_BLOCKS, DEFAULT_PREFIX, Attachment, Names
 from ..store import registry
 from ..store.storage import Binding, join_text, register
 from ..text.errors import NotAttached, SchemaError
@@ -253,7 +253,8 @@ def made_by_a_mixin(connection: Connection, facts: TableFacts, names: Names, sou
     if any(column is None or (column.is_text and name != names.digest) for name, column in zip(names.added_columns, found)):
         return False
     wide_only = [fold(name) for name in names.with_wide(True).added_columns if name not in names.added_columns]
-    if any(name in columns for name in wide_only):
+    other_blocks = [fold(name) for name in names.with_wide(True, ALL_BLOCKS).wide_blocks if name not in names.wide_blocks]
+    if any(name in columns for name in (*wide_only, *other_blocks)):  # a mixin of other blocks (or none)
         return False
     words = {fold(name) for name in names.signature_words}
     for name, column in zip(names.added_columns, found):

@@ -50,11 +50,12 @@ from sqlalchemy.exc import DBAPIError
 from ..dialects import Backend, backend
 from ..dialects.batch import Job
 from ..dialects.ddl_plan import TableShape
-from ..schema.names import Attachment, Names
+from ..schema.names import WIDE_LAYOUT, Attachment, Names, block_layout, layout_text
 from ..schema.urls import engine_for
 from ..store import registry
 from ..text.errors import LockTimeout, SchemaError, UnsupportedDatabase
 from ..text.fingerprint import ALGORITHM_VERSION, Fingerprinter
+from ..text.signature import BlockLayout
 from . import apply, backfill, catalog, widen
 from .attach import dependents, describe_abandon, describe_indexes
 
@@ -87,6 +88,8 @@ class _Move:
     entry: Attachment
     target: TableShape
     to: Fingerprinter
+    layout: BlockLayout = WIDE_LAYOUT
+    """The wide block layout of the new set (the attachment's own unless ``wide_blocks`` moves it)."""
 
     @property
     def names(self) -> Names:
@@ -94,17 +97,27 @@ class _Move:
 
     @property
     def shadow(self) -> Names:
-        """The new set: with the wide signature when ``to`` has it (algorithm version 3)."""
-        return self.entry.names.shadow(wide=self.to.wide)
+        """The new set: with the wide signature when ``to`` has it (algorithm version 3), cut
+        into the blocks of :attr:`layout`."""
+        return self.entry.names.shadow(wide=self.to.wide, layout=self.layout)
+
+    @property
+    def moves_layout(self) -> bool:
+        """A wide table whose wide blocks move to another layout."""
+        return self.to.wide and self.entry.wide and self.entry.names.layout != self.layout
 
     @property
     def in_place(self) -> bool:
         """A move from version 2 to version 3 of the same settings: the fingerprints stay, the
         wide signature is added (:mod:`simsql.lifecycle.widen`); or the rest of one whose
-        switch was recorded already."""
-        if not self.to.wide:
+        switch was recorded already. Not a move of a wide table's blocks to another layout."""
+        if not self.to.wide or self.moves_layout:
             return False
         return self.entry.config_id in (replace(self.to, version=ALGORITHM_VERSION).config_id, self.to.config_id)
+
+    @property
+    def nothing_to_do(self) -> bool:
+        return self.entry.config_id == self.to.config_id and not self.moves_layout
 
     @property
     def cursor(self) -> str:
@@ -131,8 +144,9 @@ def _table_of(connection: Connection, target: type | str, schema: str | None) ->
 
 
 def _prepare(
-    engine: Engine, target: type | str, schema: str | None, to: Fingerprinter, timeouts: apply.Timeouts, abandon: bool
-) -> tuple[_Move, str | None]:
+    engine: Engine, target: type | str, schema: str | None, to: Fingerprinter, timeouts: apply.Timeouts, abandon: bool,
+    wide_blocks: str | BlockLayout | None = None,
+) -> tuple[_Move, str | None]:  # fmt: skip
     """Read the registry and catalog, refuse what cannot be moved (nothing changed then)."""
     with engine.connect() as connection, apply.bounded(connection, timeouts):
         backend(connection).check_server(connection)
@@ -153,10 +167,32 @@ def _prepare(
                 f"{schema}.{table} was attached by simsql 0.1 (no {entry.names.digest} column); upgrade it first "
                 f"with `simsql attach --table {table}` and the same settings (fingerprints are kept)"
             )
-        move = _Move(engine, entry, catalog.describe(connection, table, entry.source, schema), to)
-        if staged is None and entry.config_id != to.config_id:
+        if wide_blocks is not None and not to.wide:
+            raise SchemaError(f"wide_blocks={layout_text(block_layout(wide_blocks))!r} cuts the wide signature: move to a version 3 configuration")
+        layout = entry.names.layout if wide_blocks is None else block_layout(wide_blocks)
+        move = _Move(engine, entry, catalog.describe(connection, table, entry.source, schema), to, layout)
+        if staged is None and not move.nothing_to_do:
             _refuse_conflicts(connection, move)
+        if staged is not None and not abandon:
+            _refuse_other_blocks(connection, move)
     return move, staged
+
+
+def _refuse_other_blocks(connection: Connection, move: _Move) -> None:
+    """A staged run resumed with another block count than it staged is refused (its shadow
+    columns are of that count; the width is the caller's to repeat)."""
+    shadow, schema = move.shadow, move.target.schema
+    if not shadow.wide or not backend(connection).refingerprints_online:
+        return
+    holder = catalog.table_facts(connection, shadow.holder, schema)
+    if holder is None:
+        return
+    staged = sum(1 for i in range(64) if f"{shadow.prefix}_v{i}" in holder.columns)
+    if staged and staged != move.layout.count:
+        raise SchemaError(
+            f"a refingerprint of {move.label} with {staged} wide blocks is in progress; run it again with the "
+            f"wide_blocks it started with (--wide-blocks), or abandon it (`simsql refingerprint --abandon`)"
+        )
 
 
 def _refuse_conflicts(connection: Connection, move: _Move) -> None:
@@ -167,7 +203,7 @@ def _refuse_conflicts(connection: Connection, move: _Move) -> None:
     if shadow.side and catalog.table_facts(connection, shadow.side, schema) is not None:
         found.append(f"table {shadow.side}")
     if move.to.wide and not move.names.wide:  # the names the wide signature will have
-        wide = move.names.with_wide(True)
+        wide = move.names.with_wide(True, move.layout)
         holder = catalog.table_facts(connection, wide.holder, schema)
         found += [f"column {c}" for c in (*wide.wide_words, *wide.wide_blocks) if holder and c in holder.columns]
         found += [f"trigger {t}" for t in (*wide.words_triggers, wide.widen_trigger) if t in facts.triggers]
@@ -242,6 +278,7 @@ def refingerprint(
     statement_timeout: str | None = "5min",
     index_lock_timeout: str | None = "10min",
     abandon: bool = False,
+    wide_blocks: str | BlockLayout | None = None,
 ) -> RefingerprintResult:
     """Fingerprint every row of an attached table (its name, or a mapped class) again with
     ``to``, without downtime, then switch the table to ``to`` in one short transaction.
@@ -256,19 +293,22 @@ def refingerprint(
     the same call resumes. ``abandon`` removes an unfinished run instead (the attachment is
     untouched). Timeouts as
     :func:`~simsql.backfill`; :class:`~simsql.text.errors.LockTimeout` if the switch cannot get
-    its lock within ``lock_timeout`` (run again)."""
+    its lock within ``lock_timeout`` (run again). ``wide_blocks``: the wide signature's block
+    layout after the move (``"10x24"``; None: the table's own): a wide table of the same
+    configuration moves its blocks alone, the same way (PostgreSQL; MySQL/MariaDB add the wide
+    signature in place with the table's layout and move no layout)."""
     _check_arguments(to, batch_size, max_batch_bytes)
     started = time.perf_counter()
     timeouts = apply.Timeouts(lock_timeout, statement_timeout)
     engine = engine_for(bind) if isinstance(bind, str) else bind
     try:
-        move, staged = _prepare(engine, target, schema, to, timeouts, abandon)
+        move, staged = _prepare(engine, target, schema, to, timeouts, abandon, wide_blocks)
         result: dict[str, Any] = dict(schema=move.target.schema, table=move.target.table, from_config=move.entry.config_id, to_config=to.config_id)
         if abandon and staged is not None:
             with engine.connect() as connection, apply.bounded(connection, apply.DDL_TIMEOUTS):
                 plan = describe_abandon(connection, move.target, move.names, move.cursor)
             apply.run_on_engine(engine, plan, timeouts, relations=[move.label])
-        if abandon or (staged is None and move.entry.config_id == to.config_id):
+        if abandon or (staged is None and move.nothing_to_do):
             return RefingerprintResult(**result, rows_fingerprinted=0, rows_at_switch=0, resumed=False, switched=False,
                                        seconds=time.perf_counter() - started)
         options = backfill.FillOptions(timeouts, batch_size, max_batch_bytes, progress)
@@ -292,6 +332,12 @@ def _check_arguments(to: Fingerprinter, batch_size: int, max_batch_bytes: int) -
 def _refuse_offline_server(server: Backend, move: _Move) -> None:
     """A server whose backend cannot stage a second fingerprint set is refused before any DDL,
     unless the move adds the wide signature in place (version 2 to 3, the same settings)."""
+    if not server.refingerprints_online and move.layout != move.names.layout:
+        raise UnsupportedDatabase(
+            f"refingerprint of {move.label} to wide blocks {layout_text(move.layout)}: on {server.describe_server()} simsql "
+            "moves no block layout (it adds the wide signature in place with the table's own); detach the table, attach it "
+            "with wide_blocks (--wide-blocks) and backfill"
+        )
     if not server.refingerprints_online and not move.in_place:
         raise UnsupportedDatabase(
             f"refingerprint of {move.label} to {move.to.config_id}: on {server.describe_server()} simsql moves a table "

@@ -22,6 +22,7 @@ from ..dialects.ddl_plan import DDLPlan
 from ..schema.names import DEFAULT_PREFIX, Attachment
 from ..schema.urls import engine_for
 from ..store import registry
+from ..text.signature import BlockLayout
 from ..text.vectors import AnyFingerprinter
 from . import apply, catalog
 from .attach import attached_names, describe_indexes, plan_attach, plan_detach
@@ -55,6 +56,7 @@ def attach_table(
     lock_timeout: str | None = "5s",
     index_lock_timeout: str | None = "10min",
     wide: bool | None = None,
+    wide_blocks: str | BlockLayout | None = None,
 ) -> Attachment:
     """Attach simsql to an existing table: columns (or a side table), trigger and registry
     entry in one transaction, then the block indexes (built concurrently by default; on a
@@ -64,8 +66,9 @@ def attach_table(
     ``wide=True`` (or a ``Fingerprinter(version=3)``: the signature is part of algorithm
     version 3, and ``wide=True`` alone means :data:`simsql.text.fingerprint.DEFAULT_WIDE`) adds the
     wide 256-bit originality signature (as ``WideSimHashMixin``): words
-    1-3 beside the fingerprint and the 20-bit blocks :func:`simsql.find_original` probes, kept
-    current by the same triggers, recorded in the registry (``mode`` ``columns+wide``). On a
+    1-3 beside the fingerprint and the blocks :func:`simsql.find_original` probes (``wide_blocks``:
+    8 x 20 by default, ``"10x24"`` for millions of rows: docs/originality.md), kept current by the
+    same triggers, recorded in the registry (``mode`` ``columns+wide``, ``columns+wide10x24``). On a
     table that has rows its block indexes are left to :func:`simsql.backfill`, which builds
     them once every row is filled: an index that exists while a backfill rewrites every row
     ends about twice the size of one built after it (BENCHMARKS.md). An empty table gets them
@@ -93,7 +96,7 @@ def attach_table(
     engine = _engine(bind)
     install_after_checking(engine, table, source, schema)
     timeouts = apply.Timeouts(lock_timeout, "10min")
-    spec = AttachSpec(schema=schema, fingerprinter=fingerprinter, side_table=side_table, prefix=prefix, wide=wide)
+    spec = AttachSpec(schema, fingerprinter, side_table, prefix, wide, wide_blocks)
     with engine.connect() as connection:
         planned = describe_attach_table(connection, table, source, spec, timeouts, indexes=indexes, concurrently=concurrently)
     return run_attach_table(engine, planned, timeouts, index_lock_timeout)
@@ -103,15 +106,16 @@ def attach_table(
 class AttachSpec:
     """How :func:`attach_table` attaches a table: where it is (``schema``; None: the
     connection's), which configuration (None: the recorded one, or the default), a side table
-    or columns, the names' ``prefix``, and whether with the wide signature (None: as the
-    configuration says). What :func:`describe_attach_table` hands to
-    :func:`simsql.lifecycle.attach.plan_attach`."""
+    or columns, the names' ``prefix``, whether with the wide signature (None: as the
+    configuration says) and its block layout (``wide_blocks``; None: as recorded, or 8 x 20).
+    What :func:`describe_attach_table` hands to :func:`simsql.lifecycle.attach.plan_attach`."""
 
     schema: str | None = None
     fingerprinter: AnyFingerprinter | None = None
     side_table: bool = False
     prefix: str = DEFAULT_PREFIX
     wide: bool | None = None
+    wide_blocks: str | BlockLayout | None = None
 
 
 class PlannedChange(NamedTuple):
@@ -142,7 +146,7 @@ def describe_attach_table(
         server.check_server(connection)
         planned = plan_attach(
             connection, table, source, schema=spec.schema, fingerprinter=spec.fingerprinter,
-            side_table=spec.side_table, prefix=spec.prefix, wide=spec.wide,
+            side_table=spec.side_table, prefix=spec.prefix, wide=spec.wide, wide_blocks=spec.wide_blocks,
         )  # fmt: skip
         names, target = planned.names, planned.target
         plan = planned.plan

@@ -1,14 +1,15 @@
 """The originality check's index stage on tables with the wide signature (``wide=True``).
 
-One statement: margin-directed probes of the 20-bit block indexes (:func:`simsql.text.signature.probes`:
+One statement: margin-directed probes of the block indexes (20 bits each by default: the
+attachment's layout, :attr:`simsql.schema.names.Names.layout`) (:func:`simsql.text.signature.probes`:
 each block's own value, then variants flipping its least confident bits, cheapest first, within
 ``budget`` lookups), united into one set of candidate keys, then the full 256-bit Hamming
 distance (``bit_count`` of the XOR of each word) computed and filtered inside the database,
 nearest first, before any text is read. No scan of the table: the candidates are the rows some
 probe reaches, whatever the table's size.
 
-Guaranteed: every row within ``WIDE_LAYOUT.count - 1`` bits (7) of the target, among the 160
-bits the blocks cover, shares a block value with it (pigeonhole), so it is a candidate; rows
+Guaranteed: every row within ``layout.count - 1`` bits (7 for 8 x 20) of the target, among the
+bits the blocks cover (160 for 8 x 20), shares a block value with it (pigeonhole), so it is a candidate; rows
 farther out are found when the bits that differ in one of their blocks are among those the
 probes flip.
 """
@@ -28,7 +29,7 @@ from ..schema.names import WIDE_LAYOUT
 from ..store.storage import Binding, binding_for
 from ..store.types import SimHash
 from ..text.errors import NotAttached
-from ..text.signature import WIDE_BITS, WIDE_WORDS, Signature, probe_values
+from ..text.signature import WIDE_BITS, WIDE_WORDS, BlockLayout, Signature, probe_values
 from .targets import keys_equal
 
 WIDE_DISTANCE = 96
@@ -68,7 +69,30 @@ def is_centred(binding: Binding) -> bool:
     return background is not None and background.wide
 
 
-def probe_budget(signature: Signature, centred: bool = False) -> int:
+WIDER_BUDGET_SCALE = 2
+"""How many times the probes a table whose wide blocks are wider than :data:`WIDE_LAYOUT`'s 20
+bits gets (on top of :data:`CENTRED_BUDGET_SCALE`). A copy's block equals its original's only
+when none of its bits flipped, and a wider block has more bits to flip, so the same budget
+reaches fewer copies: measured without a database on 4,500 light copies (man pages and held-out
+Debian manuals, English and Chinese, centred; BENCHMARKS.md, "Wider blocks on large tables"),
+10 x 24 left 17 unreached at the centred budget and 4 at twice it (8 x 20: 0), 10 x 22 6 and 1.
+Each probe of a 24-bit block reads about a sixteenth of the rows a 20-bit one does, so twice
+the probes still read about an eighth: built, 293 rows p50 for a fresh article at 1M against
+2,225, in about the same time there (the extra index descents cost what the rows saved); the rows
+term is the one that grows with the table (BENCHMARKS.md, "Wider blocks, built")."""
+
+
+def layout_budget_scale(layout: BlockLayout) -> int:
+    """:data:`WIDER_BUDGET_SCALE` for blocks wider than :data:`WIDE_LAYOUT`'s, else 1."""
+    return WIDER_BUDGET_SCALE if layout.width > WIDE_LAYOUT.width else 1
+
+
+def table_budget(binding: Binding, signature: Signature) -> int:
+    """:func:`probe_budget` of ``signature`` on ``binding``'s table: centred or not, its layout."""
+    return probe_budget(signature, is_centred(binding), binding.names.layout)
+
+
+def probe_budget(signature: Signature, centred: bool = False, layout: BlockLayout = WIDE_LAYOUT) -> int:
     """How many block lookups the originality check makes for ``signature`` by default.
 
     Why it depends on the text: a copier's edits have a size of their own (a header and a
@@ -83,9 +107,10 @@ def probe_budget(signature: Signature, centred: bool = False) -> int:
     evasions the 512 probes missed from 16 of 900 to 4. New texts pay for it: 1.4x the probes
     for fresh Chinese articles, 2.3x for English ones (short in features too), 1.35x the time
     at 1M rows. ``centred``: the table's whole signature is centred (:func:`is_centred`), which
-    multiplies the budget by :data:`CENTRED_BUDGET_SCALE`.
+    multiplies the budget by :data:`CENTRED_BUDGET_SCALE`; ``layout``: the table's blocks, wider
+    ones multiply it by :func:`layout_budget_scale`.
     """
-    scale = CENTRED_BUDGET_SCALE if centred else 1
+    scale = (CENTRED_BUDGET_SCALE if centred else 1) * layout_budget_scale(layout)
     if signature.features <= 0:
         return WIDE_BUDGET * scale
     scaled = -(-WIDE_BUDGET * WIDE_BUDGET_FEATURES // signature.features)  # ceiling division
@@ -128,11 +153,12 @@ def wide_distance(binding: Binding, signature: Signature | Sequence[ColumnElemen
     return total
 
 
-def probe_groups(signature: Signature, budget: int, start: int = 0) -> dict[int, list[int]]:
-    """Block number -> the values probed in it, from the ``budget`` cheapest probes (those from
-    the ``start``-th on: a later stage of :func:`simsql.queries.wide_original.find_wide_original`)."""
+def probe_groups(signature: Signature, budget: int, start: int = 0, layout: BlockLayout = WIDE_LAYOUT) -> dict[int, list[int]]:
+    """Block number -> the values probed in it, from the ``budget`` cheapest probes of the blocks
+    of ``layout`` (the table's: ``binding.names.layout``) (those from the ``start``-th on: a
+    later stage of :func:`simsql.queries.wide_original.find_wide_original`)."""
     groups: defaultdict[int, list[int]] = defaultdict(list)
-    for block, value in probe_values(signature, WIDE_LAYOUT, budget=budget)[start:]:
+    for block, value in probe_values(signature, layout, budget=budget)[start:]:
         groups[block].append(value)
     return dict(groups)
 
@@ -205,14 +231,16 @@ def _nearest(binding: Binding, limit: int) -> Select[Any]:
     return select(candidates).order_by(candidates.c.distance, *candidate_keys).limit(limit)
 
 
-def wide_parameters(signature: Signature, max_distance: int, groups: dict[int, list[int]]) -> dict[str, Any]:
+def wide_parameters(
+    signature: Signature, max_distance: int, groups: dict[int, list[int]], layout: BlockLayout = WIDE_LAYOUT
+) -> dict[str, Any]:
     """The execution parameters of :func:`wide_statement`: the four words, the bound, and the
-    values probed in each block (``groups``, from :func:`probe_groups`; a block left out probes
-    nothing)."""
+    values probed in each block of ``layout`` (the table's; ``groups``, from :func:`probe_groups`;
+    a block left out probes nothing)."""
     if isinstance(max_distance, bool) or not isinstance(max_distance, int) or not 0 <= max_distance <= WIDE_BITS:
         raise ValueError(f"max_distance must be an int in 0..{WIDE_BITS}, got {max_distance!r}")
     parameters: dict[str, Any] = {f"simsql_w{k}": word for k, word in enumerate(signature.words)}
-    parameters.update({f"simsql_v{block}": groups.get(block, []) for block in range(WIDE_LAYOUT.count)})
+    parameters.update({f"simsql_v{block}": groups.get(block, []) for block in range(layout.count)})
     parameters["simsql_bound"] = max_distance
     return parameters
 
@@ -228,6 +256,7 @@ def wide_search(
     binding = wide_binding(model)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise ValueError(f"limit must be a positive int, got {limit!r}")
-    budget = probe_budget(signature, is_centred(binding)) if budget is None else budget
-    parameters = wide_parameters(signature, max_distance, probe_groups(signature, budget))
+    layout = binding.names.layout
+    budget = table_budget(binding, signature) if budget is None else budget
+    parameters = wide_parameters(signature, max_distance, probe_groups(signature, budget, 0, layout), layout)
     return wide_statement(model, limit).params(parameters)

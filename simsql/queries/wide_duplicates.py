@@ -3,15 +3,15 @@ originality check confirms a copy.
 
 Two stages, as :func:`simsql.find_original` runs them for one text, here for every row at once:
 
-1. **Candidates, in the database.** For each of the wide signature's 8 block columns
-   (:data:`simsql.schema.names.WIDE_LAYOUT`, 20 bits each) one self-join pairs the rows whose
+1. **Candidates, in the database.** For each of the wide signature's block columns (the
+   attachment's layout, by default :data:`simsql.schema.names.WIDE_LAYOUT`: 8 of 20 bits) one self-join pairs the rows whose
    block values differ in at most ``probe_radius`` bits (the block of one row equal to the
    other's with each flip of :func:`flip_masks` applied; radius 1 as one hash join, or one index
    lookup per row and flip; radius 2 and 3 as one bit flipped on ``a``'s side and the rest on
    ``b``'s, each side's variants computed once and joined on their values, :func:`side_radii`),
    keeps the pairs whose 256-bit distance is within
-   ``wide_distance``, and sends only those keys back. A pair within ``8 * (probe_radius + 1) - 1`` bits of each other
-   among the 160 bits the blocks cover has one block within ``probe_radius`` bits
+   ``wide_distance``, and sends only those keys back. A pair within ``count * (probe_radius + 1) - 1`` bits of each other
+   among the bits the blocks cover (160 for 8 x 20) has one block within ``probe_radius`` bits
    (pigeonhole), so it is a candidate (:func:`guaranteed_distance`).
 2. **Confirmation, by text.** The candidates' texts are read by key in batches and each pair is
    kept when the larger of its two :func:`~simsql.text.containment.share_of_submission` (the
@@ -41,7 +41,7 @@ from ..store.progress import Progress
 from ..store.storage import Binding
 from ..text.containment import MIN_CONTAINMENT, Shingled, share_of_submission, shingled
 from ..text.fingerprint import Fingerprinter
-from ..text.signature import WIDE_BITS
+from ..text.signature import WIDE_BITS, BlockLayout
 from .pairs import ConfirmedPair
 from .targets import key_value
 from .wide import wide_binding
@@ -104,9 +104,9 @@ def flip_masks(radius: int, width: int = WIDE_LAYOUT.width) -> list[int]:
     return [sum(1 << bit for bit in bits) for r in range(radius + 1) for bits in combinations(range(width), r)]
 
 
-def guaranteed_distance(probe_radius: int) -> int:
-    """The distance (of the 160 bits the blocks cover) within which every pair is a candidate."""
-    return WIDE_LAYOUT.count * (probe_radius + 1) - 1
+def guaranteed_distance(probe_radius: int, layout: BlockLayout = WIDE_LAYOUT) -> int:
+    """The distance (of the bits the blocks of ``layout`` cover) within which every pair is a candidate."""
+    return layout.count * (probe_radius + 1) - 1
 
 
 def check_dedupe_arguments(min_containment: object, wide_distance: object, probe_radius: object, batch_size: object) -> None:
@@ -116,7 +116,7 @@ def check_dedupe_arguments(min_containment: object, wide_distance: object, probe
     if isinstance(wide_distance, bool) or not isinstance(wide_distance, int) or not 0 <= wide_distance <= WIDE_BITS:
         raise ValueError(f"wide_distance must be an int in 0..{WIDE_BITS} (bits of the wide signature), got {wide_distance!r}")
     if isinstance(probe_radius, bool) or not isinstance(probe_radius, int) or not 0 <= probe_radius <= MAX_DEDUPE_PROBE_RADIUS:
-        raise ValueError(f"probe_radius must be an int in 0..{MAX_DEDUPE_PROBE_RADIUS} (bits of a 20-bit block), got {probe_radius!r}")
+        raise ValueError(f"probe_radius must be an int in 0..{MAX_DEDUPE_PROBE_RADIUS} (bits of a wide block), got {probe_radius!r}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
 
@@ -140,7 +140,14 @@ def wide_pairs_statement(
 
 
 HALF_BITS = WIDE_LAYOUT.width // 2
-"""Bits of each half of a wide block in the halves form of radius 2 and 3 (:func:`half_radius`)."""
+"""Bits of each half of a block of :data:`WIDE_LAYOUT` in the halves form of radius 2 and 3
+(:func:`half_radius`); another layout's halves are :func:`half_widths`."""
+
+
+def half_widths(width: int) -> tuple[int, int]:
+    """Bits of the low and the high half of a ``width``-bit block (the high one takes an odd
+    width's last bit, so the halves cover the whole block and the pigeonhole holds)."""
+    return width // 2, width - width // 2
 
 
 def half_radius(probe_radius: int) -> int:
@@ -202,12 +209,12 @@ def once_condition(theirs: int, a_mask: Any, b_mask: Any, b_weight: Any, b_lowes
     raise ValueError(f"a split join flips 1 or 2 bits on b's side, not {theirs}")
 
 
-def split_flips(mine: int, theirs: int) -> tuple[Any, Any, Any]:
+def split_flips(mine: int, theirs: int, width: int = WIDE_LAYOUT.width) -> tuple[Any, Any, Any]:
     """The flips of the ``a`` side (``mine`` = 1 bit) and of the ``b`` side (``theirs`` = 1 or 2
-    bits), and :func:`once_condition` on their columns."""
+    bits) of a ``width``-bit block, and :func:`once_condition` on their columns."""
     if mine != 1:
         raise ValueError(f"a split join flips 1 bit on a's side, not {mine}")
-    a_flips, b_flips = flips_subquery(mine, "a_flips"), flips_subquery(theirs, "flips")
+    a_flips, b_flips = flips_subquery(mine, "a_flips", width), flips_subquery(theirs, "flips", width)
     return a_flips, b_flips, once_condition(theirs, a_flips.c.m, b_flips.c.m, b_flips.c.w, b_flips.c.low)
 
 
@@ -254,13 +261,13 @@ def _side(binding: Binding, rows: Any, value: Any, flips: Any, name: str, *extra
 @lru_cache(maxsize=256)
 def _pairs_statement(binding: Binding, block: int, probe_radius: int, materialize: bool, split: bool) -> Select[Any]:
     source = _source(binding, block, materialize)
-    column = binding.wide_blocks[block].name
+    column, width = binding.wide_blocks[block].name, binding.names.layout.width
     a, b = source.alias("a"), source.alias("b")
     mine, theirs = side_radii(probe_radius, split)
     if theirs == 0:
         return _pair_select(binding, a, b, a.c[column] == b.c[column])
     if mine == 0:
-        b_flips = flips_subquery(theirs, "flips")
+        b_flips = flips_subquery(theirs, "flips", width)
         flipped = a.c[column] == xor_expression(b.c[column], b_flips.c.m)
         return _pair_select(binding, a, b, flipped, b_from=b.join(b_flips, true()))
     # Each side's variants are computed once and fenced, so the join can only be one on the
@@ -268,7 +275,7 @@ def _pairs_statement(binding: Binding, block: int, probe_radius: int, materializ
     # materialized rows on MySQL and MariaDB. Left to itself PostgreSQL's planner nested-loops
     # the rows by key under the distance filter at radius 3, and MariaDB merges the sides and
     # nests loops over every pair (BENCHMARKS.md, "Radius 3 on small tables").
-    a_flips, b_flips, _ = split_flips(mine, theirs)
+    a_flips, b_flips, _ = split_flips(mine, theirs, width)
     a_side = _side(binding, a, xor_expression(a.c[column], a_flips.c.m), a_flips, f"simsql_a_{block}", a_flips.c.m)
     b_side = _side(
         binding, b, xor_expression(b.c[column], b_flips.c.m), b_flips, f"simsql_b_{block}", b_flips.c.m, b_flips.c.w, b_flips.c.low
@@ -285,9 +292,11 @@ def _half_statement(binding: Binding, block: int, probe_radius: int, materialize
     source = _source(binding, block, materialize)
     column = binding.wide_blocks[block].name
     a, b = source.alias("a"), source.alias("b")
-    mask: Any = literal_column(str((1 << HALF_BITS) - 1))
-    shift: Any = literal_column(str(HALF_BITS * half))
-    flips = flips_subquery(half_radius(probe_radius), "flips", HALF_BITS)
+    low, high = half_widths(binding.names.layout.width)
+    bits = (low, high)[half]
+    mask: Any = literal_column(str((1 << bits) - 1))
+    shift: Any = literal_column(str(low * half))
+    flips = flips_subquery(half_radius(probe_radius), "flips", bits)
     a_side = _side(binding, a, a.c[column].op(">>")(shift).op("&")(mask), None, f"simsql_a_{block}_{half}", a.c[column])
     b_value = xor_expression(b.c[column].op(">>")(shift).op("&")(mask), flips.c.m)
     b_side = _side(binding, b, b_value, flips, f"simsql_b_{block}_{half}", b.c[column])
@@ -329,13 +338,14 @@ def candidate_pairs(
     split = True  # every server joins the fenced sides on a plain column (see _pairs_statement)
     width = len(binding.table_keys)
     found: dict[tuple[Any, Any], int] = {}
-    for block in range(WIDE_LAYOUT.count):
+    count = binding.names.layout.count
+    for block in range(count):
         for half in (0, 1) if halves else (None,):
             statement = wide_pairs_statement(model, block, probe_radius, materialize=materialize, split=split, half=half)
             for row in session.execute(statement, {"simsql_bound": wide_distance}):
                 found[(key_value(row[:width]), key_value(row[width : 2 * width]))] = int(row[-1])
         if progress is not None:
-            progress("candidates", block + 1, WIDE_LAYOUT.count)
+            progress("candidates", block + 1, count)
     return found
 
 

@@ -33,9 +33,8 @@ from .wide import (
     WIDE_DISTANCE,
     WIDE_FIRST_CANDIDATES,
     WIDE_FIRST_STAGE,
-    is_centred,
-    probe_budget,
     probe_groups,
+    table_budget,
     wide_binding,
     wide_keys_statement,
     wide_parameters,
@@ -86,7 +85,7 @@ def find_wide_original(
     nearest first, then, if none is confirmed, the nearest ``candidates`` rows the whole
     ``budget`` reaches (rows already read are not read again; None: the submission's own
     :func:`~simsql.queries.wide.probe_budget`, more probes for a text of few features, twice as
-    many on a table centred on a wide background). ``min_containment``: the share of the
+    many on a table centred on a wide background, and twice again on wider blocks than 8 x 20). ``min_containment``: the share of the
     submission's words a candidate's text must hold
     (:func:`~simsql.text.containment.share_of_submission`; None: the nearest candidate of the whole
     budget is the answer, no text read). ``accept_distance``: a candidate within this many of the
@@ -100,7 +99,8 @@ def find_wide_original(
     if not isinstance(fingerprinter, Fingerprinter):
         raise TypeError(f"find_original() checks text; {model.__name__} is fingerprinted from vectors")
     signature = off_loop(fingerprinter.signature, text)  # CPU: a worker thread when awaited
-    budget = probe_budget(signature, is_centred(binding)) if budget is None else budget
+    budget = table_budget(binding, signature) if budget is None else budget
+    layout = binding.names.layout
     if min_containment is None:  # the nearest candidate of the whole budget, in one statement
         rows = session.execute(wide_search(model, signature, wide_distance, budget=budget, limit=1)).all()
         return Match(rows[0][0], int(rows[0][1]), 1.0 - int(rows[0][1]) / WIDE_BITS) if rows else None
@@ -108,7 +108,7 @@ def find_wide_original(
     read: set[tuple[Any, ...]] = set()
     by_key = backend(session.connection()).rows_by_key
     for start, stop, limit in stages(budget, candidates):
-        parameters = wide_parameters(signature, wide_distance, probe_groups(signature, stop, start))
+        parameters = wide_parameters(signature, wide_distance, probe_groups(signature, stop, start, layout), layout)
         for key, sources, distance, row in _nearest_texts(session, binding, limit, parameters, by_key):
             if key in read:
                 continue

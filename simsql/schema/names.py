@@ -13,8 +13,8 @@ name (so truncated names stay unique) and its full suffix (so ``..._b0`` stays r
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any
 
 import xxhash
 from sqlalchemy import JSON, BigInteger, Boolean, Column, DateTime, Integer, MetaData, String, Table, Text, func
@@ -25,33 +25,30 @@ from ..text.errors import SchemaError
 from ..text.fingerprint import DEFAULT, DEFAULT_WIDE, WIDE_VERSION, Fingerprinter
 from ..text.signature import WIDE_WORDS, BlockLayout
 from ..text.vectors import AnyFingerprinter
+from .layout import (  # re-exported: the layout is part of the names of an attachment
+    ALL_BLOCKS,
+    MAX_BLOCK_WIDTH,
+    MIN_BLOCK_WIDTH,
+    WIDE_LAYOUT,
+    WIDE_MODE,
+    Mode,
+    block_layout,
+    layout_text,
+    parse_mode,
+    wide_mode,
+)
 
 MAX_IDENTIFIER_BYTES = 63
 """PostgreSQL's NAMEDATALEN - 1."""
 
 DEFAULT_PREFIX = "simhash"
 BLOCK_COUNT = 4
-WIDE_LAYOUT = BlockLayout(count=8, width=20)
-"""How a wide table's signature is cut into indexed blocks: 8 x 20 bits (bits 0-159). Chosen by
-``python -m benchmarks.wide_layout``: with the default 512 probes, 8 blocks reach as many
-disguised copies as 12 (20-bit blocks keep random rows per probe few), with two thirds of the
-index bytes and 9 index writes per insert instead of 13; 16 x 16 reaches a little further at
-the cost of 16-bit buckets sixteen times fuller."""
-
 REGISTRY_TABLE = "simsql_registry"
 PARTITIONS_TABLE = "simsql_partitions"
 CENTRES_TABLE = "simsql_partition_centres"
 PROGRESS_TABLE = "simsql_backfill"
 BATCH_TABLE = "simsql_backfill_batch"
 """MySQL/MariaDB: the session temporary table a backfill loads each batch into (no arrays there)."""
-
-Mode = Literal["columns", "side_table"]
-
-WIDE_MODE = "+wide"
-"""Appended to the registry's ``mode`` (``columns+wide``, ``side_table+wide``) of a table that
-also stores the wide signature: how an attachment records it without another registry column,
-so databases installed by an earlier simsql need no new revision."""
-
 
 def check_name(name: str, what: str = "identifier", max_bytes: int | None = MAX_IDENTIFIER_BYTES) -> str:
     """Refuse names PostgreSQL cannot hold (empty, NUL, longer than 63 bytes) before any SQL.
@@ -107,7 +104,10 @@ class Names:
     trigger functions must not collide with the attachment's own)."""
     wide: bool = False
     """The table also stores the wide 256-bit signature (:mod:`simsql.text.signature`): words 1-3
-    beside the fingerprint (word 0) and one indexed column per block of :data:`WIDE_LAYOUT`."""
+    beside the fingerprint (word 0) and one indexed column per block of :attr:`layout`."""
+    layout: BlockLayout = field(default=WIDE_LAYOUT)
+    """How a wide table's signature is cut into indexed blocks (:data:`WIDE_LAYOUT` unless the
+    attachment chose another, ``wide_blocks=``); meaningless unless ``wide``."""
 
     def __post_init__(self) -> None:
         # the table's length is its server's to judge (Backend.check_identifier: PostgreSQL 63
@@ -119,12 +119,18 @@ class Names:
             raise SchemaError(f"column prefix {self.prefix!r} is too long (at most 59 bytes)")
         if self.side is not None:
             check_name(self.side, "side table name")
+        if not isinstance(self.layout, BlockLayout) or block_layout(self.layout) != self.layout:
+            raise SchemaError(f"layout must be a BlockLayout, got {self.layout!r}")
 
     @classmethod
-    def for_table(cls, table: str, prefix: str = DEFAULT_PREFIX, mode: Mode = "columns", *, wide: bool = False) -> Names:
-        """The names a new attachment of ``table`` gets in ``mode`` (``wide``: with the wide signature)."""
+    def for_table(
+        cls, table: str, prefix: str = DEFAULT_PREFIX, mode: Mode = "columns", *, wide: bool = False,
+        layout: BlockLayout = WIDE_LAYOUT,
+    ) -> Names:  # fmt: skip
+        """The names a new attachment of ``table`` gets in ``mode`` (``wide``: with the wide
+        signature, cut into the blocks of ``layout``)."""
         side = default_side_table(table, prefix) if mode == "side_table" else None
-        return cls(table, prefix, side, wide=wide)
+        return cls(table, prefix, side, wide=wide, layout=layout)
 
     @property
     def mode(self) -> Mode:
@@ -132,8 +138,8 @@ class Names:
 
     @property
     def recorded_mode(self) -> str:
-        """What the registry's ``mode`` records: :attr:`mode`, plus :data:`WIDE_MODE` when wide."""
-        return self.mode + (WIDE_MODE if self.wide else "")
+        """What the registry's ``mode`` records: :attr:`mode`, plus :func:`wide_mode` when wide."""
+        return self.mode + (wide_mode(self.layout) if self.wide else "")
 
     @property
     def holder(self) -> str:
@@ -166,7 +172,7 @@ class Names:
     @property
     def wide_blocks(self) -> tuple[str, ...]:
         """The wide signature's block columns (``<prefix>_v0`` ...); empty unless ``wide``."""
-        return tuple(f"{self.prefix}_v{i}" for i in range(WIDE_LAYOUT.count)) if self.wide else ()
+        return tuple(f"{self.prefix}_v{i}" for i in range(self.layout.count)) if self.wide else ()
 
     @property
     def wide_indexes(self) -> tuple[str, ...]:
@@ -223,17 +229,21 @@ class Names:
     def functions(self) -> tuple[str, ...]:
         return (self.row_function, self.stale_function)
 
-    def shadow(self, wide: bool | None = None) -> Names:
+    def shadow(self, wide: bool | None = None, layout: BlockLayout | None = None) -> Names:
         """The names of the second fingerprint set a refingerprint fills beside this one (same
         table, prefix ``<prefix>_next``, side table ``<side>_next``), renamed to these at its
-        switch. ``wide``: whether the new set has the wide signature (default: as this one)."""
+        switch. ``wide``: whether the new set has the wide signature, ``layout`` its blocks
+        (default: as this one)."""
         side = identifier(self.side, "_next") if self.side else None
-        return Names(self.table, f"{self.prefix}_next", side, "_next", self.wide if wide is None else wide)
+        return Names(
+            self.table, f"{self.prefix}_next", side, "_next", self.wide if wide is None else wide,
+            self.layout if layout is None else layout,
+        )  # fmt: skip
 
-    def with_wide(self, wide: bool) -> Names:
+    def with_wide(self, wide: bool, layout: BlockLayout | None = None) -> Names:
         """These names with (or without) the wide signature: an attachment's after a move to
-        (or from) algorithm version 3."""
-        return Names(self.table, self.prefix, self.side, self.stage, wide)
+        (or from) algorithm version 3 (``layout``: its blocks; default as these)."""
+        return Names(self.table, self.prefix, self.side, self.stage, wide, self.layout if layout is None else layout)
 
     @property
     def refingerprint_cursor(self) -> str:
@@ -426,12 +436,19 @@ class Attachment:
 
     @property
     def names(self) -> Names:
-        return Names(self.table_name, self.column_name, self.side_table, wide=self.wide)
+        layout = self.layout
+        return Names(self.table_name, self.column_name, self.side_table, wide=layout is not None, layout=layout or WIDE_LAYOUT)
 
     @property
     def wide(self) -> bool:
         """Whether the table also stores the wide signature (recorded in ``mode``)."""
-        return self.mode.endswith(WIDE_MODE)
+        return self.layout is not None
+
+    @property
+    def layout(self) -> BlockLayout | None:
+        """The wide signature's block layout (recorded in ``mode``: :func:`parse_mode`); None
+        when the table has no wide signature."""
+        return parse_mode(self.mode)[1]
 
     @property
     def prefix(self) -> str:
@@ -439,22 +456,29 @@ class Attachment:
 
 
 __all__ = [
+    "ALL_BLOCKS",
     "Attachment",
     "BATCH_TABLE",
     "BLOCK_COUNT",
     "CENTRES_TABLE",
     "DEFAULT_PREFIX",
+    "MAX_BLOCK_WIDTH",
     "MAX_IDENTIFIER_BYTES",
+    "MIN_BLOCK_WIDTH",
     "Names",
     "PARTITIONS_TABLE",
     "PROGRESS_TABLE",
     "REGISTRY_TABLE",
     "WIDE_LAYOUT",
     "WIDE_MODE",
+    "block_layout",
     "check_name",
     "configuration_for",
     "default_side_table",
     "identifier",
+    "layout_text",
+    "parse_mode",
+    "wide_mode",
     "centres_table",
     "metadata",
     "partitions_table",

@@ -92,7 +92,7 @@ def orm_trigger(table: Table) -> OrmTrigger | None:
         return None
     bound = binding()
     base: Any = inspect(bound.model).local_table
-    names = Names(base.name, bound.names.prefix, bound.names.side, wide=bound.names.wide)
+    names = Names(base.name, bound.names.prefix, bound.names.side, wide=bound.names.wide, layout=bound.names.layout)
     return OrmTrigger(names, bound.source_columns, tuple(k.name for k in bound.keys))
 
 

@@ -34,8 +34,10 @@ from ..schema.names import (
     PROGRESS_TABLE,
     REGISTRY_TABLE,
     Attachment,
+    Names,
     centres_table,
     partitions_table,
+    layout_text,
     progress_table,
     record_values,
     registry_table,
@@ -338,6 +340,25 @@ def check(
     if entry is not None and entry.config_id != config_id:
         raise mismatch(entry.table_schema, table_name, entry, config_id, advice=advice)
     passed(connection.engine, (schema, table_name, config_id), _confirm_in(connection, entry, schema))
+
+
+def check_layout(connection: Connection, table_name: str, schema: str | None, names: Names, owner: str) -> None:
+    """Refuse (:class:`SchemaError`) a model whose wide blocks (``names.layout``, as ``owner``
+    declares them) are not those the registry records for ``table_name``: its queries would probe
+    values of one width in columns of another. Checked once per ``CHECK_TTL``, as :func:`check`."""
+    if not names.wide:
+        return
+    target = (schema, table_name, f"#layout {layout_text(names.layout)}")
+    if fresh(connection.engine, target):
+        return
+    entry = read(connection, table_name, schema)
+    if entry is not None and entry.layout is not None and entry.layout != names.layout:
+        raise SchemaError(
+            f"{entry.table_schema}.{table_name} is recorded with wide blocks {layout_text(entry.layout)}, but {owner} declares "
+            f"{layout_text(names.layout)}: declare the table's (wide_blocks / __simhash_wide_blocks__), or move the table with "
+            f"`simsql refingerprint --table {table_name} --wide-blocks {layout_text(names.layout)}`"
+        )
+    passed(connection.engine, target)
 
 
 def _confirm_in(connection: Connection, entry: Attachment | None, schema: str | None) -> str | None:

@@ -15,11 +15,13 @@ from sqlalchemy import Column, ForeignKeyConstraint, Table, event, inspect
 from sqlalchemy.orm import Mapper
 
 from ..dialects import backend
-from ..schema.names import DEFAULT_PREFIX, Names, configuration_for, default_side_table
+from ..schema.names import DEFAULT_PREFIX, Names, block_layout, configuration_for, default_side_table, layout_text
 from ..text.errors import SchemaError
 from ..text.fingerprint import Fingerprinter
+from ..text.signature import BlockLayout
 from .orm_triggers import install_trigger_on_create
-from .storage import Binding, block_columns, block_indexes, bound_to, register, source_names, wide_columns, wide_indexes
+from .columns import block_columns, block_indexes, wide_columns, wide_indexes
+from .storage import Binding, bound_to, register, source_names
 from .types import TEXT_DIGEST, SimHash
 
 
@@ -31,6 +33,7 @@ def attach_model(
     table_name: str | None = None,
     prefix: str = DEFAULT_PREFIX,
     wide: bool | None = None,
+    wide_blocks: str | BlockLayout | None = None,
 ) -> Binding:
     """Fingerprint ``model`` without altering its table: a side table keyed by its primary key.
 
@@ -40,22 +43,28 @@ def attach_model(
     calling ``attach`` twice with the same settings returns the same binding. ``wide``: the side
     table also holds the wide originality signature (as :class:`WideSimHashMixin`), part of
     algorithm version 3: ``wide=True`` alone means :data:`simsql.text.fingerprint.DEFAULT_WIDE`, a
-    version 3 ``fingerprinter`` means ``wide=True``.
+    version 3 ``fingerprinter`` means ``wide=True``. ``wide_blocks``: how the wide signature is
+    cut into indexed blocks (``"10x24"`` or a :class:`~simsql.text.signature.BlockLayout`;
+    None: 8 x 20), as :func:`simsql.attach_table` takes it (given, ``wide`` defaults to True).
     """
     mapper: Any = inspect(model, raiseerr=False)
     if mapper is None or not isinstance(mapper, Mapper):
         raise TypeError(f"attach_model() needs a mapped class, got {model!r}")
     source = _check_source(model, mapper, source)
-    fingerprinter = configuration_for(fingerprinter, wide)
+    fingerprinter = configuration_for(fingerprinter, True if wide is None and wide_blocks is not None else wide)
     wide = fingerprinter.wide
+    layout = block_layout(wide_blocks)
+    if wide_blocks is not None and not wide:
+        raise SchemaError(f"wide_blocks={layout_text(layout)!r} cuts the wide signature into blocks: pass wide=True too")
     existing = bound_to(model)
     if existing is not None:
-        if existing.source == source and existing.fingerprinter == fingerprinter and existing.names.wide == wide:
+        same = existing.names.wide == wide and (not wide or existing.names.layout == layout)
+        if existing.source == source and existing.fingerprinter == fingerprinter and same:
             return existing
         raise ValueError(f"{model.__name__} is already attached with different settings")
     base = mapper.local_table
     assert isinstance(base, Table)
-    names = Names(base.name, prefix, table_name or default_side_table(base.name, prefix), wide=wide)
+    names = Names(base.name, prefix, table_name or default_side_table(base.name, prefix), wide=wide, layout=layout)
     keys = tuple(mapper.primary_key)
     side = _side_table(base, names, keys)
     binding = Binding(

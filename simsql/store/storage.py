@@ -18,7 +18,6 @@ from typing import Any, ClassVar, Literal
 
 from sqlalchemy import (
     Column,
-    Index,
     Integer,
     Table,
     event,
@@ -28,13 +27,15 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, Mapper, declared_attr, mapped_column
 from sqlalchemy.orm.attributes import get_history, set_attribute
 
-from ..dialects import COVERING_INFO, block_computed, wide_block_computed
+from ..dialects import block_computed, wide_block_computed
 from ..dialects.sqltext import is_autocommit
-from ..schema.names import BLOCK_COUNT, DEFAULT_PREFIX, Attachment, Names, configuration_for
+from ..schema.names import BLOCK_COUNT, DEFAULT_PREFIX, WIDE_LAYOUT, Attachment, Names, block_layout, configuration_for
 from ..text.errors import ConfigMismatch, NotAttached, SchemaError
 from ..text.fingerprint import DEFAULT, DEFAULT_WIDE, WIDE_VERSION, Fingerprinter
+from ..text.signature import BlockLayout
 from ..text.vectors import AnyFingerprinter, VectorFingerprinter, vector_of
 from . import registry, statement_checks
+from .columns import block_indexes, wide_indexes
 from .orm_triggers import install_trigger_on_create
 from .types import TEXT_DIGEST, SimHash
 
@@ -103,7 +104,8 @@ class Binding:
     words: tuple[Column[Any], ...] = ()
     """The wide signature's four word columns (word 0 is ``fingerprint``); empty unless ``names.wide``."""
     wide_blocks: tuple[Column[Any], ...] = ()
-    """The wide signature's block columns, one per block of :data:`simsql.schema.names.WIDE_LAYOUT`."""
+    """The wide signature's block columns, one per block of ``names.layout`` (by default
+    :data:`simsql.schema.names.WIDE_LAYOUT`)."""
 
     def text_of(self, instance: object) -> str | None:
         """The text a row is fingerprinted from: its non-NULL source columns, one per line."""
@@ -171,6 +173,7 @@ class Binding:
         if claim:
             registry.claim(connection, name, schema, self.fingerprinter, self.source_columns, self.names)
         registry.check(connection, name, schema, self.fingerprinter.config_id, self.mismatch_advice)
+        registry.check_layout(connection, name, schema, self.names, self.model.__name__)
 
     def mismatch_advice(self, found: Attachment) -> str | None:
         """The one change that fits this model to a table of the same configuration but for the
@@ -218,49 +221,6 @@ class Binding:
 
 
 _SIDE_BINDINGS: dict[type, Binding] = {}
-
-
-def block_columns(names: Names) -> list[Column[Any]]:
-    return [
-        Column(name, Integer, block_computed(names.fingerprint, i), nullable=True)
-        for i, name in enumerate(names.blocks)
-    ]
-
-
-def wide_columns(names: Names) -> list[Column[Any]]:
-    """Words 1-3 of the wide signature, then its block columns, generated from the four words."""
-    words: list[Column[Any]] = [Column(name, SimHash(), nullable=True) for name in names.wide_words]
-    blocks = [
-        Column(name, Integer, wide_block_computed(names.signature_words, i), nullable=True)
-        for i, name in enumerate(names.wide_blocks)
-    ]
-    return words + blocks
-
-
-def wide_indexes(table: Table, names: Names, key_names: Sequence[str]) -> list[Index]:
-    """One btree per wide block covering the four words and the key: a probe computes each
-    candidate's distance from the index alone, and reads the table for the nearest rows only."""
-    covering = (*names.signature_words, *key_names)
-    return [
-        Index(names.index(block), table.c[block], postgresql_include=list(covering), info={COVERING_INFO: names.signature_words})
-        for block in names.wide_blocks
-    ]
-
-
-def block_indexes(table: Table, names: Names, key_names: Sequence[str]) -> list[Index]:
-    """One btree per block, covering the fingerprint and the key, so candidate lookups are
-    index-only scans and touch the heap only for the final rows. (MySQL has no INCLUDE: there
-    the fingerprint is a second key column and InnoDB adds the primary key by itself, see
-    :mod:`simsql.dialects.mysql`.)"""
-    return [
-        Index(
-            names.index(block),
-            table.c[block],
-            postgresql_include=[names.fingerprint, *key_names],
-            info={COVERING_INFO: (names.fingerprint,)},
-        )
-        for block in names.blocks
-    ]
 
 
 def source_names(source: object, owner: str) -> tuple[str, ...]:
@@ -339,20 +299,44 @@ for _index, _name in enumerate(BLOCK_COLUMNS):
 class WideSimHashMixin(SimHashMixin):
     """:class:`SimHashMixin` plus the wide 256-bit originality signature (:mod:`simsql.text.signature`):
     words 1-3 beside ``simhash`` (word 0), written with it on every ORM write, and the indexed
-    blocks of :data:`simsql.schema.names.WIDE_LAYOUT` generated from the words, which
-    :func:`simsql.find_original` probes. Its configuration is algorithm version 3
+    blocks generated from the words, which :func:`simsql.find_original` probes: those of
+    :data:`simsql.schema.names.WIDE_LAYOUT` (8 x 20 bits), or of ``__simhash_wide_blocks__``
+    (``"10x24"``, or a :class:`~simsql.text.signature.BlockLayout`: the ``wide_blocks`` of
+    :func:`simsql.attach_table`), which must hold at least 8 blocks (the mixin declares
+    ``simhash_v0..v7``). Its configuration is algorithm version 3
     (:data:`simsql.text.fingerprint.DEFAULT_WIDE` unless ``__simhash_fingerprinter__`` names another
     version 3 one). Opt-in: tables without it keep working unchanged."""
 
     __simhash_fingerprinter__: ClassVar[AnyFingerprinter] = DEFAULT_WIDE
+    __simhash_wide_blocks__: ClassVar[str | BlockLayout | None] = None
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        """A class that names its own ``__simhash_wide_blocks__`` gets the block columns of that
+        layout (declared before SQLAlchemy maps it; a bad layout fails at its declaration)."""
+        if cls.__dict__.get("__simhash_wide_blocks__") is not None:
+            layout = block_layout(cls.__dict__["__simhash_wide_blocks__"])
+            if layout.count < WIDE_LAYOUT.count:
+                raise SchemaError(
+                    f"{cls.__name__}.__simhash_wide_blocks__: WideSimHashMixin declares {WIDE_LAYOUT.count} block columns, "
+                    f"so a layout of at least {WIDE_LAYOUT.count} blocks; attach_model(..., wide_blocks=...) takes any"
+                )
+            names = Names("mixin", DEFAULT_PREFIX, wide=True, layout=layout)
+            for index, name in enumerate(names.wide_blocks):
+                setattr(cls, name, _wide_attr(name, index, layout))
+        super().__init_subclass__(**kw)
 
 
-def _wide_attr(name: str, block: int | None) -> declared_attr[int | None]:
-    """Word column ``name`` (``block`` None), or wide block ``block``, generated from the words."""
+def mixin_layout(model: type) -> BlockLayout:
+    """The wide block layout a ``WideSimHashMixin`` model declares (8 x 20 unless ``__simhash_wide_blocks__``)."""
+    return block_layout(getattr(model, "__simhash_wide_blocks__", None))
+
+
+def _wide_attr(name: str, block: int | None, layout: BlockLayout = WIDE_LAYOUT) -> declared_attr[int | None]:
+    """Word column ``name`` (``block`` None), or wide block ``block`` of ``layout``, generated from the words."""
     def column(cls: type) -> Mapped[int | None]:
         if block is None:
             return mapped_column(name, SimHash(), nullable=True)
-        return mapped_column(name, Integer, wide_block_computed(_WIDE_NAMES.signature_words, block))
+        return mapped_column(name, Integer, wide_block_computed(_WIDE_NAMES.signature_words, block, layout))
 
     return declared_attr(column)
 
@@ -387,7 +371,8 @@ def _mixin_binding(model: type) -> Binding:
     table = mapper.local_table
     assert isinstance(table, Table)
     keys = tuple(mapper.primary_key)
-    names = Names(table.name, wide=issubclass(model, WideSimHashMixin))
+    wide = issubclass(model, WideSimHashMixin)
+    names = Names(table.name, wide=wide, layout=mixin_layout(model) if wide else WIDE_LAYOUT)
     return Binding(
         model=model,
         mode="columns",
@@ -433,7 +418,8 @@ def _addblock_indexes(mapper: Mapper[Any], cls: type) -> None:
     table = mapper.local_table
     if not isinstance(table, Table) or FINGERPRINT_COLUMN not in table.c:
         return
-    names = Names(table.name, wide=_WIDE_NAMES.wide_words[0] in table.c)
+    wide = _WIDE_NAMES.wide_words[0] in table.c
+    names = Names(table.name, wide=wide, layout=mixin_layout(cls) if wide else WIDE_LAYOUT)
     if any(index.name == names.indexes[0] for index in table.indexes):
         return
     keys = [column.name for column in table.primary_key.columns]

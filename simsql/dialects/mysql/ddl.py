@@ -204,12 +204,12 @@ def _blocks(names: Names) -> list[tuple[str, str]]:
     """(block column, its definition): generated from the fingerprint (a wide block from the
     four words), VIRTUAL as the ORM's."""
     fingerprint = quote(names.fingerprint)
-    signature = [quote(word) for word in names.signature_words]
+    signature, layout = [quote(word) for word in names.signature_words], names.layout
     return [
         (name, f"{quote(name)} {BLOCK_TYPE} GENERATED ALWAYS AS ({block_expression_sql(fingerprint, i)}) VIRTUAL")
         for i, name in enumerate(names.blocks)
     ] + [
-        (name, f"{quote(name)} {BLOCK_TYPE} GENERATED ALWAYS AS {wide_block_sql(signature, i, cast=False)} VIRTUAL")
+        (name, f"{quote(name)} {BLOCK_TYPE} GENERATED ALWAYS AS {wide_block_sql(signature, i, cast=False, layout=layout)} VIRTUAL")
         for i, name in enumerate(names.wide_blocks)
     ]
 

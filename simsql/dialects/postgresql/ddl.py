@@ -84,7 +84,8 @@ def row_trigger_body(names: Names, source: Sequence[str], *, derive_blocks: bool
     if derive_blocks:  # an attached table's wide blocks are plain columns too
         signature = [f"NEW.{quote(word)}" for word in names.signature_words]
         blocks += "".join(
-            f"\n  NEW.{quote(name)} := {wide_block_sql(signature, i, cast=True)};" for i, name in enumerate(names.wide_blocks)
+            f"\n  NEW.{quote(name)} := {wide_block_sql(signature, i, cast=True, layout=names.layout)};"
+            for i, name in enumerate(names.wide_blocks)
         )
     skip = f"""
   IF TG_OP = 'UPDATE' AND current_setting('{LISTS_WRITE}', true) = 'on' AND {fp} IS NOT DISTINCT FROM {old_fp}
@@ -219,7 +220,7 @@ class PostgresDDL(DDLDescriber):
         blocks += [f"{quote(name)} bigint" for name in names.wide_words]
         signature = [quote(word) for word in names.signature_words]
         blocks += [
-            f"{quote(name)} integer GENERATED ALWAYS AS ({wide_block_sql(signature, i, cast=True)}) STORED"
+            f"{quote(name)} integer GENERATED ALWAYS AS ({wide_block_sql(signature, i, cast=True, layout=names.layout)}) STORED"
             for i, name in enumerate(names.wide_blocks)
         ]
         create = (
@@ -396,7 +397,8 @@ class PostgresDDL(DDLDescriber):
         moved to the new configuration, cursors forgotten. ``side_keys``: (shadow side table's
         primary key constraint, the old one's name) and ``partitions`` (of a partitioned table:
         their block indexes are renamed too) so the names stay free for the next run."""
-        after = names.with_wide(shadow.wide)  # a move to (or from) version 3 adds (or drops) the wide signature
+        # a move to (or from) version 3 adds (or drops) the wide signature; its blocks as the shadow's
+        after = names.with_wide(shadow.wide, shadow.layout)
         steps = self._drop_trigger(target, names) + self._drop_trigger(target, shadow)
         steps += self._rename_shadow(target, names, shadow, after, side_keys, partitions)
         what = "drops stale side rows" if names.side else "derives blocks, drops stale fingerprints"

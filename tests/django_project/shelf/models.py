@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from simsql.django.models import ListsModel, SimHashModel, WideSimHashModel
+from simsql.django.models import ListsModel, SimHashModel, WideSimHashModel, wide_simhash_model
 
 
 class Memo(WideSimHashModel):
@@ -27,6 +27,16 @@ class Note(SimHashModel):
 
 class Clipping(ListsModel, WideSimHashModel):
     """Partition lists on a Django model (tests/test_django_transaction.py)."""
+
+    simhash_source = "text"
+    text = models.TextField()
+
+    class Meta:
+        app_label = "shelf"
+
+
+class Leaf(wide_simhash_model("10x24")):
+    """Ten wide blocks of 24 bits (issue 43: the layout chosen per table; tests/test_wide_layout_django.py)."""
 
     simhash_source = "text"
     text = models.TextField()
