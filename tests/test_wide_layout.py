@@ -533,6 +533,8 @@ def test_an_unfinished_layout_move_resumes_only_as_started_and_abandons_cleanly(
         refingerprint(engine, "docs", to=v3, wide_blocks="10x24", batch_size=50, workers=0, progress=stop)
     with pytest.raises(SchemaError, match="with 10 wide blocks is in progress"):
         refingerprint(engine, "docs", to=v3, wide_blocks="12x20")
+    with pytest.raises(SchemaError, match="10x24 is in progress"):  # the same count, another width
+        refingerprint(engine, "docs", to=v3, wide_blocks="10x22")
     refingerprint(engine, "docs", to=v3, abandon=True)
     assert state(engine) == attached
     with pytest.raises(Stop):

@@ -43,13 +43,14 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, column, select, table
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError
 
 from ..dialects import Backend, backend
 from ..dialects.batch import Job
 from ..dialects.ddl_plan import TableShape
+from ..schema.layout import MAX_BLOCK_WIDTH, MIN_BLOCK_WIDTH
 from ..schema.names import WIDE_LAYOUT, Attachment, Names, block_layout, layout_text
 from ..schema.urls import engine_for
 from ..store import registry
@@ -179,8 +180,10 @@ def _prepare(
 
 
 def _refuse_other_blocks(connection: Connection, move: _Move) -> None:
-    """A staged run resumed with another block count than it staged is refused (its shadow
-    columns are of that count; the width is the caller's to repeat)."""
+    """A staged run resumed with another layout than it staged is refused: another block count
+    (its shadow columns are of that count), or another width (read off the rows it filled:
+    :func:`_staged_width`), which would leave the registry recording a width its blocks were
+    not cut with."""
     shadow, schema = move.shadow, move.target.schema
     if not shadow.wide or not backend(connection).refingerprints_online:
         return
@@ -193,6 +196,27 @@ def _refuse_other_blocks(connection: Connection, move: _Move) -> None:
             f"a refingerprint of {move.label} with {staged} wide blocks is in progress; run it again with the "
             f"wide_blocks it started with (--wide-blocks), or abandon it (`simsql refingerprint --abandon`)"
         )
+    width = _staged_width(connection, schema, shadow) if staged else None
+    if width is not None and width != move.layout.width:
+        raise SchemaError(
+            f"a refingerprint of {move.label} to wide blocks {staged}x{width} is in progress; run it again with the "
+            f"wide_blocks it started with (--wide-blocks {staged}x{width}), or abandon it (`simsql refingerprint --abandon`)"
+        )
+
+
+def _staged_width(connection: Connection, schema: str, shadow: Names) -> int | None:
+    """The width of the blocks a staged move cut, read off rows it already filled: block 0 is
+    bits ``0..width-1`` of word 0, so each filled row's ``v0`` equals ``word0 & (2**width - 1)``
+    for the width it was cut with. None when no filled row tells (none filled yet, or every row
+    fits several widths, its high bits 0)."""
+    holder = table(shadow.holder, column(shadow.fingerprint), column(f"{shadow.prefix}_v0"), schema=schema)
+    word, block = holder.c[shadow.fingerprint], holder.c[f"{shadow.prefix}_v0"]
+    rows = connection.execute(select(word, block).where(word.is_not(None), block.is_not(None)).limit(16)).all()
+    widths = [
+        w for w in range(MIN_BLOCK_WIDTH, MAX_BLOCK_WIDTH + 1)
+        if rows and all(int(b) == int(f) & ((1 << w) - 1) for f, b in rows)
+    ]  # fmt: skip
+    return widths[0] if len(widths) == 1 else None
 
 
 def _refuse_conflicts(connection: Connection, move: _Move) -> None:
