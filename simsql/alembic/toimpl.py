@@ -166,7 +166,7 @@ def _add_simhash(operations: Operations, operation: AddSimHashOp) -> None:
         fingerprinter=operation.configuration,
         side_table=operation.side_table,
         prefix=operation.prefix,
-        wide_blocks=operation.wide_blocks if operation.configuration.wide else None,
+        wide_blocks=operation.wide_blocks,  # None unless asked: a vector or version 2 table then refuses it, naming it
     )
     _check_primary_key(target, operation)
 
