@@ -31,7 +31,6 @@ from sqlalchemy import create_engine, text
 import simsql
 import simsql.bits
 from simsql.dialects import wide_block_sql
-from simsql.schema.names import WIDE_LAYOUT
 from simsql.text.signature import BlockLayout, Signature, probes
 
 from .corpus import assembled_articles, english_documents, paragraphs
@@ -52,17 +51,8 @@ def reach(pairs: Sequence[tuple[str, Signature, Signature]], layout: BlockLayout
 
 
 def _block_sql(words: Sequence[str], layout: BlockLayout, index: int) -> str:
-    """``simsql.dialects.wide_block_sql`` generalised to any layout (it serves the shipped one)."""
-    if layout == WIDE_LAYOUT:
-        return wide_block_sql(words, index, cast=True)
-    parts, taken, bits = [], 0, layout.bits_of(index)
-    while taken < len(bits):
-        word, low = divmod(bits.start + taken, 64)
-        width = min(len(bits) - taken, 64 - low)
-        part = f"(({words[word]} >> {low}) & {(1 << width) - 1})"
-        parts.append(f"({part} << {taken})" if taken else part)
-        taken += width
-    return f"CAST({' | '.join(parts)} AS INTEGER)"
+    """``simsql.dialects.wide_block_sql`` of ``layout`` (it takes any layout now)."""
+    return wide_block_sql(words, index, cast=True, layout=layout)
 
 
 def cost(url: str, layout: BlockLayout, signatures: Sequence[Signature]) -> dict[str, Any]:

@@ -21,7 +21,6 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import ColumnElement
 from sqlalchemy.sql.visitors import InternalTraversal
 
-from ..schema.names import WIDE_LAYOUT
 from ..text.signature import WIDE_WORDS, BlockLayout
 from .mysql.compile import MYSQL_DIALECTS
 from .wide_sql import wide_block_sql
@@ -39,7 +38,7 @@ class WideBlockExpression(ColumnElement[int]):
         ("layout", InternalTraversal.dp_plain_obj),
     ]
 
-    def __init__(self, words: Sequence[str], index: int, layout: BlockLayout = WIDE_LAYOUT) -> None:
+    def __init__(self, words: Sequence[str], index: int, layout: BlockLayout) -> None:
         if len(words) != WIDE_WORDS:
             raise ValueError(f"the wide signature has 4 word columns, got {len(words)}")
         if not 0 <= index < layout.count:
@@ -75,7 +74,7 @@ class WideBlockComputed(Computed):
 
     inherit_cache = True
 
-    def __init__(self, words: Sequence[str], index: int, layout: BlockLayout = WIDE_LAYOUT) -> None:
+    def __init__(self, words: Sequence[str], index: int, layout: BlockLayout) -> None:
         super().__init__(WideBlockExpression(words, index, layout), persisted=True)
 
     def _copy(self, **kw: Any) -> WideBlockComputed:
@@ -95,6 +94,6 @@ for _name in MYSQL_DIALECTS:
     compiles(WideBlockComputed, _name)(_computed_mysql)
 
 
-def wide_block_computed(words: Sequence[str], index: int, layout: BlockLayout = WIDE_LAYOUT) -> WideBlockComputed:
+def wide_block_computed(words: Sequence[str], index: int, layout: BlockLayout) -> WideBlockComputed:
     """The ``Computed`` clause of wide block column ``index`` of ``layout`` over the word columns ``words``."""
     return WideBlockComputed(words, index, layout)

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..schema.names import WIDE_LAYOUT
 from ..text.signature import BlockLayout
 
 
-def wide_block_sql(words: Sequence[str], index: int, *, cast: bool, layout: BlockLayout = WIDE_LAYOUT) -> str:
+def wide_block_sql(words: Sequence[str], index: int, *, cast: bool, layout: BlockLayout) -> str:
     """SQL deriving block ``index`` of ``layout`` (the attachment's, :attr:`simsql.schema.names.Names.layout`)
     from the four quoted word columns (``words[0]`` the fingerprint); ``cast``: as ``INTEGER``
     (PostgreSQL's signed words)."""

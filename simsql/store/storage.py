@@ -331,7 +331,7 @@ def mixin_layout(model: type) -> BlockLayout:
     return block_layout(getattr(model, "__simhash_wide_blocks__", None))
 
 
-def _wide_attr(name: str, block: int | None, layout: BlockLayout = WIDE_LAYOUT) -> declared_attr[int | None]:
+def _wide_attr(name: str, block: int | None, layout: BlockLayout) -> declared_attr[int | None]:
     """Word column ``name`` (``block`` None), or wide block ``block`` of ``layout``, generated from the words."""
     def column(cls: type) -> Mapped[int | None]:
         if block is None:
@@ -342,9 +342,9 @@ def _wide_attr(name: str, block: int | None, layout: BlockLayout = WIDE_LAYOUT) 
 
 
 for _name in _WIDE_NAMES.wide_words:
-    setattr(WideSimHashMixin, _name, _wide_attr(_name, None))
+    setattr(WideSimHashMixin, _name, _wide_attr(_name, None, WIDE_LAYOUT))
 for _index, _name in enumerate(_WIDE_NAMES.wide_blocks):
-    setattr(WideSimHashMixin, _name, _wide_attr(_name, _index))
+    setattr(WideSimHashMixin, _name, _wide_attr(_name, _index, WIDE_LAYOUT))
 
 
 def _mixin_binding(model: type) -> Binding:
