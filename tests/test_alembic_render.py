@@ -77,6 +77,22 @@ def test_autogenerate_renders_simsqls_operations_and_their_reverse() -> None:
     ]
 
 
+def test_a_vector_configuration_renders_as_itself() -> None:
+    """``op.add_simhash(..., fingerprinter=VectorFingerprinter(...))`` renders into a call that
+    rebuilds that very configuration (not a text ``Fingerprinter`` of its settings), and back."""
+    from simsql.alembic import AddSimHashOp
+
+    configuration = simsql.VectorFingerprinter.fit([[1.0, 0.5, 0.0], [0.2, 1.0, 0.3]], seed=7)
+    upgrade = ops.UpgradeOps(ops=[AddSimHashOp("clips", ["embedding"], fingerprinter=configuration, primary_key=["id"])])
+    for operations, called in ((upgrade, "add_simhash"), (upgrade.reverse(), "drop_simhash")):
+        recorder = _RecordingKeywords()
+        code = _body(render_python_code(operations))
+        exec(compile(code, "<migration>", "exec"), {"op": recorder, "simsql": simsql})  # noqa: S102
+        (name, args, keywords), = recorder.calls
+        assert (name, args[0], keywords["primary_key"]) == (called, "clips", ["id"])
+        assert keywords["fingerprinter"] == configuration
+
+
 class _RecordingKeywords:
     def __init__(self) -> None:
         self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []

@@ -102,3 +102,38 @@ def test_online_operations_attach_version_3_and_undo_it(any_engine: Engine) -> N
     with any_engine.begin() as connection:
         _migrate(_body(render_python_code(migration.reverse())), MigrationContext.configure(connection))
     assert state(any_engine) == before
+
+
+def test_an_offline_script_attaches_a_vector_configuration_and_undoes_it(tmp_path: Path, fresh_database: str) -> None:
+    """``alembic upgrade --sql`` of ``op.add_simhash`` with a :class:`simsql.VectorFingerprinter`
+    (a configuration without a wide signature of its own), applied by psql: the registry names
+    the vector configuration, the blocks are version 2's, and the reverse script leaves the table
+    as it was (before, offline naming the attachment raised AttributeError)."""
+    from sqlalchemy import text
+
+    configuration = simsql.VectorFingerprinter(12, seed=21)
+    engine = create_engine(fresh_database)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("CREATE TABLE clips (id integer PRIMARY KEY, embedding double precision[])"))
+        simsql.alembic.upgrade(engine)
+        before = state(engine, "clips")
+        migration = ops.UpgradeOps(ops=[
+            AddSimHashOp("clips", ["embedding"], fingerprinter=configuration, primary_key=["id"]),
+            CreateSimHashIndexesOp("clips", primary_key=["id"]),
+        ])  # fmt: skip
+        scripts = []
+        for operations in (migration, migration.reverse()):
+            buffer = io.StringIO()
+            context = MigrationContext.configure(
+                dialect_name="postgresql", opts={"as_sql": True, "output_buffer": buffer, "literal_binds": True}
+            )
+            _migrate(_body(render_python_code(operations)), context)
+            scripts.append(buffer.getvalue())
+        _psql(fresh_database, scripts[0], tmp_path)
+        assert config_id(engine, "clips") == configuration.config_id
+        assert all(index in scripts[0] for index in Names("clips").indexes) and "simhash_w1" not in scripts[0]
+        _psql(fresh_database, scripts[1], tmp_path)
+        assert state(engine, "clips") == before
+    finally:
+        engine.dispose()

@@ -13,11 +13,11 @@ from typing import Any
 
 from alembic.operations import MigrateOperation, Operations
 
-from ..schema.names import DEFAULT_PREFIX, WIDE_LAYOUT, Mode, Names, block_layout, configuration_for, layout_text
+from ..schema.names import DEFAULT_PREFIX, WIDE_LAYOUT, Mode, Names, attached_configuration, block_layout, layout_text
 from ..store.orm_triggers import OrmTrigger
 from ..text.errors import SchemaError
-from ..text.fingerprint import Fingerprinter
 from ..text.signature import BlockLayout
+from ..text.vectors import AnyFingerprinter
 
 #: A primary key as a migration gives it: column names, or (offline, for a side table) a
 #: mapping of column name to SQL type; ``None`` when the operation reads it from the table.
@@ -44,9 +44,7 @@ def _stored_layout(wide_blocks: str | BlockLayout | None) -> str | None:
 class AttachmentOp(MigrateOperation):
     """What add_simhash and drop_simhash both carry, so each can rebuild the other.
 
-    ``wide``: the table stores the wide originality signature, part of algorithm version 3
-    (``wide=True``, as ``WideSimHashMixin``); ``None`` (the default) means what ``fingerprinter``
-    says, version 2 without one: the configuration ``SimHashMixin`` declares (:attr:`configuration`).
+    ``wide``: the table stores the wide originality signature (version 3; :attr:`attached`).
     ``wide_blocks``: the wide signature's block layout (``"10x24"``; None: 8 x 20), as
     :func:`simsql.attach_table` takes it; given, ``wide`` defaults to True."""
 
@@ -56,7 +54,7 @@ class AttachmentOp(MigrateOperation):
         source: Sequence[str] = (),
         schema: str | None = None,
         side_table: bool = False,
-        fingerprinter: Fingerprinter | None = None,
+        fingerprinter: AnyFingerprinter | None = None,
         primary_key: PrimaryKey = None,
         prefix: str = DEFAULT_PREFIX,
         wide: bool | None = None,
@@ -73,19 +71,22 @@ class AttachmentOp(MigrateOperation):
         self.wide_blocks = _stored_layout(wide_blocks)
 
     @property
-    def configuration(self) -> Fingerprinter:
-        """What the table is attached with: version 2 (as ``SimHashMixin`` declares) unless the
-        operation names another configuration or says ``wide=True`` (version 3, as ``WideSimHashMixin``;
-        ``wide_blocks`` says it too)."""
-        return configuration_for(self.fingerprinter, True if self.wide is None and self.wide_blocks else self.wide)
+    def attached(self) -> tuple[AnyFingerprinter, bool]:
+        """The configuration (version 2, as ``SimHashMixin``'s, unless one is named or ``wide``/``wide_blocks``
+        ask for version 3) and whether the table stores the wide signature (a vector one's: as ``wide`` says)."""
+        return attached_configuration(self.fingerprinter, True if self.wide is None and self.wide_blocks else self.wide)
+
+    @property
+    def configuration(self) -> AnyFingerprinter:
+        return self.attached[0]
 
     @property
     def names(self) -> Names:
         """The names the attachment gets (offline, nothing else knows them)."""
-        mode: Mode = "side_table" if self.side_table else "columns"
-        wide = self.configuration.wide
+        wide = self.attached[1]
         if self.wide_blocks is not None and not wide:
             raise SchemaError(f"wide_blocks={self.wide_blocks!r} cuts the wide signature into blocks: pass wide=True too")
+        mode: Mode = "side_table" if self.side_table else "columns"
         return Names.for_table(self.table_name, self.prefix, mode, wide=wide, layout=block_layout(self.wide_blocks))
 
     def _args(self) -> tuple[Any, ...]:
@@ -121,10 +122,9 @@ class IndexesOp(MigrateOperation):
 
     @property
     def names(self) -> Names:
-        mode: Mode = "side_table" if self.side_table else "columns"
         wide = self.wide is True or (self.wide is None and self.wide_blocks is not None)
         layout = block_layout(self.wide_blocks) if wide else WIDE_LAYOUT
-        return Names.for_table(self.table_name, self.prefix, mode, wide=wide, layout=layout)
+        return Names.for_table(self.table_name, self.prefix, "side_table" if self.side_table else "columns", wide=wide, layout=layout)
 
     def _args(self) -> tuple[Any, ...]:
         return (self.table_name, self.schema, self.concurrently, self.side_table, self.primary_key, self.prefix, self.wide,
@@ -144,7 +144,7 @@ class AddSimHashOp(AttachmentOp):
         *,
         schema: str | None = None,
         side_table: bool = False,
-        fingerprinter: Fingerprinter | None = None,
+        fingerprinter: AnyFingerprinter | None = None,
         primary_key: PrimaryKey = None,
         prefix: str = DEFAULT_PREFIX,
         wide: bool | None = None,
@@ -169,7 +169,7 @@ class DropSimHashOp(AttachmentOp):
         source: Sequence[str] = (),
         schema: str | None = None,
         side_table: bool = False,
-        fingerprinter: Fingerprinter | None = None,
+        fingerprinter: AnyFingerprinter | None = None,
         primary_key: PrimaryKey = None,
         prefix: str = DEFAULT_PREFIX,
         wide: bool | None = None,
@@ -431,7 +431,7 @@ def add_simhash(
     *,
     schema: str | None = None,
     side_table: bool = False,
-    fingerprinter: Fingerprinter | None = None,
+    fingerprinter: AnyFingerprinter | None = None,
     primary_key: PrimaryKey = None,
     prefix: str = DEFAULT_PREFIX,
     wide: bool | None = None,
@@ -447,7 +447,7 @@ def drop_simhash(
     source: Sequence[str] = (),
     schema: str | None = None,
     side_table: bool = False,
-    fingerprinter: Fingerprinter | None = None,
+    fingerprinter: AnyFingerprinter | None = None,
     primary_key: PrimaryKey = None,
     prefix: str = DEFAULT_PREFIX,
     wide: bool | None = None,

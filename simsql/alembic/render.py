@@ -15,6 +15,7 @@ from alembic.autogenerate.api import AutogenContext
 
 from ..schema.names import DEFAULT_PREFIX
 from ..text.fingerprint import DEFAULT, DEFAULT_WIDE
+from ..text.vectors import VectorFingerprinter
 from .ops import (
     AddSimHashOp,
     AttachmentOp,
@@ -61,7 +62,11 @@ def _render_attachment(context: AutogenContext, operation: AttachmentOp) -> str:
     call += _keywords(schema=operation.schema, side_table=operation.side_table, primary_key=_plain(operation.primary_key),
                       prefix=_custom(operation.prefix))  # fmt: skip
     configuration = operation.configuration
-    if configuration.config_id not in (DEFAULT.config_id, DEFAULT_WIDE.config_id):
+    if isinstance(configuration, VectorFingerprinter):
+        context.imports.add("import simsql")
+        call += f", fingerprinter=simsql.VectorFingerprinter.from_settings({configuration.settings!r})"
+        call += ", wide=True" if operation.wide else ""  # a vector configuration does not say it
+    elif configuration.config_id not in (DEFAULT.config_id, DEFAULT_WIDE.config_id):
         context.imports.add("import simsql")
         call += f", fingerprinter=simsql.Fingerprinter(**{configuration.settings!r})"
     elif configuration.wide:  # the operations' default is version 2, as SimHashMixin's

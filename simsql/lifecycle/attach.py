@@ -31,7 +31,7 @@ from ..schema.names import (
     Attachment,
     Names,
     block_layout,
-    configuration_for,
+    attached_configuration,
     layout_text,
 )
 from ..store import registry
@@ -77,10 +77,7 @@ def _configuration(
                 "(simsql.lifecycle.refingerprinting.refingerprint) rather than attaching again"
             )
         wide = entry.names.wide
-    if isinstance(fingerprinter, VectorFingerprinter):
-        return fingerprinter, bool(wide)
-    fingerprinter = configuration_for(fingerprinter, wide)
-    return fingerprinter, fingerprinter.wide
+    return attached_configuration(fingerprinter, wide)
 
 
 def chosen_layout(
@@ -195,7 +192,7 @@ def add_simhash(
     source: Sequence[str],
     *,
     schema: str | None = None,
-    fingerprinter: Fingerprinter | None = None,
+    fingerprinter: AnyFingerprinter | None = None,
     side_table: bool = False,
     prefix: str = DEFAULT_PREFIX,
     lock_timeout: str | None = "5s",

@@ -24,7 +24,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from ..text.errors import SchemaError
 from ..text.fingerprint import DEFAULT, DEFAULT_WIDE, WIDE_VERSION, Fingerprinter
 from ..text.signature import WIDE_WORDS, BlockLayout
-from ..text.vectors import AnyFingerprinter
+from ..text.vectors import AnyFingerprinter, VectorFingerprinter
 from .layout import (  # re-exported: the layout is part of the names of an attachment
     ALL_BLOCKS,
     MAX_BLOCK_WIDTH,
@@ -317,6 +317,17 @@ def configuration_for(fingerprinter: Fingerprinter | None, wide: bool | None) ->
     return fingerprinter
 
 
+def attached_configuration(fingerprinter: AnyFingerprinter | None, wide: bool | None) -> tuple[AnyFingerprinter, bool]:
+    """The configuration a table is attached with and whether it stores the wide signature: a
+    vector configuration has no wide signature of its own (its table is wide when ``wide`` says
+    so); a text one, or none, as :func:`configuration_for` rules. The one rule every attaching
+    face (:mod:`simsql.lifecycle.attach`, the Alembic operations) follows."""
+    if isinstance(fingerprinter, VectorFingerprinter):
+        return fingerprinter, bool(wide)
+    configuration = configuration_for(fingerprinter, wide)
+    return configuration, configuration.wide
+
+
 def default_side_table(table: str, prefix: str = DEFAULT_PREFIX) -> str:
     return identifier(f"{table}_{prefix}")
 
@@ -471,6 +482,7 @@ __all__ = [
     "REGISTRY_TABLE",
     "WIDE_LAYOUT",
     "WIDE_MODE",
+    "attached_configuration",
     "block_layout",
     "check_name",
     "configuration_for",
