@@ -203,6 +203,17 @@ BACKGROUND_SAMPLE = 5000
 sample of the table's own rows, as ``simsql.fit_background`` would read (its default sample)."""
 
 
+def recorded_blocks(engine: Engine) -> str | None:
+    """The wide block layout the registry records for the engine's schema's ``bench_wide_docs``
+    (``benchmarks.scale10m --wide-blocks``), as text (``"10x24"``), for :func:`doc_model`; None:
+    8 x 20 or no record. simsql refuses a model of another layout than the table's."""
+    from simsql.schema.names import layout_text
+
+    with engine.connect() as connection:
+        entry = simsql.store.registry.read(connection, "bench_wide_docs")
+    return None if entry is None or entry.layout is None else layout_text(entry.layout)
+
+
 def centre_on(path: Path, data: dict[str, Any], seed: int) -> simsql.fingerprint.Background:
     """``--background FILE``: the table is fingerprinted with a wide background (every word of the
     signature centred on the table's own text; ``Background.fit(..., wide=True)``), loaded from
@@ -597,8 +608,8 @@ def build(engine: Engine, data: dict[str, Any], rows: int, seed: int, reuse: boo
         return {"reused": True}
     if reuse:
         raise SystemExit(f"--reuse: {Doc.__tablename__} holds {present} rows, not these {rows}: run without --reuse to load them")
-    Base.metadata.drop_all(engine)
-    Base.metadata.create_all(engine)
+    Doc.metadata.drop_all(engine)
+    Doc.metadata.create_all(engine)
     originals = [("original", body) for body in data["originals"]]
     made = (("filler", body) for body in filler(data, rows - len(originals), seed))
     loaded = load(engine, _chain(originals, made), workers)
@@ -680,12 +691,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--results-dir", type=Path, default=RESULTS, help="where the JSON goes")
     parser.add_argument("--parts", default=",".join(PARTS), help=f"which measurements, comma-separated, of {','.join(PARTS + EXTRA_PARTS)}")
     parser.add_argument("--budget", type=int, help="a fixed number of probes per check instead of the default (512: the default before it grew for short texts)")
+    parser.add_argument("--wide-blocks", help="the table's wide block layout, e.g. 10x24 (benchmarks.scale10m --wide-blocks; default 8x20)")
     parser.add_argument("--background", type=Path, help="a wide background file (fitted on the table's filler and saved there if missing): the table's signatures centred")
     args = parser.parse_args(argv)
-    global BUDGET
+    global BUDGET, Doc
     BUDGET = args.budget
+    background = None
     if args.background is not None:
-        centre_on(args.background, corpus(args.rows, args.originals, args.fresh, args.seed, args.lang, args.source), args.seed)
+        background = centre_on(args.background, corpus(args.rows, args.originals, args.fresh, args.seed, args.lang, args.source), args.seed)
+    if args.wide_blocks is not None:  # the table's model cut into these blocks (a --reuse'd table must record them)
+        Doc = doc_model(background, wide_blocks=args.wide_blocks)
     chosen = [part for part in args.parts.split(",") if part]
     if unknown := set(chosen) - set(PARTS) - set(EXTRA_PARTS):
         parser.error(f"--parts: unknown {sorted(unknown)}")

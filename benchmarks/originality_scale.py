@@ -47,7 +47,7 @@ import simsql.fingerprint
 import simsql.store
 
 from .manpages import CorpusUnavailable
-from .originality import CORPUS_UNAVAILABLE, corpus, disguised, doc_model, engine_for
+from .originality import CORPUS_UNAVAILABLE, corpus, disguised, doc_model, engine_for, recorded_blocks
 from .timing import summary
 
 
@@ -143,16 +143,6 @@ def run(url: str, tables: Sequence[tuple[str, Path | None]], texts: int, explain
         table["engine"].dispose()
     result["load_after"] = list(os.getloadavg())
     return result
-
-
-def recorded_blocks(engine: Any) -> str | None:
-    """The block layout the schema's table is recorded with (``benchmarks.scale10m --wide-blocks``), as text."""
-    import simsql.store.registry
-    from simsql.schema.names import layout_text
-
-    with engine.connect() as connection:
-        entry = simsql.store.registry.read(connection, "bench_wide_docs")
-    return None if entry is None or entry.layout is None else layout_text(entry.layout)
 
 
 def dedupe(url: str, tables: Sequence[tuple[str, Path | None]], radius: int) -> dict[str, Any]:

@@ -47,7 +47,7 @@ import simsql
 import simsql.fingerprint
 
 from .manpages import CorpusUnavailable
-from .originality import CORPUS_UNAVAILABLE, SOURCES, corpus, disguised, doc_model, engine_for
+from .originality import CORPUS_UNAVAILABLE, SOURCES, corpus, disguised, doc_model, engine_for, recorded_blocks
 from .timing import summary
 
 WAYS = ("one", "one_serializable", "batch", "check_only")
@@ -83,9 +83,9 @@ def run(
     source: str = "manpages",
 ) -> dict[str, Any]:  # fmt: skip
     background = simsql.fingerprint.Background.load(background_file) if background_file else None
-    model = doc_model(background)
     items = stream(submissions, copy_share, seed, source)
     engines = {way: engine_for(url, schema=schema) for way in WAYS}
+    model = doc_model(background, wide_blocks=recorded_blocks(engines["one"]))  # the table's own layout
     engines["one_serializable"] = engines["one_serializable"].execution_options(isolation_level="SERIALIZABLE")
     counters = {way: Counter() for way in WAYS}
     for way, engine in engines.items():

@@ -409,9 +409,9 @@ def test_a_database_without_the_registry_is_probed_once_not_per_query(any_engine
     probes: list[str] = []
     real_check = statement_checks._raw_check
 
-    def counted(connection: Any, cursor: Any, schema: Any, table_name: str, config_id: str) -> None:
-        probes.append(table_name)
-        real_check(connection, cursor, schema, table_name, config_id)
+    def counted(connection: Any, check: statement_checks.StatementCheck) -> None:
+        probes.append(check.table)
+        real_check(connection, check)
 
     monkeypatch.setattr(statement_checks, "_raw_check", counted)
     with Session(any_engine) as session:

@@ -104,7 +104,7 @@ def most_similar(
     binding = binding_for(model := _selected_model(stmt))
     fingerprint, own_key = resolve_target(binding, target)
     excluded = exclusion(binding, exclude_keys(binding, exclude) + ([own_key] if own_key is not None else []))
-    check = {statement_checks.CHECK_OPTION: (*binding.registry_key, binding.fingerprinter.config_id)}
+    check = {statement_checks.CHECK_OPTION: binding.statement_check}
     if probes is not None or percent is not None:
         listed = text_statement(stmt, binding, fingerprint, limit, max_distance, excluded, probes, percent)
         ranked = _or_exact(listed, stmt, model, fingerprint, limit, max_distance, excluded, probes, percent)
@@ -156,8 +156,7 @@ def most_similar_keys(
     _check_most_similar(select(model), limit, max_distance, probe_radius, scan)
     binding = binding_for(model)
     fingerprint, _ = resolve_target(binding, target)
-    schema, table = binding.registry_key
-    check = {statement_checks.CHECK_OPTION: (schema, table, binding.fingerprinter.config_id)}
+    check = {statement_checks.CHECK_OPTION: binding.statement_check}
     ranked = nearest_keys_statement(model, fingerprint, limit, max_distance, probe_radius=probe_radius, scan=scan)
     return ranked.execution_options(**check)
 

@@ -223,9 +223,9 @@ def _nearest(binding: Binding, limit: int) -> Select[Any]:
     bound = bindparam("simsql_bound", type_=Integer())
     branches = [
         select(*binding.table_keys, distance.label("distance"))
-        .where(equals_any(column, probe_parameter((), f"simsql_v{block}")), distance <= bound)
+        .where(equals_any(column, probe_parameter((), f"simsql_v{block}")), binding.guard(distance <= bound))
         for block, column in enumerate(binding.wide_blocks)
-    ]
+    ]  # guarded: the statement checks the table's configuration and block layout before it runs
     candidates = union(*branches).subquery("wide_candidates")
     candidate_keys = [candidates.c[key.name] for key in binding.table_keys]
     return select(candidates).order_by(candidates.c.distance, *candidate_keys).limit(limit)

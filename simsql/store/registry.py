@@ -34,10 +34,10 @@ from ..schema.names import (
     PROGRESS_TABLE,
     REGISTRY_TABLE,
     Attachment,
-    Names,
     centres_table,
     partitions_table,
     layout_text,
+    parse_mode,
     progress_table,
     record_values,
     registry_table,
@@ -342,23 +342,39 @@ def check(
     passed(connection.engine, (schema, table_name, config_id), _confirm_in(connection, entry, schema))
 
 
-def check_layout(connection: Connection, table_name: str, schema: str | None, names: Names, owner: str) -> None:
-    """Refuse (:class:`SchemaError`) a model whose wide blocks (``names.layout``, as ``owner``
-    declares them) are not those the registry records for ``table_name``: its queries would probe
-    values of one width in columns of another. Checked once per ``CHECK_TTL``, as :func:`check`."""
-    if not names.wide:
+def check_layout(connection: Connection, table_name: str, schema: str | None, layout: str | None, owner: str) -> None:
+    """Refuse (:class:`SchemaError`) a caller whose wide blocks (``layout``, as text: ``"10x24"``;
+    None for a caller without wide blocks, never refused) are not those the registry records for
+    ``table_name``: its queries would probe values of one width in columns of another (an 8 x 20
+    model on a 10 x 24 table reads the same eight column names and finds nothing, silently).
+    Checked once per ``CHECK_TTL``, as :func:`check`."""
+    if layout is None:
         return
-    target = (schema, table_name, f"#layout {layout_text(names.layout)}")
+    target = layout_target(schema, table_name, layout)
     if fresh(connection.engine, target):
         return
     entry = read(connection, table_name, schema)
-    if entry is not None and entry.layout is not None and entry.layout != names.layout:
-        raise SchemaError(
-            f"{entry.table_schema}.{table_name} is recorded with wide blocks {layout_text(entry.layout)}, but {owner} declares "
-            f"{layout_text(names.layout)}: declare the table's (wide_blocks / __simhash_wide_blocks__), or move the table with "
-            f"`simsql refingerprint --table {table_name} --wide-blocks {layout_text(names.layout)}`"
-        )
+    if entry is not None:
+        refuse_layout(entry.table_schema, table_name, entry.mode, layout, owner)
     passed(connection.engine, target)
+
+
+def layout_target(schema: str | None, table_name: str, layout: str) -> CheckedTable:
+    """The cache key of a passed layout check (beside the configuration checks' own)."""
+    return schema, table_name, f"#layout {layout}"
+
+
+def refuse_layout(where: str, table_name: str, recorded_mode: str, layout: str, owner: str) -> None:
+    """Raise :class:`SchemaError` when the registry's ``recorded_mode`` cuts the wide signature
+    into other blocks than ``layout`` (``owner``: who declares it, for the message). The one rule
+    :func:`check_layout` and the statements' own checks (:mod:`.statement_checks`) follow."""
+    recorded = parse_mode(recorded_mode)[1]
+    if recorded is not None and layout_text(recorded) != layout:
+        raise SchemaError(
+            f"{where}.{table_name} is recorded with wide blocks {layout_text(recorded)}, but {owner} declares "
+            f"{layout}: declare the table's (wide_blocks / __simhash_wide_blocks__), or move the table with "
+            f"`simsql refingerprint --table {table_name} --wide-blocks {layout}`"
+        )
 
 
 def _confirm_in(connection: Connection, entry: Attachment | None, schema: str | None) -> str | None:

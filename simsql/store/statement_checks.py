@@ -11,7 +11,7 @@ and the checks' cache).
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Engine, event
 from sqlalchemy.engine import Connection
@@ -25,6 +25,17 @@ from ..text.errors import ConfigMismatch, SchemaError
 from . import registry
 
 
+class StatementCheck(NamedTuple):
+    """What a statement simsql builds assumes of its table: the configuration its fingerprints
+    are of, and (wide queries) the block layout its probes cut, as ``owner`` (a model) declares it."""
+
+    schema: str | None
+    table: str
+    config_id: str
+    layout: str | None = None
+    owner: str = "the model"
+
+
 class _Checked(ColumnElement[Any]):
     """An expression that makes the statement containing it check a configuration."""
 
@@ -35,7 +46,7 @@ class _Checked(ColumnElement[Any]):
         ("target", InternalTraversal.dp_plain_obj),
     ]
 
-    def __init__(self, element: ColumnElement[Any], target: tuple[str | None, str, str]) -> None:
+    def __init__(self, element: ColumnElement[Any], target: StatementCheck) -> None:
         self.element = element
         self.target = target
         self.type = element.type
@@ -52,9 +63,15 @@ def _compile_checked(element: _Checked, compiler: Any, **kw: Any) -> str:
     return str(compiler.process(element.element, **kw))
 
 
-def checked(expression: ColumnElement[Any], schema: str | None, table_name: str, config_id: str) -> ColumnElement[Any]:
-    """``expression``; a statement containing it checks ``config_id`` before it runs."""
-    return _Checked(expression, (schema, table_name, config_id))
+def checked(expression: ColumnElement[Any], check: StatementCheck) -> ColumnElement[Any]:
+    """``expression``; a statement containing it makes ``check`` before it runs."""
+    return _Checked(expression, check)
+
+
+def _fresh(engine: Engine, check: StatementCheck) -> bool:
+    """Both parts of ``check`` passed within ``CHECK_TTL``."""
+    configuration = registry.fresh(engine, (check.schema, check.table, check.config_id))
+    return configuration and (check.layout is None or registry.fresh(engine, registry.layout_target(check.schema, check.table, check.layout)))
 
 
 @event.listens_for(Engine, "before_cursor_execute")
@@ -62,13 +79,14 @@ def _check_compiled(
     connection: Connection, cursor: Any, statement: Any, parameters: Any, context: Any, executemany: bool
 ) -> None:
     targets = getattr(getattr(context, "compiled", None), "_simsql_checks", None)
-    for schema, table_name, config_id in targets or ():
-        if not registry.fresh(connection.engine, (schema, table_name, config_id)):
-            _raw_check(connection, cursor, schema, table_name, config_id)
+    for check in targets or ():
+        if not _fresh(connection.engine, check):
+            _raw_check(connection, check)
 
 
-def _raw_check(connection: Connection, cursor: Any, schema: str | None, table_name: str, config_id: str) -> None:
+def _raw_check(connection: Connection, check: StatementCheck) -> None:
     """The registry check on the DBAPI connection itself (the statement is mid-execution)."""
+    schema, table_name, config_id = check.schema, check.table, check.config_id
     # the DBAPI connection through the pool's proxy: an async driver's adapted cursor has no
     # ``cursor.connection``
     raw: Any = connection.connection.cursor()
@@ -86,7 +104,7 @@ def _raw_check(connection: Connection, cursor: Any, schema: str | None, table_na
             row = None  # no registry, nothing recorded: trusted like a passed check (CHECK_TTL)
         else:
             raw.execute(
-                _positional(connection, f"SELECT config_id, settings FROM {REGISTRY_TABLE} WHERE table_schema = %s AND table_name = %s"),
+                _positional(connection, f"SELECT config_id, settings, mode FROM {REGISTRY_TABLE} WHERE table_schema = %s AND table_name = %s"),
                 (schema or current, table_name),
             )
             row = raw.fetchone()
@@ -100,7 +118,11 @@ def _raw_check(connection: Connection, cursor: Any, schema: str | None, table_na
             f"{config_id}; use the same Fingerprinter settings as the data, or move the table to the new "
             "configuration with `simsql refingerprint`"
         )
+    if row is not None and check.layout is not None:
+        registry.refuse_layout(schema or current, table_name, row[2], check.layout, check.owner)
     registry.passed(connection.engine, (schema, table_name, config_id), None if row is None else schema or current)
+    if check.layout is not None:
+        registry.passed(connection.engine, registry.layout_target(schema, table_name, check.layout))
 
 
 def _positional(connection: Connection, sql: str) -> str:
@@ -125,8 +147,9 @@ def _check_before_execute(
     options = getattr(statement, "_execution_options", None) or {}
     target = options.get(CHECK_OPTION) or (execution_options or {}).get(CHECK_OPTION)
     if target is not None:
-        schema, table_name, config_id = target
-        registry.check(connection, table_name, schema, config_id)
+        check = StatementCheck(*target)
+        registry.check(connection, check.table, check.schema, check.config_id)
+        registry.check_layout(connection, check.table, check.schema, check.layout, check.owner)
 
 
-__all__ = ["CHECK_OPTION", "checked"]
+__all__ = ["CHECK_OPTION", "StatementCheck", "checked"]

@@ -29,7 +29,7 @@ from sqlalchemy.orm.attributes import get_history, set_attribute
 
 from ..dialects import block_computed, wide_block_computed
 from ..dialects.sqltext import is_autocommit
-from ..schema.names import BLOCK_COUNT, DEFAULT_PREFIX, WIDE_LAYOUT, Attachment, Names, block_layout, configuration_for
+from ..schema.names import BLOCK_COUNT, DEFAULT_PREFIX, WIDE_LAYOUT, Attachment, Names, block_layout, configuration_for, layout_text
 from ..text.errors import ConfigMismatch, NotAttached, SchemaError
 from ..text.fingerprint import DEFAULT, DEFAULT_WIDE, WIDE_VERSION, Fingerprinter
 from ..text.signature import BlockLayout
@@ -173,7 +173,13 @@ class Binding:
         if claim:
             registry.claim(connection, name, schema, self.fingerprinter, self.source_columns, self.names)
         registry.check(connection, name, schema, self.fingerprinter.config_id, self.mismatch_advice)
-        registry.check_layout(connection, name, schema, self.names, self.model.__name__)
+        registry.check_layout(connection, name, schema, self.declared_layout, self.model.__name__)
+
+    @property
+    def declared_layout(self) -> str | None:
+        """The wide blocks this binding's queries cut (``"10x24"``), checked against the table's
+        record before they run; None without a wide signature."""
+        return layout_text(self.names.layout) if self.names.wide else None
 
     def mismatch_advice(self, found: Attachment) -> str | None:
         """The one change that fits this model to a table of the same configuration but for the
@@ -207,8 +213,14 @@ class Binding:
     def guard(self, expression: Any) -> Any:
         """``expression`` unchanged in SQL, but the statement it ends up in checks this
         binding's configuration against the registry when it runs (whatever executes it)."""
+        return statement_checks.checked(expression, self.statement_check)
+
+    @property
+    def statement_check(self) -> statement_checks.StatementCheck:
+        """What a statement of this binding checks before it runs: the configuration, and the
+        wide block layout its probes cut (:mod:`.statement_checks`)."""
         schema, name = self.registry_key
-        return statement_checks.checked(expression, schema, name, self.fingerprinter.config_id)
+        return statement_checks.StatementCheck(schema, name, self.fingerprinter.config_id, self.declared_layout, self.model.__name__)
 
     @property
     def source_columns(self) -> tuple[str, ...]:
