@@ -11,6 +11,7 @@ fingerprints rests on it.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, count, repeat
@@ -60,7 +61,7 @@ class FeatureBatch:
         if not sizes.all():
             raise ValueError("every document of a batch needs features")
         total = int(sizes.sum())
-        numbers = dict(zip(dict.fromkeys(chain.from_iterable(documents)), count()))
+        numbers: defaultdict[bytes, int] = defaultdict(count().__next__)  # a new feature takes the next number
         feature = np.fromiter(map(numbers.__getitem__, chain.from_iterable(documents)), np.intp, total)
         counts = np.fromiter(chain.from_iterable(counts.values() for counts in documents), np.float64, total)
         doc_index = np.repeat(np.arange(len(documents), dtype=np.intp), sizes)
