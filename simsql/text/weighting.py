@@ -14,9 +14,10 @@ import json
 import math
 import os
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sized
 from functools import lru_cache
 from importlib import resources
+from itertools import repeat
 from typing import Any, Protocol
 
 import numpy as np
@@ -155,9 +156,9 @@ class IdfTable:
         return self._idf.get(key, self.default)
 
     def weights(self, features: Iterable[bytes]) -> np.ndarray:
-        lookup = self._idf.get
-        default = self.default
-        return np.fromiter((lookup(f, default) for f in features), dtype=np.float64)
+        """The IDF of each of ``features`` (``default`` for those not in the table), in order."""
+        values = map(self._idf.get, features, repeat(self.default))
+        return np.fromiter(values, dtype=np.float64, count=len(features) if isinstance(features, Sized) else -1)
 
     def __len__(self) -> int:
         return len(self._idf)
