@@ -3,6 +3,8 @@ this checkout against another (``--base``, e.g. a worktree of main), side by sid
 
     git worktree add /tmp/simsql-base main --detach
     python -m benchmarks.signature_cpu --base /tmp/simsql-base --repeat 3
+    python -m benchmarks.signature_cpu --base /tmp/simsql-base --repeat 3 --backfill-rows 20000 \\
+        --pg-url postgresql+psycopg://postgres@127.0.0.1:5432/<a database of yours>
 
 The texts are the originality benchmark's filler articles: 3,000 English man-page articles
 (``filler(corpus(10000, 200, 1000, 22), 3000, 22)``, about 2,500 characters) and 3,000 Chinese
@@ -11,7 +13,9 @@ process per checkout (``PYTHONPATH`` set to it, so each imports its own ``simsql
 after interleaved, and times ``time.process_time`` (the process's CPU, which a busy machine
 inflates far less than wall time) per text for ``Fingerprinter(version=3).signatures_many``,
 ``fingerprint_many`` and ``feature_counts`` (tokenising alone). The least of the rounds is
-reported per side, with the ratio and the load average.
+reported per side, with the ratio and the load average. ``--backfill-rows`` also runs
+:mod:`benchmarks.backfill`'s PostgreSQL measurement (its rows: 100 random words each; version 2
+fingerprints, both storage modes, 2 workers) in each round's process: the best of the rounds.
 
 Exactness is checked in the same run: each process also digests every output (words, margins,
 feature counts, in order), and, once per checkout, the outputs of many configurations (versions
@@ -65,8 +69,8 @@ def odd_texts() -> list[str]:
 
 
 def worker(argv: list[str]) -> None:
-    """One measured process: ``texts.pickle out.json checkout exact(0/1)``."""
-    texts_path, out_path, checkout, exact = argv
+    """One measured process: ``texts.pickle out.json checkout exact(0/1) backfill_rows pg_url``."""
+    texts_path, out_path, checkout, exact, backfill_rows, pg_url = argv
     import simsql
 
     if not Path(simsql.__file__).resolve().is_relative_to(Path(checkout).resolve()):
@@ -90,6 +94,8 @@ def worker(argv: list[str]) -> None:
             out["digests"][f"{lang} {name}"] = _digest(result)
     if exact == "1":
         out["digests"].update(configurations(texts))
+    if int(backfill_rows):
+        out["backfill"] = backfill(int(backfill_rows), pg_url)
     with open(out_path, "w") as handle:
         json.dump(out, handle)
 
@@ -142,17 +148,29 @@ def configurations(texts: dict[str, list[str]]) -> dict[str, str]:
     return digests
 
 
+def backfill(count: int, url: str) -> dict[str, Any]:
+    """:mod:`benchmarks.backfill`'s rows/s on PostgreSQL with 2 workers, both storage modes, as
+    the checkout measured has it (its own ``benchmarks`` package and ``simsql``)."""
+    from benchmarks import backfill as bench
+
+    data = bench.rows(count)
+    with bench._postgresql(url) as engine:
+        bench._load(engine, data)
+        measured: dict[str, Any] = bench.measure(engine, count, [2], 1)
+    return measured
+
+
 def load_texts(count: int) -> dict[str, list[str]]:
     from .originality import corpus, filler
 
     return {lang: list(filler(corpus(10000, 200, 1000, 22, lang=lang), count, 22)) for lang in ("en", "zh")}
 
 
-def run(checkout: Path, texts_path: str, exact: bool) -> dict[str, Any]:
+def run(checkout: Path, texts_path: str, exact: bool, backfill_rows: int = 0, pg_url: str = "") -> dict[str, Any]:
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         env = {**os.environ, "PYTHONPATH": str(checkout)}
-        subprocess.run([sys.executable, "-c", _WORKER, str(THIS), texts_path, out.name, str(checkout), "1" if exact else "0"],
-                       cwd=checkout, env=env, check=True)  # fmt: skip
+        arguments = [texts_path, out.name, str(checkout), "1" if exact else "0", str(backfill_rows), pg_url]
+        subprocess.run([sys.executable, "-c", _WORKER, str(THIS), *arguments], cwd=checkout, env=env, check=True)
         result: dict[str, Any] = json.loads(Path(out.name).read_text())
     return result
 
@@ -162,7 +180,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", type=Path, required=True, help="the checkout to compare with (e.g. a worktree of main)")
     parser.add_argument("--texts", type=int, default=3000, help="articles per language")
     parser.add_argument("--repeat", type=int, default=3, help="rounds, before and after interleaved")
+    parser.add_argument("--backfill-rows", type=int, default=0, help="also time benchmarks.backfill on PostgreSQL, 2 workers, each round")
+    parser.add_argument("--pg-url", default="", help="a database of your own for --backfill-rows (a schema is made and dropped there)")
     args = parser.parse_args(argv)
+    if args.backfill_rows and not args.pg_url:
+        parser.error("--backfill-rows needs --pg-url")
     sides = {"before": args.base.resolve(), "after": THIS.parents[1]}
     texts = load_texts(args.texts)
     load: list[float] = []
@@ -173,8 +195,9 @@ def main(argv: list[str] | None = None) -> int:
         for round_ in range(args.repeat):
             for side, checkout in sides.items():
                 load.append(os.getloadavg()[0])
-                runs[side].append(run(checkout, handle.name, exact=round_ == 0))
-                print(f"round {round_ + 1} {side}: " + ", ".join(f"{k} {v:.0f} us" for k, v in runs[side][-1]["timings"].items()), flush=True)
+                runs[side].append(run(checkout, handle.name, round_ == 0, args.backfill_rows, args.pg_url))
+                print(f"round {round_ + 1} {side}: " + ", ".join(f"{k} {v:.0f} us" for k, v in runs[side][-1]["timings"].items())
+                      + (f"; backfill {runs[side][-1]['backfill']}" if args.backfill_rows else ""), flush=True)  # fmt: skip
     differ = sorted(k for k, v in runs["before"][0]["digests"].items() if runs["after"][0]["digests"].get(k) != v)
     differ += sorted(k for r in range(args.repeat) for side in sides for k, v in runs[side][r]["digests"].items()
                      if runs[side][0]["digests"][k] != v)  # fmt: skip
@@ -184,6 +207,12 @@ def main(argv: list[str] | None = None) -> int:
         after = min(r["timings"][key] for r in runs["after"])
         table[key] = {"before_us": round(before, 1), "after_us": round(after, 1), "ratio": round(before / after, 2)}
         print(f"{key:28} before {before:7.1f} us  after {after:7.1f} us  {before / after:5.2f}x")
+    if args.backfill_rows:
+        for mode in runs["before"][0]["backfill"]:
+            before_rate = max(r["backfill"][mode]["rows_per_second"] for r in runs["before"])
+            after_rate = max(r["backfill"][mode]["rows_per_second"] for r in runs["after"])
+            table[f"backfill {mode} rows/s"] = {"before": before_rate, "after": after_rate, "ratio": round(after_rate / before_rate, 2)}
+            print(f"backfill {mode:24} before {before_rate:7,} rows/s  after {after_rate:7,} rows/s  {after_rate / before_rate:5.2f}x")
     result = {
         "texts_per_language": args.texts, "rounds": args.repeat, "cpu_us_per_text": table,
         "outputs_compared": len(runs["before"][0]["digests"]), "outputs_differing": differ,

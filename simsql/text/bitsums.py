@@ -267,7 +267,7 @@ def han_features(features: Sequence[bytes]) -> np.ndarray:
     """True for each Han feature of ``features`` (:func:`~simsql.text.tokenize.is_han_feature`);
     only features whose first byte can start a Han character are decoded."""
     flags = np.zeros(len(features), dtype=bool)
-    lead = tokenize._HAN_LEAD
+    lead = tokenize.HAN_LEAD
     candidates = np.flatnonzero(np.fromiter(map(lead.__le__, features), bool, len(features)))
     if candidates.size:
         flags[candidates] = np.fromiter((tokenize.is_han_feature(features[i]) for i in candidates.tolist()), bool, candidates.size)

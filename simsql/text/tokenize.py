@@ -1,8 +1,9 @@
 """Text to features: normalisation, word shingles, character n-grams, Chinese segmentation.
 
-Features come out as UTF-8 ``bytes`` for text without Han characters (cut by ``bytes.translate``
-and ``split``, the fastest path, and the hash consumes bytes) and as ``str`` for text with Han
-runs; :func:`encode_features` encodes only the *distinct* features to UTF-8 afterwards. Lone surrogates are encoded with ``surrogatepass`` so
+Word features come out as UTF-8 ``bytes`` (text without Han characters is cut by
+``bytes.translate`` and ``split``, the fastest path, and the hash consumes bytes); character
+n-grams come out as ``str``, and :func:`encode_features` encodes only the *distinct* ones to
+UTF-8 afterwards. Lone surrogates are encoded with ``surrogatepass`` so
 that no ``str`` can make fingerprinting fail.
 
 Long documents are processed in chunks cut at non-word characters, so memory stays bounded by
@@ -181,6 +182,16 @@ def _ascii_words(data: bytes) -> list[bytes]:
     return data.translate(_SEPARATE).split()
 
 
+def _han_bigrams(run: str) -> list[bytes]:
+    """The character bigrams of a Han run of two or more characters, as UTF-8: sliced from the
+    encoded run when every character takes three bytes (the Basic Multilingual Plane's Han
+    characters), so no bigram needs a ``str`` of its own."""
+    encoded = run.encode("utf-8")
+    if len(encoded) == 3 * len(run):
+        return [encoded[i : i + 6] for i in range(0, len(encoded) - 3, 3)]
+    return [bigram.encode("utf-8") for bigram in _han_tokens(run, "bigrams")]
+
+
 def _han_tokens(run: str, chinese: ChineseMode) -> list[str]:
     if chinese == "bigrams":
         if len(run) < 2:
@@ -193,9 +204,9 @@ def word_tokens(text: str, chinese: ChineseMode = "jieba") -> Iterator[list[byte
     """Yield lists of word tokens, one list per chunk, of already normalised text.
 
     Han runs are segmented (jieba, or character bigrams); every other run of letters and
-    digits is one word. Punctuation, symbols and emoji are separators. A chunk without Han text
-    gives UTF-8 ``bytes`` (cut by ``bytes.translate`` and ``split``, several times faster than
-    the regex); one with Han text gives ``str``.
+    digits is one word. Punctuation, symbols and emoji are separators. Tokens are UTF-8
+    ``bytes``: a chunk without Han text is cut by ``bytes.translate`` and ``split`` (several
+    times faster than the regex), Han bigrams are sliced from the encoded run.
     """
     for chunk in _chunks(text):
         if chunk.isascii():
@@ -205,12 +216,15 @@ def word_tokens(text: str, chinese: ChineseMode = "jieba") -> Iterator[list[byte
             # characters, whose UTF-8 bytes stay inside their words: the words \w+ finds, encoded.
             yield _ascii_words(_NON_ASCII_NON_WORD.sub(" ", chunk).encode("utf-8"))
         else:
-            tokens: list[str] = []
+            tokens: list[bytes] = []
+            append, extend = tokens.append, tokens.extend
             for han, word in _WORD_OR_HAN.findall(chunk):
-                if han:
-                    tokens.extend(_han_tokens(han, chinese))
+                if not han:
+                    append(word.encode("utf-8", "surrogatepass"))
+                elif chinese == "bigrams" and len(han) > 1:
+                    extend(_han_bigrams(han))
                 else:
-                    tokens.append(word)
+                    extend(token.encode("utf-8") for token in _han_tokens(han, chinese))
             yield tokens
 
 
@@ -300,7 +314,7 @@ def features(
     return shingles(word_tokens(normalized, chinese), shingle_size)
 
 
-_HAN_LEAD = b"\xe3"
+HAN_LEAD = b"\xe3"
 """No UTF-8 sequence below this lead byte encodes a Han character (U+3400 is E3 90 80)."""
 
 
@@ -311,4 +325,4 @@ def is_han_feature(feature: bytes) -> bool:
     the first character decides; a character n-gram or shingle mixing scripts counts by its first.
     Used by :class:`~simsql.text.background.Background` to centre each script on its own lean.
     """
-    return feature[:1] >= _HAN_LEAD and _HAN_RUN.match(feature[:4].decode("utf-8", "ignore")) is not None
+    return feature[:1] >= HAN_LEAD and _HAN_RUN.match(feature[:4].decode("utf-8", "ignore")) is not None
