@@ -63,7 +63,7 @@ class FeatureBatch:
         total = int(sizes.sum())
         numbers: defaultdict[bytes, int] = defaultdict(count().__next__)  # a new feature takes the next number
         feature = np.fromiter(map(numbers.__getitem__, chain.from_iterable(documents)), np.intp, total)
-        counts = np.fromiter(chain.from_iterable(counts.values() for counts in documents), np.float64, total)
+        counts = np.fromiter(chain.from_iterable(document.values() for document in documents), np.float64, total)
         doc_index = np.repeat(np.arange(len(documents), dtype=np.intp), sizes)
         starts = np.cumsum(sizes) - sizes
         return cls(list(numbers), feature, counts, doc_index, starts)
