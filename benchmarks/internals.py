@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from itertools import repeat
 from re import Pattern
 
 import numpy as np
@@ -32,7 +31,7 @@ BYTE_OFFSETS: np.ndarray = bitsums._BYTE_OFFSETS
 
 def feature_hashes(features: Sequence[bytes], seed: int) -> np.ndarray:
     """simsql's 64-bit hash of each feature under a configuration's ``seed`` (uint64)."""
-    return np.fromiter(map(bitsums._hash, features, repeat(seed)), np.uint64, len(features))
+    return bitsums.feature_hashes(features, seed)
 
 
 def fingerprints_from_counts(fingerprinter: Fingerprinter, counts: Sequence[Counter[bytes]]) -> list[int | None]:

@@ -94,7 +94,7 @@ from simsql.fingerprint import Background
 from simsql.text.bitsums import weighted_signatures
 from simsql.text.signature import wide_seeds
 from simsql.text.tokenize import is_han_feature
-from simsql.text.weighting import QUANT_SCALE, prior_table
+from simsql.text.weighting import prior_table, quantize
 
 from .corpus import article_paragraphs, eligible_paragraphs
 from .manpages import CorpusUnavailable
@@ -181,9 +181,7 @@ def article_words(cache: ParagraphFeatures, articles: Sequence[Sequence[int]]) -
     counts = np.bincount(inverse, weights=cache.counts[entry]).astype(np.int64)
     doc, fid = keys // features, keys % features
     weights = cache.one_plus_log[counts] * cache.prior[fid]  # (1 + ln count) * prior, feature_weights' order
-    first = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])
-    top = np.maximum.reduceat(weights, first)
-    quantized = np.rint(weights * np.repeat(QUANT_SCALE / top, np.diff(np.r_[first, len(doc)])))  # quantize, per article
+    quantized = quantize(weights, np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]]))  # the library's rule, each article apart
     is_han = None if cache.background is None else cache.is_han[fid]
     signatures = weighted_signatures([h[fid] for h in cache.hashes], quantized, doc.astype(np.intp), n, cache.background, is_han)
     return np.array([signature.words for signature in signatures], dtype=np.uint64)

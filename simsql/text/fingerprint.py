@@ -26,7 +26,7 @@ import xxhash
 from . import tokenize
 from .background import Background, set_default_measure
 from .bits import FINGERPRINT_BITS
-from .bitsums import feature_hashes, han_flags, script_bit_sums, weighted_fingerprints, weighted_signatures
+from .bitsums import FeatureBatch, feature_hashes, han_features, script_bit_sums, weighted_fingerprints, weighted_signatures
 from .errors import ConfigMismatch, EmptyDocument
 from .signature import WIDE_BITS, WIDE_WORDS, Signature, wide_seeds
 from .weighting import IdfTable, jieba_idf_table, prior_table, quantize, validate_weights
@@ -253,22 +253,42 @@ class Fingerprinter:
         Exposed so that benchmarks building millions of fingerprints from cached counts use the
         very weighting simsql uses.
         """
+        return self._weigh(counts, self._idf(features))
+
+    def _idf(self, features: Iterable[bytes]) -> np.ndarray | None:
+        """The factor of each of ``features`` that does not depend on its count (its IDF or prior
+        weight), or ``None`` for the weightings of counts alone. A batch looks each distinct
+        feature up once and gathers (:meth:`_batch_weights`)."""
+        weighting = self.weighting
+        if weighting == "count" or weighting == "log":
+            return None
+        table = jieba_idf_table() if weighting == "jieba_idf" else prior_table() if weighting == "prior" else weighting
+        return table.weights(features)  # type: ignore[union-attr]
+
+    def _weigh(self, counts: np.ndarray, idf: np.ndarray | None) -> np.ndarray:
+        """Weights of features of ``counts`` and factors ``idf`` (:meth:`_idf`): the one weighting rule."""
         weighting = self.weighting
         if weighting == "count":
             return counts
         if weighting == "log":
             return 1.0 + np.log(counts)
         if weighting == "jieba_idf" or (self.version == 1 and isinstance(weighting, IdfTable)):
-            table = jieba_idf_table() if weighting == "jieba_idf" else weighting
-            return counts * table.weights(features)  # type: ignore[union-attr]
-        table = prior_table() if weighting == "prior" else weighting
-        return (1.0 + np.log(counts)) * table.weights(features)  # type: ignore[union-attr]
+            return counts * idf
+        return (1.0 + np.log(counts)) * idf
 
-    def _weights(self, counts: Counter[bytes]) -> np.ndarray:
+    def _weights(self, counts: Mapping[bytes, int]) -> np.ndarray:
         values = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
         if self.weighting == "count":
             return values
         return quantize(self.feature_weights(counts.keys(), values))
+
+    def _batch_weights(self, batch: FeatureBatch) -> np.ndarray:
+        """Quantized weights of every occurrence of ``batch``, each document scaled apart: equal to
+        :meth:`_weights` of each document, with each distinct feature's factor looked up once."""
+        if self.weighting == "count":
+            return batch.counts
+        idf = self._idf(batch.features)
+        return quantize(self._weigh(batch.counts, None if idf is None else idf[batch.feature]), batch.starts)
 
     # -- fingerprints -----------------------------------------------------------------------
 
@@ -352,27 +372,21 @@ class Fingerprinter:
                 out[i] = result
         return out
 
-    def _fingerprints_of(self, documents: Sequence[Counter[bytes]], count: int) -> list[int]:
-        hashes, weights, sizes = self._hashed(documents)
-        doc_index = np.repeat(np.arange(count, dtype=np.intp), sizes)
-        is_han = None if self.background is None else han_flags(documents, int(sizes.sum()))
-        return weighted_fingerprints(hashes, weights, doc_index, count, self.background, is_han)
+    def _fingerprints_of(self, documents: Sequence[Mapping[bytes, int]], count: int) -> list[int]:
+        batch = FeatureBatch.of(documents)
+        hashes = feature_hashes(batch.features, self.seed)
+        is_han = None if self.background is None else han_features(batch.features)
+        weights = self._batch_weights(batch)
+        return weighted_fingerprints(hashes, weights, batch.doc_index, count, self.background, is_han, batch.feature)
 
-    def _signatures_of(self, documents: Sequence[Counter[bytes]], count: int) -> list[Signature]:
-        hashes, weights, sizes = self._hashed(documents)
-        seeded = [hashes] + [feature_hashes(documents, seed) for seed in wide_seeds(self.seed)[1:]]
-        doc_index = np.repeat(np.arange(count, dtype=np.intp), sizes)
-        is_han = None if self.background is None else han_flags(documents, int(sizes.sum()))
-        return weighted_signatures(seeded, weights, doc_index, count, self.background, is_han)
+    def _signatures_of(self, documents: Sequence[Mapping[bytes, int]], count: int) -> list[Signature]:
+        batch = FeatureBatch.of(documents)
+        seeded = [feature_hashes(batch.features, seed) for seed in wide_seeds(self.seed)]
+        is_han = None if self.background is None else han_features(batch.features)
+        weights = self._batch_weights(batch)
+        return weighted_signatures(seeded, weights, batch.doc_index, count, self.background, is_han, batch.feature)
 
-    def _hashed(self, batch: Sequence[Counter[bytes]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(feature hashes, quantized weights, features per document) of non-empty documents."""
-        hashes = feature_hashes(batch, self.seed)
-        weights = np.concatenate([self._weights(counts) for counts in batch])
-        sizes = np.fromiter((len(counts) for counts in batch), np.intp, len(batch))
-        return hashes, weights, sizes
-
-    def _script_sums(self, batch: Sequence[Counter[bytes]], words: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    def _script_sums(self, batch: Sequence[Mapping[bytes, int]], words: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """``V`` ([n, 2, 64 * words]) and total weight ([n, 2]) of each document's Latin (0) and
         Han (1) features, under the first ``words`` seeds of :func:`wide_seeds` (1: the
         fingerprint's own); documents without features give zeros."""
@@ -383,14 +397,11 @@ class Fingerprinter:
         live = [i for i, counts in enumerate(batch) if counts]
         if not live:
             return signed, weight
-        documents = [batch[i] for i in live]
-        hashes, weights, sizes = self._hashed(documents)
-        doc_index = np.repeat(np.arange(len(live), dtype=np.intp), sizes)
-        is_han = han_flags(documents, int(sizes.sum()))
-        seeded = [hashes] + [feature_hashes(documents, seed) for seed in wide_seeds(self.seed)[1:words]]
-        sums = [script_bit_sums(word_hashes, weights, doc_index, is_han, len(live)) for word_hashes in seeded]
-        signed[live] = np.concatenate([word_signed for word_signed, _ in sums], axis=2)
-        weight[live] = sums[0][1]
+        numbered = FeatureBatch.of([batch[i] for i in live])
+        seeded = [feature_hashes(numbered.features, seed) for seed in wide_seeds(self.seed)[:words]]
+        signed[live], weight[live] = script_bit_sums(
+            seeded, self._batch_weights(numbered), numbered.doc_index, han_features(numbered.features), len(live), numbered.feature
+        )
         return signed, weight
 
     def script_sums(self, texts: Iterable[str], words: int = 1) -> tuple[np.ndarray, np.ndarray]:

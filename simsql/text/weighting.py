@@ -14,9 +14,10 @@ import json
 import math
 import os
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sized
 from functools import lru_cache
 from importlib import resources
+from itertools import repeat
 from typing import Any, Protocol
 
 import numpy as np
@@ -41,16 +42,25 @@ QUANT_SCALE = float(1 << 24)
 _FORMAT = "simsql-idf"
 
 
-def quantize(weights: np.ndarray) -> np.ndarray:
+def quantize(weights: np.ndarray, starts: np.ndarray | None = None) -> np.ndarray:
     """Scale ``weights`` so the largest is 2**24 and round to integers (as float64).
 
     Positive scaling does not change the sign of any bit sum, so this only removes
     floating-point noise. Negative, NaN and infinite weights are refused by the callers.
+
+    ``starts`` (ascending, each document non-empty): where each document's weights begin in
+    ``weights``; each document is then scaled apart, exactly as ``quantize`` of its own weights
+    (the same maximum, the same division and product per element).
     """
-    top = float(weights.max()) if weights.size else 0.0
-    if top <= 0.0:
-        return np.zeros_like(weights)
-    return np.rint(weights * (QUANT_SCALE / top))
+    if starts is None:
+        top = float(weights.max()) if weights.size else 0.0
+        if top <= 0.0:
+            return np.zeros_like(weights)
+        return np.rint(weights * (QUANT_SCALE / top))
+    tops = np.maximum.reduceat(weights, starts)
+    scales = np.zeros_like(tops)  # a document whose weights are all 0 stays all 0
+    np.divide(QUANT_SCALE, tops, out=scales, where=~(tops <= 0.0))
+    return np.rint(weights * np.repeat(scales, np.diff(np.append(starts, len(weights)))))
 
 
 def validate_weights(weights: np.ndarray) -> None:
@@ -146,9 +156,9 @@ class IdfTable:
         return self._idf.get(key, self.default)
 
     def weights(self, features: Iterable[bytes]) -> np.ndarray:
-        lookup = self._idf.get
-        default = self.default
-        return np.fromiter((lookup(f, default) for f in features), dtype=np.float64)
+        """The IDF of each of ``features`` (``default`` for those not in the table), in order."""
+        values = map(self._idf.get, features, repeat(self.default))
+        return np.fromiter(values, dtype=np.float64, count=len(features) if isinstance(features, Sized) else -1)
 
     def __len__(self) -> int:
         return len(self._idf)
