@@ -215,9 +215,9 @@ def add_attach(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     attach.add_argument(
         "--wide-blocks", metavar="COUNTxWIDTH", default=None,
-        help="how the wide signature is cut into indexed blocks (implies --wide): e.g. 10x24, ten blocks of 24 bits, "
-        "for a table of millions of rows (each probe of a wider block reads fewer rows; the check makes twice the "
-        "probes). Default: 8x20, or as an attached table records it",
+        help="how the wide signature is cut into indexed blocks (implies --wide): e.g. 10x24, ten blocks of 24 bits "
+        "(each probe of a wider block reads fewer rows; the check makes twice the probes; docs/originality.md says "
+        "when it pays). Default: 8x20, or as an attached table records it",
     )
     attach.add_argument("--no-indexes", dest="indexes", action="store_false", help="skip the block indexes")
     attach.add_argument(
