@@ -34,6 +34,18 @@ def _migration(**options: Any) -> ops.UpgradeOps:
     ])  # fmt: skip
 
 
+def _offline_scripts(migration: ops.UpgradeOps) -> list[str]:
+    """The PostgreSQL ``--sql`` scripts of ``migration`` rendered as autogenerate writes it, and of
+    its reverse."""
+    scripts = []
+    for operations in (migration, migration.reverse()):
+        buffer = io.StringIO()
+        context = MigrationContext.configure(dialect_name="postgresql", opts={"as_sql": True, "output_buffer": buffer, "literal_binds": True})
+        _migrate(_body(render_python_code(operations)), context)
+        scripts.append(buffer.getvalue())
+    return scripts
+
+
 def test_the_default_is_version_2_and_wide_true_renders() -> None:
     assert AddSimHashOp("docs", ["body"]).configuration == DEFAULT
     assert AddSimHashOp("docs", ["body"], wide=True).configuration == DEFAULT_WIDE
@@ -62,15 +74,7 @@ def test_offline_scripts_build_the_wide_columns_and_undo_them(tmp_path: Path, fr
         build_docs(engine, rows=30)
         simsql.alembic.upgrade(engine)
         before = state(engine)
-        migration = _migration(wide=True) if wide else _migration()
-        scripts = []
-        for operations in (migration, migration.reverse()):
-            buffer = io.StringIO()
-            context = MigrationContext.configure(
-                dialect_name="postgresql", opts={"as_sql": True, "output_buffer": buffer, "literal_binds": True}
-            )
-            _migrate(_body(render_python_code(operations)), context)
-            scripts.append(buffer.getvalue())
+        scripts = _offline_scripts(_migration(wide=True) if wide else _migration())
         _psql(fresh_database, scripts[0], tmp_path)
         names = Names("docs", wide=wide)
         assert ("simhash_w1" in scripts[0]) == wide and all(index in scripts[0] for index in names.indexes)
@@ -122,14 +126,7 @@ def test_an_offline_script_attaches_a_vector_configuration_and_undoes_it(tmp_pat
             AddSimHashOp("clips", ["embedding"], fingerprinter=configuration, primary_key=["id"]),
             CreateSimHashIndexesOp("clips", primary_key=["id"]),
         ])  # fmt: skip
-        scripts = []
-        for operations in (migration, migration.reverse()):
-            buffer = io.StringIO()
-            context = MigrationContext.configure(
-                dialect_name="postgresql", opts={"as_sql": True, "output_buffer": buffer, "literal_binds": True}
-            )
-            _migrate(_body(render_python_code(operations)), context)
-            scripts.append(buffer.getvalue())
+        scripts = _offline_scripts(migration)
         _psql(fresh_database, scripts[0], tmp_path)
         assert config_id(engine, "clips") == configuration.config_id
         assert all(index in scripts[0] for index in Names("clips").indexes) and "simhash_w1" not in scripts[0]

@@ -635,28 +635,38 @@ def test_a_model_of_another_layout_than_the_tables_is_refused_before_it_writes(a
         assert connection.execute(text("SELECT count(*) FROM wider_articles")).scalar_one() == 0
 
 
+def _wider_articles_declared(**declared: Any) -> type:
+    """A mixin model of ``wider_articles`` of its own (its own declarative base), declaring
+    ``declared`` (``__simhash_wide_blocks__``, ``__simhash_fingerprinter__``) over the defaults."""
+
+    class OwnBase(DeclarativeBase):
+        pass
+
+    namespace = {
+        "__tablename__": "wider_articles", "__simhash_source__": ("title", "body"), **declared,
+        "__annotations__": {"id": Mapped[int], "title": Mapped[str | None], "body": Mapped[str | None]},
+        "id": mapped_column(primary_key=True), "title": mapped_column(String(200)), "body": mapped_column(Text),
+    }  # fmt: skip
+    return type("DeclaredArticle", (simsql.WideSimHashMixin, OwnBase), namespace)
+
+
+def _attached_wider(engine: Engine) -> list[dict[str, Any]]:
+    """``wider_articles`` made by hand, attached with 10 x 24 and backfilled: its rows."""
+    simsql.alembic.upgrade(engine)
+    rows = _rows()
+    _plain_table(engine, "wider_articles", rows)
+    simsql.attach_table(engine, "wider_articles", ["title", "body"], wide=True, wide_blocks="10x24")
+    simsql.backfill(engine, "wider_articles", workers=0)
+    return rows
+
+
 def test_a_model_of_another_layout_than_the_tables_is_refused_before_it_reads(any_engine: Engine) -> None:
     """A model declaring 8 x 20 (the mixin's default) on a table attached with 10 x 24 holds the
     same eight block column names: its probes would read them as 20-bit values where the table
     cut 24 bits, and find nothing, silently. Every query of it is refused instead, naming both
     layouts, as its writes are."""
-
-    class DefaultBase(DeclarativeBase):
-        pass
-
-    class DefaultLayoutArticle(simsql.WideSimHashMixin, DefaultBase):
-        __tablename__ = "wider_articles"
-        __simhash_source__ = ("title", "body")
-
-        id: Mapped[int] = mapped_column(primary_key=True)
-        title: Mapped[str | None] = mapped_column(String(200))
-        body: Mapped[str | None] = mapped_column(Text)
-
-    simsql.alembic.upgrade(any_engine)
-    rows = _rows()
-    _plain_table(any_engine, "wider_articles", rows)
-    simsql.attach_table(any_engine, "wider_articles", ["title", "body"], wide=True, wide_blocks="10x24")
-    simsql.backfill(any_engine, "wider_articles", workers=0)
+    default_layout = _wider_articles_declared()
+    rows = _attached_wider(any_engine)
     copy = f"{HEADER}\n\n{rows[2]['body']}\n\n{FOOTER}"
     with Session(any_engine) as session:
         match = simsql.find_original(session, WiderArticle, copy)  # the table's own layout finds it
@@ -664,13 +674,13 @@ def test_a_model_of_another_layout_than_the_tables_is_refused_before_it_reads(an
     refused = "wide blocks 10x24.*declares 8x20"
     with Session(any_engine) as session:
         with pytest.raises(SchemaError, match=refused):
-            simsql.find_original(session, DefaultLayoutArticle, copy)
+            simsql.find_original(session, default_layout, copy)
     with Session(any_engine) as session:
         with pytest.raises(SchemaError, match=refused):
-            simsql.near_duplicates(session, DefaultLayoutArticle, by_text=True)
+            simsql.near_duplicates(session, default_layout, by_text=True)
     with Session(any_engine) as session:
         with pytest.raises(SchemaError, match=refused):
-            session.scalars(simsql.most_similar(select(DefaultLayoutArticle), 3, limit=5)).all()
+            session.scalars(simsql.most_similar(select(default_layout), 3, limit=5)).all()
 
 
 def test_the_originality_check_of_a_model_of_another_configuration_is_refused(any_engine: Engine) -> None:
@@ -679,24 +689,8 @@ def test_the_originality_check_of_a_model_of_another_configuration_is_refused(an
     signatures would never meet the stored ones."""
     from simsql.text.errors import ConfigMismatch
 
-    class OtherBase(DeclarativeBase):
-        pass
-
-    class OtherSeedArticle(simsql.WideSimHashMixin, OtherBase):
-        __tablename__ = "wider_articles"
-        __simhash_source__ = ("title", "body")
-        __simhash_wide_blocks__ = "10x24"
-        __simhash_fingerprinter__ = simsql.Fingerprinter(version=3, seed=5)
-
-        id: Mapped[int] = mapped_column(primary_key=True)
-        title: Mapped[str | None] = mapped_column(String(200))
-        body: Mapped[str | None] = mapped_column(Text)
-
-    simsql.alembic.upgrade(any_engine)
-    rows = _rows()
-    _plain_table(any_engine, "wider_articles", rows)
-    simsql.attach_table(any_engine, "wider_articles", ["title", "body"], wide=True, wide_blocks="10x24")
-    simsql.backfill(any_engine, "wider_articles", workers=0)
+    other_seed = _wider_articles_declared(__simhash_wide_blocks__="10x24", __simhash_fingerprinter__=simsql.Fingerprinter(version=3, seed=5))
+    rows = _attached_wider(any_engine)
     with Session(any_engine) as session:
         with pytest.raises(ConfigMismatch, match="holds fingerprints of config"):
-            simsql.find_original(session, OtherSeedArticle, f"{HEADER}\n\n{rows[2]['body']}\n\n{FOOTER}")
+            simsql.find_original(session, other_seed, f"{HEADER}\n\n{rows[2]['body']}\n\n{FOOTER}")
