@@ -101,6 +101,18 @@ class _RecordingKeywords:
         return lambda *args, **kwargs: self.calls.append((name, args, kwargs))
 
 
+def _offline_scripts(migration: ops.UpgradeOps) -> list[str]:
+    """The PostgreSQL ``--sql`` scripts of ``migration`` rendered as autogenerate writes it, and of
+    its reverse."""
+    scripts = []
+    for operations in (migration, migration.reverse()):
+        buffer = io.StringIO()
+        context = MigrationContext.configure(dialect_name="postgresql", opts={"as_sql": True, "output_buffer": buffer, "literal_binds": True})
+        _migrate(_body(render_python_code(operations)), context)
+        scripts.append(buffer.getvalue())
+    return scripts
+
+
 # -- autogenerate against a real database: what create_all installs, a migration installs too --
 
 

@@ -5,7 +5,6 @@ what ``attach_table`` builds, and their reverse undoes it."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from simsql.store import registry
 from simsql.text.fingerprint import DEFAULT, DEFAULT_WIDE
 
 from .tables import build_docs, config_id, state
-from .test_alembic_render import _body, _migrate
+from .test_alembic_render import _body, _migrate, _offline_scripts
 from .test_readme_alembic import _psql, fresh_database  # noqa: F401  (fixture)
 
 
@@ -32,18 +31,6 @@ def _migration(**options: Any) -> ops.UpgradeOps:
         AddSimHashOp("docs", ["title", "body"], primary_key=["id"], **options),
         CreateSimHashIndexesOp("docs", primary_key=["id"], **({"wide": True} if options.get("wide") else {})),
     ])  # fmt: skip
-
-
-def _offline_scripts(migration: ops.UpgradeOps) -> list[str]:
-    """The PostgreSQL ``--sql`` scripts of ``migration`` rendered as autogenerate writes it, and of
-    its reverse."""
-    scripts = []
-    for operations in (migration, migration.reverse()):
-        buffer = io.StringIO()
-        context = MigrationContext.configure(dialect_name="postgresql", opts={"as_sql": True, "output_buffer": buffer, "literal_binds": True})
-        _migrate(_body(render_python_code(operations)), context)
-        scripts.append(buffer.getvalue())
-    return scripts
 
 
 def test_the_default_is_version_2_and_wide_true_renders() -> None:

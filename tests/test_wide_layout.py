@@ -398,14 +398,10 @@ def test_online_operations_attach_a_layout_and_undo_it(any_engine: Engine) -> No
 
 
 def test_offline_scripts_build_a_layout(tmp_path: Any, fresh_database: str) -> None:
-    import io
-
-    from alembic.autogenerate import render_python_code
-    from alembic.runtime.migration import MigrationContext
     from sqlalchemy import create_engine
 
     from .tables import build_docs
-    from .test_alembic_render import _body, _migrate
+    from .test_alembic_render import _offline_scripts
     from .test_readme_alembic import _psql
 
     engine = create_engine(fresh_database)
@@ -413,13 +409,7 @@ def test_offline_scripts_build_a_layout(tmp_path: Any, fresh_database: str) -> N
         build_docs(engine, rows=30)
         simsql.alembic.upgrade(engine)
         before = state(engine)
-        migration = _layout_migration()
-        scripts = []
-        for operations in (migration, migration.reverse()):
-            buffer = io.StringIO()
-            context = MigrationContext.configure(dialect_name="postgresql", opts={"as_sql": True, "output_buffer": buffer, "literal_binds": True})
-            _migrate(_body(render_python_code(operations)), context)
-            scripts.append(buffer.getvalue())
+        scripts = _offline_scripts(_layout_migration())
         _psql(fresh_database, scripts[0], tmp_path)
         assert "simhash_v9" in scripts[0] and "columns+wide10x24" in scripts[0]
         simsql.backfill(engine, "docs", workers=0)
@@ -509,16 +499,21 @@ def test_a_wide_table_moves_its_blocks_online_while_writers_run(engine: Engine, 
     assert (after["create"], after["triggers"], after["registry"]) == (before["create"], before["triggers"], before["registry"])
 
 
-def test_an_unfinished_layout_move_resumes_only_as_started_and_abandons_cleanly(engine: Engine) -> None:
-    from simsql.lifecycle.refingerprinting import refingerprint
-
+def _attached_docs(engine: Engine, rows: int) -> dict[str, Any]:
+    """``docs`` of ``rows`` rows attached with the wide signature (8 x 20) and backfilled: its state."""
     from .tables import build_docs
 
-    build_docs(engine, rows=300)
+    build_docs(engine, rows=rows)
     simsql.alembic.upgrade(engine)
     simsql.attach_table(engine, "docs", ["title", "body"], wide=True)
     simsql.backfill(engine, "docs", workers=0)
-    attached = state(engine)
+    return state(engine)
+
+
+def test_an_unfinished_layout_move_resumes_only_as_started_and_abandons_cleanly(engine: Engine) -> None:
+    from simsql.lifecycle.refingerprinting import refingerprint
+
+    attached = _attached_docs(engine, rows=300)
 
     class Stop(Exception):
         pass
@@ -553,13 +548,7 @@ def test_mysql_moves_no_layout_and_says_how(mysql_engine: Engine) -> None:
     from simsql.lifecycle.refingerprinting import refingerprint
     from simsql.text.errors import UnsupportedDatabase
 
-    from .tables import build_docs
-
-    build_docs(mysql_engine, rows=50)
-    simsql.alembic.upgrade(mysql_engine)
-    simsql.attach_table(mysql_engine, "docs", ["title", "body"], wide=True)
-    simsql.backfill(mysql_engine, "docs", workers=0)
-    attached = state(mysql_engine)
+    attached = _attached_docs(mysql_engine, rows=50)
     with pytest.raises(UnsupportedDatabase, match="moves no block layout.*--wide-blocks"):
         refingerprint(mysql_engine, "docs", to=simsql.Fingerprinter(version=3), wide_blocks="10x24")
     assert state(mysql_engine) == attached
