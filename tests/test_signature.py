@@ -19,6 +19,8 @@ from simsql.text.signature import (
     BlockLayout,
     Signature,
     block_values,
+    probe_costs,
+    probe_values,
     probes,
     wide_seeds,
 )
@@ -155,6 +157,15 @@ def test_probes_start_with_every_blocks_own_value_then_rise_in_cost() -> None:
         start = probe.block * DEFAULT_LAYOUT.width
         assert probe.value == own ^ sum(1 << (bit - start) for bit in probe.flipped)
         assert probe.cost == pytest.approx(sum(signature.margins[bit] for bit in probe.flipped))
+
+
+@pytest.mark.parametrize("layout", [DEFAULT_LAYOUT, BlockLayout(count=10, width=24)], ids=str)
+@pytest.mark.parametrize("budget", [12, 64, 700])
+def test_probe_costs_are_the_costs_of_the_probe_values_in_their_order(layout: BlockLayout, budget: int) -> None:
+    signature = BASE.signature(TEXTS[3])
+    found = probes(signature, layout, budget=budget)
+    assert [(p.block, p.value) for p in found] == probe_values(signature, layout, budget=budget)
+    assert probe_costs(signature, layout, budget=budget).tolist() == pytest.approx([p.cost for p in found])
 
 
 def test_probes_enumerate_subsets_in_exact_cost_order() -> None:

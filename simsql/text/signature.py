@@ -220,6 +220,17 @@ def probe_values(
     return own + list(zip(blocks.tolist(), values.tolist()))
 
 
+def probe_costs(signature: Signature, layout: BlockLayout = DEFAULT_LAYOUT, *, budget: int = 64, depth: int = 10) -> np.ndarray:
+    """The cost (total margin flipped) of each of :func:`probe_values`'s probes, in its order
+    (0.0 for each block's own value): what a stopping rule by margin reads (``benchmarks/probe_stop.py``)."""
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < layout.count or not 0 <= depth <= _TABLE_DEPTH:
+        return np.asarray([probe.cost for probe in probes(signature, layout, budget=budget, depth=depth)], dtype=np.float64)
+    if budget == layout.count or depth == 0:
+        return np.zeros(layout.count)
+    costs = _variant_table(signature, layout, budget - layout.count, depth)[0]
+    return np.concatenate([np.zeros(layout.count), costs])
+
+
 def probes(
     signature: Signature, layout: BlockLayout = DEFAULT_LAYOUT, *, budget: int = 64, depth: int = 10
 ) -> list[Probe]:
