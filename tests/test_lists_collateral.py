@@ -7,6 +7,7 @@ shows the curve and says when the table has drifted from it."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import numpy as np
@@ -45,6 +46,12 @@ def index_sizes(engine: Engine, table: str) -> dict[str, int]:
         return {str(name): int(size) for name, size in rows}
 
 
+def grown_indexes(engine: Engine, before: dict[str, int]) -> dict[str, tuple[int, int]]:
+    """Indexes now larger than 1.15 times their size in ``before`` (and a page), with both sizes."""
+    after = index_sizes(engine, Note.__tablename__)
+    return {name: (before[name], size) for name, size in after.items() if size > 1.15 * before[name] + 16384}
+
+
 def test_a_fit_and_a_refit_leave_every_index_as_small_as_they_found_it(any_engine: Engine) -> None:
     engine = any_engine
     load(engine, Note, corpus(6000))
@@ -52,17 +59,27 @@ def test_a_fit_and_a_refit_leave_every_index_as_small_as_they_found_it(any_engin
     assert max(before.values()) >= 1 << 16  # large enough that a doubled index would show
     first = fit_lists(engine, Note.__tablename__, lists=16)
     refit = fit_lists(engine, Note.__tablename__, lists=12)
-    after = index_sizes(engine, Note.__tablename__)
     part_index = Names(Note.__tablename__).part_index
-    with engine.begin() as connection:  # the list index as a fresh build of it would be
-        if engine.dialect.name == "postgresql":
+    if engine.dialect.name == "postgresql":  # the list index as a fresh build of it would be
+        after = index_sizes(engine, Note.__tablename__)
+        with engine.begin() as connection:
             connection.exec_driver_sql(f"REINDEX INDEX {part_index}")
-        else:
-            connection.exec_driver_sql(
-                f"ALTER TABLE {Note.__tablename__} DROP INDEX {part_index}, ADD INDEX {part_index} (simhash_part, simhash)"
-            )
-    before[part_index] = index_sizes(engine, Note.__tablename__)[part_index]
-    grown = {name: (before[name], size) for name, size in after.items() if size > 1.15 * before[name] + 16384}
+        before[part_index] = index_sizes(engine, Note.__tablename__)[part_index]
+        grown = {name: (before[name], size) for name, size in after.items() if size > 1.15 * before[name] + 16384}
+    else:  # a twin built now, beside it, while the list index is measured until purge has run
+        with engine.begin() as connection:
+            connection.exec_driver_sql(f"ALTER TABLE {Note.__tablename__} ADD INDEX fresh_twin (simhash_part, simhash)")
+        before[part_index] = index_sizes(engine, Note.__tablename__).pop("fresh_twin")
+        with engine.begin() as connection:
+            connection.exec_driver_sql(f"ALTER TABLE {Note.__tablename__} DROP INDEX fresh_twin")
+        grown = grown_indexes(engine, before)
+    deadline = time.monotonic() + 60
+    while grown and engine.dialect.name != "postgresql" and time.monotonic() < deadline:
+        # InnoDB: an UPDATE of the list column delete-marks the row's old entry in the list index,
+        # and purge, a background job, removes it once no reader needs it (seconds on a loaded
+        # machine, while the index holds both); the size the table keeps is the one after it
+        time.sleep(1)
+        grown = grown_indexes(engine, before)
     assert not grown, f"indexes grown by the fits: {grown} (rebuilt: {first.rebuilt}, {refit.rebuilt})"
     assert refit.left_behind == 0
 

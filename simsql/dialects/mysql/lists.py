@@ -65,8 +65,10 @@ class MySQLListsDDL(ListsDDL):
 
     def rebuild(self, schema: str, names: Names, indexes: Sequence[str]) -> DDLPlan:
         """Nothing: InnoDB updates no other index when a row's list changes, and the list index a
-        fit leaves is the size of a fresh online build of it (BENCHMARKS.md, "Lists without
-        collateral"); :meth:`index_sizes` is empty, so a fit never asks."""
+        fit leaves is the size of a fresh online build of it once purge (a background job, seconds
+        after the fit) has removed the entries the fit's updates delete-marked (BENCHMARKS.md,
+        "Lists without collateral"; ``tests/test_lists_collateral.py``); :meth:`index_sizes` is
+        empty, so a fit never asks."""
         return self.plan([])
 
     def refresh(self, schema: str, table: str) -> DDLPlan:
