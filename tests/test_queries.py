@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 import simsql
 import simsql.bits
+import simsql.dialects
 import simsql.queries
 import simsql.store
 from simsql import EmptyDocument
@@ -466,3 +467,19 @@ def test_most_similar_refuses_a_flag_that_is_not_a_bool(argument: str, value: ob
     it): a flag that is not True or False is refused, naming it, before any statement is built."""
     with pytest.raises(TypeError, match=f"{argument} must be True or False"):
         simsql.most_similar(select(Article), "some text", **{argument: value})
+
+
+def test_near_duplicates_hash_joins_on_mysql_rather_than_ranging_over_the_keys(mysql_engine: Engine) -> None:
+    """MySQL 9 planned each masked self-join as a nested loop with "range checked for each record"
+    on ``a.id < b.id`` (half the table read again for every row: 16 x 2,154 x 1,076 rows, 0.6 s a
+    mask on 2,154 rows, where the hash join takes 1.3 ms); the join must be a hash join on the mask.
+    MariaDB, which cannot hash-join an expression, goes through the block indexes instead."""
+    _loaded(mysql_engine)
+    statement = simsql.queries.near_duplicates_query(Article, 3, mysql_engine.dialect)
+    sql = str(statement.compile(mysql_engine, compile_kwargs={"literal_binds": True}))
+    with mysql_engine.connect() as connection:
+        if not simsql.dialects.backend(mysql_engine).hash_joins_expressions():
+            pytest.skip("the server cannot hash-join an expression: near_duplicates joins the block indexes")
+        plan = str(connection.exec_driver_sql("EXPLAIN FORMAT=TREE " + sql).scalar_one())
+    assert "re-planned for each iteration" not in plan, plan
+    assert plan.count("hash join") == len(simsql.queries.pair_masks()), plan
