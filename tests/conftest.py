@@ -242,9 +242,27 @@ SERVERLESS_FIXTURES = frozenset({
 these (or that takes none) cannot touch a server through the suite's fixtures."""
 
 
+def reaches_suite_fixture(item: pytest.Item) -> bool:
+    """Whether ``item`` takes a fixture the suite defines (``tests/``: any of them may reach a
+    server), directly or through another fixture, or ``request`` itself (it may ask for any).
+    pytest's own fixtures (``tmp_path`` takes ``request``) and a test's own parametrized
+    arguments do not; an item whose fixtures cannot be read is kept."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None or "request" in info.argnames:  # a test's own request may ask for any fixture
+        return True
+    for name in getattr(item, "fixturenames", ()):
+        if name in SERVERLESS_FIXTURES:
+            continue
+        for fixturedef in info.name2fixturedefs.get(name, ()):
+            module = str(getattr(fixturedef.func, "__module__", ""))
+            if module == "tests" or module.startswith("tests."):
+                return True
+    return False
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``SIMSQL_TEST_SERVER_TESTS_ONLY=1`` leaves out the tests that take no fixture beyond
-    pytest's own (:data:`SERVERLESS_FIXTURES`), and the smoke runs of benchmark and research
+    """``SIMSQL_TEST_SERVER_TESTS_ONLY=1`` leaves out the tests that take no fixture of the
+    suite's own (:func:`reaches_suite_fixture`), and the smoke runs of benchmark and research
     scripts (marked ``harness``: they check that a script's harness runs and measures what it
     says, which one server shows as well as two).
 
@@ -259,8 +277,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     kept, dropped = [], []
     for item in items:
-        serverless = set(getattr(item, "fixturenames", ())) <= SERVERLESS_FIXTURES
-        (dropped if serverless or item.get_closest_marker("harness") else kept).append(item)
+        (kept if reaches_suite_fixture(item) and not item.get_closest_marker("harness") else dropped).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept
