@@ -12,7 +12,7 @@ import simsql.queries
 
 PACKAGE = Path(simsql.queries.__file__).parent
 
-ORDER = ["targets", "plan_choice", "planner", "plan_size", "within", "lists", "nearest", "wide", "wide_original", "originality", "pairs", "wide_duplicates", "duplicates", "batch", "vectors_exact", "pgvector", "vectors", "related"]
+ORDER = ["targets", "plan_choice", "approximate", "planner", "plan_size", "within", "lists", "nearest", "wide", "wide_original", "originality", "pairs", "wide_duplicates", "duplicates", "batch", "vectors_exact", "pgvector", "vectors", "related"]
 """The package's modules, lowest first: each imports only modules before it."""
 
 

@@ -241,6 +241,40 @@ def eager_order(key: ColumnElement[Any]) -> EagerOrder:
     return EagerOrder(key)
 
 
+class SortBound(ColumnElement[bool]):
+    """The ``WHERE`` of a top-N scan: ``rows`` (the rows it ranks), or ``bounded`` (those of them
+    within a bound every row of the answer lies within) where bounding spares the sort.
+
+    MySQL and MariaDB build a sort key for every row their top-N sort reads, whatever the heap
+    holds, a good share of a covering-index scan's work: ``bounded`` there, so only the few rows
+    within the bound reach the sort (BENCHMARKS.md, "MySQL 9's exact scan, bounded before its
+    sort"). PostgreSQL: ``rows``, its statement as it was, the bound's subquery never sent (its
+    bounded heap sort compares a row with the worst it holds; a bounded scan was not measured
+    there). ``bounded`` must select a superset of the answer and nothing outside ``rows``.
+    """
+
+    inherit_cache = True
+    _is_implicitly_boolean = True
+    _traverse_internals = [
+        ("rows", InternalTraversal.dp_clauseelement),
+        ("bounded", InternalTraversal.dp_clauseelement),
+    ]
+
+    def __init__(self, rows: ColumnElement[bool], bounded: ColumnElement[bool]) -> None:
+        self.type = Boolean()
+        self.rows = rows
+        self.bounded = bounded
+
+
+@compiles(SortBound)
+def _sort_bound_default(element: SortBound, compiler: Any, **kw: Any) -> str:
+    raise refuse(compiler.dialect)
+
+
+def sort_bound(rows: ColumnElement[bool], bounded: ColumnElement[bool]) -> SortBound:
+    return SortBound(rows, bounded)
+
+
 class RowEstimate(ColumnElement[float]):
     """The server's estimate of a table's row count (PostgreSQL ``pg_class.reltuples``,
     MySQL/MariaDB ``information_schema.TABLES.TABLE_ROWS``; 0 when never analysed or missing):

@@ -10,6 +10,7 @@ One module per reason to change, lowest first:
   checks on arguments every query shares;
 - :mod:`~simsql.queries.plan_choice`: band or scan, decided for exact ``most_similar`` before its
   bands past the first run (the statistics of the target's buckets, a row within 3 bits);
+- :mod:`~simsql.queries.approximate`: ``most_similar(..., exact=False)``'s budgeted candidates;
 - :mod:`~simsql.queries.planner`: which rows a search reads (probes, bands, the budgeted scan,
   the statements built at compile time); how ``most_similar`` stays exact is told there;
 - :mod:`~simsql.queries.nearest`: :func:`similar_to` and :func:`most_similar`;

@@ -27,8 +27,11 @@ On MySQL/MariaDB, which materialise every branch of a ``UNION`` (and plan every 
 one index dive per ``IN``-list value), the exact plan is band 0 and the scan alone: the wider
 bands compile to ``false`` (:class:`simsql.dialects.EagerChoice`) and the scan runs only when
 band 0 found fewer than ``limit`` rows (:class:`simsql.dialects.EagerGuard`, a count evaluated
-once), so exact top-k costs the scan plus one probe at most. ``LIMIT`` takes constants only
-there, so ``exact=False``'s budgeted candidate share reads all it reaches
+once), so exact top-k costs the scan plus a few probes of band 0's buckets. Their top-N sort
+builds a key for every row it reads, so the scan of a plain ``select(Model)`` first keeps only
+the rows within a bound of the answer's farthest distance (:func:`_answer_bound`,
+:class:`simsql.dialects.SortBound`). ``LIMIT`` takes
+constants only there, so ``exact=False``'s budgeted candidate share reads all it reaches
 (:class:`simsql.dialects.RunTimeLimit`): a superset of candidates, at a higher cost.
 
 Statements are built when SQLAlchemy compiles them (:class:`Within`, :class:`_KeyRanking`):
@@ -45,13 +48,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import (
-    BigInteger,
     Float,
     Integer,
     Select,
     and_,
     case,
-    cast,
     false,
     func,
     literal,
@@ -67,9 +68,10 @@ from sqlalchemy.sql import ColumnElement, TableClause, column
 from sqlalchemy.sql.visitors import InternalTraversal
 
 from .. import dialects
-from ..dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_parameter, probe_values, radius_for, ring_values
+from ..dialects import BLOCK_COUNT, equals_any, hamming_expression, probe_parameter, probe_values, radius_for
 from ..store.storage import Binding, binding_for
-from ..text.bits import blocks
+from ..text.bits import FINGERPRINT_BITS, blocks
+from .approximate import approximate_branch
 from .plan_choice import band_budget, bands_worth_running
 from .targets import fingerprint_literal, keys_equal
 
@@ -191,36 +193,6 @@ def _scan_branch(
     return branch.order_by(top.c.distance, *binding.keys).limit(limit)
 
 
-def _approximate_branch(binding: Binding, base: Select[Any], fingerprint: int, radius: int, max_distance: int | None, limit: int) -> Select[Any]:
-    """The nearest of a bounded set of candidates: every row sharing a block with the target,
-    then, per block, rows whose block is 1, 2, ... ``radius`` bits from the target's, nearest
-    rings first, until that block's share of the budget (:func:`~simsql.queries.plan_choice.band_budget`) is spent."""
-    distance = hamming_expression(binding.fingerprint, fingerprint_literal(fingerprint)).label("distance")
-    share = cast(band_budget(binding) / literal(BLOCK_COUNT), BigInteger)
-
-    def ring(column: Any, value: int, r: int) -> Select[Any]:
-        part = select(*binding.table_keys, distance).where(equals_any(column, ring_values(value, r)))
-        return part.where(distance <= max_distance) if max_distance is not None else part
-
-    parts: list[Any] = []
-    for column, value in zip(binding.blocks, blocks(fingerprint)):
-        parts.append(ring(column, value, 0))
-        if radius > 0:
-            # Each block gets an equal share, so one crowded bucket of skewed fingerprints
-            # cannot starve the other blocks; within a block the nearer rings come first.
-            farther = union_all(*(ring(column, value, r) for r in range(1, radius + 1))).limit(dialects.run_time_limit(share)).subquery()
-            parts.append(select(farther))
-    merged = union(*parts).subquery()
-    merged_keys = [merged.c[k.name] for k in binding.table_keys]
-    # Rank keys and distances first: only the top rows are joined back to the caller's select.
-    nearest = select(merged).order_by(merged.c.distance, *merged_keys).limit(limit).subquery()
-    return (
-        base.join(nearest, keys_equal(binding.keys, [nearest.c[k.name] for k in binding.table_keys]))
-        .add_columns(nearest.c.distance)
-        .order_by(nearest.c.distance, *binding.keys)
-    )
-
-
 def _band_branch(binding: Binding, base: Select[Any], target: _Target, radius: int, low: int, high: int | None, limit: int, lazy: bool = False) -> Select[Any]:
     candidates = _band_candidates(binding, target, radius, low, high, lazy=lazy)
     return (
@@ -334,6 +306,20 @@ def is_plain(stmt: Select[Any], binding: Binding) -> bool:
     )
 
 
+def _answer_bound(binding: Binding, target: _Target, limit: int, exclusion: ColumnElement[bool] | None) -> ColumnElement[Any]:
+    """A distance no row of the exact top-``limit`` lies beyond: the ``limit``-th smallest distance
+    among the rows sharing a block value with the target (any ``limit`` rows bound the answer's
+    farthest), or 64 when fewer rows share one. Read as band 0 reads the block indexes, without
+    its distance filter; the scan keeps only the rows within it before sorting where that spares
+    the sort (:class:`simsql.dialects.SortBound`). Rows without a fingerprint share no block.
+    Only where the whole table is ranked (:func:`_key_ranking`): the candidates of a filtered
+    select would have to pass its filters too."""
+    candidates = _band_candidates(binding, target, 0, 0, None, exclusion)
+    nearest = select(candidates.c.distance).order_by(candidates.c.distance).limit(limit).subquery()
+    farthest = case((func.count() >= limit, func.max(nearest.c.distance)), else_=literal(FINGERPRINT_BITS))
+    return select(farthest).select_from(nearest).scalar_subquery()
+
+
 def _key_ranking(
     binding: Binding, target: _Target, limit: int, max_distance: int | None, probe_radius: int,
     exclusion: ColumnElement[bool] | None, scan: bool = True, lazy: bool = True,
@@ -357,11 +343,12 @@ def _key_ranking(
     branches, scan_from, scan_guard = _guarded_bands(
         binding, target, probe_radius if lazy else 0, band, _fewer_within(binding, None, target, limit, exclusion), exclusion
     )
-    distance = hamming_expression(binding.fingerprint, target.fingerprint).label("distance")
-    scanned = select(*table_keys, distance).where(binding.fingerprint.is_not(None), scan_guard)
+    distance = hamming_expression(binding.fingerprint, target.fingerprint)
+    within = distance <= _answer_bound(binding, target, limit, exclusion)
+    scanned = select(*table_keys, distance.label("distance")).where(dialects.sort_bound(binding.fingerprint.is_not(None), within), scan_guard)
     if exclusion is not None:
         scanned = scanned.where(exclusion)
-    top = scanned.order_by(distance, *table_keys).limit(limit).subquery()
+    top = scanned.order_by(scanned.selected_columns.distance, *table_keys).limit(limit).subquery()
     tail = select(top).where(top.c.distance >= scan_from)
     if max_distance is not None:
         tail = tail.where(top.c.distance <= max_distance)
@@ -440,7 +427,7 @@ def nearest_statement(
 
     A plain ``select(Model)`` is ranked on keys and distances alone (:class:`_KeyRanking`, built
     at compile time) and joined to the entities once; any other select is filtered and joined in
-    every branch. ``exact=False`` ranks the budgeted candidates of :func:`_approximate_branch`.
+    every branch. ``exact=False`` ranks the budgeted candidates of :func:`simsql.queries.approximate.approximate_branch`.
     """
     binding = binding_for(model)
     reach = _probe_reach(max_distance, probe_radius, scan)
@@ -457,7 +444,7 @@ def nearest_statement(
     if target is not None:
         branches = _exact_branches(binding, base, target, limit, max_distance, probe_radius, scan, exclusion)
     else:
-        branches = [_approximate_branch(binding, base, fingerprint, probe_radius, max_distance, limit)]
+        branches = [approximate_branch(binding, base, fingerprint, probe_radius, max_distance, limit)]
     ranked = (union_all(*branches) if len(branches) > 1 else branches[0]).subquery("simsql_ranked")
     entity: Any = aliased(model, ranked)
     return (

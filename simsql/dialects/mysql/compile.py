@@ -1,6 +1,6 @@
 """How MySQL and MariaDB spell simsql's SQL constructs (:mod:`simsql.dialects.constructs`):
-``BIT_COUNT(a ^ b)`` on ``BIGINT UNSIGNED``, ``IN`` lists, ``DIV``, constant ``LIMIT`` s, and the
-``CREATE INDEX`` that names its algorithm. Registered for both dialect names on import."""
+``BIT_COUNT(a ^ b)`` on ``BIGINT UNSIGNED``, ``IN`` lists, ``DIV``, constant ``LIMIT`` s, scans bounded
+before their sort, and the ``CREATE INDEX`` that names its algorithm. Registered for both dialect names on import."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from ..constructs import (
     HammingDistance,
     RowEstimate,
     RunTimeLimit,
+    SortBound,
     WholeQuotient,
 )
 from .ddl import block_expression_sql
@@ -82,6 +83,10 @@ def _eager_order(element: EagerOrder, compiler: Any, **kw: Any) -> str:
     return compiler.process(element.ordered, **kw)  # type: ignore[no-any-return]
 
 
+def _sort_bound(element: SortBound, compiler: Any, **kw: Any) -> str:
+    return compiler.process(element.bounded, **kw)  # type: ignore[no-any-return]
+
+
 def _row_estimate(element: RowEstimate, compiler: Any, **kw: Any) -> str:
     # InnoDB's sampled estimate (what ANALYZE TABLE refreshes). Names are string literals here,
     # rendered by the dialect's own literal rule (quotes, backslashes, percent signs).
@@ -118,6 +123,7 @@ for _name in MYSQL_DIALECTS:
     compiles(EagerOrder, _name)(_eager_order)
     compiles(EagerGuard, _name)(_eager_guard)
     compiles(EagerChoice, _name)(_eager_choice)
+    compiles(SortBound, _name)(_sort_bound)
     compiles(CreateIndex, _name)(_create_index)
     compiles(HammingDistance, _name)(_hamming)
     compiles(EqualsAny, _name)(_equals_any)

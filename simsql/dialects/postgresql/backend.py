@@ -33,6 +33,7 @@ from ..constructs import (
     HammingDistance,
     RowEstimate,
     RunTimeLimit,
+    SortBound,
     WholeQuotient,
     read_row_estimate,
 )
@@ -112,6 +113,11 @@ def _eager_order(element: EagerOrder, compiler: Any, **kw: Any) -> str:
         return compiler.process(element.ordered, **kw)  # type: ignore[no-any-return]
     # Not a bare literal (``ORDER BY 0`` would name a column by position); constant, so no sort.
     return "CAST(0 AS INTEGER)"
+
+
+@compiles(SortBound, "postgresql")
+def _sort_bound(element: SortBound, compiler: Any, **kw: Any) -> str:
+    return compiler.process(element.rows, **kw)  # type: ignore[no-any-return]
 
 
 @compiles(RowEstimate, "postgresql")
