@@ -51,6 +51,7 @@ from .constructs import (
     EagerOrder,
     EqualsAny,
     HammingDistance,
+    HashJoinHint,
     InSelected,
     RowEstimate,
     RunTimeLimit,
@@ -71,12 +72,14 @@ from .constructs import (
     sort_bound,
     whole_quotient,
     fenced_cte,
+    hash_join_hint,
 )
 from .sqltext import execute_sql
 from .wide import WideBlockComputed, WideBlockExpression, wide_block_computed, wide_block_sql
 
 __all__ = [
     "fenced_cte",
+    "hash_join_hint",
     "WideBlockComputed",
     "WideBlockExpression",
     "wide_block_computed",
@@ -96,6 +99,7 @@ __all__ = [
     "CurrentSchema",
     "HammingDistance",
     "InSelected",
+    "HashJoinHint",
     "ManyTargetsPlan",
     "RowEstimate",
     "RunTimeLimit",

@@ -275,6 +275,29 @@ def sort_bound(rows: ColumnElement[bool], bounded: ColumnElement[bool]) -> SortB
     return SortBound(rows, bounded)
 
 
+class HashJoinHint(ColumnElement[Any]):
+    """A prefix of each masked self-join of ``near_duplicates`` (``SELECT <hint> ...``), naming
+    the join's inner alias. Nothing on most servers; MySQL's ``NO_RANGE_OPTIMIZATION`` of the
+    inner side there: without it MySQL 9 reads ``a.key < b.key`` as a key range on ``b``
+    re-planned for every row of ``a`` (a nested loop over half the table a row) instead of
+    hash-joining on the mask (``tests/test_queries.py``)."""
+
+    inherit_cache = True
+    _traverse_internals = [("inner", InternalTraversal.dp_string)]
+
+    def __init__(self, inner: str) -> None:
+        self.inner = inner
+
+
+@compiles(HashJoinHint)
+def _hash_join_hint_default(element: HashJoinHint, compiler: Any, **kw: Any) -> str:
+    return ""
+
+
+def hash_join_hint(inner: str) -> HashJoinHint:
+    return HashJoinHint(inner)
+
+
 class RowEstimate(ColumnElement[float]):
     """The server's estimate of a table's row count (PostgreSQL ``pg_class.reltuples``,
     MySQL/MariaDB ``information_schema.TABLES.TABLE_ROWS``; 0 when never analysed or missing):

@@ -100,17 +100,10 @@ def near_duplicates_query(model: type, max_distance: int = 3, dialect: Any = Non
             select(*columns)
             .select_from(a.join(b, and_(a_fp.op("&")(signed) == b_fp.op("&")(signed), before)))
             .where(distance <= max_distance)
-            .prefix_with(NO_KEY_RANGES_HINT, dialect="mysql")
+            .prefix_with(dialects.hash_join_hint(b.name))
         )
     return union(*parts)
 
-
-NO_KEY_RANGES_HINT = "/*+ NO_RANGE_OPTIMIZATION(b) */"
-"""MySQL's optimizer hint for each masked self-join: without it MySQL 9 reads ``a.id < b.id`` as
-a key range on ``b`` re-planned for every row of ``a`` (a nested loop over half the table per
-row, 0.6 s a mask on 2,000 rows) instead of hash-joining on the mask (1.3 ms);
-``tests/test_queries.py``. MySQL only (the masked joins run where
-:meth:`~simsql.dialects.Backend.hash_joins_expressions`); PostgreSQL never sees it."""
 
 
 def near_duplicates(

@@ -20,6 +20,7 @@ from ..constructs import (
     EagerOrder,
     EqualsAny,
     HammingDistance,
+    HashJoinHint,
     RowEstimate,
     RunTimeLimit,
     SortBound,
@@ -83,6 +84,10 @@ def _eager_order(element: EagerOrder, compiler: Any, **kw: Any) -> str:
     return compiler.process(element.ordered, **kw)  # type: ignore[no-any-return]
 
 
+def _hash_join_hint(element: HashJoinHint, compiler: Any, **kw: Any) -> str:
+    return f"/*+ NO_RANGE_OPTIMIZATION({compiler.preparer.quote(element.inner)}) */"
+
+
 def _sort_bound(element: SortBound, compiler: Any, **kw: Any) -> str:
     return compiler.process(element.bounded, **kw)  # type: ignore[no-any-return]
 
@@ -124,6 +129,7 @@ for _name in MYSQL_DIALECTS:
     compiles(EagerGuard, _name)(_eager_guard)
     compiles(EagerChoice, _name)(_eager_choice)
     compiles(SortBound, _name)(_sort_bound)
+    compiles(HashJoinHint, _name)(_hash_join_hint)
     compiles(CreateIndex, _name)(_create_index)
     compiles(HammingDistance, _name)(_hamming)
     compiles(EqualsAny, _name)(_equals_any)
