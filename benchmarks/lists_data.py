@@ -113,9 +113,8 @@ def text_set(rows: int, queries: int, source: str = "manpages", documents: int |
     real = scale.real_text("default", limit=documents, source=source)
     started = time.perf_counter()
     data = scale.build_cached(real, rows, seed=rows)
-    origin = "" if source == "manpages" else f"-{source}"
     prefix = "" if documents is None else f"-d{documents}"
-    path = _cache(f"partitions-text{origin}{prefix}-{real.fingerprinter.config_id}-{rows}-{queries}.npz")
+    path = _cache(f"partitions-text{scale.corpus_key(real)}{prefix}-{rows}-{queries}.npz")
     if path.exists():
         saved = np.load(path)
         return TextSet(

@@ -15,6 +15,7 @@ Planted structure, so queries have real neighbours:
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -277,13 +278,22 @@ def real_text(config: str = "default", limit: int | None = None, source: str = "
     return RealText(paragraphs, features, fingerprinter, pools, source)
 
 
+def corpus_key(real: RealText) -> str:
+    """The part of a cache file's name that says what its rows were made of: the source (none for
+    the man pages), the configuration and the paragraphs' count and content (a digest), so a
+    corpus rendered again, or of another size, is never paired with another's cache. Every cache
+    of rows built from ``real`` (:func:`build_cached`, ``lists_data.text_set``) is named by it."""
+    origin = "" if real.source == "manpages" else f"-{real.source}"
+    digest = hashlib.sha256("\x00".join(real.paragraphs).encode()).hexdigest()[:12]
+    return f"{origin}-{real.fingerprinter.config_id}-{len(real.paragraphs)}-{digest}"
+
+
 def build_cached(real: RealText, n: int, seed: int) -> ScaleSet:
     """:func:`build`, kept in ``benchmarks/.cache`` by configuration, size and seed: a 10M-row set
     takes the better part of an hour to generate on a busy 2-core machine."""
     from .corpus import CACHE_DIR
 
-    origin = "" if real.source == "manpages" else f"-{real.source}"
-    path = CACHE_DIR / f"scale{origin}-{real.fingerprinter.config_id}-{len(real.paragraphs)}-{n}-{seed}.npz"
+    path = CACHE_DIR / f"scale{corpus_key(real)}-{n}-{seed}.npz"
     if path.exists():
         saved = np.load(path)
         return ScaleSet(saved["fingerprints"], saved["members"], saved["variant_of"], saved["series_heads"], real.fingerprinter, real.pools)
