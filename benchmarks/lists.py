@@ -24,7 +24,8 @@ query in a shuffled order, each on its own connection (so none runs on a cache a
   HNSW (``m=16, ef_construction=64``, ``hnsw.ef_search`` grid), each index on its own copy of the
   table; build times and index sizes.
 - ``inserts``: ORM inserts of real rows (batches of ``--batch``) into two tables of equal size,
-  one with partition lists and one without, batch by batch in alternating order.
+  one with partition lists and one without, batch by batch in alternating order (text and
+  vectors; ``--insert-kinds vectors`` times the vector tables only).
 - ``refit``: ``fit_lists`` again on the text table while two processes insert and update
   rows; then every row with a fingerprint is checked to be in a current list.
 
@@ -580,8 +581,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if "vectors" in args.sets:
         vectors = run_vectors(engine, args, api, report)
     if "inserts" in args.sets and api is not None:
-        texts = texts or text_set(args.rows, args.queries, documents=args.documents)
-        vectors = vectors or vectors_for(args)
+        texts = (texts or text_set(args.rows, args.queries, documents=args.documents)) if "text" in args.insert_kinds else None
+        vectors = (vectors or vectors_for(args)) if "vectors" in args.insert_kinds else None
         base = min(args.insert_base, args.rows - args.insert_rows)
         report["inserts"] = insert_phase(engine, api, texts, vectors, base, args.insert_rows, args.batch)
     if "refit" in args.sets and api is not None:
@@ -614,13 +615,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--insert-base", type=int, default=100_000, help="rows in each insert-cost table before the inserts")
     parser.add_argument("--insert-rows", type=int, default=5_000)
     parser.add_argument("--batch", type=int, default=100, help="rows per ORM insert (one commit)")
+    parser.add_argument("--insert-kinds", default="text,vectors", help="the tables the inserts set times (comma-separated: text, vectors)")
     parser.add_argument("--no-pgvector", action="store_true")
     parser.add_argument("--reuse", action="store_true", help="tables left by a --keep run with --rows rows are not loaded again")
     parser.add_argument("--pgvector-report", default=None, help="with --reuse: a JSON file of the pgvector build (times, sizes) to copy in")
     parser.add_argument("--keep", action="store_true", help="leave the tables (for --reuse)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    args.sets = args.sets.split(",")
+    args.sets, args.insert_kinds = args.sets.split(","), args.insert_kinds.split(",")
     ints = lambda value: [int(x) for x in value.split(",") if x]  # noqa: E731
     args.lists, args.text_probes, args.vector_probes, args.vector_candidates, args.by_hand = (
         ints(args.lists), ints(args.text_probes), ints(args.vector_probes), ints(args.vector_candidates), ints(args.by_hand)

@@ -229,10 +229,16 @@ class Centres:
     def place(self, signatures: object) -> np.ndarray:
         """The list values (``base + list``) of unsigned fingerprints (``modes``) or vectors
         (``means``), one per row."""
-        if self.kind == "modes":
-            chosen, _ = nearest_modes(np.asarray(signatures, dtype=np.uint64).ravel(), self.values)
-        else:
-            chosen, _ = nearest_means(unit_rows(np.atleast_2d(np.asarray(signatures, dtype=np.float64))), self.values)
+        if self.kind == "means":
+            return self.place_unit(unit_rows(np.atleast_2d(np.asarray(signatures, dtype=np.float64))))
+        chosen, _ = nearest_modes(np.asarray(signatures, dtype=np.uint64).ravel(), self.values)
+        return chosen + self.base
+
+    def place_unit(self, unit: np.ndarray) -> np.ndarray:
+        """:meth:`place` of vectors already at unit length (float64 ``[n, dimensions]``, e.g.
+        :meth:`simsql.VectorFingerprinter.unit` of checked ones, the values :func:`unit_rows`
+        gives): the same lists, without scaling the vectors again."""
+        chosen, _ = nearest_means(unit, self.values)
         return chosen + self.base
 
     def nearest(self, target: object, probes: int) -> list[int]:
