@@ -90,6 +90,10 @@ def hamming_matrix(fingerprints: np.ndarray, centres: np.ndarray) -> np.ndarray:
 def _best(rows: np.ndarray, scores: Any, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
     """Each row's best centre by ``scores(chunk)`` (``[chunk, lists]``, lower is better; the
     lowest list on ties) and its score, a chunk of rows at a time (memory stays bounded)."""
+    if len(rows) <= _CHUNK:  # one chunk (an ORM write's one row): the same arithmetic, nothing copied
+        block = scores(rows)
+        chosen = block.argmin(axis=1)
+        return chosen.astype(np.int64, copy=False), block[np.arange(len(block)), chosen].astype(dtype, copy=False)
     lists = np.empty(len(rows), dtype=np.int64)
     best = np.empty(len(rows), dtype=dtype)
     for start in range(0, len(rows), _CHUNK):
