@@ -24,7 +24,8 @@ query in a shuffled order, each on its own connection (so none runs on a cache a
   HNSW (``m=16, ef_construction=64``, ``hnsw.ef_search`` grid), each index on its own copy of the
   table; build times and index sizes.
 - ``inserts``: ORM inserts of real rows (batches of ``--batch``) into two tables of equal size,
-  one with partition lists and one without, batch by batch in alternating order.
+  one with partition lists and one without, batch by batch in alternating order (text and
+  vectors; ``--insert-kinds vectors`` times the vector tables only).
 - ``refit``: ``fit_lists`` again on the text table while two processes insert and update
   rows; then every row with a fingerprint is checked to be in a current list.
 
@@ -426,8 +427,11 @@ class VectorPlain(simsql.WideSimHashMixin, ListsBase):
 
 def timed_inserts(engine: Engine, models: Sequence[type], rows: list[dict[str, Any]], batch: int, seed: int) -> dict[str, Any]:
     """ORM inserts of ``rows`` into each model's table, batch by batch, the tables taking turns in
-    a shuffled order per batch (so load drifts hit both); the first batch of each untimed."""
+    a shuffled order per batch (so load drifts hit both); the first batch of each untimed. Each
+    table's median batch too, as the load of a shared machine comes in bursts that a few
+    batches of one table can catch."""
     seconds: dict[str, float] = {m.__tablename__: 0.0 for m in models}  # type: ignore[attr-defined]
+    batches: dict[str, list[float]] = {name: [] for name in seconds}
     statements: dict[str, int] = dict.fromkeys(seconds, 0)
     order = np.random.default_rng(seed)
     timed = 0
@@ -449,6 +453,7 @@ def timed_inserts(engine: Engine, models: Sequence[type], rows: list[dict[str, A
                     session.commit()
                 if start > 0:
                     seconds[model.__tablename__] += time.perf_counter() - started  # type: ignore[attr-defined]
+                    batches[model.__tablename__].append((time.perf_counter() - started) / len(chunk))  # type: ignore[attr-defined]
                     statements[model.__tablename__] += len(sent)  # type: ignore[attr-defined]
             timed += len(chunk) if start > 0 else 0
     finally:
@@ -458,8 +463,20 @@ def timed_inserts(engine: Engine, models: Sequence[type], rows: list[dict[str, A
         out[name] = {
             "seconds": round(spent, 2), "rows_per_second": round(timed / spent, 1), "us_per_row": round(1e6 * spent / timed, 1),
             "statements_per_batch": round(statements[name] * batch / timed, 1),
+            "us_per_row_median_batch": round(1e6 * float(np.median(batches[name])), 1), "us_per_row_batches": [round(1e6 * b, 1) for b in batches[name]],
         }  # fmt: skip
     return out
+
+
+def extra_cost(report: dict[str, Any], with_lists: str, without: str) -> None:
+    """The cost of the lists in ``report`` (of :func:`timed_inserts`): of the total time, of the
+    median batches, and the median of the batches' own ratios (each batch of one table beside
+    the same batch of the other, a few ms apart: the least touched by the machine's bursts)."""
+    lists, plain = report[with_lists], report[without]
+    report["extra_cost"] = round(lists["seconds"] / plain["seconds"] - 1, 4)
+    report["extra_cost_median_batches"] = round(lists["us_per_row_median_batch"] / plain["us_per_row_median_batch"] - 1, 4)
+    pairs = np.array(lists["us_per_row_batches"]) / np.array(plain["us_per_row_batches"])
+    report["extra_cost_median_paired"] = round(float(np.median(pairs)) - 1, 4)
 
 
 def insert_phase(engine: Engine, api: Any, texts: TextSet | None, vectors: VectorSet | None, base: int, count: int, batch: int) -> dict[str, Any]:
@@ -474,16 +491,14 @@ def insert_phase(engine: Engine, api: Any, texts: TextSet | None, vectors: Vecto
         report["text_fit"] = as_dict(api.fit_lists(engine, TextLists.__tablename__))
         rows = [{"id": k, "body": scale.article_text(texts.paragraphs, texts.members[k - 1])} for k in range(base + 1, base + count + 1)]
         report["text"] = timed_inserts(engine, (TextLists, TextPlain), rows, batch, seed=base)
-        with_lists, without = report["text"][TextLists.__tablename__], report["text"][TextPlain.__tablename__]
-        report["text"]["extra_cost"] = round(with_lists["seconds"] / without["seconds"] - 1, 4)
+        extra_cost(report["text"], TextLists.__tablename__, TextPlain.__tablename__)
     if vectors is not None:
         for model in (VectorLists, VectorPlain):
             load.load_vectors(engine, model.__table__, vectors.vectors[:base], VectorDoc.__simhash_fingerprinter__)  # type: ignore[attr-defined]
         report["vectors_fit"] = as_dict(api.fit_lists(engine, VectorLists.__tablename__))
         rows = [{"id": k, "embedding": vectors.vectors[k - 1].astype("<f4").tobytes()} for k in range(base + 1, base + count + 1)]
         report["vectors"] = timed_inserts(engine, (VectorLists, VectorPlain), rows, batch, seed=base + 1)
-        with_lists, without = report["vectors"][VectorLists.__tablename__], report["vectors"][VectorPlain.__tablename__]
-        report["vectors"]["extra_cost"] = round(with_lists["seconds"] / without["seconds"] - 1, 4)
+        extra_cost(report["vectors"], VectorLists.__tablename__, VectorPlain.__tablename__)
     return report
 
 
@@ -580,8 +595,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if "vectors" in args.sets:
         vectors = run_vectors(engine, args, api, report)
     if "inserts" in args.sets and api is not None:
-        texts = texts or text_set(args.rows, args.queries, documents=args.documents)
-        vectors = vectors or vectors_for(args)
+        texts = (texts or text_set(args.rows, args.queries, documents=args.documents)) if "text" in args.insert_kinds else None
+        vectors = (vectors or vectors_for(args)) if "vectors" in args.insert_kinds else None
         base = min(args.insert_base, args.rows - args.insert_rows)
         report["inserts"] = insert_phase(engine, api, texts, vectors, base, args.insert_rows, args.batch)
     if "refit" in args.sets and api is not None:
@@ -614,13 +629,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--insert-base", type=int, default=100_000, help="rows in each insert-cost table before the inserts")
     parser.add_argument("--insert-rows", type=int, default=5_000)
     parser.add_argument("--batch", type=int, default=100, help="rows per ORM insert (one commit)")
+    parser.add_argument("--insert-kinds", default="text,vectors", help="the tables the inserts set times (comma-separated: text, vectors)")
     parser.add_argument("--no-pgvector", action="store_true")
     parser.add_argument("--reuse", action="store_true", help="tables left by a --keep run with --rows rows are not loaded again")
     parser.add_argument("--pgvector-report", default=None, help="with --reuse: a JSON file of the pgvector build (times, sizes) to copy in")
     parser.add_argument("--keep", action="store_true", help="leave the tables (for --reuse)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    args.sets = args.sets.split(",")
+    args.sets, args.insert_kinds = args.sets.split(","), args.insert_kinds.split(",")
     ints = lambda value: [int(x) for x in value.split(",") if x]  # noqa: E731
     args.lists, args.text_probes, args.vector_probes, args.vector_candidates, args.by_hand = (
         ints(args.lists), ints(args.text_probes), ints(args.vector_probes), ints(args.vector_candidates), ints(args.by_hand)

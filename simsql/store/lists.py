@@ -58,8 +58,16 @@ _CENTRES: dict[tuple[str, str, str, int, str], Centres] = {}
 _WRITERS: dict[tuple[str, str, str], tuple[float, Centres | None]] = {}
 
 
+_BIND_KEYS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+"""Each engine's URL as the caches above key it (rendered once: an ORM writer asks for every row)."""
+
+
 def _bind_key(connection: Connection) -> str:
-    return connection.engine.url.render_as_string(hide_password=True)
+    engine = connection.engine
+    key = _BIND_KEYS.get(engine)
+    if key is None:
+        key = _BIND_KEYS[engine] = engine.url.render_as_string(hide_password=True)
+    return key
 
 
 def tables_exist(connection: Connection) -> bool:

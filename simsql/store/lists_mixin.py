@@ -18,7 +18,6 @@ from sqlalchemy.orm.attributes import flag_modified, set_attribute
 
 from ..dialects import COVERING_INFO
 from ..schema.names import DEFAULT_PREFIX, Names
-from ..text.vectors import VectorFingerprinter, vector_of
 from .lists import writer_centres
 from .storage import Binding, SimHashMixin, binding_for
 
@@ -61,7 +60,10 @@ def _add_list_index(mapper: Mapper[Any], cls: type) -> None:
 
 
 def list_value(connection: Any, binding: Binding, target: Any) -> int | None:
-    """The list of ``target``'s nearest centre (None: no lists fitted, or nothing to place)."""
+    """The list of ``target``'s nearest centre (None: no lists fitted, or nothing to place). A
+    vector row is placed by the vector its signature was just computed from, checked once for
+    both (:meth:`~simsql.store.storage.Binding.unit_vector`): the list ``Centres.place`` gives
+    that vector (``tests/test_lists_writes.py`` compares them row by row)."""
     fingerprint = getattr(target, binding.names.fingerprint)
     if fingerprint is None:
         return None
@@ -71,10 +73,7 @@ def list_value(connection: Any, binding: Binding, target: Any) -> int | None:
         return None
     if centres.kind == "modes":
         return int(centres.place(np.array([int(fingerprint) & 0xFFFFFFFFFFFFFFFF], dtype=np.uint64))[0])
-    fingerprinter = binding.fingerprinter
-    assert isinstance(fingerprinter, VectorFingerprinter)
-    vector = vector_of(getattr(target, binding.source[0]), binding.source[0])
-    return int(centres.place(fingerprinter.check(vector))[0])
+    return int(centres.place_unit(binding.unit_vector(target))[0])
 
 
 def _place(connection: Any, target: Any) -> None:

@@ -11,19 +11,14 @@ block, so blocks cannot disagree with their fingerprint whatever path a row was 
 from __future__ import annotations
 
 import hashlib
+import threading
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from sqlalchemy import (
-    Column,
-    Integer,
-    Table,
-    event,
-    inspect,
-    update,
-)
+import numpy as np
+from sqlalchemy import Column, Integer, Table, event, inspect, update
 from sqlalchemy.orm import Mapped, Mapper, declared_attr, mapped_column
 from sqlalchemy.orm.attributes import get_history, set_attribute
 
@@ -128,33 +123,42 @@ class Binding:
 
     def stored_values(self, instance: object) -> tuple[int | None, uuid.UUID | None]:
         """(fingerprint, digest of its text) for a row; None without features (a vector: no digest)."""
-        if isinstance(self.fingerprinter, VectorFingerprinter):
-            return self.vector_values(instance, self.fingerprinter)
+        if isinstance(self.fingerprinter, VectorFingerprinter):  # 64 hyperplanes, even for a wide table
+            value = getattr(instance, self.source[0])
+            return (None if value is None else self.fingerprinter.fingerprint(vector_of(value, f"{type(instance).__name__}.{self.source[0]}"))), None
         names = self.names.with_wide(False)
         row = stored_for_text(self.fingerprinter, names, self.text_of(instance))
         return row[names.fingerprint], row[names.digest]
 
     def stored_row(self, instance: object) -> dict[str, Any]:
         """Column name -> value of what Python writes for a row: fingerprint, digest and, on a wide
-        table, the signature's words 1-3 (word 0 is the fingerprint; all None without features)."""
+        table, the signature's words 1-3 (word 0 is the fingerprint; all None without features).
+        A vector row has no digest (the triggers' is of text): see :func:`_rewrite_vector_signature`;
+        ``ValueError``/``TypeError`` for a bad vector."""
         names, fingerprinter = self.names, self.fingerprinter
         if not isinstance(fingerprinter, VectorFingerprinter):
             return stored_for_text(fingerprinter, names, self.text_of(instance))
-        if not names.wide:
-            fingerprint, digest = self.vector_values(instance, fingerprinter)
-            return {names.fingerprint: fingerprint, names.digest: digest}
-        value = getattr(instance, self.source[0])  # 256 hyperplanes; no digest (see vector_values)
-        vector = None if value is None else vector_of(value, f"{type(instance).__name__}.{self.source[0]}")
-        words = (None,) * 4 if vector is None else fingerprinter.signatures_many([vector])[0].words
-        return {names.digest: None, **dict(zip(names.signature_words, words))}
-
-    def vector_values(self, instance: object, fingerprinter: VectorFingerprinter) -> tuple[int | None, None]:
-        """(signature, None) of a row whose source is one vector column; ``ValueError``/``TypeError``
-        for a bad vector. No digest (the triggers' is of text): see :func:`_rewrite_vector_signature`."""
+        written = names.signature_words if names.wide else (names.fingerprint,)
         value = getattr(instance, self.source[0])
         if value is None:
-            return None, None
-        return fingerprinter.fingerprint(vector_of(value, f"{type(instance).__name__}.{self.source[0]}")), None
+            return {names.digest: None, **dict.fromkeys(written)}
+        checked = fingerprinter.check_one(vector_of(value, f"{type(instance).__name__}.{self.source[0]}"))
+        unit = None if fingerprinter.center is None else fingerprinter.unit(checked)
+        _LAST_VECTOR.seen = (value, checked, unit)
+        words = fingerprinter.signatures_of(checked, unit)[0].words if names.wide else (int(fingerprinter.fingerprint_array(checked, unit)[0]),)
+        return {names.digest: None, **dict(zip(written, words))}
+
+    def unit_vector(self, instance: object) -> np.ndarray:
+        """A vector row's vector (not NULL), checked and at unit length (``[1, dimensions]``): what
+        partition lists compare. The one :meth:`stored_row` checked last in this thread when it
+        was of this very value (an ORM write's hooks check it once), else checked now."""
+        value, seen = getattr(instance, self.source[0]), getattr(_LAST_VECTOR, "seen", None)
+        if seen is not None and seen[0] is value:
+            _, checked, unit = seen
+        else:
+            assert isinstance(self.fingerprinter, VectorFingerprinter)
+            checked, unit = self.fingerprinter.check_one(vector_of(value, f"{type(instance).__name__}.{self.source[0]}")), None
+        return VectorFingerprinter.unit(checked) if unit is None else unit
 
     def key_of(self, instance: object) -> tuple[Any, ...]:
         return tuple(getattr(instance, column.key) for column in self.keys)
@@ -233,6 +237,9 @@ class Binding:
 
 
 _SIDE_BINDINGS: dict[type, Binding] = {}
+_LAST_VECTOR = threading.local()
+"""``seen``: the source value, checked vector and unit vector (or None) of the last vector row
+this thread's :meth:`Binding.stored_row` signed; the value is held, so its identity is not reused."""
 
 
 def source_names(source: object, owner: str) -> tuple[str, ...]:
@@ -386,19 +393,11 @@ def _mixin_binding(model: type) -> Binding:
     wide = issubclass(model, WideSimHashMixin)
     names = Names(table.name, wide=wide, layout=mixin_layout(model) if wide else WIDE_LAYOUT)
     return Binding(
-        model=model,
-        mode="columns",
-        table=table,
-        fingerprint=table.c[FINGERPRINT_COLUMN],
-        blocks=tuple(table.c[name] for name in BLOCK_COLUMNS),
-        keys=keys,
-        table_keys=keys,
-        source=source,
-        fingerprinter=fingerprinter,
-        names=names,
-        words=tuple(table.c[name] for name in names.signature_words),
+        model=model, mode="columns", table=table, fingerprint=table.c[FINGERPRINT_COLUMN],
+        blocks=tuple(table.c[name] for name in BLOCK_COLUMNS), keys=keys, table_keys=keys, source=source,
+        fingerprinter=fingerprinter, names=names, words=tuple(table.c[name] for name in names.signature_words),
         wide_blocks=tuple(table.c[name] for name in names.wide_blocks),
-    )
+    )  # fmt: skip
 
 
 def binding_for(model: type) -> Binding:

@@ -90,6 +90,10 @@ def hamming_matrix(fingerprints: np.ndarray, centres: np.ndarray) -> np.ndarray:
 def _best(rows: np.ndarray, scores: Any, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
     """Each row's best centre by ``scores(chunk)`` (``[chunk, lists]``, lower is better; the
     lowest list on ties) and its score, a chunk of rows at a time (memory stays bounded)."""
+    if len(rows) <= _CHUNK:  # one chunk (an ORM write's one row): the same arithmetic, nothing copied
+        block = scores(rows)
+        chosen = block.argmin(axis=1)
+        return chosen.astype(np.int64, copy=False), block[np.arange(len(block)), chosen].astype(dtype, copy=False)
     lists = np.empty(len(rows), dtype=np.int64)
     best = np.empty(len(rows), dtype=dtype)
     for start in range(0, len(rows), _CHUNK):
@@ -229,10 +233,16 @@ class Centres:
     def place(self, signatures: object) -> np.ndarray:
         """The list values (``base + list``) of unsigned fingerprints (``modes``) or vectors
         (``means``), one per row."""
-        if self.kind == "modes":
-            chosen, _ = nearest_modes(np.asarray(signatures, dtype=np.uint64).ravel(), self.values)
-        else:
-            chosen, _ = nearest_means(unit_rows(np.atleast_2d(np.asarray(signatures, dtype=np.float64))), self.values)
+        if self.kind == "means":
+            return self.place_unit(unit_rows(np.atleast_2d(np.asarray(signatures, dtype=np.float64))))
+        chosen, _ = nearest_modes(np.asarray(signatures, dtype=np.uint64).ravel(), self.values)
+        return chosen + self.base
+
+    def place_unit(self, unit: np.ndarray) -> np.ndarray:
+        """:meth:`place` of vectors already at unit length (float64 ``[n, dimensions]``, e.g.
+        :meth:`simsql.VectorFingerprinter.unit` of checked ones, the values :func:`unit_rows`
+        gives): the same lists, without scaling the vectors again."""
+        chosen, _ = nearest_means(unit, self.values)
         return chosen + self.base
 
     def nearest(self, target: object, probes: int) -> list[int]:

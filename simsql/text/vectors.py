@@ -279,12 +279,18 @@ class VectorFingerprinter:
             )
         return array
 
-    def fingerprint(self, vector: object) -> int:
-        """The unsigned 64-bit signature of one vector (a list of numbers or a 1-D array)."""
+    def check_one(self, vector: object, caller: str = "a row") -> np.ndarray:
+        """One vector (a list of numbers or a 1-D array) as a checked ``[1, dimensions]`` array:
+        :meth:`check`'s errors, and ``ValueError`` for anything but one vector (``caller`` names
+        what takes one in it)."""
         array = _as_matrix(vector, self.dimensions, "vector")
         if array.ndim != 1:
-            raise ValueError(f"fingerprint() takes one vector (1-D); use fingerprint_many() for a batch, got {array.ndim}-D")
-        return self.fingerprint_many(array[None, :])[0]
+            raise ValueError(f"{caller} takes one vector (1-D); use fingerprint_many() for a batch, got {array.ndim}-D")
+        return self.check(array[None, :])
+
+    def fingerprint(self, vector: object) -> int:
+        """The unsigned 64-bit signature of one vector (a list of numbers or a 1-D array)."""
+        return int(self.fingerprint_array(self.check_one(vector, "fingerprint()"))[0])
 
     def fingerprint_many(self, vectors: object) -> list[int]:
         """Signatures of a batch (a 2-D array or a sequence of vectors): one matrix product.
@@ -299,16 +305,25 @@ class VectorFingerprinter:
     def _center(self) -> np.ndarray | None:
         return None if self.center is None else np.asarray(self.center, dtype=np.float64)
 
-    def centred(self, checked: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def unit(checked: np.ndarray) -> np.ndarray:
+        """A checked batch with each vector scaled to unit length (none is zero: :meth:`check`
+        refuses them), the same values as :func:`simsql.text.lists.unit_rows`: what the centre is
+        subtracted from, and what partition lists compare (an ORM write computes it once for both)."""
+        return checked / np.linalg.norm(checked, axis=1, keepdims=True)
+
+    def centred(self, checked: np.ndarray, unit: np.ndarray | None = None) -> np.ndarray:
         """A checked batch as the hyperplanes see it: itself without a centre; else each vector
-        at unit length minus the centre (never zero: the centre is shorter than 1)."""
+        at unit length (``unit``: :meth:`unit` of it, when the caller has it) minus the centre
+        (never zero: the centre is shorter than 1)."""
         if self._center is None:
             return checked
-        return checked / np.linalg.norm(checked, axis=1, keepdims=True) - self._center
+        return (self.unit(checked) if unit is None else unit) - self._center
 
-    def fingerprint_array(self, checked: np.ndarray) -> np.ndarray:
-        """Unsigned signatures (``uint64``) of a batch already passed through :meth:`check`."""
-        bits = (self.centred(checked) @ self.planes) > 0.0
+    def fingerprint_array(self, checked: np.ndarray, unit: np.ndarray | None = None) -> np.ndarray:
+        """Unsigned signatures (``uint64``) of a batch already passed through :meth:`check`
+        (``unit``: see :meth:`centred`)."""
+        bits = (self.centred(checked, unit) @ self.planes) > 0.0
         return np.packbits(bits, axis=1, bitorder="little").view("<u8").ravel().astype(np.uint64)
 
     def signatures_many(self, vectors: object) -> list[Signature]:
@@ -317,8 +332,12 @@ class VectorFingerprinter:
         0-63 are this configuration's), so a wide table's ``simhash`` column serves both.
         Margins are the cosines of each (centred) vector with each hyperplane's normal, in
         absolute value: a small margin is a bit a small turn of the vector flips."""
-        checked = self.check(vectors)
-        moved = self.centred(checked)
+        return self.signatures_of(self.check(vectors))
+
+    def signatures_of(self, checked: np.ndarray, unit: np.ndarray | None = None) -> list[Signature]:
+        """:meth:`signatures_many` of a batch already passed through :meth:`check` (``unit``:
+        see :meth:`centred`)."""
+        moved = self.centred(checked, unit)
         planes = hyperplanes(self.dimensions, self.seed, WIDE_BITS)
         projections = moved @ planes
         packed = np.packbits(projections > 0.0, axis=1, bitorder="little").view("<u8")
