@@ -40,6 +40,7 @@ import xxhash
 
 from .bits import FINGERPRINT_BITS
 from .fingerprint import Fingerprinter
+from .lists import unit_rows
 from .signature import WIDE_BITS, Signature
 
 VECTOR_ALGORITHM = 1
@@ -308,9 +309,9 @@ class VectorFingerprinter:
     @staticmethod
     def unit(checked: np.ndarray) -> np.ndarray:
         """A checked batch with each vector scaled to unit length (none is zero: :meth:`check`
-        refuses them), the same values as :func:`simsql.text.lists.unit_rows`: what the centre is
-        subtracted from, and what partition lists compare (an ORM write computes it once for both)."""
-        return checked / np.linalg.norm(checked, axis=1, keepdims=True)
+        refuses them) by partition lists' own rule (:func:`simsql.text.lists.unit_rows`): what the
+        centre is subtracted from, and what the lists compare (an ORM write computes it once for both)."""
+        return unit_rows(checked)
 
     def centred(self, checked: np.ndarray, unit: np.ndarray | None = None) -> np.ndarray:
         """A checked batch as the hyperplanes see it: itself without a centre; else each vector
