@@ -124,8 +124,8 @@ class Binding:
     def stored_values(self, instance: object) -> tuple[int | None, uuid.UUID | None]:
         """(fingerprint, digest of its text) for a row; None without features (a vector: no digest)."""
         if isinstance(self.fingerprinter, VectorFingerprinter):  # 64 hyperplanes, even for a wide table
-            value = getattr(instance, self.source[0])
-            return (None if value is None else self.fingerprinter.fingerprint(vector_of(value, f"{type(instance).__name__}.{self.source[0]}"))), None
+            checked = self.checked_vector(instance)
+            return (None if checked is None else int(self.fingerprinter.fingerprint_array(checked)[0])), None
         names = self.names.with_wide(False)
         row = stored_for_text(self.fingerprinter, names, self.text_of(instance))
         return row[names.fingerprint], row[names.digest]
@@ -139,26 +139,29 @@ class Binding:
         if not isinstance(fingerprinter, VectorFingerprinter):
             return stored_for_text(fingerprinter, names, self.text_of(instance))
         written = names.signature_words if names.wide else (names.fingerprint,)
-        value = getattr(instance, self.source[0])
-        if value is None:
+        checked = self.checked_vector(instance)
+        if checked is None:
             return {names.digest: None, **dict.fromkeys(written)}
-        checked = fingerprinter.check_one(vector_of(value, f"{type(instance).__name__}.{self.source[0]}"))
         unit = None if fingerprinter.center is None else fingerprinter.unit(checked)
-        _LAST_VECTOR.seen = (value, checked, unit)
+        _LAST_VECTOR.seen = (getattr(instance, self.source[0]), checked, unit)
         words = fingerprinter.signatures_of(checked, unit)[0].words if names.wide else (int(fingerprinter.fingerprint_array(checked, unit)[0]),)
         return {names.digest: None, **dict(zip(written, words))}
 
     def unit_vector(self, instance: object) -> np.ndarray:
-        """A vector row's vector (not NULL), checked and at unit length (``[1, dimensions]``): what
-        partition lists compare. The one :meth:`stored_row` checked last in this thread when it
-        was of this very value (an ORM write's hooks check it once), else checked now."""
-        value, seen = getattr(instance, self.source[0]), getattr(_LAST_VECTOR, "seen", None)
-        if seen is not None and seen[0] is value:
-            _, checked, unit = seen
-        else:
-            assert isinstance(self.fingerprinter, VectorFingerprinter)
-            checked, unit = self.fingerprinter.check_one(vector_of(value, f"{type(instance).__name__}.{self.source[0]}")), None
+        """A vector row's vector (not NULL) checked, at unit length: what lists compare. The one
+        :meth:`stored_row` checked last in this thread if of this very value (an ORM write's hooks), else checked now."""
+        seen = getattr(_LAST_VECTOR, "seen", (None, None, None))
+        same = seen[0] is not None and seen[0] is getattr(instance, self.source[0])
+        checked, unit = (seen[1], seen[2]) if same else (self.checked_vector(instance), None)
+        assert checked is not None, "a row without a vector is not placed"
         return VectorFingerprinter.unit(checked) if unit is None else unit
+
+    def checked_vector(self, instance: object) -> np.ndarray | None:
+        """A vector row's vector as :meth:`VectorFingerprinter.check_one` passes it (``[1,
+        dimensions]``), or None for NULL; ``ValueError``/``TypeError`` naming the column for a bad one."""
+        value = getattr(instance, self.source[0])
+        assert isinstance(self.fingerprinter, VectorFingerprinter)
+        return None if value is None else self.fingerprinter.check_one(vector_of(value, f"{type(instance).__name__}.{self.source[0]}"))
 
     def key_of(self, instance: object) -> tuple[Any, ...]:
         return tuple(getattr(instance, column.key) for column in self.keys)
