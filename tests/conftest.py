@@ -234,14 +234,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.longrepr = (__file__, 0, report.longrepr[2])
 
 
-SERVERLESS_FIXTURES = frozenset({
-    "tmp_path", "tmp_path_factory", "tmpdir", "tmpdir_factory", "capsys", "capsysbinary", "capfd", "capfdbinary",
-    "caplog", "monkeypatch", "recwarn", "pytestconfig", "doctest_namespace", "cache", "record_property",
-})  # fmt: skip
-"""pytest's own fixtures, none of which reaches a server. A test whose fixtures are all among
-these (or that takes none) cannot touch a server through the suite's fixtures."""
-
-
 def reaches_suite_fixture(item: pytest.Item) -> bool:
     """Whether ``item`` takes a fixture the suite defines (``tests/``: any of them may reach a
     server), directly or through another fixture, or ``request`` itself (it may ask for any).
@@ -251,8 +243,6 @@ def reaches_suite_fixture(item: pytest.Item) -> bool:
     if info is None or "request" in info.argnames:  # a test's own request may ask for any fixture
         return True
     for name in getattr(item, "fixturenames", ()):
-        if name in SERVERLESS_FIXTURES:
-            continue
         for fixturedef in info.name2fixturedefs.get(name, ()):
             module = str(getattr(fixturedef.func, "__module__", ""))
             if module == "tests" or module.startswith("tests."):
