@@ -510,6 +510,20 @@ share of its words lies in word 5-shingles of one of them: another release of th
 paragraph (a flag added, a sentence reworded) is the same text by content."""
 
 
+def words_from_row(body: str, stored_body: str) -> tuple[float, list[tuple[int, bool]], int]:
+    """The share of ``body``'s words in paragraphs ``stored_body`` holds, whole or near-identical
+    (:data:`NEAR_IDENTICAL`); each paragraph's words and whether it is held; how many were held
+    near-identical rather than whole."""
+    stored = stored_body.split("\n\n")
+    whole, near, words = set(stored), 0, []
+    for paragraph in body.split("\n\n"):
+        held = paragraph in whole
+        if not held and any(share_of_submission(paragraph, theirs) >= NEAR_IDENTICAL for theirs in stored):
+            held, near = True, near + 1
+        words.append((shingled(paragraph).words, held))
+    return sum(count for count, held in words if held) / max(1, sum(count for count, _ in words)), words, near
+
+
 def false_alarms(session: Session, texts: Sequence[str]) -> dict[str, Any]:
     """Alarms on fresh texts; an alarm where most of the text's words lie in paragraphs the
     reported row holds, whole or near-identical (:data:`NEAR_IDENTICAL`), is a true overlap (the
@@ -521,14 +535,7 @@ def false_alarms(session: Session, texts: Sequence[str]) -> dict[str, Any]:
         match = check(session, body)
         if match is None:
             continue
-        stored = match.row.body.split("\n\n")
-        whole, near, words = set(stored), 0, []
-        for paragraph in body.split("\n\n"):
-            held = paragraph in whole
-            if not held and any(share_of_submission(paragraph, theirs) >= NEAR_IDENTICAL for theirs in stored):
-                held, near = True, near + 1
-            words.append((shingled(paragraph).words, held))
-        really = sum(count for count, held in words if held) / max(1, sum(count for count, _ in words))
+        really, words, near = words_from_row(body, match.row.body)
         overlaps += really >= 0.5
         alarms += really < 0.5
         listed.append({"text": number, "row": match.row.id, "distance": match.distance, "true_overlap": really >= 0.5,
