@@ -64,7 +64,13 @@ def child(url: str, schema: str, path: str) -> dict[str, Any]:
     engine = engine_for(url, schema=schema).execution_options(schema_translate_map={None: schema})
     model = doc_model(None, wide_blocks=recorded_blocks(engine))
     sent: list[str] = []
-    event.listen(engine, "before_cursor_execute", lambda conn, cursor, statement, *rest: sent.append(statement))
+    last: list[Any] = []
+
+    def record(conn: Any, cursor: Any, statement: str, parameters: Any, *rest: Any) -> None:
+        sent.append(statement)
+        last[:] = [statement, parameters]
+
+    event.listen(engine, "before_cursor_execute", record)
     report: dict[str, Any] = {"simsql": str(Path(simsql.__file__).parent)}
     with Session(engine) as session:
         for body in bodies["fresh"][-WARM_UP // 2 :] + bodies["copies"][-WARM_UP // 2 :]:
@@ -86,8 +92,26 @@ def child(url: str, schema: str, path: str) -> dict[str, Any]:
                 "statement_bytes_max": max(lengths), "statements_over_4096": sum(n > 4096 for n in lengths),
             }  # fmt: skip
         report["first_stage"] = first_stage(session, model, bodies)
+        simsql.find_original(session, model, bodies["fresh"][0])  # its last statement: the second stage's
+        report["psycopg_convert_us"] = psycopg_convert(session, *last)
     engine.dispose()
     return report
+
+
+def psycopg_convert(session: Any, statement: str, parameters: Any) -> float:
+    """Microseconds psycopg takes to turn ``statement`` and its parameters into what it sends
+    (``PostgresQuery.convert``, p50 of 200): its placeholders parsed again every time for a
+    statement over 4,096 bytes, looked up in its cache for a shorter one."""
+    from psycopg import _queries
+    from psycopg.adapt import Transformer
+
+    transformer = Transformer(session.connection().connection.dbapi_connection)
+    spent = []
+    for _ in range(200):
+        start = time.perf_counter()
+        _queries.PostgresQuery(transformer).convert(statement, parameters)
+        spent.append((time.perf_counter() - start) * 1e6)
+    return statistics.median(spent)
 
 
 def first_stage(session: Any, model: type, bodies: dict[str, list[str]]) -> dict[str, Any]:
@@ -147,10 +171,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             run = {"tree": tree, **json.loads(done.stdout.splitlines()[-1])}
             assert Path(run["simsql"]).parent == Path(path[0]), (tree, run["simsql"])
             runs.append(run)
-            if tree == "B":
-                print("  first stage p50, ms:", json.dumps(run["first_stage"]))
             print(tree, run["simsql"], *(f"{label} p50 {run[label]['p50_ms']:.2f} ms, {run[label]['statements_per_check']:.2f} statements, "
-                  f"longest {run[label]['statement_bytes_max']} bytes" for label in ("copies", "fresh")), sep="\n  ", flush=True)  # fmt: skip
+                  f"longest {run[label]['statement_bytes_max']} bytes" for label in ("copies", "fresh")), sep="\n  ")  # fmt: skip
+            print(f"  psycopg's conversion of the second stage's statement: {run['psycopg_convert_us']:.0f} us", flush=True)
     finally:
         os.unlink(handle.name)
         os.rmdir(elsewhere)
@@ -175,6 +198,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for label in ("copies", "fresh")
     }  # fmt: skip
     print("first stage (after), medians of the runs:", json.dumps(report["first_stage_after"]))
+    for tree, name in (("A", "before"), ("B", "after")):
+        report[f"psycopg_convert_us_{name}"] = statistics.median(run["psycopg_convert_us"] for run in runs if run["tree"] == tree)
+    print(f"psycopg's conversion, us: {report['psycopg_convert_us_before']:.0f} -> {report['psycopg_convert_us_after']:.0f}")
     report["runs"] = runs
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1) + "\n")
