@@ -174,7 +174,7 @@ def wide_statement(model: type, limit: int) -> Select[Any]:
     parameters are :func:`wide_parameters`. Candidates and their distances come from the block
     indexes alone (they cover the words and the key: one index-only lookup per block, its
     probed values in one array); only the nearest ``limit`` rows are joined back to the table.
-    The model is read through the alias ``wide_row`` (:func:`_row`): a condition on the model's
+    The model is read through the alias ``wide_row``: a condition on the model's
     own columns added to the statement would name another copy of its table, so filter on its
     result instead. Kept per binding: a model attached again gets a statement of its new columns."""
     return _statement(model, wide_binding(model), limit)
