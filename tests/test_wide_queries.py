@@ -180,3 +180,42 @@ def test_probe_groups_are_the_probes_grouped_by_block_in_probe_order() -> None:
             found = probe_groups(signature, budget, start)
             assert found == expected
             assert all(type(value) is int for values in found.values() for value in values)
+
+
+@pytest.mark.parametrize("layout", [None, "10x24"])
+@pytest.mark.parametrize("mode", MODES)
+def test_the_candidates_statements_stay_short_enough_for_psycopg_to_cache(mode: str, layout: str | None) -> None:
+    """Issue 43: psycopg 3 caches the conversion of a statement's ``%(name)s`` placeholders only
+    for statements of at most 4,096 bytes (``psycopg._queries.MAX_CACHED_STATEMENT_LENGTH``);
+    a longer one is parsed again on every execution (about 0.3 ms, once or twice per check). So
+    the statements of find_original stay under it on PostgreSQL for both the default and the
+    10 x 24 layout, a table name of 30 characters and a schema of 30 given by
+    ``schema_translate_map`` (which qualifies every column by schema and table). What keeps them
+    short: each branch of the probes' union reads the words, and the 256-bit distance is
+    written once, outside it (PostgreSQL pushes its filter into every branch)."""
+    from sqlalchemy.dialects.postgresql import psycopg
+    from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+    from simsql.queries.wide import wide_keys_statement, wide_statement, wide_text_statement
+
+    class OwnBase(DeclarativeBase):
+        pass
+
+    name = "a_table_name_of_thirty_chars_x"
+    if mode == "columns":
+        model: type = type("Long", (simsql.WideSimHashMixin, OwnBase), {
+            "__tablename__": name, "__simhash_source__": ("title", "body"), "__simhash_wide_blocks__": layout,
+            "__annotations__": {"id": Mapped[int], "title": Mapped[str | None], "body": Mapped[str | None]},
+            "id": mapped_column(primary_key=True), "title": mapped_column(), "body": mapped_column(),
+        })  # fmt: skip
+    else:
+        model = type("LongPost", (OwnBase,), {
+            "__tablename__": name,
+            "__annotations__": {"id": Mapped[int], "title": Mapped[str | None], "body": Mapped[str | None]},
+            "id": mapped_column(primary_key=True), "title": mapped_column(), "body": mapped_column(),
+        })  # fmt: skip
+        simsql.attach_model(model, source=("title", "body"), wide=True, wide_blocks=layout)
+    translate = {None: "a_schema_name_of_thirty_chars_"}
+    for statement in (wide_statement(model, 4), wide_text_statement(model, 16), wide_keys_statement(model, 16)):
+        sql = str(statement.compile(dialect=psycopg.dialect(), schema_translate_map=translate, render_schema_translate=True))
+        assert translate[None] in sql and len(sql.encode()) <= 4096, (len(sql), sql)

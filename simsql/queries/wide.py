@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Integer, Select, bindparam, literal, select, union
+from sqlalchemy import Integer, Select, bindparam, inspect, literal, select, union
+from sqlalchemy.orm import aliased
 from sqlalchemy.sql import ColumnElement
 
 from ..dialects import equals_any, hamming_expression, probe_parameter
@@ -142,11 +143,14 @@ def wide_binding(model: type) -> Binding:
     return binding
 
 
-def wide_distance(binding: Binding, signature: Signature | Sequence[ColumnElement[Any]]) -> ColumnElement[Any]:
+def wide_distance(
+    binding: Binding, signature: Signature | Sequence[ColumnElement[Any]], columns: Sequence[ColumnElement[Any]] | None = None
+) -> ColumnElement[Any]:
     """The 256-bit Hamming distance of each row's signature to ``signature`` (or to four word
-    parameters), in SQL (NULL for a row without one)."""
+    parameters), in SQL (NULL for a row without one): of ``binding``'s word columns, or of
+    ``columns`` (the same four words read through a subquery)."""
     words = [literal(word, SimHash()) for word in signature.words] if isinstance(signature, Signature) else signature
-    terms = [hamming_expression(column, word) for column, word in zip(binding.words, words)]
+    terms = [hamming_expression(column, word) for column, word in zip(binding.words if columns is None else columns, words)]
     total: ColumnElement[Any] = terms[0]
     for term in terms[1:]:
         total = total + term
@@ -170,19 +174,21 @@ def wide_statement(model: type, limit: int) -> Select[Any]:
     parameters are :func:`wide_parameters`. Candidates and their distances come from the block
     indexes alone (they cover the words and the key: one index-only lookup per block, its
     probed values in one array); only the nearest ``limit`` rows are joined back to the table.
-    Kept per binding: a model attached again gets a statement of its new columns."""
+    The model is read through the alias ``wide_row``: a condition on the model's
+    own columns added to the statement would name another copy of its table, so filter on its
+    result instead. Kept per binding: a model attached again gets a statement of its new columns."""
     return _statement(model, wide_binding(model), limit)
 
 
 @lru_cache(maxsize=64)
 def _statement(model: type, binding: Binding, limit: int) -> Select[Any]:
+    row, keys = _row(model, binding)
     nearest = _nearest(binding, limit).subquery("wide_nearest")
-    nearest_keys = [nearest.c[key.name] for key in binding.table_keys]
     # LIMIT again outside: MySQL and MariaDB drop an ORDER BY inside a derived table
     return (
-        select(model, nearest.c.distance)
-        .join(nearest, keys_equal(binding.keys, nearest_keys))
-        .order_by(nearest.c.distance, *binding.keys)
+        select(row, nearest.c.distance)
+        .join_from(row, nearest, keys_equal(keys, [nearest.c[key.name] for key in binding.table_keys]))
+        .order_by(nearest.c.distance, *keys)
         .limit(limit)
     )
 
@@ -191,22 +197,32 @@ def wide_text_statement(model: type, limit: int) -> Select[Any]:
     """:func:`wide_statement` reading only what the confirmation needs: ``(key..., source
     column..., distance)`` of the nearest ``limit`` rows (keys in :attr:`Binding.keys` order,
     sources in :attr:`Binding.source` order), nearest first (ties by key). Building a whole ORM
-    instance per candidate took about half of the statement's client CPU, for rows that are
-    almost all turned away; the one confirmed is read whole by its key. The same parameters."""
+    instance per candidate took about half of the statement's client CPU for 16 candidates, almost
+    all turned away; the one confirmed is then read whole by its key (the first stage's few
+    candidates are read whole at once: :func:`simsql.queries.wide_original.find_wide_original`).
+    The same parameters."""
     return _text_statement(model, wide_binding(model), limit)
 
 
 @lru_cache(maxsize=64)
 def _text_statement(model: type, binding: Binding, limit: int) -> Select[Any]:
+    row, keys = _row(model, binding)
     nearest = _nearest(binding, limit).subquery("wide_nearest")
-    nearest_keys = [nearest.c[key.name] for key in binding.table_keys]
-    sources = [getattr(model, name) for name in binding.source]
     return (
-        select(*binding.keys, *sources, nearest.c.distance)
-        .join_from(model, nearest, keys_equal(binding.keys, nearest_keys))
-        .order_by(nearest.c.distance, *binding.keys)
+        select(*keys, *(getattr(row, name) for name in binding.source), nearest.c.distance)
+        .join_from(row, nearest, keys_equal(keys, [nearest.c[key.name] for key in binding.table_keys]))
+        .order_by(nearest.c.distance, *keys)
         .limit(limit)
     )
+
+
+def _row(model: type, binding: Binding) -> tuple[Any, list[Any]]:
+    """``model`` under the short alias ``wide_row``, and its key attributes (in :attr:`Binding.keys`
+    order): its columns are named by the alias rather than by schema and table, which keeps the
+    statements under the length psycopg caches their parsing up to (issue 43)."""
+    row: Any = aliased(model, name="wide_row")
+    mapper: Any = inspect(model)
+    return row, [getattr(row, mapper.get_property_by_column(key).key) for key in binding.keys]
 
 
 def wide_keys_statement(model: type, limit: int) -> Select[Any]:
@@ -219,16 +235,30 @@ def wide_keys_statement(model: type, limit: int) -> Select[Any]:
 
 @lru_cache(maxsize=64)
 def _nearest(binding: Binding, limit: int) -> Select[Any]:
-    distance = wide_distance(binding, [bindparam(f"simsql_w{k}", type_=SimHash()) for k in range(WIDE_WORDS)])
-    bound = bindparam("simsql_bound", type_=Integer())
+    # Each branch reads what its block index covers (key and words) under a short alias; the
+    # distance is written once, over the union (wide_scored, which the servers merge into the
+    # query), and its bound on it: PostgreSQL 15, MySQL 9 (8.0.29+ pushes into a union) and
+    # MariaDB 10.11 push that filter into every branch's index-only scan (their plans, issue 43).
+    # Written in every branch, twice (select list and filter) and on columns qualified by schema
+    # and table, the statement grew past the 4,096 bytes up to which psycopg caches its parsing
+    # (tests/test_wide_queries.py).
+    row = binding.table.alias("w")
+    read = [row.c[column.key] for column in (*binding.table_keys, *binding.words)]
     branches = [
-        select(*binding.table_keys, distance.label("distance"))
-        .where(equals_any(column, probe_parameter((), f"simsql_v{block}")), binding.guard(distance <= bound))
+        select(*read).where(equals_any(row.c[column.key], probe_parameter((), f"simsql_v{block}")))
         for block, column in enumerate(binding.wide_blocks)
-    ]  # guarded: the statement checks the table's configuration and block layout before it runs
+    ]
     candidates = union(*branches).subquery("wide_candidates")
-    candidate_keys = [candidates.c[key.name] for key in binding.table_keys]
-    return select(candidates).order_by(candidates.c.distance, *candidate_keys).limit(limit)
+    words = [bindparam(f"simsql_w{k}", type_=SimHash()) for k in range(WIDE_WORDS)]
+    distance = wide_distance(binding, words, [candidates.c[word.name] for word in binding.words])
+    scored = select(*(candidates.c[key.name] for key in binding.table_keys), distance.label("distance")).subquery("wide_scored")
+    bound = bindparam("simsql_bound", type_=Integer())
+    return (
+        select(scored)
+        .where(binding.guard(scored.c.distance <= bound))  # guarded: the statement checks the table's configuration and block layout before it runs
+        .order_by(scored.c.distance, *(scored.c[key.name] for key in binding.table_keys))
+        .limit(limit)
+    )
 
 
 def wide_parameters(

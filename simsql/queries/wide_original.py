@@ -39,6 +39,7 @@ from .wide import (
     wide_keys_statement,
     wide_parameters,
     wide_search,
+    wide_statement,
     wide_text_statement,
 )  # fmt: skip
 
@@ -135,22 +136,28 @@ def _nearest_texts(
     session: Session, binding: Binding, limit: int, parameters: dict[str, Any], by_key: bool
 ) -> list[tuple[tuple[Any, ...], tuple[Any, ...], int, Any]]:
     """``(key, source values, distance, row)`` of the nearest ``limit`` candidates, nearest
-    first: their keys, source columns and distances in one statement
-    (:func:`~simsql.queries.wide.wide_text_statement`; ``row`` None, read by key once
-    confirmed), or (``by_key``, :attr:`simsql.dialects.Backend.rows_by_key`) their keys and
-    distances, then their rows by key (which Citus routes to the shards holding them; no
-    source values, the row has them)."""
-    if not by_key:
-        width = len(binding.keys)
-        return [
-            (tuple(found[:width]), tuple(found[width:-1]), int(found[-1]), None)
-            for found in session.execute(wide_text_statement(binding.model, limit), parameters).all()
-        ]
-    ranked = session.execute(wide_keys_statement(binding.model, limit), parameters).all()
-    if not ranked:
-        return []
-    found = session.execute(rows_of_keys(binding, [tuple(rank[: len(binding.keys)]) for rank in ranked])).all()
-    return [(binding.key_of(row), (), distance, row) for row, distance in in_ranked_order(binding, ranked, found)]
+    first, in one statement: for at most :data:`WIDE_FIRST_CANDIDATES` (the first stage), their
+    rows whole (:func:`~simsql.queries.wide.wide_statement`; no source values, the row has
+    them), so the one confirmed is the answer as read; for more, their keys, source columns and
+    distances (:func:`~simsql.queries.wide.wide_text_statement`; ``row`` None, read by key once
+    confirmed: an ORM instance per candidate took about half of the statement's client CPU for
+    16 candidates almost all turned away, issue 43 measured the trade for the first stage's few).
+    Or (``by_key``, :attr:`simsql.dialects.Backend.rows_by_key`) their keys and distances, then
+    their rows by key (which Citus routes to the shards holding them)."""
+    if by_key:
+        ranked = session.execute(wide_keys_statement(binding.model, limit), parameters).all()
+        if not ranked:
+            return []
+        found = session.execute(rows_of_keys(binding, [tuple(rank[: len(binding.keys)]) for rank in ranked])).all()
+        return [(binding.key_of(row), (), distance, row) for row, distance in in_ranked_order(binding, ranked, found)]
+    if limit <= WIDE_FIRST_CANDIDATES:
+        rows = session.execute(wide_statement(binding.model, limit), parameters).all()
+        return [(binding.key_of(row), (), int(distance), row) for row, distance in rows]
+    width = len(binding.keys)
+    return [
+        (tuple(found[:width]), tuple(found[width:-1]), int(found[-1]), None)
+        for found in session.execute(wide_text_statement(binding.model, limit), parameters).all()
+    ]
 
 
 def check_accept_distance(accept_distance: object) -> None:
