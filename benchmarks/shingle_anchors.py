@@ -220,9 +220,9 @@ def _alarm_kind(body: str, stored: str) -> str:
 
 def measure(
     url: str, schema: str, rows: int, rates: Sequence[int], texts: int, stop_rows: int, seed: int, source: str, lang: str,
-    side: Side, with_library: bool,
+    side: Side, with_library: bool, originals: int = 200, fresh: int = 1000,
 ) -> dict[str, Any]:  # fmt: skip
-    data = corpus(rows, 200, 1000, 22, lang, source)
+    data = corpus(rows, originals, fresh, 22, lang, source)
     rng = random.Random(seed)
     copies = disguised(data, 22)
     populations = {"fresh_pool": rng.sample(data["fresh_shared"], texts), "fresh_unseen": rng.sample(data["fresh_disjoint"], texts)}
@@ -303,6 +303,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, required=True, help="its rows (names the corpus its originals come from)")
     parser.add_argument("--source", default="manpages", choices=("manpages", "heldout"))
     parser.add_argument("--lang", default="en", choices=("en", "zh"))
+    parser.add_argument("--originals", type=int, default=200, help="the table's originals (benchmarks.originality --originals)")
+    parser.add_argument("--fresh", type=int, default=1000, help="fresh articles of its corpus (benchmarks.originality --fresh)")
     parser.add_argument("--build", action="store_true", help="(re)build the side table at the finest rate of --rate-bits")
     parser.add_argument("--rate-bits", default="5", help="sampling rates to measure, 1/2**bits each, comma-separated")
     parser.add_argument("--texts", type=int, default=300, help="timed texts per population")
@@ -321,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.build:
         print(json.dumps(report["build"]), flush=True)
     side = Side() if args.replicas == 1 else Side(f"{TABLE}_x{args.replicas}", args.rows, args.replicas)
-    report["measured"] = measure(args.url, args.schema, args.rows, rates, args.texts, args.stop_rows, args.seed, args.source, args.lang, side, args.replicas == 1)
+    report["measured"] = measure(args.url, args.schema, args.rows, rates, args.texts, args.stop_rows, args.seed, args.source, args.lang, side, args.replicas == 1, args.originals, args.fresh)
     rendered = json.dumps(report, indent=2)
     print(rendered)
     if args.results:

@@ -127,3 +127,34 @@ def test_originality_smoke_run(bench_url: str, schema: str, tmp_path: Path) -> N
     assert result.returncode == 0, result.stderr[-3000:]
     again = json.loads((tmp_path / "originality-postgresql-300-heldout-recall.json").read_text())
     assert again["build"]["reused"] and again["recall"] == first["recall"]
+
+
+def test_shingle_anchors_smoke_run(bench_url: str, schema: str, tmp_path: Path) -> None:
+    """benchmarks.shingle_anchors (issue 43's what-if) on a small table of benchmarks.originality:
+    its side table holds every row's sampled shingles, and the anchors, the hybrid and
+    find_original each find the originals of the lightest disguises, with no alarm on articles
+    of paragraphs in no row."""
+    from benchmarks import heldout
+    from benchmarks.originality import CORPUS_UNAVAILABLE
+
+    try:
+        heldout.files("en")
+    except heldout.CorpusUnavailable as exc:
+        pytest.skip(str(exc))
+    sizes = ["--rows", "300", "--originals", "5", "--fresh", "10"]
+    build = [sys.executable, "-m", "benchmarks.originality", "--source", "heldout", "--url", bench_url, *sizes, "--scans", "1",
+             "--workers", "1", "--parts", "storage", "--schema", schema, "--results-dir", str(tmp_path)]  # fmt: skip
+    result = subprocess.run(build, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    if result.returncode == CORPUS_UNAVAILABLE:
+        pytest.skip(result.stderr.strip().splitlines()[-1])
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = tmp_path / "anchors.json"
+    anchors = [sys.executable, "-m", "benchmarks.shingle_anchors", "--source", "heldout", "--url", bench_url, *sizes, "--schema", schema,
+               "--build", "--rate-bits", "4", "--texts", "5", "--workers", "1", "--results", str(report)]  # fmt: skip
+    result = subprocess.run(anchors, cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    measured = json.loads(report.read_text())
+    assert measured["build"]["rows"] == 300 and measured["build"]["entries_per_row"] > 1
+    for way in (measured["measured"]["rates"]["4"], measured["measured"]["rates"]["hybrid 4"], measured["measured"]["library"]):
+        assert way["recall"]["sub_1"] == way["recall"]["header_footer"] == 1.0
+        assert way["alarms"]["false_alarms"]["fresh_unseen"] == 0
