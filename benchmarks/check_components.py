@@ -13,7 +13,6 @@ beside the whole check, on the table ``benchmarks.scale10m`` built (read, never 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import sys
@@ -29,7 +28,7 @@ from simsql.queries.wide import WIDE_FIRST_STAGE, probe_groups, wide_binding
 from simsql.text.containment import share_of_submission, shingled
 
 from .originality import corpus, disguised, doc_model, engine_for, recorded_blocks
-from .timing import summary
+from .timing import emit, summary
 
 
 def run(url: str, schema: str, rows: int, texts: int, rounds: int) -> dict[str, Any]:
@@ -81,11 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--results", type=Path)
     args = parser.parse_args(argv)
     report = {"argv": sys.argv[1:], **run(args.url, args.schema, args.rows, args.texts, args.rounds)}
-    rendered = json.dumps(report, indent=2)
-    print(rendered)
-    if args.results:
-        args.results.parent.mkdir(parents=True, exist_ok=True)
-        args.results.write_text(rendered + "\n")
+    emit(report, args.results)
     return 0
 
 

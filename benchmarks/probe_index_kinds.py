@@ -21,7 +21,6 @@ The synthetic table is ``probe_kinds`` in the URL's database (created with ``--b
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import statistics
@@ -32,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+
+from .timing import emit
 
 BLOCKS = 10
 WIDTH = 24
@@ -116,11 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for kind in ("btree", "hash")
     ]
     report["load_after"] = list(os.getloadavg())
-    rendered = json.dumps(report, indent=2)
-    print(rendered)
-    if args.results:
-        args.results.parent.mkdir(parents=True, exist_ok=True)
-        args.results.write_text(rendered + "\n")
+    emit(report, args.results)
     return 0
 
 

@@ -56,7 +56,7 @@ import simsql
 from simsql.text.containment import MIN_CONTAINMENT, Shingled, share_of_submission, shingled
 
 from .originality import EVASIONS, corpus, disguised, doc_model, engine_for, recorded_blocks, words_from_row
-from .timing import summary
+from .timing import emit, summary
 
 TABLE = "anchors_what_if"
 
@@ -324,11 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(report["build"]), flush=True)
     side = Side() if args.replicas == 1 else Side(f"{TABLE}_x{args.replicas}", args.rows, args.replicas)
     report["measured"] = measure(args.url, args.schema, args.rows, rates, args.texts, args.stop_rows, args.seed, args.source, args.lang, side, args.replicas == 1, args.originals, args.fresh)
-    rendered = json.dumps(report, indent=2)
-    print(rendered)
-    if args.results:
-        args.results.parent.mkdir(parents=True, exist_ok=True)
-        args.results.write_text(rendered + "\n")
+    emit(report, args.results)
     return 0
 
 

@@ -21,7 +21,6 @@ The table (``benchmarks.scale10m``'s) is read, never written.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -36,7 +35,7 @@ from sqlalchemy.orm import Session
 import simsql
 
 from .originality import doc_model, engine_for, recorded_blocks
-from .timing import summary
+from .timing import emit, summary
 
 
 def _signed(value: int) -> int:
@@ -123,11 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--results", type=Path)
     args = parser.parse_args(argv)
     report = {"argv": sys.argv[1:], **run(args.url, args.schema, args.queries, args.step, args.rounds)}
-    rendered = json.dumps(report, indent=2)
-    print(rendered)
-    if args.results:
-        args.results.parent.mkdir(parents=True, exist_ok=True)
-        args.results.write_text(rendered + "\n")
+    emit(report, args.results)
     return 0
 
 

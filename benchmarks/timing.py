@@ -3,9 +3,11 @@ same percentiles, the same recall rules, so figures from different runs mean the
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 
@@ -58,3 +60,13 @@ def interleaved(
             if number == 0:
                 out[name][1].extend(answers)
     return out
+
+
+def emit(report: dict[str, Any], path: Path | None) -> None:
+    """A benchmark's report as indented JSON on standard output, and in ``path`` too when given
+    (its folder made if missing): the one way the newer benchmarks hand their figures over."""
+    rendered = json.dumps(report, indent=2)
+    print(rendered)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(rendered + "\n")
