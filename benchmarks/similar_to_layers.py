@@ -33,13 +33,10 @@ from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 import simsql
+from simsql.text.bits import blocks, to_signed, to_unsigned
 
 from .originality import doc_model, engine_for, recorded_blocks
 from .timing import emit, summary
-
-
-def _signed(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 def run(url: str, schema: str, queries: int, step: int, rounds: int) -> dict[str, Any]:
@@ -48,7 +45,7 @@ def run(url: str, schema: str, queries: int, step: int, rounds: int) -> dict[str
     session = Session(engine)
     rows = session.execute(text("SELECT count(*) FROM bench_wide_docs")).scalar_one()
     fingerprints = [
-        value % (1 << 64)
+        to_unsigned(value)
         for (value,) in session.execute(text("SELECT simhash FROM bench_wide_docs WHERE id % :step = 0 ORDER BY id LIMIT :n"), {"step": step, "n": queries})
     ]  # fmt: skip
     statement = select(model.id).where(simsql.similar_to(model, fingerprints[0], max_distance=3))
@@ -63,9 +60,9 @@ def run(url: str, schema: str, queries: int, step: int, rounds: int) -> dict[str
 
     def driver(fingerprint: int) -> list[Any]:
         parameters = dict(compiled.params)
-        for name, value in zip(block_names, _blocks(fingerprint)):
+        for name, value in zip(block_names, blocks(fingerprint)):
             parameters[name] = value
-        parameters[fingerprint_name] = _signed(fingerprint)
+        parameters[fingerprint_name] = to_signed(fingerprint)
         cursor = driver_connection.cursor()
         cursor.execute(sql, parameters, prepare=True)
         return cursor.fetchall()
@@ -101,14 +98,10 @@ def run(url: str, schema: str, queries: int, step: int, rounds: int) -> dict[str
     }  # fmt: skip
 
 
-def _blocks(fingerprint: int) -> list[int]:
-    return [(fingerprint >> shift) & 0xFFFF for shift in (48, 32, 16, 0)]
-
-
 def _literal(sql: str, params: dict[str, Any], block_names: list[str], fingerprint_name: str, fingerprint: int) -> str:
     values = dict(params)
-    values.update(zip(block_names, _blocks(fingerprint)))
-    values[fingerprint_name] = _signed(fingerprint)
+    values.update(zip(block_names, blocks(fingerprint)))
+    values[fingerprint_name] = to_signed(fingerprint)
     return re.sub(r"%\((\w+)\)s", lambda found: str(int(values[found.group(1)])), sql)
 
 

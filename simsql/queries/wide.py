@@ -183,14 +183,7 @@ def wide_statement(model: type, limit: int) -> Select[Any]:
 @lru_cache(maxsize=64)
 def _statement(model: type, binding: Binding, limit: int) -> Select[Any]:
     row, keys = _row(model, binding)
-    nearest = _nearest(binding, limit).subquery("wide_nearest")
-    # LIMIT again outside: MySQL and MariaDB drop an ORDER BY inside a derived table
-    return (
-        select(row, nearest.c.distance)
-        .join_from(row, nearest, keys_equal(keys, [nearest.c[key.name] for key in binding.table_keys]))
-        .order_by(nearest.c.distance, *keys)
-        .limit(limit)
-    )
+    return _joined(binding, row, keys, limit, row)
 
 
 def wide_text_statement(model: type, limit: int) -> Select[Any]:
@@ -207,9 +200,17 @@ def wide_text_statement(model: type, limit: int) -> Select[Any]:
 @lru_cache(maxsize=64)
 def _text_statement(model: type, binding: Binding, limit: int) -> Select[Any]:
     row, keys = _row(model, binding)
+    return _joined(binding, row, keys, limit, *keys, *(getattr(row, name) for name in binding.source))
+
+
+def _joined(binding: Binding, row: Any, keys: list[Any], limit: int, *selected: Any) -> Select[Any]:
+    """``(selected..., distance)`` of the nearest ``limit`` candidates of :func:`_nearest`, joined
+    back to ``row`` (the model's alias) by ``keys``, nearest first (ties by key): the one join
+    both the whole-row and the text statements make."""
     nearest = _nearest(binding, limit).subquery("wide_nearest")
+    # LIMIT again outside: MySQL and MariaDB drop an ORDER BY inside a derived table
     return (
-        select(*keys, *(getattr(row, name) for name in binding.source), nearest.c.distance)
+        select(*selected, nearest.c.distance)
         .join_from(row, nearest, keys_equal(keys, [nearest.c[key.name] for key in binding.table_keys]))
         .order_by(nearest.c.distance, *keys)
         .limit(limit)
